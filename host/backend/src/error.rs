@@ -1,0 +1,61 @@
+use std::path::PathBuf;
+
+/// Why the backend could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("stack `{0}` does not exist; create it with `plinth stack init {0}`")]
+    NoSuchStack(String),
+    #[error("stack `{0}` already exists")]
+    StackExists(String),
+    #[error(
+        "invalid stack name `{0}`: use letters, digits, `-`, `_` and `.`, starting with a letter or digit"
+    )]
+    InvalidStackName(String),
+    #[error(
+        "stack `{stack}` still has {count} resources; run `plinth destroy` first, or pass --force to forget them"
+    )]
+    StackNotEmpty { stack: String, count: usize },
+    #[error("unsupported backend URL `{0}`: use file://<directory>")]
+    UnsupportedUrl(String),
+    #[error("cannot find a home directory for the default state directory; set PLINTH_BACKEND_URL=file://<dir>")]
+    NoHome,
+    #[error(
+        "the state of stack `{stack}` was written by a newer plinth (schema {found}, this plinth reads up to {supported}); upgrade plinth"
+    )]
+    NewerSchema {
+        stack: String,
+        found: u32,
+        supported: u32,
+    },
+    #[error(
+        "the state of stack `{stack}` has schema {found}, which this plinth no longer reads (supported: {supported})"
+    )]
+    OlderSchema {
+        stack: String,
+        found: u32,
+        supported: u32,
+    },
+    #[error("the state file {path} is not valid: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error(
+        "stack `{stack}` is locked by another update: {holder}; if that process is gone, run `plinth cancel`"
+    )]
+    Locked { stack: String, holder: String },
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl BackendError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> BackendError {
+        let path = path.into();
+        move |source| BackendError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! State storage. The local backend keeps each stack's checkpoint, the journal of an update in
+//! progress, and the update lock as files under one state directory.
+
+mod checkpoint;
+mod error;
+mod journal_file;
+mod local;
+mod lock;
+
+pub use checkpoint::{Checkpoint, SCHEMA_VERSION};
+pub use error::BackendError;
+pub use local::{LocalBackend, LoadedStack, StackSummary};
+pub use lock::{LockInfo, StackLock};

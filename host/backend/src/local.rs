@@ -1,0 +1,348 @@
+//! The local backend: stacks as files under a state directory (default `~/.plinth`).
+//!
+//! ```text
+//! <root>/stacks/<project>/<stack>.json      checkpoint
+//! <root>/stacks/<project>/<stack>.journal   journal of the update in progress (or interrupted)
+//! <root>/stacks/<project>/<stack>.lock      held while an update runs
+//! <root>/workspaces/<project>               the selected stack
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use plinth_engine::journal::{Persister, replay};
+use plinth_engine::snapshot::Snapshot;
+
+use crate::checkpoint::Checkpoint;
+use crate::error::BackendError;
+use crate::journal_file::{JournalFile, read_entries, write_atomically};
+use crate::lock::StackLock;
+
+/// A stack's state as loaded.
+#[derive(Debug)]
+pub struct LoadedStack {
+    pub snapshot: Snapshot,
+    /// A journal from an interrupted update was replayed on top of the checkpoint.
+    pub recovered: bool,
+}
+
+/// One line of `plinth stack ls`.
+#[derive(Debug)]
+pub struct StackSummary {
+    pub name: String,
+    pub resources: usize,
+    pub locked: bool,
+}
+
+/// Stacks stored as files under a state directory.
+#[derive(Debug, Clone)]
+pub struct LocalBackend {
+    root: PathBuf,
+}
+
+impl LocalBackend {
+    /// Opens the backend a `PLINTH_BACKEND_URL` names (`file://<dir>`), or `~/.plinth`.
+    pub fn from_url(url: Option<&str>) -> Result<LocalBackend, BackendError> {
+        let root = match url {
+            Some(url) => PathBuf::from(
+                url.strip_prefix("file://")
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| BackendError::UnsupportedUrl(url.to_owned()))?,
+            ),
+            None => std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".plinth"))
+                .ok_or(BackendError::NoHome)?,
+        };
+        Ok(LocalBackend { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn project_dir(&self, project: &str) -> PathBuf {
+        self.root.join("stacks").join(project)
+    }
+
+    fn path(&self, project: &str, stack: &str, ext: &str) -> PathBuf {
+        self.project_dir(project).join(format!("{stack}.{ext}"))
+    }
+
+    fn workspace_file(&self, project: &str) -> PathBuf {
+        self.root.join("workspaces").join(project)
+    }
+
+    pub fn stack_exists(&self, project: &str, stack: &str) -> bool {
+        self.path(project, stack, "json").exists()
+    }
+
+    fn require_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+        validate_stack_name(stack)?;
+        if self.stack_exists(project, stack) {
+            Ok(())
+        } else {
+            Err(BackendError::NoSuchStack(stack.to_owned()))
+        }
+    }
+
+    /// Creates an empty stack and selects it.
+    pub fn create_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+        validate_stack_name(stack)?;
+        if self.stack_exists(project, stack) {
+            return Err(BackendError::StackExists(stack.to_owned()));
+        }
+        let dir = self.project_dir(project);
+        std::fs::create_dir_all(&dir).map_err(BackendError::io("creating", &dir))?;
+        let path = self.path(project, stack, "json");
+        let checkpoint = Checkpoint::new(project, stack, Snapshot::default());
+        write_atomically(&path, &checkpoint.to_json()).map_err(BackendError::io("writing", &path))?;
+        self.select_stack(project, stack)
+    }
+
+    /// The project's stacks, by name.
+    pub fn stacks(&self, project: &str) -> Result<Vec<StackSummary>, BackendError> {
+        let dir = self.project_dir(project);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(BackendError::io("listing", &dir)(e)),
+        };
+        let mut stacks = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(BackendError::io("listing", &dir))?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let name = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let resources = self.load(project, &name)?.snapshot.resources.len();
+                let locked = self.path(project, &name, "lock").exists();
+                stacks.push(StackSummary {
+                    name,
+                    resources,
+                    locked,
+                });
+            }
+        }
+        stacks.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(stacks)
+    }
+
+    /// Removes a stack; one that still has resources only with `force`.
+    pub fn remove_stack(&self, project: &str, stack: &str, force: bool) -> Result<(), BackendError> {
+        self.require_stack(project, stack)?;
+        let count = self.load(project, stack)?.snapshot.resources.len();
+        if count > 0 && !force {
+            return Err(BackendError::StackNotEmpty {
+                stack: stack.to_owned(),
+                count,
+            });
+        }
+        let _lock = self.lock(project, stack, "stack rm")?;
+        for ext in ["journal", "json"] {
+            let path = self.path(project, stack, ext);
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(BackendError::io("removing", &path)(e));
+                }
+                _ => {}
+            }
+        }
+        if self.selected_stack(project).as_deref() == Some(stack) {
+            let path = self.workspace_file(project);
+            std::fs::remove_file(&path).map_err(BackendError::io("removing", &path))?;
+        }
+        Ok(())
+    }
+
+    /// Loads a stack's snapshot: its checkpoint, plus any journal an interrupted update left.
+    pub fn load(&self, project: &str, stack: &str) -> Result<LoadedStack, BackendError> {
+        self.require_stack(project, stack)?;
+        let path = self.path(project, stack, "json");
+        let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
+        let checkpoint = Checkpoint::parse(&bytes, stack, &path)?;
+        let journal = self.path(project, stack, "journal");
+        if !journal.exists() {
+            return Ok(LoadedStack {
+                snapshot: checkpoint.snapshot,
+                recovered: false,
+            });
+        }
+        let entries = read_entries(&journal)?;
+        let snapshot = replay(checkpoint.snapshot, entries).map_err(|e| BackendError::Corrupt {
+            path: journal.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(LoadedStack {
+            snapshot,
+            recovered: true,
+        })
+    }
+
+    /// Takes the stack's update lock.
+    pub fn lock(&self, project: &str, stack: &str, command: &str) -> Result<StackLock, BackendError> {
+        self.require_stack(project, stack)?;
+        StackLock::acquire(self.path(project, stack, "lock"), stack, command)
+    }
+
+    /// Starts recording an update of `snapshot` (as `load` returned it; the lock must be held).
+    /// A recovered journal is first folded into the checkpoint.
+    pub fn begin_update(
+        &self,
+        project: &str,
+        stack: &str,
+        loaded: &LoadedStack,
+        _lock: &StackLock,
+    ) -> Result<Box<dyn Persister>, BackendError> {
+        let checkpoint_path = self.path(project, stack, "json");
+        if loaded.recovered {
+            let checkpoint = Checkpoint::new(project, stack, loaded.snapshot.clone());
+            write_atomically(&checkpoint_path, &checkpoint.to_json())
+                .map_err(BackendError::io("writing", &checkpoint_path))?;
+        }
+        let journal = JournalFile::create(
+            self.path(project, stack, "journal"),
+            checkpoint_path,
+            project,
+            stack,
+        )?;
+        Ok(Box::new(journal))
+    }
+
+    /// The stack's state as checkpoint JSON.
+    pub fn export(&self, project: &str, stack: &str) -> Result<Vec<u8>, BackendError> {
+        let loaded = self.load(project, stack)?;
+        Ok(Checkpoint::new(project, stack, loaded.snapshot).to_json())
+    }
+
+    pub fn selected_stack(&self, project: &str) -> Option<String> {
+        std::fs::read_to_string(self.workspace_file(project))
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    }
+
+    pub fn select_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+        self.require_stack(project, stack)?;
+        let path = self.workspace_file(project);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(BackendError::io("creating", dir))?;
+        }
+        write_atomically(&path, stack.as_bytes()).map_err(BackendError::io("writing", &path))
+    }
+}
+
+fn validate_stack_name(name: &str) -> Result<(), BackendError> {
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(BackendError::InvalidStackName(name.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plinth_engine::journal::JournalEntry;
+
+    fn backend() -> (tempfile::TempDir, LocalBackend) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let backend = LocalBackend::from_url(Some(&url)).unwrap();
+        (dir, backend)
+    }
+
+    #[test]
+    fn stack_lifecycle() {
+        let (_dir, b) = backend();
+        assert!(matches!(b.load("p", "dev"), Err(BackendError::NoSuchStack(_))));
+        b.create_stack("p", "dev").unwrap();
+        assert!(matches!(b.create_stack("p", "dev"), Err(BackendError::StackExists(_))));
+        assert_eq!(b.selected_stack("p").as_deref(), Some("dev"));
+        assert_eq!(b.stacks("p").unwrap().len(), 1);
+        b.remove_stack("p", "dev", false).unwrap();
+        assert!(b.stacks("p").unwrap().is_empty());
+        assert_eq!(b.selected_stack("p"), None);
+    }
+
+    #[test]
+    fn rejects_bad_names_and_urls() {
+        let (_dir, b) = backend();
+        assert!(matches!(b.create_stack("p", "../x"), Err(BackendError::InvalidStackName(_))));
+        assert!(matches!(
+            LocalBackend::from_url(Some("s3://bucket")),
+            Err(BackendError::UnsupportedUrl(_))
+        ));
+    }
+
+    #[test]
+    fn a_second_lock_is_refused_naming_the_holder() {
+        let (_dir, b) = backend();
+        b.create_stack("p", "dev").unwrap();
+        let held = b.lock("p", "dev", "up").unwrap();
+        let err = b.lock("p", "dev", "up").unwrap_err().to_string();
+        assert!(err.contains("`up`") && err.contains(&std::process::id().to_string()), "{err}");
+        drop(held);
+        b.lock("p", "dev", "up").unwrap();
+    }
+
+    #[test]
+    fn an_interrupted_journal_is_replayed_and_a_torn_tail_ignored() {
+        let (_dir, b) = backend();
+        b.create_stack("p", "dev").unwrap();
+        let loaded = b.load("p", "dev").unwrap();
+        let lock = b.lock("p", "dev", "up").unwrap();
+        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        let state = plinth_engine::resource::ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
+            ty: "t:T".into(),
+            custom: true,
+            id: "id-a".into(),
+            inputs: Default::default(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+        };
+        persister
+            .append(&JournalEntry::Begin {
+                seq: 1,
+                kind: plinth_engine::snapshot::OperationKind::Creating,
+                resource: state.clone(),
+            })
+            .unwrap();
+        persister
+            .append(&JournalEntry::Created {
+                seq: 1,
+                resource: state,
+                replaces: None,
+            })
+            .unwrap();
+        persister.sync().unwrap();
+        drop(persister);
+        drop(lock);
+        // A crash mid-write leaves half a line.
+        let journal = b.path("p", "dev", "journal");
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes.extend_from_slice(b"{\"entry\":\"begin\",\"se");
+        std::fs::write(&journal, bytes).unwrap();
+
+        let loaded = b.load("p", "dev").unwrap();
+        assert!(loaded.recovered);
+        assert_eq!(loaded.snapshot.resources.len(), 1);
+    }
+
+    #[test]
+    fn garbage_in_the_middle_of_a_journal_is_an_error() {
+        let (_dir, b) = backend();
+        b.create_stack("p", "dev").unwrap();
+        std::fs::write(b.path("p", "dev", "journal"), "garbage\n{}\n").unwrap();
+        assert!(matches!(b.load("p", "dev"), Err(BackendError::Corrupt { .. })));
+    }
+}

@@ -1,0 +1,139 @@
+//! Events the engine emits while it works, for displays and event logs. Secret values appear
+//! only as `Value::Secret`, which every display renders as `[secret]`.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::urn::Urn;
+use crate::value::PropertyMap;
+
+/// What a step does to a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepOp {
+    Same,
+    Create,
+    Update,
+    Replace,
+    Delete,
+    /// Delete of a resource replaced earlier in the update (create-before-delete).
+    DeleteReplaced,
+}
+
+impl StepOp {
+    pub fn is_change(self) -> bool {
+        self != StepOp::Same
+    }
+}
+
+/// A planned or performed step, as shown to the user.
+#[derive(Debug, Clone)]
+pub struct StepInfo {
+    pub op: StepOp,
+    pub urn: Urn,
+    pub custom: bool,
+    /// Input properties that change, with their old and new values (new inputs for creates).
+    pub old_inputs: Option<PropertyMap>,
+    pub new_inputs: Option<PropertyMap>,
+    /// Properties the provider reported as changed, and the subset forcing replacement.
+    pub changed: Vec<String>,
+    pub replaces: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Debug,
+    Info,
+    Warning,
+    Error,
+}
+
+/// Counts of steps by kind for the summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ChangeSummary {
+    pub same: usize,
+    pub create: usize,
+    pub update: usize,
+    pub replace: usize,
+    pub delete: usize,
+}
+
+impl ChangeSummary {
+    pub fn record(&mut self, op: StepOp) {
+        match op {
+            StepOp::Same => self.same += 1,
+            StepOp::Create => self.create += 1,
+            StepOp::Update => self.update += 1,
+            StepOp::Replace => self.replace += 1,
+            StepOp::Delete => self.delete += 1,
+            StepOp::DeleteReplaced => {}
+        }
+    }
+
+    /// Number of resources that change.
+    pub fn changes(&self) -> usize {
+        self.create + self.update + self.replace + self.delete
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A step is about to run (or, in preview, is planned).
+    StepStarted(StepInfo),
+    /// A step finished; `outputs` are the resource's outputs afterwards.
+    StepDone {
+        step: StepInfo,
+        outputs: Option<PropertyMap>,
+        duration: Duration,
+    },
+    StepFailed {
+        step: StepInfo,
+        error: String,
+    },
+    Diagnostic {
+        urn: Option<Urn>,
+        severity: Severity,
+        message: String,
+    },
+    /// The stack outputs after the run.
+    Outputs(PropertyMap),
+    Summary {
+        changes: ChangeSummary,
+        duration: Duration,
+        preview: bool,
+        failed: bool,
+    },
+    /// Cancellation was requested: no new steps start.
+    Cancelled,
+}
+
+/// Where events go. Cloning is cheap; a dropped receiver is fine.
+#[derive(Debug, Clone)]
+pub struct EventSink(Option<mpsc::UnboundedSender<Event>>);
+
+impl EventSink {
+    pub fn new() -> (EventSink, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (EventSink(Some(tx)), rx)
+    }
+
+    /// A sink that discards events.
+    pub fn discard() -> EventSink {
+        EventSink(None)
+    }
+
+    pub fn emit(&self, event: Event) {
+        if let Some(tx) = &self.0 {
+            let _ = tx.send(event);
+        }
+    }
+
+    pub fn diagnostic(&self, urn: Option<&Urn>, severity: Severity, message: impl Into<String>) {
+        self.emit(Event::Diagnostic {
+            urn: urn.cloned(),
+            severity,
+            message: message.into(),
+        });
+    }
+}

@@ -1,0 +1,546 @@
+//! The snapshot manager: one writer that records every mutation of a stack's state during an
+//! operation as a journal entry, before and after each provider call.
+//!
+//! Entries refer to resources of the *base* snapshot (the checkpoint the operation started from)
+//! by index. The snapshot they describe is: resources the operation recorded, in the order it
+//! recorded them, followed by the base resources it did not touch. Steps complete only after the
+//! steps they depend on, so that order is always topological.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::resource::ResourceState;
+use crate::snapshot::{IntegrityError, OperationKind, PendingOperation, Snapshot};
+use crate::urn::Urn;
+use crate::value::PropertyMap;
+
+/// One record of the journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "entry", rename_all = "kebab-case")]
+pub enum JournalEntry {
+    /// A provider call is about to start.
+    Begin {
+        seq: u64,
+        kind: OperationKind,
+        resource: ResourceState,
+    },
+    /// A resource was created; with `replaces`, it replaces that base resource, which stays in
+    /// the snapshot marked for deletion.
+    Created {
+        seq: u64,
+        resource: ResourceState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replaces: Option<usize>,
+    },
+    Updated {
+        seq: u64,
+        old: usize,
+        resource: ResourceState,
+    },
+    /// A base resource was deleted (or, without `seq`, dropped from state without a provider
+    /// call, as `retain_on_delete` asks).
+    Deleted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
+        old: usize,
+    },
+    /// The operation failed without changing anything.
+    Failed { seq: u64 },
+    /// A base resource is carried over; `resource` is set when its recorded state changed.
+    Same {
+        old: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource: Option<ResourceState>,
+    },
+    /// The outputs of a component resource recorded earlier in this operation.
+    ComponentOutputs { urn: Urn, outputs: PropertyMap },
+    StackOutputs { outputs: PropertyMap },
+}
+
+/// Why the snapshot manager could not record a mutation.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("refusing to record an invalid state: {0}")]
+    Integrity(#[from] IntegrityError),
+    #[error("journal entry refers to {0}, which the journal does not know")]
+    Inconsistent(String),
+    #[error("could not persist the state: {0}")]
+    Persist(String),
+    #[error("the snapshot manager stopped")]
+    Stopped,
+}
+
+/// Durable storage for one operation's journal and the checkpoint it ends in.
+pub trait Persister: Send + 'static {
+    /// Appends an entry; it need not be durable until `sync`.
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), String>;
+    /// Makes every appended entry durable.
+    fn sync(&mut self) -> Result<(), String>;
+    /// Writes `snapshot` as the new checkpoint and retires the journal.
+    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Untouched,
+    Carried,
+    MarkedForDeletion,
+    Deleted,
+}
+
+/// The snapshot a base and a sequence of journal entries describe.
+#[derive(Debug)]
+pub struct JournalState {
+    base: Vec<ResourceState>,
+    fate: Vec<Fate>,
+    recorded: Vec<ResourceState>,
+    recorded_index: HashMap<Urn, usize>,
+    /// Base resources that are live (not marked for deletion), by URN.
+    base_live: HashMap<Urn, usize>,
+    /// How many states in the snapshot name a URN as parent or dependency.
+    referrers: HashMap<Urn, usize>,
+    carried_pending: Vec<PendingOperation>,
+    pending: BTreeMap<u64, PendingOperation>,
+    outputs: PropertyMap,
+}
+
+impl JournalState {
+    pub fn new(base: Snapshot) -> JournalState {
+        let mut referrers = HashMap::new();
+        for r in &base.resources {
+            for p in r.predecessors() {
+                *referrers.entry(p.clone()).or_insert(0) += 1;
+            }
+        }
+        let base_live = base
+            .resources
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.delete)
+            .map(|(i, r)| (r.urn.clone(), i))
+            .collect();
+        JournalState {
+            fate: base
+                .resources
+                .iter()
+                .map(|r| {
+                    if r.delete {
+                        Fate::MarkedForDeletion
+                    } else {
+                        Fate::Untouched
+                    }
+                })
+                .collect(),
+            base: base.resources,
+            recorded: Vec::new(),
+            recorded_index: HashMap::new(),
+            base_live,
+            referrers,
+            carried_pending: base.pending_operations,
+            pending: BTreeMap::new(),
+            outputs: base.outputs,
+        }
+    }
+
+    /// Applies one entry, refusing any that would make the snapshot invalid.
+    pub fn apply(&mut self, entry: &JournalEntry) -> Result<(), SnapshotError> {
+        match entry {
+            JournalEntry::Begin {
+                seq,
+                kind,
+                resource,
+            } => {
+                if *kind != OperationKind::Creating && !self.knows(&resource.urn) {
+                    return Err(IntegrityError::DanglingPendingOperation {
+                        kind: *kind,
+                        urn: resource.urn.clone(),
+                    }
+                    .into());
+                }
+                self.pending.insert(
+                    *seq,
+                    PendingOperation {
+                        kind: *kind,
+                        resource: resource.clone(),
+                    },
+                );
+            }
+            JournalEntry::Created {
+                seq,
+                resource,
+                replaces,
+            } => {
+                self.end(*seq)?;
+                if let Some(old) = replaces {
+                    self.expect_live_base(*old)?;
+                    self.base_live.remove(&self.base[*old].urn);
+                    self.fate[*old] = Fate::MarkedForDeletion;
+                }
+                self.record(resource.clone())?;
+            }
+            JournalEntry::Updated { seq, old, resource } => {
+                self.end(*seq)?;
+                self.carry(*old, resource.clone())?;
+            }
+            JournalEntry::Same { old, resource } => {
+                let state = resource.clone().unwrap_or_else(|| self.base[*old].clone());
+                self.carry(*old, state)?;
+            }
+            JournalEntry::Deleted { seq, old } => {
+                if let Some(seq) = seq {
+                    self.end(*seq)?;
+                }
+                self.delete(*old)?;
+            }
+            JournalEntry::Failed { seq } => self.end(*seq)?,
+            JournalEntry::ComponentOutputs { urn, outputs } => {
+                let i = *self
+                    .recorded_index
+                    .get(urn)
+                    .ok_or_else(|| SnapshotError::Inconsistent(urn.to_string()))?;
+                self.recorded[i].outputs = outputs.clone();
+            }
+            JournalEntry::StackOutputs { outputs } => self.outputs = outputs.clone(),
+        }
+        Ok(())
+    }
+
+    fn knows(&self, urn: &Urn) -> bool {
+        self.recorded_index.contains_key(urn) || self.base_live.contains_key(urn)
+    }
+
+    fn end(&mut self, seq: u64) -> Result<(), SnapshotError> {
+        self.pending
+            .remove(&seq)
+            .map(drop)
+            .ok_or_else(|| SnapshotError::Inconsistent(format!("operation {seq}")))
+    }
+
+    fn expect_live_base(&self, old: usize) -> Result<(), SnapshotError> {
+        match self.fate.get(old) {
+            Some(Fate::Untouched) => Ok(()),
+            _ => Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
+        }
+    }
+
+    /// Moves base resource `old` into the recorded part of the snapshot as `state`.
+    fn carry(&mut self, old: usize, state: ResourceState) -> Result<(), SnapshotError> {
+        self.expect_live_base(old)?;
+        self.fate[old] = Fate::Carried;
+        self.base_live.remove(&self.base[old].urn);
+        self.forget_references(old);
+        self.record(state)
+    }
+
+    fn forget_references(&mut self, old: usize) {
+        for p in self.base[old].predecessors() {
+            if let Some(n) = self.referrers.get_mut(p) {
+                *n -= 1;
+            }
+        }
+    }
+
+    /// Appends a state to the recorded part; its predecessors must already be recorded.
+    fn record(&mut self, state: ResourceState) -> Result<(), SnapshotError> {
+        if self.recorded_index.contains_key(&state.urn) || self.base_live.contains_key(&state.urn)
+        {
+            return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
+        }
+        for (relation, p) in state
+            .parent
+            .iter()
+            .map(|p| ("parent", p))
+            .chain(state.dependencies.iter().map(|d| ("dependency", d)))
+        {
+            if !self.recorded_index.contains_key(p) {
+                return Err(IntegrityError::MissingPredecessor {
+                    urn: state.urn.clone(),
+                    missing: p.clone(),
+                    relation,
+                }
+                .into());
+            }
+        }
+        if state.custom && state.id.is_empty() {
+            return Err(IntegrityError::MissingId { urn: state.urn }.into());
+        }
+        for p in state.predecessors() {
+            *self.referrers.entry(p.clone()).or_insert(0) += 1;
+        }
+        self.recorded_index
+            .insert(state.urn.clone(), self.recorded.len());
+        self.recorded.push(state);
+        Ok(())
+    }
+
+    fn delete(&mut self, old: usize) -> Result<(), SnapshotError> {
+        match self.fate.get(old) {
+            Some(Fate::Untouched | Fate::MarkedForDeletion) => {}
+            _ => return Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
+        }
+        let urn = self.base[old].urn.clone();
+        let was_live = self.fate[old] == Fate::Untouched;
+        let still_named = self.recorded_index.contains_key(&urn)
+            || (!was_live && self.base_live.contains_key(&urn));
+        if !still_named && self.referrers.get(&urn).copied().unwrap_or(0) > 0 {
+            return Err(SnapshotError::Inconsistent(format!(
+                "delete of {urn} while other resources still depend on it"
+            )));
+        }
+        if was_live {
+            self.base_live.remove(&urn);
+        }
+        self.fate[old] = Fate::Deleted;
+        self.forget_references(old);
+        Ok(())
+    }
+
+    /// The snapshot as of the last applied entry.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut resources = self.recorded.clone();
+        for (r, fate) in self.base.iter().zip(&self.fate) {
+            match fate {
+                Fate::Untouched => resources.push(r.clone()),
+                Fate::MarkedForDeletion => resources.push(ResourceState {
+                    delete: true,
+                    ..r.clone()
+                }),
+                Fate::Carried | Fate::Deleted => {}
+            }
+        }
+        let mut pending_operations = self.carried_pending.clone();
+        pending_operations.extend(self.pending.values().cloned());
+        Snapshot {
+            resources,
+            pending_operations,
+            outputs: self.outputs.clone(),
+        }
+    }
+}
+
+/// Rebuilds the snapshot a base and its journal describe.
+pub fn replay(
+    base: Snapshot,
+    entries: impl IntoIterator<Item = JournalEntry>,
+) -> Result<Snapshot, SnapshotError> {
+    let mut state = JournalState::new(base);
+    for entry in entries {
+        state.apply(&entry)?;
+    }
+    let snapshot = state.snapshot();
+    snapshot.verify_integrity()?;
+    Ok(snapshot)
+}
+
+enum Request {
+    Record(JournalEntry, oneshot::Sender<Result<(), SnapshotError>>),
+    Finish(oneshot::Sender<Result<Snapshot, SnapshotError>>),
+}
+
+/// Records mutations through one writer thread. Requests that arrive while a flush is under
+/// way share the next one (group commit), so parallel steps do not pay one fsync each.
+#[derive(Clone)]
+pub struct SnapshotManager {
+    tx: mpsc::UnboundedSender<Request>,
+    next_seq: Arc<AtomicU64>,
+}
+
+impl SnapshotManager {
+    /// Starts the writer for an operation on `base`.
+    pub fn start(base: Snapshot, persister: Box<dyn Persister>) -> SnapshotManager {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("plinth-snapshot-writer".into())
+            .spawn(move || writer(JournalState::new(base), persister, rx))
+            .expect("spawning the snapshot writer thread");
+        SnapshotManager {
+            tx,
+            next_seq: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Durably records `entry`.
+    pub async fn record(&self, entry: JournalEntry) -> Result<(), SnapshotError> {
+        let (reply, done) = oneshot::channel();
+        self.tx
+            .send(Request::Record(entry, reply))
+            .map_err(|_| SnapshotError::Stopped)?;
+        done.await.map_err(|_| SnapshotError::Stopped)?
+    }
+
+    /// Records the start of a provider call, returning its sequence number.
+    pub async fn begin(
+        &self,
+        kind: OperationKind,
+        resource: &ResourceState,
+    ) -> Result<u64, SnapshotError> {
+        let seq = self.next_seq();
+        self.record(JournalEntry::Begin {
+            seq,
+            kind,
+            resource: resource.clone(),
+        })
+        .await?;
+        Ok(seq)
+    }
+
+    /// Verifies the final snapshot and writes it as the new checkpoint.
+    pub async fn finish(self) -> Result<Snapshot, SnapshotError> {
+        let (reply, done) = oneshot::channel();
+        self.tx
+            .send(Request::Finish(reply))
+            .map_err(|_| SnapshotError::Stopped)?;
+        done.await.map_err(|_| SnapshotError::Stopped)?
+    }
+}
+
+fn writer(
+    mut state: JournalState,
+    mut persister: Box<dyn Persister>,
+    mut rx: mpsc::UnboundedReceiver<Request>,
+) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+        }
+        let mut waiting = Vec::new();
+        for request in batch {
+            match request {
+                Request::Record(entry, reply) => {
+                    let result = state.apply(&entry).and_then(|()| {
+                        persister.append(&entry).map_err(SnapshotError::Persist)
+                    });
+                    match result {
+                        Ok(()) => waiting.push(reply),
+                        Err(e) => {
+                            let _ = reply.send(Err(e));
+                        }
+                    }
+                }
+                Request::Finish(reply) => {
+                    let synced = persister.sync().map_err(SnapshotError::Persist);
+                    flush_replies(&mut waiting, &synced);
+                    let result = synced.and_then(|()| {
+                        let snapshot = state.snapshot();
+                        snapshot.verify_integrity()?;
+                        persister
+                            .compact(&snapshot)
+                            .map_err(SnapshotError::Persist)?;
+                        Ok(snapshot)
+                    });
+                    let _ = reply.send(result);
+                    return;
+                }
+            }
+        }
+        let synced = persister.sync().map_err(SnapshotError::Persist);
+        flush_replies(&mut waiting, &synced);
+    }
+}
+
+fn flush_replies(
+    waiting: &mut Vec<oneshot::Sender<Result<(), SnapshotError>>>,
+    synced: &Result<(), SnapshotError>,
+) {
+    for reply in waiting.drain(..) {
+        let _ = reply.send(synced.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::tests::state;
+
+    fn base() -> Snapshot {
+        Snapshot {
+            resources: vec![state("a", &[]), state("b", &["a"])],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn replay_of_a_replacement_keeps_the_old_state_marked() {
+        let mut new_a = state("a", &[]);
+        new_a.id = "id-a2".into();
+        let snap = replay(
+            base(),
+            [
+                JournalEntry::Begin {
+                    seq: 1,
+                    kind: OperationKind::Creating,
+                    resource: new_a.clone(),
+                },
+                JournalEntry::Created {
+                    seq: 1,
+                    resource: new_a,
+                    replaces: Some(0),
+                },
+                JournalEntry::Same { old: 1, resource: None },
+            ],
+        )
+        .unwrap();
+        let ids: Vec<_> = snap
+            .resources
+            .iter()
+            .map(|r| (r.id.as_str(), r.delete))
+            .collect();
+        assert_eq!(ids, [("id-a2", false), ("id-b", false), ("id-a", true)]);
+    }
+
+    #[test]
+    fn an_unfinished_operation_stays_pending() {
+        let snap = replay(
+            base(),
+            [JournalEntry::Begin {
+                seq: 7,
+                kind: OperationKind::Creating,
+                resource: state("c", &[]),
+            }],
+        )
+        .unwrap();
+        assert_eq!(snap.pending_operations.len(), 1);
+        assert_eq!(snap.resources.len(), 2);
+    }
+
+    #[test]
+    fn refuses_to_delete_a_resource_others_depend_on() {
+        let err = replay(base(), [JournalEntry::Deleted { seq: None, old: 0 }]).unwrap_err();
+        assert!(err.to_string().contains("depend"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_resource_recorded_before_its_dependency() {
+        let err = replay(
+            base(),
+            [JournalEntry::Same { old: 1, resource: None }],
+        )
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            SnapshotError::Integrity(IntegrityError::MissingPredecessor { .. })
+        ));
+    }
+
+    #[test]
+    fn deletes_in_reverse_order_empty_the_snapshot() {
+        let snap = replay(
+            base(),
+            [
+                JournalEntry::Deleted { seq: None, old: 1 },
+                JournalEntry::Deleted { seq: None, old: 0 },
+            ],
+        )
+        .unwrap();
+        assert!(snap.resources.is_empty());
+    }
+}

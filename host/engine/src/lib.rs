@@ -1,0 +1,18 @@
+//! The plinth engine: resource model, step generation and execution, and the snapshot manager.
+//!
+//! The engine knows nothing of WebAssembly. It talks to providers through [`provider::Provider`]
+//! and to programs through [`program::Program`]; the runtime implements both over components,
+//! and tests implement them in process.
+
+pub mod deployment;
+pub mod events;
+pub mod journal;
+pub mod program;
+pub mod provider;
+pub mod resource;
+pub mod snapshot;
+mod step;
+pub mod urn;
+pub mod value;
+
+pub use step::StepError;

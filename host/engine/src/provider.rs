@@ -1,0 +1,179 @@
+//! The engine's view of a resource provider. The runtime implements it over Wasm components;
+//! tests implement it in process.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::urn::Urn;
+use crate::value::{PropertyMap, Value};
+
+/// A problem with one input or configuration property.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckFailure {
+    /// The property at fault; empty when the failure concerns the whole input.
+    pub property: String,
+    pub reason: String,
+}
+
+/// Why a provider call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProviderError {
+    #[error("invalid inputs: {}", format_failures(.0))]
+    Invalid(Vec<CheckFailure>),
+    #[error("unknown resource type or function `{0}`")]
+    UnknownType(String),
+    #[error("the resource does not exist")]
+    NotFound,
+    #[error("created, but failed to initialize: {}", .0.reasons.join("; "))]
+    PartiallyCreated(PartialState),
+    #[error("{0}")]
+    Failed(String),
+    /// The plugin itself broke: it trapped, panicked, ran out of time or memory.
+    #[error("plugin crashed: {0}")]
+    Crashed(String),
+}
+
+fn format_failures(failures: &[CheckFailure]) -> String {
+    failures
+        .iter()
+        .map(|f| {
+            if f.property.is_empty() {
+                f.reason.clone()
+            } else {
+                format!("{}: {}", f.property, f.reason)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The state of a resource that was created but failed to initialize.
+#[derive(Debug, Clone)]
+pub struct PartialState {
+    pub id: String,
+    pub outputs: PropertyMap,
+    pub reasons: Vec<String>,
+}
+
+/// The result of `check`.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    pub inputs: PropertyMap,
+    pub failures: Vec<CheckFailure>,
+}
+
+/// The result of `diff`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiffResult {
+    /// Top-level properties whose change requires an update or replacement.
+    pub changed: Vec<String>,
+    /// The subset of `changed` that requires a replacement.
+    pub replaces: Vec<String>,
+    pub delete_before_replace: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub id: String,
+    pub outputs: PropertyMap,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReadResult {
+    pub id: String,
+    pub inputs: PropertyMap,
+    pub outputs: PropertyMap,
+}
+
+/// A provider's description of a property.
+#[derive(Debug, Clone)]
+pub struct PropertySchema {
+    pub name: String,
+    pub description: String,
+    pub required: bool,
+    pub secret: bool,
+    pub replace_on_change: bool,
+}
+
+/// A provider's description of a resource type.
+#[derive(Debug, Clone)]
+pub struct ResourceSchema {
+    pub token: String,
+    pub description: String,
+    pub inputs: Vec<PropertySchema>,
+    pub outputs: Vec<PropertySchema>,
+}
+
+/// Who a provider is and what it manages.
+#[derive(Debug, Clone)]
+pub struct ProviderInfo {
+    pub name: String,
+    pub version: String,
+    pub resources: Vec<ResourceSchema>,
+    pub functions: Vec<String>,
+}
+
+/// The operations of a resource provider. Calls may run concurrently.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    fn info(&self) -> &ProviderInfo;
+    async fn check_config(&self, config: &PropertyMap) -> Result<CheckResult, ProviderError>;
+    async fn configure(&self, config: &PropertyMap) -> Result<(), ProviderError>;
+    async fn check(
+        &self,
+        urn: &Urn,
+        olds: Option<&PropertyMap>,
+        news: &PropertyMap,
+    ) -> Result<CheckResult, ProviderError>;
+    async fn diff(
+        &self,
+        urn: &Urn,
+        id: &str,
+        old_inputs: &PropertyMap,
+        old_outputs: &PropertyMap,
+        new_inputs: &PropertyMap,
+    ) -> Result<DiffResult, ProviderError>;
+    async fn create(
+        &self,
+        urn: &Urn,
+        inputs: &PropertyMap,
+        preview: bool,
+    ) -> Result<Created, ProviderError>;
+    /// `None` means the resource is gone.
+    async fn read(
+        &self,
+        urn: &Urn,
+        id: &str,
+        inputs: &PropertyMap,
+        outputs: &PropertyMap,
+    ) -> Result<Option<ReadResult>, ProviderError>;
+    async fn update(
+        &self,
+        urn: &Urn,
+        id: &str,
+        old_inputs: &PropertyMap,
+        old_outputs: &PropertyMap,
+        new_inputs: &PropertyMap,
+        preview: bool,
+    ) -> Result<PropertyMap, ProviderError>;
+    async fn delete(
+        &self,
+        urn: &Urn,
+        id: &str,
+        inputs: &PropertyMap,
+        outputs: &PropertyMap,
+    ) -> Result<(), ProviderError>;
+    async fn invoke(&self, token: &str, args: &PropertyMap) -> Result<Value, ProviderError>;
+}
+
+/// Why a provider could not be made available.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadError(pub String);
+
+/// Supplies configured providers by package name (`random` for `random:RandomPet`).
+#[async_trait]
+pub trait ProviderSource: Send + Sync {
+    async fn provider(&self, package: &str) -> Result<Arc<dyn Provider>, LoadError>;
+}

@@ -1,0 +1,503 @@
+//! What one step does: decide how a registration changes its resource (same, create, update,
+//! replace) from the provider's check and diff, then carry it out, recording every provider call
+//! before it starts and after it ends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::Semaphore;
+
+use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
+use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
+use crate::program::RegisterRequest;
+use crate::provider::{Provider, ProviderError, ProviderSource};
+use crate::resource::ResourceState;
+use crate::snapshot::OperationKind;
+use crate::urn::{Urn, package_of};
+use crate::value::{PropertyMap, Value};
+
+/// Why a step failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{urn}: {message}")]
+pub struct StepError {
+    pub urn: Urn,
+    pub message: String,
+}
+
+/// What every step of one deployment shares.
+pub(crate) struct StepContext {
+    pub preview: bool,
+    pub providers: Arc<dyn ProviderSource>,
+    pub recorder: Option<SnapshotManager>,
+    pub events: EventSink,
+    pub base: Vec<ResourceState>,
+    /// Live base resources by URN.
+    pub base_live: HashMap<Urn, usize>,
+    pub limit: Semaphore,
+    pub changes: std::sync::Mutex<ChangeSummary>,
+}
+
+/// A registration ready to run: inputs resolved, URN and dependencies known.
+pub(crate) struct ResourceStep {
+    pub urn: Urn,
+    pub request: RegisterRequest,
+    pub inputs: PropertyMap,
+    pub parent: Option<Urn>,
+    pub dependencies: Vec<Urn>,
+}
+
+/// What a finished resource step makes known to dependents.
+pub(crate) struct StepResult {
+    pub id: Value,
+    pub outputs: PropertyMap,
+    /// A base resource this step replaced, to delete at the end (create-before-delete).
+    pub replaced: Option<usize>,
+}
+
+impl StepContext {
+    fn fail(&self, urn: &Urn, message: impl Into<String>) -> StepError {
+        StepError {
+            urn: urn.clone(),
+            message: message.into(),
+        }
+    }
+
+    async fn provider(&self, urn: &Urn) -> Result<Arc<dyn Provider>, StepError> {
+        self.providers
+            .provider(package_of(urn.ty()))
+            .await
+            .map_err(|e| self.fail(urn, e.to_string()))
+    }
+
+    fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
+        let plugin = package_of(urn.ty());
+        self.fail(urn, format!("{action} failed in plugin `{plugin}`: {e}"))
+    }
+
+    async fn record(&self, entry: impl FnOnce() -> JournalEntry) -> Result<(), SnapshotError> {
+        match &self.recorder {
+            Some(r) => r.record(entry()).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn begin(&self, kind: OperationKind, state: &ResourceState) -> Result<u64, SnapshotError> {
+        match &self.recorder {
+            Some(r) => r.begin(kind, state).await,
+            None => Ok(0),
+        }
+    }
+
+    fn persist_error(&self, urn: &Urn, e: SnapshotError) -> StepError {
+        self.fail(urn, e.to_string())
+    }
+
+    fn count(&self, op: StepOp) {
+        self.changes.lock().expect("change counter").record(op);
+    }
+
+    /// Runs one registration's step.
+    pub async fn run_resource(&self, step: ResourceStep) -> Result<StepResult, StepError> {
+        let old = self.base_live.get(&step.urn).map(|&i| (i, &self.base[i]));
+        let opts = &step.request.options;
+        let mut state = ResourceState {
+            urn: step.urn.clone(),
+            ty: step.request.ty.clone(),
+            custom: step.request.custom,
+            id: String::new(),
+            inputs: step.inputs,
+            outputs: PropertyMap::new(),
+            parent: step.parent,
+            dependencies: step.dependencies,
+            protect: opts.protect,
+            retain_on_delete: opts.retain_on_delete,
+            delete: false,
+        };
+        if !state.custom {
+            return self.run_component(state, old).await;
+        }
+        let _permit = self.limit.acquire().await.expect("step limiter closed");
+        let provider = self.provider(&state.urn).await?;
+        let urn = state.urn.clone();
+        if let Some((_, old)) = old {
+            for key in &opts.ignore_changes {
+                match old.inputs.get(key) {
+                    Some(v) => state.inputs.insert(key.clone(), v.clone()),
+                    None => state.inputs.remove(key),
+                };
+            }
+        }
+        let checked = provider
+            .check(&urn, old.map(|(_, o)| &o.inputs), &state.inputs)
+            .await
+            .map_err(|e| self.provider_error(&urn, "check", e))?;
+        if !checked.failures.is_empty() {
+            return Err(self.provider_error(&urn, "check", ProviderError::Invalid(checked.failures)));
+        }
+        state.inputs = checked.inputs;
+
+        let Some((old_index, old)) = old else {
+            let info = self.info(StepOp::Create, &state, None, Vec::new(), Vec::new());
+            return self.create(&*provider, state, info, None).await;
+        };
+        let diff = provider
+            .diff(&urn, &old.id, &old.inputs, &old.outputs, &state.inputs)
+            .await
+            .map_err(|e| self.provider_error(&urn, "diff", e))?;
+        let mut replaces = diff.replaces;
+        for key in &diff.changed {
+            if opts.replace_on_changes.contains(key) && !replaces.contains(key) {
+                replaces.push(key.clone());
+            }
+        }
+        state.id = old.id.clone();
+        if diff.changed.is_empty() {
+            state.outputs = old.outputs.clone();
+            let info = self.info(StepOp::Same, &state, Some(old), Vec::new(), Vec::new());
+            return self.same(old_index, old, state, info).await;
+        }
+        if replaces.is_empty() {
+            let info = self.info(StepOp::Update, &state, Some(old), diff.changed, Vec::new());
+            return self.update(&*provider, old_index, old, state, info).await;
+        }
+        if old.protect {
+            return Err(self.fail(
+                &urn,
+                format!(
+                    "cannot replace protected resource (changes to {} require replacement); \
+                     remove `protect` first",
+                    replaces.join(", ")
+                ),
+            ));
+        }
+        let info = self.info(StepOp::Replace, &state, Some(old), diff.changed, replaces);
+        if diff.delete_before_replace || opts.delete_before_replace {
+            self.delete_base(&*provider, old_index, &info).await?;
+            self.create(&*provider, state, info, None).await
+        } else {
+            self.create(&*provider, state, info, Some(old_index)).await
+        }
+    }
+
+    fn info(
+        &self,
+        op: StepOp,
+        state: &ResourceState,
+        old: Option<&ResourceState>,
+        changed: Vec<String>,
+        replaces: Vec<String>,
+    ) -> StepInfo {
+        StepInfo {
+            op,
+            urn: state.urn.clone(),
+            custom: state.custom,
+            old_inputs: old.map(|o| o.inputs.clone()),
+            new_inputs: Some(state.inputs.clone()),
+            changed,
+            replaces,
+        }
+    }
+
+    fn done(&self, info: StepInfo, outputs: &PropertyMap, started: Instant) {
+        self.count(info.op);
+        self.events.emit(Event::StepDone {
+            step: info,
+            outputs: Some(outputs.clone()),
+            duration: started.elapsed(),
+        });
+    }
+
+    fn failed(&self, info: StepInfo, error: &StepError) {
+        self.events.emit(Event::StepFailed {
+            step: info,
+            error: error.message.clone(),
+        });
+    }
+
+    async fn run_component(
+        &self,
+        state: ResourceState,
+        old: Option<(usize, &ResourceState)>,
+    ) -> Result<StepResult, StepError> {
+        let started = Instant::now();
+        let op = if old.is_some() { StepOp::Same } else { StepOp::Create };
+        let info = self.info(op, &state, old.map(|(_, o)| o), Vec::new(), Vec::new());
+        self.events.emit(Event::StepStarted(info.clone()));
+        let urn = state.urn.clone();
+        let outputs = old.map(|(_, o)| o.outputs.clone()).unwrap_or_default();
+        let state = ResourceState {
+            outputs: outputs.clone(),
+            ..state
+        };
+        let recorded = match old {
+            Some((i, o)) => {
+                let changed = (*o != state).then_some(state);
+                self.record(|| JournalEntry::Same {
+                    old: i,
+                    resource: changed,
+                })
+                .await
+            }
+            None => {
+                let seq = self.recorder.as_ref().map_or(0, SnapshotManager::next_seq);
+                self.record(|| JournalEntry::Begin {
+                    seq,
+                    kind: OperationKind::Creating,
+                    resource: state.clone(),
+                })
+                .await
+                .and(
+                    self.record(|| JournalEntry::Created {
+                        seq,
+                        resource: state,
+                        replaces: None,
+                    })
+                    .await,
+                )
+            }
+        };
+        recorded.map_err(|e| self.persist_error(&urn, e))?;
+        self.done(info, &outputs, started);
+        Ok(StepResult {
+            id: Value::Null,
+            outputs,
+            replaced: None,
+        })
+    }
+
+    async fn same(
+        &self,
+        old_index: usize,
+        old: &ResourceState,
+        state: ResourceState,
+        info: StepInfo,
+    ) -> Result<StepResult, StepError> {
+        let started = Instant::now();
+        let changed = (*old != state).then(|| state.clone());
+        self.record(|| JournalEntry::Same {
+            old: old_index,
+            resource: changed,
+        })
+        .await
+        .map_err(|e| self.persist_error(&state.urn, e))?;
+        self.done(info, &state.outputs, started);
+        Ok(StepResult {
+            id: Value::String(state.id),
+            outputs: state.outputs,
+            replaced: None,
+        })
+    }
+
+    async fn create(
+        &self,
+        provider: &dyn Provider,
+        mut state: ResourceState,
+        info: StepInfo,
+        replaces: Option<usize>,
+    ) -> Result<StepResult, StepError> {
+        let started = Instant::now();
+        self.events.emit(Event::StepStarted(info.clone()));
+        let urn = state.urn.clone();
+        let seq = self
+            .begin(OperationKind::Creating, &state)
+            .await
+            .map_err(|e| self.persist_error(&urn, e))?;
+        let result = provider.create(&urn, &state.inputs, self.preview).await;
+        let partial_error = match result {
+            Ok(created) => {
+                state.id = created.id;
+                state.outputs = created.outputs;
+                None
+            }
+            Err(ProviderError::PartiallyCreated(partial)) => {
+                state.id = partial.id.clone();
+                state.outputs = partial.outputs.clone();
+                Some(self.provider_error(&urn, "create", ProviderError::PartiallyCreated(partial)))
+            }
+            Err(e) => {
+                let error = self.provider_error(&urn, "create", e);
+                self.record(|| JournalEntry::Failed { seq })
+                    .await
+                    .map_err(|e| self.persist_error(&urn, e))?;
+                self.failed(info, &error);
+                return Err(error);
+            }
+        };
+        if !self.preview && state.id.is_empty() {
+            let error = self.fail(&urn, format!("plugin `{}` created the resource but returned no id", package_of(urn.ty())));
+            self.record(|| JournalEntry::Failed { seq })
+                .await
+                .map_err(|e| self.persist_error(&urn, e))?;
+            self.failed(info, &error);
+            return Err(error);
+        }
+        let id = if state.id.is_empty() {
+            Value::Unknown
+        } else {
+            Value::String(state.id.clone())
+        };
+        let outputs = state.outputs.clone();
+        self.record(|| JournalEntry::Created {
+            seq,
+            resource: state,
+            replaces,
+        })
+        .await
+        .map_err(|e| self.persist_error(&urn, e))?;
+        if let Some(error) = partial_error {
+            self.failed(info, &error);
+            return Err(error);
+        }
+        self.done(info, &outputs, started);
+        Ok(StepResult {
+            id,
+            outputs,
+            replaced: replaces,
+        })
+    }
+
+    async fn update(
+        &self,
+        provider: &dyn Provider,
+        old_index: usize,
+        old: &ResourceState,
+        mut state: ResourceState,
+        info: StepInfo,
+    ) -> Result<StepResult, StepError> {
+        let started = Instant::now();
+        self.events.emit(Event::StepStarted(info.clone()));
+        let urn = state.urn.clone();
+        let seq = self
+            .begin(OperationKind::Updating, old)
+            .await
+            .map_err(|e| self.persist_error(&urn, e))?;
+        let result = provider
+            .update(&urn, &old.id, &old.inputs, &old.outputs, &state.inputs, self.preview)
+            .await;
+        match result {
+            Ok(outputs) => state.outputs = outputs,
+            Err(e) => {
+                let error = self.provider_error(&urn, "update", e);
+                self.record(|| JournalEntry::Failed { seq })
+                    .await
+                    .map_err(|e| self.persist_error(&urn, e))?;
+                self.failed(info, &error);
+                return Err(error);
+            }
+        }
+        let outputs = state.outputs.clone();
+        self.record(|| JournalEntry::Updated {
+            seq,
+            old: old_index,
+            resource: state.clone(),
+        })
+        .await
+        .map_err(|e| self.persist_error(&urn, e))?;
+        self.done(info, &outputs, started);
+        Ok(StepResult {
+            id: Value::String(state.id),
+            outputs,
+            replaced: None,
+        })
+    }
+
+    /// Deletes base resource `index` through `provider`, honoring protect and retain-on-delete.
+    async fn delete_base(
+        &self,
+        provider: &dyn Provider,
+        index: usize,
+        info: &StepInfo,
+    ) -> Result<(), StepError> {
+        let old = &self.base[index];
+        let urn = &old.urn;
+        if old.protect {
+            let error = self.fail(urn, "cannot delete protected resource; remove `protect` first");
+            self.failed(info.clone(), &error);
+            return Err(error);
+        }
+        if self.preview {
+            return Ok(());
+        }
+        if old.retain_on_delete {
+            return self
+                .record(|| JournalEntry::Deleted {
+                    seq: None,
+                    old: index,
+                })
+                .await
+                .map_err(|e| self.persist_error(urn, e));
+        }
+        let seq = self
+            .begin(OperationKind::Deleting, old)
+            .await
+            .map_err(|e| self.persist_error(urn, e))?;
+        match provider.delete(urn, &old.id, &old.inputs, &old.outputs).await {
+            Ok(()) | Err(ProviderError::NotFound) => self
+                .record(|| JournalEntry::Deleted {
+                    seq: Some(seq),
+                    old: index,
+                })
+                .await
+                .map_err(|e| self.persist_error(urn, e)),
+            Err(e) => {
+                let error = self.provider_error(urn, "delete", e);
+                self.record(|| JournalEntry::Failed { seq })
+                    .await
+                    .map_err(|e| self.persist_error(urn, e))?;
+                self.failed(info.clone(), &error);
+                Err(error)
+            }
+        }
+    }
+
+    /// Deletes a base resource that the program no longer declares, or that was replaced.
+    pub async fn run_delete(&self, index: usize, op: StepOp) -> Result<(), StepError> {
+        let old = &self.base[index];
+        let started = Instant::now();
+        let info = StepInfo {
+            op,
+            urn: old.urn.clone(),
+            custom: old.custom,
+            old_inputs: Some(old.inputs.clone()),
+            new_inputs: None,
+            changed: Vec::new(),
+            replaces: Vec::new(),
+        };
+        self.events.emit(Event::StepStarted(info.clone()));
+        let _permit = self.limit.acquire().await.expect("step limiter closed");
+        if old.custom {
+            let provider = self.provider(&old.urn).await?;
+            self.delete_base(&*provider, index, &info).await?;
+        } else if !self.preview {
+            self.record(|| JournalEntry::Deleted {
+                seq: None,
+                old: index,
+            })
+            .await
+            .map_err(|e| self.persist_error(&old.urn, e))?;
+        }
+        self.done(info, &PropertyMap::new(), started);
+        Ok(())
+    }
+
+    /// Reads an existing resource by id for the program, without managing it.
+    pub async fn run_read(
+        &self,
+        urn: &Urn,
+        id: &str,
+        inputs: &PropertyMap,
+    ) -> Result<StepResult, StepError> {
+        let _permit = self.limit.acquire().await.expect("step limiter closed");
+        let provider = self.provider(urn).await?;
+        match provider.read(urn, id, inputs, &PropertyMap::new()).await {
+            Ok(Some(read)) => Ok(StepResult {
+                id: Value::String(read.id),
+                outputs: read.outputs,
+                replaced: None,
+            }),
+            Ok(None) => Err(self.fail(urn, format!("resource with id `{id}` does not exist"))),
+            Err(e) => Err(self.provider_error(urn, "read", e)),
+        }
+    }
+}
