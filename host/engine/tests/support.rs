@@ -1,0 +1,405 @@
+//! In-process fakes for engine tests: a provider that keeps its resources in memory, a
+//! scripted program, and a persister that checks every intermediate snapshot.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use plinth_engine::deployment::{self, Options, Outcome};
+use plinth_engine::events::EventSink;
+use plinth_engine::journal::{JournalEntry, Persister, SnapshotManager, replay};
+use plinth_engine::program::{
+    Monitor, Program, ProgramError, RegisterRequest, ResourceOptions,
+};
+use plinth_engine::provider::*;
+use plinth_engine::snapshot::Snapshot;
+use plinth_engine::urn::Urn;
+use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
+use tokio_util::sync::CancellationToken;
+
+/// A provider whose "real world" is a map from id to inputs. `replace_key` forces replacement;
+/// an input `fail = "create"` makes create fail.
+#[derive(Default)]
+pub struct FakeProvider {
+    info: Option<ProviderInfo>,
+    pub world: Mutex<BTreeMap<String, PropertyMap>>,
+    pub calls: Mutex<Vec<String>>,
+    next_id: Mutex<u64>,
+}
+
+impl FakeProvider {
+    pub fn new() -> Arc<FakeProvider> {
+        Arc::new(FakeProvider {
+            info: Some(ProviderInfo {
+                name: "fake".into(),
+                version: "1.0.0".into(),
+                resources: vec![],
+                functions: vec![],
+            }),
+            ..Default::default()
+        })
+    }
+
+    fn log(&self, call: String) {
+        self.calls.lock().unwrap().push(call);
+    }
+
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    pub fn clear_calls(&self) {
+        self.calls.lock().unwrap().clear();
+    }
+}
+
+#[async_trait]
+impl Provider for FakeProvider {
+    fn info(&self) -> &ProviderInfo {
+        self.info.as_ref().unwrap()
+    }
+    async fn check_config(&self, c: &PropertyMap) -> Result<CheckResult, ProviderError> {
+        Ok(CheckResult {
+            inputs: c.clone(),
+            failures: vec![],
+        })
+    }
+    async fn configure(&self, _: &PropertyMap) -> Result<(), ProviderError> {
+        Ok(())
+    }
+    async fn check(
+        &self,
+        _: &Urn,
+        _: Option<&PropertyMap>,
+        news: &PropertyMap,
+    ) -> Result<CheckResult, ProviderError> {
+        Ok(CheckResult {
+            inputs: news.clone(),
+            failures: vec![],
+        })
+    }
+    async fn diff(
+        &self,
+        _: &Urn,
+        _: &str,
+        olds: &PropertyMap,
+        _: &PropertyMap,
+        news: &PropertyMap,
+    ) -> Result<DiffResult, ProviderError> {
+        let mut keys: Vec<&String> = olds.keys().chain(news.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let changed: Vec<String> = keys
+            .into_iter()
+            .filter(|k| olds.get(*k) != news.get(*k))
+            .cloned()
+            .collect();
+        let replaces = changed
+            .iter()
+            .filter(|k| *k == "replace_key")
+            .cloned()
+            .collect();
+        Ok(DiffResult {
+            changed,
+            replaces,
+            delete_before_replace: news.get("dbr") == Some(&Value::Bool(true)),
+        })
+    }
+    async fn create(
+        &self,
+        urn: &Urn,
+        inputs: &PropertyMap,
+        preview: bool,
+    ) -> Result<Created, ProviderError> {
+        if inputs.get("fail").and_then(Value::as_str) == Some("create") {
+            self.log(format!("create-failed {}", urn.name()));
+            return Err(ProviderError::Failed("asked to fail".into()));
+        }
+        let mut outputs = inputs.clone();
+        if preview {
+            outputs.insert("out".into(), Value::Unknown);
+            return Ok(Created {
+                id: String::new(),
+                outputs,
+            });
+        }
+        self.log(format!("create {}", urn.name()));
+        let id = {
+            let mut n = self.next_id.lock().unwrap();
+            *n += 1;
+            format!("id{n}")
+        };
+        outputs.insert("out".into(), Value::String(format!("{}-out", urn.name())));
+        self.world.lock().unwrap().insert(id.clone(), outputs.clone());
+        Ok(Created { id, outputs })
+    }
+    async fn read(
+        &self,
+        _: &Urn,
+        id: &str,
+        _: &PropertyMap,
+        _: &PropertyMap,
+    ) -> Result<Option<ReadResult>, ProviderError> {
+        Ok(self.world.lock().unwrap().get(id).map(|o| ReadResult {
+            id: id.into(),
+            inputs: o.clone(),
+            outputs: o.clone(),
+        }))
+    }
+    async fn update(
+        &self,
+        urn: &Urn,
+        id: &str,
+        _: &PropertyMap,
+        old_outputs: &PropertyMap,
+        news: &PropertyMap,
+        preview: bool,
+    ) -> Result<PropertyMap, ProviderError> {
+        let mut outputs = news.clone();
+        outputs.insert("out".into(), old_outputs.get("out").cloned().unwrap_or_default());
+        if !preview {
+            self.log(format!("update {}", urn.name()));
+            self.world.lock().unwrap().insert(id.into(), outputs.clone());
+        }
+        Ok(outputs)
+    }
+    async fn delete(
+        &self,
+        urn: &Urn,
+        id: &str,
+        _: &PropertyMap,
+        _: &PropertyMap,
+    ) -> Result<(), ProviderError> {
+        self.log(format!("delete {}", urn.name()));
+        self.world
+            .lock()
+            .unwrap()
+            .remove(id)
+            .map(drop)
+            .ok_or(ProviderError::NotFound)
+    }
+    async fn invoke(&self, token: &str, _: &PropertyMap) -> Result<Value, ProviderError> {
+        Err(ProviderError::UnknownType(token.into()))
+    }
+}
+
+pub struct FakeProviders(pub Arc<FakeProvider>);
+
+#[async_trait]
+impl ProviderSource for FakeProviders {
+    async fn provider(&self, package: &str) -> Result<Arc<dyn Provider>, LoadError> {
+        if package == "fake" {
+            Ok(self.0.clone())
+        } else {
+            Err(LoadError(format!("no plugin `{package}`")))
+        }
+    }
+}
+
+/// One resource a scripted program declares.
+#[derive(Clone)]
+pub struct Decl {
+    pub name: &'static str,
+    pub inputs: Vec<(&'static str, Input)>,
+    pub depends_on: Vec<&'static str>,
+    pub parent: Option<&'static str>,
+    pub protect: bool,
+}
+
+#[derive(Clone)]
+pub enum Input {
+    Value(Value),
+    /// The `out` output of an earlier declaration.
+    Out(&'static str),
+}
+
+pub fn decl(name: &'static str) -> Decl {
+    Decl {
+        name,
+        inputs: vec![],
+        depends_on: vec![],
+        parent: None,
+        protect: false,
+    }
+}
+
+impl Decl {
+    pub fn input(mut self, key: &'static str, value: impl Into<Value>) -> Decl {
+        self.inputs.push((key, Input::Value(value.into())));
+        self
+    }
+    pub fn from(mut self, key: &'static str, other: &'static str) -> Decl {
+        self.inputs.push((key, Input::Out(other)));
+        self
+    }
+}
+
+/// A program that declares `decls` in order and exports `greeting` = "hello " + first's out,
+/// computed through an apply closure.
+pub struct ScriptProgram {
+    pub decls: Vec<Decl>,
+    pub apply_runs: Arc<Mutex<usize>>,
+}
+
+fn out_ref(handle: u64) -> Value {
+    Value::Output(OutputRef {
+        handle,
+        field: OutputField::Property(vec!["out".into()]),
+    })
+}
+
+#[async_trait]
+impl Program for ScriptProgram {
+    async fn run(&mut self, monitor: &Monitor) -> Result<(), ProgramError> {
+        let mut handles: HashMap<&str, u64> = HashMap::new();
+        for d in &self.decls {
+            let inputs = d
+                .inputs
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Input::Value(v) => v.clone(),
+                        Input::Out(other) => out_ref(handles[other]),
+                    };
+                    (k.to_string(), v)
+                })
+                .collect();
+            let options = ResourceOptions {
+                depends_on: d.depends_on.iter().map(|o| handles[o]).collect(),
+                parent: d.parent.map(|p| handles[p]),
+                protect: d.protect,
+                ..Default::default()
+            };
+            let h = monitor.register_resource(RegisterRequest {
+                ty: "fake:Thing".into(),
+                name: d.name.into(),
+                custom: true,
+                inputs,
+                options,
+            });
+            handles.insert(d.name, h);
+        }
+        let mut outputs = PropertyMap::new();
+        if let Some(first) = self.decls.first() {
+            let apply = monitor.register_apply(vec![out_ref(handles[first.name])]);
+            outputs.insert(
+                "greeting".into(),
+                Value::Output(OutputRef {
+                    handle: apply,
+                    field: OutputField::Property(vec![]),
+                }),
+            );
+        }
+        monitor.register_outputs(None, outputs);
+        Ok(())
+    }
+
+    async fn resume(
+        &mut self,
+        _: &Monitor,
+        _: u64,
+        inputs: Vec<Value>,
+    ) -> Result<Value, ProgramError> {
+        *self.apply_runs.lock().unwrap() += 1;
+        Ok(Value::String(format!("hello {}", inputs[0])))
+    }
+}
+
+/// Persists in memory, replaying the whole journal after every sync to check that every
+/// intermediate snapshot is valid.
+pub struct CheckingPersister {
+    base: Snapshot,
+    entries: Vec<JournalEntry>,
+    pub checks: Arc<Mutex<usize>>,
+    pub saved: Arc<Mutex<Option<Snapshot>>>,
+}
+
+impl Persister for CheckingPersister {
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), String> {
+        self.entries.push(entry.clone());
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<(), String> {
+        let snap = replay(self.base.clone(), self.entries.clone())
+            .map_err(|e| format!("intermediate snapshot invalid: {e}"))?;
+        snap.verify_integrity().map_err(|e| e.to_string())?;
+        *self.checks.lock().unwrap() += 1;
+        Ok(())
+    }
+    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
+        *self.saved.lock().unwrap() = Some(snapshot.clone());
+        Ok(())
+    }
+}
+
+/// Everything one test needs: the provider's world and the stack's snapshot across runs.
+pub struct Harness {
+    pub provider: Arc<FakeProvider>,
+    pub snapshot: Snapshot,
+    pub checks: Arc<Mutex<usize>>,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        Harness {
+            provider: FakeProvider::new(),
+            snapshot: Snapshot::default(),
+            checks: Arc::new(Mutex::new(0)),
+        }
+    }
+
+    pub async fn run(&mut self, program: Box<dyn Program>, preview: bool) -> Outcome {
+        let saved = Arc::new(Mutex::new(None));
+        let recorder = (!preview).then(|| {
+            SnapshotManager::start(
+                self.snapshot.clone(),
+                Box::new(CheckingPersister {
+                    base: self.snapshot.clone(),
+                    entries: vec![],
+                    checks: self.checks.clone(),
+                    saved: saved.clone(),
+                }),
+            )
+        });
+        let options = Options {
+            project: "proj".into(),
+            stack: "dev".into(),
+            preview,
+            parallel: 4,
+            config: BTreeMap::new(),
+        };
+        let outcome = deployment::run(
+            options,
+            self.snapshot.clone(),
+            program,
+            Arc::new(FakeProviders(self.provider.clone())),
+            recorder,
+            EventSink::discard(),
+            CancellationToken::new(),
+        )
+        .await;
+        if let Some(snapshot) = saved.lock().unwrap().take() {
+            snapshot.verify_integrity().unwrap();
+            self.snapshot = snapshot;
+        }
+        outcome
+    }
+
+    pub async fn up(&mut self, decls: Vec<Decl>) -> Outcome {
+        let program = ScriptProgram {
+            decls,
+            apply_runs: Arc::default(),
+        };
+        self.run(Box::new(program), false).await
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.snapshot
+            .resources
+            .iter()
+            .map(|r| format!("{}{}", r.urn.name(), if r.delete { "(delete)" } else { "" }))
+            .collect()
+    }
+}
