@@ -94,15 +94,24 @@ mod tests {
     #[test]
     fn refuses_newer_and_older_schemas() {
         let newer = r#"{"version": 99, "whatever": true}"#;
-        assert!(matches!(parse(newer), Err(BackendError::NewerSchema { found: 99, .. })));
+        assert!(matches!(
+            parse(newer),
+            Err(BackendError::NewerSchema { found: 99, .. })
+        ));
         let older = r#"{"version": 0}"#;
-        assert!(matches!(parse(older), Err(BackendError::OlderSchema { .. })));
+        assert!(matches!(
+            parse(older),
+            Err(BackendError::OlderSchema { .. })
+        ));
     }
 
     #[test]
     fn truncated_or_garbage_files_are_corrupt_not_panics() {
         for bad in ["", "{", "garbage", r#"{"version": 1, "snapshot": 3}"#] {
-            assert!(matches!(parse(bad), Err(BackendError::Corrupt { .. })), "{bad}");
+            assert!(
+                matches!(parse(bad), Err(BackendError::Corrupt { .. })),
+                "{bad}"
+            );
         }
     }
 }

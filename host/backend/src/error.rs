@@ -17,7 +17,9 @@ pub enum BackendError {
     StackNotEmpty { stack: String, count: usize },
     #[error("unsupported backend URL `{0}`: use file://<directory>")]
     UnsupportedUrl(String),
-    #[error("cannot find a home directory for the default state directory; set PLINTH_BACKEND_URL=file://<dir>")]
+    #[error(
+        "cannot find a home directory for the default state directory; set PLINTH_BACKEND_URL=file://<dir>"
+    )]
     NoHome,
     #[error(
         "the state of stack `{stack}` was written by a newer plinth (schema {found}, this plinth reads up to {supported}); upgrade plinth"
@@ -50,7 +52,10 @@ pub enum BackendError {
 }
 
 impl BackendError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> BackendError {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> BackendError {
         let path = path.into();
         move |source| BackendError::Io {
             action,

@@ -51,12 +51,16 @@ impl Persister for JournalFile {
 
     fn sync(&mut self) -> Result<(), String> {
         self.journal.flush().map_err(|e| e.to_string())?;
-        self.journal.get_ref().sync_data().map_err(|e| e.to_string())
+        self.journal
+            .get_ref()
+            .sync_data()
+            .map_err(|e| e.to_string())
     }
 
     fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
         let checkpoint = Checkpoint::new(&self.project, &self.stack, snapshot.clone());
-        write_atomically(&self.checkpoint_path, &checkpoint.to_json()).map_err(|e| e.to_string())?;
+        write_atomically(&self.checkpoint_path, &checkpoint.to_json())
+            .map_err(|e| e.to_string())?;
         std::fs::remove_file(&self.journal_path).map_err(|e| e.to_string())
     }
 }

@@ -9,5 +9,5 @@ mod lock;
 
 pub use checkpoint::{Checkpoint, SCHEMA_VERSION};
 pub use error::BackendError;
-pub use local::{LocalBackend, LoadedStack, StackSummary};
+pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockInfo, StackLock};

@@ -95,7 +95,8 @@ impl LocalBackend {
         std::fs::create_dir_all(&dir).map_err(BackendError::io("creating", &dir))?;
         let path = self.path(project, stack, "json");
         let checkpoint = Checkpoint::new(project, stack, Snapshot::default());
-        write_atomically(&path, &checkpoint.to_json()).map_err(BackendError::io("writing", &path))?;
+        write_atomically(&path, &checkpoint.to_json())
+            .map_err(BackendError::io("writing", &path))?;
         self.select_stack(project, stack)
     }
 
@@ -129,7 +130,12 @@ impl LocalBackend {
     }
 
     /// Removes a stack; one that still has resources only with `force`.
-    pub fn remove_stack(&self, project: &str, stack: &str, force: bool) -> Result<(), BackendError> {
+    pub fn remove_stack(
+        &self,
+        project: &str,
+        stack: &str,
+        force: bool,
+    ) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
         let count = self.load(project, stack)?.snapshot.resources.len();
         if count > 0 && !force {
@@ -180,7 +186,12 @@ impl LocalBackend {
     }
 
     /// Takes the stack's update lock.
-    pub fn lock(&self, project: &str, stack: &str, command: &str) -> Result<StackLock, BackendError> {
+    pub fn lock(
+        &self,
+        project: &str,
+        stack: &str,
+        command: &str,
+    ) -> Result<StackLock, BackendError> {
         self.require_stack(project, stack)?;
         StackLock::acquire(self.path(project, stack, "lock"), stack, command)
     }
@@ -233,7 +244,10 @@ impl LocalBackend {
 }
 
 fn validate_stack_name(name: &str) -> Result<(), BackendError> {
-    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -259,9 +273,15 @@ mod tests {
     #[test]
     fn stack_lifecycle() {
         let (_dir, b) = backend();
-        assert!(matches!(b.load("p", "dev"), Err(BackendError::NoSuchStack(_))));
+        assert!(matches!(
+            b.load("p", "dev"),
+            Err(BackendError::NoSuchStack(_))
+        ));
         b.create_stack("p", "dev").unwrap();
-        assert!(matches!(b.create_stack("p", "dev"), Err(BackendError::StackExists(_))));
+        assert!(matches!(
+            b.create_stack("p", "dev"),
+            Err(BackendError::StackExists(_))
+        ));
         assert_eq!(b.selected_stack("p").as_deref(), Some("dev"));
         assert_eq!(b.stacks("p").unwrap().len(), 1);
         b.remove_stack("p", "dev", false).unwrap();
@@ -272,7 +292,10 @@ mod tests {
     #[test]
     fn rejects_bad_names_and_urls() {
         let (_dir, b) = backend();
-        assert!(matches!(b.create_stack("p", "../x"), Err(BackendError::InvalidStackName(_))));
+        assert!(matches!(
+            b.create_stack("p", "../x"),
+            Err(BackendError::InvalidStackName(_))
+        ));
         assert!(matches!(
             LocalBackend::from_url(Some("s3://bucket")),
             Err(BackendError::UnsupportedUrl(_))
@@ -285,7 +308,10 @@ mod tests {
         b.create_stack("p", "dev").unwrap();
         let held = b.lock("p", "dev", "up").unwrap();
         let err = b.lock("p", "dev", "up").unwrap_err().to_string();
-        assert!(err.contains("`up`") && err.contains(&std::process::id().to_string()), "{err}");
+        assert!(
+            err.contains("`up`") && err.contains(&std::process::id().to_string()),
+            "{err}"
+        );
         drop(held);
         b.lock("p", "dev", "up").unwrap();
     }
@@ -343,6 +369,9 @@ mod tests {
         let (_dir, b) = backend();
         b.create_stack("p", "dev").unwrap();
         std::fs::write(b.path("p", "dev", "journal"), "garbage\n{}\n").unwrap();
-        assert!(matches!(b.load("p", "dev"), Err(BackendError::Corrupt { .. })));
+        assert!(matches!(
+            b.load("p", "dev"),
+            Err(BackendError::Corrupt { .. })
+        ));
     }
 }

@@ -64,10 +64,15 @@ pub struct StackLock {
 }
 
 impl StackLock {
-    pub(crate) fn acquire(path: PathBuf, stack: &str, command: &str) -> Result<StackLock, BackendError> {
+    pub(crate) fn acquire(
+        path: PathBuf,
+        stack: &str,
+        command: &str,
+    ) -> Result<StackLock, BackendError> {
         match OpenOptions::new().write(true).create_new(true).open(&path) {
             Ok(mut file) => {
-                let info = serde_json::to_vec(&LockInfo::current(command)).expect("lock info serializes");
+                let info =
+                    serde_json::to_vec(&LockInfo::current(command)).expect("lock info serializes");
                 file.write_all(&info)
                     .and_then(|()| file.sync_all())
                     .map_err(BackendError::io("writing lock", &path))?;

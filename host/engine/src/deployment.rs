@@ -86,7 +86,10 @@ pub async fn run(
     let outputs = scheduler.stack_outputs.take().unwrap_or_default();
     if errors.is_empty() && !ctx.preview {
         let outputs = outputs.clone();
-        if let Err(e) = ctx.record_entry(JournalEntry::StackOutputs { outputs }).await {
+        if let Err(e) = ctx
+            .record_entry(JournalEntry::StackOutputs { outputs })
+            .await
+        {
             errors.push(e.to_string());
         }
     }
@@ -189,6 +192,15 @@ enum Completion {
     ComponentOutputs(Result<(), String>),
 }
 
+/// An apply closure to resume, with what its result inherits from its inputs.
+struct ResumeRequest {
+    node: usize,
+    apply: u64,
+    inputs: Vec<Value>,
+    secret: bool,
+    dependencies: Vec<Urn>,
+}
+
 struct Scheduler {
     options: Options,
     ctx: Arc<StepContext>,
@@ -205,7 +217,7 @@ struct Scheduler {
     in_flight: usize,
     completions_tx: mpsc::UnboundedSender<Completion>,
     completions: mpsc::UnboundedReceiver<Completion>,
-    resume_tx: Option<mpsc::UnboundedSender<(usize, u64, Vec<Value>, bool, Vec<Urn>)>>,
+    resume_tx: Option<mpsc::UnboundedSender<ResumeRequest>>,
 }
 
 impl Scheduler {
@@ -245,20 +257,21 @@ impl Scheduler {
     ) {
         // The program runs in its own task, one call at a time: its body, then apply closures
         // as their inputs resolve. It never waits for the engine, nor the engine for it.
-        let (resume_tx, mut resumes) =
-            mpsc::unbounded_channel::<(usize, u64, Vec<Value>, bool, Vec<Urn>)>();
+        let (resume_tx, mut resumes) = mpsc::unbounded_channel::<ResumeRequest>();
         self.resume_tx = Some(resume_tx);
         let done = self.completions_tx.clone();
         let actor = tokio::spawn(async move {
             let result = program.run(&monitor).await;
             let _ = done.send(Completion::ProgramDone(result));
-            while let Some((node, apply, inputs, secret, dependencies)) = resumes.recv().await {
-                let result = program.resume(&monitor, apply, inputs).await;
+            while let Some(request) = resumes.recv().await {
+                let result = program
+                    .resume(&monitor, request.apply, request.inputs)
+                    .await;
                 let _ = done.send(Completion::Resumed {
-                    node,
+                    node: request.node,
                     result,
-                    secret,
-                    dependencies,
+                    secret: request.secret,
+                    dependencies: request.dependencies,
                 });
             }
         });
@@ -298,7 +311,10 @@ impl Scheduler {
         match registration {
             Registration::Resource { handle, request } => {
                 let mut refs = Vec::new();
-                request.inputs.values().for_each(|v| collect_handles(v, &mut refs));
+                request
+                    .inputs
+                    .values()
+                    .for_each(|v| collect_handles(v, &mut refs));
                 refs.extend(&request.options.depends_on);
                 refs.extend(request.options.parent);
                 refs.extend(request.options.provider);
@@ -375,8 +391,9 @@ impl Scheduler {
                 }
                 Some(Slot::Failed) => return self.skip(index),
                 _ => {
-                    self.errors
-                        .push(format!("the program refers to an unknown registration #{r}"));
+                    self.errors.push(format!(
+                        "the program refers to an unknown registration #{r}"
+                    ));
                     return self.skip(index);
                 }
             }
@@ -405,7 +422,8 @@ impl Scheduler {
         let Some(handle) = self.nodes[index].handle else {
             return;
         };
-        self.slots.insert(handle, Slot::Resolved(Arc::new(resolved)));
+        self.slots
+            .insert(handle, Slot::Resolved(Arc::new(resolved)));
         for waiter in self.waiters.remove(&handle).unwrap_or_default() {
             let node = &mut self.nodes[waiter];
             if node.work.is_none() {
@@ -515,7 +533,13 @@ impl Scheduler {
                 let values = values.into_iter().map(reveal).collect();
                 if let Some(tx) = &self.resume_tx {
                     self.in_flight += 1;
-                    let _ = tx.send((index, apply, values, secret, deps));
+                    let _ = tx.send(ResumeRequest {
+                        node: index,
+                        apply,
+                        inputs: values,
+                        secret,
+                        dependencies: deps,
+                    });
                 }
             }
             Work::Value {
@@ -655,7 +679,11 @@ impl Scheduler {
                 if let Some(old) = result.replaced {
                     self.replaced.push(old);
                 }
-                let dependencies = if record { vec![urn.clone()] } else { Vec::new() };
+                let dependencies = if record {
+                    vec![urn.clone()]
+                } else {
+                    Vec::new()
+                };
                 self.resolve(
                     node,
                     Resolved {

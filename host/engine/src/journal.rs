@@ -49,7 +49,9 @@ pub enum JournalEntry {
         old: usize,
     },
     /// The operation failed without changing anything.
-    Failed { seq: u64 },
+    Failed {
+        seq: u64,
+    },
     /// A base resource is carried over; `resource` is set when its recorded state changed.
     Same {
         old: usize,
@@ -57,8 +59,13 @@ pub enum JournalEntry {
         resource: Option<ResourceState>,
     },
     /// The outputs of a component resource recorded earlier in this operation.
-    ComponentOutputs { urn: Urn, outputs: PropertyMap },
-    StackOutputs { outputs: PropertyMap },
+    ComponentOutputs {
+        urn: Urn,
+        outputs: PropertyMap,
+    },
+    StackOutputs {
+        outputs: PropertyMap,
+    },
 }
 
 /// Why the snapshot manager could not record a mutation.
@@ -246,8 +253,7 @@ impl JournalState {
 
     /// Appends a state to the recorded part; its predecessors must already be recorded.
     fn record(&mut self, state: ResourceState) -> Result<(), SnapshotError> {
-        if self.recorded_index.contains_key(&state.urn) || self.base_live.contains_key(&state.urn)
-        {
+        if self.recorded_index.contains_key(&state.urn) || self.base_live.contains_key(&state.urn) {
             return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
         }
         for (relation, p) in state
@@ -416,9 +422,9 @@ fn writer(
         for request in batch {
             match request {
                 Request::Record(entry, reply) => {
-                    let result = state.apply(&entry).and_then(|()| {
-                        persister.append(&entry).map_err(SnapshotError::Persist)
-                    });
+                    let result = state
+                        .apply(&entry)
+                        .and_then(|()| persister.append(&entry).map_err(SnapshotError::Persist));
                     match result {
                         Ok(()) => waiting.push(reply),
                         Err(e) => {
@@ -485,7 +491,10 @@ mod tests {
                     resource: new_a,
                     replaces: Some(0),
                 },
-                JournalEntry::Same { old: 1, resource: None },
+                JournalEntry::Same {
+                    old: 1,
+                    resource: None,
+                },
             ],
         )
         .unwrap();
@@ -522,7 +531,10 @@ mod tests {
     fn refuses_a_resource_recorded_before_its_dependency() {
         let err = replay(
             base(),
-            [JournalEntry::Same { old: 1, resource: None }],
+            [JournalEntry::Same {
+                old: 1,
+                resource: None,
+            }],
         )
         .unwrap_err();
         assert!(matches!(

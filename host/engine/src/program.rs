@@ -40,7 +40,12 @@ impl Program for EmptyProgram {
     async fn run(&mut self, _: &Monitor) -> Result<(), ProgramError> {
         Ok(())
     }
-    async fn resume(&mut self, _: &Monitor, apply: u64, _: Vec<Value>) -> Result<Value, ProgramError> {
+    async fn resume(
+        &mut self,
+        _: &Monitor,
+        apply: u64,
+        _: Vec<Value>,
+    ) -> Result<Value, ProgramError> {
         Err(ProgramError(format!("no apply {apply} was registered")))
     }
 }

@@ -82,7 +82,11 @@ impl StepContext {
         }
     }
 
-    async fn begin(&self, kind: OperationKind, state: &ResourceState) -> Result<u64, SnapshotError> {
+    async fn begin(
+        &self,
+        kind: OperationKind,
+        state: &ResourceState,
+    ) -> Result<u64, SnapshotError> {
         match &self.recorder {
             Some(r) => r.begin(kind, state).await,
             None => Ok(0),
@@ -133,7 +137,11 @@ impl StepContext {
             .await
             .map_err(|e| self.provider_error(&urn, "check", e))?;
         if !checked.failures.is_empty() {
-            return Err(self.provider_error(&urn, "check", ProviderError::Invalid(checked.failures)));
+            return Err(self.provider_error(
+                &urn,
+                "check",
+                ProviderError::Invalid(checked.failures),
+            ));
         }
         state.inputs = checked.inputs;
 
@@ -221,7 +229,11 @@ impl StepContext {
         old: Option<(usize, &ResourceState)>,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
-        let op = if old.is_some() { StepOp::Same } else { StepOp::Create };
+        let op = if old.is_some() {
+            StepOp::Same
+        } else {
+            StepOp::Create
+        };
         let info = self.info(op, &state, old.map(|(_, o)| o), Vec::new(), Vec::new());
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
@@ -325,7 +337,13 @@ impl StepContext {
             }
         };
         if !self.preview && state.id.is_empty() {
-            let error = self.fail(&urn, format!("plugin `{}` created the resource but returned no id", package_of(urn.ty())));
+            let error = self.fail(
+                &urn,
+                format!(
+                    "plugin `{}` created the resource but returned no id",
+                    package_of(urn.ty())
+                ),
+            );
             self.record(|| JournalEntry::Failed { seq })
                 .await
                 .map_err(|e| self.persist_error(&urn, e))?;
@@ -373,7 +391,14 @@ impl StepContext {
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let result = provider
-            .update(&urn, &old.id, &old.inputs, &old.outputs, &state.inputs, self.preview)
+            .update(
+                &urn,
+                &old.id,
+                &old.inputs,
+                &old.outputs,
+                &state.inputs,
+                self.preview,
+            )
             .await;
         match result {
             Ok(outputs) => state.outputs = outputs,
@@ -412,7 +437,10 @@ impl StepContext {
         let old = &self.base[index];
         let urn = &old.urn;
         if old.protect {
-            let error = self.fail(urn, "cannot delete protected resource; remove `protect` first");
+            let error = self.fail(
+                urn,
+                "cannot delete protected resource; remove `protect` first",
+            );
             self.failed(info.clone(), &error);
             return Err(error);
         }
@@ -432,7 +460,10 @@ impl StepContext {
             .begin(OperationKind::Deleting, old)
             .await
             .map_err(|e| self.persist_error(urn, e))?;
-        match provider.delete(urn, &old.id, &old.inputs, &old.outputs).await {
+        match provider
+            .delete(urn, &old.id, &old.inputs, &old.outputs)
+            .await
+        {
             Ok(()) | Err(ProviderError::NotFound) => self
                 .record(|| JournalEntry::Deleted {
                     seq: Some(seq),

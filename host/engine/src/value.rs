@@ -94,9 +94,12 @@ impl Value {
     pub fn resolve_outputs(self, resolve: &mut dyn FnMut(&OutputRef) -> Value) -> Value {
         match self {
             Value::Output(r) => resolve(&r),
-            Value::Array(items) => {
-                Value::Array(items.into_iter().map(|v| v.resolve_outputs(resolve)).collect())
-            }
+            Value::Array(items) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|v| v.resolve_outputs(resolve))
+                    .collect(),
+            ),
             Value::Object(map) => Value::Object(
                 map.into_iter()
                     .map(|(k, v)| (k, v.resolve_outputs(resolve)))

@@ -25,13 +25,23 @@ async fn up_creates_in_dependency_order_then_a_second_up_changes_nothing() {
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     assert_eq!(outcome.changes.create, 4);
     let calls = h.provider.calls();
-    let pos = |n: &str| calls.iter().position(|c| c == &format!("create {n}")).unwrap();
+    let pos = |n: &str| {
+        calls
+            .iter()
+            .position(|c| c == &format!("create {n}"))
+            .unwrap()
+    };
     assert!(pos("a") < pos("b") && pos("b") < pos("c"));
     assert_eq!(
         outcome.outputs.get("greeting"),
         Some(&Value::String("hello \"a-out\"".into()))
     );
-    let b = &h.snapshot.resources.iter().find(|r| r.urn.name() == "b").unwrap();
+    let b = &h
+        .snapshot
+        .resources
+        .iter()
+        .find(|r| r.urn.name() == "b")
+        .unwrap();
     assert_eq!(b.inputs.get("prev"), Some(&Value::String("a-out".into())));
     assert_eq!(b.dependencies.len(), 1);
     assert!(*h.checks.lock().unwrap() > 0);
@@ -127,7 +137,11 @@ async fn a_failed_create_skips_its_dependents_and_keeps_state_valid() {
     ];
     let outcome = h.up(decls).await;
     assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
-    assert!(outcome.errors[0].contains("fake:Thing::a"), "{:?}", outcome.errors);
+    assert!(
+        outcome.errors[0].contains("fake:Thing::a"),
+        "{:?}",
+        outcome.errors
+    );
     assert!(outcome.errors[0].contains("plugin `fake`"));
     let calls = h.provider.calls();
     assert!(!calls.iter().any(|c| c.ends_with(" b")), "{calls:?}");
@@ -147,7 +161,12 @@ async fn destroy_deletes_everything_in_reverse_order() {
     assert!(h.snapshot.outputs.is_empty());
     assert!(h.provider.world.lock().unwrap().is_empty());
     let calls = h.provider.calls();
-    let pos = |n: &str| calls.iter().position(|c| c == &format!("delete {n}")).unwrap();
+    let pos = |n: &str| {
+        calls
+            .iter()
+            .position(|c| c == &format!("delete {n}"))
+            .unwrap()
+    };
     assert!(pos("c") < pos("b") && pos("b") < pos("a"));
 }
 
@@ -159,7 +178,11 @@ async fn protected_resources_are_not_deleted() {
     h.up(vec![a]).await;
     let outcome = h.run(Box::new(EmptyProgram), false).await;
     assert_eq!(outcome.errors.len(), 1);
-    assert!(outcome.errors[0].contains("protected"), "{:?}", outcome.errors);
+    assert!(
+        outcome.errors[0].contains("protected"),
+        "{:?}",
+        outcome.errors
+    );
     assert_eq!(h.names(), ["a"]);
 }
 
@@ -167,7 +190,12 @@ async fn protected_resources_are_not_deleted() {
 async fn duplicate_names_are_an_error() {
     let mut h = Harness::new();
     let outcome = h.up(vec![decl("a"), decl("a")]).await;
-    assert!(outcome.errors.iter().any(|e| e.contains("registered twice")));
+    assert!(
+        outcome
+            .errors
+            .iter()
+            .any(|e| e.contains("registered twice"))
+    );
     h.snapshot.verify_integrity().unwrap();
 }
 
@@ -181,5 +209,8 @@ async fn parents_and_explicit_dependencies_are_recorded() {
     let c = h.snapshot.resources.last().unwrap();
     assert_eq!(c.urn.qualified_type(), "fake:Thing$fake:Thing");
     assert_eq!(c.parent.as_ref().map(|p| p.name()), Some("a"));
-    assert_eq!(c.dependencies.iter().map(|d| d.name()).collect::<Vec<_>>(), ["b"]);
+    assert_eq!(
+        c.dependencies.iter().map(|d| d.name()).collect::<Vec<_>>(),
+        ["b"]
+    );
 }

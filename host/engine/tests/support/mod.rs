@@ -10,9 +10,7 @@ use async_trait::async_trait;
 use plinth_engine::deployment::{self, Options, Outcome};
 use plinth_engine::events::EventSink;
 use plinth_engine::journal::{JournalEntry, Persister, SnapshotManager, replay};
-use plinth_engine::program::{
-    Monitor, Program, ProgramError, RegisterRequest, ResourceOptions,
-};
+use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest, ResourceOptions};
 use plinth_engine::provider::*;
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::urn::Urn;
@@ -132,7 +130,10 @@ impl Provider for FakeProvider {
             format!("id{n}")
         };
         outputs.insert("out".into(), Value::String(format!("{}-out", urn.name())));
-        self.world.lock().unwrap().insert(id.clone(), outputs.clone());
+        self.world
+            .lock()
+            .unwrap()
+            .insert(id.clone(), outputs.clone());
         Ok(Created { id, outputs })
     }
     async fn read(
@@ -158,10 +159,16 @@ impl Provider for FakeProvider {
         preview: bool,
     ) -> Result<PropertyMap, ProviderError> {
         let mut outputs = news.clone();
-        outputs.insert("out".into(), old_outputs.get("out").cloned().unwrap_or_default());
+        outputs.insert(
+            "out".into(),
+            old_outputs.get("out").cloned().unwrap_or_default(),
+        );
         if !preview {
             self.log(format!("update {}", urn.name()));
-            self.world.lock().unwrap().insert(id.into(), outputs.clone());
+            self.world
+                .lock()
+                .unwrap()
+                .insert(id.into(), outputs.clone());
         }
         Ok(outputs)
     }
@@ -339,6 +346,12 @@ pub struct Harness {
     pub provider: Arc<FakeProvider>,
     pub snapshot: Snapshot,
     pub checks: Arc<Mutex<usize>>,
+}
+
+impl Default for Harness {
+    fn default() -> Harness {
+        Harness::new()
+    }
 }
 
 impl Harness {
