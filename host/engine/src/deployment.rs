@@ -436,8 +436,15 @@ impl Scheduler {
         }
     }
 
+    /// Records an error once, however many steps hit it.
+    fn error(&mut self, error: String) {
+        if !self.errors.contains(&error) {
+            self.errors.push(error);
+        }
+    }
+
     fn fail(&mut self, index: usize, error: String) {
-        self.errors.push(error);
+        self.error(error);
         self.halted = true;
         self.nodes[index].work = Some(Work::Apply(Vec::new()));
         self.skip(index);
@@ -640,7 +647,7 @@ impl Scheduler {
         match completion {
             Completion::ProgramDone(Ok(())) => {}
             Completion::ProgramDone(Err(e)) => {
-                self.errors.push(format!("the program failed: {e}"));
+                self.error(format!("the program failed: {e}"));
                 self.halted = true;
             }
             Completion::Resumed {
@@ -701,7 +708,7 @@ impl Scheduler {
             } => self.fail(node, e.to_string()),
             Completion::ComponentOutputs(Ok(())) => {}
             Completion::ComponentOutputs(Err(e)) => {
-                self.errors.push(e);
+                self.error(e);
                 self.halted = true;
             }
         }
@@ -743,8 +750,9 @@ impl Scheduler {
             }
         }
         let mut tasks = JoinSet::new();
+        let ctx = self.ctx.clone();
         let spawn = |tasks: &mut JoinSet<_>, slot: usize| {
-            let ctx = self.ctx.clone();
+            let ctx = ctx.clone();
             let (index, op) = doomed[slot];
             tasks.spawn(async move { (slot, ctx.run_delete(index, op).await) });
         };
@@ -755,7 +763,7 @@ impl Scheduler {
             let (slot, result) = joined.expect("delete task panicked");
             match result {
                 Err(e) => {
-                    self.errors.push(e.to_string());
+                    self.error(e.to_string());
                     self.halted = true;
                 }
                 Ok(()) if self.halted || self.cancel.is_cancelled() => {}

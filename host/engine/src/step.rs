@@ -17,12 +17,14 @@ use crate::snapshot::OperationKind;
 use crate::urn::{Urn, package_of};
 use crate::value::{PropertyMap, Value};
 
-/// Why a step failed.
+/// Why a step failed: a resource's own failure, or one of the plugin it needs (reported once,
+/// however many resources need that plugin).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{urn}: {message}")]
-pub struct StepError {
-    pub urn: Urn,
-    pub message: String,
+pub enum StepError {
+    #[error("{urn}: {message}")]
+    Resource { urn: Urn, message: String },
+    #[error("{0}")]
+    Plugin(String),
 }
 
 /// What every step of one deployment shares.
@@ -57,7 +59,7 @@ pub(crate) struct StepResult {
 
 impl StepContext {
     fn fail(&self, urn: &Urn, message: impl Into<String>) -> StepError {
-        StepError {
+        StepError::Resource {
             urn: urn.clone(),
             message: message.into(),
         }
@@ -67,7 +69,7 @@ impl StepContext {
         self.providers
             .provider(package_of(urn.ty()))
             .await
-            .map_err(|e| self.fail(urn, e.to_string()))
+            .map_err(|e| StepError::Plugin(e.to_string()))
     }
 
     fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
@@ -217,9 +219,13 @@ impl StepContext {
     }
 
     fn failed(&self, info: StepInfo, error: &StepError) {
+        let message = match error {
+            StepError::Resource { message, .. } => message.clone(),
+            StepError::Plugin(message) => message.clone(),
+        };
         self.events.emit(Event::StepFailed {
             step: info,
-            error: error.message.clone(),
+            error: message,
         });
     }
 

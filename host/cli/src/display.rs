@@ -1,0 +1,176 @@
+//! Renders engine events for a person: the plan, progress while steps run, outputs and a
+//! summary. Secrets render as `[secret]`, unknowns as `[unknown]`.
+
+use std::time::Duration;
+
+use console::{Style, style};
+use indicatif::{ProgressBar, ProgressStyle};
+use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo, StepOp};
+use plinth_engine::value::{PropertyMap, Value};
+use tokio::sync::mpsc;
+
+/// Prints events until the summary (or until the channel closes).
+pub async fn render(mut events: mpsc::UnboundedReceiver<Event>, show_sames: bool) {
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+    spinner.enable_steady_tick(Duration::from_millis(100));
+    let mut running = 0usize;
+    let print = |line: String| spinner.suspend(|| println!("{line}"));
+    while let Some(event) = events.recv().await {
+        match event {
+            Event::StepStarted(step) => {
+                running += 1;
+                spinner.set_message(format!("{running} in progress: {}", step.urn.name()));
+            }
+            Event::StepDone {
+                step,
+                outputs,
+                duration,
+            } => {
+                running = running.saturating_sub(1);
+                if step.op.is_change() || show_sames {
+                    print(step_line(&step, Some(duration)));
+                    for line in detail_lines(&step, outputs.as_ref()) {
+                        print(line);
+                    }
+                }
+            }
+            Event::StepFailed { step, error } => {
+                running = running.saturating_sub(1);
+                print(format!(
+                    "  {} {} {}: {}",
+                    style("✗").red().bold(),
+                    step.urn.ty(),
+                    step.urn.name(),
+                    style(error).red()
+                ));
+            }
+            Event::Diagnostic {
+                urn,
+                severity,
+                message,
+            } => {
+                let label = match severity {
+                    Severity::Debug => style("debug").dim(),
+                    Severity::Info => style("info").cyan(),
+                    Severity::Warning => style("warning").yellow(),
+                    Severity::Error => style("error").red(),
+                };
+                let origin = urn.map(|u| format!(" {}", u.name())).unwrap_or_default();
+                print(format!("  {label}{origin}: {message}"));
+            }
+            Event::Outputs(outputs) if !outputs.is_empty() => {
+                print(format!("\n{}", style("Outputs:").bold()));
+                let width = outputs.keys().map(String::len).max().unwrap_or(0);
+                for (k, v) in &outputs {
+                    print(format!("    {k:width$}: {}", render_value(v)));
+                }
+            }
+            Event::Outputs(_) => {}
+            Event::Summary {
+                changes,
+                duration,
+                preview,
+                failed,
+            } => {
+                spinner.finish_and_clear();
+                println!("\n{}", summary_line(&changes, preview));
+                let verdict = if failed {
+                    style("failed").red().bold()
+                } else {
+                    style("done").green()
+                };
+                println!("Duration: {:.2}s ({verdict})", duration.as_secs_f64());
+                return;
+            }
+            Event::Cancelled => print(format!(
+                "{}",
+                style("Cancelling: no new steps start; waiting for steps in flight (Ctrl-C again to abort)").yellow()
+            )),
+        }
+    }
+    spinner.finish_and_clear();
+}
+
+fn op_style(op: StepOp) -> (&'static str, &'static str, Style) {
+    match op {
+        StepOp::Same => (" ", "unchanged", Style::new().dim()),
+        StepOp::Create => ("+", "created", Style::new().green()),
+        StepOp::Update => ("~", "updated", Style::new().yellow()),
+        StepOp::Replace => ("+-", "replaced", Style::new().magenta()),
+        StepOp::Delete => ("-", "deleted", Style::new().red()),
+        StepOp::DeleteReplaced => ("--", "deleted original", Style::new().red()),
+    }
+}
+
+fn step_line(step: &StepInfo, duration: Option<Duration>) -> String {
+    let (symbol, verb, style) = op_style(step.op);
+    let took = duration.map_or(String::new(), |d| format!(" ({:.2}s)", d.as_secs_f64()));
+    style
+        .apply_to(format!(
+            "  {symbol:2} {:28} {:20} {verb}{took}",
+            step.urn.ty(),
+            step.urn.name()
+        ))
+        .to_string()
+}
+
+/// What changed: old → new for updates and replacements, outputs for creates.
+fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let (Some(old), Some(new)) = (&step.old_inputs, &step.new_inputs) {
+        for key in &step.changed {
+            let forces = if step.replaces.contains(key) {
+                style(" (forces replacement)").magenta().to_string()
+            } else {
+                String::new()
+            };
+            lines.push(format!(
+                "       {key}: {} => {}{forces}",
+                old.get(key).map_or("(none)".into(), render_value),
+                new.get(key).map_or("(none)".into(), render_value)
+            ));
+        }
+    }
+    if step.op == StepOp::Create
+        && let Some(outputs) = outputs
+    {
+        for (k, v) in outputs {
+            if step.new_inputs.as_ref().and_then(|i| i.get(k)) != Some(v) {
+                lines.push(format!("       {k}: {}", render_value(v)));
+            }
+        }
+    }
+    lines
+}
+
+pub fn render_value(v: &Value) -> String {
+    match v {
+        Value::Secret(_) => style("[secret]").dim().to_string(),
+        Value::Unknown | Value::Output(_) => style("[unknown]").dim().to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn summary_line(c: &ChangeSummary, preview: bool) -> String {
+    let mut parts = Vec::new();
+    let (create, update, replace, delete) = if preview {
+        ("to create", "to update", "to replace", "to delete")
+    } else {
+        ("created", "updated", "replaced", "deleted")
+    };
+    for (n, label, s) in [
+        (c.create, create, Style::new().green()),
+        (c.update, update, Style::new().yellow()),
+        (c.replace, replace, Style::new().magenta()),
+        (c.delete, delete, Style::new().red()),
+    ] {
+        if n > 0 {
+            parts.push(s.apply_to(format!("{n} {label}")).to_string());
+        }
+    }
+    if parts.is_empty() {
+        parts.push("no changes".into());
+    }
+    format!("Resources: {}, {} unchanged", parts.join(", "), c.same)
+}

@@ -1,0 +1,154 @@
+//! `plinth`: infrastructure as code with sandboxed WebAssembly providers and programs.
+
+mod build;
+mod deploy;
+mod display;
+mod plugins;
+mod project;
+mod stack;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use plinth_backend::LocalBackend;
+
+use crate::project::Project;
+
+#[derive(Parser)]
+#[command(
+    name = "plinth",
+    version,
+    about = "Infrastructure as code with sandboxed WebAssembly plugins"
+)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args)]
+struct GlobalArgs {
+    /// Run as if started in this directory.
+    #[arg(short = 'C', long, global = true, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// The stack to operate on (default: the selected stack).
+    #[arg(short, long, global = true, env = "PLINTH_STACK")]
+    stack: Option<String>,
+    /// Log verbosely (also: RUST_LOG).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Manage stacks.
+    #[command(subcommand)]
+    Stack(stack::StackCommand),
+    /// Manage the stack's configuration.
+    #[command(subcommand)]
+    Config(stack::ConfigCommand),
+    /// Show what `up` would change, without changing anything.
+    Preview(deploy::PreviewArgs),
+    /// Create or update the stack's resources to match the program.
+    Up(deploy::UpArgs),
+    /// Delete every resource of the stack.
+    Destroy(deploy::DestroyArgs),
+}
+
+/// What every command needs: the project, the backend, the chosen stack.
+pub struct Workspace {
+    pub project: Project,
+    pub backend: LocalBackend,
+    stack_flag: Option<String>,
+}
+
+impl Workspace {
+    fn open(global: &GlobalArgs) -> Result<Workspace> {
+        let start = match &global.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let project = Project::find(&start)?;
+        let url = std::env::var("PLINTH_BACKEND_URL").ok();
+        let backend = LocalBackend::from_url(url.as_deref())?;
+        Ok(Workspace {
+            project,
+            backend,
+            stack_flag: global.stack.clone(),
+        })
+    }
+
+    /// The stack named by `--stack`, or the selected one; it must exist.
+    pub fn stack(&self) -> Result<String> {
+        let project = self.project.name();
+        let stack = match &self.stack_flag {
+            Some(s) => s.clone(),
+            None => self.backend.selected_stack(project).with_context(|| {
+                format!(
+                    "no stack selected for project `{project}`; run `plinth stack init NAME` or `plinth stack select NAME`"
+                )
+            })?,
+        };
+        if !self.backend.stack_exists(project, &stack) {
+            return Err(plinth_backend::BackendError::NoSuchStack(stack).into());
+        }
+        Ok(stack)
+    }
+}
+
+/// Asks a yes/no question on the terminal; without one, fails naming `flag`.
+pub fn confirm(question: &str, flag: &str) -> Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("no terminal to confirm on: pass {flag} to proceed without a prompt");
+    }
+    print!("{question} [y/N] ");
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+fn init_logging(verbose: bool) {
+    let default = if verbose { "plinth=debug,info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let ws = Workspace::open(&cli.global)?;
+    match cli.command {
+        Command::Stack(cmd) => stack::run_stack(&ws, cmd),
+        Command::Config(cmd) => stack::run_config(&ws, cmd),
+        Command::Preview(args) => deploy::preview(&ws, args).await,
+        Command::Up(args) => deploy::up(&ws, args).await,
+        Command::Destroy(args) => deploy::destroy(&ws, args).await,
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{} {e:#}", console::style("error:").red().bold());
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Loads components through a cache of precompiled artifacts, so that a plugin seen before starts
+//! in a fraction of a millisecond instead of being compiled again.
+//!
+//! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>.cwasm`: the content hash
+//! names the component, and the fingerprint (see [`crate::engine::fingerprint`]) the wasmtime
+//! version and configuration it was compiled for.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::error::LoadError;
+
+/// How a component was loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadStats {
+    /// The SHA-256 of the `.wasm` file, in hex.
+    pub sha256: String,
+    /// A precompiled artifact was reused; otherwise the component was compiled.
+    pub cache_hit: bool,
+    /// Reading and hashing the `.wasm` file.
+    pub read: Duration,
+    /// Loading the precompiled artifact on a hit; compiling on a miss.
+    pub load: Duration,
+    /// Writing the new artifact to the cache, on a miss.
+    pub write: Option<Duration>,
+}
+
+/// The directory of precompiled artifacts for one engine configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct ArtifactCache {
+    dir: PathBuf,
+    fingerprint: String,
+}
+
+impl ArtifactCache {
+    pub(crate) fn new(dir: PathBuf, engine: &Engine) -> ArtifactCache {
+        ArtifactCache {
+            dir,
+            fingerprint: crate::engine::fingerprint(engine),
+        }
+    }
+
+    /// Loads the component at `path`, from its precompiled artifact when there is one. A cache
+    /// that cannot be read or written only costs time: it is reported, never an error.
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> Result<(Component, LoadStats), LoadError> {
+        let started = Instant::now();
+        let wasm = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        check_is_component(path, &wasm)?;
+        let sha256 = hex::encode(Sha256::digest(&wasm));
+        let artifact = self.dir.join(format!("{sha256}-{}.cwasm", self.fingerprint));
+        let read = started.elapsed();
+
+        let started = Instant::now();
+        if let Some(component) = self.load_artifact(engine, &artifact) {
+            let stats = LoadStats {
+                sha256,
+                cache_hit: true,
+                read,
+                load: started.elapsed(),
+                write: None,
+            };
+            tracing::debug!(
+                path = %path.display(),
+                read = ?stats.read,
+                load = ?stats.load,
+                "component loaded from the precompiled cache"
+            );
+            return Ok((component, stats));
+        }
+
+        let component =
+            Component::from_binary(engine, &wasm).map_err(|e| LoadError::Compile {
+                path: path.to_owned(),
+                message: format!("{e:#}"),
+            })?;
+        let load = started.elapsed();
+        let started = Instant::now();
+        if let Err(e) = self.store_artifact(&component, &artifact) {
+            tracing::warn!(
+                artifact = %artifact.display(),
+                "cannot write to the precompiled cache: {e}"
+            );
+        }
+        let stats = LoadStats {
+            sha256,
+            cache_hit: false,
+            read,
+            load,
+            write: Some(started.elapsed()),
+        };
+        tracing::debug!(
+            path = %path.display(),
+            read = ?stats.read,
+            compile = ?stats.load,
+            write = ?stats.write,
+            "component compiled (precompiled cache miss)"
+        );
+        Ok((component, stats))
+    }
+
+    fn load_artifact(&self, engine: &Engine, artifact: &Path) -> Option<Component> {
+        if !artifact.is_file() {
+            return None;
+        }
+        // SAFETY: wasmtime trusts a precompiled artifact to be its own output. This one was
+        // written by `store_artifact` from `Component::serialize`, for an engine with the same
+        // fingerprint, and renamed into place only once complete, so it is never a torn file.
+        // The cache directory belongs to the user running plinth, like the binary itself.
+        match unsafe { Component::deserialize_file(engine, artifact) } {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!(
+                    artifact = %artifact.display(),
+                    "ignoring an unusable precompiled artifact: {e:#}"
+                );
+                None
+            }
+        }
+    }
+
+    /// Writes the artifact through a temporary file renamed into place, so that a reader sees
+    /// either no artifact or a complete one, even with several processes at work.
+    fn store_artifact(&self, component: &Component, artifact: &Path) -> std::io::Result<()> {
+        let bytes = component.serialize().map_err(std::io::Error::other)?;
+        std::fs::create_dir_all(&self.dir)?;
+        let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
+        file.write_all(&bytes)?;
+        file.as_file().sync_all()?;
+        file.persist(artifact)?;
+        Ok(())
+    }
+}
+
+/// Rejects files that are not components with a message that says what they are instead.
+fn check_is_component(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+    let reason = match bytes {
+        [b'\0', b'a', b's', b'm', _, _, 1, 0, ..] => return Ok(()),
+        [b'\0', b'a', b's', b'm', _, _, 0, 0, ..] => {
+            "it is a core WebAssembly module; build the plugin as a component (for the \
+             `wasm32-wasip2` target, or with `wasm-tools component new`)"
+        }
+        [b'\0', b'a', b's', b'm', ..] => "its WebAssembly header is of an unknown kind",
+        [0x7f, b'E', b'L', b'F', ..] => {
+            "it is a native or precompiled binary; give the `.wasm` file instead"
+        }
+        _ => "it does not start with the WebAssembly magic number",
+    };
+    Err(LoadError::NotAComponent {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The smallest component: the preamble alone.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+    const EMPTY_MODULE: &[u8] = b"\0asm\x01\0\0\0";
+
+    fn reason(bytes: &[u8]) -> String {
+        check_is_component(Path::new("x.wasm"), bytes)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn tells_what_a_non_component_is() {
+        assert!(check_is_component(Path::new("x.wasm"), EMPTY_COMPONENT).is_ok());
+        assert!(reason(EMPTY_MODULE).contains("core WebAssembly module"));
+        assert!(reason(b"\x7fELF\x02\x01").contains("precompiled"));
+        assert!(reason(b"hello").contains("magic number"));
+        assert!(reason(b"").starts_with("`x.wasm` is not a WebAssembly component"));
+    }
+
+    #[test]
+    fn a_second_load_hits_the_cache_and_a_corrupt_artifact_is_recompiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = dir.path().join("empty.wasm");
+        std::fs::write(&wasm, EMPTY_COMPONENT).unwrap();
+        let engine = crate::engine::new_engine().unwrap();
+        let cache = ArtifactCache::new(dir.path().join("cache"), &engine);
+
+        let (_, first) = cache.load(&engine, &wasm).unwrap();
+        assert!(!first.cache_hit);
+        let (_, second) = cache.load(&engine, &wasm).unwrap();
+        assert!(second.cache_hit);
+        assert_eq!(first.sha256, second.sha256);
+
+        let artifacts: Vec<_> = std::fs::read_dir(dir.path().join("cache"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(artifacts.len(), 1, "no temporary file is left behind");
+        std::fs::write(&artifacts[0], b"torn").unwrap();
+        let (_, third) = cache.load(&engine, &wasm).unwrap();
+        assert!(!third.cache_hit);
+        assert!(cache.load(&engine, &wasm).unwrap().1.cache_hit);
+    }
+
+    #[test]
+    fn a_missing_file_is_an_error_naming_it() {
+        let engine = crate::engine::new_engine().unwrap();
+        let cache = ArtifactCache::new("/nonexistent/cache".into(), &engine);
+        let error = cache
+            .load(&engine, Path::new("/nonexistent/p.wasm"))
+            .unwrap_err();
+        assert!(error.to_string().contains("/nonexistent/p.wasm"), "{error}");
+    }
+}

@@ -1,0 +1,37 @@
+//! The wasmtime embedding of plinth: loads provider and program components (through a cache of
+//! precompiled artifacts), runs them sandboxed under a deadline and a memory limit, and
+//! implements the engine's [`Provider`](plinth_engine::provider::Provider) and
+//! [`Program`](plinth_engine::program::Program) traits over them.
+//!
+//! One [`Runtime`] serves a whole process:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), plinth_runtime::LoadError> {
+//! use plinth_runtime::{Limits, Runtime};
+//!
+//! let runtime = Runtime::new("/home/me/.plinth/cache".into())?;
+//! let random = runtime
+//!     .load_provider("random", "plugins/random.wasm".as_ref(), Limits::default())
+//!     .await?;
+//! println!("{} {}", random.info().name, random.info().version);
+//! # Ok(())
+//! # }
+//! ```
+
+mod bindings;
+mod cache;
+mod engine;
+mod epoch;
+mod error;
+mod limits;
+mod program;
+mod provider;
+mod runtime;
+mod sandbox;
+mod stdio;
+mod values;
+
+pub use cache::LoadStats;
+pub use error::LoadError;
+pub use limits::Limits;
+pub use runtime::Runtime;

@@ -1,0 +1,287 @@
+//! Programs implemented by components of the `program` world.
+//!
+//! One instance serves a whole run. The host implements the `monitor` import by forwarding each
+//! call to the engine's [`Monitor`], which is placed in the store for the duration of each call
+//! into the program.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use plinth_engine::events::Severity;
+use plinth_engine::program::{
+    CustomTimeouts, Monitor, Program, ProgramError, RegisterRequest, ResourceOptions,
+};
+use plinth_engine::value::{PropertyMap, Value};
+use wasmtime::Store;
+use wasmtime_wasi::{WasiCtxView, WasiView};
+
+use crate::bindings::program::plinth::plugin::monitor;
+use crate::bindings::program::{Program as ProgramBindings, ProgramPre};
+use crate::bindings::types;
+use crate::epoch::EpochTicker;
+use crate::error::LoadError;
+use crate::limits::Limits;
+use crate::sandbox::{self, Sandbox, Sandboxed};
+use crate::values::{self, Origin};
+
+/// The store data of a program instance.
+pub(crate) struct ProgramState {
+    sandbox: Sandbox,
+    /// The engine's monitor, during a call into the program.
+    monitor: Option<Monitor>,
+}
+
+/// A [`Program`] backed by a component.
+pub(crate) struct ComponentProgram {
+    name: String,
+    store: Store<ProgramState>,
+    bindings: ProgramBindings,
+    /// Why the instance cannot be entered again: a call trapped, or was cancelled midway.
+    broken: Option<String>,
+    /// Keeps deadlines working while the program lives.
+    _epoch: Arc<EpochTicker>,
+}
+
+impl ComponentProgram {
+    /// Instantiates the program at `path` from `pre`.
+    pub(crate) async fn start(
+        path: &Path,
+        pre: ProgramPre<ProgramState>,
+        limits: Limits,
+        epoch: Arc<EpochTicker>,
+    ) -> Result<ComponentProgram, LoadError> {
+        let name = path
+            .file_stem()
+            .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let state = ProgramState {
+            sandbox: Sandbox::new(name.as_str().into(), log_stdout, limits),
+            monitor: None,
+        };
+        let mut store = sandbox::new_store(pre.engine(), state);
+        sandbox::begin_call(&mut store);
+        let bindings = match pre.instantiate_async(&mut store).await {
+            Ok(bindings) => bindings,
+            Err(e) => {
+                return Err(LoadError::Start {
+                    path: path.to_owned(),
+                    message: store.data().sandbox.failure("instantiate", &e),
+                });
+            }
+        };
+        Ok(ComponentProgram {
+            name,
+            store,
+            bindings,
+            broken: None,
+            _epoch: epoch,
+        })
+    }
+
+    /// Prepares a call `op` into the program, with `monitor` available to it.
+    fn enter(&mut self, op: &str, monitor: &Monitor) -> Result<(), ProgramError> {
+        if let Some(why) = &self.broken {
+            return Err(ProgramError(format!(
+                "program `{}` cannot be called again: {why}",
+                self.name
+            )));
+        }
+        // Cleared by `leave`: if the call's future is dropped midway, the instance stays broken.
+        self.broken = Some(format!("`{op}` was cancelled before it returned"));
+        self.store.data_mut().monitor = Some(monitor.clone());
+        sandbox::begin_call(&mut self.store);
+        Ok(())
+    }
+
+    /// Ends the call `op` with its `result`.
+    fn leave<R>(
+        &mut self,
+        op: &str,
+        result: wasmtime::Result<Result<R, String>>,
+    ) -> Result<R, ProgramError> {
+        self.store.data_mut().monitor = None;
+        match result {
+            Ok(returned) => {
+                self.broken = None;
+                returned.map_err(|message| {
+                    ProgramError(format!("program `{}`: `{op}` failed: {message}", self.name))
+                })
+            }
+            Err(e) => {
+                let failure = self.store.data().sandbox.failure(op, &e);
+                self.broken = Some(failure.clone());
+                Err(ProgramError(format!("program `{}`: {failure}", self.name)))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Program for ComponentProgram {
+    async fn run(&mut self, monitor: &Monitor) -> Result<(), ProgramError> {
+        self.enter("run", monitor)?;
+        let callbacks = self.bindings.plinth_plugin_callbacks();
+        let result = callbacks.call_run(&mut self.store).await;
+        self.leave("run", result)
+    }
+
+    async fn resume(
+        &mut self,
+        monitor: &Monitor,
+        apply: u64,
+        inputs: Vec<Value>,
+    ) -> Result<Value, ProgramError> {
+        let inputs: Vec<types::Value> = inputs.iter().map(values::to_wit).collect();
+        self.enter("resume", monitor)?;
+        let callbacks = self.bindings.plinth_plugin_callbacks();
+        let result = callbacks.call_resume(&mut self.store, apply, &inputs).await;
+        let value = self.leave("resume", result)?;
+        values::from_wit(value, Origin::Program).map_err(|e| {
+            ProgramError(format!(
+                "program `{}`: `resume` of apply {apply} returned a malformed value: {e}",
+                self.name
+            ))
+        })
+    }
+}
+
+fn log_stdout(guest: &str, line: &str) {
+    tracing::info!(target: "plinth::guest", guest, "{line}");
+}
+
+impl ProgramState {
+    fn monitor(&self) -> wasmtime::Result<&Monitor> {
+        self.monitor
+            .as_ref()
+            .ok_or_else(|| wasmtime::Error::msg("the monitor was called outside `run` and `resume`"))
+    }
+}
+
+/// Converts a property map the program sent with `call`; a malformed one fails the call.
+fn guest_map(value: types::Value, call: impl FnOnce() -> String) -> wasmtime::Result<PropertyMap> {
+    values::map_from_wit(value, Origin::Program)
+        .map_err(|e| wasmtime::Error::msg(format!("{}: {e}", call())))
+}
+
+fn resource_options(options: monitor::ResourceOptions) -> ResourceOptions {
+    ResourceOptions {
+        depends_on: options.depends_on,
+        parent: options.parent,
+        provider: options.provider,
+        protect: options.protect,
+        retain_on_delete: options.retain_on_delete,
+        delete_before_replace: options.delete_before_replace,
+        ignore_changes: options.ignore_changes,
+        replace_on_changes: options.replace_on_changes,
+        aliases: options.aliases,
+        custom_timeouts: options.custom_timeouts.map(|t| CustomTimeouts {
+            create_seconds: t.create_seconds,
+            update_seconds: t.update_seconds,
+            delete_seconds: t.delete_seconds,
+        }),
+        import_id: options.import_id,
+    }
+}
+
+impl monitor::Host for ProgramState {
+    fn register_resource(&mut self, request: monitor::RegisterRequest) -> wasmtime::Result<u64> {
+        let name = request.name;
+        let inputs = guest_map(request.inputs, || {
+            format!("register-resource `{name}`: malformed inputs")
+        })?;
+        Ok(self.monitor()?.register_resource(RegisterRequest {
+            ty: request.type_,
+            name,
+            custom: request.custom,
+            inputs,
+            options: resource_options(request.options),
+        }))
+    }
+
+    fn read_resource(
+        &mut self,
+        ty: String,
+        name: String,
+        id: String,
+        inputs: types::Value,
+        options: monitor::ResourceOptions,
+    ) -> wasmtime::Result<u64> {
+        let inputs = guest_map(inputs, || format!("read-resource `{name}`: malformed inputs"))?;
+        let options = resource_options(options);
+        Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
+    }
+
+    fn register_apply(&mut self, inputs: Vec<types::Value>) -> wasmtime::Result<u64> {
+        let inputs = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, input)| {
+                values::from_wit(input, Origin::Program).map_err(|e| {
+                    wasmtime::Error::msg(format!("register-apply: malformed input {i}: {e}"))
+                })
+            })
+            .collect::<wasmtime::Result<Vec<Value>>>()?;
+        Ok(self.monitor()?.register_apply(inputs))
+    }
+
+    fn register_outputs(
+        &mut self,
+        handle: Option<u64>,
+        outputs: types::Value,
+    ) -> wasmtime::Result<()> {
+        let outputs = guest_map(outputs, || "register-outputs: malformed outputs".to_owned())?;
+        self.monitor()?.register_outputs(handle, outputs);
+        Ok(())
+    }
+
+    async fn invoke(
+        &mut self,
+        token: String,
+        args: types::Value,
+    ) -> wasmtime::Result<Result<types::Value, String>> {
+        let monitor = self.monitor()?.clone();
+        let args = guest_map(args, || format!("invoke `{token}`: malformed arguments"))?;
+        Ok(monitor
+            .invoke(&token, args)
+            .await
+            .map(|result| values::to_wit(&result)))
+    }
+
+    fn config(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.monitor()?.config(&key))
+    }
+
+    fn get_stack_info(&mut self) -> wasmtime::Result<monitor::StackInfo> {
+        let info = self.monitor()?.stack_info();
+        Ok(monitor::StackInfo {
+            project: info.project.clone(),
+            stack: info.stack.clone(),
+            dry_run: info.dry_run,
+        })
+    }
+
+    fn log(&mut self, level: monitor::LogLevel, message: String) -> wasmtime::Result<()> {
+        let severity = match level {
+            monitor::LogLevel::Debug => Severity::Debug,
+            monitor::LogLevel::Info => Severity::Info,
+            monitor::LogLevel::Warn => Severity::Warning,
+            monitor::LogLevel::Error => Severity::Error,
+        };
+        self.monitor()?.log(severity, message);
+        Ok(())
+    }
+}
+
+impl types::Host for ProgramState {}
+
+impl WasiView for ProgramState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.sandbox.ctx()
+    }
+}
+
+impl Sandboxed for ProgramState {
+    fn sandbox(&mut self) -> &mut Sandbox {
+        &mut self.sandbox
+    }
+}

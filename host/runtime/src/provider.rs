@@ -1,0 +1,483 @@
+//! Providers implemented by components of the `provider-plugin` world.
+//!
+//! A provider keeps a few idle instances, all created from one pre-instantiated component: a
+//! call takes one (or creates one if none is idle, so concurrent calls run in parallel), and
+//! gives it back when the call returns. An instance whose call trapped, panicked, ran out of
+//! time or memory, or was cancelled, is dropped, never reused. The configuration given to
+//! `configure` is replayed on every instance created afterwards.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use plinth_engine::provider::{
+    CheckFailure, CheckResult, Created, DiffResult, PartialState, PropertySchema, Provider,
+    ProviderError, ProviderInfo, ReadResult, ResourceSchema,
+};
+use plinth_engine::urn::Urn;
+use plinth_engine::value::{PropertyMap, Value};
+use wasmtime::Store;
+
+use crate::bindings::provider::exports::plinth::plugin::provider as wit;
+use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
+use crate::bindings::types;
+use crate::epoch::EpochTicker;
+use crate::error::LoadError;
+use crate::limits::Limits;
+use crate::sandbox::{self, Sandbox};
+use crate::values::{self, Origin, ValueError};
+
+/// At most this many instances wait, idle, for the next call.
+const MAX_IDLE: usize = 16;
+
+/// A [`Provider`] backed by a component.
+pub(crate) struct ComponentProvider {
+    factory: Factory,
+    info: ProviderInfo,
+    idle: Mutex<Vec<Instance>>,
+    config: Mutex<Configuration>,
+    /// Keeps deadlines working while the provider lives.
+    _epoch: Arc<EpochTicker>,
+}
+
+/// The configuration every instance must have received.
+#[derive(Default, Clone)]
+struct Configuration {
+    /// Incremented by every successful `configure`: an instance of an older generation is stale.
+    generation: u64,
+    value: Option<Arc<types::Value>>,
+}
+
+/// One instance of the component, in its own store.
+struct Instance {
+    store: Store<Sandbox>,
+    plugin: ProviderPlugin,
+    /// The configuration generation it received.
+    generation: u64,
+}
+
+impl Instance {
+    fn guest(&mut self) -> (&wit::Guest, &mut Store<Sandbox>) {
+        (self.plugin.plinth_plugin_provider(), &mut self.store)
+    }
+}
+
+/// Creates instances of the provider's component.
+struct Factory {
+    name: Arc<str>,
+    pre: ProviderPluginPre<Sandbox>,
+    limits: Limits,
+}
+
+impl Factory {
+    /// Instantiates the component and gives the new instance the configuration, if any.
+    async fn create(&self, config: Configuration) -> Result<Instance, ProviderError> {
+        let started = Instant::now();
+        let sandbox = Sandbox::new(self.name.clone(), log_stdout, self.limits);
+        let mut store = sandbox::new_store(self.pre.engine(), sandbox);
+        sandbox::begin_call(&mut store);
+        let plugin = match self.pre.instantiate_async(&mut store).await {
+            Ok(plugin) => plugin,
+            Err(e) => return Err(self.crashed(&store, "instantiate", &e)),
+        };
+        let mut instance = Instance {
+            store,
+            plugin,
+            generation: config.generation,
+        };
+        if let Some(value) = config.value {
+            sandbox::begin_call(&mut instance.store);
+            let (guest, store) = instance.guest();
+            match guest.call_configure(store, &value).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(self.provider_error("configure", e)),
+                Err(e) => return Err(self.crashed(&instance.store, "configure", &e)),
+            }
+        }
+        tracing::debug!(
+            target: "plinth::runtime",
+            plugin = %self.name,
+            elapsed = ?started.elapsed(),
+            "provider instance created"
+        );
+        Ok(instance)
+    }
+
+    fn crashed(&self, store: &Store<Sandbox>, op: &str, error: &wasmtime::Error) -> ProviderError {
+        ProviderError::Crashed(format!(
+            "plugin `{}`: {}",
+            self.name,
+            store.data().failure(op, error)
+        ))
+    }
+
+    fn malformed(&self, op: &str, what: &str, error: ValueError) -> ProviderError {
+        ProviderError::Failed(format!(
+            "plugin `{}`: `{op}` returned malformed {what}: {error}",
+            self.name
+        ))
+    }
+
+    /// Converts a value the provider returned from `op`.
+    fn map(&self, op: &str, what: &str, value: types::Value) -> Result<PropertyMap, ProviderError> {
+        values::map_from_wit(value, Origin::Provider).map_err(|e| self.malformed(op, what, e))
+    }
+
+    fn provider_error(&self, op: &str, error: wit::ProviderError) -> ProviderError {
+        match error {
+            wit::ProviderError::Invalid(failures) => {
+                ProviderError::Invalid(failures.into_iter().map(check_failure).collect())
+            }
+            wit::ProviderError::UnknownType(token) => ProviderError::UnknownType(token),
+            wit::ProviderError::NotFound => ProviderError::NotFound,
+            wit::ProviderError::PartiallyCreated(partial) => {
+                let mut reasons = partial.reasons;
+                // The resource exists: keep its id even if its outputs cannot be read.
+                let outputs = self
+                    .map(op, "partial outputs", partial.outputs)
+                    .unwrap_or_else(|e| {
+                        reasons.push(e.to_string());
+                        PropertyMap::new()
+                    });
+                ProviderError::PartiallyCreated(PartialState {
+                    id: partial.id,
+                    outputs,
+                    reasons,
+                })
+            }
+            wit::ProviderError::Failed(message) => ProviderError::Failed(message),
+        }
+    }
+}
+
+fn log_stdout(guest: &str, line: &str) {
+    tracing::debug!(target: "plinth::guest", guest, "stdout: {line}");
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section is a push, a pop or a swap: the data is consistent after a panic.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ComponentProvider {
+    /// Starts the provider `name` from `pre`: creates a first instance, asks for its `info` and
+    /// checks that it is the provider it was requested as.
+    pub(crate) async fn start(
+        name: &str,
+        path: &Path,
+        pre: ProviderPluginPre<Sandbox>,
+        limits: Limits,
+        epoch: Arc<EpochTicker>,
+    ) -> Result<ComponentProvider, LoadError> {
+        let start_error = |message: String| LoadError::Start {
+            path: path.to_owned(),
+            message,
+        };
+        let factory = Factory {
+            name: name.into(),
+            pre,
+            limits,
+        };
+        let mut instance = factory
+            .create(Configuration::default())
+            .await
+            .map_err(|e| start_error(e.to_string()))?;
+        sandbox::begin_call(&mut instance.store);
+        let (guest, store) = instance.guest();
+        let info = match guest.call_info(store).await {
+            Ok(info) => provider_info(info),
+            Err(e) => return Err(start_error(instance.store.data().failure("info", &e))),
+        };
+        if info.name != name {
+            return Err(LoadError::NameMismatch {
+                path: path.to_owned(),
+                expected: name.to_owned(),
+                actual: info.name,
+            });
+        }
+        Ok(ComponentProvider {
+            factory,
+            info,
+            idle: Mutex::new(vec![instance]),
+            config: Mutex::default(),
+            _epoch: epoch,
+        })
+    }
+
+    /// An instance ready for a call: an idle one of the current configuration, or a new one.
+    async fn checkout(&self) -> Result<Instance, ProviderError> {
+        let config = lock(&self.config).clone();
+        let idle = loop {
+            let popped = lock(&self.idle).pop();
+            match popped {
+                Some(instance) if instance.generation != config.generation => continue,
+                other => break other,
+            }
+        };
+        let mut instance = match idle {
+            Some(instance) => instance,
+            None => self.factory.create(config).await?,
+        };
+        sandbox::begin_call(&mut instance.store);
+        Ok(instance)
+    }
+
+    /// Gives an instance whose call returned back to the idle ones, unless it is stale or
+    /// enough are idle already.
+    fn release(&self, instance: Instance) {
+        if instance.generation != lock(&self.config).generation {
+            return;
+        }
+        let mut idle = lock(&self.idle);
+        if idle.len() < MAX_IDLE {
+            idle.push(instance);
+        }
+    }
+
+    /// Ends the call `op` on `instance`: a returned call gives the instance back and converts
+    /// the provider's error; a failed one (a trap, a panic, a timeout) drops the instance.
+    fn settle<R>(
+        &self,
+        instance: Instance,
+        op: &str,
+        result: wasmtime::Result<Result<R, wit::ProviderError>>,
+    ) -> Result<R, ProviderError> {
+        match result {
+            Ok(returned) => {
+                self.release(instance);
+                returned.map_err(|e| self.factory.provider_error(op, e))
+            }
+            Err(e) => Err(self.factory.crashed(&instance.store, op, &e)),
+        }
+    }
+
+    fn check_result(&self, op: &str, result: wit::CheckResult) -> Result<CheckResult, ProviderError> {
+        Ok(CheckResult {
+            inputs: self.factory.map(op, "inputs", result.inputs)?,
+            failures: result.failures.into_iter().map(check_failure).collect(),
+        })
+    }
+}
+
+#[async_trait]
+impl Provider for ComponentProvider {
+    fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    async fn check_config(&self, config: &PropertyMap) -> Result<CheckResult, ProviderError> {
+        let config = values::map_to_wit(config);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest.call_check_config(store, &config).await;
+        let checked = self.settle(instance, "check-config", result)?;
+        self.check_result("check-config", checked)
+    }
+
+    async fn configure(&self, config: &PropertyMap) -> Result<(), ProviderError> {
+        let value = Arc::new(values::map_to_wit(config));
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let returned = match guest.call_configure(store, &value).await {
+            Ok(returned) => returned,
+            Err(e) => return Err(self.factory.crashed(&instance.store, "configure", &e)),
+        };
+        // A rejected configuration may have left the instance half-configured: drop it.
+        returned.map_err(|e| self.factory.provider_error("configure", e))?;
+        let generation = {
+            let mut config = lock(&self.config);
+            config.generation += 1;
+            config.value = Some(value);
+            config.generation
+        };
+        instance.generation = generation;
+        lock(&self.idle).clear();
+        self.release(instance);
+        Ok(())
+    }
+
+    async fn check(
+        &self,
+        urn: &Urn,
+        olds: Option<&PropertyMap>,
+        news: &PropertyMap,
+    ) -> Result<CheckResult, ProviderError> {
+        let olds = olds.map(values::map_to_wit);
+        let news = values::map_to_wit(news);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest
+            .call_check(store, urn.as_str(), olds.as_ref(), &news)
+            .await;
+        let checked = self.settle(instance, "check", result)?;
+        self.check_result("check", checked)
+    }
+
+    async fn diff(
+        &self,
+        urn: &Urn,
+        id: &str,
+        old_inputs: &PropertyMap,
+        old_outputs: &PropertyMap,
+        new_inputs: &PropertyMap,
+    ) -> Result<DiffResult, ProviderError> {
+        let old_inputs = values::map_to_wit(old_inputs);
+        let old_outputs = values::map_to_wit(old_outputs);
+        let new_inputs = values::map_to_wit(new_inputs);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest
+            .call_diff(store, urn.as_str(), id, &old_inputs, &old_outputs, &new_inputs)
+            .await;
+        let diff = self.settle(instance, "diff", result)?;
+        Ok(DiffResult {
+            changed: diff.changed,
+            replaces: diff.replaces,
+            delete_before_replace: diff.delete_before_replace,
+        })
+    }
+
+    async fn create(
+        &self,
+        urn: &Urn,
+        inputs: &PropertyMap,
+        preview: bool,
+    ) -> Result<Created, ProviderError> {
+        let inputs = values::map_to_wit(inputs);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest.call_create(store, urn.as_str(), &inputs, preview).await;
+        let created = self.settle(instance, "create", result)?;
+        match self.factory.map("create", "outputs", created.outputs) {
+            Ok(outputs) => Ok(Created {
+                id: created.id,
+                outputs,
+            }),
+            // The resource exists: report it as partially created so its id is recorded.
+            Err(e) => Err(ProviderError::PartiallyCreated(PartialState {
+                id: created.id,
+                outputs: PropertyMap::new(),
+                reasons: vec![e.to_string()],
+            })),
+        }
+    }
+
+    async fn read(
+        &self,
+        urn: &Urn,
+        id: &str,
+        inputs: &PropertyMap,
+        outputs: &PropertyMap,
+    ) -> Result<Option<ReadResult>, ProviderError> {
+        let inputs = values::map_to_wit(inputs);
+        let outputs = values::map_to_wit(outputs);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest
+            .call_read(store, urn.as_str(), id, &inputs, &outputs)
+            .await;
+        let Some(read) = self.settle(instance, "read", result)? else {
+            return Ok(None);
+        };
+        Ok(Some(ReadResult {
+            id: read.id,
+            inputs: self.factory.map("read", "inputs", read.inputs)?,
+            outputs: self.factory.map("read", "outputs", read.outputs)?,
+        }))
+    }
+
+    async fn update(
+        &self,
+        urn: &Urn,
+        id: &str,
+        old_inputs: &PropertyMap,
+        old_outputs: &PropertyMap,
+        new_inputs: &PropertyMap,
+        preview: bool,
+    ) -> Result<PropertyMap, ProviderError> {
+        let old_inputs = values::map_to_wit(old_inputs);
+        let old_outputs = values::map_to_wit(old_outputs);
+        let new_inputs = values::map_to_wit(new_inputs);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest
+            .call_update(
+                store,
+                urn.as_str(),
+                id,
+                &old_inputs,
+                &old_outputs,
+                &new_inputs,
+                preview,
+            )
+            .await;
+        let outputs = self.settle(instance, "update", result)?;
+        self.factory.map("update", "outputs", outputs)
+    }
+
+    async fn delete(
+        &self,
+        urn: &Urn,
+        id: &str,
+        inputs: &PropertyMap,
+        outputs: &PropertyMap,
+    ) -> Result<(), ProviderError> {
+        let inputs = values::map_to_wit(inputs);
+        let outputs = values::map_to_wit(outputs);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest
+            .call_delete(store, urn.as_str(), id, &inputs, &outputs)
+            .await;
+        self.settle(instance, "delete", result)
+    }
+
+    async fn invoke(&self, token: &str, args: &PropertyMap) -> Result<Value, ProviderError> {
+        let args = values::map_to_wit(args);
+        let mut instance = self.checkout().await?;
+        let (guest, store) = instance.guest();
+        let result = guest.call_invoke(store, token, &args).await;
+        let value = self.settle(instance, "invoke", result)?;
+        values::from_wit(value, Origin::Provider)
+            .map_err(|e| self.factory.malformed("invoke", "a result", e))
+    }
+}
+
+fn check_failure(failure: types::CheckFailure) -> CheckFailure {
+    CheckFailure {
+        property: failure.property,
+        reason: failure.reason,
+    }
+}
+
+fn provider_info(info: wit::PluginInfo) -> ProviderInfo {
+    ProviderInfo {
+        name: info.name,
+        version: info.version,
+        resources: info
+            .resources
+            .into_iter()
+            .map(|r| ResourceSchema {
+                token: r.token,
+                description: r.description,
+                inputs: r.inputs.into_iter().map(property_schema).collect(),
+                outputs: r.outputs.into_iter().map(property_schema).collect(),
+            })
+            .collect(),
+        functions: info.functions,
+    }
+}
+
+fn property_schema(p: wit::PropertySchema) -> PropertySchema {
+    PropertySchema {
+        name: p.name,
+        description: p.description,
+        required: p.required,
+        secret: p.secret,
+        replace_on_change: p.replace_on_change,
+    }
+}
+
+/// The provider world imports only the value types: there is nothing to implement.
+impl types::Host for Sandbox {}

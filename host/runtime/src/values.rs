@@ -1,0 +1,375 @@
+//! Conversion between the engine's [`Value`] trees and the WIT `value`: a flattened list of
+//! nodes, `nodes[0]` the root, containers referring to their children by index.
+//!
+//! What comes from a guest is checked: every index in range, every node the child of at most one
+//! parent (so no cycles and no shared subtrees that could blow up when expanded), a bounded depth,
+//! an object where a property map is required, and no output references from providers.
+//! Strings are moved out of the guest's nodes, never copied.
+
+use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
+
+use crate::bindings::types as wit;
+
+/// How deep a value from a guest may nest. State is stored as JSON, which the engine reads back
+/// with a nesting limit of 128; a secret costs two levels there.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// Why a value from a guest was rejected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum ValueError {
+    #[error("an empty value: it needs at least its root node")]
+    Empty,
+    #[error("node {parent} refers to node {child}, but the value has only {len} nodes")]
+    BadIndex { parent: usize, child: u32, len: usize },
+    #[error(
+        "node {child} is referred to more than once (again by node {parent}): a value must be a \
+         tree, without cycles or shared nodes"
+    )]
+    NotATree { parent: usize, child: u32 },
+    #[error("the value nests deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    #[error("node {node} has the key `{key}` twice")]
+    DuplicateKey { node: usize, key: String },
+    #[error("expected an object of properties, found {found}")]
+    NotAnObject { found: &'static str },
+    #[error(
+        "node {node} is a reference to another resource's output, which only programs may send"
+    )]
+    OutputFromProvider { node: usize },
+}
+
+/// Who sent a value: only programs may refer to other registrations' outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    Provider,
+    Program,
+}
+
+/// Flattens a value for a guest.
+pub(crate) fn to_wit(value: &Value) -> wit::Value {
+    let mut nodes = Vec::new();
+    flatten(value, &mut nodes);
+    wit::Value { nodes }
+}
+
+/// Flattens a property map for a guest: the root is an object.
+pub(crate) fn map_to_wit(map: &PropertyMap) -> wit::Value {
+    let mut nodes = vec![wit::Node::Null];
+    nodes[0] = wit::Node::Object(flatten_entries(map, &mut nodes));
+    wit::Value { nodes }
+}
+
+/// Rebuilds a value a guest sent.
+pub(crate) fn from_wit(value: wit::Value, origin: Origin) -> Result<Value, ValueError> {
+    let mut tree = Tree::new(value, origin);
+    let root = tree.take_root()?;
+    tree.convert(0, root, 0)
+}
+
+/// Rebuilds a property map a guest sent: the root must be an object.
+pub(crate) fn map_from_wit(value: wit::Value, origin: Origin) -> Result<PropertyMap, ValueError> {
+    let mut tree = Tree::new(value, origin);
+    match tree.take_root()? {
+        wit::Node::Object(entries) => tree.entries(0, entries, 0),
+        other => Err(ValueError::NotAnObject {
+            found: describe(&other),
+        }),
+    }
+}
+
+/// Appends `value`'s nodes, parents before children, and returns the index of its root.
+fn flatten(value: &Value, nodes: &mut Vec<wit::Node>) -> u32 {
+    let index = nodes.len();
+    nodes.push(wit::Node::Null);
+    let node = match value {
+        Value::Null => wit::Node::Null,
+        Value::Bool(b) => wit::Node::Boolean(*b),
+        Value::Number(n) => wit::Node::Number(*n),
+        Value::String(s) => wit::Node::Text(s.clone()),
+        Value::Array(items) => wit::Node::Array(items.iter().map(|v| flatten(v, nodes)).collect()),
+        Value::Object(map) => wit::Node::Object(flatten_entries(map, nodes)),
+        Value::Secret(inner) => wit::Node::Secret(flatten(inner, nodes)),
+        Value::Unknown => wit::Node::Unknown,
+        Value::Output(r) => wit::Node::Output(wit::OutputRef {
+            handle: r.handle,
+            field: match &r.field {
+                OutputField::Property(path) => wit::OutputField::Property(path.clone()),
+                OutputField::Id => wit::OutputField::Id,
+                OutputField::Urn => wit::OutputField::Urn,
+            },
+        }),
+    };
+    nodes[index] = node;
+    node_index(index)
+}
+
+fn flatten_entries(map: &PropertyMap, nodes: &mut Vec<wit::Node>) -> Vec<(String, u32)> {
+    map.iter()
+        .map(|(k, v)| (k.clone(), flatten(v, nodes)))
+        .collect()
+}
+
+fn node_index(index: usize) -> u32 {
+    u32::try_from(index).expect("a value has fewer than 2^32 nodes")
+}
+
+/// The nodes of a value from a guest; each is taken out once, when its parent is converted.
+struct Tree {
+    nodes: Vec<Option<wit::Node>>,
+    origin: Origin,
+}
+
+impl Tree {
+    fn new(value: wit::Value, origin: Origin) -> Tree {
+        Tree {
+            nodes: value.nodes.into_iter().map(Some).collect(),
+            origin,
+        }
+    }
+
+    fn take_root(&mut self) -> Result<wit::Node, ValueError> {
+        self.nodes
+            .first_mut()
+            .and_then(Option::take)
+            .ok_or(ValueError::Empty)
+    }
+
+    /// Converts the child `child` of node `parent`, which is at `depth`.
+    fn child(&mut self, parent: usize, child: u32, depth: usize) -> Result<Value, ValueError> {
+        let len = self.nodes.len();
+        let slot = self
+            .nodes
+            .get_mut(child as usize)
+            .ok_or(ValueError::BadIndex { parent, child, len })?;
+        let node = slot.take().ok_or(ValueError::NotATree { parent, child })?;
+        self.convert(child as usize, node, depth + 1)
+    }
+
+    fn convert(&mut self, index: usize, node: wit::Node, depth: usize) -> Result<Value, ValueError> {
+        if depth > MAX_DEPTH {
+            return Err(ValueError::TooDeep);
+        }
+        Ok(match node {
+            wit::Node::Null => Value::Null,
+            wit::Node::Boolean(b) => Value::Bool(b),
+            wit::Node::Number(n) => Value::Number(n),
+            wit::Node::Text(s) => Value::String(s),
+            wit::Node::Array(children) => Value::Array(
+                children
+                    .into_iter()
+                    .map(|child| self.child(index, child, depth))
+                    .collect::<Result<_, _>>()?,
+            ),
+            wit::Node::Object(entries) => Value::Object(self.entries(index, entries, depth)?),
+            wit::Node::Secret(child) => Value::Secret(Box::new(self.child(index, child, depth)?)),
+            wit::Node::Unknown => Value::Unknown,
+            wit::Node::Output(r) => match self.origin {
+                Origin::Provider => return Err(ValueError::OutputFromProvider { node: index }),
+                Origin::Program => Value::Output(OutputRef {
+                    handle: r.handle,
+                    field: match r.field {
+                        wit::OutputField::Property(path) => OutputField::Property(path),
+                        wit::OutputField::Id => OutputField::Id,
+                        wit::OutputField::Urn => OutputField::Urn,
+                    },
+                }),
+            },
+        })
+    }
+
+    fn entries(
+        &mut self,
+        index: usize,
+        entries: Vec<(String, u32)>,
+        depth: usize,
+    ) -> Result<PropertyMap, ValueError> {
+        let mut map = PropertyMap::new();
+        for (key, child) in entries {
+            let value = self.child(index, child, depth)?;
+            if let Some((key, _)) = map.remove_entry(&key) {
+                return Err(ValueError::DuplicateKey { node: index, key });
+            }
+            map.insert(key, value);
+        }
+        Ok(map)
+    }
+}
+
+fn describe(node: &wit::Node) -> &'static str {
+    match node {
+        wit::Node::Null => "null",
+        wit::Node::Boolean(_) => "a boolean",
+        wit::Node::Number(_) => "a number",
+        wit::Node::Text(_) => "a string",
+        wit::Node::Array(_) => "an array",
+        wit::Node::Object(_) => "an object",
+        wit::Node::Secret(_) => "a secret",
+        wit::Node::Unknown => "an unknown value",
+        wit::Node::Output(_) => "an output reference",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wit::Node;
+
+    fn sample() -> PropertyMap {
+        let mut nested = PropertyMap::new();
+        nested.insert("n".into(), Value::Number(-1.5));
+        nested.insert("pw".into(), Value::Secret(Box::new("hunter2".into())));
+        nested.insert("later".into(), Value::Unknown);
+        let mut map = PropertyMap::new();
+        map.insert("null".into(), Value::Null);
+        map.insert("yes".into(), true.into());
+        map.insert("name".into(), "pet".into());
+        map.insert(
+            "list".into(),
+            Value::Array(vec![1.0.into(), Value::Array(vec![]), nested.clone().into()]),
+        );
+        map.insert("nested".into(), nested.into());
+        map.insert("empty".into(), PropertyMap::new().into());
+        map
+    }
+
+    fn output(handle: u64, field: OutputField) -> Value {
+        Value::Output(OutputRef { handle, field })
+    }
+
+    fn value(nodes: Vec<Node>) -> wit::Value {
+        wit::Value { nodes }
+    }
+
+    #[test]
+    fn property_maps_round_trip() {
+        let map = sample();
+        let flat = map_to_wit(&map);
+        assert!(matches!(flat.nodes[0], Node::Object(_)));
+        assert_eq!(map_from_wit(flat, Origin::Provider).unwrap(), map);
+    }
+
+    #[test]
+    fn values_round_trip_with_program_outputs() {
+        let values = [
+            Value::Null,
+            "just a string".into(),
+            Value::Secret(Box::new(Value::Secret(Box::new(2.0.into())))),
+            Value::Array(vec![
+                output(7, OutputField::Property(vec!["a".into(), "0".into()])),
+                output(8, OutputField::Id),
+                output(9, OutputField::Urn),
+            ]),
+            sample().into(),
+        ];
+        for v in values {
+            assert_eq!(from_wit(to_wit(&v), Origin::Program).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn providers_may_not_send_output_references() {
+        let v = Value::Array(vec![output(1, OutputField::Id)]);
+        assert_eq!(
+            from_wit(to_wit(&v), Origin::Provider),
+            Err(ValueError::OutputFromProvider { node: 1 })
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_trees() {
+        let cases = [
+            (value(vec![]), ValueError::Empty),
+            (
+                value(vec![Node::Array(vec![1, 5]), Node::Null]),
+                ValueError::BadIndex {
+                    parent: 0,
+                    child: 5,
+                    len: 2,
+                },
+            ),
+            // The root referring to itself.
+            (
+                value(vec![Node::Secret(0)]),
+                ValueError::NotATree {
+                    parent: 0,
+                    child: 0,
+                },
+            ),
+            // A cycle below the root.
+            (
+                value(vec![Node::Array(vec![1]), Node::Array(vec![2]), Node::Array(vec![1])]),
+                ValueError::NotATree {
+                    parent: 2,
+                    child: 1,
+                },
+            ),
+            // A shared child.
+            (
+                value(vec![Node::Array(vec![1, 1]), Node::Text("x".into())]),
+                ValueError::NotATree {
+                    parent: 0,
+                    child: 1,
+                },
+            ),
+        ];
+        for (flat, error) in cases {
+            assert_eq!(from_wit(flat, Origin::Program), Err(error));
+        }
+    }
+
+    #[test]
+    fn rejects_duplicate_keys() {
+        let flat = value(vec![
+            Node::Object(vec![("a".into(), 1), ("a".into(), 2)]),
+            Node::Null,
+            Node::Null,
+        ]);
+        assert_eq!(
+            map_from_wit(flat, Origin::Provider),
+            Err(ValueError::DuplicateKey {
+                node: 0,
+                key: "a".into()
+            })
+        );
+    }
+
+    #[test]
+    fn property_maps_need_an_object_root() {
+        let error = map_from_wit(value(vec![Node::Text("x".into())]), Origin::Provider);
+        assert_eq!(error, Err(ValueError::NotAnObject { found: "a string" }));
+        assert!(map_from_wit(to_wit(&Value::Null), Origin::Provider).is_err());
+    }
+
+    #[test]
+    fn a_deep_chain_is_rejected_without_exhausting_the_stack() {
+        let n = 1_000_000u32;
+        let mut nodes: Vec<Node> = (1..n).map(|i| Node::Array(vec![i])).collect();
+        nodes.push(Node::Null);
+        assert_eq!(from_wit(value(nodes), Origin::Provider), Err(ValueError::TooDeep));
+
+        let mut nodes: Vec<Node> = (1..=MAX_DEPTH as u32).map(|i| Node::Secret(i)).collect();
+        nodes.push(Node::Null);
+        assert!(from_wit(value(nodes), Origin::Provider).is_ok());
+    }
+
+    #[test]
+    fn unreferenced_nodes_are_ignored() {
+        let flat = value(vec![Node::Boolean(true), Node::Text("stray".into())]);
+        assert_eq!(from_wit(flat, Origin::Provider), Ok(Value::Bool(true)));
+    }
+
+    #[test]
+    fn flattening_puts_parents_first_and_children_in_order() {
+        let v = Value::Array(vec!["a".into(), Value::Array(vec!["b".into()]), "c".into()]);
+        assert_eq!(
+            to_wit(&v).nodes,
+            vec![
+                Node::Array(vec![1, 2, 4]),
+                Node::Text("a".into()),
+                Node::Array(vec![3]),
+                Node::Text("b".into()),
+                Node::Text("c".into()),
+            ]
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! Loading components: the precompiled cache, and files that are not components.
+
+mod support;
+
+use plinth_runtime::{Limits, LoadError, Runtime};
+
+#[test]
+fn the_second_load_hits_the_cache_and_is_much_faster() {
+    let wasm = support::guest("plinth-testkit");
+    let cache = tempfile::tempdir().unwrap();
+
+    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
+    let (_, first) = runtime.load_component(&wasm).unwrap();
+    assert!(!first.cache_hit);
+    assert!(first.write.is_some());
+
+    // A new runtime, as in the next process.
+    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
+    let (_, second) = runtime.load_component(&wasm).unwrap();
+    assert!(second.cache_hit);
+    assert_eq!(first.sha256, second.sha256);
+    assert!(
+        second.load * 5 < first.load,
+        "loading from the cache ({:?}) should be much faster than compiling ({:?})",
+        second.load,
+        first.load
+    );
+}
+
+#[tokio::test]
+async fn garbage_and_core_modules_are_clear_errors_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(dir.path().join("cache")).unwrap();
+
+    let garbage = dir.path().join("garbage.wasm");
+    std::fs::write(&garbage, b"this is not WebAssembly").unwrap();
+    let error = runtime
+        .load_provider("garbage", &garbage, Limits::default())
+        .await
+        .err()
+        .expect("garbage is refused");
+    assert!(matches!(error, LoadError::NotAComponent { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("garbage.wasm"), "{message}");
+    assert!(message.contains("is not a WebAssembly component"), "{message}");
+
+    let module = dir.path().join("module.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    let message = runtime
+        .load_program(&module, Limits::default())
+        .await
+        .err()
+        .expect("a core module is refused")
+        .to_string();
+    assert!(message.contains("module.wasm"), "{message}");
+    assert!(message.contains("core WebAssembly module"), "{message}");
+}
+
+#[tokio::test]
+async fn a_missing_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(dir.path().join("cache")).unwrap();
+    let missing = dir.path().join("missing.wasm");
+    let error = runtime
+        .load_provider("missing", &missing, Limits::default())
+        .await
+        .err()
+        .expect("a missing file is refused");
+    assert!(matches!(error, LoadError::Read { .. }), "{error}");
+    assert!(error.to_string().contains("missing.wasm"), "{error}");
+}

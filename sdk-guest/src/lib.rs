@@ -1,0 +1,141 @@
+//! The Rust SDK for plinth guests: resource providers and programs, built as WebAssembly
+//! components for `wasm32-wasip2`.
+//!
+//! A guest crate is a `cdylib` that enables exactly one feature of this crate — `provider` or
+//! `program` — because a component must contain only its own world. Guests use the types of
+//! this crate only; the WIT bindings stay inside it.
+//!
+//! # Values
+//!
+//! Inputs and outputs are [`Value`]s, and property maps are [`PropertyMap`]s. Secrets and
+//! unknown values (during a preview) stay typed; in programs a value may also refer to another
+//! resource's output, which the engine resolves.
+//!
+//! # A provider
+//!
+//! ```toml
+//! plinth-sdk = { workspace = true, features = ["provider"] }
+//! ```
+//!
+//! Implement [`ResourceType`] for each type of resource (only `schema` and `create` are
+//! required) and [`Provider`] for the plugin, then export it:
+//!
+//! ```
+//! # fn main() {}
+//! # #[cfg(feature = "provider")]
+//! # mod example {
+//! use plinth_sdk::{
+//!     Created, PropertyMap, PropertySchema, Provider, ProviderError, ResourceContext,
+//!     ResourceSchema, ResourceType, Value,
+//! };
+//!
+//! #[derive(Default)]
+//! struct Greeter;
+//!
+//! impl Provider for Greeter {
+//!     fn name(&self) -> &str {
+//!         "greeter"
+//!     }
+//!     fn version(&self) -> &str {
+//!         env!("CARGO_PKG_VERSION")
+//!     }
+//!     fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {
+//!         vec![Box::new(Greeting)]
+//!     }
+//! }
+//!
+//! /// `greeter:Greeting`: a message for `who`; changing `who` replaces it.
+//! struct Greeting;
+//!
+//! impl ResourceType for Greeting {
+//!     fn schema(&self) -> ResourceSchema {
+//!         ResourceSchema::new("greeter:Greeting")
+//!             .describe("A greeting.")
+//!             .input(PropertySchema::new("who").required().replace_on_change())
+//!             .output(PropertySchema::new("message"))
+//!     }
+//!
+//!     fn create(
+//!         &self,
+//!         ctx: &ResourceContext<'_>,
+//!         mut inputs: PropertyMap,
+//!     ) -> Result<Created, ProviderError> {
+//!         let who = inputs.get("who").and_then(Value::as_str).unwrap_or("world");
+//!         let message = format!("Hello, {who}!");
+//!         inputs.insert("message".into(), message.into());
+//!         Ok(Created { id: ctx.name().to_owned(), outputs: inputs })
+//!     }
+//! }
+//!
+//! plinth_sdk::export_provider!(Greeter);
+//! # }
+//! ```
+//!
+//! # A program
+//!
+//! ```toml
+//! plinth-sdk = { workspace = true, features = ["program"] }
+//! ```
+//!
+//! Declare resources through the [`Context`]; registering never blocks, and outputs flow into
+//! other resources' inputs or through [`Output::apply`]:
+//!
+//! ```
+//! # fn main() {}
+//! # #[cfg(feature = "program")]
+//! # mod example {
+//! use plinth_sdk::{Context, Error, Output};
+//!
+//! fn main(ctx: &Context) -> Result<(), Error> {
+//!     let length: i64 = ctx.config_or("length", "8").parse()?;
+//!     let pet = ctx.resource("random:RandomPet", "pet").register();
+//!     let suffix = ctx
+//!         .resource("random:RandomString", "suffix")
+//!         .input("length", length)
+//!         .input("keepers", plinth_sdk::Value::object([("pet", pet.output("result"))]))
+//!         .register();
+//!     let name = Output::all(vec![pet.output("result"), suffix.output("result")])
+//!         .apply(|v| format!("{}-{}", v[0].as_str().unwrap_or(""), v[1].as_str().unwrap_or("")));
+//!     ctx.export("name", name);
+//!     Ok(())
+//! }
+//!
+//! plinth_sdk::export_program!(main);
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+#[cfg(feature = "program")]
+mod program;
+#[cfg(feature = "provider")]
+mod provider;
+mod value;
+#[cfg(any(feature = "provider", feature = "program"))]
+mod wire;
+
+pub use error::Error;
+#[cfg(feature = "program")]
+pub use program::{AllOutputs, Context, Output, Resource, ResourceBuilder};
+#[cfg(feature = "provider")]
+pub use provider::{
+    CheckFailure, Checked, Created, Diff, PropertySchema, Provider, ProviderError, ReadResult,
+    ResourceContext, ResourceSchema, ResourceType,
+};
+pub use value::{PropertyMap, Value};
+#[cfg(feature = "program")]
+pub use wire::{OutputField, OutputRef};
+
+/// What the export macros expand to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    #[cfg(feature = "program")]
+    pub use crate::program::bindings as program_bindings;
+    #[cfg(feature = "program")]
+    pub use crate::program::export::{ProgramExport, ProgramMain};
+    #[cfg(feature = "provider")]
+    pub use crate::provider::bindings as provider_bindings;
+    #[cfg(feature = "provider")]
+    pub use crate::provider::export::ProviderExport;
+}

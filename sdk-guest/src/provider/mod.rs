@@ -1,0 +1,114 @@
+//! Writing a resource provider: implement [`ResourceType`] for each type of resource and
+//! [`Provider`] for the plugin, then call [`export_provider!`](crate::export_provider).
+
+pub mod bindings;
+mod error;
+pub(crate) mod export;
+mod resource;
+mod schema;
+mod urn;
+
+pub use error::{CheckFailure, ProviderError};
+pub use resource::{Checked, Created, Diff, ReadResult, ResourceContext, ResourceType};
+pub use schema::{PropertySchema, ResourceSchema};
+pub(crate) use urn::Urn;
+
+use crate::{PropertyMap, Value};
+
+/// A resource provider plugin: who it is, the resource types it manages, its configuration and
+/// its functions.
+///
+/// The plugin creates its provider with [`Default`] when it starts; the engine then calls
+/// [`configure`](Self::configure) before any resource operation.
+pub trait Provider: 'static {
+    /// The provider's name, which is also the package of its type tokens (`random`).
+    fn name(&self) -> &str;
+
+    /// The provider's version, usually `env!("CARGO_PKG_VERSION")`.
+    fn version(&self) -> &str;
+
+    /// The resource types the provider manages. Called when the plugin starts and again after
+    /// each successful `configure`, so types may capture the configuration.
+    fn resource_types(&self) -> Vec<Box<dyn ResourceType>>;
+
+    /// The tokens of the functions [`invoke`](Self::invoke) accepts.
+    fn functions(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Validates and normalizes the provider's configuration. The default accepts it as is.
+    fn check_config(&self, config: PropertyMap) -> Result<Checked, ProviderError> {
+        Ok(Checked::new(config))
+    }
+
+    /// Applies the (checked) configuration. The default accepts any configuration.
+    fn configure(&mut self, config: PropertyMap) -> Result<(), ProviderError> {
+        let _ = config;
+        Ok(())
+    }
+
+    /// Calls the provider function `token`. The default knows no function.
+    fn invoke(&self, token: &str, args: PropertyMap) -> Result<Value, ProviderError> {
+        let _ = args;
+        Err(ProviderError::UnknownType(token.to_owned()))
+    }
+}
+
+/// Exports a [`Provider`] as the component's `provider` interface.
+///
+/// The type must implement [`Provider`] and [`Default`]. Calls are dispatched to the resource
+/// type whose token matches the URN's type; an unknown token is an `unknown-type` error.
+///
+/// ```
+/// # fn main() {}
+/// # mod example {
+/// use plinth_sdk::{Created, PropertyMap, Provider, ProviderError, ResourceContext};
+/// use plinth_sdk::{ResourceSchema, ResourceType};
+///
+/// #[derive(Default)]
+/// struct Hello;
+///
+/// impl Provider for Hello {
+///     fn name(&self) -> &str {
+///         "hello"
+///     }
+///     fn version(&self) -> &str {
+///         "0.1.0"
+///     }
+///     fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {
+///         vec![Box::new(Greeting)]
+///     }
+/// }
+///
+/// struct Greeting;
+///
+/// impl ResourceType for Greeting {
+///     fn schema(&self) -> ResourceSchema {
+///         ResourceSchema::new("hello:Greeting")
+///     }
+///     fn create(
+///         &self,
+///         ctx: &ResourceContext<'_>,
+///         inputs: PropertyMap,
+///     ) -> Result<Created, ProviderError> {
+///         Ok(Created { id: ctx.name().to_owned(), outputs: inputs })
+///     }
+/// }
+///
+/// plinth_sdk::export_provider!(Hello);
+/// # }
+/// ```
+#[macro_export]
+macro_rules! export_provider {
+    ($provider:ty) => {
+        const _: () = {
+            const fn assert_provider<P: $crate::Provider + ::core::default::Default>() {}
+            assert_provider::<$provider>();
+
+            type PlinthProviderExport = $crate::__private::ProviderExport<$provider>;
+            $crate::__private::provider_bindings::export!(
+                PlinthProviderExport with_types_in $crate::__private::provider_bindings
+            );
+        };
+    };
+}

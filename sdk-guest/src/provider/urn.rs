@@ -1,0 +1,98 @@
+//! Resource URNs: `urn:plinth:<stack>::<project>::<type>::<name>`, where the type part may carry
+//! the parent's types, `parentType$childType`.
+
+use super::ProviderError;
+
+const PREFIX: &str = "urn:plinth:";
+
+/// A parsed URN: the string and the offsets of its four parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Urn {
+    text: String,
+    /// Byte ranges of stack, project, qualified type and name within `text`.
+    parts: [(usize, usize); 4],
+}
+
+impl Urn {
+    /// Parses a URN; the name (the last part) may itself contain `::`.
+    pub(crate) fn parse(text: String) -> Result<Urn, ProviderError> {
+        let malformed = || {
+            ProviderError::Failed(format!(
+                "`{text}` is not a URN: expected `{PREFIX}<stack>::<project>::<type>::<name>`"
+            ))
+        };
+        if !text.starts_with(PREFIX) {
+            return Err(malformed());
+        }
+        let mut parts = [(0, 0); 4];
+        let mut start = PREFIX.len();
+        for (i, part) in parts.iter_mut().enumerate() {
+            let end = if i == 3 {
+                text.len()
+            } else {
+                text[start..]
+                    .find("::")
+                    .map(|at| start + at)
+                    .ok_or_else(malformed)?
+            };
+            *part = (start, end);
+            start = end + 2;
+        }
+        Ok(Urn { text, parts })
+    }
+
+    fn part(&self, i: usize) -> &str {
+        let (start, end) = self.parts[i];
+        &self.text[start..end]
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub(crate) fn stack(&self) -> &str {
+        self.part(0)
+    }
+
+    pub(crate) fn project(&self) -> &str {
+        self.part(1)
+    }
+
+    /// The resource's own type token: the last `$` segment of the type part.
+    pub(crate) fn type_token(&self) -> &str {
+        let qualified = self.part(2);
+        qualified.rsplit('$').next().unwrap_or(qualified)
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        self.part(3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_the_parts() {
+        let urn = Urn::parse("urn:plinth:dev::hello::random:RandomPet::pet".into()).unwrap();
+        assert_eq!(urn.stack(), "dev");
+        assert_eq!(urn.project(), "hello");
+        assert_eq!(urn.type_token(), "random:RandomPet");
+        assert_eq!(urn.name(), "pet");
+        assert_eq!(urn.as_str(), "urn:plinth:dev::hello::random:RandomPet::pet");
+    }
+
+    #[test]
+    fn child_types_and_names_with_separators() {
+        let urn = Urn::parse("urn:plinth:dev::p::my:Web$random:RandomPet::a::b".into()).unwrap();
+        assert_eq!(urn.type_token(), "random:RandomPet");
+        assert_eq!(urn.name(), "a::b");
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert!(Urn::parse("urn:pulumi:dev::p::t::n".into()).is_err());
+        assert!(Urn::parse("urn:plinth:dev::p::t".into()).is_err());
+    }
+}

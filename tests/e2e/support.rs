@@ -1,0 +1,185 @@
+//! Drives the real `plinth` binary on real components built from source.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Where guests build, apart from the host's target dir so that builds from inside tests never
+/// wait on the outer `cargo test`'s lock.
+pub fn guest_target_dir() -> PathBuf {
+    repo_root().join("target/wasm")
+}
+
+/// Builds the guest crates the tests use, once per test process.
+pub fn guest(package: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        for package in ["plinth-testkit", "plinth-scenario", "plinth-random"] {
+            let status = Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--release",
+                    "--quiet",
+                    "--target",
+                    "wasm32-wasip2",
+                    "-p",
+                ])
+                .arg(package)
+                .env("CARGO_TARGET_DIR", guest_target_dir())
+                .current_dir(repo_root())
+                .status()
+                .expect("running cargo");
+            assert!(
+                status.success(),
+                "building {package} for wasm32-wasip2 failed"
+            );
+        }
+    });
+    guest_target_dir()
+        .join("wasm32-wasip2/release")
+        .join(format!("{}.wasm", package.replace('-', "_")))
+}
+
+/// A project directory, a state directory and the stack to run plinth against.
+pub struct Env {
+    pub project: PathBuf,
+    pub state: tempfile::TempDir,
+    /// Keeps a temporary project directory alive.
+    _project_dir: Option<tempfile::TempDir>,
+    pub stack: String,
+}
+
+impl Env {
+    /// A fresh project running the `scenario` program on the `testkit` provider.
+    pub fn scenario() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = format!(
+            "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n",
+            guest("plinth-scenario").display(),
+            guest("plinth-testkit").display()
+        );
+        std::fs::write(dir.path().join("Plinth.yaml"), yaml).unwrap();
+        let env = Env {
+            project: dir.path().to_owned(),
+            state: tempfile::tempdir().unwrap(),
+            _project_dir: Some(dir),
+            stack: "dev".into(),
+        };
+        env.ok(&["stack", "init", "dev"]);
+        env
+    }
+
+    /// An existing project directory, with a stack name of its own so that tests sharing the
+    /// directory do not share config files.
+    pub fn in_dir(project: PathBuf, stack: &str) -> Env {
+        let env = Env {
+            project,
+            state: tempfile::tempdir().unwrap(),
+            _project_dir: None,
+            stack: stack.into(),
+        };
+        env.ok(&["stack", "init", stack]);
+        env
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_plinth"));
+        cmd.args(args)
+            .current_dir(&self.project)
+            .env(
+                "PLINTH_BACKEND_URL",
+                format!("file://{}", self.state.path().display()),
+            )
+            .env("PLINTH_HOME", repo_root().join("target/e2e-home"))
+            .env("PLINTH_STACK", &self.stack)
+            .env("CARGO_TARGET_DIR", guest_target_dir())
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("running plinth")
+    }
+
+    /// Runs plinth and expects success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "plinth {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs plinth and expects failure; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "plinth {args:?} should have failed\nstdout:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stderr).unwrap()
+    }
+
+    pub fn config(&self, key: &str, value: &str) {
+        self.ok(&["config", "set", key, value]);
+    }
+
+    /// The stack's checkpoint, as `stack export` prints it.
+    pub fn export(&self) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["stack", "export"])).expect("export is JSON")
+    }
+
+    /// (name, id) of every resource in the state.
+    pub fn resources(&self) -> Vec<(String, String)> {
+        self.export()["snapshot"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let urn = r["urn"].as_str().unwrap();
+                let name = urn.rsplit("::").next().unwrap().to_owned();
+                (name, r["id"].as_str().unwrap_or_default().to_owned())
+            })
+            .collect()
+    }
+
+    pub fn state_files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files = Vec::new();
+        let mut dirs = vec![self.state.path().to_owned()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    let bytes = std::fs::read(&path).unwrap();
+                    files.push((path, bytes));
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+}
+
+/// Removes the per-stack config file a test wrote into a shared project directory.
+pub struct ConfigCleanup(pub PathBuf);
+
+impl Drop for ConfigCleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,57 @@
+//! `testkit:Echo`: outputs are the inputs plus a `generation` counter.
+
+use plinth_sdk::{
+    Created, PropertyMap, PropertySchema, ProviderError, ResourceContext, ResourceSchema,
+    ResourceType, Value,
+};
+
+/// The `testkit:Echo` resource type.
+pub(crate) struct Echo;
+
+impl ResourceType for Echo {
+    fn schema(&self) -> ResourceSchema {
+        ResourceSchema::new("testkit:Echo")
+            .describe("Echoes its inputs; other inputs than replace_key are free-form.")
+            .input(
+                PropertySchema::new("replace_key")
+                    .describe("Changing it replaces the resource; other inputs update it.")
+                    .replace_on_change(),
+            )
+            .output(
+                PropertySchema::new("generation")
+                    .describe("1 when created, incremented by each update.")
+                    .required(),
+            )
+    }
+
+    fn create(
+        &self,
+        _ctx: &ResourceContext<'_>,
+        inputs: PropertyMap,
+    ) -> Result<Created, ProviderError> {
+        Ok(Created {
+            id: uuid::Uuid::new_v4().to_string(),
+            outputs: with_generation(inputs, 1),
+        })
+    }
+
+    fn update(
+        &self,
+        _ctx: &ResourceContext<'_>,
+        _id: &str,
+        _old_inputs: PropertyMap,
+        old_outputs: PropertyMap,
+        new_inputs: PropertyMap,
+    ) -> Result<PropertyMap, ProviderError> {
+        let generation = old_outputs
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        Ok(with_generation(new_inputs, generation + 1))
+    }
+}
+
+fn with_generation(mut inputs: PropertyMap, generation: i64) -> PropertyMap {
+    inputs.insert("generation".to_owned(), generation.into());
+    inputs
+}
