@@ -44,7 +44,7 @@ fn main(ctx: &Context) -> Result<(), Error> {
         .input("keepers", Value::object([("pet", pet.output("result"))]))
         .register();
 
-    // A password: its result is a secret, encrypted in the state and hidden in the output.
+    // A password: its result is a secret, hidden in every display and output listing.
     let password = ctx
         .resource("random:RandomPassword", "password")
         .input("length", 20)

@@ -207,7 +207,7 @@ impl<'a> Deployer<'a> {
             (Some(lock), Some(recorder))
         };
         let (events, receiver) = EventSink::new();
-        let display = tokio::spawn(display::render(receiver, common.show_sames));
+        let display = tokio::spawn(display::render(receiver, preview, common.show_sames));
         let cancel = CancellationToken::new();
         let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
         let options = Options {

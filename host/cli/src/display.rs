@@ -10,7 +10,7 @@ use plinth_engine::value::{PropertyMap, Value};
 use tokio::sync::mpsc;
 
 /// Prints events until the summary (or until the channel closes).
-pub async fn render(mut events: mpsc::UnboundedReceiver<Event>, show_sames: bool) {
+pub async fn render(mut events: mpsc::UnboundedReceiver<Event>, preview: bool, show_sames: bool) {
     let spinner = ProgressBar::new_spinner();
     spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
     spinner.enable_steady_tick(Duration::from_millis(100));
@@ -29,7 +29,7 @@ pub async fn render(mut events: mpsc::UnboundedReceiver<Event>, show_sames: bool
             } => {
                 running = running.saturating_sub(1);
                 if step.op.is_change() || show_sames {
-                    print(step_line(&step, Some(duration)));
+                    print(step_line(&step, (!preview).then_some(duration)));
                     for line in detail_lines(&step, outputs.as_ref()) {
                         print(line);
                     }
@@ -92,19 +92,27 @@ pub async fn render(mut events: mpsc::UnboundedReceiver<Event>, show_sames: bool
     spinner.finish_and_clear();
 }
 
-fn op_style(op: StepOp) -> (&'static str, &'static str, Style) {
+/// Symbol, verb for a plan, verb for what was done, and colour of a step.
+fn op_style(op: StepOp) -> (&'static str, &'static str, &'static str, Style) {
     match op {
-        StepOp::Same => (" ", "unchanged", Style::new().dim()),
-        StepOp::Create => ("+", "created", Style::new().green()),
-        StepOp::Update => ("~", "updated", Style::new().yellow()),
-        StepOp::Replace => ("+-", "replaced", Style::new().magenta()),
-        StepOp::Delete => ("-", "deleted", Style::new().red()),
-        StepOp::DeleteReplaced => ("--", "deleted original", Style::new().red()),
+        StepOp::Same => (" ", "same", "unchanged", Style::new().dim()),
+        StepOp::Create => ("+", "create", "created", Style::new().green()),
+        StepOp::Update => ("~", "update", "updated", Style::new().yellow()),
+        StepOp::Replace => ("+-", "replace", "replaced", Style::new().magenta()),
+        StepOp::Delete => ("-", "delete", "deleted", Style::new().red()),
+        StepOp::DeleteReplaced => (
+            "--",
+            "delete original",
+            "deleted original",
+            Style::new().red(),
+        ),
     }
 }
 
+/// One line per step; `duration` is set for steps that ran (not for a plan).
 fn step_line(step: &StepInfo, duration: Option<Duration>) -> String {
-    let (symbol, verb, style) = op_style(step.op);
+    let (symbol, planned, done, style) = op_style(step.op);
+    let verb = if duration.is_some() { done } else { planned };
     let took = duration.map_or(String::new(), |d| format!(" ({:.2}s)", d.as_secs_f64()));
     style
         .apply_to(format!(
