@@ -29,9 +29,10 @@ fn main(ctx: &Context) -> Result<(), Error> {
         .input("length", 2)
         .register();
 
-    // Configuration comes from the stack (`plinth config set suffix_length 10`). Values are
-    // strings; `?` turns a parse error into a program error with a clear message.
-    let suffix_length: i64 = ctx.config_or("suffix_length", "6").parse()?;
+    // Configuration comes from the stack (`plinth config set suffix_length 10`). `config_as`
+    // parses the value; `?` stops the program with a message naming the key if it is not a
+    // number, and `unwrap_or` supplies the default when it is not set.
+    let suffix_length: i64 = ctx.config_as("suffix_length")?.unwrap_or(6);
 
     // An input can be another resource's output: `keepers` holds the pet's name, which is not
     // known until the pet exists. plinth orders the two resources accordingly, and a new pet

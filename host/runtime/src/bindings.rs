@@ -3,7 +3,7 @@
 /// The `provider-plugin` world: the host calls a provider's exports.
 pub(crate) mod provider {
     wasmtime::component::bindgen!({
-        path: "/tmp/runtime-witfix",
+        path: "../../wit/plugin",
         world: "provider-plugin",
         exports: { default: async },
         additional_derives: [PartialEq],
@@ -13,7 +13,7 @@ pub(crate) mod provider {
 /// The `program` world: the host implements `monitor` and calls the program's callbacks.
 pub(crate) mod program {
     wasmtime::component::bindgen!({
-        path: "/tmp/runtime-witfix",
+        path: "../../wit/plugin",
         world: "program",
         // A host function fails (traps the guest) when the guest sends a malformed value.
         imports: {

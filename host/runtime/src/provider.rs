@@ -207,17 +207,20 @@ impl ComponentProvider {
 
     /// An instance ready for a call: an idle one of the current configuration, or a new one.
     async fn checkout(&self) -> Result<Instance, ProviderError> {
-        let config = lock(&self.config).clone();
+        let generation = lock(&self.config).generation;
         let idle = loop {
             let popped = lock(&self.idle).pop();
             match popped {
-                Some(instance) if instance.generation != config.generation => continue,
+                Some(instance) if instance.generation != generation => continue,
                 other => break other,
             }
         };
         let mut instance = match idle {
             Some(instance) => instance,
-            None => self.factory.create(config).await?,
+            None => {
+                let config = lock(&self.config).clone();
+                self.factory.create(config).await?
+            }
         };
         sandbox::begin_call(&mut instance.store);
         Ok(instance)

@@ -10,8 +10,8 @@ use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 
 use crate::bindings::types as wit;
 
-/// How deep a value from a guest may nest. State is stored as JSON, which the engine reads back
-/// with a nesting limit of 128; a secret costs two levels there.
+/// How deep a value from a guest may nest. State is stored as JSON, which is read back with a
+/// nesting limit of 128, and a secret costs a level of its own there: this leaves ample room.
 pub(crate) const MAX_DEPTH: usize = 64;
 
 /// Why a value from a guest was rejected.

@@ -7,7 +7,7 @@
 
 wit_bindgen::generate!({
     world: "program",
-    path: "/tmp/witfix",
+    path: "../wit/plugin",
     with: { "plinth:plugin/types@0.1.0": crate::wire },
     pub_export_macro: true,
 });

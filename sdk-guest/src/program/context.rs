@@ -1,6 +1,8 @@
 //! [`Context`]: what a program's `main` receives to declare resources and read its settings.
 
 use std::cell::RefCell;
+use std::fmt::Display;
+use std::str::FromStr;
 
 use super::ResourceBuilder;
 use super::bindings::plinth::plugin::monitor::{self, LogLevel};
@@ -58,6 +60,24 @@ impl Context {
     pub fn require_config(&self, key: &str) -> Result<String, Error> {
         self.config(key)
             .ok_or_else(|| Error::new(format!("missing required configuration value `{key}`")))
+    }
+
+    /// The configuration value for `key` parsed as a `T`, or `None` when it is not set. A value
+    /// that does not parse is an error naming the key.
+    pub fn config_as<T>(&self, key: &str) -> Result<Option<T>, Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+    {
+        self.config(key)
+            .map(|text| {
+                text.parse().map_err(|e| {
+                    Error::new(format!(
+                        "configuration value `{key}` = `{text}` is invalid: {e}"
+                    ))
+                })
+            })
+            .transpose()
     }
 
     /// Starts declaring a resource of type `ty` (e.g. `random:RandomString`) named `name`.
