@@ -25,7 +25,9 @@ const CALLS: u32 = 100_000;
 
 fn main() {
     let wasm = support::guest("plinth-testkit");
-    let size = std::fs::metadata(&wasm).expect("the component exists").len();
+    let size = std::fs::metadata(&wasm)
+        .expect("the component exists")
+        .len();
     println!("plinth-testkit: {} KiB", size / 1024);
 
     let mut compile = Duration::ZERO;
@@ -65,7 +67,10 @@ fn main() {
         }
         let start = started.elapsed() / STARTS;
         report("start (load_provider, warm cache)", start);
-        report("  instantiate + info (start - load)", start.saturating_sub((load + read) / LOADS));
+        report(
+            "  instantiate + info (start - load)",
+            start.saturating_sub((load + read) / LOADS),
+        );
 
         let provider = provider.unwrap();
         let urn = Urn::new("bench", "runtime", None, "testkit:Echo", "e");

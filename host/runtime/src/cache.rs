@@ -59,7 +59,9 @@ impl ArtifactCache {
         })?;
         check_is_component(path, &wasm)?;
         let sha256 = hex::encode(Sha256::digest(&wasm));
-        let artifact = self.dir.join(format!("{sha256}-{}.cwasm", self.fingerprint));
+        let artifact = self
+            .dir
+            .join(format!("{sha256}-{}.cwasm", self.fingerprint));
         let read = started.elapsed();
 
         let started = Instant::now();
@@ -80,11 +82,10 @@ impl ArtifactCache {
             return Ok((component, stats));
         }
 
-        let component =
-            Component::from_binary(engine, &wasm).map_err(|e| LoadError::Compile {
-                path: path.to_owned(),
-                message: format!("{e:#}"),
-            })?;
+        let component = Component::from_binary(engine, &wasm).map_err(|e| LoadError::Compile {
+            path: path.to_owned(),
+            message: format!("{e:#}"),
+        })?;
         let load = started.elapsed();
         let started = Instant::now();
         if let Err(e) = self.store_artifact(&component, &artifact) {

@@ -45,7 +45,11 @@ impl Hasher for Sha256Hasher {
 
     fn finish(&self) -> u64 {
         let digest = self.0.clone().finalize();
-        u64::from_le_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes"))
+        u64::from_le_bytes(
+            digest[..8]
+                .try_into()
+                .expect("a SHA-256 digest has 32 bytes"),
+        )
     }
 }
 

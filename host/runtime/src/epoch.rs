@@ -58,6 +58,9 @@ mod tests {
         std::thread::sleep(EPOCH_TICK * 3);
         let started = std::time::Instant::now();
         drop(ticker);
-        assert!(started.elapsed() < EPOCH_TICK * 5, "stopping must not wait for a tick");
+        assert!(
+            started.elapsed() < EPOCH_TICK * 5,
+            "stopping must not wait for a tick"
+        );
     }
 }

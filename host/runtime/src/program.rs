@@ -51,9 +51,10 @@ impl ComponentProgram {
         limits: Limits,
         epoch: Arc<EpochTicker>,
     ) -> Result<ComponentProgram, LoadError> {
-        let name = path
-            .file_stem()
-            .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        let name = path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
         let state = ProgramState {
             sandbox: Sandbox::new(name.as_str().into(), log_stdout, limits),
             monitor: None,
@@ -151,9 +152,9 @@ fn log_stdout(guest: &str, line: &str) {
 
 impl ProgramState {
     fn monitor(&self) -> wasmtime::Result<&Monitor> {
-        self.monitor
-            .as_ref()
-            .ok_or_else(|| wasmtime::Error::msg("the monitor was called outside `run` and `resume`"))
+        self.monitor.as_ref().ok_or_else(|| {
+            wasmtime::Error::msg("the monitor was called outside `run` and `resume`")
+        })
     }
 }
 
@@ -206,7 +207,9 @@ impl monitor::Host for ProgramState {
         inputs: types::Value,
         options: monitor::ResourceOptions,
     ) -> wasmtime::Result<u64> {
-        let inputs = guest_map(inputs, || format!("read-resource `{name}`: malformed inputs"))?;
+        let inputs = guest_map(inputs, || {
+            format!("read-resource `{name}`: malformed inputs")
+        })?;
         let options = resource_options(options);
         Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
     }

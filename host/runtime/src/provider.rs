@@ -91,7 +91,13 @@ impl Factory {
             let (guest, store) = instance.guest();
             match guest.call_configure(store, &value).await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(self.provider_error("configure", e)),
+                Ok(Err(e)) => {
+                    return Err(ProviderError::Failed(format!(
+                        "plugin `{}`: `configure`, replayed on a new instance, failed: {}",
+                        self.name,
+                        self.provider_error("configure", e)
+                    )));
+                }
                 Err(e) => return Err(self.crashed(&instance.store, "configure", &e)),
             }
         }
@@ -255,7 +261,11 @@ impl ComponentProvider {
         }
     }
 
-    fn check_result(&self, op: &str, result: wit::CheckResult) -> Result<CheckResult, ProviderError> {
+    fn check_result(
+        &self,
+        op: &str,
+        result: wit::CheckResult,
+    ) -> Result<CheckResult, ProviderError> {
         Ok(CheckResult {
             inputs: self.factory.map(op, "inputs", result.inputs)?,
             failures: result.failures.into_iter().map(check_failure).collect(),
@@ -331,7 +341,14 @@ impl Provider for ComponentProvider {
         let mut instance = self.checkout().await?;
         let (guest, store) = instance.guest();
         let result = guest
-            .call_diff(store, urn.as_str(), id, &old_inputs, &old_outputs, &new_inputs)
+            .call_diff(
+                store,
+                urn.as_str(),
+                id,
+                &old_inputs,
+                &old_outputs,
+                &new_inputs,
+            )
             .await;
         let diff = self.settle(instance, "diff", result)?;
         Ok(DiffResult {
@@ -350,7 +367,9 @@ impl Provider for ComponentProvider {
         let inputs = values::map_to_wit(inputs);
         let mut instance = self.checkout().await?;
         let (guest, store) = instance.guest();
-        let result = guest.call_create(store, urn.as_str(), &inputs, preview).await;
+        let result = guest
+            .call_create(store, urn.as_str(), &inputs, preview)
+            .await;
         let created = self.settle(instance, "create", result)?;
         match self.factory.map("create", "outputs", created.outputs) {
             Ok(outputs) => Ok(Created {

@@ -84,7 +84,8 @@ impl Runtime {
                 world: "provider",
                 message: format!("{e:#}"),
             })?;
-        let provider = ComponentProvider::start(name, path, pre, limits, self.epoch.clone()).await?;
+        let provider =
+            ComponentProvider::start(name, path, pre, limits, self.epoch.clone()).await?;
         tracing::debug!(
             target: "plinth::runtime",
             provider = name,

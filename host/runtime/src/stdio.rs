@@ -45,7 +45,9 @@ impl OutputPipe {
 
     fn state(&self) -> MutexGuard<'_, PipeState> {
         // The state stays consistent even if a holder panicked: every update is a single push.
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Forgets what was written so far: a new call starts.
@@ -135,7 +137,11 @@ impl Pollable for OutputPipe {
 }
 
 impl AsyncWrite for OutputPipe {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         self.append(buf);
         Poll::Ready(Ok(buf.len()))
     }

@@ -20,7 +20,11 @@ pub(crate) enum ValueError {
     #[error("an empty value: it needs at least its root node")]
     Empty,
     #[error("node {parent} refers to node {child}, but the value has only {len} nodes")]
-    BadIndex { parent: usize, child: u32, len: usize },
+    BadIndex {
+        parent: usize,
+        child: u32,
+        len: usize,
+    },
     #[error(
         "node {child} is referred to more than once (again by node {parent}): a value must be a \
          tree, without cycles or shared nodes"
@@ -145,7 +149,12 @@ impl Tree {
         self.convert(child as usize, node, depth + 1)
     }
 
-    fn convert(&mut self, index: usize, node: wit::Node, depth: usize) -> Result<Value, ValueError> {
+    fn convert(
+        &mut self,
+        index: usize,
+        node: wit::Node,
+        depth: usize,
+    ) -> Result<Value, ValueError> {
         if depth > MAX_DEPTH {
             return Err(ValueError::TooDeep);
         }
@@ -225,7 +234,11 @@ mod tests {
         map.insert("name".into(), "pet".into());
         map.insert(
             "list".into(),
-            Value::Array(vec![1.0.into(), Value::Array(vec![]), nested.clone().into()]),
+            Value::Array(vec![
+                1.0.into(),
+                Value::Array(vec![]),
+                nested.clone().into(),
+            ]),
         );
         map.insert("nested".into(), nested.into());
         map.insert("empty".into(), PropertyMap::new().into());
@@ -297,7 +310,11 @@ mod tests {
             ),
             // A cycle below the root.
             (
-                value(vec![Node::Array(vec![1]), Node::Array(vec![2]), Node::Array(vec![1])]),
+                value(vec![
+                    Node::Array(vec![1]),
+                    Node::Array(vec![2]),
+                    Node::Array(vec![1]),
+                ]),
                 ValueError::NotATree {
                     parent: 2,
                     child: 1,
@@ -345,9 +362,12 @@ mod tests {
         let n = 1_000_000u32;
         let mut nodes: Vec<Node> = (1..n).map(|i| Node::Array(vec![i])).collect();
         nodes.push(Node::Null);
-        assert_eq!(from_wit(value(nodes), Origin::Provider), Err(ValueError::TooDeep));
+        assert_eq!(
+            from_wit(value(nodes), Origin::Provider),
+            Err(ValueError::TooDeep)
+        );
 
-        let mut nodes: Vec<Node> = (1..=MAX_DEPTH as u32).map(|i| Node::Secret(i)).collect();
+        let mut nodes: Vec<Node> = (1..=MAX_DEPTH as u32).map(Node::Secret).collect();
         nodes.push(Node::Null);
         assert!(from_wit(value(nodes), Origin::Provider).is_ok());
     }

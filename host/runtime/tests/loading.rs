@@ -42,7 +42,10 @@ async fn garbage_and_core_modules_are_clear_errors_naming_the_file() {
     assert!(matches!(error, LoadError::NotAComponent { .. }), "{error}");
     let message = error.to_string();
     assert!(message.contains("garbage.wasm"), "{message}");
-    assert!(message.contains("is not a WebAssembly component"), "{message}");
+    assert!(
+        message.contains("is not a WebAssembly component"),
+        "{message}"
+    );
 
     let module = dir.path().join("module.wasm");
     std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();

@@ -98,7 +98,10 @@ async fn a_preview_plans_the_same_resources() {
 async fn a_panicking_provider_fails_its_step_with_the_panic_message() {
     let outcome = deploy(&[("resources", "a"), ("fault", "panic")], false).await;
     let errors = outcome.errors.join("\n");
-    assert!(errors.contains("plugin `testkit`: `create` panicked"), "{errors}");
+    assert!(
+        errors.contains("plugin `testkit`: `create` panicked"),
+        "{errors}"
+    );
     assert!(errors.contains("testkit: panic requested"), "{errors}");
 }
 
@@ -106,6 +109,9 @@ async fn a_panicking_provider_fails_its_step_with_the_panic_message() {
 async fn an_error_returned_by_the_program_fails_the_deployment() {
     let outcome = deploy(&[("fault", "bogus")], false).await;
     let errors = outcome.errors.join("\n");
-    assert!(errors.contains("program `plinth_scenario`: `run` failed"), "{errors}");
+    assert!(
+        errors.contains("program `plinth_scenario`: `run` failed"),
+        "{errors}"
+    );
     assert!(errors.contains("unknown fault `bogus`"), "{errors}");
 }

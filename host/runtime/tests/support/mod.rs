@@ -20,7 +20,14 @@ pub fn guest(package: &str) -> PathBuf {
         let output = Command::new(cargo)
             .current_dir(&root)
             .env("CARGO_TARGET_DIR", &target)
-            .args(["build", "--release", "--target", "wasm32-wasip2", "-p", package])
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "-p",
+                package,
+            ])
             .output()
             .expect("cargo runs");
         assert!(
