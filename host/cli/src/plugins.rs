@@ -14,12 +14,15 @@ use tokio::sync::OnceCell;
 use crate::build::component_path;
 use crate::project::Project;
 
+/// A provider loaded (and configured) at most once, however many steps ask for it at once.
+type ProviderSlot = Arc<OnceCell<Arc<dyn Provider>>>;
+
 pub struct PluginProviders {
     runtime: Arc<Runtime>,
     /// Plugin sources by package name, resolved against the project directory.
     sources: BTreeMap<String, PathBuf>,
     config: BTreeMap<String, String>,
-    loaded: Mutex<HashMap<String, Arc<OnceCell<Arc<dyn Provider>>>>>,
+    loaded: Mutex<HashMap<String, ProviderSlot>>,
 }
 
 impl PluginProviders {
