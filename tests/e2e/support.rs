@@ -142,9 +142,10 @@ impl Env {
         serde_json::from_str(&self.ok(&["stack", "export"])).expect("export is JSON")
     }
 
-    /// (name, id) of every resource in the state.
+    /// (name, id) of every resource in the state, sorted: independent steps complete, and so
+    /// are recorded, in any order.
     pub fn resources(&self) -> Vec<(String, String)> {
-        self.export()["snapshot"]["resources"]
+        let mut resources: Vec<(String, String)> = self.export()["snapshot"]["resources"]
             .as_array()
             .unwrap()
             .iter()
@@ -153,7 +154,9 @@ impl Env {
                 let name = urn.rsplit("::").next().unwrap().to_owned();
                 (name, r["id"].as_str().unwrap_or_default().to_owned())
             })
-            .collect()
+            .collect();
+        resources.sort();
+        resources
     }
 
     pub fn state_files(&self) -> Vec<(PathBuf, Vec<u8>)> {
