@@ -28,8 +28,8 @@ pub struct Options {
     pub preview: bool,
     /// Upper bound on provider calls in flight.
     pub parallel: usize,
-    /// Stack configuration, keyed `namespace:key`.
-    pub config: BTreeMap<String, String>,
+    /// Stack configuration, keyed `namespace:key`: strings, or secrets holding strings.
+    pub config: BTreeMap<String, Value>,
 }
 
 /// What a deployment did (or, in preview, would do).
@@ -66,8 +66,10 @@ pub async fn run(
         providers: providers.clone(),
         recorder: recorder.clone(),
         events: events.clone(),
+        base_dependents: dependents_by_urn(&base.resources),
         base: base.resources,
         base_live,
+        claims: Default::default(),
         limit: Semaphore::new(options.parallel.max(1)),
         changes: Mutex::new(ChangeSummary::default()),
     });
@@ -719,11 +721,14 @@ impl Scheduler {
     async fn delete_unclaimed(&mut self) {
         let replaced: HashSet<usize> = self.replaced.iter().copied().collect();
         let base = &self.ctx.base;
+        let claims = self.ctx.claims.lock().expect("claims");
         let doomed: Vec<(usize, StepOp)> = base
             .iter()
             .enumerate()
             .filter_map(|(i, r)| {
-                if r.delete || replaced.contains(&i) {
+                if claims.is_deleted(i) {
+                    None
+                } else if r.delete || replaced.contains(&i) {
                     Some((i, StepOp::DeleteReplaced))
                 } else if !self.registered.contains(&r.urn) {
                     Some((i, StepOp::Delete))
@@ -732,6 +737,7 @@ impl Scheduler {
                 }
             })
             .collect();
+        drop(claims);
         // A doomed resource waits for every later doomed resource that names it.
         let mut by_urn: HashMap<&Urn, Vec<usize>> = HashMap::new();
         for (slot, (i, _)) in doomed.iter().enumerate() {
@@ -778,6 +784,17 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// For each URN, the resources that name it as parent or dependency.
+fn dependents_by_urn(resources: &[crate::resource::ResourceState]) -> HashMap<Urn, Vec<usize>> {
+    let mut dependents: HashMap<Urn, Vec<usize>> = HashMap::new();
+    for (i, r) in resources.iter().enumerate() {
+        for p in r.predecessors() {
+            dependents.entry(p.clone()).or_default().push(i);
+        }
+    }
+    dependents
 }
 
 fn resolved_value(value: Value, dependencies: Vec<Urn>) -> Resolved {

@@ -50,7 +50,7 @@ pub enum Severity {
 }
 
 /// Counts of steps by kind for the summary.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChangeSummary {
     pub same: usize,
     pub create: usize,

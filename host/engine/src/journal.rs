@@ -6,7 +6,7 @@
 //! recorded them, followed by the base resources it did not touch. Steps complete only after the
 //! steps they depend on, so that order is always topological.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,6 +27,9 @@ pub enum JournalEntry {
         seq: u64,
         kind: OperationKind,
         resource: ResourceState,
+        /// The base resource an update or delete operates on, or that a create replaces.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old: Option<usize>,
     },
     /// A resource was created; with `replaces`, it replaces that base resource, which stays in
     /// the snapshot marked for deletion.
@@ -75,6 +78,8 @@ pub enum SnapshotError {
     Integrity(#[from] IntegrityError),
     #[error("journal entry refers to {0}, which the journal does not know")]
     Inconsistent(String),
+    #[error("refusing to delete {0}: other resources in the state still depend on it")]
+    StillDependedOn(Urn),
     #[error("could not persist the state: {0}")]
     Persist(String),
     #[error("the snapshot manager stopped")]
@@ -160,13 +165,23 @@ impl JournalState {
                 seq,
                 kind,
                 resource,
+                old,
             } => {
-                if *kind != OperationKind::Creating && !self.knows(&resource.urn) {
-                    return Err(IntegrityError::DanglingPendingOperation {
-                        kind: *kind,
-                        urn: resource.urn.clone(),
+                // Refuse what the snapshot could not record *before* the provider acts.
+                match (kind, old) {
+                    (OperationKind::Deleting, Some(old)) => self.check_deletable(*old)?,
+                    (OperationKind::Updating, Some(old)) => self.expect_live_base(*old)?,
+                    (OperationKind::Creating, replaces) => {
+                        self.check_creatable(&resource.urn, *replaces)?
                     }
-                    .into());
+                    (_, None) if !self.knows(&resource.urn) => {
+                        return Err(IntegrityError::DanglingPendingOperation {
+                            kind: *kind,
+                            urn: resource.urn.clone(),
+                        }
+                        .into());
+                    }
+                    _ => {}
                 }
                 self.pending.insert(
                     *seq,
@@ -283,20 +298,41 @@ impl JournalState {
         Ok(())
     }
 
-    fn delete(&mut self, old: usize) -> Result<(), SnapshotError> {
+    /// A resource may be created unless a live state already has its URN (other than the base
+    /// resource it replaces).
+    fn check_creatable(&self, urn: &Urn, replaces: Option<usize>) -> Result<(), SnapshotError> {
+        let taken = self.recorded_index.contains_key(urn)
+            || self
+                .base_live
+                .get(urn)
+                .is_some_and(|&live| Some(live) != replaces);
+        if taken {
+            return Err(IntegrityError::DuplicateUrn { urn: urn.clone() }.into());
+        }
+        Ok(())
+    }
+
+    /// A base resource may go if it is still in the snapshot and nothing left depends on it (or
+    /// another state with its URN stays to satisfy those that do).
+    fn check_deletable(&self, old: usize) -> Result<(), SnapshotError> {
         match self.fate.get(old) {
             Some(Fate::Untouched | Fate::MarkedForDeletion) => {}
             _ => return Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
         }
+        let urn = &self.base[old].urn;
+        let was_live = self.fate[old] == Fate::Untouched;
+        let still_named = self.recorded_index.contains_key(urn)
+            || (!was_live && self.base_live.contains_key(urn));
+        if !still_named && self.referrers.get(urn).copied().unwrap_or(0) > 0 {
+            return Err(SnapshotError::StillDependedOn(urn.clone()));
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, old: usize) -> Result<(), SnapshotError> {
+        self.check_deletable(old)?;
         let urn = self.base[old].urn.clone();
         let was_live = self.fate[old] == Fate::Untouched;
-        let still_named = self.recorded_index.contains_key(&urn)
-            || (!was_live && self.base_live.contains_key(&urn));
-        if !still_named && self.referrers.get(&urn).copied().unwrap_or(0) > 0 {
-            return Err(SnapshotError::Inconsistent(format!(
-                "delete of {urn} while other resources still depend on it"
-            )));
-        }
         if was_live {
             self.base_live.remove(&urn);
         }
@@ -320,6 +356,16 @@ impl JournalState {
         }
         let mut pending_operations = self.carried_pending.clone();
         pending_operations.extend(self.pending.values().cloned());
+        // An interrupted update or delete is moot once its resource has left the state (a
+        // later delete finished it): only the record of an interrupted create outlives that.
+        if pending_operations
+            .iter()
+            .any(|op| op.kind != OperationKind::Creating)
+        {
+            let urns: HashSet<&Urn> = resources.iter().map(|r| &r.urn).collect();
+            pending_operations
+                .retain(|op| op.kind == OperationKind::Creating || urns.contains(&op.resource.urn));
+        }
         Snapshot {
             resources,
             pending_operations,
@@ -387,12 +433,14 @@ impl SnapshotManager {
         &self,
         kind: OperationKind,
         resource: &ResourceState,
+        old: Option<usize>,
     ) -> Result<u64, SnapshotError> {
         let seq = self.next_seq();
         self.record(JournalEntry::Begin {
             seq,
             kind,
             resource: resource.clone(),
+            old,
         })
         .await?;
         Ok(seq)
@@ -485,6 +533,7 @@ mod tests {
                     seq: 1,
                     kind: OperationKind::Creating,
                     resource: new_a.clone(),
+                    old: Some(0),
                 },
                 JournalEntry::Created {
                     seq: 1,
@@ -514,6 +563,7 @@ mod tests {
                 seq: 7,
                 kind: OperationKind::Creating,
                 resource: state("c", &[]),
+                old: None,
             }],
         )
         .unwrap();
@@ -522,8 +572,67 @@ mod tests {
     }
 
     #[test]
+    fn an_interrupted_delete_is_forgotten_once_its_resource_is_deleted() {
+        let interrupted = |kind, name| PendingOperation {
+            kind,
+            resource: state(name, &[]),
+        };
+        let base = Snapshot {
+            pending_operations: vec![
+                interrupted(OperationKind::Deleting, "b"),
+                interrupted(OperationKind::Updating, "a"),
+                interrupted(OperationKind::Creating, "c"),
+            ],
+            ..base()
+        };
+        let snap = replay(
+            base,
+            [
+                JournalEntry::Begin {
+                    seq: 1,
+                    kind: OperationKind::Deleting,
+                    resource: state("b", &["a"]),
+                    old: None,
+                },
+                JournalEntry::Deleted {
+                    seq: Some(1),
+                    old: 1,
+                },
+            ],
+        )
+        .unwrap();
+        let kinds: Vec<_> = snap
+            .pending_operations
+            .iter()
+            .map(|op| (op.kind, op.resource.urn.name()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (OperationKind::Updating, "a"),
+                (OperationKind::Creating, "c")
+            ]
+        );
+    }
+
+    #[test]
     fn refuses_to_delete_a_resource_others_depend_on() {
         let err = replay(base(), [JournalEntry::Deleted { seq: None, old: 0 }]).unwrap_err();
+        assert!(err.to_string().contains("depend"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_delete_others_depend_on_before_the_provider_is_called() {
+        let err = replay(
+            base(),
+            [JournalEntry::Begin {
+                seq: 1,
+                kind: OperationKind::Deleting,
+                resource: state("a", &[]),
+                old: Some(0),
+            }],
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("depend"), "{err}");
     }
 

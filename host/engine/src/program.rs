@@ -128,14 +128,14 @@ pub struct Monitor {
     tx: mpsc::UnboundedSender<Registration>,
     next_handle: Arc<AtomicU64>,
     info: Arc<StackInfo>,
-    config: Arc<BTreeMap<String, String>>,
+    config: Arc<BTreeMap<String, Value>>,
     providers: Arc<dyn ProviderSource>,
 }
 
 impl Monitor {
     pub(crate) fn new(
         info: StackInfo,
-        config: BTreeMap<String, String>,
+        config: BTreeMap<String, Value>,
         providers: Arc<dyn ProviderSource>,
     ) -> (Monitor, mpsc::UnboundedReceiver<Registration>) {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -198,8 +198,9 @@ impl Monitor {
         self.send(Registration::Log { severity, message });
     }
 
-    /// A configuration value: `key` is looked up as `<project>:key`, `ns:key` as given.
-    pub fn config(&self, key: &str) -> Option<String> {
+    /// A configuration value: `key` is looked up as `<project>:key`, `ns:key` as given. A secret
+    /// configuration value is a [`Value::Secret`].
+    pub fn config(&self, key: &str) -> Option<Value> {
         if key.contains(':') {
             self.config.get(key).cloned()
         } else {

@@ -3,10 +3,10 @@
 //! before it starts and after it ends.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 
 use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
@@ -36,8 +36,53 @@ pub(crate) struct StepContext {
     pub base: Vec<ResourceState>,
     /// Live base resources by URN.
     pub base_live: HashMap<Urn, usize>,
+    /// Base resources naming a URN as parent or dependency, by that URN.
+    pub base_dependents: HashMap<Urn, Vec<usize>>,
+    pub claims: Mutex<Claims>,
     pub limit: Semaphore,
     pub changes: std::sync::Mutex<ChangeSummary>,
+}
+
+/// How a registration's step ended for the base resource it took charge of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClaimOutcome {
+    /// Carried over (same or updated): the old state is gone from the snapshot.
+    Carried,
+    /// Replaced create-before-delete: the old state stays, marked for deletion.
+    Replaced,
+    Failed,
+}
+
+/// Reports a claim's outcome when dropped: `Failed` unless told otherwise.
+struct ClaimGuard(watch::Sender<Option<ClaimOutcome>>, ClaimOutcome);
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        self.0.send_replace(Some(self.1));
+    }
+}
+
+/// A base resource a step took charge of.
+struct Claimed<'a> {
+    index: usize,
+    state: &'a ResourceState,
+    guard: ClaimGuard,
+}
+
+/// Which base resources this deployment has already decided about.
+#[derive(Default)]
+pub(crate) struct Claims {
+    /// A registration's step took charge of it; the flag tells how that step ended.
+    claimed: HashMap<usize, watch::Receiver<Option<ClaimOutcome>>>,
+    /// Deleted ahead of the delete-before-replace of a resource it depends on; the flag turns
+    /// to `Some(deleted)` when that delete is over.
+    deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
+}
+
+impl Claims {
+    pub fn is_deleted(&self, index: usize) -> bool {
+        self.deleted.contains_key(&index)
+    }
 }
 
 /// A registration ready to run: inputs resolved, URN and dependencies known.
@@ -88,9 +133,10 @@ impl StepContext {
         &self,
         kind: OperationKind,
         state: &ResourceState,
+        old: Option<usize>,
     ) -> Result<u64, SnapshotError> {
         match &self.recorder {
-            Some(r) => r.begin(kind, state).await,
+            Some(r) => r.begin(kind, state, old).await,
             None => Ok(0),
         }
     }
@@ -104,8 +150,65 @@ impl StepContext {
     }
 
     /// Runs one registration's step.
+    /// Takes charge of the live base resource with `urn`. One being deleted ahead of a
+    /// delete-before-replace is waited for, and then is no longer there.
+    async fn claim(&self, urn: &Urn) -> Result<Option<Claimed<'_>>, StepError> {
+        let Some(&index) = self.base_live.get(urn) else {
+            return Ok(None);
+        };
+        let deletion = {
+            let mut claims = self.claims.lock().expect("claims");
+            match claims.deleted.get(&index) {
+                Some(deletion) => deletion.clone(),
+                None => {
+                    let (outcome, watcher) = watch::channel(None);
+                    claims.claimed.insert(index, watcher);
+                    return Ok(Some(Claimed {
+                        index,
+                        state: &self.base[index],
+                        guard: ClaimGuard(outcome, ClaimOutcome::Failed),
+                    }));
+                }
+            }
+        };
+        let mut deletion = deletion;
+        let deleted = deletion
+            .wait_for(Option::is_some)
+            .await
+            .map(|d| *d == Some(true))
+            .unwrap_or(false);
+        if deleted {
+            Ok(None)
+        } else {
+            Err(self.fail(
+                urn,
+                "its previous copy had to be deleted first (a resource it depends on is replaced \
+                 delete-before-replace), and that delete did not happen",
+            ))
+        }
+    }
+
     pub async fn run_resource(&self, step: ResourceStep) -> Result<StepResult, StepError> {
-        let old = self.base_live.get(&step.urn).map(|&i| (i, &self.base[i]));
+        let (old, mut guard) = match self.claim(&step.urn).await? {
+            Some(c) => (Some((c.index, c.state)), Some(c.guard)),
+            None => (None, None),
+        };
+        let result = self.run_claimed(step, old).await;
+        if let (Some(guard), Ok(result)) = (&mut guard, &result) {
+            guard.1 = if result.replaced.is_some() {
+                ClaimOutcome::Replaced
+            } else {
+                ClaimOutcome::Carried
+            };
+        }
+        result
+    }
+
+    async fn run_claimed(
+        &self,
+        step: ResourceStep,
+        old: Option<(usize, &ResourceState)>,
+    ) -> Result<StepResult, StepError> {
         let opts = &step.request.options;
         let mut state = ResourceState {
             urn: step.urn.clone(),
@@ -183,6 +286,7 @@ impl StepContext {
         }
         let info = self.info(StepOp::Replace, &state, Some(old), diff.changed, replaces);
         if diff.delete_before_replace || opts.delete_before_replace {
+            self.delete_dependents(old_index).await?;
             self.delete_base(&*provider, old_index, &info).await?;
             self.create(&*provider, state, info, None).await
         } else {
@@ -263,6 +367,7 @@ impl StepContext {
                     seq,
                     kind: OperationKind::Creating,
                     resource: state.clone(),
+                    old: None,
                 })
                 .await
                 .and(
@@ -318,7 +423,7 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
         let seq = self
-            .begin(OperationKind::Creating, &state)
+            .begin(OperationKind::Creating, &state, replaces)
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let result = provider.create(&urn, &state.inputs, self.preview).await;
@@ -393,7 +498,7 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
         let seq = self
-            .begin(OperationKind::Updating, old)
+            .begin(OperationKind::Updating, old, Some(old_index))
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let result = provider
@@ -433,6 +538,83 @@ impl StepContext {
         })
     }
 
+    /// Before a delete-before-replace of base resource `index`: deletes every base resource that
+    /// depends on it, transitively, dependents first. Their registrations, when they come,
+    /// re-create them.
+    async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
+        let (mut doomed, in_flight) = {
+            let claims = self.claims.lock().expect("claims");
+            let mut doomed = Vec::new();
+            let mut in_flight = Vec::new();
+            let mut stack = vec![index];
+            while let Some(i) = stack.pop() {
+                let dependents = self.base_dependents.get(&self.base[i].urn);
+                for &j in dependents.into_iter().flatten() {
+                    if j <= i || doomed.contains(&j) || claims.deleted.contains_key(&j) {
+                        continue;
+                    }
+                    match claims.claimed.get(&j) {
+                        // Its step runs already (so it does not wait for us): wait for it.
+                        Some(outcome) => in_flight.push((j, outcome.clone())),
+                        None => {
+                            doomed.push(j);
+                            stack.push(j);
+                        }
+                    }
+                }
+            }
+            (doomed, in_flight)
+        };
+        // A dependent that was replaced keeps its old copy, which still names this resource:
+        // that copy goes first too.
+        for (j, mut outcome) in in_flight {
+            let ended = outcome.wait_for(Option::is_some).await.map(|o| *o);
+            if let Ok(Some(ClaimOutcome::Replaced)) = ended {
+                doomed.push(j);
+            }
+        }
+        self.delete_doomed(index, doomed).await
+    }
+
+    /// Deletes the `doomed` base resources, last first, ahead of base resource `index`.
+    async fn delete_doomed(&self, index: usize, mut doomed: Vec<usize>) -> Result<(), StepError> {
+        let doomed = {
+            let mut claims = self.claims.lock().expect("claims");
+            if let Some(&p) = doomed.iter().find(|&&j| self.base[j].protect) {
+                let urn = &self.base[index].urn;
+                return Err(self.fail(
+                    urn,
+                    format!(
+                        "cannot replace it (delete first): it would delete {}, which is protected",
+                        self.base[p].urn
+                    ),
+                ));
+            }
+            doomed.sort_unstable_by(|a, b| b.cmp(a));
+            doomed
+                .into_iter()
+                .map(|j| {
+                    let (done, deletion) = watch::channel(None);
+                    claims.deleted.insert(j, deletion);
+                    (j, done)
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut doomed = doomed.into_iter();
+        for (j, done) in doomed.by_ref() {
+            let result = self.run_delete_unlimited(j, StepOp::Delete).await;
+            done.send_replace(Some(result.is_ok()));
+            if result.is_err() {
+                // What is left will not be deleted: its registrations fail instead of waiting.
+                for (_, done) in doomed {
+                    done.send_replace(Some(false));
+                }
+                return result;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes base resource `index` through `provider`, honoring protect and retain-on-delete.
     async fn delete_base(
         &self,
@@ -463,7 +645,7 @@ impl StepContext {
                 .map_err(|e| self.persist_error(urn, e));
         }
         let seq = self
-            .begin(OperationKind::Deleting, old)
+            .begin(OperationKind::Deleting, old, Some(index))
             .await
             .map_err(|e| self.persist_error(urn, e))?;
         match provider
@@ -490,6 +672,12 @@ impl StepContext {
 
     /// Deletes a base resource that the program no longer declares, or that was replaced.
     pub async fn run_delete(&self, index: usize, op: StepOp) -> Result<(), StepError> {
+        let _permit = self.limit.acquire().await.expect("step limiter closed");
+        self.run_delete_unlimited(index, op).await
+    }
+
+    /// `run_delete` for a caller that already holds a permit.
+    async fn run_delete_unlimited(&self, index: usize, op: StepOp) -> Result<(), StepError> {
         let old = &self.base[index];
         let started = Instant::now();
         let info = StepInfo {
@@ -502,7 +690,6 @@ impl StepContext {
             replaces: Vec::new(),
         };
         self.events.emit(Event::StepStarted(info.clone()));
-        let _permit = self.limit.acquire().await.expect("step limiter closed");
         if old.custom {
             let provider = self.provider(&old.urn).await?;
             self.delete_base(&*provider, index, &info).await?;
