@@ -62,6 +62,14 @@ impl Drop for ClaimGuard {
     }
 }
 
+/// Marks base resource `index` as deleted ahead of a delete-before-replace; the sender tells
+/// waiting registrations when (and whether) the delete happened.
+fn mark_deleted(claims: &mut Claims, index: usize) -> (usize, watch::Sender<Option<bool>>) {
+    let (done, deletion) = watch::channel(None);
+    claims.deleted.insert(index, deletion);
+    (index, done)
+}
+
 /// A base resource a step took charge of.
 struct Claimed<'a> {
     index: usize,
@@ -189,6 +197,9 @@ impl StepContext {
     }
 
     pub async fn run_resource(&self, step: ResourceStep) -> Result<StepResult, StepError> {
+        // The permit comes before the claim: a delete-before-replace holding a permit may wait
+        // for a claimed step, which must therefore never wait for a permit.
+        let _permit = self.limit.acquire().await.expect("step limiter closed");
         let (old, mut guard) = match self.claim(&step.urn).await? {
             Some(c) => (Some((c.index, c.state)), Some(c.guard)),
             None => (None, None),
@@ -226,7 +237,6 @@ impl StepContext {
         if !state.custom {
             return self.run_component(state, old).await;
         }
-        let _permit = self.limit.acquire().await.expect("step limiter closed");
         let provider = self.provider(&state.urn).await?;
         let urn = state.urn.clone();
         if let Some((_, old)) = old {
@@ -542,15 +552,23 @@ impl StepContext {
     /// depends on it, transitively, dependents first. Their registrations, when they come,
     /// re-create them.
     async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
-        let (mut doomed, in_flight) = {
-            let claims = self.claims.lock().expect("claims");
+        // Find the dependents and mark the unclaimed ones deleted in one critical section, so
+        // that no registration can take charge of one in between.
+        let (mut doomed, in_flight, deleting) = {
+            let mut claims = self.claims.lock().expect("claims");
             let mut doomed = Vec::new();
             let mut in_flight = Vec::new();
+            let mut deleting = Vec::new();
             let mut stack = vec![index];
             while let Some(i) = stack.pop() {
                 let dependents = self.base_dependents.get(&self.base[i].urn);
                 for &j in dependents.into_iter().flatten() {
-                    if j <= i || doomed.contains(&j) || claims.deleted.contains_key(&j) {
+                    if j <= i || doomed.contains(&j) {
+                        continue;
+                    }
+                    // Another delete-before-replace deletes it already: wait for that.
+                    if let Some(deletion) = claims.deleted.get(&j) {
+                        deleting.push(deletion.clone());
                         continue;
                     }
                     match claims.claimed.get(&j) {
@@ -563,43 +581,34 @@ impl StepContext {
                     }
                 }
             }
-            (doomed, in_flight)
-        };
-        // A dependent that was replaced keeps its old copy, which still names this resource:
-        // that copy goes first too.
-        for (j, mut outcome) in in_flight {
-            let ended = outcome.wait_for(Option::is_some).await.map(|o| *o);
-            if let Ok(Some(ClaimOutcome::Replaced)) = ended {
-                doomed.push(j);
-            }
-        }
-        self.delete_doomed(index, doomed).await
-    }
-
-    /// Deletes the `doomed` base resources, last first, ahead of base resource `index`.
-    async fn delete_doomed(&self, index: usize, mut doomed: Vec<usize>) -> Result<(), StepError> {
-        let doomed = {
-            let mut claims = self.claims.lock().expect("claims");
             if let Some(&p) = doomed.iter().find(|&&j| self.base[j].protect) {
-                let urn = &self.base[index].urn;
                 return Err(self.fail(
-                    urn,
+                    &self.base[index].urn,
                     format!(
                         "cannot replace it (delete first): it would delete {}, which is protected",
                         self.base[p].urn
                     ),
                 ));
             }
-            doomed.sort_unstable_by(|a, b| b.cmp(a));
-            doomed
+            let doomed: Vec<_> = doomed
                 .into_iter()
-                .map(|j| {
-                    let (done, deletion) = watch::channel(None);
-                    claims.deleted.insert(j, deletion);
-                    (j, done)
-                })
-                .collect::<Vec<_>>()
+                .map(|j| mark_deleted(&mut claims, j))
+                .collect();
+            (doomed, in_flight, deleting)
         };
+        for mut deletion in deleting {
+            let _ = deletion.wait_for(Option::is_some).await;
+        }
+        // A dependent that was replaced keeps its old copy, which still names this resource:
+        // that copy goes first too.
+        for (j, mut outcome) in in_flight {
+            let ended = outcome.wait_for(Option::is_some).await.map(|o| *o);
+            if let Ok(Some(ClaimOutcome::Replaced)) = ended {
+                let mut claims = self.claims.lock().expect("claims");
+                doomed.push(mark_deleted(&mut claims, j));
+            }
+        }
+        doomed.sort_unstable_by(|a, b| b.0.cmp(&a.0));
         let mut doomed = doomed.into_iter();
         for (j, done) in doomed.by_ref() {
             let result = self.run_delete_unlimited(j, StepOp::Delete).await;

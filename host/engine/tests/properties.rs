@@ -95,14 +95,28 @@ fn program(specs: &[Spec]) -> Vec<Decl> {
 }
 
 /// Ids the provider holds versus ids the state records: always the same set.
-fn assert_world_matches_state(h: &Harness) {
+fn assert_world_matches_state(h: &Harness, errors: &[String]) {
     let world: BTreeSet<String> = h.provider.world.lock().unwrap().keys().cloned().collect();
     let state: BTreeSet<String> = h.snapshot.resources.iter().map(|r| r.id.clone()).collect();
-    assert_eq!(world, state, "the provider's world and the state disagree");
+    assert_eq!(
+        world,
+        state,
+        "the provider's world and the state disagree\nerrors: {errors:?}\ncalls: {:?}\nstate: {:?}",
+        h.provider.calls(),
+        h.snapshot
+            .resources
+            .iter()
+            .map(|r| (r.urn.name(), &r.id, r.delete))
+            .collect::<Vec<_>>()
+    );
     assert!(h.snapshot.pending_operations.is_empty());
 }
 
 fn run_ops(ops: Vec<Op>) {
+    run_ops_with(ops, 4);
+}
+
+fn run_ops_with(ops: Vec<Op>, parallel: usize) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -110,6 +124,7 @@ fn run_ops(ops: Vec<Op>) {
         .unwrap();
     runtime.block_on(async {
         let mut h = Harness::new();
+        h.parallel = parallel;
         for op in ops {
             match op {
                 Op::Up(specs) => {
@@ -117,8 +132,9 @@ fn run_ops(ops: Vec<Op>) {
                     let any_fails = decls
                         .iter()
                         .any(|d| d.inputs.iter().any(|(k, _)| *k == "fail"));
+                    h.provider.clear_calls();
                     let outcome = h.up(decls.clone()).await;
-                    assert_world_matches_state(&h);
+                    assert_world_matches_state(&h, &outcome.errors);
                     if outcome.errors.is_empty() {
                         let wanted: BTreeSet<&str> = decls.iter().map(|d| d.name).collect();
                         let live: BTreeSet<&str> =
@@ -145,7 +161,7 @@ fn run_ops(ops: Vec<Op>) {
                     let outcome = h.run(Box::new(EmptyProgram), false).await;
                     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
                     assert!(h.snapshot.resources.is_empty());
-                    assert_world_matches_state(&h);
+                    assert_world_matches_state(&h, &outcome.errors);
                 }
             }
             h.snapshot.verify_integrity().unwrap();
@@ -164,8 +180,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
-    fn every_snapshot_stays_valid_and_matches_the_world(ops in prop::collection::vec(op(), 1..5)) {
-        run_ops(ops);
+    fn every_snapshot_stays_valid_and_matches_the_world(
+        ops in prop::collection::vec(op(), 1..5),
+        parallel in 1usize..5,
+    ) {
+        run_ops_with(ops, parallel);
     }
 }
 

@@ -344,6 +344,8 @@ impl Persister for CheckingPersister {
 /// Everything one test needs: the provider's world and the stack's snapshot across runs.
 pub struct Harness {
     pub provider: Arc<FakeProvider>,
+    /// Provider calls in flight at most.
+    pub parallel: usize,
     pub snapshot: Snapshot,
     pub checks: Arc<Mutex<usize>>,
 }
@@ -358,6 +360,7 @@ impl Harness {
     pub fn new() -> Harness {
         Harness {
             provider: FakeProvider::new(),
+            parallel: 4,
             snapshot: Snapshot::default(),
             checks: Arc::new(Mutex::new(0)),
         }
@@ -380,7 +383,7 @@ impl Harness {
             project: "proj".into(),
             stack: "dev".into(),
             preview,
-            parallel: 4,
+            parallel: self.parallel,
             config: BTreeMap::new(),
         };
         let outcome = deployment::run(
