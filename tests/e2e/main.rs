@@ -1,6 +1,11 @@
 //! End-to-end tests: the real `plinth` binary, real Wasm components built from source, real
 //! state files.
 
+mod crash;
+mod grants;
+mod locking;
+mod secrets;
+mod state;
 mod support;
 
 use support::{ConfigCleanup, Env, repo_root};

@@ -47,6 +47,9 @@ pub fn guest(package: &str) -> PathBuf {
         .join(format!("{}.wasm", package.replace('-', "_")))
 }
 
+/// The passphrase of every stack's secrets in the tests.
+pub const PASSPHRASE: &str = "e2e passphrase";
+
 /// A project directory, a state directory and the stack to run plinth against.
 pub struct Env {
     pub project: PathBuf,
@@ -59,9 +62,47 @@ pub struct Env {
 impl Env {
     /// A fresh project running the `scenario` program on the `testkit` provider.
     pub fn scenario() -> Env {
+        Env::scenario_with("")
+    }
+
+    /// [`scenario`](Self::scenario), with the testkit plugin granted the project's `world`
+    /// directory read-write at `/world`, where `testkit:Record` resources live.
+    pub fn scenario_with_world() -> Env {
+        let env = Env::scenario_with(
+            "    grants:\n      dirs:\n        - { host: ./world, guest: /world, access: read-write }\n",
+        );
+        std::fs::create_dir(env.world()).unwrap();
+        env
+    }
+
+    /// The host side of the `world` directory of [`scenario_with_world`](Self::scenario_with_world).
+    pub fn world(&self) -> PathBuf {
+        self.project.join("world")
+    }
+
+    /// The journal an update in progress (or an interrupted one) keeps.
+    pub fn journal(&self) -> PathBuf {
+        self.stack_file("journal")
+    }
+
+    /// The lock an update holds while it runs.
+    pub fn lock_file(&self) -> PathBuf {
+        self.stack_file("lock")
+    }
+
+    /// `<state>/stacks/<project>/<stack>.<ext>`; the scenario projects are named `scenario`.
+    fn stack_file(&self, ext: &str) -> PathBuf {
+        self.state
+            .path()
+            .join("stacks/scenario")
+            .join(format!("{}.{ext}", self.stack))
+    }
+
+    /// A scenario project whose `testkit` plugin entry ends with `plugin_yaml`.
+    fn scenario_with(plugin_yaml: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let yaml = format!(
-            "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n",
+            "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",
             guest("plinth-scenario").display(),
             guest("plinth-testkit").display()
         );
@@ -99,6 +140,7 @@ impl Env {
             )
             .env("PLINTH_HOME", repo_root().join("target/e2e-home"))
             .env("PLINTH_STACK", &self.stack)
+            .env("PLINTH_CONFIG_PASSPHRASE", PASSPHRASE)
             .env("CARGO_TARGET_DIR", guest_target_dir())
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG")

@@ -6,6 +6,7 @@ use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
+use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 
 /// The checkpoint schema this plinth writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -38,8 +39,34 @@ impl Checkpoint {
     }
 
     /// Parses a checkpoint, checking its schema version before anything else so a file from
-    /// another plinth is refused, never misread, and checking the snapshot's integrity.
-    pub fn parse(bytes: &[u8], stack: &str, path: &Path) -> Result<Checkpoint, BackendError> {
+    /// another plinth is refused, never misread, and checking the snapshot's integrity. Sealed
+    /// secrets are opened with `crypter`.
+    pub fn parse(
+        bytes: &[u8],
+        stack: &str,
+        path: &Path,
+        crypter: &dyn Crypter,
+    ) -> Result<Checkpoint, BackendError> {
+        let checkpoint = Checkpoint::parse_unverified(bytes, stack, path, crypter)?;
+        checkpoint
+            .snapshot
+            .verify_integrity()
+            .map_err(|e| BackendError::Corrupt {
+                path: path.to_owned(),
+                reason: format!(
+                    "{e}; repair it with `plinth stack export --file F`, edit F, then `plinth stack import --file F`"
+                ),
+            })?;
+        Ok(checkpoint)
+    }
+
+    /// Parses a checkpoint, checking its schema version but not the snapshot's integrity.
+    pub fn parse_unverified(
+        bytes: &[u8],
+        stack: &str,
+        path: &Path,
+        crypter: &dyn Crypter,
+    ) -> Result<Checkpoint, BackendError> {
         let corrupt = |reason: String| BackendError::Corrupt {
             path: path.to_owned(),
             reason,
@@ -60,35 +87,87 @@ impl Checkpoint {
                 supported: SCHEMA_VERSION,
             });
         }
-        let checkpoint: Checkpoint =
-            serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        checkpoint
-            .snapshot
-            .verify_integrity()
-            .map_err(|e| corrupt(e.to_string()))?;
-        Ok(checkpoint)
+        from_sealed_json(bytes, crypter).map_err(|e| match e {
+            CodecError::Json(e) => corrupt(e.to_string()),
+            CodecError::Secrets(e) => e.into(),
+        })
     }
 
-    pub fn to_json(&self) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec_pretty(self).expect("a snapshot always serializes");
+    /// The checkpoint as JSON, with every secret sealed by `crypter`.
+    pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, BackendError> {
+        let mut bytes = to_sealed_json(self, crypter, true).map_err(|e| match e {
+            CodecError::Json(e) => BackendError::Encode(e.to_string()),
+            CodecError::Secrets(e) => e.into(),
+        })?;
         bytes.push(b'\n');
-        bytes
+        Ok(bytes)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets::{PassphraseCrypter, SecretsError};
+    use plinth_engine::value::Value;
 
     fn parse(json: &str) -> Result<Checkpoint, BackendError> {
-        Checkpoint::parse(json.as_bytes(), "dev", Path::new("dev.json"))
+        let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
+        Checkpoint::parse(json.as_bytes(), "dev", Path::new("dev.json"), &crypter)
     }
 
     #[test]
     fn round_trips() {
+        let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
         let cp = Checkpoint::new("p", "dev", Snapshot::default());
-        let back = Checkpoint::parse(&cp.to_json(), "dev", Path::new("x")).unwrap();
+        let json = cp.to_json(&crypter).unwrap();
+        let back = Checkpoint::parse(&json, "dev", Path::new("x"), &crypter).unwrap();
         assert_eq!(back.snapshot, cp.snapshot);
+    }
+
+    #[test]
+    fn secrets_are_sealed_in_the_file_and_opened_on_load() {
+        let (crypter, salt) = PassphraseCrypter::create("pw", "dev").unwrap();
+        let mut snapshot = Snapshot::default();
+        let nested = Value::Object(
+            [(
+                "token".to_owned(),
+                Value::Secret(Box::new("hunter2".into())),
+            )]
+            .into_iter()
+            .collect(),
+        );
+        snapshot.outputs.insert("nested".into(), nested);
+        snapshot.outputs.insert(
+            "list".into(),
+            Value::Secret(Box::new(Value::Array(vec!["s3cr3t".into(), 1.5.into()]))),
+        );
+        snapshot.outputs.insert("plain".into(), "visible".into());
+        let cp = Checkpoint::new("p", "dev", snapshot);
+        let json = cp.to_json(&crypter).unwrap();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cr3t"),
+            "{text}"
+        );
+        assert!(
+            text.contains("visible") && text.contains("\"ciphertext\": \"v1:"),
+            "{text}"
+        );
+
+        let again = PassphraseCrypter::unlock("pw", &salt, "dev").unwrap();
+        let back = Checkpoint::parse(&json, "dev", Path::new("x"), &again).unwrap();
+        assert_eq!(back.snapshot, cp.snapshot);
+
+        let other = PassphraseCrypter::create("pw", "dev").unwrap().0;
+        assert!(matches!(
+            Checkpoint::parse(&json, "dev", Path::new("x"), &other),
+            Err(BackendError::Secrets(SecretsError::Undecryptable(_)))
+        ));
+        let tampered = text.replacen("\"ciphertext\": \"v1:", "\"ciphertext\": \"v1:AAAA", 1);
+        assert!(matches!(
+            Checkpoint::parse(tampered.as_bytes(), "dev", Path::new("x"), &again),
+            Err(BackendError::Secrets(_))
+        ));
     }
 
     #[test]

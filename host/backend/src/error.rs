@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use crate::secrets::SecretsError;
+
 /// Why the backend could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -43,6 +45,10 @@ pub enum BackendError {
         "stack `{stack}` is locked by another update: {holder}; if that process is gone, run `plinth cancel`"
     )]
     Locked { stack: String, holder: String },
+    #[error(transparent)]
+    Secrets(#[from] SecretsError),
+    #[error("cannot encode the state: {0}")]
+    Encode(String),
     #[error("{action} {path}: {source}")]
     Io {
         action: &'static str,

@@ -4,20 +4,26 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use plinth_engine::journal::{JournalEntry, Persister};
 use plinth_engine::snapshot::Snapshot;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::checkpoint::Checkpoint;
 use crate::error::BackendError;
+use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 
-/// Appends journal entries for one update and compacts them into a checkpoint at the end.
+/// Appends journal entries for one update and compacts them into a checkpoint at the end,
+/// sealing every secret on the way.
 pub(crate) struct JournalFile {
     journal: BufWriter<File>,
     journal_path: PathBuf,
     checkpoint_path: PathBuf,
     project: String,
     stack: String,
+    crypter: Arc<dyn Crypter>,
 }
 
 impl JournalFile {
@@ -26,27 +32,42 @@ impl JournalFile {
         checkpoint_path: PathBuf,
         project: &str,
         stack: &str,
+        crypter: Arc<dyn Crypter>,
     ) -> Result<JournalFile, BackendError> {
+        let base = std::fs::read(&checkpoint_path)
+            .map_err(BackendError::io("reading", &checkpoint_path))?;
         let file = OpenOptions::new()
             .create(true)
             .truncate(true)
             .write(true)
             .open(&journal_path)
             .map_err(BackendError::io("creating journal", &journal_path))?;
+        let mut journal = BufWriter::new(file);
+        let header = serde_json::to_vec(&Header {
+            base: digest(&base),
+        })
+        .expect("a journal header serializes");
+        journal
+            .write_all(&header)
+            .and_then(|()| journal.write_all(b"\n"))
+            .map_err(BackendError::io("writing journal", &journal_path))?;
         Ok(JournalFile {
-            journal: BufWriter::new(file),
+            journal,
             journal_path,
             checkpoint_path,
             project: project.to_owned(),
             stack: stack.to_owned(),
+            crypter,
         })
     }
 }
 
 impl Persister for JournalFile {
     fn append(&mut self, entry: &JournalEntry) -> Result<(), String> {
-        serde_json::to_writer(&mut self.journal, entry).map_err(|e| e.to_string())?;
-        self.journal.write_all(b"\n").map_err(|e| e.to_string())
+        let mut line =
+            to_sealed_json(entry, self.crypter.as_ref(), false).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        self.journal.write_all(&line).map_err(|e| e.to_string())
     }
 
     fn sync(&mut self) -> Result<(), String> {
@@ -59,15 +80,38 @@ impl Persister for JournalFile {
 
     fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
         let checkpoint = Checkpoint::new(&self.project, &self.stack, snapshot.clone());
-        write_atomically(&self.checkpoint_path, &checkpoint.to_json())
+        let json = checkpoint
+            .to_json(self.crypter.as_ref())
             .map_err(|e| e.to_string())?;
+        write_atomically(&self.checkpoint_path, &json).map_err(|e| e.to_string())?;
         std::fs::remove_file(&self.journal_path).map_err(|e| e.to_string())
     }
 }
 
-/// Reads the entries of a journal left behind by an interrupted update. A torn last line (the
-/// process died mid-write) is dropped; garbage anywhere else is an error.
-pub(crate) fn read_entries(path: &Path) -> Result<Vec<JournalEntry>, BackendError> {
+/// The first line of a journal: the checkpoint its entries apply to. Compaction writes the new
+/// checkpoint and then removes the journal; a crash in between leaves a journal whose entries
+/// are already in the checkpoint, which this tells apart.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Header {
+    /// [`digest`] of the checkpoint file.
+    base: String,
+}
+
+/// Identifies a checkpoint file by its contents.
+fn digest(checkpoint: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(checkpoint))
+}
+
+/// Reads the entries of a journal left behind by an interrupted update of the checkpoint whose
+/// file holds `checkpoint`; `None` if the journal is of an update already compacted into it. A
+/// torn last line (the process died mid-write) is dropped; garbage anywhere else is an error.
+/// Sealed secrets are opened with `crypter`.
+pub(crate) fn read_entries(
+    path: &Path,
+    checkpoint: &[u8],
+    crypter: &dyn Crypter,
+) -> Result<Option<Vec<JournalEntry>>, BackendError> {
     let file = File::open(path).map_err(BackendError::io("opening journal", path))?;
     let mut lines = BufReader::new(file).split(b'\n').peekable();
     let mut entries = Vec::new();
@@ -76,8 +120,17 @@ pub(crate) fn read_entries(path: &Path) -> Result<Vec<JournalEntry>, BackendErro
         number += 1;
         let line = line.map_err(BackendError::io("reading journal", path))?;
         let is_last = lines.peek().is_none();
-        match serde_json::from_slice(&line) {
+        if number == 1
+            && let Ok(header) = serde_json::from_slice::<Header>(&line)
+        {
+            if header.base != digest(checkpoint) {
+                return Ok(None);
+            }
+            continue;
+        }
+        match from_sealed_json(&line, crypter) {
             Ok(entry) => entries.push(entry),
+            Err(CodecError::Secrets(e)) => return Err(e.into()),
             Err(_) if is_last => break,
             Err(e) => {
                 return Err(BackendError::Corrupt {
@@ -87,7 +140,7 @@ pub(crate) fn read_entries(path: &Path) -> Result<Vec<JournalEntry>, BackendErro
             }
         }
     }
-    Ok(entries)
+    Ok(Some(entries))
 }
 
 /// Replaces `path` with `bytes` so that a crash leaves either the old or the new file, whole.

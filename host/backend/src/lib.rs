@@ -3,11 +3,16 @@
 
 mod checkpoint;
 mod error;
+mod history;
 mod journal_file;
 mod local;
 mod lock;
+pub mod secrets;
+mod transfer;
 
 pub use checkpoint::{Checkpoint, SCHEMA_VERSION};
 pub use error::BackendError;
+pub use history::{HistoryEntry, OperationKind, OperationResult};
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockInfo, StackLock};
+pub use transfer::ImportReport;

@@ -8,6 +8,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use plinth_engine::journal::{Persister, replay};
 use plinth_engine::snapshot::Snapshot;
@@ -15,7 +16,8 @@ use plinth_engine::snapshot::Snapshot;
 use crate::checkpoint::Checkpoint;
 use crate::error::BackendError;
 use crate::journal_file::{JournalFile, read_entries, write_atomically};
-use crate::lock::StackLock;
+use crate::lock::{LockInfo, StackLock};
+use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
 
 /// A stack's state as loaded.
 #[derive(Debug)]
@@ -33,10 +35,20 @@ pub struct StackSummary {
     pub locked: bool,
 }
 
-/// Stacks stored as files under a state directory.
-#[derive(Debug, Clone)]
+/// Stacks stored as files under a state directory. Secrets are sealed with the crypters of its
+/// [`SecretsProvider`] (by default none: a stack that holds a secret cannot be read or written).
+#[derive(Clone)]
 pub struct LocalBackend {
     root: PathBuf,
+    secrets: Arc<dyn SecretsProvider>,
+}
+
+impl std::fmt::Debug for LocalBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalBackend")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LocalBackend {
@@ -53,18 +65,31 @@ impl LocalBackend {
                 .map(|h| PathBuf::from(h).join(".plinth"))
                 .ok_or(BackendError::NoHome)?,
         };
-        Ok(LocalBackend { root })
+        Ok(LocalBackend {
+            root,
+            secrets: Arc::new(NoSecrets),
+        })
+    }
+
+    /// Seals and opens the stacks' secrets with `secrets`.
+    pub fn with_secrets(self, secrets: Arc<dyn SecretsProvider>) -> LocalBackend {
+        LocalBackend { secrets, ..self }
+    }
+
+    /// The crypter of `stack`'s secrets.
+    pub fn crypter(&self, stack: &str) -> Arc<dyn Crypter> {
+        self.secrets.crypter(stack)
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    fn project_dir(&self, project: &str) -> PathBuf {
+    pub(crate) fn project_dir(&self, project: &str) -> PathBuf {
         self.root.join("stacks").join(project)
     }
 
-    fn path(&self, project: &str, stack: &str, ext: &str) -> PathBuf {
+    pub(crate) fn path(&self, project: &str, stack: &str, ext: &str) -> PathBuf {
         self.project_dir(project).join(format!("{stack}.{ext}"))
     }
 
@@ -95,8 +120,8 @@ impl LocalBackend {
         std::fs::create_dir_all(&dir).map_err(BackendError::io("creating", &dir))?;
         let path = self.path(project, stack, "json");
         let checkpoint = Checkpoint::new(project, stack, Snapshot::default());
-        write_atomically(&path, &checkpoint.to_json())
-            .map_err(BackendError::io("writing", &path))?;
+        let json = checkpoint.to_json(self.crypter(stack).as_ref())?;
+        write_atomically(&path, &json).map_err(BackendError::io("writing", &path))?;
         self.select_stack(project, stack)
     }
 
@@ -116,7 +141,7 @@ impl LocalBackend {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let resources = self.load(project, &name)?.snapshot.resources.len();
+                let resources = self.load_redacted(project, &name)?.snapshot.resources.len();
                 let locked = self.path(project, &name, "lock").exists();
                 stacks.push(StackSummary {
                     name,
@@ -137,7 +162,7 @@ impl LocalBackend {
         force: bool,
     ) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
-        let count = self.load(project, stack)?.snapshot.resources.len();
+        let count = self.load_redacted(project, stack)?.snapshot.resources.len();
         if count > 0 && !force {
             return Err(BackendError::StackNotEmpty {
                 stack: stack.to_owned(),
@@ -145,7 +170,7 @@ impl LocalBackend {
             });
         }
         let _lock = self.lock(project, stack, "stack rm")?;
-        for ext in ["journal", "json"] {
+        for ext in ["journal", "history", "json"] {
             let path = self.path(project, stack, ext);
             match std::fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -163,18 +188,39 @@ impl LocalBackend {
 
     /// Loads a stack's snapshot: its checkpoint, plus any journal an interrupted update left.
     pub fn load(&self, project: &str, stack: &str) -> Result<LoadedStack, BackendError> {
+        self.load_with(project, stack, self.crypter(stack).as_ref())
+    }
+
+    /// Loads a stack's snapshot with every secret's value replaced by null, without the
+    /// stack's passphrase: for reading what needs no plaintext. Such a snapshot cannot be
+    /// written back (sealing a redacted secret is an error).
+    pub fn load_redacted(&self, project: &str, stack: &str) -> Result<LoadedStack, BackendError> {
+        self.load_with(project, stack, &Redacted)
+    }
+
+    /// Loads a stack's snapshot, opening its secrets with `crypter`.
+    fn load_with(
+        &self,
+        project: &str,
+        stack: &str,
+        crypter: &dyn Crypter,
+    ) -> Result<LoadedStack, BackendError> {
         self.require_stack(project, stack)?;
         let path = self.path(project, stack, "json");
         let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
-        let checkpoint = Checkpoint::parse(&bytes, stack, &path)?;
+        let checkpoint = Checkpoint::parse(&bytes, stack, &path, crypter)?;
         let journal = self.path(project, stack, "journal");
-        if !journal.exists() {
+        let entries = if journal.exists() {
+            read_entries(&journal, &bytes, crypter)?
+        } else {
+            None
+        };
+        let Some(entries) = entries else {
             return Ok(LoadedStack {
                 snapshot: checkpoint.snapshot,
                 recovered: false,
             });
-        }
-        let entries = read_entries(&journal)?;
+        };
         let snapshot = replay(checkpoint.snapshot, entries).map_err(|e| BackendError::Corrupt {
             path: journal.clone(),
             reason: e.to_string(),
@@ -196,6 +242,30 @@ impl LocalBackend {
         StackLock::acquire(self.path(project, stack, "lock"), stack, command)
     }
 
+    /// Who holds the stack's update lock, if anyone. `Some(None)`: a lock file nobody can read.
+    pub fn lock_holder(
+        &self,
+        project: &str,
+        stack: &str,
+    ) -> Result<Option<Option<LockInfo>>, BackendError> {
+        self.require_stack(project, stack)?;
+        let path = self.path(project, stack, "lock");
+        Ok(path.exists().then(|| crate::lock::read(&path)))
+    }
+
+    /// Breaks the stack's update lock, whoever holds it (`plinth cancel`). A journal the holder
+    /// left is replayed by the next command, so nothing it recorded is lost.
+    pub fn break_lock(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+        self.require_stack(project, stack)?;
+        let path = self.path(project, stack, "lock");
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(BackendError::io("removing", &path)(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Starts recording an update of `snapshot` (as `load` returned it; the lock must be held).
     /// A recovered journal is first folded into the checkpoint.
     pub fn begin_update(
@@ -205,10 +275,12 @@ impl LocalBackend {
         loaded: &LoadedStack,
         _lock: &StackLock,
     ) -> Result<Box<dyn Persister>, BackendError> {
+        self.backup_checkpoint(project, stack)?;
         let checkpoint_path = self.path(project, stack, "json");
+        let crypter = self.crypter(stack);
         if loaded.recovered {
             let checkpoint = Checkpoint::new(project, stack, loaded.snapshot.clone());
-            write_atomically(&checkpoint_path, &checkpoint.to_json())
+            write_atomically(&checkpoint_path, &checkpoint.to_json(crypter.as_ref())?)
                 .map_err(BackendError::io("writing", &checkpoint_path))?;
         }
         let journal = JournalFile::create(
@@ -216,14 +288,25 @@ impl LocalBackend {
             checkpoint_path,
             project,
             stack,
+            crypter,
         )?;
         Ok(Box::new(journal))
     }
 
-    /// The stack's state as checkpoint JSON.
+    /// The stack's state as checkpoint JSON, its secrets sealed.
+    /// Works on a checkpoint that fails the integrity checks too, so that it can be repaired.
     pub fn export(&self, project: &str, stack: &str) -> Result<Vec<u8>, BackendError> {
-        let loaded = self.load(project, stack)?;
-        Ok(Checkpoint::new(project, stack, loaded.snapshot).to_json())
+        let crypter = self.crypter(stack);
+        let snapshot = match self.load_with(project, stack, crypter.as_ref()) {
+            Ok(loaded) => loaded.snapshot,
+            Err(BackendError::Corrupt { .. }) if !self.path(project, stack, "journal").exists() => {
+                let path = self.path(project, stack, "json");
+                let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
+                Checkpoint::parse_unverified(&bytes, stack, &path, crypter.as_ref())?.snapshot
+            }
+            Err(e) => return Err(e),
+        };
+        Checkpoint::new(project, stack, snapshot).to_json(crypter.as_ref())
     }
 
     pub fn selected_stack(&self, project: &str) -> Option<String> {
@@ -341,6 +424,7 @@ mod tests {
                 seq: 1,
                 kind: plinth_engine::snapshot::OperationKind::Creating,
                 resource: state.clone(),
+                old: None,
             })
             .unwrap();
         persister
@@ -362,6 +446,148 @@ mod tests {
         let loaded = b.load("p", "dev").unwrap();
         assert!(loaded.recovered);
         assert_eq!(loaded.snapshot.resources.len(), 1);
+    }
+
+    #[test]
+    fn a_journal_already_compacted_into_the_checkpoint_is_not_replayed() {
+        let (_dir, b) = backend();
+        b.create_stack("p", "dev").unwrap();
+        let loaded = b.load("p", "dev").unwrap();
+        let lock = b.lock("p", "dev", "up").unwrap();
+        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        let state = plinth_engine::resource::ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
+            ty: "t:T".into(),
+            custom: true,
+            id: "id-a".into(),
+            inputs: Default::default(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+        };
+        let entries = [
+            JournalEntry::Begin {
+                seq: 1,
+                kind: plinth_engine::snapshot::OperationKind::Creating,
+                resource: state.clone(),
+                old: None,
+            },
+            JournalEntry::Created {
+                seq: 1,
+                resource: state.clone(),
+                replaces: None,
+            },
+        ];
+        for entry in &entries {
+            persister.append(entry).unwrap();
+        }
+        persister.sync().unwrap();
+        let journal = b.path("p", "dev", "journal");
+        let left = std::fs::read(&journal).unwrap();
+        let snapshot = replay(loaded.snapshot.clone(), entries).unwrap();
+        persister.compact(&snapshot).unwrap();
+        drop(lock);
+        // Killed after the checkpoint was written, before the journal was removed.
+        std::fs::write(&journal, left).unwrap();
+
+        let loaded = b.load("p", "dev").unwrap();
+        assert!(!loaded.recovered);
+        assert_eq!(loaded.snapshot.resources, [state]);
+        // The next update starts a journal of its own.
+        let lock = b.lock("p", "dev", "up").unwrap();
+        drop(b.begin_update("p", "dev", &loaded, &lock).unwrap());
+        assert_eq!(b.load("p", "dev").unwrap().snapshot.resources.len(), 1);
+    }
+
+    struct OneKey(Arc<crate::secrets::PassphraseCrypter>);
+
+    impl SecretsProvider for OneKey {
+        fn crypter(&self, _: &str) -> Arc<dyn Crypter> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn secrets_are_sealed_in_the_journal_and_checkpoint_and_opened_on_replay() {
+        use plinth_engine::value::Value;
+        let (dir, plain) = backend();
+        let (crypter, _) = crate::secrets::PassphraseCrypter::create("pw", "dev").unwrap();
+        let b = plain
+            .clone()
+            .with_secrets(Arc::new(OneKey(Arc::new(crypter))));
+        b.create_stack("p", "dev").unwrap();
+        let loaded = b.load("p", "dev").unwrap();
+        let lock = b.lock("p", "dev", "up").unwrap();
+        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        let mut state = plinth_engine::resource::ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
+            ty: "t:T".into(),
+            custom: true,
+            id: "id-a".into(),
+            inputs: Default::default(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+        };
+        let secret = Value::Secret(Box::new("hunter2".into()));
+        state.inputs.insert("token".into(), secret.clone());
+        state.outputs.insert("token".into(), secret.clone());
+        persister
+            .append(&JournalEntry::Begin {
+                seq: 1,
+                kind: plinth_engine::snapshot::OperationKind::Creating,
+                resource: state.clone(),
+                old: None,
+            })
+            .unwrap();
+        persister
+            .append(&JournalEntry::Created {
+                seq: 1,
+                resource: state,
+                replaces: None,
+            })
+            .unwrap();
+        persister.sync().unwrap();
+        drop(persister);
+        drop(lock);
+        fn plaintext_under(dir: &Path) -> bool {
+            std::fs::read_dir(dir).unwrap().any(|entry| {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    return plaintext_under(&path);
+                }
+                String::from_utf8_lossy(&std::fs::read(path).unwrap()).contains("hunter2")
+            })
+        }
+        let plaintext_on_disk = || plaintext_under(dir.path());
+        assert!(!plaintext_on_disk());
+
+        let loaded = b.load("p", "dev").unwrap();
+        assert!(loaded.recovered);
+        assert_eq!(loaded.snapshot.resources[0].outputs["token"], secret);
+        // Without the key, the stack can be listed but not loaded.
+        assert_eq!(plain.stacks("p").unwrap()[0].resources, 1);
+        assert!(matches!(
+            plain.load("p", "dev"),
+            Err(BackendError::Secrets(_))
+        ));
+
+        // Folding the journal into the checkpoint keeps the secret sealed.
+        let lock = b.lock("p", "dev", "up").unwrap();
+        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        persister.compact(&loaded.snapshot).unwrap();
+        assert!(!plaintext_on_disk());
+        assert!(!String::from_utf8_lossy(&b.export("p", "dev").unwrap()).contains("hunter2"));
+        assert_eq!(
+            b.load("p", "dev").unwrap().snapshot.resources[0].inputs["token"],
+            secret
+        );
     }
 
     #[test]

@@ -3,19 +3,23 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use console::style;
+use plinth_backend::{HistoryEntry, OperationKind, OperationResult};
 use plinth_engine::deployment::{self, Options, Outcome};
 use plinth_engine::events::EventSink;
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::program::{EmptyProgram, Program};
+use plinth_engine::value::Value;
 use plinth_runtime::{Limits, Runtime};
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
 use crate::plugins::PluginProviders;
+use crate::secrets::open_config;
 use crate::{Workspace, confirm, display};
 
 #[derive(Args)]
@@ -111,6 +115,12 @@ async fn run_confirmed(
     skip_preview: bool,
 ) -> Result<ExitCode> {
     let deployer = Deployer::new(ws)?;
+    // A stack that has held secrets needs its passphrase before anything starts, not at the
+    // first secret the update records.
+    let stack = &deployer.stack;
+    if ws.project.stack_config(stack).encryption_salt()?.is_some() {
+        ws.backend.crypter(stack).unlock()?;
+    }
     if !skip_preview {
         let plan = deployer.run(kind, true, common).await?;
         if plan.changes.changes() == 0 {
@@ -135,7 +145,7 @@ async fn run_confirmed(
 struct Deployer<'a> {
     ws: &'a Workspace,
     stack: String,
-    config: std::collections::BTreeMap<String, String>,
+    config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
     providers: Arc<PluginProviders>,
 }
@@ -143,7 +153,8 @@ struct Deployer<'a> {
 impl<'a> Deployer<'a> {
     fn new(ws: &'a Workspace) -> Result<Deployer<'a>> {
         let stack = ws.stack()?;
-        let config = ws.project.stack_config(&stack)?;
+        let config = ws.project.stack_config(&stack).values()?;
+        let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let runtime = Arc::new(Runtime::new(plinth_home()?.join("cache"))?);
         let providers = Arc::new(PluginProviders::new(
             runtime.clone(),
@@ -173,6 +184,18 @@ impl<'a> Deployer<'a> {
         let project = self.ws.project.name();
         let backend = &self.ws.backend;
         let program = self.program(kind).await?;
+        // Lock before loading: a snapshot loaded outside the lock could be overtaken by the
+        // update holding it, and written back over that update's work.
+        let lock = if preview {
+            None
+        } else {
+            let command = if kind == Kind::Destroy {
+                "destroy"
+            } else {
+                "up"
+            };
+            Some(backend.lock(project, &self.stack, command)?)
+        };
         let loaded = backend.load(project, &self.stack)?;
         if loaded.recovered {
             eprintln!(
@@ -193,19 +216,14 @@ impl<'a> Deployer<'a> {
             style(&self.stack).bold(),
             style(project).bold()
         );
-        let (lock, recorder) = if preview {
-            (None, None)
-        } else {
-            let command = if kind == Kind::Destroy {
-                "destroy"
-            } else {
-                "up"
-            };
-            let lock = backend.lock(project, &self.stack, command)?;
-            let persister = backend.begin_update(project, &self.stack, &loaded, &lock)?;
-            let recorder = SnapshotManager::start(loaded.snapshot.clone(), persister);
-            (Some(lock), Some(recorder))
+        let recorder = match &lock {
+            None => None,
+            Some(lock) => {
+                let persister = backend.begin_update(project, &self.stack, &loaded, lock)?;
+                Some(SnapshotManager::start(loaded.snapshot.clone(), persister))
+            }
         };
+        let started = SystemTime::now();
         let (events, receiver) = EventSink::new();
         let display = tokio::spawn(display::render(receiver, preview, common.show_sames));
         let cancel = CancellationToken::new();
@@ -229,6 +247,19 @@ impl<'a> Deployer<'a> {
         .await;
         interrupts.abort();
         let _ = display.await;
+        if lock.is_some() {
+            let kind = match kind {
+                Kind::Update => OperationKind::Update,
+                Kind::Destroy => OperationKind::Destroy,
+            };
+            let result = if outcome.errors.is_empty() {
+                OperationResult::Succeeded
+            } else {
+                OperationResult::Failed
+            };
+            let entry = HistoryEntry::ended_now(kind, started, result, outcome.changes.clone());
+            backend.append_history(project, &self.stack, &entry)?;
+        }
         drop(lock);
         let what = action.to_lowercase();
         let what = what.trim_end_matches(" of");

@@ -5,7 +5,9 @@ mod deploy;
 mod display;
 mod plugins;
 mod project;
+mod secrets;
 mod stack;
+mod stack_config;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -57,6 +59,12 @@ enum Command {
     Up(deploy::UpArgs),
     /// Delete every resource of the stack.
     Destroy(deploy::DestroyArgs),
+    /// Break the stack's update lock, left by an update that is gone.
+    Cancel {
+        /// Do not ask for confirmation.
+        #[arg(short, long)]
+        yes: bool,
+    },
 }
 
 /// What every command needs: the project, the backend, the chosen stack.
@@ -74,7 +82,8 @@ impl Workspace {
         };
         let project = Project::find(&start)?;
         let url = std::env::var("PLINTH_BACKEND_URL").ok();
-        let backend = LocalBackend::from_url(url.as_deref())?;
+        let secrets = std::sync::Arc::new(secrets::PassphraseSecrets::new(&project));
+        let backend = LocalBackend::from_url(url.as_deref())?.with_secrets(secrets);
         Ok(Workspace {
             project,
             backend,
@@ -131,7 +140,45 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Preview(args) => deploy::preview(&ws, args).await,
         Command::Up(args) => deploy::up(&ws, args).await,
         Command::Destroy(args) => deploy::destroy(&ws, args).await,
+        Command::Cancel { yes } => cancel(&ws, yes),
     }
+}
+
+fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
+    let project = ws.project.name();
+    let stack = ws.stack()?;
+    let holder = match ws.backend.lock_holder(project, &stack)? {
+        None => {
+            println!("Stack `{stack}` is not locked.");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Some(info)) => format!(
+            "`{}` by {}@{} (pid {}{})",
+            info.command,
+            info.user,
+            info.host,
+            info.pid,
+            if info.is_stale() {
+                ", no longer running"
+            } else {
+                ""
+            }
+        ),
+        Some(None) => "an unknown process".to_owned(),
+    };
+    println!("Stack `{stack}` is locked by {holder}.");
+    if !yes
+        && !confirm(
+            "Break the lock? Only do this if that update is no longer running.",
+            "--yes",
+        )?
+    {
+        println!("Left the lock in place.");
+        return Ok(ExitCode::FAILURE);
+    }
+    ws.backend.break_lock(project, &stack)?;
+    println!("Broke the lock of stack `{stack}`.");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {

@@ -8,20 +8,20 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use plinth_engine::provider::{LoadError, Provider, ProviderSource};
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Limits, Runtime};
+use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
 
 use crate::build::component_path;
-use crate::project::Project;
+use crate::project::{DirAccess, GrantsSpec, Project};
 
 /// A provider loaded (and configured) at most once, however many steps ask for it at once.
 type ProviderSlot = Arc<OnceCell<Arc<dyn Provider>>>;
 
 pub struct PluginProviders {
     runtime: Arc<Runtime>,
-    /// Plugin sources by package name, resolved against the project directory.
-    sources: BTreeMap<String, PathBuf>,
-    config: BTreeMap<String, String>,
+    /// Plugin sources and grants by package name, resolved against the project directory.
+    sources: BTreeMap<String, (PathBuf, Grants)>,
+    config: BTreeMap<String, Value>,
     loaded: Mutex<HashMap<String, ProviderSlot>>,
 }
 
@@ -29,13 +29,16 @@ impl PluginProviders {
     pub fn new(
         runtime: Arc<Runtime>,
         project: &Project,
-        config: BTreeMap<String, String>,
+        config: BTreeMap<String, Value>,
     ) -> PluginProviders {
         let sources = project
             .file
             .plugins
             .iter()
-            .map(|(name, spec)| (name.clone(), project.resolve(&spec.path)))
+            .map(|(name, spec)| {
+                let grants = grants(project, &spec.grants);
+                (name.clone(), (project.resolve(&spec.path), grants))
+            })
             .collect();
         PluginProviders {
             runtime,
@@ -46,7 +49,7 @@ impl PluginProviders {
     }
 
     async fn load(&self, package: &str) -> Result<Arc<dyn Provider>, LoadError> {
-        let source = self.sources.get(package).ok_or_else(|| {
+        let (source, grants) = self.sources.get(package).ok_or_else(|| {
             LoadError(format!(
                 "no plugin provides `{package}`: add it under `plugins:` in Plinth.yaml \
                  (e.g. `{package}: {{ path: path/to/{package}.wasm }}`)"
@@ -60,7 +63,7 @@ impl PluginProviders {
             .map_err(|e| LoadError(format!("{e:#}")))?;
         let provider = self
             .runtime
-            .load_provider(package, &path, Limits::default())
+            .load_provider(package, &path, Limits::default(), grants.clone())
             .await?;
         let config = self.provider_config(package);
         provider
@@ -75,11 +78,27 @@ impl PluginProviders {
         let prefix = format!("{package}:");
         self.config
             .iter()
-            .filter_map(|(k, v)| {
-                k.strip_prefix(&prefix)
-                    .map(|k| (k.to_owned(), Value::String(v.clone())))
-            })
+            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|k| (k.to_owned(), v.clone())))
             .collect()
+    }
+}
+
+/// The runtime's form of a plugin's `grants:`, with host paths resolved against the project.
+fn grants(project: &Project, spec: &GrantsSpec) -> Grants {
+    Grants {
+        dirs: spec
+            .dirs
+            .iter()
+            .map(|dir| DirGrant {
+                // `components` drops the `.` of `./world`, for messages that name the path.
+                host: project.resolve(&dir.host).components().collect(),
+                guest: dir.guest.clone(),
+                access: match dir.access {
+                    DirAccess::ReadOnly => Access::ReadOnly,
+                    DirAccess::ReadWrite => Access::ReadWrite,
+                },
+            })
+            .collect(),
     }
 }
 

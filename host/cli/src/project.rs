@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+
+use crate::stack_config::StackConfig;
 
 pub const PROJECT_FILE: &str = "Plinth.yaml";
 
@@ -27,12 +29,43 @@ fn default_program() -> PathBuf {
     PathBuf::from(".")
 }
 
-/// Where a plugin comes from.
+/// Where a plugin comes from, and what it may use.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSpec {
     /// A `.wasm` component, or a crate directory to build, relative to the project.
     pub path: PathBuf,
+    /// What the plugin is granted beyond the bare sandbox; nothing by default.
+    #[serde(default)]
+    pub grants: GrantsSpec,
+}
+
+/// A plugin's `grants:`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantsSpec {
+    #[serde(default)]
+    pub dirs: Vec<DirGrantSpec>,
+}
+
+/// One entry of `grants.dirs`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirGrantSpec {
+    /// The host directory, relative to the project.
+    pub host: PathBuf,
+    /// The absolute path at which the plugin sees it.
+    pub guest: String,
+    #[serde(default)]
+    pub access: DirAccess,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DirAccess {
+    #[default]
+    ReadOnly,
+    ReadWrite,
 }
 
 /// A loaded project.
@@ -97,29 +130,9 @@ impl Project {
         self.dir.join(path)
     }
 
-    fn stack_config_path(&self, stack: &str) -> PathBuf {
-        self.dir.join(format!("Plinth.{stack}.yaml"))
-    }
-
-    /// The stack's configuration, keyed `namespace:key`.
-    pub fn stack_config(&self, stack: &str) -> Result<BTreeMap<String, String>> {
-        let path = self.stack_config_path(stack);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        let file: StackConfigFile = serde_yaml_ng::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is malformed: {}",
-                path.display(),
-                e.to_string().replace('\n', " ")
-            )
-        })?;
-        file.config
-            .into_iter()
-            .map(|(k, v)| Ok((k, scalar_to_string(&path, v)?)))
-            .collect()
+    /// The stack's configuration file, `Plinth.<stack>.yaml`, beside the project.
+    pub fn stack_config(&self, stack: &str) -> StackConfig {
+        StackConfig::of_stack(&self.dir, stack)
     }
 
     /// The fully qualified form of a config key: `key` belongs to the project's namespace.
@@ -130,52 +143,47 @@ impl Project {
             format!("{}:{key}", self.name())
         }
     }
-
-    pub fn set_config(&self, stack: &str, key: &str, value: &str) -> Result<()> {
-        let mut config = self.stack_config(stack)?;
-        config.insert(self.qualify_key(key), value.to_owned());
-        self.write_config(stack, config)
-    }
-
-    /// Removes a key; false if it was not set.
-    pub fn remove_config(&self, stack: &str, key: &str) -> Result<bool> {
-        let mut config = self.stack_config(stack)?;
-        if config.remove(&self.qualify_key(key)).is_none() {
-            return Ok(false);
-        }
-        self.write_config(stack, config)?;
-        Ok(true)
-    }
-
-    fn write_config(&self, stack: &str, config: BTreeMap<String, String>) -> Result<()> {
-        let file = StackConfigFile {
-            config: config
-                .into_iter()
-                .map(|(k, v)| (k, serde_yaml_ng::Value::String(v)))
-                .collect(),
-        };
-        let path = self.stack_config_path(stack);
-        let text = serde_yaml_ng::to_string(&file)?;
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
-    }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StackConfigFile {
-    #[serde(default)]
-    config: BTreeMap<String, serde_yaml_ng::Value>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn scalar_to_string(path: &Path, value: serde_yaml_ng::Value) -> Result<String> {
-    use serde_yaml_ng::Value as Y;
-    Ok(match value {
-        Y::String(s) => s,
-        Y::Bool(b) => b.to_string(),
-        Y::Number(n) => n.to_string(),
-        other => bail!(
-            "{} is malformed: config values must be strings, numbers or booleans, not {other:?}",
-            path.display()
-        ),
-    })
+    fn load(yaml: &str) -> Result<Project> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(PROJECT_FILE), yaml).unwrap();
+        Project::load(dir.path())
+    }
+
+    #[test]
+    fn plugins_are_granted_nothing_unless_asked() {
+        let project = load("name: p\nplugins:\n  kit:\n    path: kit.wasm\n").unwrap();
+        assert!(project.file.plugins["kit"].grants.dirs.is_empty());
+    }
+
+    #[test]
+    fn parses_directory_grants() {
+        let yaml = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    grants:\n      dirs:\n\
+                    \x20       - host: ./world\n          guest: /world\n          access: read-write\n\
+                    \x20       - host: data\n          guest: /data\n";
+        let project = load(yaml).unwrap();
+        let dirs = &project.file.plugins["kit"].grants.dirs;
+        assert_eq!(dirs.len(), 2);
+        assert_eq!(dirs[0].host, Path::new("./world"));
+        assert_eq!(dirs[0].guest, "/world");
+        assert_eq!(dirs[0].access, DirAccess::ReadWrite);
+        assert_eq!(dirs[1].access, DirAccess::ReadOnly);
+    }
+
+    #[test]
+    fn unknown_grant_keys_and_access_modes_are_errors() {
+        let unknown =
+            "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    grants:\n      net: [a]\n";
+        let err = load(unknown).unwrap_err().to_string();
+        assert!(err.contains("unknown field `net`"), "{err}");
+        let bad_access = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    grants:\n      dirs:\n\
+                          \x20       - { host: w, guest: /w, access: write }\n";
+        let err = load(bad_access).unwrap_err().to_string();
+        assert!(err.contains("unknown variant `write`"), "{err}");
+    }
 }

@@ -1,13 +1,19 @@
 //! `plinth stack …` and `plinth config …`.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
+use plinth_backend::{HistoryEntry, OperationKind, OperationResult};
+use plinth_engine::events::ChangeSummary;
+
 use crate::Workspace;
 use crate::display::render_value;
+use crate::stack_config::ConfigValue;
 
 #[derive(Subcommand)]
 pub enum StackCommand {
@@ -30,17 +36,49 @@ pub enum StackCommand {
         name: Option<String>,
         #[arg(long)]
         json: bool,
+        /// Show the plaintext of secret outputs instead of `[secret]`.
+        #[arg(long)]
+        show_secrets: bool,
     },
-    /// Print the stack's state (checkpoint JSON) on stdout.
-    Export,
+    /// Write the stack's state (checkpoint JSON) to stdout or a file.
+    Export {
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Replace the stack's state with a checkpoint from stdin or a file.
+    Import {
+        /// Read from this file instead of stdin.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Import a state that fails the integrity checks.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the stack's updates, refreshes, destroys and imports, newest first.
+    History {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
 pub enum ConfigCommand {
     /// Set a configuration value (`key` is in the project's namespace; `ns:key` in another).
-    Set { key: String, value: String },
+    Set {
+        key: String,
+        value: String,
+        /// Store the value encrypted; the program receives it as a secret.
+        #[arg(long)]
+        secret: bool,
+    },
     /// Print a configuration value.
-    Get { key: String },
+    Get {
+        key: String,
+        /// Print a secret value's plaintext instead of `[secret]`.
+        #[arg(long)]
+        show_secrets: bool,
+    },
     /// Remove a configuration value.
     Rm { key: String },
 }
@@ -78,9 +116,19 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             ws.backend.remove_stack(project, &name, force)?;
             println!("Removed stack `{name}`.");
         }
-        StackCommand::Output { name, json } => {
+        StackCommand::Output {
+            name,
+            json,
+            show_secrets,
+        } => {
             let stack = ws.stack()?;
-            let outputs = ws.backend.load(project, &stack)?.snapshot.outputs;
+            // Masked secrets need no passphrase.
+            let outputs = if show_secrets {
+                let outputs = ws.backend.load(project, &stack)?.snapshot.outputs;
+                outputs.into_iter().map(|(k, v)| (k, revealed(v))).collect()
+            } else {
+                ws.backend.load_redacted(project, &stack)?.snapshot.outputs
+            };
             let outputs = match name {
                 Some(name) => {
                     let value = outputs
@@ -108,12 +156,103 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                 }
             }
         }
-        StackCommand::Export => {
+        StackCommand::Export { file } => {
             let stack = ws.stack()?;
-            std::io::stdout().write_all(&ws.backend.export(project, &stack)?)?;
+            let bytes = ws.backend.export(project, &stack)?;
+            match file {
+                Some(file) => write_file_atomically(&file, &bytes)?,
+                None => std::io::stdout().write_all(&bytes)?,
+            }
         }
+        StackCommand::Import { file, force } => import(ws, file, force)?,
+        StackCommand::History { json } => history(ws, json)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write into {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
+    let project = ws.project.name();
+    let stack = ws.stack()?;
+    let bytes = match &file {
+        Some(file) => {
+            std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?
+        }
+        None => {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes)?;
+            bytes
+        }
+    };
+    let started = SystemTime::now();
+    let lock = ws.backend.lock(project, &stack, "stack import")?;
+    let report = ws.backend.import(project, &stack, &bytes, force, &lock)?;
+    let entry = HistoryEntry::ended_now(
+        OperationKind::Import,
+        started,
+        OperationResult::Succeeded,
+        ChangeSummary::default(),
+    );
+    ws.backend.append_history(project, &stack, &entry)?;
+    println!(
+        "Imported {} resources into stack `{stack}`.",
+        report.resources
+    );
+    if report.cleared_pending > 0 {
+        println!(
+            "Cleared {} pending operations; run `plinth refresh` to reconcile them with the real world.",
+            report.cleared_pending
+        );
+    }
+    Ok(())
+}
+
+fn history(ws: &Workspace, json: bool) -> Result<()> {
+    let project = ws.project.name();
+    let stack = ws.stack()?;
+    let entries = ws.backend.history(project, &stack)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(());
+    }
+    if entries.is_empty() {
+        println!("Stack `{stack}` has no history yet.");
+        return Ok(());
+    }
+    println!(
+        "{:8} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  STARTED (unix)",
+        "KIND", "RESULT", "DURATION", "CREATE", "UPDATE", "REPLACE", "DELETE", "PLINTH"
+    );
+    for e in entries {
+        let kind = serde_json::to_value(e.kind)?;
+        let result = serde_json::to_value(e.result)?;
+        println!(
+            "{:8} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
+            kind.as_str().unwrap_or_default(),
+            result.as_str().unwrap_or_default(),
+            e.ended.saturating_sub(e.started),
+            e.changes.create,
+            e.changes.update,
+            e.changes.replace,
+            e.changes.delete,
+            e.plinth,
+            e.started
+        );
+    }
+    Ok(())
 }
 
 /// An output as JSON with secrets replaced by `"[secret]"`.
@@ -127,6 +266,19 @@ fn masked(value: &plinth_engine::value::Value) -> serde_json::Value {
     }
 }
 
+/// `value` without its secret wrappers.
+fn revealed(value: plinth_engine::value::Value) -> plinth_engine::value::Value {
+    use plinth_engine::value::Value;
+    match value {
+        Value::Secret(inner) => revealed(*inner),
+        Value::Array(items) => Value::Array(items.into_iter().map(revealed).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, revealed(v))).collect())
+        }
+        other => other,
+    }
+}
+
 /// An output for scripts: strings bare, everything else as JSON.
 fn plain(value: &plinth_engine::value::Value) -> String {
     match masked(value) {
@@ -137,24 +289,36 @@ fn plain(value: &plinth_engine::value::Value) -> String {
 
 pub fn run_config(ws: &Workspace, cmd: ConfigCommand) -> Result<ExitCode> {
     let stack = ws.stack()?;
+    let config = ws.project.stack_config(&stack);
     match cmd {
-        ConfigCommand::Set { key, value } => {
+        ConfigCommand::Set { key, value, secret } => {
             if key.is_empty() || key.starts_with(':') || key.ends_with(':') {
                 bail!("invalid config key `{key}`: use `key` or `namespace:key`");
             }
-            ws.project.set_config(&stack, &key, &value)?;
+            let value = if secret {
+                ConfigValue::Sealed(ws.backend.crypter(&stack).seal(&value)?)
+            } else {
+                ConfigValue::Plain(value)
+            };
+            config.set(ws.project.qualify_key(&key), value)?;
         }
         ConfigCommand::Rm { key } => {
-            if !ws.project.remove_config(&stack, &key)? {
+            if !config.remove(&ws.project.qualify_key(&key))? {
                 bail!("stack `{stack}` has no config value `{key}`");
             }
         }
-        ConfigCommand::Get { key } => {
-            let config = ws.project.stack_config(&stack)?;
+        ConfigCommand::Get { key, show_secrets } => {
             let value = config
-                .get(&ws.project.qualify_key(&key))
+                .values()?
+                .remove(&ws.project.qualify_key(&key))
                 .with_context(|| format!("stack `{stack}` has no config value `{key}`"))?;
-            println!("{value}");
+            match value {
+                ConfigValue::Plain(text) => println!("{text}"),
+                ConfigValue::Sealed(sealed) if show_secrets => {
+                    println!("{}", ws.backend.crypter(&stack).open(&sealed)?);
+                }
+                ConfigValue::Sealed(_) => println!("[secret]"),
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

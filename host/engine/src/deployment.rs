@@ -721,23 +721,23 @@ impl Scheduler {
     async fn delete_unclaimed(&mut self) {
         let replaced: HashSet<usize> = self.replaced.iter().copied().collect();
         let base = &self.ctx.base;
-        let claims = self.ctx.claims.lock().expect("claims");
-        let doomed: Vec<(usize, StepOp)> = base
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
-                if claims.is_deleted(i) {
-                    None
-                } else if r.delete || replaced.contains(&i) {
-                    Some((i, StepOp::DeleteReplaced))
-                } else if !self.registered.contains(&r.urn) {
-                    Some((i, StepOp::Delete))
-                } else {
-                    None
-                }
-            })
-            .collect();
-        drop(claims);
+        let doomed: Vec<(usize, StepOp)> = {
+            let claims = self.ctx.claims.lock().expect("claims");
+            base.iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    if claims.is_deleted(i) {
+                        None
+                    } else if r.delete || replaced.contains(&i) {
+                        Some((i, StepOp::DeleteReplaced))
+                    } else if !self.registered.contains(&r.urn) {
+                        Some((i, StepOp::Delete))
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        };
         // A doomed resource waits for every later doomed resource that names it.
         let mut by_urn: HashMap<&Urn, Vec<usize>> = HashMap::new();
         for (slot, (i, _)) in doomed.iter().enumerate() {

@@ -389,7 +389,10 @@ pub fn replay(
 }
 
 enum Request {
-    Record(JournalEntry, oneshot::Sender<Result<(), SnapshotError>>),
+    Record(
+        Box<JournalEntry>,
+        oneshot::Sender<Result<(), SnapshotError>>,
+    ),
     Finish(oneshot::Sender<Result<Snapshot, SnapshotError>>),
 }
 
@@ -423,7 +426,7 @@ impl SnapshotManager {
     pub async fn record(&self, entry: JournalEntry) -> Result<(), SnapshotError> {
         let (reply, done) = oneshot::channel();
         self.tx
-            .send(Request::Record(entry, reply))
+            .send(Request::Record(Box::new(entry), reply))
             .map_err(|_| SnapshotError::Stopped)?;
         done.await.map_err(|_| SnapshotError::Stopped)?
     }

@@ -608,7 +608,7 @@ impl StepContext {
                 doomed.push(mark_deleted(&mut claims, j));
             }
         }
-        doomed.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        doomed.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
         let mut doomed = doomed.into_iter();
         for (j, done) in doomed.by_ref() {
             let result = self.run_delete_unlimited(j, StepOp::Delete).await;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Limits, Runtime};
+use plinth_runtime::{Grants, Limits, Runtime};
 
 const COMPILES: u32 = 5;
 const LOADS: u32 = 200;
@@ -60,7 +60,7 @@ fn main() {
         for _ in 0..STARTS {
             provider = Some(
                 runtime
-                    .load_provider("testkit", &wasm, Limits::default())
+                    .load_provider("testkit", &wasm, Limits::default(), Grants::default())
                     .await
                     .unwrap(),
             );

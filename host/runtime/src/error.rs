@@ -27,6 +27,13 @@ pub enum LoadError {
     /// Instantiating the component, or its first call, failed.
     #[error("`{}` failed to start: {message}", path.display())]
     Start { path: PathBuf, message: String },
+    /// A directory granted to the plugin cannot be granted.
+    #[error("plugin `{plugin}`: cannot grant the directory `{}`: {reason}", path.display())]
+    Grant {
+        plugin: String,
+        path: PathBuf,
+        reason: String,
+    },
     /// The provider calls itself something else than the name it was requested under.
     #[error("`{}` is the provider `{actual}`, not `{expected}`", path.display())]
     NameMismatch {

@@ -7,11 +7,16 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), plinth_runtime::LoadError> {
-//! use plinth_runtime::{Limits, Runtime};
+//! use plinth_runtime::{Grants, Limits, Runtime};
 //!
 //! let runtime = Runtime::new("/home/me/.plinth/cache".into())?;
 //! let random = runtime
-//!     .load_provider("random", "plugins/random.wasm".as_ref(), Limits::default())
+//!     .load_provider(
+//!         "random",
+//!         "plugins/random.wasm".as_ref(),
+//!         Limits::default(),
+//!         Grants::default(),
+//!     )
 //!     .await?;
 //! println!("{} {}", random.info().name, random.info().version);
 //! # Ok(())
@@ -23,6 +28,7 @@ mod cache;
 mod engine;
 mod epoch;
 mod error;
+mod grants;
 mod limits;
 mod program;
 mod provider;
@@ -33,5 +39,6 @@ mod values;
 
 pub use cache::LoadStats;
 pub use error::LoadError;
+pub use grants::{Access, DirGrant, Grants};
 pub use limits::Limits;
 pub use runtime::Runtime;

@@ -250,8 +250,8 @@ impl monitor::Host for ProgramState {
             .map(|result| values::to_wit(&result)))
     }
 
-    fn config(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.monitor()?.config(&key))
+    fn config(&mut self, key: String) -> wasmtime::Result<Option<types::Value>> {
+        Ok(self.monitor()?.config(&key).map(|v| values::to_wit(&v)))
     }
 
     fn get_stack_info(&mut self) -> wasmtime::Result<monitor::StackInfo> {

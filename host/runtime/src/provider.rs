@@ -24,6 +24,7 @@ use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
 use crate::bindings::types;
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
+use crate::grants::Grants;
 use crate::limits::Limits;
 use crate::sandbox::{self, Sandbox};
 use crate::values::{self, Origin, ValueError};
@@ -68,13 +69,15 @@ struct Factory {
     name: Arc<str>,
     pre: ProviderPluginPre<Sandbox>,
     limits: Limits,
+    grants: Grants,
 }
 
 impl Factory {
     /// Instantiates the component and gives the new instance the configuration, if any.
     async fn create(&self, config: Configuration) -> Result<Instance, ProviderError> {
         let started = Instant::now();
-        let sandbox = Sandbox::new(self.name.clone(), log_stdout, self.limits);
+        let sandbox = Sandbox::granted(self.name.clone(), log_stdout, self.limits, &self.grants)
+            .map_err(|e| ProviderError::Failed(format!("plugin `{}`: {e}", self.name)))?;
         let mut store = sandbox::new_store(self.pre.engine(), sandbox);
         sandbox::begin_call(&mut store);
         let plugin = match self.pre.instantiate_async(&mut store).await {
@@ -174,6 +177,7 @@ impl ComponentProvider {
         path: &Path,
         pre: ProviderPluginPre<Sandbox>,
         limits: Limits,
+        grants: Grants,
         epoch: Arc<EpochTicker>,
     ) -> Result<ComponentProvider, LoadError> {
         let start_error = |message: String| LoadError::Start {
@@ -184,6 +188,7 @@ impl ComponentProvider {
             name: name.into(),
             pre,
             limits,
+            grants,
         };
         let mut instance = factory
             .create(Configuration::default())

@@ -14,6 +14,7 @@ use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
 use crate::cache::{ArtifactCache, LoadStats};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
+use crate::grants::Grants;
 use crate::limits::Limits;
 use crate::program::{ComponentProgram, ProgramState};
 use crate::provider::ComponentProvider;
@@ -65,15 +66,18 @@ impl Runtime {
         self.cache.load(&self.engine, path)
     }
 
-    /// Loads and starts the provider `name` from the component at `path`. Its `info` is read
-    /// once, now; a component that calls itself something else than `name` is an error.
+    /// Loads and starts the provider `name` from the component at `path`, with `grants` (a
+    /// granted directory that does not exist is an error). Its `info` is read once, now; a
+    /// component that calls itself something else than `name` is an error.
     pub async fn load_provider(
         &self,
         name: &str,
         path: &Path,
         limits: Limits,
+        grants: Grants,
     ) -> Result<Arc<dyn Provider>, LoadError> {
         let started = Instant::now();
+        grants.validate(name)?;
         let (component, stats) = self.load_off_thread(path).await?;
         let pre = self
             .provider_linker
@@ -85,7 +89,7 @@ impl Runtime {
                 message: format!("{e:#}"),
             })?;
         let provider =
-            ComponentProvider::start(name, path, pre, limits, self.epoch.clone()).await?;
+            ComponentProvider::start(name, path, pre, limits, grants, self.epoch.clone()).await?;
         tracing::debug!(
             target: "plinth::runtime",
             provider = name,

@@ -1,4 +1,4 @@
-//! The sandbox every guest instance runs in: a WASI context that grants nothing, captured
+//! The sandbox every guest instance runs in: a WASI context that grants nothing unasked, captured
 //! stdout and stderr, a memory limit and a per-call deadline; and the account of how a call went
 //! wrong when it did.
 
@@ -9,6 +9,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::grants::Grants;
 use crate::limits::{Limits, MemoryLimiter};
 use crate::stdio::{LineSink, OutputPipe};
 
@@ -28,12 +29,33 @@ pub(crate) struct Sandbox {
 impl Sandbox {
     /// A sandbox for the guest named `guest`, whose stdout lines go to `stdout`.
     pub(crate) fn new(guest: Arc<str>, stdout: LineSink, limits: Limits) -> Sandbox {
+        Sandbox::build(WasiCtxBuilder::new(), guest, stdout, limits)
+    }
+
+    /// A sandbox that also has what `grants` grants; the error says which grant failed.
+    pub(crate) fn granted(
+        guest: Arc<str>,
+        stdout: LineSink,
+        limits: Limits,
+        grants: &Grants,
+    ) -> Result<Sandbox, String> {
+        let mut wasi = WasiCtxBuilder::new();
+        grants.preopen(&mut wasi)?;
+        Ok(Sandbox::build(wasi, guest, stdout, limits))
+    }
+
+    fn build(
+        mut wasi: WasiCtxBuilder,
+        guest: Arc<str>,
+        stdout: LineSink,
+        limits: Limits,
+    ) -> Sandbox {
         let stderr = OutputPipe::new(guest.clone(), |guest, line| {
             tracing::debug!(target: "plinth::guest", guest, "stderr: {line}");
         });
-        // Deny by default: no preopened directories, no environment, no arguments, no stdin, no
-        // sockets and no name lookups. Clocks and randomness are harmless.
-        let wasi = WasiCtxBuilder::new()
+        // Deny by default: no environment, no arguments, no stdin, no sockets and no name
+        // lookups, and no directories but granted ones. Clocks and randomness are harmless.
+        let wasi = wasi
             .stdout(OutputPipe::new(guest, stdout))
             .stderr(stderr.clone())
             .allow_tcp(false)

@@ -2,7 +2,7 @@
 
 mod support;
 
-use plinth_runtime::{Limits, LoadError, Runtime};
+use plinth_runtime::{Grants, Limits, LoadError, Runtime};
 
 #[test]
 fn the_second_load_hits_the_cache_and_is_much_faster() {
@@ -35,7 +35,7 @@ async fn garbage_and_core_modules_are_clear_errors_naming_the_file() {
     let garbage = dir.path().join("garbage.wasm");
     std::fs::write(&garbage, b"this is not WebAssembly").unwrap();
     let error = runtime
-        .load_provider("garbage", &garbage, Limits::default())
+        .load_provider("garbage", &garbage, Limits::default(), Grants::default())
         .await
         .err()
         .expect("garbage is refused");
@@ -65,7 +65,7 @@ async fn a_missing_file_is_a_clear_error() {
     let runtime = Runtime::new(dir.path().join("cache")).unwrap();
     let missing = dir.path().join("missing.wasm");
     let error = runtime
-        .load_provider("missing", &missing, Limits::default())
+        .load_provider("missing", &missing, Limits::default(), Grants::default())
         .await
         .err()
         .expect("a missing file is refused");

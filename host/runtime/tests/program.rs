@@ -13,7 +13,7 @@ use plinth_engine::events::EventSink;
 use plinth_engine::provider::{LoadError, Provider, ProviderSource};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::Value;
-use plinth_runtime::{Limits, Runtime};
+use plinth_runtime::{Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -33,8 +33,12 @@ impl ProviderSource for Testkit {
         let provider = self
             .provider
             .get_or_try_init(|| {
-                self.runtime
-                    .load_provider("testkit", &self.wasm, Limits::default())
+                self.runtime.load_provider(
+                    "testkit",
+                    &self.wasm,
+                    Limits::default(),
+                    Grants::default(),
+                )
             })
             .await?;
         Ok(provider.clone())
@@ -63,7 +67,7 @@ async fn deploy(config: &[(&str, &str)], preview: bool) -> Outcome {
         parallel: 4,
         config: config
             .iter()
-            .map(|(k, v)| (format!("test:{k}"), (*v).to_owned()))
+            .map(|(k, v)| (format!("test:{k}"), Value::from(*v)))
             .collect::<BTreeMap<_, _>>(),
     };
     deployment::run(

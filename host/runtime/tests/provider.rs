@@ -8,7 +8,7 @@ use std::time::Duration;
 use plinth_engine::provider::{Provider, ProviderError};
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Limits, LoadError, Runtime};
+use plinth_runtime::{Grants, Limits, LoadError, Runtime};
 
 fn urn(ty: &str, name: &str) -> Urn {
     Urn::new("test", "runtime", None, ty, name)
@@ -27,7 +27,7 @@ async fn testkit(limits: Limits) -> (tempfile::TempDir, Arc<dyn Provider>) {
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(cache.path().to_owned()).unwrap();
     let provider = runtime
-        .load_provider("testkit", &wasm, limits)
+        .load_provider("testkit", &wasm, limits, Grants::default())
         .await
         .unwrap();
     (cache, provider)
@@ -275,7 +275,7 @@ async fn a_provider_loaded_under_another_name_is_refused() {
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(cache.path().to_owned()).unwrap();
     let error = runtime
-        .load_provider("random", &wasm, Limits::default())
+        .load_provider("random", &wasm, Limits::default(), Grants::default())
         .await
         .err()
         .expect("a name mismatch");
@@ -291,7 +291,7 @@ async fn a_program_is_not_a_provider() {
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(cache.path().to_owned()).unwrap();
     let error = runtime
-        .load_provider("scenario", &wasm, Limits::default())
+        .load_provider("scenario", &wasm, Limits::default(), Grants::default())
         .await
         .err()
         .expect("a link error");
@@ -313,7 +313,7 @@ async fn the_random_provider_draws_from_the_sandbox_and_keeps_secrets_secret() {
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(cache.path().to_owned()).unwrap();
     let random = runtime
-        .load_provider("random", &wasm, Limits::default())
+        .load_provider("random", &wasm, Limits::default(), Grants::default())
         .await
         .unwrap();
     let urn = urn("random:RandomPassword", "pw");

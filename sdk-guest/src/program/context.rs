@@ -4,8 +4,8 @@ use std::cell::RefCell;
 use std::fmt::Display;
 use std::str::FromStr;
 
-use super::ResourceBuilder;
 use super::bindings::plinth::plugin::monitor::{self, LogLevel};
+use super::{Output, ResourceBuilder};
 use crate::value::nodes::{decode, encode_map};
 use crate::{Error, PropertyMap, Value};
 
@@ -47,8 +47,28 @@ impl Context {
 
     /// The stack's configuration value for `key` (`key` in the project's namespace, or
     /// `namespace:key`).
+    ///
+    /// This reveals a secret value (one set with `plinth config set --secret`): the plaintext
+    /// loses its protection wherever it goes. Read secrets with
+    /// [`secret_config`](Self::secret_config) instead.
     pub fn config(&self, key: &str) -> Option<String> {
-        monitor::config(key)
+        match config_value(key)?.into_revealed() {
+            Value::String(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The configuration value for `key` as a secret: it stays hidden in displays and sealed in
+    /// state through every resource input and `apply` it flows into. A value set without
+    /// `--secret` is made a secret too.
+    pub fn secret_config(&self, key: &str) -> Option<Output> {
+        config_value(key).map(|value| Output::new(Value::secret(value.into_revealed())))
+    }
+
+    /// The configuration value for `key` as a secret, or an error naming the missing key.
+    pub fn require_secret_config(&self, key: &str) -> Result<Output, Error> {
+        self.secret_config(key)
+            .ok_or_else(|| Error::new(format!("missing required configuration value `{key}`")))
     }
 
     /// The configuration value for `key`, or `default` when it is not set.
@@ -132,4 +152,10 @@ impl Context {
     pub(crate) fn into_exports(self) -> PropertyMap {
         self.exports.into_inner()
     }
+}
+
+/// The configuration value for `key` as the engine sent it (a text, or a secret holding one).
+/// The engine only sends well-formed values; anything else reads as not set.
+fn config_value(key: &str) -> Option<Value> {
+    monitor::config(key).and_then(|value| decode(value).ok())
 }

@@ -5,11 +5,16 @@
 //!   change to any other input updates it in place. The id is a random UUID.
 //! - `testkit:Panic`, `testkit:Trap`, `testkit:Fail` and `testkit:Partial` break in `create`
 //!   (see [`faults`]); during a preview they plan like any other resource.
+//! - `testkit:Record` is a file in the directory granted at `/world` (see [`record`]).
+//! - The functions `testkit:readFile` and `testkit:writeFile` touch any path the sandbox lets
+//!   them (see [`files`]).
 
 mod echo;
 mod faults;
+mod files;
+mod record;
 
-use plinth_sdk::{Provider, ResourceType};
+use plinth_sdk::{PropertyMap, Provider, ProviderError, ResourceType, Value};
 
 /// The testkit provider.
 #[derive(Default)]
@@ -31,7 +36,16 @@ impl Provider for Testkit {
             Box::new(faults::Faulty::TRAP),
             Box::new(faults::Faulty::FAIL),
             Box::new(faults::Faulty::PARTIAL),
+            Box::new(record::Record),
         ]
+    }
+
+    fn functions(&self) -> Vec<String> {
+        vec![files::READ_FILE.to_owned(), files::WRITE_FILE.to_owned()]
+    }
+
+    fn invoke(&self, token: &str, args: PropertyMap) -> Result<Value, ProviderError> {
+        files::invoke(token, &args)
     }
 }
 

@@ -1,0 +1,157 @@
+//! A stack's history (one JSON line per update, refresh, destroy or import) and the backups of
+//! its checkpoint taken before each of them.
+
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use plinth_engine::events::ChangeSummary;
+use serde::{Deserialize, Serialize};
+
+use crate::error::BackendError;
+use crate::local::LocalBackend;
+
+/// What kind of operation a history entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OperationKind {
+    Update,
+    Refresh,
+    Destroy,
+    Import,
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OperationResult {
+    Succeeded,
+    Failed,
+}
+
+/// One operation on a stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub kind: OperationKind,
+    /// Seconds since the Unix epoch.
+    pub started: u64,
+    pub ended: u64,
+    pub result: OperationResult,
+    pub changes: ChangeSummary,
+    /// The plinth version that ran the operation.
+    pub plinth: String,
+}
+
+impl HistoryEntry {
+    /// An entry for an operation that started at `started` and ends now.
+    pub fn ended_now(
+        kind: OperationKind,
+        started: SystemTime,
+        result: OperationResult,
+        changes: ChangeSummary,
+    ) -> HistoryEntry {
+        HistoryEntry {
+            kind,
+            started: unix_seconds(started),
+            ended: unix_seconds(SystemTime::now()),
+            result,
+            changes,
+            plinth: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+fn unix_seconds(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl LocalBackend {
+    fn history_path(&self, project: &str, stack: &str) -> PathBuf {
+        self.path(project, stack, "history")
+    }
+
+    fn backup_dir(&self, project: &str, stack: &str) -> PathBuf {
+        self.project_dir(project).join(".backups").join(stack)
+    }
+
+    /// Appends an entry to the stack's history, durably.
+    pub fn append_history(
+        &self,
+        project: &str,
+        stack: &str,
+        entry: &HistoryEntry,
+    ) -> Result<(), BackendError> {
+        let path = self.history_path(project, stack);
+        let mut line = serde_json::to_vec(entry).expect("history entries serialize");
+        line.push(b'\n');
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(BackendError::io("opening history", &path))?;
+        file.write_all(&line)
+            .and_then(|()| file.sync_data())
+            .map_err(BackendError::io("writing history", &path))
+    }
+
+    /// The stack's history, newest first. A torn last line (a crash mid-append) is skipped.
+    pub fn history(&self, project: &str, stack: &str) -> Result<Vec<HistoryEntry>, BackendError> {
+        self.load(project, stack)?;
+        let path = self.history_path(project, stack);
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(BackendError::io("reading history", &path)(e)),
+        };
+        let lines: Vec<_> = BufReader::new(file)
+            .lines()
+            .collect::<Result<_, _>>()
+            .map_err(BackendError::io("reading history", &path))?;
+        let last = lines.len().saturating_sub(1);
+        let mut entries = Vec::with_capacity(lines.len());
+        for (i, line) in lines.iter().enumerate() {
+            match serde_json::from_str(line) {
+                Ok(entry) => entries.push(entry),
+                Err(_) if i == last => {}
+                Err(e) => {
+                    return Err(BackendError::Corrupt {
+                        path,
+                        reason: format!("line {}: {e}", i + 1),
+                    });
+                }
+            }
+        }
+        entries.reverse();
+        Ok(entries)
+    }
+
+    /// Copies the current checkpoint into the stack's backups, named by the time of the copy.
+    pub(crate) fn backup_checkpoint(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+        let dir = self.backup_dir(project, stack);
+        std::fs::create_dir_all(&dir).map_err(BackendError::io("creating", &dir))?;
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let target = dir.join(format!("{stack}.{nanos}.json"));
+        let source = self.path(project, stack, "json");
+        std::fs::copy(&source, &target).map_err(BackendError::io("backing up", &source))?;
+        Ok(())
+    }
+
+    /// The stack's checkpoint backups, oldest first.
+    pub fn backups(&self, project: &str, stack: &str) -> Result<Vec<PathBuf>, BackendError> {
+        let dir = self.backup_dir(project, stack);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(BackendError::io("listing", &dir)(e)),
+        };
+        let mut backups = entries
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(BackendError::io("listing", &dir))?;
+        backups.sort();
+        Ok(backups)
+    }
+}

@@ -1,0 +1,24 @@
+/// Why a secret could not be sealed or opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretsError {
+    #[error("incorrect passphrase for stack `{0}`")]
+    WrongPassphrase(String),
+    #[error("cannot use the secrets of stack `{stack}`: {reason}")]
+    Unavailable { stack: String, reason: String },
+    #[error("the encryptionsalt of stack `{stack}` is malformed: {reason}")]
+    MalformedSalt { stack: String, reason: String },
+    #[error("a secret of stack `{stack}` is malformed: {reason}")]
+    Malformed { stack: String, reason: String },
+    #[error(
+        "a secret of stack `{0}` cannot be decrypted: it was altered, or sealed under another passphrase"
+    )]
+    Undecryptable(String),
+    #[error("a sealed secret in the state is malformed: {0}")]
+    MalformedState(String),
+    #[error("deriving the key of stack `{stack}`: {reason}")]
+    KeyDerivation { stack: String, reason: String },
+    #[error("cannot draw random bytes: {0}")]
+    Random(String),
+    #[error("redacted secrets cannot be sealed again")]
+    Redacted,
+}

@@ -1,0 +1,189 @@
+//! Sealing and opening the secrets of a state document (a checkpoint or a journal entry) as
+//! JSON: `{"plinth:sig":"secret","value":X}` is stored as
+//! `{"plinth:sig":"secret","ciphertext":"v1:..."}`, where the ciphertext seals X's JSON.
+//!
+//! Documents without secrets take a fast path: they are not walked.
+
+use plinth_engine::value::SIG_KEY;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::{Crypter, SecretsError};
+
+const SECRET: &str = "secret";
+const PLAIN: &str = "value";
+const SEALED: &str = "ciphertext";
+
+/// Why a state document could not be encoded or decoded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CodecError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Secrets(#[from] SecretsError),
+}
+
+/// Opens every secret as `null`: for reading state whose secrets are not needed (counting a
+/// stack's resources), without a passphrase.
+pub(crate) struct Redacted;
+
+impl Crypter for Redacted {
+    fn seal(&self, _: &str) -> Result<String, SecretsError> {
+        Err(SecretsError::Redacted)
+    }
+    fn open(&self, _: &str) -> Result<String, SecretsError> {
+        Ok("null".to_owned())
+    }
+}
+
+/// Serializes `data` as JSON (`pretty` or on one line) with every secret sealed.
+pub(crate) fn to_sealed_json<T: Serialize>(
+    data: &T,
+    crypter: &dyn Crypter,
+    pretty: bool,
+) -> Result<Vec<u8>, CodecError> {
+    let text = write(data, pretty)?;
+    // A secret always serializes as an object with the signature key; its absence is proof
+    // there is nothing to seal (inside a JSON string, the quotes would be escaped).
+    if !contains(&text, &format!("\"{SIG_KEY}\"")) {
+        return Ok(text);
+    }
+    let mut tree = serde_json::to_value(data)?;
+    seal_tree(&mut tree, crypter)?;
+    Ok(write(&tree, pretty)?)
+}
+
+fn write<T: Serialize + ?Sized>(data: &T, pretty: bool) -> serde_json::Result<Vec<u8>> {
+    if pretty {
+        serde_json::to_vec_pretty(data)
+    } else {
+        serde_json::to_vec(data)
+    }
+}
+
+/// Deserializes JSON written by [`to_sealed_json`], opening every sealed secret.
+pub(crate) fn from_sealed_json<T: DeserializeOwned>(
+    bytes: &[u8],
+    crypter: &dyn Crypter,
+) -> Result<T, CodecError> {
+    if !contains(bytes, &format!("\"{SEALED}\"")) {
+        return Ok(serde_json::from_slice(bytes)?);
+    }
+    let mut tree: Value = serde_json::from_slice(bytes)?;
+    open_tree(&mut tree, crypter)?;
+    Ok(serde_json::from_value(tree)?)
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    memchr::memmem::find(haystack, needle.as_bytes()).is_some()
+}
+
+fn is_secret(map: &Map<String, Value>) -> bool {
+    map.get(SIG_KEY).and_then(Value::as_str) == Some(SECRET)
+}
+
+/// Replaces each plaintext secret in `tree` with its sealed form.
+pub(crate) fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
+    match tree {
+        Value::Object(map) if is_secret(map) => {
+            if let Some(plain) = map.remove(PLAIN) {
+                map.insert(
+                    SEALED.to_owned(),
+                    Value::String(crypter.seal(&plain.to_string())?),
+                );
+            }
+            Ok(())
+        }
+        Value::Object(map) => map.values_mut().try_for_each(|v| seal_tree(v, crypter)),
+        Value::Array(items) => items.iter_mut().try_for_each(|v| seal_tree(v, crypter)),
+        _ => Ok(()),
+    }
+}
+
+/// Replaces each sealed secret in `tree` with its plaintext form. A secret without ciphertext
+/// (state written before secrets were sealed) is left as it is.
+pub(crate) fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
+    match tree {
+        Value::Object(map) if is_secret(map) => {
+            if let Some(sealed) = map.remove(SEALED) {
+                let sealed = sealed.as_str().ok_or_else(|| {
+                    SecretsError::MalformedState("`ciphertext` is not a string".to_owned())
+                })?;
+                let plain = crypter.open(sealed)?;
+                let plain: Value = serde_json::from_str(&plain).map_err(|e| {
+                    SecretsError::MalformedState(format!("an opened secret is not JSON: {e}"))
+                })?;
+                map.insert(PLAIN.to_owned(), plain);
+            }
+            Ok(())
+        }
+        Value::Object(map) => map.values_mut().try_for_each(|v| open_tree(v, crypter)),
+        Value::Array(items) => items.iter_mut().try_for_each(|v| open_tree(v, crypter)),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secrets::PassphraseCrypter;
+    use serde_json::json;
+
+    #[test]
+    fn seals_every_secret_of_a_tree_and_opens_them_back() {
+        let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+        let plain = json!({
+            "resources": [{
+                "inputs": {"token": {SIG_KEY: SECRET, PLAIN: "hunter2"}},
+                "outputs": {"nested": {SIG_KEY: SECRET, PLAIN: {"a": [1, "s3cr3t"]}}, "n": 2},
+            }],
+            "outputs": {"unknown": {SIG_KEY: "unknown"}, "text": "ciphertext"},
+        });
+        let mut tree = plain.clone();
+        seal_tree(&mut tree, &crypter).unwrap();
+        let text = tree.to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cr3t"),
+            "{text}"
+        );
+        let token = &tree["resources"][0]["inputs"]["token"];
+        assert!(
+            token[SEALED].as_str().unwrap().starts_with("v1:"),
+            "{token}"
+        );
+        assert_eq!(token.get(PLAIN), None);
+        open_tree(&mut tree, &crypter).unwrap();
+        assert_eq!(tree, plain);
+    }
+
+    #[test]
+    fn secrets_written_in_plaintext_by_an_older_plinth_still_load() {
+        let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+        let legacy = json!({"token": {SIG_KEY: SECRET, PLAIN: "hunter2"}});
+        let mut tree = legacy.clone();
+        open_tree(&mut tree, &crypter).unwrap();
+        assert_eq!(tree, legacy);
+    }
+
+    #[test]
+    fn documents_without_secrets_are_written_as_they_are() {
+        let doc = json!({"a": "plain", "b": [1, 2]});
+        let bytes = to_sealed_json(&doc, &Redacted, false).unwrap();
+        assert_eq!(bytes, serde_json::to_vec(&doc).unwrap());
+        let back: Value = from_sealed_json(&bytes, &Redacted).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn a_malformed_ciphertext_is_an_error() {
+        let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+        for bad in [
+            json!({SIG_KEY: SECRET, SEALED: 3}),
+            json!({SIG_KEY: SECRET, SEALED: "v1:AAAA"}),
+        ] {
+            let mut tree = bad.clone();
+            assert!(open_tree(&mut tree, &crypter).is_err(), "{bad}");
+        }
+    }
+}

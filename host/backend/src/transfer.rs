@@ -1,0 +1,80 @@
+//! `stack import`: replace a stack's state with a checkpoint from elsewhere.
+
+use plinth_engine::snapshot::Snapshot;
+
+use crate::checkpoint::Checkpoint;
+use crate::error::BackendError;
+use crate::journal_file::write_atomically;
+use crate::local::LocalBackend;
+use crate::lock::StackLock;
+
+/// What an import did.
+#[derive(Debug)]
+pub struct ImportReport {
+    pub resources: usize,
+    /// Pending operations the imported state carried, now cleared.
+    pub cleared_pending: usize,
+}
+
+impl LocalBackend {
+    /// Replaces the stack's state with the checkpoint in `bytes` (the lock must be held). A
+    /// state that fails the integrity checks is refused unless `force`; pending operations are
+    /// cleared; the previous checkpoint is kept as a backup.
+    pub fn import(
+        &self,
+        project: &str,
+        stack: &str,
+        bytes: &[u8],
+        force: bool,
+        _lock: &StackLock,
+    ) -> Result<ImportReport, BackendError> {
+        let source = std::path::Path::new("<import>");
+        let crypter = self.crypter(stack);
+        let checkpoint = Checkpoint::parse_unverified(bytes, stack, source, crypter.as_ref())?;
+        if checkpoint.project != project || checkpoint.stack != stack {
+            return Err(BackendError::Corrupt {
+                path: source.to_owned(),
+                reason: format!(
+                    "it is the state of stack `{}` of project `{}`, not of stack `{stack}` of project `{project}`; \
+                     its resource URNs name that stack",
+                    checkpoint.stack, checkpoint.project
+                ),
+            });
+        }
+        if let Err(e) = checkpoint.snapshot.verify_integrity()
+            && !force
+        {
+            return Err(BackendError::Corrupt {
+                path: source.to_owned(),
+                reason: format!("{e}; pass --force to import it anyway"),
+            });
+        }
+        let Snapshot {
+            resources,
+            pending_operations,
+            outputs,
+        } = checkpoint.snapshot;
+        let report = ImportReport {
+            resources: resources.len(),
+            cleared_pending: pending_operations.len(),
+        };
+        let snapshot = Snapshot {
+            resources,
+            pending_operations: Vec::new(),
+            outputs,
+        };
+        self.backup_checkpoint(project, stack)?;
+        let path = self.path(project, stack, "json");
+        let imported = Checkpoint::new(project, stack, snapshot);
+        let json = imported.to_json(crypter.as_ref())?;
+        write_atomically(&path, &json).map_err(BackendError::io("writing", &path))?;
+        let journal = self.path(project, stack, "journal");
+        match std::fs::remove_file(&journal) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(BackendError::io("removing", &journal)(e));
+            }
+            _ => {}
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,83 @@
+//! What a plugin is granted beyond the bare sandbox. Deny by default: a plugin sees nothing of
+//! the host unless the project grants it. For now a grant is a directory, preopened at a path of
+//! the plugin's choosing, read-only or read-write.
+
+use std::path::PathBuf;
+
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use crate::error::LoadError;
+
+/// Everything a plugin is granted. The default grants nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// Host directories the plugin may use.
+    pub dirs: Vec<DirGrant>,
+}
+
+/// A host directory made visible to a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirGrant {
+    /// The directory on the host.
+    pub host: PathBuf,
+    /// Where the plugin sees it, e.g. `/world`.
+    pub guest: String,
+    pub access: Access,
+}
+
+/// What a plugin may do in a granted directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+impl Grants {
+    /// Checks, before the plugin `plugin` starts, that every granted directory exists and that
+    /// no two grants claim the same guest path.
+    pub(crate) fn validate(&self, plugin: &str) -> Result<(), LoadError> {
+        for (i, dir) in self.dirs.iter().enumerate() {
+            let refuse = |reason: String| LoadError::Grant {
+                plugin: plugin.to_owned(),
+                path: dir.host.clone(),
+                reason,
+            };
+            if !dir.guest.starts_with('/') {
+                return Err(refuse(format!(
+                    "its guest path `{}` must be absolute",
+                    dir.guest
+                )));
+            }
+            if self.dirs[..i].iter().any(|d| d.guest == dir.guest) {
+                return Err(refuse(format!(
+                    "another directory is already granted at `{}`",
+                    dir.guest
+                )));
+            }
+            match std::fs::metadata(&dir.host) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => return Err(refuse("it is not a directory".to_owned())),
+                Err(e) => return Err(refuse(e.to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Preopens the granted directories in `wasi`; the error says which one could not be opened.
+    pub(crate) fn preopen(&self, wasi: &mut WasiCtxBuilder) -> Result<(), String> {
+        for dir in &self.dirs {
+            let perms = match dir.access {
+                Access::ReadOnly => FsPerms::ReadOnly,
+                Access::ReadWrite => FsPerms::ReadWrite,
+            };
+            wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                .map_err(|e| {
+                    format!(
+                        "cannot open the granted directory `{}`: {e:#}",
+                        dir.host.display()
+                    )
+                })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,71 @@
+//! One update per stack at a time: a second `up` while one runs is refused, naming the holder,
+//! and changes nothing.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::Env;
+
+#[test]
+fn a_second_up_is_refused_while_one_runs() {
+    let env = Env::scenario_with_world();
+    env.config("kind", "record");
+    env.config("resources", "slow");
+    // The record sleeps this long before and after writing its file.
+    env.config("delay_ms", "2000");
+
+    let first = env
+        .command(&["up", "--yes", "--skip-preview"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the create is recorded as begun: the provider is then asleep, and nothing
+    // changes until it writes its record.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(env.journal()).is_ok_and(|j| j.contains("\"begin\"")) {
+        assert!(
+            Instant::now() < deadline,
+            "the first up never began its create"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let state = env.state_files();
+    let world = world_files(&env);
+
+    let second = env.run(&["up", "--yes", "--skip-preview"]);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "the second up ran:\n{stderr}");
+    assert!(
+        stderr.contains("locked")
+            && stderr.contains("`up`")
+            && stderr.contains(&format!("pid {}", first.id())),
+        "the refusal does not name the holder:\n{stderr}"
+    );
+    assert_eq!(env.state_files(), state, "the refused up changed the state");
+    assert_eq!(world_files(&env), world, "the refused up changed the world");
+
+    let first = first.wait_with_output().unwrap();
+    assert!(
+        first.status.success(),
+        "the first up failed:\n{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let names: Vec<_> = env.resources().into_iter().map(|r| r.0).collect();
+    assert_eq!(names, ["slow"]);
+    assert_eq!(world_files(&env).len(), 1);
+    assert!(!env.lock_file().exists());
+}
+
+fn world_files(env: &Env) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(env.world())
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&path).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}

@@ -1,0 +1,174 @@
+//! Secrets: sealed in state and config, hidden in every display and log line, opened only with
+//! the stack's passphrase.
+
+use std::process::Output;
+
+use crate::support::{ConfigCleanup, Env, repo_root};
+
+/// Everything plinth printed, on stdout and stderr.
+fn printed(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs plinth, expecting success, and appends what it printed to `log`.
+fn run(env: &Env, args: &[&str], log: &mut String) -> String {
+    let out = env.run(args);
+    let text = printed(&out);
+    assert!(out.status.success(), "plinth {args:?} failed:\n{text}");
+    log.push_str(&text);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Fails naming the place where `plaintext` was found: a state file, the stack's config file or
+/// what plinth printed.
+fn assert_nowhere(env: &Env, plaintext: &str, log: &str) {
+    for (path, bytes) in env.state_files() {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(plaintext),
+            "the plaintext of a secret is in {}",
+            path.display()
+        );
+    }
+    let config = env.project.join(format!("Plinth.{}.yaml", env.stack));
+    let config = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        !config.contains(plaintext),
+        "the plaintext is in:\n{config}"
+    );
+    assert!(
+        !log.contains(plaintext),
+        "plinth printed the plaintext:\n{log}"
+    );
+}
+
+#[test]
+fn secret_config_stays_sealed_and_hidden() {
+    let env = Env::scenario();
+    let token = "tok-3f9a-very-secret";
+    let mut log = String::new();
+    run(
+        &env,
+        &["config", "set", "token_a", token, "--secret"],
+        &mut log,
+    );
+    let shown = run(&env, &["config", "get", "token_a"], &mut log);
+    assert_eq!(shown.trim(), "[secret]");
+    let revealed = env.ok(&["config", "get", "token_a", "--show-secrets"]);
+    assert_eq!(revealed.trim(), token);
+
+    run(&env, &["preview"], &mut log);
+    run(&env, &["-v", "up", "--yes"], &mut log);
+    // The secret reached the resource as a secret input, and its echo as a secret output.
+    let state = run(&env, &["stack", "export"], &mut log);
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    let a = state["snapshot"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["urn"].as_str().unwrap().ends_with("::a"))
+        .unwrap();
+    for side in ["inputs", "outputs"] {
+        let sealed = a[side]["token"]["ciphertext"].as_str().unwrap_or_default();
+        assert!(sealed.starts_with("v1:"), "{side}: {}", a[side]);
+    }
+    // A new value updates the resource; the journal and checkpoint keep it sealed too.
+    let token2 = "tok-71c2-another-secret";
+    run(
+        &env,
+        &["config", "set", "token_a", token2, "--secret"],
+        &mut log,
+    );
+    let out = run(&env, &["-v", "up", "--yes"], &mut log);
+    assert!(out.contains("1 updated"), "{out}");
+    run(&env, &["stack", "output"], &mut log);
+    run(&env, &["stack", "ls"], &mut log);
+    assert_nowhere(&env, token, &log);
+    assert_nowhere(&env, token2, &log);
+
+    // A wrong passphrase is refused at once, in one line; no passphrase at all names the
+    // variable to set.
+    let out = env
+        .command(&["preview"])
+        .env("PLINTH_CONFIG_PASSPHRASE", "wrong")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("incorrect passphrase for stack `dev`"),
+        "{stderr}"
+    );
+    for args in [
+        &["stack", "output", "--show-secrets"][..],
+        &["config", "get", "token_a", "--show-secrets"],
+        &["up", "--yes"],
+    ] {
+        let out = env
+            .command(args)
+            .env_remove("PLINTH_CONFIG_PASSPHRASE")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("PLINTH_CONFIG_PASSPHRASE"), "{stderr}");
+    }
+    // Listing stacks and masked outputs need no passphrase.
+    for args in [&["stack", "ls"][..], &["stack", "output"]] {
+        let out = env
+            .command(args)
+            .env_remove("PLINTH_CONFIG_PASSPHRASE")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", printed(&out));
+    }
+
+    // Once a stack has a salt, `up` checks the passphrase before it starts, even when no secret
+    // is left in its state.
+    env.ok(&["config", "rm", "token_a"]);
+    env.ok(&["up", "--yes"]);
+    assert!(!env.ok(&["stack", "export"]).contains("ciphertext"));
+    let out = env
+        .command(&["up", "--yes"])
+        .env("PLINTH_CONFIG_PASSPHRASE", "wrong")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("incorrect passphrase for stack `dev`"),
+        "{stderr}"
+    );
+
+    env.ok(&["destroy", "--yes"]);
+}
+
+#[test]
+fn a_generated_password_stays_sealed_and_hidden() {
+    let dir = repo_root().join("examples/hello");
+    let stack = "e2e-secrets";
+    let _cleanup = ConfigCleanup(dir.join(format!("Plinth.{stack}.yaml")));
+    let env = Env::in_dir(dir, stack);
+    let mut log = String::new();
+    run(&env, &["-v", "up", "--yes"], &mut log);
+    let out = run(&env, &["stack", "output"], &mut log);
+    let line = out.lines().find(|l| l.starts_with("password")).unwrap();
+    assert!(line.contains("[secret]"), "{out}");
+    let masked = run(&env, &["stack", "output", "--json"], &mut log);
+    let masked: serde_json::Value = serde_json::from_str(&masked).unwrap();
+    assert_eq!(masked["password"], "[secret]");
+    run(&env, &["stack", "export"], &mut log);
+    run(&env, &["-v", "up", "--yes"], &mut log);
+
+    let shown = env.ok(&["stack", "output", "--show-secrets", "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let password = shown["password"].as_str().unwrap();
+    assert_eq!(password.len(), 20, "{shown}");
+    assert_nowhere(&env, password, &log);
+    env.ok(&["destroy", "--yes"]);
+}

@@ -1,0 +1,127 @@
+//! State commands: export and import, history, lock breaking.
+
+use crate::support::Env;
+
+#[test]
+fn export_import_and_a_no_op_up_round_trip() {
+    let env = Env::scenario();
+    env.config("chain", "true");
+    env.ok(&["up", "--yes"]);
+    let before = env.resources();
+    let exported = env.state.path().join("exported.json");
+    env.ok(&["stack", "export", "--file", exported.to_str().unwrap()]);
+
+    // Importing the same state changes nothing; the next `up` has nothing to do.
+    let out = env.ok(&["stack", "import", "--file", exported.to_str().unwrap()]);
+    assert!(out.contains("Imported 2 resources"), "{out}");
+    assert_eq!(env.resources(), before);
+    env.ok(&["preview", "--expect-no-changes"]);
+    let out = env.ok(&["up", "--yes"]);
+    assert!(out.contains("no changes"), "{out}");
+    assert_eq!(env.resources(), before);
+}
+
+#[test]
+fn import_refuses_invalid_state_unless_forced_and_clears_pending_operations() {
+    let env = Env::scenario();
+    env.config("chain", "true");
+    env.ok(&["up", "--yes"]);
+    let mut state = env.export();
+    // Put the dependent before its dependency: an invalid order.
+    state["snapshot"]["resources"]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    let pending = serde_json::json!([{
+        "kind": "creating",
+        "resource": state["snapshot"]["resources"][0].clone(),
+    }]);
+    state["snapshot"]["pending_operations"] = pending;
+    let file = env.state.path().join("bad.json");
+    std::fs::write(&file, serde_json::to_vec(&state).unwrap()).unwrap();
+
+    let stderr = env.fails(&["stack", "import", "--file", file.to_str().unwrap()]);
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert_eq!(
+        env.export()["snapshot"]["resources"][0]["urn"],
+        state["snapshot"]["resources"][1]["urn"]
+    );
+
+    let out = env.ok(&[
+        "stack",
+        "import",
+        "--force",
+        "--file",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.contains("Cleared 1 pending operations"), "{out}");
+    assert!(env.export()["snapshot"].get("pending_operations").is_none());
+}
+
+#[test]
+fn import_refuses_another_stacks_state() {
+    let env = Env::scenario();
+    env.ok(&["up", "--yes"]);
+    let file = env.state.path().join("dev.json");
+    env.ok(&["stack", "export", "--file", file.to_str().unwrap()]);
+    env.ok(&["stack", "init", "prod"]);
+    let stderr = env.fails(&[
+        "--stack",
+        "prod",
+        "stack",
+        "import",
+        "--file",
+        file.to_str().unwrap(),
+    ]);
+    assert!(stderr.contains("state of stack `dev`"), "{stderr}");
+}
+
+#[test]
+fn history_lists_operations_newest_first() {
+    let env = Env::scenario();
+    assert!(env.ok(&["stack", "history"]).contains("no history"));
+    env.ok(&["up", "--yes"]);
+    env.config("fault", "fail");
+    env.fails(&["up", "--yes"]);
+    env.ok(&["destroy", "--yes"]);
+    let history: serde_json::Value =
+        serde_json::from_str(&env.ok(&["stack", "history", "--json"])).unwrap();
+    let rows: Vec<(&str, &str)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap(), e["result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("destroy", "succeeded"),
+            ("update", "failed"),
+            ("update", "succeeded")
+        ]
+    );
+    assert_eq!(history[2]["changes"]["create"], 2);
+    assert_eq!(history[2]["plinth"], env!("CARGO_PKG_VERSION"));
+    let table = env.ok(&["stack", "history"]);
+    assert!(
+        table.lines().nth(1).unwrap().starts_with("destroy"),
+        "{table}"
+    );
+}
+
+#[test]
+fn cancel_breaks_a_lock_left_behind() {
+    let env = Env::scenario();
+    assert!(env.ok(&["cancel", "--yes"]).contains("not locked"));
+    let lock = env.state.path().join("stacks/scenario/dev.lock");
+    std::fs::write(&lock, "not json").unwrap();
+    let stderr = env.fails(&["up", "--yes"]);
+    assert!(
+        stderr.contains("locked") && stderr.contains("plinth cancel"),
+        "{stderr}"
+    );
+    let stderr = env.fails(&["cancel"]);
+    assert!(stderr.contains("--yes"), "{stderr}");
+    assert!(env.ok(&["cancel", "--yes"]).contains("Broke the lock"));
+    env.ok(&["up", "--yes"]);
+}
