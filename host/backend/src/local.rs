@@ -346,6 +346,40 @@ mod tests {
     use super::*;
     use plinth_engine::journal::JournalEntry;
 
+    fn resource(name: &str) -> plinth_engine::resource::ResourceState {
+        plinth_engine::resource::ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", name),
+            ty: "t:T".into(),
+            custom: true,
+            id: format!("id-{name}"),
+            inputs: Default::default(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+        }
+    }
+
+    /// Journals the creation of `state`, durably.
+    fn record_create(persister: &mut dyn Persister, state: plinth_engine::resource::ResourceState) {
+        let begin = JournalEntry::Begin {
+            seq: 1,
+            kind: plinth_engine::snapshot::OperationKind::Creating,
+            resource: state.clone(),
+            old: None,
+        };
+        persister.append(&begin).unwrap();
+        let created = JournalEntry::Created {
+            seq: 1,
+            resource: state,
+            replaces: None,
+        };
+        persister.append(&created).unwrap();
+        persister.sync().unwrap();
+    }
+
     fn backend() -> (tempfile::TempDir, LocalBackend) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
@@ -406,35 +440,8 @@ mod tests {
         let loaded = b.load("p", "dev").unwrap();
         let lock = b.lock("p", "dev", "up").unwrap();
         let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
-        let state = plinth_engine::resource::ResourceState {
-            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
-            ty: "t:T".into(),
-            custom: true,
-            id: "id-a".into(),
-            inputs: Default::default(),
-            outputs: Default::default(),
-            parent: None,
-            dependencies: vec![],
-            protect: false,
-            retain_on_delete: false,
-            delete: false,
-        };
-        persister
-            .append(&JournalEntry::Begin {
-                seq: 1,
-                kind: plinth_engine::snapshot::OperationKind::Creating,
-                resource: state.clone(),
-                old: None,
-            })
-            .unwrap();
-        persister
-            .append(&JournalEntry::Created {
-                seq: 1,
-                resource: state,
-                replaces: None,
-            })
-            .unwrap();
-        persister.sync().unwrap();
+        let state = resource("a");
+        record_create(persister.as_mut(), state);
         drop(persister);
         drop(lock);
         // A crash mid-write leaves half a line.
@@ -455,19 +462,7 @@ mod tests {
         let loaded = b.load("p", "dev").unwrap();
         let lock = b.lock("p", "dev", "up").unwrap();
         let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
-        let state = plinth_engine::resource::ResourceState {
-            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
-            ty: "t:T".into(),
-            custom: true,
-            id: "id-a".into(),
-            inputs: Default::default(),
-            outputs: Default::default(),
-            parent: None,
-            dependencies: vec![],
-            protect: false,
-            retain_on_delete: false,
-            delete: false,
-        };
+        let state = resource("a");
         let entries = [
             JournalEntry::Begin {
                 seq: 1,
@@ -522,38 +517,11 @@ mod tests {
         let loaded = b.load("p", "dev").unwrap();
         let lock = b.lock("p", "dev", "up").unwrap();
         let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
-        let mut state = plinth_engine::resource::ResourceState {
-            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
-            ty: "t:T".into(),
-            custom: true,
-            id: "id-a".into(),
-            inputs: Default::default(),
-            outputs: Default::default(),
-            parent: None,
-            dependencies: vec![],
-            protect: false,
-            retain_on_delete: false,
-            delete: false,
-        };
+        let mut state = resource("a");
         let secret = Value::Secret(Box::new("hunter2".into()));
         state.inputs.insert("token".into(), secret.clone());
         state.outputs.insert("token".into(), secret.clone());
-        persister
-            .append(&JournalEntry::Begin {
-                seq: 1,
-                kind: plinth_engine::snapshot::OperationKind::Creating,
-                resource: state.clone(),
-                old: None,
-            })
-            .unwrap();
-        persister
-            .append(&JournalEntry::Created {
-                seq: 1,
-                resource: state,
-                replaces: None,
-            })
-            .unwrap();
-        persister.sync().unwrap();
+        record_create(persister.as_mut(), state);
         drop(persister);
         drop(lock);
         fn plaintext_under(dir: &Path) -> bool {
