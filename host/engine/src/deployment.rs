@@ -405,12 +405,12 @@ impl Scheduler {
         }
     }
 
-    /// Marks a node and everything waiting on it as failed without running them.
+    /// Marks a node failed, and everything waiting on it that has not run skipped.
     fn skip(&mut self, index: usize) {
         let mut stack = vec![index];
         while let Some(i) = stack.pop() {
             let node = &mut self.nodes[i];
-            if node.work.take().is_none() {
+            if node.work.take().is_none() && i != index {
                 continue;
             }
             if let Some(h) = node.handle {
@@ -448,7 +448,6 @@ impl Scheduler {
     fn fail(&mut self, index: usize, error: String) {
         self.error(error);
         self.halted = true;
-        self.nodes[index].work = Some(Work::Apply(Vec::new()));
         self.skip(index);
     }
 
@@ -490,7 +489,6 @@ impl Scheduler {
         };
         let is_step = matches!(work, Work::Resource(_) | Work::Read { .. });
         if self.halted && is_step {
-            self.nodes[index].work = Some(work);
             return self.skip(index);
         }
         match work {

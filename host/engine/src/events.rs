@@ -33,7 +33,7 @@ pub struct StepInfo {
     pub op: StepOp,
     pub urn: Urn,
     pub custom: bool,
-    /// Input properties that change, with their old and new values (new inputs for creates).
+    /// Old and new inputs of a step that changes something (`None` for `Same`).
     pub old_inputs: Option<PropertyMap>,
     pub new_inputs: Option<PropertyMap>,
     /// Properties the provider reported as changed, and the subset forcing replacement.
@@ -81,7 +81,7 @@ impl ChangeSummary {
 pub enum Event {
     /// A step is about to run (or, in preview, is planned).
     StepStarted(StepInfo),
-    /// A step finished; `outputs` are the resource's outputs afterwards.
+    /// A step finished; `outputs` are a created resource's outputs (`None` for other steps).
     StepDone {
         step: StepInfo,
         outputs: Option<PropertyMap>,

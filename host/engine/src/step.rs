@@ -312,12 +312,14 @@ impl StepContext {
         changed: Vec<String>,
         replaces: Vec<String>,
     ) -> StepInfo {
+        // A step that changes nothing shows nothing: no property trees copied into its events.
+        let shown = op != StepOp::Same;
         StepInfo {
             op,
             urn: state.urn.clone(),
             custom: state.custom,
-            old_inputs: old.map(|o| o.inputs.clone()),
-            new_inputs: Some(state.inputs.clone()),
+            old_inputs: old.filter(|_| shown).map(|o| o.inputs.clone()),
+            new_inputs: shown.then(|| state.inputs.clone()),
             changed,
             replaces,
         }
@@ -325,9 +327,10 @@ impl StepContext {
 
     fn done(&self, info: StepInfo, outputs: &PropertyMap, started: Instant) {
         self.count(info.op);
+        let outputs = (info.op == StepOp::Create).then(|| outputs.clone());
         self.events.emit(Event::StepDone {
             step: info,
-            outputs: Some(outputs.clone()),
+            outputs,
             duration: started.elapsed(),
         });
     }
