@@ -13,6 +13,7 @@ mod transfer;
 pub use checkpoint::{Checkpoint, SCHEMA_VERSION};
 pub use error::BackendError;
 pub use history::{HistoryEntry, OperationKind, OperationResult};
+pub use journal_file::write_atomically;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockInfo, StackLock};
 pub use transfer::ImportReport;

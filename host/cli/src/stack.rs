@@ -1,14 +1,14 @@
 //! `plinth stack …` and `plinth config …`.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult};
+use plinth_backend::{HistoryEntry, OperationKind, OperationResult, write_atomically};
 use plinth_engine::events::ChangeSummary;
 
 use crate::Workspace;
@@ -160,7 +160,8 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             let stack = ws.stack()?;
             let bytes = ws.backend.export(project, &stack)?;
             match file {
-                Some(file) => write_file_atomically(&file, &bytes)?,
+                Some(file) => write_atomically(&file, &bytes)
+                    .with_context(|| format!("cannot write {}", file.display()))?,
                 None => std::io::stdout().write_all(&bytes)?,
             }
         }
@@ -168,20 +169,6 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
         StackCommand::History { json } => history(ws, json)?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write into {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {

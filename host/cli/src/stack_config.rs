@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use plinth_backend::write_atomically;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value as Yaml;
 
@@ -108,8 +109,9 @@ impl StackConfig {
     }
 
     fn write(&self, file: &StackConfigFile) -> Result<()> {
+        // Atomic: the file holds the stack's encryption salt, without which no secret opens.
         let text = serde_yaml_ng::to_string(file)?;
-        std::fs::write(&self.path, text)
+        write_atomically(&self.path, text.as_bytes())
             .with_context(|| format!("cannot write {}", self.path.display()))
     }
 }
