@@ -10,17 +10,18 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{ChangeSummary, Event, EventSink, StepOp};
+use crate::events::{ChangeSummary, Event, EventSink, Severity, StepOp};
 use crate::journal::{JournalEntry, SnapshotManager};
 use crate::program::{Monitor, Program, ProgramError, Registration, StackInfo};
 use crate::provider::ProviderSource;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{OperationKind, Snapshot};
 use crate::step::{ResourceStep, StepContext, StepError, StepResult};
+use crate::target::TargetSet;
 use crate::urn::Urn;
 use crate::value::{OutputField, OutputRef, PropertyMap, Value};
 
 /// How a deployment runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     pub project: String,
     pub stack: String,
@@ -30,6 +31,20 @@ pub struct Options {
     pub parallel: usize,
     /// Stack configuration, keyed `namespace:key`: strings, or secrets holding strings.
     pub config: BTreeMap<String, Value>,
+    /// Change only these resources (`--target`); everything when `None`.
+    pub targets: Option<Targets>,
+    /// Replace these resources even if their inputs did not change (`--replace`).
+    pub replace: HashSet<Urn>,
+    /// After a failure, keep running every step that does not depend on it.
+    pub continue_on_error: bool,
+}
+
+/// The resources an operation may change; the others are left exactly as they were.
+#[derive(Debug, Clone, Default)]
+pub struct Targets {
+    pub urns: HashSet<Urn>,
+    /// Also target every resource that depends on a targeted one, transitively.
+    pub dependents: bool,
 }
 
 /// What a deployment did (or, in preview, would do).
@@ -54,6 +69,10 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Outcome {
     let started = Instant::now();
+    let mut errors = Vec::new();
+    if let Err(e) = drop_interrupted(&base, recorder.as_ref(), &events).await {
+        errors.push(e.to_string());
+    }
     let base_live = base
         .resources
         .iter()
@@ -67,10 +86,14 @@ pub async fn run(
         recorder: recorder.clone(),
         events: events.clone(),
         base_dependents: dependents_by_urn(&base.resources),
-        base: base.resources,
         base_live,
         claims: Default::default(),
+        halted: Default::default(),
+        continue_on_error: options.continue_on_error,
         limit: Semaphore::new(options.parallel.max(1)),
+        targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
+        replace: options.replace.clone(),
+        base: base.resources,
         changes: Mutex::new(ChangeSummary::default()),
     });
     let info = StackInfo {
@@ -79,12 +102,23 @@ pub async fn run(
         dry_run: options.preview,
     };
     let (monitor, registrations) = Monitor::new(info, options.config.clone(), providers);
+    // Cancellation: no new step starts; steps in flight finish and are recorded.
+    let watcher = tokio::spawn({
+        let (ctx, events, cancel) = (ctx.clone(), events.clone(), cancel.clone());
+        async move {
+            cancel.cancelled().await;
+            ctx.halt();
+            events.emit(Event::Cancelled);
+        }
+    });
     let mut scheduler = Scheduler::new(options, ctx.clone(), events.clone(), cancel);
     scheduler.run_program(program, monitor, registrations).await;
-    if scheduler.errors.is_empty() && !scheduler.cancel.is_cancelled() {
-        scheduler.delete_unclaimed().await;
+    let clean = scheduler.errors.is_empty();
+    if (clean || scheduler.options.continue_on_error) && !scheduler.cancel.is_cancelled() {
+        scheduler.delete_unclaimed(clean).await;
     }
-    let mut errors = std::mem::take(&mut scheduler.errors);
+    watcher.abort();
+    errors.append(&mut scheduler.errors);
     let outputs = scheduler.stack_outputs.take().unwrap_or_default();
     if errors.is_empty() && !ctx.preview {
         let outputs = outputs.clone();
@@ -215,7 +249,6 @@ struct Scheduler {
     replaced: Vec<usize>,
     stack_outputs: Option<PropertyMap>,
     errors: Vec<String>,
-    halted: bool,
     in_flight: usize,
     completions_tx: mpsc::UnboundedSender<Completion>,
     completions: mpsc::UnboundedReceiver<Completion>,
@@ -242,7 +275,6 @@ impl Scheduler {
             replaced: Vec::new(),
             stack_outputs: None,
             errors: Vec::new(),
-            halted: false,
             in_flight: 0,
             completions_tx,
             completions,
@@ -278,7 +310,6 @@ impl Scheduler {
             }
         });
         self.in_flight += 1; // the program's body
-        let cancel = self.cancel.clone();
         loop {
             if self.in_flight == 0 && registrations.is_empty() {
                 break;
@@ -288,10 +319,6 @@ impl Scheduler {
                 Some(completion) = self.completions.recv() => {
                     self.in_flight -= 1;
                     self.on_completion(completion);
-                }
-                () = cancel.cancelled(), if !self.halted => {
-                    self.halted = true;
-                    self.events.emit(Event::Cancelled);
                 }
             }
         }
@@ -445,9 +472,13 @@ impl Scheduler {
         }
     }
 
+    /// A node failed: what depends on it is skipped, and unless `--continue-on-error` was given
+    /// no new step starts.
     fn fail(&mut self, index: usize, error: String) {
         self.error(error);
-        self.halted = true;
+        if !self.options.continue_on_error {
+            self.ctx.halt();
+        }
         self.skip(index);
     }
 
@@ -488,7 +519,7 @@ impl Scheduler {
             return;
         };
         let is_step = matches!(work, Work::Resource(_) | Work::Read { .. });
-        if self.halted && is_step {
+        if self.ctx.is_halted() && is_step {
             return self.skip(index);
         }
         match work {
@@ -648,7 +679,7 @@ impl Scheduler {
             Completion::ProgramDone(Ok(())) => {}
             Completion::ProgramDone(Err(e)) => {
                 self.error(format!("the program failed: {e}"));
-                self.halted = true;
+                self.ctx.halt();
             }
             Completion::Resumed {
                 node,
@@ -686,15 +717,19 @@ impl Scheduler {
                 if let Some(old) = result.replaced {
                     self.replaced.push(old);
                 }
-                let dependencies = if record {
-                    vec![urn.clone()]
+                // What depends on a resource that exists depends on its state; an absent one
+                // (not created because not targeted) is no dependency, and its outputs unknown.
+                let (value, dependencies) = if result.absent {
+                    (Value::Unknown, Vec::new())
+                } else if record {
+                    (Value::Object(result.outputs), vec![urn.clone()])
                 } else {
-                    Vec::new()
+                    (Value::Object(result.outputs), Vec::new())
                 };
                 self.resolve(
                     node,
                     Resolved {
-                        value: Value::Object(result.outputs),
+                        value,
                         id: result.id,
                         urn: Some(urn),
                         dependencies,
@@ -703,39 +738,82 @@ impl Scheduler {
             }
             Completion::Step {
                 node,
+                result: Err(StepError::Halted),
+                ..
+            } => self.skip(node),
+            Completion::Step {
+                node,
                 result: Err(e),
                 ..
             } => self.fail(node, e.to_string()),
             Completion::ComponentOutputs(Ok(())) => {}
             Completion::ComponentOutputs(Err(e)) => {
                 self.error(e);
-                self.halted = true;
+                self.ctx.halt();
             }
         }
     }
 
     /// Deletes base resources the program did not declare and those it replaced, each after
-    /// every resource that depends on it.
-    async fn delete_unclaimed(&mut self) {
+    /// every resource that depends on it. After a failure (`clean` false, with
+    /// `--continue-on-error`) only replaced copies go: the program's registrations may be
+    /// incomplete, so an undeclared resource may merely be one whose registration was skipped.
+    async fn delete_unclaimed(&mut self, clean: bool) {
         let replaced: HashSet<usize> = self.replaced.iter().copied().collect();
         let base = &self.ctx.base;
-        let doomed: Vec<(usize, StepOp)> = {
+        let targeted = |urn: &Urn| self.ctx.targets.as_ref().is_none_or(|t| t.contains(urn));
+        let mut kept = 0;
+        let mut doomed: Vec<(usize, StepOp)> = {
             let claims = self.ctx.claims.lock().expect("claims");
             base.iter()
                 .enumerate()
                 .filter_map(|(i, r)| {
-                    if claims.is_deleted(i) {
+                    if claims.is_deleted(i) || claims.is_claimed(i) && !replaced.contains(&i) {
                         None
                     } else if r.delete || replaced.contains(&i) {
-                        Some((i, StepOp::DeleteReplaced))
-                    } else if !self.registered.contains(&r.urn) {
-                        Some((i, StepOp::Delete))
+                        targeted(&r.urn).then_some((i, StepOp::DeleteReplaced))
+                    } else if !self.registered.contains(&r.urn) && targeted(&r.urn) {
+                        kept += usize::from(!clean);
+                        clean.then_some((i, StepOp::Delete))
                     } else {
                         None
                     }
                 })
                 .collect()
         };
+        if kept > 0 {
+            self.events.diagnostic(
+                None,
+                Severity::Warning,
+                format!(
+                    "{kept} resources the program no longer declares were kept, because the \
+                     update had errors; the next successful `up` deletes them"
+                ),
+            );
+        }
+        // An untargeted resource stays as it is, so what it depends on must stay too.
+        if self.ctx.targets.is_some() {
+            let doomed_urns: HashSet<&Urn> = doomed.iter().map(|(i, _)| &base[*i].urn).collect();
+            let mut refused = HashSet::new();
+            for (i, op) in &doomed {
+                let urn = &base[*i].urn;
+                if *op != StepOp::Delete {
+                    continue;
+                }
+                let blocker = (self.ctx.base_dependents.get(urn).into_iter().flatten())
+                    .map(|&j| &base[j])
+                    .find(|d| !d.delete && !doomed_urns.contains(&d.urn) && !targeted(&d.urn));
+                if let Some(dependent) = blocker {
+                    self.errors.push(format!(
+                        "{urn}: cannot delete it: {} depends on it and is not targeted; add \
+                         `--target {}` or `--target-dependents`",
+                        dependent.urn, dependent.urn
+                    ));
+                    refused.insert(*i);
+                }
+            }
+            doomed.retain(|(i, _)| !refused.contains(i));
+        }
         // A doomed resource waits for every later doomed resource that names it.
         let mut by_urn: HashMap<&Urn, Vec<usize>> = HashMap::new();
         for (slot, (i, _)) in doomed.iter().enumerate() {
@@ -766,11 +844,14 @@ impl Scheduler {
         while let Some(joined) = tasks.join_next().await {
             let (slot, result) = joined.expect("delete task panicked");
             match result {
+                Err(StepError::Halted) => {}
                 Err(e) => {
                     self.error(e.to_string());
-                    self.halted = true;
+                    if !self.options.continue_on_error {
+                        self.ctx.halt();
+                    }
                 }
-                Ok(()) if self.halted || self.cancel.is_cancelled() => {}
+                Ok(()) if self.ctx.is_halted() => {}
                 Ok(()) => {
                     for &target in &unblocks[slot] {
                         blockers[target] -= 1;
@@ -782,6 +863,48 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// Drops the pending updates and deletes an interrupted operation left: the resource's recorded
+/// state stays, and this deployment diffs against it. Pending creates stay until `refresh`
+/// resolves them, since only it can tell whether something was created.
+async fn drop_interrupted(
+    base: &Snapshot,
+    recorder: Option<&SnapshotManager>,
+    events: &EventSink,
+) -> Result<(), crate::journal::SnapshotError> {
+    for op in &base.pending_operations {
+        let urn = &op.resource.urn;
+        let what = match op.kind {
+            OperationKind::Creating => {
+                events.diagnostic(
+                    Some(urn),
+                    Severity::Warning,
+                    "an earlier create of it was interrupted: something may exist that the \
+                     state does not know; run `plinth refresh` to resolve it",
+                );
+                continue;
+            }
+            OperationKind::Updating => "update",
+            OperationKind::Deleting => "delete",
+        };
+        let Some(recorder) = recorder else { continue };
+        events.diagnostic(
+            Some(urn),
+            Severity::Warning,
+            format!(
+                "an earlier {what} of it was interrupted; dropping that record (its state may \
+                 be stale: `plinth refresh` reads it back)"
+            ),
+        );
+        recorder
+            .record(JournalEntry::ResolvePending {
+                kind: op.kind,
+                urn: urn.clone(),
+            })
+            .await?;
+    }
+    Ok(())
 }
 
 /// For each URN, the resources that name it as parent or dependency.
@@ -806,17 +929,7 @@ fn resolved_value(value: Value, dependencies: Vec<Urn>) -> Resolved {
 
 /// Options the engine does not act on yet; refusing them beats silently ignoring them.
 fn unsupported_option(options: &crate::program::ResourceOptions) -> Option<&'static str> {
-    if options.provider.is_some() {
-        Some("provider")
-    } else if !options.aliases.is_empty() {
-        Some("aliases")
-    } else if options.import_id.is_some() {
-        Some("import")
-    } else if options.custom_timeouts.is_some() {
-        Some("custom_timeouts")
-    } else {
-        None
-    }
+    options.provider.is_some().then_some("provider")
 }
 
 fn collect_handles(value: &Value, out: &mut Vec<u64>) {

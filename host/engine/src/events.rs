@@ -19,6 +19,12 @@ pub enum StepOp {
     Delete,
     /// Delete of a resource replaced earlier in the update (create-before-delete).
     DeleteReplaced,
+    /// An existing resource adopted into the stack (the `import` option).
+    Import,
+    /// `refresh` found the resource changed out of band; the state takes what exists.
+    Drift,
+    /// `refresh` found the resource gone; it leaves the state.
+    Gone,
 }
 
 impl StepOp {
@@ -57,6 +63,8 @@ pub struct ChangeSummary {
     pub update: usize,
     pub replace: usize,
     pub delete: usize,
+    #[serde(default)]
+    pub import: usize,
 }
 
 impl ChangeSummary {
@@ -66,14 +74,16 @@ impl ChangeSummary {
             StepOp::Create => self.create += 1,
             StepOp::Update => self.update += 1,
             StepOp::Replace => self.replace += 1,
-            StepOp::Delete => self.delete += 1,
+            StepOp::Delete | StepOp::Gone => self.delete += 1,
+            StepOp::Drift => self.update += 1,
+            StepOp::Import => self.import += 1,
             StepOp::DeleteReplaced => {}
         }
     }
 
     /// Number of resources that change.
     pub fn changes(&self) -> usize {
-        self.create + self.update + self.replace + self.delete
+        self.create + self.update + self.replace + self.delete + self.import
     }
 }
 

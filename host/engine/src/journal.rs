@@ -69,6 +69,12 @@ pub enum JournalEntry {
     StackOutputs {
         outputs: PropertyMap,
     },
+    /// A pending operation an earlier, interrupted operation left is resolved: dropped, or (a
+    /// create) adopted by a `Created` entry of its own.
+    ResolvePending {
+        kind: OperationKind,
+        urn: Urn,
+    },
 }
 
 /// Why the snapshot manager could not record a mutation.
@@ -118,6 +124,9 @@ pub struct JournalState {
     carried_pending: Vec<PendingOperation>,
     pending: BTreeMap<u64, PendingOperation>,
     outputs: PropertyMap,
+    /// Base URNs carried over under a new URN (an alias): references to the old one in states
+    /// not recorded yet mean the new one.
+    renamed: HashMap<Urn, Urn>,
 }
 
 impl JournalState {
@@ -155,6 +164,7 @@ impl JournalState {
             carried_pending: base.pending_operations,
             pending: BTreeMap::new(),
             outputs: base.outputs,
+            renamed: HashMap::new(),
         }
     }
 
@@ -209,7 +219,12 @@ impl JournalState {
                 self.carry(*old, resource.clone())?;
             }
             JournalEntry::Same { old, resource } => {
-                let state = resource.clone().unwrap_or_else(|| self.base[*old].clone());
+                let state = match resource {
+                    Some(state) => state.clone(),
+                    None => self.renaming(self.base.get(*old).ok_or_else(|| {
+                        SnapshotError::Inconsistent(format!("base resource #{old}"))
+                    })?),
+                };
                 self.carry(*old, state)?;
             }
             JournalEntry::Deleted { seq, old } => {
@@ -227,6 +242,14 @@ impl JournalState {
                 self.recorded[i].outputs = outputs.clone();
             }
             JournalEntry::StackOutputs { outputs } => self.outputs = outputs.clone(),
+            JournalEntry::ResolvePending { kind, urn } => {
+                let at = (self.carried_pending.iter())
+                    .position(|op| op.kind == *kind && op.resource.urn == *urn)
+                    .ok_or_else(|| {
+                        SnapshotError::Inconsistent(format!("pending {kind:?} {urn}"))
+                    })?;
+                self.carried_pending.remove(at);
+            }
         }
         Ok(())
     }
@@ -249,13 +272,40 @@ impl JournalState {
         }
     }
 
-    /// Moves base resource `old` into the recorded part of the snapshot as `state`.
+    /// Moves base resource `old` into the recorded part of the snapshot as `state`, which may
+    /// have a new URN (the resource was renamed, with an alias).
     fn carry(&mut self, old: usize, state: ResourceState) -> Result<(), SnapshotError> {
         self.expect_live_base(old)?;
+        let old_urn = self.base[old].urn.clone();
+        if state.urn != old_urn && self.knows(&state.urn) {
+            return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
+        }
         self.fate[old] = Fate::Carried;
-        self.base_live.remove(&self.base[old].urn);
+        self.base_live.remove(&old_urn);
         self.forget_references(old);
+        if state.urn != old_urn {
+            if let Some(n) = self.referrers.remove(&old_urn) {
+                *self.referrers.entry(state.urn.clone()).or_insert(0) += n;
+            }
+            self.renamed.insert(old_urn, state.urn.clone());
+        }
         self.record(state)
+    }
+
+    /// A base state with its references to renamed resources updated.
+    fn renaming(&self, state: &ResourceState) -> ResourceState {
+        let mut state = state.clone();
+        if self.renamed.is_empty() {
+            return state;
+        }
+        let rename = |u: &mut Urn| {
+            if let Some(new) = self.renamed.get(u) {
+                *u = new.clone();
+            }
+        };
+        state.parent.as_mut().map(rename);
+        state.dependencies.iter_mut().for_each(rename);
+        state
     }
 
     fn forget_references(&mut self, old: usize) {
@@ -346,10 +396,10 @@ impl JournalState {
         let mut resources = self.recorded.clone();
         for (r, fate) in self.base.iter().zip(&self.fate) {
             match fate {
-                Fate::Untouched => resources.push(r.clone()),
+                Fate::Untouched => resources.push(self.renaming(r)),
                 Fate::MarkedForDeletion => resources.push(ResourceState {
                     delete: true,
-                    ..r.clone()
+                    ..self.renaming(r)
                 }),
                 Fate::Carried | Fate::Deleted => {}
             }

@@ -8,10 +8,13 @@ pub mod deployment;
 pub mod events;
 pub mod journal;
 pub mod program;
+pub mod property_path;
 pub mod provider;
+pub mod refresh;
 pub mod resource;
 pub mod snapshot;
 mod step;
+mod target;
 pub mod urn;
 pub mod value;
 

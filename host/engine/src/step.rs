@@ -2,18 +2,21 @@
 //! replace) from the provider's check and diff, then carry it out, recording every provider call
 //! before it starts and after it ends.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, watch};
 
-use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
+use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::program::RegisterRequest;
+use crate::property_path::PropertyPath;
 use crate::provider::{Provider, ProviderError, ProviderSource};
 use crate::resource::ResourceState;
 use crate::snapshot::OperationKind;
+use crate::target::TargetSet;
 use crate::urn::{Urn, package_of};
 use crate::value::{PropertyMap, Value};
 
@@ -25,6 +28,9 @@ pub enum StepError {
     Resource { urn: Urn, message: String },
     #[error("{0}")]
     Plugin(String),
+    /// Not started: the operation stopped (a failure, or cancellation) while it waited.
+    #[error("not started: the operation stopped")]
+    Halted,
 }
 
 /// What every step of one deployment shares.
@@ -40,6 +46,14 @@ pub(crate) struct StepContext {
     pub base_dependents: HashMap<Urn, Vec<usize>>,
     pub claims: Mutex<Claims>,
     pub limit: Semaphore,
+    /// `--target`: only these resources change; `None` targets everything.
+    pub targets: Option<TargetSet>,
+    /// `--replace`: resources to replace whatever their diff says.
+    pub replace: HashSet<Urn>,
+    /// Set when no new step may start: a step waiting for a permit gives up once it has one.
+    pub halted: AtomicBool,
+    /// `--continue-on-error`: a failure does not halt the operation.
+    pub continue_on_error: bool,
     pub changes: std::sync::Mutex<ChangeSummary>,
 }
 
@@ -91,6 +105,11 @@ impl Claims {
     pub fn is_deleted(&self, index: usize) -> bool {
         self.deleted.contains_key(&index)
     }
+
+    /// A registration's step took charge of it (possibly under an alias).
+    pub fn is_claimed(&self, index: usize) -> bool {
+        self.claimed.contains_key(&index)
+    }
 }
 
 /// A registration ready to run: inputs resolved, URN and dependencies known.
@@ -108,6 +127,8 @@ pub(crate) struct StepResult {
     pub outputs: PropertyMap,
     /// A base resource this step replaced, to delete at the end (create-before-delete).
     pub replaced: Option<usize>,
+    /// The resource does not exist (an untargeted create): its outputs are unknown.
+    pub absent: bool,
 }
 
 impl StepContext {
@@ -153,15 +174,26 @@ impl StepContext {
         self.fail(urn, e.to_string())
     }
 
+    pub fn halt(&self) {
+        self.halted.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_halted(&self) -> bool {
+        self.halted.load(Ordering::Relaxed)
+    }
+
     fn count(&self, op: StepOp) {
         self.changes.lock().expect("change counter").record(op);
     }
 
-    /// Runs one registration's step.
-    /// Takes charge of the live base resource with `urn`. One being deleted ahead of a
-    /// delete-before-replace is waited for, and then is no longer there.
-    async fn claim(&self, urn: &Urn) -> Result<Option<Claimed<'_>>, StepError> {
-        let Some(&index) = self.base_live.get(urn) else {
+    /// Takes charge of the live base resource with `urn`, or else with one of its `aliases`
+    /// (URNs it was known by). One being deleted ahead of a delete-before-replace is waited for,
+    /// and then is no longer there.
+    async fn claim(&self, urn: &Urn, aliases: &[Urn]) -> Result<Option<Claimed<'_>>, StepError> {
+        let found = std::iter::once(urn)
+            .chain(aliases)
+            .find_map(|u| self.base_live.get(u).copied());
+        let Some(index) = found else {
             return Ok(None);
         };
         let deletion = {
@@ -196,11 +228,46 @@ impl StepContext {
         }
     }
 
+    /// The URNs of a registration's `aliases`: a full URN, or a bare old name (same type and
+    /// parent).
+    fn aliases(&self, step: &ResourceStep) -> Result<Vec<Urn>, StepError> {
+        let name = step.urn.name();
+        (step.request.options.aliases.iter())
+            .map(|alias| {
+                if alias.starts_with("urn:") {
+                    Urn::parse(alias).map_err(|e| self.fail(&step.urn, format!("alias: {e}")))
+                } else {
+                    let prefix = &step.urn.as_str()[..step.urn.as_str().len() - name.len()];
+                    Ok(Urn::parse(&format!("{prefix}{alias}")).expect("same shape"))
+                }
+            })
+            .collect()
+    }
+
+    /// Runs one registration's step.
     pub async fn run_resource(&self, step: ResourceStep) -> Result<StepResult, StepError> {
         // The permit comes before the claim: a delete-before-replace holding a permit may wait
         // for a claimed step, which must therefore never wait for a permit.
         let _permit = self.limit.acquire().await.expect("step limiter closed");
-        let (old, mut guard) = match self.claim(&step.urn).await? {
+        if self.is_halted() {
+            return Err(StepError::Halted);
+        }
+        let result = self.run_permitted(step).await;
+        self.halt_on_failure(&result);
+        result
+    }
+
+    /// After a failure no new step starts (unless `--continue-on-error`): halting here, before
+    /// the permit is given back, keeps a step that waits for it from starting.
+    fn halt_on_failure<T>(&self, result: &Result<T, StepError>) {
+        if result.is_err() && !self.continue_on_error {
+            self.halt();
+        }
+    }
+
+    async fn run_permitted(&self, step: ResourceStep) -> Result<StepResult, StepError> {
+        let aliases = self.aliases(&step)?;
+        let (old, mut guard) = match self.claim(&step.urn, &aliases).await? {
             Some(c) => (Some((c.index, c.state)), Some(c.guard)),
             None => (None, None),
         };
@@ -234,17 +301,38 @@ impl StepContext {
             retain_on_delete: opts.retain_on_delete,
             delete: false,
         };
+        if let Some(targets) = &self.targets
+            && !targets.includes(&state.urn, state.predecessors())
+        {
+            return self.untargeted(state, old).await;
+        }
         if !state.custom {
             return self.run_component(state, old).await;
         }
-        let provider = self.provider(&state.urn).await?;
         let urn = state.urn.clone();
+        if !self.preview {
+            let unknown: Vec<&str> = (state.inputs.iter())
+                .filter(|(_, v)| v.contains_unknowns())
+                .map(|(k, _)| k.as_str())
+                .collect();
+            if !unknown.is_empty() {
+                return Err(self.fail(
+                    &urn,
+                    format!(
+                        "inputs {} are unknown: they come from resources that do not exist (not \
+                         targeted, or from an apply on unknown values); target those too",
+                        unknown.join(", ")
+                    ),
+                ));
+            }
+        }
+        let provider = self.provider(&urn).await?;
+        let timeouts = opts.custom_timeouts.unwrap_or_default();
         if let Some((_, old)) = old {
-            for key in &opts.ignore_changes {
-                match old.inputs.get(key) {
-                    Some(v) => state.inputs.insert(key.clone(), v.clone()),
-                    None => state.inputs.remove(key),
-                };
+            for path in &opts.ignore_changes {
+                let path = PropertyPath::parse(path)
+                    .map_err(|e| self.fail(&urn, format!("ignore_changes: {e}")))?;
+                path.keep_old(&old.inputs, &mut state.inputs);
             }
         }
         let checked = provider
@@ -261,8 +349,13 @@ impl StepContext {
         state.inputs = checked.inputs;
 
         let Some((old_index, old)) = old else {
+            if let Some(id) = &opts.import_id {
+                return self.import(&*provider, state, id).await;
+            }
             let info = self.info(StepOp::Create, &state, None, Vec::new(), Vec::new());
-            return self.create(&*provider, state, info, None).await;
+            return self
+                .create(&*provider, state, info, None, timeouts.create_seconds)
+                .await;
         };
         let diff = provider
             .diff(&urn, &old.id, &old.inputs, &old.outputs, &state.inputs)
@@ -275,33 +368,170 @@ impl StepContext {
             }
         }
         state.id = old.id.clone();
-        if diff.changed.is_empty() {
+        let forced = self.replace.contains(&urn);
+        if diff.changed.is_empty() && !forced {
             state.outputs = old.outputs.clone();
             let info = self.info(StepOp::Same, &state, Some(old), Vec::new(), Vec::new());
             return self.same(old_index, old, state, info).await;
         }
-        if replaces.is_empty() {
+        if replaces.is_empty() && !forced {
             let info = self.info(StepOp::Update, &state, Some(old), diff.changed, Vec::new());
-            return self.update(&*provider, old_index, old, state, info).await;
+            let limit = timeouts.update_seconds;
+            return self
+                .update(&*provider, old_index, old, state, info, limit)
+                .await;
         }
         if old.protect {
+            let why = if replaces.is_empty() {
+                "--replace asks for it".to_owned()
+            } else {
+                format!("changes to {} require it", replaces.join(", "))
+            };
             return Err(self.fail(
                 &urn,
                 format!(
-                    "cannot replace protected resource (changes to {} require replacement); \
-                     remove `protect` first",
-                    replaces.join(", ")
+                    "cannot replace protected resource ({why}); remove `protect` first \
+                     (`plinth state unprotect {urn}`)"
                 ),
             ));
         }
         let info = self.info(StepOp::Replace, &state, Some(old), diff.changed, replaces);
         if diff.delete_before_replace || opts.delete_before_replace {
             self.delete_dependents(old_index).await?;
-            self.delete_base(&*provider, old_index, &info).await?;
-            self.create(&*provider, state, info, None).await
+            (self.delete_base(&*provider, old_index, &info, timeouts.delete_seconds)).await?;
+            self.create(&*provider, state, info, None, timeouts.create_seconds)
+                .await
         } else {
-            self.create(&*provider, state, info, Some(old_index)).await
+            let replaces = Some(old_index);
+            (self.create(&*provider, state, info, replaces, timeouts.create_seconds)).await
         }
+    }
+
+    /// Runs a provider call under the resource's custom timeout, if it has one. A call that runs
+    /// out of time is abandoned and its operation stays recorded as pending: it may still
+    /// finish in the real world, and `plinth refresh` finds out.
+    async fn timed<T>(
+        &self,
+        urn: &Urn,
+        action: &str,
+        timeout: Option<u32>,
+        call: impl Future<Output = Result<T, ProviderError>>,
+    ) -> Result<Result<T, ProviderError>, StepError> {
+        let Some(seconds) = timeout else {
+            return Ok(call.await);
+        };
+        tokio::time::timeout(Duration::from_secs(seconds.into()), call)
+            .await
+            .map_err(|_| {
+                self.fail(
+                    urn,
+                    format!(
+                        "{action} timed out after {seconds}s (custom_timeouts); the operation is \
+                         recorded as pending — run `plinth refresh` to see what happened"
+                    ),
+                )
+            })
+    }
+
+    /// Adopts the existing resource with provider id `id` (the `import` option): reads it and
+    /// records it, without creating anything, if the program's inputs match what exists.
+    async fn import(
+        &self,
+        provider: &dyn Provider,
+        mut state: ResourceState,
+        id: &str,
+    ) -> Result<StepResult, StepError> {
+        let started = Instant::now();
+        let urn = state.urn.clone();
+        let info = self.info(StepOp::Import, &state, None, Vec::new(), Vec::new());
+        self.events.emit(Event::StepStarted(info.clone()));
+        let outcome = async {
+            let read = (provider.read(&urn, id, &state.inputs, &PropertyMap::new()))
+                .await
+                .map_err(|e| self.provider_error(&urn, "import (read)", e))?
+                .ok_or_else(|| {
+                    self.fail(
+                        &urn,
+                        format!(
+                            "cannot import `{id}`: the provider finds no resource with that id"
+                        ),
+                    )
+                })?;
+            let diff = provider
+                .diff(&urn, &read.id, &read.inputs, &read.outputs, &state.inputs)
+                .await
+                .map_err(|e| self.provider_error(&urn, "import (diff)", e))?;
+            if !diff.changed.is_empty() {
+                let differences: Vec<String> = (diff.changed.iter())
+                    .map(|k| {
+                        let show =
+                            |m: &PropertyMap| m.get(k).map_or("(none)".into(), Value::to_string);
+                        format!(
+                            "{k}: existing {} vs program {}",
+                            show(&read.inputs),
+                            show(&state.inputs)
+                        )
+                    })
+                    .collect();
+                return Err(self.fail(
+                    &urn,
+                    format!(
+                        "cannot import `{id}`: the program's inputs differ from the existing \
+                         resource ({}); make the program match, then run again",
+                        differences.join("; ")
+                    ),
+                ));
+            }
+            Ok(read)
+        }
+        .await;
+        let read = outcome.inspect_err(|error| self.failed(info.clone(), error))?;
+        state.id = read.id;
+        state.outputs = read.outputs;
+        let seq = self
+            .begin(OperationKind::Creating, &state, None)
+            .await
+            .map_err(|e| self.persist_error(&urn, e))?;
+        let outputs = state.outputs.clone();
+        let id = Value::String(state.id.clone());
+        self.record(|| JournalEntry::Created {
+            seq,
+            resource: state,
+            replaces: None,
+        })
+        .await
+        .map_err(|e| self.persist_error(&urn, e))?;
+        self.done(info, &outputs, started);
+        Ok(StepResult {
+            id,
+            outputs,
+            replaced: None,
+            absent: false,
+        })
+    }
+
+    /// A registration `--target` leaves out: an existing resource stays exactly as recorded; a
+    /// new one is not created, and what depends on it sees unknowns.
+    async fn untargeted(
+        &self,
+        state: ResourceState,
+        old: Option<(usize, &ResourceState)>,
+    ) -> Result<StepResult, StepError> {
+        let Some((old_index, old)) = old else {
+            self.events.diagnostic(
+                Some(&state.urn),
+                Severity::Info,
+                "not targeted: not created",
+            );
+            return Ok(StepResult {
+                id: Value::Unknown,
+                outputs: PropertyMap::new(),
+                replaced: None,
+                absent: true,
+            });
+        };
+        let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
+        self.same(old_index, old, old.clone(), info).await
     }
 
     fn info(
@@ -339,6 +569,7 @@ impl StepContext {
         let message = match error {
             StepError::Resource { message, .. } => message.clone(),
             StepError::Plugin(message) => message.clone(),
+            StepError::Halted => StepError::Halted.to_string(),
         };
         self.events.emit(Event::StepFailed {
             step: info,
@@ -399,6 +630,7 @@ impl StepContext {
             id: Value::Null,
             outputs,
             replaced: None,
+            absent: false,
         })
     }
 
@@ -422,6 +654,7 @@ impl StepContext {
             id: Value::String(state.id),
             outputs: state.outputs,
             replaced: None,
+            absent: false,
         })
     }
 
@@ -431,6 +664,7 @@ impl StepContext {
         mut state: ResourceState,
         info: StepInfo,
         replaces: Option<usize>,
+        timeout: Option<u32>,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
         self.events.emit(Event::StepStarted(info.clone()));
@@ -439,7 +673,14 @@ impl StepContext {
             .begin(OperationKind::Creating, &state, replaces)
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
-        let result = provider.create(&urn, &state.inputs, self.preview).await;
+        let call = provider.create(&urn, &state.inputs, self.preview);
+        let result = match self.timed(&urn, "create", timeout, call).await {
+            Ok(result) => result,
+            Err(error) => {
+                self.failed(info, &error);
+                return Err(error);
+            }
+        };
         let partial_error = match result {
             Ok(created) => {
                 state.id = created.id;
@@ -496,6 +737,7 @@ impl StepContext {
             id,
             outputs,
             replaced: replaces,
+            absent: false,
         })
     }
 
@@ -506,6 +748,7 @@ impl StepContext {
         old: &ResourceState,
         mut state: ResourceState,
         info: StepInfo,
+        timeout: Option<u32>,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
         self.events.emit(Event::StepStarted(info.clone()));
@@ -514,16 +757,15 @@ impl StepContext {
             .begin(OperationKind::Updating, old, Some(old_index))
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
-        let result = provider
-            .update(
-                &urn,
-                &old.id,
-                &old.inputs,
-                &old.outputs,
-                &state.inputs,
-                self.preview,
-            )
-            .await;
+        let (id, preview) = (&old.id, self.preview);
+        let call = provider.update(&urn, id, &old.inputs, &old.outputs, &state.inputs, preview);
+        let result = match self.timed(&urn, "update", timeout, call).await {
+            Ok(result) => result,
+            Err(error) => {
+                self.failed(info, &error);
+                return Err(error);
+            }
+        };
         match result {
             Ok(outputs) => state.outputs = outputs,
             Err(e) => {
@@ -548,6 +790,7 @@ impl StepContext {
             id: Value::String(state.id),
             outputs,
             replaced: None,
+            absent: false,
         })
     }
 
@@ -593,6 +836,20 @@ impl StepContext {
                     ),
                 ));
             }
+            if let Some(targets) = &self.targets
+                && let Some(&u) = doomed
+                    .iter()
+                    .find(|&&j| !targets.contains(&self.base[j].urn))
+            {
+                let other = &self.base[u].urn;
+                return Err(self.fail(
+                    &self.base[index].urn,
+                    format!(
+                        "cannot replace it (delete first): it would delete {other}, which is not \
+                         targeted; add `--target {other}` or `--target-dependents`"
+                    ),
+                ));
+            }
             let doomed: Vec<_> = doomed
                 .into_iter()
                 .map(|j| mark_deleted(&mut claims, j))
@@ -633,6 +890,7 @@ impl StepContext {
         provider: &dyn Provider,
         index: usize,
         info: &StepInfo,
+        timeout: Option<u32>,
     ) -> Result<(), StepError> {
         let old = &self.base[index];
         let urn = &old.urn;
@@ -660,10 +918,14 @@ impl StepContext {
             .begin(OperationKind::Deleting, old, Some(index))
             .await
             .map_err(|e| self.persist_error(urn, e))?;
-        match provider
-            .delete(urn, &old.id, &old.inputs, &old.outputs)
+        let call = provider.delete(urn, &old.id, &old.inputs, &old.outputs);
+        let result = self
+            .timed(urn, "delete", timeout, call)
             .await
-        {
+            .inspect_err(|error| {
+                self.failed(info.clone(), error);
+            })?;
+        match result {
             Ok(()) | Err(ProviderError::NotFound) => self
                 .record(|| JournalEntry::Deleted {
                     seq: Some(seq),
@@ -685,7 +947,12 @@ impl StepContext {
     /// Deletes a base resource that the program no longer declares, or that was replaced.
     pub async fn run_delete(&self, index: usize, op: StepOp) -> Result<(), StepError> {
         let _permit = self.limit.acquire().await.expect("step limiter closed");
-        self.run_delete_unlimited(index, op).await
+        if self.is_halted() {
+            return Err(StepError::Halted);
+        }
+        let result = self.run_delete_unlimited(index, op).await;
+        self.halt_on_failure(&result);
+        result
     }
 
     /// `run_delete` for a caller that already holds a permit.
@@ -704,7 +971,7 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         if old.custom {
             let provider = self.provider(&old.urn).await?;
-            self.delete_base(&*provider, index, &info).await?;
+            self.delete_base(&*provider, index, &info, None).await?;
         } else if !self.preview {
             self.record(|| JournalEntry::Deleted {
                 seq: None,
@@ -731,6 +998,7 @@ impl StepContext {
                 id: Value::String(read.id),
                 outputs: read.outputs,
                 replaced: None,
+                absent: false,
             }),
             Ok(None) => Err(self.fail(urn, format!("resource with id `{id}` does not exist"))),
             Err(e) => Err(self.provider_error(urn, "read", e)),

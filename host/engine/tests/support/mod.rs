@@ -12,6 +12,7 @@ use plinth_engine::events::EventSink;
 use plinth_engine::journal::{JournalEntry, Persister, SnapshotManager, replay};
 use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest, ResourceOptions};
 use plinth_engine::provider::*;
+use plinth_engine::refresh::{self, RefreshOptions, RefreshOutcome};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
@@ -111,6 +112,9 @@ impl Provider for FakeProvider {
         inputs: &PropertyMap,
         preview: bool,
     ) -> Result<Created, ProviderError> {
+        if let Some(Value::Number(ms)) = inputs.get("sleep_ms") {
+            tokio::time::sleep(std::time::Duration::from_millis(*ms as u64)).await;
+        }
         if inputs.get("fail").and_then(Value::as_str) == Some("create") {
             self.log(format!("create-failed {}", urn.name()));
             return Err(ProviderError::Failed("asked to fail".into()));
@@ -143,10 +147,15 @@ impl Provider for FakeProvider {
         _: &PropertyMap,
         _: &PropertyMap,
     ) -> Result<Option<ReadResult>, ProviderError> {
-        Ok(self.world.lock().unwrap().get(id).map(|o| ReadResult {
-            id: id.into(),
-            inputs: o.clone(),
-            outputs: o.clone(),
+        // The world keeps outputs: the inputs plus `out`.
+        Ok(self.world.lock().unwrap().get(id).map(|o| {
+            let mut inputs = o.clone();
+            inputs.remove("out");
+            ReadResult {
+                id: id.into(),
+                inputs,
+                outputs: o.clone(),
+            }
         }))
     }
     async fn update(
@@ -213,6 +222,8 @@ pub struct Decl {
     pub depends_on: Vec<&'static str>,
     pub parent: Option<&'static str>,
     pub protect: bool,
+    /// Options without handles: ignore_changes, aliases, import, custom timeouts, ...
+    pub options: ResourceOptions,
 }
 
 #[derive(Clone)]
@@ -229,6 +240,7 @@ pub fn decl(name: &'static str) -> Decl {
         depends_on: vec![],
         parent: None,
         protect: false,
+        options: ResourceOptions::default(),
     }
 }
 
@@ -277,7 +289,7 @@ impl Program for ScriptProgram {
                 depends_on: d.depends_on.iter().map(|o| handles[o]).collect(),
                 parent: d.parent.map(|p| handles[p]),
                 protect: d.protect,
-                ..Default::default()
+                ..d.options.clone()
             };
             let h = monitor.register_resource(RegisterRequest {
                 ty: "fake:Thing".into(),
@@ -367,6 +379,16 @@ impl Harness {
     }
 
     pub async fn run(&mut self, program: Box<dyn Program>, preview: bool) -> Outcome {
+        self.run_with(program, preview, Options::default()).await
+    }
+
+    /// Runs with `options` (targets, replace, continue-on-error); the harness sets the rest.
+    pub async fn run_with(
+        &mut self,
+        program: Box<dyn Program>,
+        preview: bool,
+        options: Options,
+    ) -> Outcome {
         let saved = Arc::new(Mutex::new(None));
         let recorder = (!preview).then(|| {
             SnapshotManager::start(
@@ -385,6 +407,7 @@ impl Harness {
             preview,
             parallel: self.parallel,
             config: BTreeMap::new(),
+            ..options
         };
         let outcome = deployment::run(
             options,
@@ -409,6 +432,67 @@ impl Harness {
             apply_runs: Arc::default(),
         };
         self.run(Box::new(program), false).await
+    }
+
+    pub async fn up_with(&mut self, decls: Vec<Decl>, options: Options) -> Outcome {
+        let program = ScriptProgram {
+            decls,
+            apply_runs: Arc::default(),
+        };
+        self.run_with(Box::new(program), false, options).await
+    }
+
+    /// Refreshes the state; with `preview`, records nothing.
+    pub async fn refresh(&mut self, options: RefreshOptions) -> RefreshOutcome {
+        let saved = Arc::new(Mutex::new(None));
+        let recorder = (!options.preview).then(|| {
+            SnapshotManager::start(
+                self.snapshot.clone(),
+                Box::new(CheckingPersister {
+                    base: self.snapshot.clone(),
+                    entries: vec![],
+                    checks: self.checks.clone(),
+                    saved: saved.clone(),
+                }),
+            )
+        });
+        let options = RefreshOptions {
+            parallel: self.parallel,
+            ..options
+        };
+        let outcome = refresh::run(
+            options,
+            self.snapshot.clone(),
+            Arc::new(FakeProviders(self.provider.clone())),
+            recorder,
+            EventSink::discard(),
+            CancellationToken::new(),
+        )
+        .await;
+        if let Some(snapshot) = saved.lock().unwrap().take() {
+            snapshot.verify_integrity().unwrap();
+            self.snapshot = snapshot;
+        }
+        outcome
+    }
+
+    /// The recorded state of the live resource `name`.
+    pub fn state(&self, name: &str) -> &plinth_engine::resource::ResourceState {
+        self.snapshot
+            .live_resources()
+            .find(|r| r.urn.name() == name)
+            .unwrap_or_else(|| panic!("no live resource {name}: {:?}", self.names()))
+    }
+
+    /// The URN the harness gives resource `name`.
+    pub fn urn(name: &str) -> Urn {
+        Urn::new("dev", "proj", None, "fake:Thing", name)
+    }
+
+    pub fn sorted_names(&self) -> Vec<String> {
+        let mut names = self.names();
+        names.sort();
+        names
     }
 
     pub fn names(&self) -> Vec<String> {

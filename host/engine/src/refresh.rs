@@ -1,0 +1,416 @@
+//! `refresh`: reads every resource back through its provider and makes the state say what
+//! exists. A resource changed out of band takes what the provider reads (drift); one gone out of
+//! band leaves the state, and what depended on it stops naming it. Pending operations an
+//! interrupted update left are resolved: creates cleared, or adopted by id; updates and deletes
+//! dropped, since their resources have just been read back.
+//!
+//! Reads run in parallel; the journal entries are written afterwards, in state order, so every
+//! intermediate snapshot is valid (a refresh changes nothing in the real world, so an
+//! interrupted one loses nothing).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::deployment::Targets;
+use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
+use crate::journal::{JournalEntry, JournalState, SnapshotManager};
+use crate::provider::{ProviderSource, ReadResult};
+use crate::resource::ResourceState;
+use crate::snapshot::{OperationKind, Snapshot};
+use crate::target::TargetSet;
+use crate::urn::{Urn, package_of};
+use crate::value::PropertyMap;
+
+/// How a refresh runs.
+#[derive(Debug, Clone, Default)]
+pub struct RefreshOptions {
+    /// Show what would change; record nothing.
+    pub preview: bool,
+    /// Upper bound on reads in flight.
+    pub parallel: usize,
+    /// Read only these resources (the others are kept as recorded).
+    pub targets: Option<Targets>,
+    /// Pending creates to adopt, by URN, with the provider id of what was created.
+    pub adopt: BTreeMap<Urn, String>,
+}
+
+/// What a refresh found, and the state it leaves.
+#[derive(Debug)]
+pub struct RefreshOutcome {
+    pub changes: ChangeSummary,
+    pub errors: Vec<String>,
+    /// The refreshed state, also in preview (`None` if it could not be built or recorded).
+    pub snapshot: Option<Snapshot>,
+}
+
+/// Refreshes `base`. With a `recorder`, the refreshed state is recorded as the new checkpoint.
+pub async fn run(
+    options: RefreshOptions,
+    base: Snapshot,
+    providers: Arc<dyn ProviderSource>,
+    recorder: Option<SnapshotManager>,
+    events: EventSink,
+    cancel: CancellationToken,
+) -> RefreshOutcome {
+    let started = Instant::now();
+    let mut errors = Vec::new();
+    let targets = (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources));
+    let wanted = |r: &ResourceState| targets.as_ref().is_none_or(|t| t.contains(&r.urn));
+    let reads: Vec<Read> = (base.resources.iter().enumerate())
+        .filter(|(_, r)| r.custom && !r.delete && wanted(r))
+        .map(|(i, r)| Read::of_state(i, r))
+        .chain(adoptions(&options, &base, &mut errors))
+        .collect();
+    let results = read_all(reads, &providers, options.parallel, &events, &cancel).await;
+    let mut plan = Plan::new(&base, &events);
+    for (read, result) in results {
+        match result {
+            Ok(found) => plan.found(read, found),
+            Err(e) => {
+                events.emit(Event::StepFailed {
+                    step: plan.step_info(StepOp::Same, &read.state, None),
+                    error: e.clone(),
+                });
+                errors.push(format!("{}: read failed: {e}", read.state.urn));
+            }
+        }
+    }
+    let entries = plan.entries(&options, &mut errors);
+    let changes = plan.changes;
+    let mut state = JournalState::new(base);
+    let mut snapshot = None;
+    match entries.iter().try_for_each(|e| state.apply(e)) {
+        Err(e) => errors.push(format!("the refreshed state would be invalid: {e}")),
+        Ok(()) => snapshot = Some(state.snapshot()),
+    }
+    if let (Some(recorder), true) = (recorder, snapshot.is_some()) {
+        let mut recorded = Ok(());
+        for entry in entries {
+            recorded = recorder.record(entry).await;
+            if recorded.is_err() {
+                break;
+            }
+        }
+        match recorded.and(recorder.finish().await) {
+            Ok(finished) => snapshot = Some(finished),
+            Err(e) => {
+                errors.push(e.to_string());
+                snapshot = None;
+            }
+        }
+    }
+    events.emit(Event::Summary {
+        changes: changes.clone(),
+        duration: started.elapsed(),
+        preview: options.preview,
+        failed: !errors.is_empty(),
+    });
+    RefreshOutcome {
+        changes,
+        errors,
+        snapshot,
+    }
+}
+
+/// One resource to read: a state's, or a pending create's to adopt.
+struct Read {
+    /// The base resource, or `None` for a pending create.
+    index: Option<usize>,
+    state: ResourceState,
+}
+
+impl Read {
+    fn of_state(index: usize, state: &ResourceState) -> Read {
+        Read {
+            index: Some(index),
+            state: state.clone(),
+        }
+    }
+}
+
+/// The pending creates `--import-pending-create` names, with the id to read them by.
+fn adoptions(options: &RefreshOptions, base: &Snapshot, errors: &mut Vec<String>) -> Vec<Read> {
+    let mut reads = Vec::new();
+    for (urn, id) in &options.adopt {
+        let pending = (base.pending_operations.iter())
+            .find(|op| op.kind == OperationKind::Creating && op.resource.urn == *urn);
+        match pending {
+            Some(op) => reads.push(Read {
+                index: None,
+                state: ResourceState {
+                    id: id.clone(),
+                    ..op.resource.clone()
+                },
+            }),
+            None => errors.push(format!(
+                "{urn}: there is no pending create of it to adopt (see the pending operations \
+                 `plinth stack export` shows)"
+            )),
+        }
+    }
+    reads
+}
+
+/// Reads every resource of `reads`, at most `parallel` at once; stops starting reads once
+/// `cancel` fires.
+async fn read_all(
+    reads: Vec<Read>,
+    providers: &Arc<dyn ProviderSource>,
+    parallel: usize,
+    events: &EventSink,
+    cancel: &CancellationToken,
+) -> Vec<(Read, Result<Option<ReadResult>, String>)> {
+    let limit = Arc::new(Semaphore::new(parallel.max(1)));
+    let mut tasks = JoinSet::new();
+    for read in reads {
+        let (limit, providers, cancel) = (limit.clone(), providers.clone(), cancel.clone());
+        tasks.spawn(async move {
+            let _permit = tokio::select! {
+                permit = limit.acquire_owned() => permit.expect("read limiter closed"),
+                () = cancel.cancelled() => return None,
+            };
+            let r = &read.state;
+            let result = match providers.provider(package_of(&r.ty)).await {
+                Err(e) => Err(e.to_string()),
+                Ok(provider) => (provider.read(&r.urn, &r.id, &r.inputs, &r.outputs))
+                    .await
+                    .map_err(|e| format!("plugin `{}`: {e}", package_of(&r.ty))),
+            };
+            Some((read, result))
+        });
+    }
+    let mut results = Vec::new();
+    let mut cancelled = false;
+    while let Some(joined) = tasks.join_next().await {
+        match joined.expect("read task panicked") {
+            Some(done) => results.push(done),
+            None if !cancelled => {
+                cancelled = true;
+                events.emit(Event::Cancelled);
+            }
+            None => {}
+        }
+    }
+    results
+}
+
+/// What the reads found, turned into journal entries.
+struct Plan<'a> {
+    base: &'a Snapshot,
+    events: &'a EventSink,
+    /// Base resources read back, by index: `None` when gone.
+    found: HashMap<usize, Option<ReadResult>>,
+    adopted: Vec<ResourceState>,
+    changes: ChangeSummary,
+}
+
+impl<'a> Plan<'a> {
+    fn new(base: &'a Snapshot, events: &'a EventSink) -> Plan<'a> {
+        Plan {
+            base,
+            events,
+            found: HashMap::new(),
+            adopted: Vec::new(),
+            changes: ChangeSummary::default(),
+        }
+    }
+
+    fn found(&mut self, read: Read, found: Option<ReadResult>) {
+        match read.index {
+            Some(i) => {
+                self.found.insert(i, found);
+            }
+            None => match found {
+                Some(found) => self.adopted.push(ResourceState {
+                    id: found.id,
+                    outputs: found.outputs,
+                    ..read.state
+                }),
+                None => self.events.diagnostic(
+                    Some(&read.state.urn),
+                    Severity::Warning,
+                    format!(
+                        "cannot adopt it: its provider finds no resource with id `{}`; its \
+                         pending create is cleared",
+                        read.state.id
+                    ),
+                ),
+            },
+        }
+    }
+
+    /// Inputs and outputs together, as a refresh shows them: what exists.
+    fn step_info(&self, op: StepOp, old: &ResourceState, new: Option<&ReadResult>) -> StepInfo {
+        let view = |inputs: &PropertyMap, outputs: &PropertyMap| {
+            let mut all = inputs.clone();
+            all.extend(outputs.clone());
+            all
+        };
+        let old_view = view(&old.inputs, &old.outputs);
+        let new_view = new.map(|n| view(&n.inputs, &n.outputs));
+        let changed = match &new_view {
+            Some(new) => (old_view.keys().chain(new.keys()))
+                .filter(|k| old_view.get(*k) != new.get(*k))
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+            None => Vec::new(),
+        };
+        StepInfo {
+            op,
+            urn: old.urn.clone(),
+            custom: old.custom,
+            old_inputs: Some(old_view),
+            new_inputs: new_view,
+            changed,
+            replaces: Vec::new(),
+        }
+    }
+
+    fn show(&mut self, info: StepInfo) {
+        self.changes.record(info.op);
+        self.events.emit(Event::StepDone {
+            step: info,
+            outputs: None,
+            duration: Default::default(),
+        });
+    }
+
+    /// The entries that record what was found: every live resource carried over in state order
+    /// (read back, or as it was), then the gone ones deleted, dependents first, then the
+    /// pending operations resolved.
+    fn entries(&mut self, options: &RefreshOptions, errors: &mut Vec<String>) -> Vec<JournalEntry> {
+        let base = &self.base.resources;
+        // A copy awaiting deletion is not read and keeps what it names in the state.
+        let held: HashSet<&Urn> = (base.iter().filter(|r| r.delete))
+            .flat_map(|r| r.predecessors())
+            .collect();
+        let mut gone = HashSet::new();
+        for (&i, found) in &self.found {
+            if found.is_none() {
+                if held.contains(&base[i].urn) {
+                    errors.push(format!(
+                        "{}: it no longer exists, but the replaced copy of a resource that \
+                         depends on it is still to be deleted; run `plinth up` first",
+                        base[i].urn
+                    ));
+                } else {
+                    gone.insert(i);
+                }
+            }
+        }
+        let gone_urns: HashSet<&Urn> = gone.iter().map(|&i| &base[i].urn).collect();
+        let mut entries = Vec::new();
+        for (i, old) in base.iter().enumerate() {
+            if old.delete || gone.contains(&i) {
+                continue;
+            }
+            let mut state = old.clone();
+            state.dependencies.retain(|d| !gone_urns.contains(d));
+            if state.parent.as_ref().is_some_and(|p| gone_urns.contains(p)) {
+                state.parent = None;
+            }
+            let read = self.found.get(&i).cloned().flatten();
+            if let Some(read) = &read {
+                state.id = read.id.clone();
+                state.inputs = read.inputs.clone();
+                state.outputs = read.outputs.clone();
+            }
+            let drifted =
+                read.is_some() && (state.inputs != old.inputs || state.outputs != old.outputs);
+            let op = if drifted { StepOp::Drift } else { StepOp::Same };
+            let info = self.step_info(op, old, read.as_ref());
+            self.show(info);
+            let changed = (state != *old).then_some(state);
+            entries.push(JournalEntry::Same {
+                old: i,
+                resource: changed,
+            });
+        }
+        let mut gone: Vec<usize> = gone.into_iter().collect();
+        gone.sort_unstable_by_key(|&i| std::cmp::Reverse(i));
+        for i in gone {
+            let info = self.step_info(StepOp::Gone, &base[i], None);
+            self.show(info);
+            entries.push(JournalEntry::Deleted { seq: None, old: i });
+        }
+        self.resolve_pending(options, &mut entries);
+        entries
+    }
+
+    fn resolve_pending(&mut self, options: &RefreshOptions, entries: &mut Vec<JournalEntry>) {
+        let live: HashSet<Urn> = (entries.iter())
+            .filter_map(|e| match e {
+                JournalEntry::Same { old, resource } => Some(
+                    resource
+                        .as_ref()
+                        .map_or(&self.base.resources[*old].urn, |r| &r.urn)
+                        .clone(),
+                ),
+                _ => None,
+            })
+            .collect();
+        for op in &self.base.pending_operations {
+            let urn = &op.resource.urn;
+            let message = match op.kind {
+                OperationKind::Creating if options.adopt.contains_key(urn) => continue,
+                OperationKind::Creating => {
+                    "cleared the pending create: if it created something, that is not managed \
+                     (adopt it with `--import-pending-create URN=ID`)"
+                }
+                OperationKind::Updating => "dropped the pending update: the resource was read back",
+                OperationKind::Deleting => "dropped the pending delete: the resource was read back",
+            };
+            self.events
+                .diagnostic(Some(urn), Severity::Warning, message);
+            entries.push(JournalEntry::ResolvePending {
+                kind: op.kind,
+                urn: urn.clone(),
+            });
+        }
+        for mut state in std::mem::take(&mut self.adopted) {
+            state.dependencies.retain(|d| live.contains(d));
+            if state.parent.as_ref().is_some_and(|p| !live.contains(p)) {
+                state.parent = None;
+            }
+            let urn = state.urn.clone();
+            self.events.emit(Event::StepDone {
+                step: StepInfo {
+                    op: StepOp::Import,
+                    urn: urn.clone(),
+                    custom: true,
+                    old_inputs: None,
+                    new_inputs: Some(state.inputs.clone()),
+                    changed: Vec::new(),
+                    replaces: Vec::new(),
+                },
+                outputs: None,
+                duration: Default::default(),
+            });
+            self.changes.record(StepOp::Import);
+            // Sequence numbers of a refresh's own begin records: none other runs alongside.
+            let seq = entries.len() as u64 + 1;
+            entries.push(JournalEntry::Begin {
+                seq,
+                kind: OperationKind::Creating,
+                resource: state.clone(),
+                old: None,
+            });
+            entries.push(JournalEntry::Created {
+                seq,
+                resource: state,
+                replaces: None,
+            });
+            entries.push(JournalEntry::ResolvePending {
+                kind: OperationKind::Creating,
+                urn,
+            });
+        }
+    }
+}

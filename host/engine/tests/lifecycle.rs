@@ -1,0 +1,416 @@
+//! Resource options, targeting, refresh and pending operations on in-process fakes. As in
+//! `deployment.rs`, every snapshot persisted along the way is replayed and integrity-checked.
+
+mod support;
+
+use std::collections::{BTreeMap, HashSet};
+
+use plinth_engine::deployment::{Options, Targets};
+use plinth_engine::program::{CustomTimeouts, EmptyProgram};
+use plinth_engine::refresh::RefreshOptions;
+use plinth_engine::snapshot::{OperationKind, PendingOperation};
+use plinth_engine::value::{PropertyMap, Value};
+use support::*;
+
+fn chain() -> Vec<Decl> {
+    vec![
+        decl("a").input("v", "1"),
+        decl("b").from("prev", "a"),
+        decl("c").from("prev", "b").input("v", "x"),
+        decl("d").input("v", "independent"),
+    ]
+}
+
+fn targets(names: &[&str], dependents: bool) -> Option<Targets> {
+    Some(Targets {
+        urns: names.iter().map(|n| Harness::urn(n)).collect(),
+        dependents,
+    })
+}
+
+async fn fresh(decls: Vec<Decl>) -> Harness {
+    let mut h = Harness::new();
+    let outcome = h.up(decls).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    h.provider.clear_calls();
+    h
+}
+
+/// Changes a resource's inputs in the provider's world, behind the engine's back.
+fn edit_out_of_band(h: &Harness, name: &str, key: &str, value: &str) {
+    let id = h.state(name).id.clone();
+    let mut world = h.provider.world.lock().unwrap();
+    world
+        .get_mut(&id)
+        .unwrap()
+        .insert(key.into(), Value::String(value.into()));
+}
+
+fn delete_out_of_band(h: &Harness, name: &str) {
+    let id = h.state(name).id.clone();
+    h.provider.world.lock().unwrap().remove(&id);
+}
+
+#[tokio::test]
+async fn refresh_takes_drift_and_forgets_what_is_gone() {
+    let mut h = fresh(chain()).await;
+    edit_out_of_band(&h, "d", "v", "edited");
+    delete_out_of_band(&h, "a");
+
+    let before = h.snapshot.clone();
+    let preview = h
+        .refresh(RefreshOptions {
+            preview: true,
+            ..Default::default()
+        })
+        .await;
+    assert!(preview.errors.is_empty(), "{:?}", preview.errors);
+    assert_eq!((preview.changes.update, preview.changes.delete), (1, 1));
+    assert_eq!(h.snapshot, before, "a refresh preview records nothing");
+
+    let outcome = h.refresh(RefreshOptions::default()).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.sorted_names(), ["b", "c", "d"]);
+    assert_eq!(
+        h.state("d").inputs.get("v"),
+        Some(&Value::String("edited".into()))
+    );
+    assert!(h.state("b").dependencies.is_empty(), "b no longer names a");
+    assert!(h.provider.calls().is_empty(), "refresh only reads");
+
+    // The next up puts back what the program declares: a again, d's input.
+    let outcome = h.up(chain()).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!((outcome.changes.create, outcome.changes.update), (1, 1));
+    assert_eq!(h.state("b").dependencies, [Harness::urn("a")]);
+    let second = h.refresh(RefreshOptions::default()).await;
+    assert_eq!(second.changes.changes(), 0, "no drift left");
+}
+
+#[tokio::test]
+async fn refresh_clears_or_adopts_pending_creates_and_drops_other_pending_operations() {
+    let mut h = fresh(chain()).await;
+    let mut leaked = h.state("d").clone();
+    leaked.urn = Harness::urn("leaked");
+    leaked.id = String::new();
+    let mut adopted = leaked.clone();
+    adopted.urn = Harness::urn("adopted");
+    h.provider
+        .world
+        .lock()
+        .unwrap()
+        .insert("real-id".into(), PropertyMap::new());
+    h.snapshot.pending_operations = vec![
+        pending(OperationKind::Creating, leaked),
+        pending(OperationKind::Creating, adopted),
+        pending(OperationKind::Updating, h.state("c").clone()),
+    ];
+    h.snapshot.verify_integrity().unwrap();
+
+    let outcome = h
+        .refresh(RefreshOptions {
+            adopt: BTreeMap::from([(Harness::urn("adopted"), "real-id".to_owned())]),
+            ..Default::default()
+        })
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(h.snapshot.pending_operations.is_empty());
+    assert_eq!(h.state("adopted").id, "real-id");
+    assert_eq!(outcome.changes.import, 1);
+}
+
+fn pending(
+    kind: OperationKind,
+    resource: plinth_engine::resource::ResourceState,
+) -> PendingOperation {
+    PendingOperation { kind, resource }
+}
+
+#[tokio::test]
+async fn up_drops_interrupted_updates_but_keeps_interrupted_creates() {
+    let mut h = fresh(chain()).await;
+    let mut leaked = h.state("d").clone();
+    leaked.urn = Harness::urn("leaked");
+    h.snapshot.pending_operations = vec![
+        pending(OperationKind::Creating, leaked),
+        pending(OperationKind::Deleting, h.state("c").clone()),
+    ];
+    let outcome = h.up(chain()).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let kinds: Vec<_> = h
+        .snapshot
+        .pending_operations
+        .iter()
+        .map(|p| p.kind)
+        .collect();
+    assert_eq!(kinds, [OperationKind::Creating]);
+}
+
+#[tokio::test]
+async fn target_changes_only_the_targeted_resources() {
+    let mut h = fresh(chain()).await;
+    let mut changed = chain();
+    changed[2] = decl("c").from("prev", "b").input("v", "y");
+    changed[3] = decl("d").input("v", "changed");
+    changed.push(decl("e").input("v", "new"));
+    let outcome = h
+        .up_with(
+            changed.clone(),
+            Options {
+                targets: targets(&["c"], false),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.provider.calls(), ["update c"]);
+    assert_eq!(
+        h.state("c").inputs.get("v"),
+        Some(&Value::String("y".into()))
+    );
+    assert_eq!(
+        h.state("d").inputs.get("v"),
+        Some(&Value::String("independent".into())),
+        "untargeted d kept as recorded"
+    );
+    assert!(
+        !h.names().contains(&"e".to_owned()),
+        "untargeted e not created"
+    );
+
+    // A targeted resource that needs an untargeted new one fails clearly.
+    h.provider.clear_calls();
+    let mut needs_new = changed.clone();
+    needs_new.push(decl("f").from("prev", "e"));
+    let outcome = h
+        .up_with(
+            needs_new,
+            Options {
+                targets: targets(&["f"], false),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(
+        outcome.errors.iter().any(|e| e.contains("unknown")),
+        "{:?}",
+        outcome.errors
+    );
+    assert!(h.provider.calls().is_empty());
+}
+
+#[tokio::test]
+async fn targeted_destroy_needs_dependents_targeted_too() {
+    let mut h = fresh(chain()).await;
+    let destroy = |t| Options {
+        targets: t,
+        ..Default::default()
+    };
+    let outcome = h
+        .run_with(
+            Box::new(EmptyProgram),
+            false,
+            destroy(targets(&["a"], false)),
+        )
+        .await;
+    assert!(
+        outcome
+            .errors
+            .iter()
+            .any(|e| e.contains("--target-dependents")),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(h.sorted_names(), ["a", "b", "c", "d"], "nothing deleted");
+
+    let outcome = h
+        .run_with(
+            Box::new(EmptyProgram),
+            false,
+            destroy(targets(&["a"], true)),
+        )
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.names(), ["d"]);
+    assert_eq!(h.provider.calls(), ["delete c", "delete b", "delete a"]);
+}
+
+#[tokio::test]
+async fn replace_forces_a_replacement_of_an_unchanged_resource() {
+    let mut h = fresh(chain()).await;
+    let old_id = h.state("d").id.clone();
+    let outcome = h
+        .up_with(
+            chain(),
+            Options {
+                replace: HashSet::from([Harness::urn("d")]),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.replace, 1);
+    assert_ne!(h.state("d").id, old_id);
+    assert_eq!(h.provider.calls(), ["create d", "delete d"]);
+}
+
+#[tokio::test]
+async fn continue_on_error_finishes_independent_steps_and_keeps_undeclared_resources() {
+    let failing = || {
+        vec![
+            decl("bad").input("fail", "create"),
+            decl("after").from("prev", "bad"),
+            decl("independent").input("v", "1"),
+        ]
+    };
+    let mut h = fresh(vec![decl("old").input("v", "1")]).await;
+    h.parallel = 1;
+    let outcome = h.up(failing()).await;
+    assert!(!outcome.errors.is_empty());
+    assert!(!h.names().contains(&"independent".to_owned()), "halted");
+
+    let outcome = h
+        .up_with(
+            failing(),
+            Options {
+                continue_on_error: true,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
+    assert_eq!(
+        h.sorted_names(),
+        ["independent", "old"],
+        "old is kept after errors"
+    );
+}
+
+#[tokio::test]
+async fn ignore_changes_follows_nested_paths() {
+    let tags = |env: &str, team: &str| {
+        let mut tags = PropertyMap::new();
+        tags.insert("env".into(), Value::String(env.into()));
+        tags.insert("team".into(), Value::String(team.into()));
+        Value::Object(tags)
+    };
+    let declare = |env, team| {
+        let mut d = decl("t").input("tags", tags(env, team));
+        d.options.ignore_changes = vec!["tags.env".into()];
+        vec![d]
+    };
+    let mut h = fresh(declare("prod", "a")).await;
+    let outcome = h.up(declare("dev", "a")).await;
+    assert_eq!(outcome.changes.changes(), 0, "only an ignored path changed");
+    let outcome = h.up(declare("dev", "b")).await;
+    assert_eq!(outcome.changes.update, 1);
+    assert_eq!(h.state("t").inputs.get("tags"), Some(&tags("prod", "b")));
+
+    let mut bad = declare("dev", "b");
+    bad[0].options.ignore_changes = vec!["tags[".into()];
+    let outcome = h.up(bad).await;
+    assert!(
+        outcome.errors[0].contains("ignore_changes"),
+        "{:?}",
+        outcome.errors
+    );
+}
+
+#[tokio::test]
+async fn an_alias_renames_without_replacing() {
+    let mut h = fresh(chain()).await;
+    let ids: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|n| h.state(n).id.clone())
+        .collect();
+    let mut renamed = chain();
+    renamed[1] = decl("b2").from("prev", "a");
+    renamed[1].options.aliases = vec!["b".into()];
+    renamed[2] = decl("c").from("prev", "b2").input("v", "x");
+    let outcome = h.up(renamed.clone()).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.changes(), 0);
+    assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+    assert_eq!(h.sorted_names(), ["a", "b2", "c", "d"]);
+    assert_eq!(h.state("b2").id, ids[1]);
+    assert_eq!(h.state("c").dependencies, [Harness::urn("b2")]);
+
+    // Renamed while a dependent stays untouched (not targeted): it follows the new name.
+    let mut h = fresh(chain()).await;
+    let outcome = h
+        .up_with(
+            renamed,
+            Options {
+                targets: targets(&["b2"], false),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.state("c").dependencies, [Harness::urn("b2")]);
+}
+
+#[tokio::test]
+async fn import_adopts_an_existing_resource_when_the_inputs_match() {
+    let mut h = Harness::new();
+    let mut existing = PropertyMap::new();
+    existing.insert("v".into(), Value::String("1".into()));
+    h.provider
+        .world
+        .lock()
+        .unwrap()
+        .insert("ext-1".into(), existing);
+    let imported = |v: &str, id: &str| {
+        let mut d = decl("x").input("v", v);
+        d.options.import_id = Some(id.into());
+        vec![d]
+    };
+    let outcome = h.up(imported("2", "ext-1")).await;
+    assert!(
+        outcome.errors[0].contains("differ") && outcome.errors[0].contains("v: existing"),
+        "{:?}",
+        outcome.errors
+    );
+    let outcome = h.up(imported("1", "missing")).await;
+    assert!(
+        outcome.errors[0].contains("no resource with that id"),
+        "{:?}",
+        outcome.errors
+    );
+    assert!(h.names().is_empty());
+
+    let outcome = h.up(imported("1", "ext-1")).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.import, 1);
+    assert_eq!(h.state("x").id, "ext-1");
+    assert!(h.provider.calls().is_empty(), "nothing created");
+    // Managed from now on: a second up is a no-op, destroy deletes it.
+    assert_eq!(h.up(imported("1", "ext-1")).await.changes.changes(), 0);
+    h.run(Box::new(EmptyProgram), false).await;
+    assert_eq!(h.provider.calls(), ["delete x"]);
+}
+
+#[tokio::test]
+async fn a_create_past_its_custom_timeout_fails_and_stays_pending() {
+    let mut h = Harness::new();
+    let mut slow = decl("slow").input("sleep_ms", 5_000.0);
+    slow.options.custom_timeouts = Some(CustomTimeouts {
+        create_seconds: Some(1),
+        ..Default::default()
+    });
+    let started = std::time::Instant::now();
+    let outcome = h.up(vec![slow]).await;
+    assert!(started.elapsed().as_secs() < 4);
+    assert!(
+        outcome.errors[0].contains("timed out after 1s"),
+        "{:?}",
+        outcome.errors
+    );
+    let kinds: Vec<_> = h
+        .snapshot
+        .pending_operations
+        .iter()
+        .map(|p| p.kind)
+        .collect();
+    assert_eq!(kinds, [OperationKind::Creating]);
+}
