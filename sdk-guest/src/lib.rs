@@ -120,8 +120,8 @@ pub use error::Error;
 pub use program::{AllOutputs, Context, Output, Resource, ResourceBuilder};
 #[cfg(feature = "provider")]
 pub use provider::{
-    CheckFailure, Checked, Created, Diff, PropertySchema, Provider, ProviderError, ReadResult,
-    ResourceContext, ResourceSchema, ResourceType,
+    Capabilities, CheckFailure, Checked, Created, Diff, DirRequest, PropertySchema, Provider,
+    ProviderError, ReadResult, ResourceContext, ResourceSchema, ResourceType,
 };
 pub use value::{PropertyMap, Value};
 #[cfg(feature = "program")]

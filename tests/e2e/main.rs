@@ -1,11 +1,19 @@
 //! End-to-end tests: the real `plinth` binary, real Wasm components built from source, real
 //! state files.
 
+mod adversarial;
+mod capabilities;
 mod crash;
+mod distribution;
+mod file;
 mod grants;
+mod legacy;
+mod lifecycle;
 mod locking;
+mod reach;
 mod secrets;
 mod state;
+mod state_edit;
 mod support;
 
 use support::{ConfigCleanup, Env, repo_root};

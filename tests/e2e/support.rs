@@ -21,7 +21,18 @@ pub fn guest_target_dir() -> PathBuf {
 pub fn guest(package: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        for package in ["plinth-testkit", "plinth-scenario", "plinth-random"] {
+        for package in [
+            "plinth-testkit",
+            "plinth-scenario",
+            "plinth-random",
+            "plinth-adversary",
+            "plinth-reach",
+            "plinth-file",
+            "plinth-files",
+            "plinth-notes",
+            "plinth-legacy-v01",
+            "plinth-legacy-program-v01",
+        ] {
             let status = Command::new(env!("CARGO"))
                 .args([
                     "build",
@@ -98,8 +109,9 @@ impl Env {
             .join(format!("{}.{ext}", self.stack))
     }
 
-    /// A scenario project whose `testkit` plugin entry ends with `plugin_yaml`.
-    fn scenario_with(plugin_yaml: &str) -> Env {
+    /// A scenario project whose `testkit` plugin entry ends with `plugin_yaml`, which may also
+    /// add other plugins (entries indented by two spaces).
+    pub fn scenario_with(plugin_yaml: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let yaml = format!(
             "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",

@@ -1,6 +1,8 @@
 //! The checkpoint file: a stack's snapshot with a schema version.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
@@ -19,7 +21,39 @@ pub struct Checkpoint {
     pub stack: String,
     /// The plinth version that wrote the file.
     pub plinth: String,
+    /// The plugins of the update that wrote the file (none in files from older plinths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PluginUse>,
     pub snapshot: Snapshot,
+}
+
+/// A plugin an update used, as its checkpoint and history entry record it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginUse {
+    pub name: String,
+    pub version: String,
+    /// The SHA-256 of the component file, in hex.
+    pub sha256: String,
+}
+
+/// The plugins an update loads, recorded as they load (they load on first use, while the update
+/// runs) so that the checkpoint the update ends with can name them.
+#[derive(Debug, Clone, Default)]
+pub struct UsedPlugins(Arc<Mutex<BTreeMap<String, PluginUse>>>);
+
+impl UsedPlugins {
+    pub fn record(&self, plugin: PluginUse) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(plugin.name.clone(), plugin);
+    }
+
+    /// The plugins recorded so far, by name.
+    pub fn list(&self) -> Vec<PluginUse> {
+        let used = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        used.values().cloned().collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -34,8 +68,14 @@ impl Checkpoint {
             project: project.to_owned(),
             stack: stack.to_owned(),
             plinth: env!("CARGO_PKG_VERSION").to_owned(),
+            plugins: Vec::new(),
             snapshot,
         }
+    }
+
+    /// The checkpoint, recording that its update used `plugins`.
+    pub fn with_plugins(self, plugins: Vec<PluginUse>) -> Checkpoint {
+        Checkpoint { plugins, ..self }
     }
 
     /// Parses a checkpoint, checking its schema version before anything else so a file from
@@ -168,6 +208,35 @@ mod tests {
             Checkpoint::parse(tampered.as_bytes(), "dev", Path::new("x"), &again),
             Err(BackendError::Secrets(_))
         ));
+    }
+
+    #[test]
+    fn records_plugins_and_loads_checkpoints_written_without_them() {
+        let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
+        let used = UsedPlugins::default();
+        for (name, sha256) in [("random", "aa"), ("kit", "bb"), ("random", "cc")] {
+            used.record(PluginUse {
+                name: name.into(),
+                version: "0.1.0".into(),
+                sha256: sha256.into(),
+            });
+        }
+        let plugins = used.list();
+        assert_eq!(
+            plugins
+                .iter()
+                .map(|p| (p.name.as_str(), p.sha256.as_str()))
+                .collect::<Vec<_>>(),
+            [("kit", "bb"), ("random", "cc")]
+        );
+        let cp = Checkpoint::new("p", "dev", Snapshot::default()).with_plugins(plugins.clone());
+        let json = cp.to_json(&crypter).unwrap();
+        let back = Checkpoint::parse(&json, "dev", Path::new("x"), &crypter).unwrap();
+        assert_eq!(back.plugins, plugins);
+
+        let older = r#"{"version": 1, "project": "p", "stack": "dev", "plinth": "0.1.0",
+                        "snapshot": {"resources": [], "pending_operations": [], "outputs": {}}}"#;
+        assert!(parse(older).unwrap().plugins.is_empty());
     }
 
     #[test]

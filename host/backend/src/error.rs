@@ -41,6 +41,11 @@ pub enum BackendError {
     },
     #[error("the state file {path} is not valid: {reason}")]
     Corrupt { path: PathBuf, reason: String },
+    #[error("the edited state of stack `{stack}` would not be valid, so it was not written: {error}")]
+    InvalidEdit {
+        stack: String,
+        error: plinth_engine::snapshot::IntegrityError,
+    },
     #[error(
         "stack `{stack}` is locked by another update: {holder}; if that process is gone, run `plinth cancel`"
     )]

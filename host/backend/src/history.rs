@@ -1,5 +1,5 @@
-//! A stack's history (one JSON line per update, refresh, destroy or import) and the backups of
-//! its checkpoint taken before each of them.
+//! A stack's history (one JSON line per update, refresh, destroy, import or edit by hand) and
+//! the backups of its checkpoint taken before each of them.
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use plinth_engine::events::ChangeSummary;
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::PluginUse;
 use crate::error::BackendError;
 use crate::local::LocalBackend;
 
@@ -20,6 +21,9 @@ pub enum OperationKind {
     Refresh,
     Destroy,
     Import,
+    /// A change made by hand: `plinth state delete`, `protect`, `unprotect`.
+    #[serde(rename = "state-edit")]
+    StateEdit,
 }
 
 /// How an operation ended.
@@ -41,6 +45,12 @@ pub struct HistoryEntry {
     pub changes: ChangeSummary,
     /// The plinth version that ran the operation.
     pub plinth: String,
+    /// The plugins the operation used (none in entries from older plinths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PluginUse>,
+    /// What was done, where the kind alone does not say (an edit by hand: the command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl HistoryEntry {
@@ -58,7 +68,22 @@ impl HistoryEntry {
             result,
             changes,
             plinth: env!("CARGO_PKG_VERSION").to_owned(),
+            plugins: Vec::new(),
+            note: None,
         }
+    }
+
+    /// The entry, saying what was done.
+    pub fn with_note(self, note: impl Into<String>) -> HistoryEntry {
+        HistoryEntry {
+            note: Some(note.into()),
+            ..self
+        }
+    }
+
+    /// The entry, recording that the operation used `plugins`.
+    pub fn with_plugins(self, plugins: Vec<PluginUse>) -> HistoryEntry {
+        HistoryEntry { plugins, ..self }
     }
 }
 
@@ -153,5 +178,38 @@ impl LocalBackend {
             .map_err(BackendError::io("listing", &dir))?;
         backups.sort();
         Ok(backups)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_record_plugins_and_older_entries_load_without_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let backend = LocalBackend::from_url(Some(&url)).unwrap();
+        backend.create_stack("p", "dev").unwrap();
+        let older = r#"{"kind":"update","started":1,"ended":2,"result":"succeeded","changes":{"same":0,"create":1,"update":0,"replace":0,"delete":0},"plinth":"0.1.0"}"#;
+        std::fs::write(backend.history_path("p", "dev"), format!("{older}\n")).unwrap();
+        let plugin = PluginUse {
+            name: "random".into(),
+            version: "0.1.0".into(),
+            sha256: "ab".repeat(32),
+        };
+        let entry = HistoryEntry::ended_now(
+            OperationKind::Update,
+            SystemTime::now(),
+            OperationResult::Succeeded,
+            ChangeSummary::default(),
+        )
+        .with_plugins(vec![plugin.clone()]);
+        backend.append_history("p", "dev", &entry).unwrap();
+
+        let entries = backend.history("p", "dev").unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].plugins, [plugin]);
+        assert!(entries[1].plugins.is_empty());
     }
 }

@@ -11,7 +11,7 @@ use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, UsedPlugins};
 use crate::error::BackendError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 
@@ -24,6 +24,8 @@ pub(crate) struct JournalFile {
     project: String,
     stack: String,
     crypter: Arc<dyn Crypter>,
+    /// Named in the checkpoint the update ends with.
+    plugins: UsedPlugins,
 }
 
 impl JournalFile {
@@ -33,6 +35,7 @@ impl JournalFile {
         project: &str,
         stack: &str,
         crypter: Arc<dyn Crypter>,
+        plugins: UsedPlugins,
     ) -> Result<JournalFile, BackendError> {
         let base = std::fs::read(&checkpoint_path)
             .map_err(BackendError::io("reading", &checkpoint_path))?;
@@ -58,6 +61,7 @@ impl JournalFile {
             project: project.to_owned(),
             stack: stack.to_owned(),
             crypter,
+            plugins,
         })
     }
 }
@@ -79,7 +83,8 @@ impl Persister for JournalFile {
     }
 
     fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
-        let checkpoint = Checkpoint::new(&self.project, &self.stack, snapshot.clone());
+        let checkpoint = Checkpoint::new(&self.project, &self.stack, snapshot.clone())
+            .with_plugins(self.plugins.list());
         let json = checkpoint
             .to_json(self.crypter.as_ref())
             .map_err(|e| e.to_string())?;

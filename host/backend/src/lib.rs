@@ -2,6 +2,7 @@
 //! progress, and the update lock as files under one state directory.
 
 mod checkpoint;
+mod edit;
 mod error;
 mod history;
 mod journal_file;
@@ -10,7 +11,8 @@ mod lock;
 pub mod secrets;
 mod transfer;
 
-pub use checkpoint::{Checkpoint, SCHEMA_VERSION};
+pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
+pub use edit::StateEdit;
 pub use error::BackendError;
 pub use history::{HistoryEntry, OperationKind, OperationResult};
 pub use journal_file::write_atomically;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use plinth_engine::journal::{Persister, replay};
 use plinth_engine::snapshot::Snapshot;
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, PluginUse, UsedPlugins};
 use crate::error::BackendError;
 use crate::journal_file::{JournalFile, read_entries, write_atomically};
 use crate::lock::{LockInfo, StackLock};
@@ -25,6 +25,8 @@ pub struct LoadedStack {
     pub snapshot: Snapshot,
     /// A journal from an interrupted update was replayed on top of the checkpoint.
     pub recovered: bool,
+    /// The plugins the checkpoint records.
+    pub plugins: Vec<PluginUse>,
 }
 
 /// One line of `plinth stack ls`.
@@ -199,7 +201,7 @@ impl LocalBackend {
     }
 
     /// Loads a stack's snapshot, opening its secrets with `crypter`.
-    fn load_with(
+    pub(crate) fn load_with(
         &self,
         project: &str,
         stack: &str,
@@ -219,6 +221,7 @@ impl LocalBackend {
             return Ok(LoadedStack {
                 snapshot: checkpoint.snapshot,
                 recovered: false,
+                plugins: checkpoint.plugins,
             });
         };
         let snapshot = replay(checkpoint.snapshot, entries).map_err(|e| BackendError::Corrupt {
@@ -228,6 +231,7 @@ impl LocalBackend {
         Ok(LoadedStack {
             snapshot,
             recovered: true,
+            plugins: checkpoint.plugins,
         })
     }
 
@@ -273,13 +277,27 @@ impl LocalBackend {
         project: &str,
         stack: &str,
         loaded: &LoadedStack,
+        lock: &StackLock,
+    ) -> Result<Box<dyn Persister>, BackendError> {
+        self.begin_update_with_plugins(project, stack, loaded, lock, UsedPlugins::default())
+    }
+
+    /// [`begin_update`](Self::begin_update), for an update whose checkpoint records the
+    /// plugins in `plugins` as they were when it ends.
+    pub fn begin_update_with_plugins(
+        &self,
+        project: &str,
+        stack: &str,
+        loaded: &LoadedStack,
         _lock: &StackLock,
+        plugins: UsedPlugins,
     ) -> Result<Box<dyn Persister>, BackendError> {
         self.backup_checkpoint(project, stack)?;
         let checkpoint_path = self.path(project, stack, "json");
         let crypter = self.crypter(stack);
         if loaded.recovered {
-            let checkpoint = Checkpoint::new(project, stack, loaded.snapshot.clone());
+            let checkpoint = Checkpoint::new(project, stack, loaded.snapshot.clone())
+                .with_plugins(loaded.plugins.clone());
             write_atomically(&checkpoint_path, &checkpoint.to_json(crypter.as_ref())?)
                 .map_err(BackendError::io("writing", &checkpoint_path))?;
         }
@@ -289,6 +307,7 @@ impl LocalBackend {
             project,
             stack,
             crypter,
+            plugins,
         )?;
         Ok(Box::new(journal))
     }
@@ -297,16 +316,20 @@ impl LocalBackend {
     /// Works on a checkpoint that fails the integrity checks too, so that it can be repaired.
     pub fn export(&self, project: &str, stack: &str) -> Result<Vec<u8>, BackendError> {
         let crypter = self.crypter(stack);
-        let snapshot = match self.load_with(project, stack, crypter.as_ref()) {
-            Ok(loaded) => loaded.snapshot,
+        let (snapshot, plugins) = match self.load_with(project, stack, crypter.as_ref()) {
+            Ok(loaded) => (loaded.snapshot, loaded.plugins),
             Err(BackendError::Corrupt { .. }) if !self.path(project, stack, "journal").exists() => {
                 let path = self.path(project, stack, "json");
                 let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
-                Checkpoint::parse_unverified(&bytes, stack, &path, crypter.as_ref())?.snapshot
+                let checkpoint =
+                    Checkpoint::parse_unverified(&bytes, stack, &path, crypter.as_ref())?;
+                (checkpoint.snapshot, checkpoint.plugins)
             }
             Err(e) => return Err(e),
         };
-        Checkpoint::new(project, stack, snapshot).to_json(crypter.as_ref())
+        Checkpoint::new(project, stack, snapshot)
+            .with_plugins(plugins)
+            .to_json(crypter.as_ref())
     }
 
     pub fn selected_stack(&self, project: &str) -> Option<String> {

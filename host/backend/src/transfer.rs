@@ -63,18 +63,29 @@ impl LocalBackend {
             pending_operations: Vec::new(),
             outputs,
         };
+        let imported = Checkpoint::new(project, stack, snapshot).with_plugins(checkpoint.plugins);
+        self.replace_checkpoint(project, stack, &imported.to_json(crypter.as_ref())?)?;
+        Ok(report)
+    }
+
+    /// Makes `json` the stack's checkpoint (the lock must be held): backs up the current one,
+    /// writes the new one atomically, and discards any journal, which the new checkpoint
+    /// supersedes.
+    pub(crate) fn replace_checkpoint(
+        &self,
+        project: &str,
+        stack: &str,
+        json: &[u8],
+    ) -> Result<(), BackendError> {
         self.backup_checkpoint(project, stack)?;
         let path = self.path(project, stack, "json");
-        let imported = Checkpoint::new(project, stack, snapshot);
-        let json = imported.to_json(crypter.as_ref())?;
-        write_atomically(&path, &json).map_err(BackendError::io("writing", &path))?;
+        write_atomically(&path, json).map_err(BackendError::io("writing", &path))?;
         let journal = self.path(project, stack, "journal");
         match std::fs::remove_file(&journal) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(BackendError::io("removing", &journal)(e));
+                Err(BackendError::io("removing", &journal)(e))
             }
-            _ => {}
+            _ => Ok(()),
         }
-        Ok(report)
     }
 }

@@ -1,26 +1,30 @@
-//! `plinth preview`, `plinth up` and `plinth destroy`.
+//! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult};
-use plinth_engine::deployment::{self, Options, Outcome};
-use plinth_engine::events::EventSink;
+use plinth_backend::{HistoryEntry, OperationKind, OperationResult, UsedPlugins};
+use plinth_backend::{LoadedStack, StackLock};
+use plinth_engine::deployment::{self, Options, Targets};
+use plinth_engine::events::{ChangeSummary, EventSink};
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::program::{EmptyProgram, Program};
+use plinth_engine::refresh::{self, RefreshOptions};
 use plinth_engine::value::Value;
 use plinth_runtime::{Limits, Runtime};
+use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
+use crate::home::{artifact_cache, plinth_home};
+use crate::plugin::{lockfile, resolve::resolve, store::Store};
 use crate::plugins::PluginProviders;
 use crate::secrets::open_config;
-use crate::{Workspace, confirm, display};
+use crate::{Workspace, confirm, display, pending, targets};
 
 #[derive(Args)]
 pub struct CommonArgs {
@@ -30,6 +34,23 @@ pub struct CommonArgs {
     /// Also list resources that do not change.
     #[arg(long)]
     show_sames: bool,
+    /// Change only this resource (a URN, or the name of a resource in the state); repeatable.
+    /// Every other resource is left exactly as it is.
+    #[arg(long = "target", value_name = "URN")]
+    targets: Vec<String>,
+    /// Also target every resource that depends on a targeted one.
+    #[arg(long, requires = "targets")]
+    target_dependents: bool,
+}
+
+#[derive(Args)]
+pub struct ChangeArgs {
+    /// Replace this resource even if nothing about it changed; repeatable.
+    #[arg(long = "replace", value_name = "URN")]
+    replace: Vec<String>,
+    /// After a failure, go on with every step that does not depend on it, then fail.
+    #[arg(long)]
+    continue_on_error: bool,
 }
 
 fn default_parallel() -> usize {
@@ -40,6 +61,11 @@ fn default_parallel() -> usize {
 pub struct PreviewArgs {
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    change: ChangeArgs,
+    /// Preview a refresh first, and the update against what it finds.
+    #[arg(long)]
+    refresh: bool,
     /// Exit with an error if the preview finds any change (for CI).
     #[arg(long)]
     expect_no_changes: bool,
@@ -49,6 +75,11 @@ pub struct PreviewArgs {
 pub struct UpArgs {
     #[command(flatten)]
     common: CommonArgs,
+    #[command(flatten)]
+    change: ChangeArgs,
+    /// Refresh the state from the providers first, then update against what exists.
+    #[arg(long)]
+    refresh: bool,
     /// Do not ask for confirmation.
     #[arg(short, long)]
     yes: bool,
@@ -61,6 +92,9 @@ pub struct UpArgs {
 pub struct DestroyArgs {
     #[command(flatten)]
     common: CommonArgs,
+    /// After a failure, go on deleting everything that does not depend on it, then fail.
+    #[arg(long)]
+    continue_on_error: bool,
     /// Do not ask for confirmation.
     #[arg(short, long)]
     yes: bool,
@@ -69,26 +103,72 @@ pub struct DestroyArgs {
     skip_preview: bool,
 }
 
+#[derive(Args)]
+pub struct RefreshArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Do not ask for confirmation.
+    #[arg(short, long)]
+    yes: bool,
+    /// Do not show a preview first.
+    #[arg(long)]
+    skip_preview: bool,
+    /// Exit with an error if the refresh finds any drift (for CI drift detection); records
+    /// nothing.
+    #[arg(long)]
+    expect_no_changes: bool,
+    /// Adopt what an interrupted create made, by its provider id, instead of clearing the
+    /// pending create; repeatable.
+    #[arg(long = "import-pending-create", value_name = "URN=ID", value_parser = parse_adoption)]
+    adopt: Vec<(String, String)>,
+}
+
+fn parse_adoption(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((urn, id)) if !urn.is_empty() && !id.is_empty() => Ok((urn.to_owned(), id.to_owned())),
+        _ => Err(format!("expected URN=ID, got `{arg}`")),
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Update,
     Destroy,
+    Refresh,
 }
 
-/// The plinth home: plugin and compiled-artifact caches live here.
-fn plinth_home() -> Result<PathBuf> {
-    if let Some(home) = std::env::var_os("PLINTH_HOME").filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(home));
+/// What a run asks of the engine beyond its kind.
+#[derive(Default)]
+struct Request {
+    /// Refresh before the update.
+    refresh_first: bool,
+    replace: Vec<String>,
+    continue_on_error: bool,
+    /// Pending creates to adopt, as given: URN (or name) and id.
+    adopt: Vec<(String, String)>,
+}
+
+impl Request {
+    fn change(change: &ChangeArgs, refresh_first: bool) -> Request {
+        Request {
+            refresh_first,
+            replace: change.replace.clone(),
+            continue_on_error: change.continue_on_error,
+            ..Request::default()
+        }
     }
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .context("cannot find a home directory; set PLINTH_HOME")?;
-    Ok(PathBuf::from(home).join(".plinth"))
+}
+
+/// What a run did, across its phases (a refresh, then an update).
+#[derive(Default)]
+struct Ran {
+    changes: ChangeSummary,
 }
 
 pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
+    let request = Request::change(&args.change, args.refresh);
     let outcome = Deployer::new(ws)?
-        .run(Kind::Update, true, &args.common)
+        .run(Kind::Update, true, &args.common, &request)
         .await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
         bail!(
@@ -100,17 +180,47 @@ pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
 }
 
 pub async fn up(ws: &Workspace, args: UpArgs) -> Result<ExitCode> {
-    run_confirmed(ws, Kind::Update, &args.common, args.yes, args.skip_preview).await
+    let request = Request::change(&args.change, args.refresh);
+    let (yes, skip) = (args.yes, args.skip_preview);
+    run_confirmed(ws, Kind::Update, &args.common, &request, yes, skip).await
 }
 
 pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
-    run_confirmed(ws, Kind::Destroy, &args.common, args.yes, args.skip_preview).await
+    let request = Request {
+        continue_on_error: args.continue_on_error,
+        ..Request::default()
+    };
+    let (yes, skip) = (args.yes, args.skip_preview);
+    run_confirmed(ws, Kind::Destroy, &args.common, &request, yes, skip).await
+}
+
+pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
+    let request = Request {
+        adopt: args.adopt.clone(),
+        ..Request::default()
+    };
+    if args.expect_no_changes {
+        let outcome = Deployer::new(ws)?
+            .run(Kind::Refresh, true, &args.common, &request)
+            .await?;
+        if outcome.changes.changes() > 0 {
+            bail!(
+                "the refresh found {} resources that drifted or are gone, but \
+                 --expect-no-changes was given",
+                outcome.changes.changes()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (yes, skip) = (args.yes, args.skip_preview);
+    run_confirmed(ws, Kind::Refresh, &args.common, &request, yes, skip).await
 }
 
 async fn run_confirmed(
     ws: &Workspace,
     kind: Kind,
     common: &CommonArgs,
+    request: &Request,
     yes: bool,
     skip_preview: bool,
 ) -> Result<ExitCode> {
@@ -122,7 +232,7 @@ async fn run_confirmed(
         ws.backend.crypter(stack).unlock()?;
     }
     if !skip_preview {
-        let plan = deployer.run(kind, true, common).await?;
+        let plan = deployer.run(kind, true, common, request).await?;
         if plan.changes.changes() == 0 {
             println!("No changes to make.");
         }
@@ -130,14 +240,18 @@ async fn run_confirmed(
     if !yes {
         let question = match kind {
             Kind::Update => "Do you want to perform this update?",
-            Kind::Destroy => "Do you want to delete every resource of this stack?",
+            Kind::Destroy if common.targets.is_empty() => {
+                "Do you want to delete every resource of this stack?"
+            }
+            Kind::Destroy => "Do you want to delete the targeted resources?",
+            Kind::Refresh => "Do you want to record what the refresh found?",
         };
         if !confirm(question, "--yes")? {
             println!("Cancelled; nothing was changed.");
             return Ok(ExitCode::FAILURE);
         }
     }
-    deployer.run(kind, false, common).await?;
+    deployer.run(kind, false, common, request).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -148,6 +262,8 @@ struct Deployer<'a> {
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
     providers: Arc<PluginProviders>,
+    /// The plugins the run loads, for the checkpoint and the history.
+    used: UsedPlugins,
 }
 
 impl<'a> Deployer<'a> {
@@ -155,11 +271,18 @@ impl<'a> Deployer<'a> {
         let stack = ws.stack()?;
         let config = ws.project.stack_config(&stack).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
-        let runtime = Arc::new(Runtime::new(plinth_home()?.join("cache"))?);
+        let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
+        if let Some(note) = lockfile::verify(&ws.project.dir, &resolved)? {
+            println!("{note}");
+        }
+        let runtime = Arc::new(Runtime::new(artifact_cache()?)?);
+        let used = UsedPlugins::default();
         let providers = Arc::new(PluginProviders::new(
             runtime.clone(),
             &ws.project,
+            &resolved,
             config.clone(),
+            used.clone(),
         ));
         Ok(Deployer {
             ws,
@@ -167,6 +290,7 @@ impl<'a> Deployer<'a> {
             config,
             runtime,
             providers,
+            used,
         })
     }
 
@@ -180,23 +304,32 @@ impl<'a> Deployer<'a> {
         Ok(self.runtime.load_program(&path, Limits::default()).await?)
     }
 
-    async fn run(&self, kind: Kind, preview: bool, common: &CommonArgs) -> Result<Outcome> {
+    async fn run(
+        &self,
+        kind: Kind,
+        preview: bool,
+        common: &CommonArgs,
+        request: &Request,
+    ) -> Result<Ran> {
         let project = self.ws.project.name();
         let backend = &self.ws.backend;
-        let program = self.program(kind).await?;
+        let program = match kind {
+            Kind::Refresh => None,
+            _ => Some(self.program(kind).await?),
+        };
         // Lock before loading: a snapshot loaded outside the lock could be overtaken by the
         // update holding it, and written back over that update's work.
         let lock = if preview {
             None
         } else {
-            let command = if kind == Kind::Destroy {
-                "destroy"
-            } else {
-                "up"
+            let command = match kind {
+                Kind::Update => "up",
+                Kind::Destroy => "destroy",
+                Kind::Refresh => "refresh",
             };
             Some(backend.lock(project, &self.stack, command)?)
         };
-        let loaded = backend.load(project, &self.stack)?;
+        let mut loaded = backend.load(project, &self.stack)?;
         if loaded.recovered {
             eprintln!(
                 "{} stack `{}` had an interrupted update; its journal was replayed",
@@ -204,66 +337,86 @@ impl<'a> Deployer<'a> {
                 self.stack
             );
         }
-        let action = match (kind, preview) {
-            (Kind::Update, true) => "Previewing update of",
-            (Kind::Update, false) => "Updating",
-            (Kind::Destroy, true) => "Previewing destroy of",
-            (Kind::Destroy, false) => "Destroying",
-        };
-        println!(
-            "{} stack {} (project {}):\n",
-            action,
-            style(&self.stack).bold(),
-            style(project).bold()
-        );
-        let recorder = match &lock {
-            None => None,
-            Some(lock) => {
-                let persister = backend.begin_update(project, &self.stack, &loaded, lock)?;
-                Some(SnapshotManager::start(loaded.snapshot.clone(), persister))
-            }
-        };
-        let started = SystemTime::now();
-        let (events, receiver) = EventSink::new();
-        let display = tokio::spawn(display::render(receiver, preview, common.show_sames));
+        let targets = targets::resolve(&loaded.snapshot, &common.targets)?.map(|urns| Targets {
+            urns,
+            dependents: common.target_dependents,
+        });
         let cancel = CancellationToken::new();
         let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
-        let options = Options {
-            project: project.to_owned(),
-            stack: self.stack.clone(),
-            preview,
-            parallel: common.parallel,
-            config: self.config.clone(),
-        };
-        let outcome = deployment::run(
-            options,
-            loaded.snapshot,
-            program,
-            self.providers.clone(),
-            recorder,
-            events,
-            cancel,
-        )
-        .await;
-        interrupts.abort();
-        let _ = display.await;
-        if lock.is_some() {
-            let kind = match kind {
-                Kind::Update => OperationKind::Update,
-                Kind::Destroy => OperationKind::Destroy,
+        let mut ran = Ran::default();
+        let mut errors = Vec::new();
+        if kind == Kind::Refresh || request.refresh_first {
+            let adopt = (request.adopt.iter())
+                .map(|(urn, id)| Ok((targets::resolve_one(&loaded.snapshot, urn)?, id.clone())))
+                .collect::<Result<_>>()?;
+            let options = RefreshOptions {
+                preview,
+                parallel: common.parallel,
+                targets: targets.clone(),
+                adopt,
             };
-            let result = if outcome.errors.is_empty() {
-                OperationResult::Succeeded
-            } else {
-                OperationResult::Failed
-            };
-            let entry = HistoryEntry::ended_now(kind, started, result, outcome.changes.clone());
-            backend.append_history(project, &self.stack, &entry)?;
+            let phase = self.phase(Kind::Refresh, preview, lock.as_ref(), &loaded)?;
+            let outcome = phase
+                .run(common.show_sames, |events| {
+                    let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
+                    refresh::run(
+                        options,
+                        base,
+                        providers,
+                        phase.recorder.clone(),
+                        events,
+                        cancel.clone(),
+                    )
+                })
+                .await;
+            self.ended(&phase, &outcome.changes, &outcome.errors)?;
+            ran.changes = outcome.changes;
+            errors = outcome.errors;
+            match outcome.snapshot {
+                // The update goes on from the checkpoint the refresh wrote.
+                Some(_) if lock.is_some() => loaded = backend.load(project, &self.stack)?,
+                Some(refreshed) => loaded.snapshot = refreshed,
+                None => {}
+            }
         }
+        if let (Some(program), true) = (program, errors.is_empty()) {
+            let replace = (request.replace.iter())
+                .map(|urn| targets::resolve_one(&loaded.snapshot, urn))
+                .collect::<Result<_>>()?;
+            let options = Options {
+                project: project.to_owned(),
+                stack: self.stack.clone(),
+                preview,
+                parallel: common.parallel,
+                config: self.config.clone(),
+                targets,
+                replace,
+                continue_on_error: request.continue_on_error,
+            };
+            let phase = self.phase(kind, preview, lock.as_ref(), &loaded)?;
+            let outcome = phase
+                .run(common.show_sames, |events| {
+                    let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
+                    deployment::run(
+                        options,
+                        base,
+                        program,
+                        providers,
+                        phase.recorder.clone(),
+                        events,
+                        cancel.clone(),
+                    )
+                })
+                .await;
+            self.ended(&phase, &outcome.changes, &outcome.errors)?;
+            ran.changes = outcome.changes;
+            errors = outcome.errors;
+        }
+        interrupts.abort();
         drop(lock);
-        let what = action.to_lowercase();
+        let what = Phase::action(kind, preview).to_lowercase();
         let what = what.trim_end_matches(" of");
-        match outcome.errors.as_slice() {
+        match errors.as_slice() {
             [] => {}
             [one] => bail!("{what} failed: {one}"),
             many => bail!(
@@ -272,17 +425,121 @@ impl<'a> Deployer<'a> {
                 many.join("\n  ")
             ),
         }
-        Ok(outcome)
+        Ok(ran)
+    }
+
+    /// Announces one phase of a run and, outside preview, starts recording it.
+    fn phase(
+        &self,
+        kind: Kind,
+        preview: bool,
+        lock: Option<&StackLock>,
+        loaded: &LoadedStack,
+    ) -> Result<Phase> {
+        let project = self.ws.project.name();
+        println!(
+            "{} stack {} (project {}):\n",
+            Phase::action(kind, preview),
+            style(&self.stack).bold(),
+            style(project).bold()
+        );
+        pending::warn_pending(&loaded.snapshot);
+        let recorder = match lock {
+            None => None,
+            Some(lock) => {
+                let persister = self.ws.backend.begin_update_with_plugins(
+                    project,
+                    &self.stack,
+                    loaded,
+                    lock,
+                    self.used.clone(),
+                )?;
+                Some(SnapshotManager::start(loaded.snapshot.clone(), persister))
+            }
+        };
+        Ok(Phase {
+            kind,
+            preview,
+            recorder,
+            started: SystemTime::now(),
+        })
+    }
+
+    /// Appends a recorded phase to the stack's history.
+    fn ended(&self, phase: &Phase, changes: &ChangeSummary, errors: &[String]) -> Result<()> {
+        if phase.recorder.is_none() {
+            return Ok(());
+        }
+        let kind = match phase.kind {
+            Kind::Update => OperationKind::Update,
+            Kind::Destroy => OperationKind::Destroy,
+            Kind::Refresh => OperationKind::Refresh,
+        };
+        let result = if errors.is_empty() {
+            OperationResult::Succeeded
+        } else {
+            OperationResult::Failed
+        };
+        let entry = HistoryEntry::ended_now(kind, phase.started, result, changes.clone())
+            .with_plugins(self.used.list());
+        let project = self.ws.project.name();
+        Ok(self
+            .ws
+            .backend
+            .append_history(project, &self.stack, &entry)?)
+    }
+}
+
+/// One engine call of a run, shown by its own display.
+struct Phase {
+    kind: Kind,
+    preview: bool,
+    recorder: Option<SnapshotManager>,
+    started: SystemTime,
+}
+
+impl Phase {
+    fn action(kind: Kind, preview: bool) -> &'static str {
+        match (kind, preview) {
+            (Kind::Update, true) => "Previewing update of",
+            (Kind::Update, false) => "Updating",
+            (Kind::Destroy, true) => "Previewing destroy of",
+            (Kind::Destroy, false) => "Destroying",
+            (Kind::Refresh, true) => "Previewing refresh of",
+            (Kind::Refresh, false) => "Refreshing",
+        }
+    }
+
+    /// Runs the engine call `start` makes, rendering its events until it is done.
+    async fn run<T, F: Future<Output = T>>(
+        &self,
+        show_sames: bool,
+        start: impl FnOnce(EventSink) -> F,
+    ) -> T {
+        let (events, receiver) = EventSink::new();
+        let display = tokio::spawn(display::render(receiver, self.preview, show_sames));
+        let outcome = start(events).await;
+        let _ = display.await;
+        outcome
     }
 }
 
 /// First Ctrl-C: stop starting new steps. Second: abort at once; pending operations stay
 /// recorded in the journal.
 async fn watch_interrupts(cancel: CancellationToken) {
-    if tokio::signal::ctrl_c().await.is_ok() {
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return;
+    };
+    let mut interrupt = async || {
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        }
+    };
+    if interrupt().await {
         cancel.cancel();
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("aborted");
+        if interrupt().await {
+            eprintln!("aborted: operations in flight stay recorded as pending");
             std::process::exit(130);
         }
     }

@@ -106,6 +106,9 @@ fn op_style(op: StepOp) -> (&'static str, &'static str, &'static str, Style) {
             "deleted original",
             Style::new().red(),
         ),
+        StepOp::Import => ("=", "import", "imported", Style::new().cyan()),
+        StepOp::Drift => ("~", "drifted", "drift recorded", Style::new().yellow()),
+        StepOp::Gone => ("-", "gone", "gone, forgotten", Style::new().red()),
     }
 }
 
@@ -167,8 +170,10 @@ fn summary_line(c: &ChangeSummary, preview: bool) -> String {
     } else {
         ("created", "updated", "replaced", "deleted")
     };
+    let import = if preview { "to import" } else { "imported" };
     for (n, label, s) in [
         (c.create, create, Style::new().green()),
+        (c.import, import, Style::new().cyan()),
         (c.update, update, Style::new().yellow()),
         (c.replace, replace, Style::new().magenta()),
         (c.delete, delete, Style::new().red()),

@@ -3,11 +3,16 @@
 mod build;
 mod deploy;
 mod display;
+mod home;
+mod pending;
+mod plugin;
 mod plugins;
 mod project;
 mod secrets;
 mod stack;
+mod state;
 mod stack_config;
+mod targets;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -57,8 +62,17 @@ enum Command {
     Preview(deploy::PreviewArgs),
     /// Create or update the stack's resources to match the program.
     Up(deploy::UpArgs),
-    /// Delete every resource of the stack.
+    /// Delete every resource of the stack (or the targeted ones).
     Destroy(deploy::DestroyArgs),
+    /// Read every resource back through its provider and record what exists: drift, resources
+    /// gone out of band, interrupted operations.
+    Refresh(deploy::RefreshArgs),
+    /// Install, list, inspect and remove plugins; pin the project's in Plinth.lock.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
+    /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
+    #[command(subcommand)]
+    State(state::StateCommand),
     /// Break the stack's update lock, left by an update that is gone.
     Cancel {
         /// Do not ask for confirmation.
@@ -74,13 +88,19 @@ pub struct Workspace {
     stack_flag: Option<String>,
 }
 
+impl GlobalArgs {
+    /// The directory plinth runs in: `--cwd`, or the current one.
+    fn start_dir(&self) -> Result<PathBuf> {
+        match &self.cwd {
+            Some(dir) => Ok(dir.clone()),
+            None => std::env::current_dir().context("cannot read the current directory"),
+        }
+    }
+}
+
 impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
-        let start = match &global.cwd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
-        };
-        let project = Project::find(&start)?;
+        let project = Project::find(&global.start_dir()?)?;
         let url = std::env::var("PLINTH_BACKEND_URL").ok();
         let secrets = std::sync::Arc::new(secrets::PassphraseSecrets::new(&project));
         let backend = LocalBackend::from_url(url.as_deref())?.with_secrets(secrets);
@@ -133,14 +153,18 @@ fn init_logging(verbose: bool) {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
-    let ws = Workspace::open(&cli.global)?;
+    // Plugins are managed outside any project: only `plugin lock` looks for one.
+    let open = || Workspace::open(&cli.global);
     match cli.command {
-        Command::Stack(cmd) => stack::run_stack(&ws, cmd),
-        Command::Config(cmd) => stack::run_config(&ws, cmd),
-        Command::Preview(args) => deploy::preview(&ws, args).await,
-        Command::Up(args) => deploy::up(&ws, args).await,
-        Command::Destroy(args) => deploy::destroy(&ws, args).await,
-        Command::Cancel { yes } => cancel(&ws, yes),
+        Command::Stack(cmd) => stack::run_stack(&open()?, cmd),
+        Command::Config(cmd) => stack::run_config(&open()?, cmd),
+        Command::Preview(args) => deploy::preview(&open()?, args).await,
+        Command::Up(args) => deploy::up(&open()?, args).await,
+        Command::Destroy(args) => deploy::destroy(&open()?, args).await,
+        Command::Refresh(args) => deploy::refresh(&open()?, args).await,
+        Command::State(cmd) => state::run_state(&open()?, cmd),
+        Command::Cancel { yes } => cancel(&open()?, yes),
+        Command::Plugin(cmd) => plugin::run(&cli.global.start_dir()?, cmd).await,
     }
 }
 

@@ -6,12 +6,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use plinth_backend::{PluginUse, UsedPlugins};
 use plinth_engine::provider::{LoadError, Provider, ProviderSource};
 use plinth_engine::value::{PropertyMap, Value};
 use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
 
 use crate::build::component_path;
+use crate::plugin::resolve::Resolved;
+use crate::plugin::store::file_sha256;
 use crate::project::{DirAccess, GrantsSpec, Project};
 
 /// A provider loaded (and configured) at most once, however many steps ask for it at once.
@@ -19,8 +22,13 @@ type ProviderSlot = Arc<OnceCell<Arc<dyn Provider>>>;
 
 pub struct PluginProviders {
     runtime: Arc<Runtime>,
-    /// Plugin sources and grants by package name, resolved against the project directory.
-    sources: BTreeMap<String, (PathBuf, Grants)>,
+    /// Plugin sources, grants and limits by package name, resolved against the project
+    /// directory.
+    sources: BTreeMap<String, (PathBuf, Grants, Limits)>,
+    /// The SHA-256 of each plugin Plinth.lock pins, as verified before the run.
+    pinned: BTreeMap<String, String>,
+    /// Each plugin as it loads, for the checkpoint and the history.
+    used: UsedPlugins,
     config: BTreeMap<String, Value>,
     loaded: Mutex<HashMap<String, ProviderSlot>>,
 }
@@ -29,27 +37,36 @@ impl PluginProviders {
     pub fn new(
         runtime: Arc<Runtime>,
         project: &Project,
+        resolved: &BTreeMap<String, Resolved>,
         config: BTreeMap<String, Value>,
+        used: UsedPlugins,
     ) -> PluginProviders {
         let sources = project
             .file
             .plugins
             .iter()
-            .map(|(name, spec)| {
+            .filter_map(|(name, spec)| {
                 let grants = grants(project, &spec.grants);
-                (name.clone(), (project.resolve(&spec.path), grants))
+                let source = resolved.get(name)?.source.clone();
+                Some((name.clone(), (source, grants, spec.limits.0)))
             })
+            .collect();
+        let pinned = resolved
+            .iter()
+            .filter_map(|(name, r)| Some((name.clone(), r.pin.as_ref()?.sha256.clone())))
             .collect();
         PluginProviders {
             runtime,
             sources,
+            pinned,
+            used,
             config,
             loaded: Mutex::new(HashMap::new()),
         }
     }
 
     async fn load(&self, package: &str) -> Result<Arc<dyn Provider>, LoadError> {
-        let (source, grants) = self.sources.get(package).ok_or_else(|| {
+        let (source, grants, limits) = self.sources.get(package).ok_or_else(|| {
             LoadError(format!(
                 "no plugin provides `{package}`: add it under `plugins:` in Plinth.yaml \
                  (e.g. `{package}: {{ path: path/to/{package}.wasm }}`)"
@@ -57,19 +74,38 @@ impl PluginProviders {
         })?;
         let what = format!("plugin `{package}`");
         let source = source.clone();
-        let path = tokio::task::spawn_blocking(move || component_path(&source, &what))
-            .await
-            .map_err(|e| LoadError(e.to_string()))?
-            .map_err(|e| LoadError(format!("{e:#}")))?;
+        let (path, sha256) = tokio::task::spawn_blocking(move || {
+            let path = component_path(&source, &what)?;
+            let sha256 = file_sha256(&path)
+                .map_err(|e| anyhow::anyhow!("{what}: cannot read {}: {e}", path.display()))?;
+            anyhow::Ok((path, sha256))
+        })
+        .await
+        .map_err(|e| LoadError(e.to_string()))?
+        .map_err(|e| LoadError(format!("{e:#}")))?;
+        if let Some(pinned) = self.pinned.get(package)
+            && *pinned != sha256
+        {
+            return Err(LoadError(format!(
+                "plugin `{package}`: {} changed while plinth ran (sha256 {pinned}, now {sha256}); \
+                 run the command again",
+                path.display()
+            )));
+        }
         let provider = self
             .runtime
-            .load_provider(package, &path, Limits::default(), grants.clone())
+            .load_provider(package, &path, *limits, grants.clone())
             .await?;
         let config = self.provider_config(package);
         provider
             .configure(&config)
             .await
             .map_err(|e| LoadError(format!("plugin `{package}`: configure failed: {e}")))?;
+        self.used.record(PluginUse {
+            name: package.to_owned(),
+            version: provider.info().version.clone(),
+            sha256,
+        });
         Ok(provider)
     }
 
@@ -99,6 +135,10 @@ fn grants(project: &Project, spec: &GrantsSpec) -> Grants {
                 },
             })
             .collect(),
+        env: spec.env.clone(),
+        tcp: spec.tcp.clone(),
+        udp: spec.udp.clone(),
+        http: spec.http.clone(),
     }
 }
 

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use plinth_runtime::{AuthorityPattern, EndpointPattern, Limits};
 use serde::Deserialize;
 
 use crate::stack_config::StackConfig;
@@ -34,10 +35,55 @@ fn default_program() -> PathBuf {
 #[serde(deny_unknown_fields)]
 pub struct PluginSpec {
     /// A `.wasm` component, or a crate directory to build, relative to the project.
-    pub path: PathBuf,
+    #[serde(default)]
+    path: Option<PathBuf>,
+    /// The version of a plugin installed in the store (`plinth plugin install`). Exactly one
+    /// of `path` and `version` is given.
+    #[serde(default)]
+    version: Option<String>,
     /// What the plugin is granted beyond the bare sandbox; nothing by default.
     #[serde(default)]
     pub grants: GrantsSpec,
+    /// The memory and time each of its calls may use.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+}
+
+/// Where a plugin's component comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum PluginSource<'a> {
+    /// A `.wasm` file or a crate directory, relative to the project.
+    Path(&'a Path),
+    /// A version installed in the plugin store.
+    Store(&'a str),
+}
+
+impl PluginSpec {
+    pub fn source(&self) -> PluginSource<'_> {
+        match (&self.path, &self.version) {
+            (Some(path), None) => PluginSource::Path(path),
+            (None, Some(version)) => PluginSource::Store(version),
+            _ => unreachable!("Project::load admits exactly one of `path` and `version`"),
+        }
+    }
+
+    /// Checks that exactly one of `path` and `version` is given.
+    fn validate(&self, name: &str) -> Result<(), String> {
+        match (&self.path, &self.version) {
+            (Some(_), None) => Ok(()),
+            (None, Some(version)) if !version.trim().is_empty() => Ok(()),
+            (None, Some(_)) => Err(format!("plugin `{name}` has an empty `version`")),
+            (Some(_), Some(_)) => Err(format!(
+                "plugin `{name}` has both `path` and `version`; give one: `path` for a .wasm \
+                 file or a crate directory, `version` for a plugin installed with \
+                 `plinth plugin install`"
+            )),
+            (None, None) => Err(format!(
+                "plugin `{name}` needs `path` (a .wasm file or a crate directory) or `version` \
+                 (a plugin installed with `plinth plugin install`; `plinth plugin ls` lists them)"
+            )),
+        }
+    }
 }
 
 /// A plugin's `grants:`.
@@ -46,6 +92,87 @@ pub struct PluginSpec {
 pub struct GrantsSpec {
     #[serde(default)]
     pub dirs: Vec<DirGrantSpec>,
+    /// Environment variables passed from plinth's own environment, by name.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// TCP endpoints, `host:port`: `127.0.0.1:8080`, `db.internal:5432`, `*.example.com:443`.
+    #[serde(default, deserialize_with = "parse_each")]
+    pub tcp: Vec<EndpointPattern>,
+    /// UDP endpoints, written as the TCP ones.
+    #[serde(default, deserialize_with = "parse_each")]
+    pub udp: Vec<EndpointPattern>,
+    /// Authorities of outbound HTTP requests: `api.example.com`, `127.0.0.1:8080`.
+    #[serde(default, deserialize_with = "parse_each")]
+    pub http: Vec<AuthorityPattern>,
+}
+
+/// Parses each string of a list with `FromStr`, failing with its error.
+fn parse_each<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr<Err: std::fmt::Display>,
+{
+    Vec::<String>::deserialize(deserializer)?
+        .iter()
+        .map(|s| s.parse().map_err(serde::de::Error::custom))
+        .collect()
+}
+
+/// A plugin's `limits:`, e.g. `{ memory: 512MiB, call-timeout: 2m }`; what is not given keeps
+/// its default (256 MiB, 60 s).
+#[derive(Debug, Default, Deserialize)]
+#[serde(try_from = "RawLimits")]
+pub struct LimitsSpec(pub Limits);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawLimits {
+    #[serde(default)]
+    memory: Option<Quantity>,
+    #[serde(default)]
+    call_timeout: Option<Quantity>,
+}
+
+/// A size or a duration as written: with a unit, or a bare number.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Quantity {
+    Number(u64),
+    Text(String),
+}
+
+impl TryFrom<RawLimits> for LimitsSpec {
+    type Error = String;
+
+    fn try_from(raw: RawLimits) -> Result<LimitsSpec, String> {
+        let default = Limits::default();
+        let memory = match raw.memory {
+            None => default.memory_bytes as u64,
+            // A bare number of bytes is unambiguous.
+            Some(Quantity::Number(bytes)) => bytes,
+            Some(Quantity::Text(text)) => text
+                .trim()
+                .parse::<bytesize::ByteSize>()
+                .map_err(|e| {
+                    format!("memory `{text}` is not a size such as `512MiB` or `1GiB`: {e}")
+                })?
+                .as_u64(),
+        };
+        let call_timeout = match raw.call_timeout {
+            None => default.call_timeout,
+            Some(Quantity::Number(n)) => {
+                return Err(format!(
+                    "call-timeout `{n}` has no unit: write e.g. `{n}s` or `{n}ms`"
+                ));
+            }
+            Some(Quantity::Text(text)) => humantime::parse_duration(text.trim()).map_err(|e| {
+                format!("call-timeout `{text}` is not a duration such as `30s` or `2m`: {e}")
+            })?,
+        };
+        Limits::new(memory, call_timeout)
+            .map(LimitsSpec)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// One entry of `grants.dirs`.
@@ -116,6 +243,10 @@ impl Project {
                 file.name
             );
         }
+        for (name, spec) in &file.plugins {
+            spec.validate(name)
+                .map_err(|e| anyhow::anyhow!("{} is malformed: {e}", path.display()))?;
+        }
         Ok(Project {
             dir: dir.to_owned(),
             file,
@@ -173,6 +304,24 @@ mod tests {
         assert_eq!(dirs[0].guest, "/world");
         assert_eq!(dirs[0].access, DirAccess::ReadWrite);
         assert_eq!(dirs[1].access, DirAccess::ReadOnly);
+    }
+
+    #[test]
+    fn a_plugin_comes_from_a_path_or_the_store() {
+        let project = load("name: p\nplugins:\n  kit:\n    version: 0.1.0\n").unwrap();
+        assert!(matches!(
+            project.file.plugins["kit"].source(),
+            PluginSource::Store("0.1.0")
+        ));
+        let both = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    version: 0.1.0\n";
+        let err = load(both).unwrap_err().to_string();
+        assert!(err.contains("both `path` and `version`"), "{err}");
+        let neither = "name: p\nplugins:\n  kit:\n    grants: {}\n";
+        let err = load(neither).unwrap_err().to_string();
+        assert!(
+            err.contains("needs `path`") && err.contains("`version`"),
+            "{err}"
+        );
     }
 
     #[test]

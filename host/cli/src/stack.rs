@@ -13,6 +13,7 @@ use plinth_engine::events::ChangeSummary;
 
 use crate::Workspace;
 use crate::display::render_value;
+use crate::plugin::short;
 use crate::stack_config::ConfigValue;
 
 #[derive(Subcommand)]
@@ -220,14 +221,27 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:8} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  STARTED (unix)",
-        "KIND", "RESULT", "DURATION", "CREATE", "UPDATE", "REPLACE", "DELETE", "PLINTH"
+        "{:8} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  PLUGINS",
+        "KIND",
+        "RESULT",
+        "DURATION",
+        "CREATE",
+        "UPDATE",
+        "REPLACE",
+        "DELETE",
+        "PLINTH",
+        "STARTED (unix)"
     );
     for e in entries {
         let kind = serde_json::to_value(e.kind)?;
         let result = serde_json::to_value(e.result)?;
+        let plugins: Vec<_> = e
+            .plugins
+            .iter()
+            .map(|p| format!("{}@{} ({})", p.name, p.version, short(&p.sha256)))
+            .collect();
         println!(
-            "{:8} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
+            "{:8} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  {}",
             kind.as_str().unwrap_or_default(),
             result.as_str().unwrap_or_default(),
             e.ended.saturating_sub(e.started),
@@ -236,7 +250,8 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             e.changes.replace,
             e.changes.delete,
             e.plinth,
-            e.started
+            e.started,
+            plugins.join(", ")
         );
     }
     Ok(())

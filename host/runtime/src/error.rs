@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::capabilities::CapabilityError;
+
 /// Why a provider or program component could not be loaded and started.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -24,6 +26,32 @@ pub enum LoadError {
         world: &'static str,
         message: String,
     },
+    /// The component exports a version of the plinth world this host does not load.
+    #[error(
+        "`{}` is a plinth {world} built against plinth:plugin@{version}, which this plinth does          not support (it loads {supported}): use a plinth that supports it, or rebuild the          component against one of those",
+        path.display()
+    )]
+    UnsupportedVersion {
+        path: PathBuf,
+        world: &'static str,
+        /// The version the component was built against.
+        version: String,
+        /// The versions this host loads, e.g. `0.1.0 and 0.2.0`.
+        supported: String,
+    },
+    /// The component is neither a plinth provider nor a plinth program.
+    #[error(
+        "`{}` is not a plinth component: {reason} (this plinth loads plinth:plugin {supported})",
+        path.display()
+    )]
+    NotPlinth {
+        path: PathBuf,
+        reason: String,
+        supported: String,
+    },
+    /// The plugin asks for capabilities the project does not grant, or malformed ones.
+    #[error(transparent)]
+    Capabilities(#[from] CapabilityError),
     /// Instantiating the component, or its first call, failed.
     #[error("`{}` failed to start: {message}", path.display())]
     Start { path: PathBuf, message: String },
@@ -33,6 +61,13 @@ pub enum LoadError {
         plugin: String,
         path: PathBuf,
         reason: String,
+    },
+    /// An environment variable granted to the plugin cannot be granted.
+    #[error("plugin `{plugin}`: cannot grant the environment variable `{name}`: {reason}")]
+    EnvGrant {
+        plugin: String,
+        name: String,
+        reason: &'static str,
     },
     /// The provider calls itself something else than the name it was requested under.
     #[error("`{}` is the provider `{actual}`, not `{expected}`", path.display())]

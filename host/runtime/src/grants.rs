@@ -1,11 +1,13 @@
 //! What a plugin is granted beyond the bare sandbox. Deny by default: a plugin sees nothing of
-//! the host unless the project grants it. For now a grant is a directory, preopened at a path of
-//! the plugin's choosing, read-only or read-write.
+//! the host unless the project grants it: directories (preopened at a path of the plugin's
+//! choosing, read-only or read-write), named environment variables, TCP and UDP endpoints, and
+//! the authorities it may send HTTP requests to.
 
 use std::path::PathBuf;
 
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+use crate::endpoint::{AuthorityPattern, EndpointPattern};
 use crate::error::LoadError;
 
 /// Everything a plugin is granted. The default grants nothing.
@@ -13,6 +15,14 @@ use crate::error::LoadError;
 pub struct Grants {
     /// Host directories the plugin may use.
     pub dirs: Vec<DirGrant>,
+    /// Environment variables the plugin sees, with their values in the host's environment.
+    pub env: Vec<String>,
+    /// Endpoints the plugin may connect to (or listen on) over TCP.
+    pub tcp: Vec<EndpointPattern>,
+    /// Endpoints the plugin may exchange datagrams with over UDP.
+    pub udp: Vec<EndpointPattern>,
+    /// Authorities the plugin may send outbound `wasi:http` requests to.
+    pub http: Vec<AuthorityPattern>,
 }
 
 /// A host directory made visible to a plugin.
@@ -59,6 +69,20 @@ impl Grants {
                 Ok(_) => return Err(refuse("it is not a directory".to_owned())),
                 Err(e) => return Err(refuse(e.to_string())),
             }
+        }
+        for name in &self.env {
+            let reason = if name.is_empty() {
+                "the name is empty"
+            } else if name.contains(['=', '\0']) {
+                "a name cannot contain `=` or a NUL character"
+            } else {
+                continue;
+            };
+            return Err(LoadError::EnvGrant {
+                plugin: plugin.to_owned(),
+                name: name.clone(),
+                reason,
+            });
         }
         Ok(())
     }

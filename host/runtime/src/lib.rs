@@ -25,20 +25,33 @@
 
 mod bindings;
 mod cache;
+mod capabilities;
+mod denial;
+mod endpoint;
 mod engine;
+mod env;
 mod epoch;
 mod error;
 mod grants;
+mod http;
+mod inspect;
 mod limits;
+mod net;
 mod program;
 mod provider;
 mod runtime;
 mod sandbox;
 mod stdio;
+mod upgrade;
 mod values;
+mod versions;
 
 pub use cache::LoadStats;
+pub use capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
+pub use endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};
 pub use error::LoadError;
 pub use grants::{Access, DirGrant, Grants};
-pub use limits::Limits;
+pub use inspect::ComponentInfo;
+pub use limits::{Limits, LimitsError};
 pub use runtime::Runtime;
+pub use versions::{Kind, WitVersion};

@@ -14,6 +14,53 @@ pub struct Limits {
     pub call_timeout: Duration,
 }
 
+/// Why limits cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitsError {
+    #[error(
+        "a memory limit of {0} bytes is too small: a guest needs at least 1 MiB (e.g. `64MiB`)"
+    )]
+    MemoryTooSmall(u64),
+    #[error("a memory limit of {0} bytes is too large: a 32-bit guest cannot use more than 4 GiB")]
+    MemoryTooLarge(u64),
+    #[error("a call timeout of {0:?} is too short: deadlines are checked every 10ms (e.g. `30s`)")]
+    TimeoutTooShort(Duration),
+    #[error("a call timeout of {0:?} is too long: the most is one day")]
+    TimeoutTooLong(Duration),
+}
+
+impl Limits {
+    /// The smallest memory limit: less cannot run a Rust guest's stack.
+    pub const MIN_MEMORY_BYTES: u64 = 1 << 20;
+    /// The largest: all a 32-bit linear memory can address.
+    pub const MAX_MEMORY_BYTES: u64 = 4 << 30;
+    /// The shortest call timeout: the granularity of deadlines.
+    pub const MIN_CALL_TIMEOUT: Duration = crate::engine::EPOCH_TICK;
+    /// The longest call timeout.
+    pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+    /// Limits of `memory_bytes` and `call_timeout`, if both are within the bounds above.
+    pub fn new(memory_bytes: u64, call_timeout: Duration) -> Result<Limits, LimitsError> {
+        if memory_bytes < Self::MIN_MEMORY_BYTES {
+            return Err(LimitsError::MemoryTooSmall(memory_bytes));
+        }
+        if memory_bytes > Self::MAX_MEMORY_BYTES {
+            return Err(LimitsError::MemoryTooLarge(memory_bytes));
+        }
+        if call_timeout < Self::MIN_CALL_TIMEOUT {
+            return Err(LimitsError::TimeoutTooShort(call_timeout));
+        }
+        if call_timeout > Self::MAX_CALL_TIMEOUT {
+            return Err(LimitsError::TimeoutTooLong(call_timeout));
+        }
+        Ok(Limits {
+            memory_bytes: usize::try_from(memory_bytes)
+                .map_err(|_| LimitsError::MemoryTooLarge(memory_bytes))?,
+            call_timeout,
+        })
+    }
+}
+
 impl Default for Limits {
     /// 256 MiB of memory and one minute per call.
     fn default() -> Self {
@@ -93,6 +140,31 @@ impl ResourceLimiter for MemoryLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_are_checked_against_their_bounds() {
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            Limits::new(512 << 20, 2 * second),
+            Ok(Limits {
+                memory_bytes: 512 << 20,
+                call_timeout: 2 * second
+            })
+        );
+        assert!(Limits::new(4 << 30, Limits::MAX_CALL_TIMEOUT).is_ok());
+        assert_eq!(
+            Limits::new(1000, second),
+            Err(LimitsError::MemoryTooSmall(1000))
+        );
+        assert_eq!(
+            Limits::new(5 << 30, second),
+            Err(LimitsError::MemoryTooLarge(5 << 30))
+        );
+        let err = Limits::new(1 << 20, Duration::from_millis(1)).unwrap_err();
+        assert!(err.to_string().contains("too short"), "{err}");
+        let err = Limits::new(1 << 20, 2 * Limits::MAX_CALL_TIMEOUT).unwrap_err();
+        assert!(err.to_string().contains("the most is one day"), "{err}");
+    }
 
     #[test]
     fn records_growth_beyond_the_limit_only() {

@@ -2,28 +2,26 @@
 //!
 //! One instance serves a whole run. The host implements the `monitor` import by forwarding each
 //! call to the engine's [`Monitor`], which is placed in the store for the duration of each call
-//! into the program.
+//! into the program. A program built against `plinth:plugin@0.1.0` imports that version's
+//! `monitor`, which the host implements with the same code (the interface did not change).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use plinth_engine::events::Severity;
-use plinth_engine::program::{
-    CustomTimeouts, Monitor, Program, ProgramError, RegisterRequest, ResourceOptions,
-};
+use plinth_engine::program::{Monitor, Program, ProgramError};
 use plinth_engine::value::{PropertyMap, Value};
-use wasmtime::Store;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
-use crate::bindings::program::plinth::plugin::monitor;
-use crate::bindings::program::{Program as ProgramBindings, ProgramPre};
-use crate::bindings::types;
+use crate::bindings::{types, v0_1, v0_2};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
 use crate::limits::Limits;
 use crate::sandbox::{self, Sandbox, Sandboxed};
 use crate::values::{self, Origin};
+use crate::versions::WitVersion;
 
 /// The store data of a program instance.
 pub(crate) struct ProgramState {
@@ -32,11 +30,79 @@ pub(crate) struct ProgramState {
     monitor: Option<Monitor>,
 }
 
+/// A program component ready to instantiate, with the bindings of the version it speaks.
+pub(crate) enum ProgramPre {
+    V0_1(v0_1::program::ProgramPre<ProgramState>),
+    V0_2(v0_2::program::ProgramPre<ProgramState>),
+}
+
+/// An instance's bindings, in the version it speaks.
+enum Bindings {
+    V0_1(v0_1::program::Program),
+    V0_2(v0_2::program::Program),
+}
+
+impl ProgramPre {
+    /// Pre-instantiates `component`, built against `version`, with `linker`.
+    pub(crate) fn new(
+        linker: &Linker<ProgramState>,
+        component: &Component,
+        version: WitVersion,
+    ) -> wasmtime::Result<ProgramPre> {
+        let pre = linker.instantiate_pre(component)?;
+        Ok(match version {
+            WitVersion::V0_1 => ProgramPre::V0_1(v0_1::program::ProgramPre::new(pre)?),
+            WitVersion::V0_2 => ProgramPre::V0_2(v0_2::program::ProgramPre::new(pre)?),
+        })
+    }
+
+    fn engine(&self) -> &Engine {
+        match self {
+            ProgramPre::V0_1(pre) => pre.engine(),
+            ProgramPre::V0_2(pre) => pre.engine(),
+        }
+    }
+
+    async fn instantiate(&self, store: &mut Store<ProgramState>) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            ProgramPre::V0_1(pre) => Bindings::V0_1(pre.instantiate_async(store).await?),
+            ProgramPre::V0_2(pre) => Bindings::V0_2(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+/// Links the `monitor` of every version into `linker`.
+pub(crate) fn add_to_linker(linker: &mut Linker<ProgramState>) -> wasmtime::Result<()> {
+    use wasmtime::component::HasSelf;
+    v0_1::program::Program::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    v0_2::program::Program::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+}
+
+/// Calls the callback `$method` of `$program` (a [`ComponentProgram`]) with `$args`, in the
+/// version the program speaks. The callbacks' types are the same in every version.
+macro_rules! call {
+    ($program:expr, $method:ident($($arg:expr),* $(,)?)) => {{
+        let program: &mut ComponentProgram = &mut $program;
+        match &program.bindings {
+            Bindings::V0_1(b) => {
+                b.plinth_plugin_callbacks()
+                    .$method(&mut program.store, $($arg),*)
+                    .await
+            }
+            Bindings::V0_2(b) => {
+                b.plinth_plugin_callbacks()
+                    .$method(&mut program.store, $($arg),*)
+                    .await
+            }
+        }
+    }};
+}
+
 /// A [`Program`] backed by a component.
 pub(crate) struct ComponentProgram {
     name: String,
     store: Store<ProgramState>,
-    bindings: ProgramBindings,
+    bindings: Bindings,
     /// Why the instance cannot be entered again: a call trapped, or was cancelled midway.
     broken: Option<String>,
     /// Keeps deadlines working while the program lives.
@@ -47,7 +113,7 @@ impl ComponentProgram {
     /// Instantiates the program at `path` from `pre`.
     pub(crate) async fn start(
         path: &Path,
-        pre: ProgramPre<ProgramState>,
+        pre: ProgramPre,
         limits: Limits,
         epoch: Arc<EpochTicker>,
     ) -> Result<ComponentProgram, LoadError> {
@@ -61,7 +127,7 @@ impl ComponentProgram {
         };
         let mut store = sandbox::new_store(pre.engine(), state);
         sandbox::begin_call(&mut store);
-        let bindings = match pre.instantiate_async(&mut store).await {
+        let bindings = match pre.instantiate(&mut store).await {
             Ok(bindings) => bindings,
             Err(e) => {
                 return Err(LoadError::Start {
@@ -121,8 +187,7 @@ impl ComponentProgram {
 impl Program for ComponentProgram {
     async fn run(&mut self, monitor: &Monitor) -> Result<(), ProgramError> {
         self.enter("run", monitor)?;
-        let callbacks = self.bindings.plinth_plugin_callbacks();
-        let result = callbacks.call_run(&mut self.store).await;
+        let result = call!(*self, call_run());
         self.leave("run", result)
     }
 
@@ -134,8 +199,7 @@ impl Program for ComponentProgram {
     ) -> Result<Value, ProgramError> {
         let inputs: Vec<types::Value> = inputs.iter().map(values::to_wit).collect();
         self.enter("resume", monitor)?;
-        let callbacks = self.bindings.plinth_plugin_callbacks();
-        let result = callbacks.call_resume(&mut self.store, apply, &inputs).await;
+        let result = call!(*self, call_resume(apply, &inputs));
         let value = self.leave("resume", result)?;
         values::from_wit(value, Origin::Program).map_err(|e| {
             ProgramError(format!(
@@ -164,116 +228,147 @@ fn guest_map(value: types::Value, call: impl FnOnce() -> String) -> wasmtime::Re
         .map_err(|e| wasmtime::Error::msg(format!("{}: {e}", call())))
 }
 
-fn resource_options(options: monitor::ResourceOptions) -> ResourceOptions {
-    ResourceOptions {
-        depends_on: options.depends_on,
-        parent: options.parent,
-        provider: options.provider,
-        protect: options.protect,
-        retain_on_delete: options.retain_on_delete,
-        delete_before_replace: options.delete_before_replace,
-        ignore_changes: options.ignore_changes,
-        replace_on_changes: options.replace_on_changes,
-        aliases: options.aliases,
-        custom_timeouts: options.custom_timeouts.map(|t| CustomTimeouts {
-            create_seconds: t.create_seconds,
-            update_seconds: t.update_seconds,
-            delete_seconds: t.delete_seconds,
-        }),
-        import_id: options.import_id,
-    }
+/// Implements the `monitor` of the WIT version `$version` for programs: the interface is the
+/// same in every version, only its generated types differ.
+macro_rules! monitor_host {
+    ($module:ident, $version:ident) => {
+        mod $module {
+            use plinth_engine::events::Severity;
+            use plinth_engine::program::{CustomTimeouts, RegisterRequest, ResourceOptions};
+            use plinth_engine::value::Value;
+
+            use super::{ProgramState, guest_map};
+            use crate::bindings::types;
+            use crate::bindings::$version::program::plinth::plugin::monitor;
+            use crate::values::{self, Origin};
+
+            fn resource_options(options: monitor::ResourceOptions) -> ResourceOptions {
+                ResourceOptions {
+                    depends_on: options.depends_on,
+                    parent: options.parent,
+                    provider: options.provider,
+                    protect: options.protect,
+                    retain_on_delete: options.retain_on_delete,
+                    delete_before_replace: options.delete_before_replace,
+                    ignore_changes: options.ignore_changes,
+                    replace_on_changes: options.replace_on_changes,
+                    aliases: options.aliases,
+                    custom_timeouts: options.custom_timeouts.map(|t| CustomTimeouts {
+                        create_seconds: t.create_seconds,
+                        update_seconds: t.update_seconds,
+                        delete_seconds: t.delete_seconds,
+                    }),
+                    import_id: options.import_id,
+                }
+            }
+
+            impl monitor::Host for ProgramState {
+                fn register_resource(
+                    &mut self,
+                    request: monitor::RegisterRequest,
+                ) -> wasmtime::Result<u64> {
+                    let name = request.name;
+                    let inputs = guest_map(request.inputs, || {
+                        format!("register-resource `{name}`: malformed inputs")
+                    })?;
+                    Ok(self.monitor()?.register_resource(RegisterRequest {
+                        ty: request.type_,
+                        name,
+                        custom: request.custom,
+                        inputs,
+                        options: resource_options(request.options),
+                    }))
+                }
+
+                fn read_resource(
+                    &mut self,
+                    ty: String,
+                    name: String,
+                    id: String,
+                    inputs: types::Value,
+                    options: monitor::ResourceOptions,
+                ) -> wasmtime::Result<u64> {
+                    let inputs = guest_map(inputs, || {
+                        format!("read-resource `{name}`: malformed inputs")
+                    })?;
+                    let options = resource_options(options);
+                    Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
+                }
+
+                fn register_apply(&mut self, inputs: Vec<types::Value>) -> wasmtime::Result<u64> {
+                    let inputs = inputs
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, input)| {
+                            values::from_wit(input, Origin::Program).map_err(|e| {
+                                wasmtime::Error::msg(format!(
+                                    "register-apply: malformed input {i}: {e}"
+                                ))
+                            })
+                        })
+                        .collect::<wasmtime::Result<Vec<Value>>>()?;
+                    Ok(self.monitor()?.register_apply(inputs))
+                }
+
+                fn register_outputs(
+                    &mut self,
+                    handle: Option<u64>,
+                    outputs: types::Value,
+                ) -> wasmtime::Result<()> {
+                    let outputs =
+                        guest_map(outputs, || "register-outputs: malformed outputs".to_owned())?;
+                    self.monitor()?.register_outputs(handle, outputs);
+                    Ok(())
+                }
+
+                async fn invoke(
+                    &mut self,
+                    token: String,
+                    args: types::Value,
+                ) -> wasmtime::Result<Result<types::Value, String>> {
+                    let monitor = self.monitor()?.clone();
+                    let args =
+                        guest_map(args, || format!("invoke `{token}`: malformed arguments"))?;
+                    Ok(monitor
+                        .invoke(&token, args)
+                        .await
+                        .map(|result| values::to_wit(&result)))
+                }
+
+                fn config(&mut self, key: String) -> wasmtime::Result<Option<types::Value>> {
+                    Ok(self.monitor()?.config(&key).map(|v| values::to_wit(&v)))
+                }
+
+                fn get_stack_info(&mut self) -> wasmtime::Result<monitor::StackInfo> {
+                    let info = self.monitor()?.stack_info();
+                    Ok(monitor::StackInfo {
+                        project: info.project.clone(),
+                        stack: info.stack.clone(),
+                        dry_run: info.dry_run,
+                    })
+                }
+
+                fn log(
+                    &mut self,
+                    level: monitor::LogLevel,
+                    message: String,
+                ) -> wasmtime::Result<()> {
+                    let severity = match level {
+                        monitor::LogLevel::Debug => Severity::Debug,
+                        monitor::LogLevel::Info => Severity::Info,
+                        monitor::LogLevel::Warn => Severity::Warning,
+                        monitor::LogLevel::Error => Severity::Error,
+                    };
+                    self.monitor()?.log(severity, message);
+                    Ok(())
+                }
+            }
+        }
+    };
 }
 
-impl monitor::Host for ProgramState {
-    fn register_resource(&mut self, request: monitor::RegisterRequest) -> wasmtime::Result<u64> {
-        let name = request.name;
-        let inputs = guest_map(request.inputs, || {
-            format!("register-resource `{name}`: malformed inputs")
-        })?;
-        Ok(self.monitor()?.register_resource(RegisterRequest {
-            ty: request.type_,
-            name,
-            custom: request.custom,
-            inputs,
-            options: resource_options(request.options),
-        }))
-    }
-
-    fn read_resource(
-        &mut self,
-        ty: String,
-        name: String,
-        id: String,
-        inputs: types::Value,
-        options: monitor::ResourceOptions,
-    ) -> wasmtime::Result<u64> {
-        let inputs = guest_map(inputs, || {
-            format!("read-resource `{name}`: malformed inputs")
-        })?;
-        let options = resource_options(options);
-        Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
-    }
-
-    fn register_apply(&mut self, inputs: Vec<types::Value>) -> wasmtime::Result<u64> {
-        let inputs = inputs
-            .into_iter()
-            .enumerate()
-            .map(|(i, input)| {
-                values::from_wit(input, Origin::Program).map_err(|e| {
-                    wasmtime::Error::msg(format!("register-apply: malformed input {i}: {e}"))
-                })
-            })
-            .collect::<wasmtime::Result<Vec<Value>>>()?;
-        Ok(self.monitor()?.register_apply(inputs))
-    }
-
-    fn register_outputs(
-        &mut self,
-        handle: Option<u64>,
-        outputs: types::Value,
-    ) -> wasmtime::Result<()> {
-        let outputs = guest_map(outputs, || "register-outputs: malformed outputs".to_owned())?;
-        self.monitor()?.register_outputs(handle, outputs);
-        Ok(())
-    }
-
-    async fn invoke(
-        &mut self,
-        token: String,
-        args: types::Value,
-    ) -> wasmtime::Result<Result<types::Value, String>> {
-        let monitor = self.monitor()?.clone();
-        let args = guest_map(args, || format!("invoke `{token}`: malformed arguments"))?;
-        Ok(monitor
-            .invoke(&token, args)
-            .await
-            .map(|result| values::to_wit(&result)))
-    }
-
-    fn config(&mut self, key: String) -> wasmtime::Result<Option<types::Value>> {
-        Ok(self.monitor()?.config(&key).map(|v| values::to_wit(&v)))
-    }
-
-    fn get_stack_info(&mut self) -> wasmtime::Result<monitor::StackInfo> {
-        let info = self.monitor()?.stack_info();
-        Ok(monitor::StackInfo {
-            project: info.project.clone(),
-            stack: info.stack.clone(),
-            dry_run: info.dry_run,
-        })
-    }
-
-    fn log(&mut self, level: monitor::LogLevel, message: String) -> wasmtime::Result<()> {
-        let severity = match level {
-            monitor::LogLevel::Debug => Severity::Debug,
-            monitor::LogLevel::Info => Severity::Info,
-            monitor::LogLevel::Warn => Severity::Warning,
-            monitor::LogLevel::Error => Severity::Error,
-        };
-        self.monitor()?.log(severity, message);
-        Ok(())
-    }
-}
+monitor_host!(monitor_v0_1, v0_1);
+monitor_host!(monitor_v0_2, v0_2);
 
 impl types::Host for ProgramState {}
 

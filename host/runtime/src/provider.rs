@@ -5,6 +5,9 @@
 //! gives it back when the call returns. An instance whose call trapped, panicked, ran out of
 //! time or memory, or was cancelled, is dropped, never reused. The configuration given to
 //! `configure` is replayed on every instance created afterwards.
+//!
+//! A provider built against `plinth:plugin@0.1.0` is driven through that version's bindings;
+//! what it returns is upgraded to the current version's types (see [`crate::upgrade`]).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -17,17 +20,21 @@ use plinth_engine::provider::{
 };
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use wasmtime::Store;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
 
-use crate::bindings::provider::exports::plinth::plugin::provider as wit;
-use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
 use crate::bindings::types;
+use crate::bindings::v0_2::provider::exports::plinth::plugin::provider as wit;
+use crate::bindings::{v0_1, v0_2};
+use crate::capabilities::{self, Capabilities, DirRequest};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
-use crate::grants::Grants;
+use crate::grants::{Access, Grants};
 use crate::limits::Limits;
 use crate::sandbox::{self, Sandbox};
+use crate::upgrade::Upgrade;
 use crate::values::{self, Origin, ValueError};
+use crate::versions::WitVersion;
 
 /// At most this many instances wait, idle, for the next call.
 const MAX_IDLE: usize = 16;
@@ -50,24 +57,96 @@ struct Configuration {
     value: Option<Arc<types::Value>>,
 }
 
+/// A provider component ready to instantiate, with the bindings of the version it speaks.
+pub(crate) enum ProviderPre {
+    V0_1(v0_1::provider::ProviderPluginPre<Sandbox>),
+    V0_2(v0_2::provider::ProviderPluginPre<Sandbox>),
+}
+
+/// An instance's bindings, in the version it speaks.
+enum Bindings {
+    V0_1(v0_1::provider::ProviderPlugin),
+    V0_2(v0_2::provider::ProviderPlugin),
+}
+
+impl ProviderPre {
+    /// Pre-instantiates `component`, built against `version`, with `linker`.
+    pub(crate) fn new(
+        linker: &Linker<Sandbox>,
+        component: &Component,
+        version: WitVersion,
+    ) -> wasmtime::Result<ProviderPre> {
+        let pre = linker.instantiate_pre(component)?;
+        Ok(match version {
+            WitVersion::V0_1 => ProviderPre::V0_1(v0_1::provider::ProviderPluginPre::new(pre)?),
+            WitVersion::V0_2 => ProviderPre::V0_2(v0_2::provider::ProviderPluginPre::new(pre)?),
+        })
+    }
+
+    fn engine(&self) -> &Engine {
+        match self {
+            ProviderPre::V0_1(pre) => pre.engine(),
+            ProviderPre::V0_2(pre) => pre.engine(),
+        }
+    }
+
+    async fn instantiate(&self, store: &mut Store<Sandbox>) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            ProviderPre::V0_1(pre) => Bindings::V0_1(pre.instantiate_async(store).await?),
+            ProviderPre::V0_2(pre) => Bindings::V0_2(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
 /// One instance of the component, in its own store.
 struct Instance {
     store: Store<Sandbox>,
-    plugin: ProviderPlugin,
+    bindings: Bindings,
     /// The configuration generation it received.
     generation: u64,
 }
 
-impl Instance {
-    fn guest(&mut self) -> (&wit::Guest, &mut Store<Sandbox>) {
-        (self.plugin.plinth_plugin_provider(), &mut self.store)
-    }
+/// Calls the provider export `$method` of `$instance` (an [`Instance`]) with `$args`, in the
+/// version the instance speaks; evaluates to its result in the current version's types.
+macro_rules! call {
+    ($instance:expr, $method:ident($($arg:expr),* $(,)?)) => {{
+        let instance: &mut Instance = &mut $instance;
+        match &instance.bindings {
+            Bindings::V0_1(b) => b
+                .plinth_plugin_provider()
+                .$method(&mut instance.store, $($arg),*)
+                .await
+                .map(Upgrade::upgrade),
+            Bindings::V0_2(b) => b
+                .plinth_plugin_provider()
+                .$method(&mut instance.store, $($arg),*)
+                .await,
+        }
+    }};
+}
+
+/// Reads a provider's `info` from a fresh instance of `pre` in a sandbox with `grants`.
+pub(crate) async fn read_info(
+    name: &str,
+    path: &Path,
+    pre: ProviderPre,
+    limits: Limits,
+    grants: Grants,
+) -> Result<(ProviderInfo, Capabilities), LoadError> {
+    let factory = Factory {
+        name: name.into(),
+        pre,
+        limits,
+        grants,
+    };
+    let (_, info, capabilities) = factory.first_instance(path).await?;
+    Ok((info, capabilities))
 }
 
 /// Creates instances of the provider's component.
 struct Factory {
     name: Arc<str>,
-    pre: ProviderPluginPre<Sandbox>,
+    pre: ProviderPre,
     limits: Limits,
     grants: Grants,
 }
@@ -80,19 +159,18 @@ impl Factory {
             .map_err(|e| ProviderError::Failed(format!("plugin `{}`: {e}", self.name)))?;
         let mut store = sandbox::new_store(self.pre.engine(), sandbox);
         sandbox::begin_call(&mut store);
-        let plugin = match self.pre.instantiate_async(&mut store).await {
-            Ok(plugin) => plugin,
+        let bindings = match self.pre.instantiate(&mut store).await {
+            Ok(bindings) => bindings,
             Err(e) => return Err(self.crashed(&store, "instantiate", &e)),
         };
         let mut instance = Instance {
             store,
-            plugin,
+            bindings,
             generation: config.generation,
         };
         if let Some(value) = config.value {
             sandbox::begin_call(&mut instance.store);
-            let (guest, store) = instance.guest();
-            match guest.call_configure(store, &value).await {
+            match call!(instance, call_configure(&value)) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     return Err(ProviderError::Failed(format!(
@@ -111,6 +189,29 @@ impl Factory {
             "provider instance created"
         );
         Ok(instance)
+    }
+
+    /// Creates the first instance and asks it for the provider's `info`.
+    async fn first_instance(
+        &self,
+        path: &Path,
+    ) -> Result<(Instance, ProviderInfo, Capabilities), LoadError> {
+        let start_error = |message: String| LoadError::Start {
+            path: path.to_owned(),
+            message,
+        };
+        let mut instance = self
+            .create(Configuration::default())
+            .await
+            .map_err(|e| start_error(e.to_string()))?;
+        sandbox::begin_call(&mut instance.store);
+        match call!(instance, call_info()) {
+            Ok(info) => {
+                let (info, capabilities) = provider_info(info);
+                Ok((instance, info, capabilities))
+            }
+            Err(e) => Err(start_error(instance.store.data().failure("info", &e))),
+        }
     }
 
     fn crashed(&self, store: &Store<Sandbox>, op: &str, error: &wasmtime::Error) -> ProviderError {
@@ -170,36 +271,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ComponentProvider {
-    /// Starts the provider `name` from `pre`: creates a first instance, asks for its `info` and
-    /// checks that it is the provider it was requested as.
+    /// Starts the provider `name` from `pre`: creates a first instance, asks for its `info`,
+    /// checks that it is the provider it was requested as and that `grants` cover every
+    /// capability it asks for.
     pub(crate) async fn start(
         name: &str,
         path: &Path,
-        pre: ProviderPluginPre<Sandbox>,
+        pre: ProviderPre,
         limits: Limits,
         grants: Grants,
         epoch: Arc<EpochTicker>,
     ) -> Result<ComponentProvider, LoadError> {
-        let start_error = |message: String| LoadError::Start {
-            path: path.to_owned(),
-            message,
-        };
         let factory = Factory {
             name: name.into(),
             pre,
             limits,
             grants,
         };
-        let mut instance = factory
-            .create(Configuration::default())
-            .await
-            .map_err(|e| start_error(e.to_string()))?;
-        sandbox::begin_call(&mut instance.store);
-        let (guest, store) = instance.guest();
-        let info = match guest.call_info(store).await {
-            Ok(info) => provider_info(info),
-            Err(e) => return Err(start_error(instance.store.data().failure("info", &e))),
-        };
+        let (instance, info, capabilities) = factory.first_instance(path).await?;
         if info.name != name {
             return Err(LoadError::NameMismatch {
                 path: path.to_owned(),
@@ -207,6 +296,7 @@ impl ComponentProvider {
                 actual: info.name,
             });
         }
+        capabilities::check(name, &capabilities, &factory.grants)?;
         Ok(ComponentProvider {
             factory,
             info,
@@ -259,8 +349,14 @@ impl ComponentProvider {
     ) -> Result<R, ProviderError> {
         match result {
             Ok(returned) => {
+                let returned = returned.map_err(|e| {
+                    sandbox::explain_refusals(
+                        instance.store.data(),
+                        self.factory.provider_error(op, e),
+                    )
+                });
                 self.release(instance);
-                returned.map_err(|e| self.factory.provider_error(op, e))
+                returned
             }
             Err(e) => Err(self.factory.crashed(&instance.store, op, &e)),
         }
@@ -287,8 +383,7 @@ impl Provider for ComponentProvider {
     async fn check_config(&self, config: &PropertyMap) -> Result<CheckResult, ProviderError> {
         let config = values::map_to_wit(config);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest.call_check_config(store, &config).await;
+        let result = call!(instance, call_check_config(&config));
         let checked = self.settle(instance, "check-config", result)?;
         self.check_result("check-config", checked)
     }
@@ -296,8 +391,7 @@ impl Provider for ComponentProvider {
     async fn configure(&self, config: &PropertyMap) -> Result<(), ProviderError> {
         let value = Arc::new(values::map_to_wit(config));
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let returned = match guest.call_configure(store, &value).await {
+        let returned = match call!(instance, call_configure(&value)) {
             Ok(returned) => returned,
             Err(e) => return Err(self.factory.crashed(&instance.store, "configure", &e)),
         };
@@ -324,10 +418,7 @@ impl Provider for ComponentProvider {
         let olds = olds.map(values::map_to_wit);
         let news = values::map_to_wit(news);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest
-            .call_check(store, urn.as_str(), olds.as_ref(), &news)
-            .await;
+        let result = call!(instance, call_check(urn.as_str(), olds.as_ref(), &news));
         let checked = self.settle(instance, "check", result)?;
         self.check_result("check", checked)
     }
@@ -344,17 +435,10 @@ impl Provider for ComponentProvider {
         let old_outputs = values::map_to_wit(old_outputs);
         let new_inputs = values::map_to_wit(new_inputs);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest
-            .call_diff(
-                store,
-                urn.as_str(),
-                id,
-                &old_inputs,
-                &old_outputs,
-                &new_inputs,
-            )
-            .await;
+        let result = call!(
+            instance,
+            call_diff(urn.as_str(), id, &old_inputs, &old_outputs, &new_inputs)
+        );
         let diff = self.settle(instance, "diff", result)?;
         Ok(DiffResult {
             changed: diff.changed,
@@ -371,10 +455,7 @@ impl Provider for ComponentProvider {
     ) -> Result<Created, ProviderError> {
         let inputs = values::map_to_wit(inputs);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest
-            .call_create(store, urn.as_str(), &inputs, preview)
-            .await;
+        let result = call!(instance, call_create(urn.as_str(), &inputs, preview));
         let created = self.settle(instance, "create", result)?;
         match self.factory.map("create", "outputs", created.outputs) {
             Ok(outputs) => Ok(Created {
@@ -400,10 +481,7 @@ impl Provider for ComponentProvider {
         let inputs = values::map_to_wit(inputs);
         let outputs = values::map_to_wit(outputs);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest
-            .call_read(store, urn.as_str(), id, &inputs, &outputs)
-            .await;
+        let result = call!(instance, call_read(urn.as_str(), id, &inputs, &outputs));
         let Some(read) = self.settle(instance, "read", result)? else {
             return Ok(None);
         };
@@ -427,18 +505,17 @@ impl Provider for ComponentProvider {
         let old_outputs = values::map_to_wit(old_outputs);
         let new_inputs = values::map_to_wit(new_inputs);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest
-            .call_update(
-                store,
+        let result = call!(
+            instance,
+            call_update(
                 urn.as_str(),
                 id,
                 &old_inputs,
                 &old_outputs,
                 &new_inputs,
-                preview,
+                preview
             )
-            .await;
+        );
         let outputs = self.settle(instance, "update", result)?;
         self.factory.map("update", "outputs", outputs)
     }
@@ -453,18 +530,14 @@ impl Provider for ComponentProvider {
         let inputs = values::map_to_wit(inputs);
         let outputs = values::map_to_wit(outputs);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest
-            .call_delete(store, urn.as_str(), id, &inputs, &outputs)
-            .await;
+        let result = call!(instance, call_delete(urn.as_str(), id, &inputs, &outputs));
         self.settle(instance, "delete", result)
     }
 
     async fn invoke(&self, token: &str, args: &PropertyMap) -> Result<Value, ProviderError> {
         let args = values::map_to_wit(args);
         let mut instance = self.checkout().await?;
-        let (guest, store) = instance.guest();
-        let result = guest.call_invoke(store, token, &args).await;
+        let result = call!(instance, call_invoke(token, &args));
         let value = self.settle(instance, "invoke", result)?;
         values::from_wit(value, Origin::Provider)
             .map_err(|e| self.factory.malformed("invoke", "a result", e))
@@ -478,8 +551,9 @@ fn check_failure(failure: types::CheckFailure) -> CheckFailure {
     }
 }
 
-fn provider_info(info: wit::PluginInfo) -> ProviderInfo {
-    ProviderInfo {
+/// The engine's part of a provider's `info`, and the capabilities it asks for.
+fn provider_info(info: wit::PluginInfo) -> (ProviderInfo, Capabilities) {
+    let provider = ProviderInfo {
         name: info.name,
         version: info.version,
         resources: info
@@ -493,6 +567,29 @@ fn provider_info(info: wit::PluginInfo) -> ProviderInfo {
             })
             .collect(),
         functions: info.functions,
+    };
+    (provider, capabilities(info.capabilities))
+}
+
+fn capabilities(asked: wit::Capabilities) -> Capabilities {
+    Capabilities {
+        dirs: asked
+            .dirs
+            .into_iter()
+            .map(|d| DirRequest {
+                guest: d.guest,
+                access: if d.write {
+                    Access::ReadWrite
+                } else {
+                    Access::ReadOnly
+                },
+                why: d.why,
+            })
+            .collect(),
+        env: asked.env,
+        tcp: asked.tcp,
+        udp: asked.udp,
+        http: asked.http,
     }
 }
 

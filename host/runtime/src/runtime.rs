@@ -9,16 +9,26 @@ use plinth_engine::provider::Provider;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
-use crate::bindings::program::{Program as ProgramBindings, ProgramPre};
-use crate::bindings::provider::{ProviderPlugin, ProviderPluginPre};
+use crate::bindings::{v0_1, v0_2};
 use crate::cache::{ArtifactCache, LoadStats};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
 use crate::grants::Grants;
+use crate::inspect::ComponentInfo;
 use crate::limits::Limits;
-use crate::program::{ComponentProgram, ProgramState};
-use crate::provider::ComponentProvider;
-use crate::sandbox::Sandbox;
+use crate::program::{self, ComponentProgram, ProgramPre, ProgramState};
+use crate::provider::{self, ComponentProvider, ProviderPre};
+use crate::sandbox::{Sandbox, Sandboxed};
+use crate::versions::{self, Kind};
+
+/// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups and environment reads going
+/// through the sandbox's checks instead of wasmtime-wasi's own.
+fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    crate::net::link_guarded_lookup(linker)?;
+    crate::env::link_watched_environment(linker)?;
+    crate::http::link_http(linker)
+}
 
 /// The wasmtime embedding: an engine configured for plinth's components, its precompiled-artifact
 /// cache and the linkers of both worlds. Create one per process and share it.
@@ -40,14 +50,16 @@ impl Runtime {
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
 
         let mut provider_linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut provider_linker).map_err(link_error)?;
-        ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
+        link_sandboxed_wasi(&mut provider_linker).map_err(link_error)?;
+        // Both versions: each links the value types' (empty) interface under its own name.
+        v0_1::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
+            .map_err(link_error)?;
+        v0_2::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
             .map_err(link_error)?;
 
         let mut program_linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut program_linker).map_err(link_error)?;
-        ProgramBindings::add_to_linker::<_, HasSelf<_>>(&mut program_linker, |s| s)
-            .map_err(link_error)?;
+        link_sandboxed_wasi(&mut program_linker).map_err(link_error)?;
+        program::add_to_linker(&mut program_linker).map_err(link_error)?;
 
         Ok(Runtime {
             cache: ArtifactCache::new(cache_dir, &engine),
@@ -79,20 +91,15 @@ impl Runtime {
         let started = Instant::now();
         grants.validate(name)?;
         let (component, stats) = self.load_off_thread(path).await?;
-        let pre = self
-            .provider_linker
-            .instantiate_pre(&component)
-            .and_then(ProviderPluginPre::new)
-            .map_err(|e| LoadError::Link {
-                path: path.to_owned(),
-                world: "provider",
-                message: format!("{e:#}"),
-            })?;
+        let version = versions::detect(&self.engine, &component, path, Kind::Provider)?;
+        let pre = ProviderPre::new(&self.provider_linker, &component, version)
+            .map_err(link_error(path, Kind::Provider))?;
         let provider =
             ComponentProvider::start(name, path, pre, limits, grants, self.epoch.clone()).await?;
         tracing::debug!(
             target: "plinth::runtime",
             provider = name,
+            wit = %version,
             cache_hit = stats.cache_hit,
             elapsed = ?started.elapsed(),
             "provider started"
@@ -109,24 +116,43 @@ impl Runtime {
     ) -> Result<Box<dyn Program>, LoadError> {
         let started = Instant::now();
         let (component, stats) = self.load_off_thread(path).await?;
-        let pre = self
-            .program_linker
-            .instantiate_pre(&component)
-            .and_then(ProgramPre::new)
-            .map_err(|e| LoadError::Link {
-                path: path.to_owned(),
-                world: "program",
-                message: format!("{e:#}"),
-            })?;
+        let version = versions::detect(&self.engine, &component, path, Kind::Program)?;
+        let pre = ProgramPre::new(&self.program_linker, &component, version)
+            .map_err(link_error(path, Kind::Program))?;
         let program = ComponentProgram::start(path, pre, limits, self.epoch.clone()).await?;
         tracing::debug!(
             target: "plinth::runtime",
             program = %path.display(),
+            wit = %version,
             cache_hit = stats.cache_hit,
             elapsed = ?started.elapsed(),
             "program started"
         );
         Ok(Box::new(program))
+    }
+
+    /// Describes the component at `path`: provider or program, the WIT version it was built
+    /// against, its hash and size and, for a provider, its `info` and the capabilities it asks
+    /// for, read from an instance in the bare sandbox (granted nothing).
+    pub async fn inspect(&self, path: &Path) -> Result<ComponentInfo, LoadError> {
+        let (component, stats) = self.load_off_thread(path).await?;
+        let (kind, version) = versions::classify(&self.engine, &component, path)?;
+        match kind {
+            Kind::Provider => {
+                let pre = ProviderPre::new(&self.provider_linker, &component, version)
+                    .map_err(link_error(path, kind))?;
+                let name = path.file_stem().unwrap_or_default().to_string_lossy();
+                let info =
+                    provider::read_info(&name, path, pre, Limits::default(), Grants::default())
+                        .await?;
+                ComponentInfo::provider(path, version, stats.sha256, info)
+            }
+            Kind::Program => {
+                ProgramPre::new(&self.program_linker, &component, version)
+                    .map_err(link_error(path, kind))?;
+                ComponentInfo::program(path, version, stats.sha256)
+            }
+        }
     }
 
     /// [`load_component`](Self::load_component) on a blocking thread, off the async executor.
@@ -136,5 +162,14 @@ impl Runtime {
             Ok(loaded) => loaded,
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
+    }
+}
+
+/// The error for a component at `path` that does not link as a `kind`.
+fn link_error(path: &Path, kind: Kind) -> impl FnOnce(wasmtime::Error) -> LoadError {
+    move |e| LoadError::Link {
+        path: path.to_owned(),
+        world: kind.world(),
+        message: format!("{e:#}"),
     }
 }

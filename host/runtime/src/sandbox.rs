@@ -1,22 +1,35 @@
 //! The sandbox every guest instance runs in: a WASI context that grants nothing unasked, captured
 //! stdout and stderr, a memory limit and a per-call deadline; and the account of how a call went
-//! wrong when it did.
+//! wrong when it did, with what the sandbox refused the guest during it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plinth_engine::provider::ProviderError;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
+use crate::denial::{Denials, Owner};
+use crate::env::WatchedEnv;
 use crate::grants::Grants;
+use crate::http::HttpGuard;
 use crate::limits::{Limits, MemoryLimiter};
+use crate::net::{GuardedLookup, NetPolicy};
 use crate::stdio::{LineSink, OutputPipe};
 
 /// The state of one guest instance that the host keeps for it.
 pub(crate) struct Sandbox {
     wasi: WasiCtx,
     table: ResourceTable,
+    http: WasiHttpCtx,
+    http_guard: HttpGuard,
+    net: Arc<NetPolicy>,
+    denials: Arc<Denials>,
+    /// The environment variables granted, to explain failures.
+    env: Vec<String>,
     limiter: MemoryLimiter,
     stderr: OutputPipe,
     timeout: Duration,
@@ -27,12 +40,22 @@ pub(crate) struct Sandbox {
 }
 
 impl Sandbox {
-    /// A sandbox for the guest named `guest`, whose stdout lines go to `stdout`.
+    /// A sandbox for the program named `guest`, whose stdout lines go to `stdout`. Programs
+    /// are granted nothing.
     pub(crate) fn new(guest: Arc<str>, stdout: LineSink, limits: Limits) -> Sandbox {
-        Sandbox::build(WasiCtxBuilder::new(), guest, stdout, limits)
+        let owner = Owner::Program(guest.to_string());
+        Sandbox::build(
+            WasiCtxBuilder::new(),
+            owner,
+            guest,
+            stdout,
+            limits,
+            &Grants::default(),
+        )
     }
 
-    /// A sandbox that also has what `grants` grants; the error says which grant failed.
+    /// A sandbox for the plugin named `guest`, with what `grants` grants; the error says which
+    /// grant failed.
     pub(crate) fn granted(
         guest: Arc<str>,
         stdout: LineSink,
@@ -41,36 +64,83 @@ impl Sandbox {
     ) -> Result<Sandbox, String> {
         let mut wasi = WasiCtxBuilder::new();
         grants.preopen(&mut wasi)?;
-        Ok(Sandbox::build(wasi, guest, stdout, limits))
+        crate::env::pass_granted(&grants.env, &mut wasi, &guest);
+        let owner = Owner::Plugin(guest.to_string());
+        Ok(Sandbox::build(wasi, owner, guest, stdout, limits, grants))
     }
 
     fn build(
         mut wasi: WasiCtxBuilder,
+        owner: Owner,
         guest: Arc<str>,
         stdout: LineSink,
         limits: Limits,
+        grants: &Grants,
     ) -> Sandbox {
         let stderr = OutputPipe::new(guest.clone(), |guest, line| {
             tracing::debug!(target: "plinth::guest", guest, "stderr: {line}");
         });
-        // Deny by default: no environment, no arguments, no stdin, no sockets and no name
-        // lookups, and no directories but granted ones. Clocks and randomness are harmless.
+        let denials = Arc::new(Denials::new(owner));
+        let net = NetPolicy::new(grants, denials.clone());
+        // Deny by default: no arguments and no stdin; only the granted environment variables,
+        // directories, network endpoints and HTTP authorities. Clocks and randomness are
+        // harmless.
+        net.install(&mut wasi);
         let wasi = wasi
             .stdout(OutputPipe::new(guest, stdout))
             .stderr(stderr.clone())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
             .build();
         Sandbox {
             wasi,
             table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            http_guard: HttpGuard::new(grants.http.clone(), denials.clone()),
+            net,
+            denials,
+            env: grants.env.clone(),
             limiter: MemoryLimiter::new(limits.memory_bytes),
             stderr,
             timeout: limits.call_timeout,
             deadline: Instant::now() + limits.call_timeout,
             timed_out: false,
         }
+    }
+
+    /// The view `wasi:http` works on.
+    pub(crate) fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_guard,
+        }
+    }
+
+    /// The view the guarded `wasi:sockets/ip-name-lookup` works on.
+    pub(crate) fn guarded_lookup(&mut self) -> GuardedLookup<'_> {
+        GuardedLookup {
+            sockets: WasiSocketsCtxView {
+                ctx: self.wasi.sockets(),
+                table: &mut self.table,
+            },
+            policy: &self.net,
+        }
+    }
+
+    /// The view the watched `wasi:cli/environment` works on.
+    pub(crate) fn watched_env(&mut self) -> WatchedEnv<'_> {
+        WatchedEnv {
+            cli: wasmtime_wasi::cli::WasiCliCtxView {
+                ctx: self.wasi.cli(),
+                table: &mut self.table,
+            },
+            denials: &self.denials,
+        }
+    }
+
+    /// What the sandbox refused the guest during the current call, as far as it explains a
+    /// failure the guest described with `message`.
+    pub(crate) fn denials(&self, message: &str) -> Option<String> {
+        self.denials.explain(message, &self.env)
     }
 
     /// Called at each epoch tick while the guest runs: lets other tasks run, or ends the call
@@ -112,11 +182,16 @@ impl Sandbox {
             format!("`{op}` failed: {}", error.root_cause())
         };
         tracing::debug!(target: "plinth::guest", "{what}: {error:?}");
-        if stderr.is_empty() {
+        let mut message = if stderr.is_empty() {
             what
         } else {
             format!("{what}:\n  {}", stderr.join("\n  "))
+        };
+        let said = format!("{message}\n{}", error.root_cause());
+        if let Some(denials) = self.denials(&said) {
+            message = format!("{message}\n{denials}");
         }
+        message
     }
 }
 
@@ -126,6 +201,24 @@ impl WasiView for Sandbox {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+/// Adds to `error`, which a guest returned from a call in `sandbox`, what the sandbox refused
+/// the guest during that call, if that may be why it failed.
+pub(crate) fn explain_refusals(sandbox: &Sandbox, error: ProviderError) -> ProviderError {
+    match error {
+        ProviderError::Failed(message) => match sandbox.denials(&message) {
+            Some(denials) => ProviderError::Failed(format!("{message}\n{denials}")),
+            None => ProviderError::Failed(message),
+        },
+        ProviderError::PartiallyCreated(mut partial) => {
+            if let Some(denials) = sandbox.denials(&partial.reasons.join("\n")) {
+                partial.reasons.push(denials);
+            }
+            ProviderError::PartiallyCreated(partial)
+        }
+        other => other,
     }
 }
 
@@ -155,6 +248,7 @@ pub(crate) fn begin_call<T: Sandboxed>(store: &mut Store<T>) {
     sandbox.timed_out = false;
     sandbox.limiter.reset();
     sandbox.stderr.clear();
+    sandbox.denials.clear();
     // The epoch callback runs at the next tick, and checks the deadline then.
     store.set_epoch_deadline(1);
 }

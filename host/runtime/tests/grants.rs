@@ -36,6 +36,7 @@ impl Host {
                 guest: "/world".into(),
                 access,
             }],
+            ..Grants::default()
         }
     }
 }
@@ -166,6 +167,7 @@ async fn a_missing_granted_directory_is_a_load_error() {
             guest: "/world".into(),
             access: Access::ReadOnly,
         }],
+        ..Grants::default()
     };
     let err = testkit(&host.path("cache"), grants)
         .await

@@ -7,8 +7,8 @@ use std::marker::PhantomData;
 
 use super::bindings::exports::plinth::plugin::provider as wit;
 use super::{
-    Checked, Created, Diff, Provider, ProviderError, ReadResult, ResourceContext, ResourceSchema,
-    ResourceType, Urn,
+    Capabilities, Checked, Created, Diff, DirRequest, Provider, ProviderError, ReadResult,
+    ResourceContext, ResourceSchema, ResourceType, Urn,
 };
 use crate::value::nodes::{decode_map, encode, encode_map};
 use crate::wire;
@@ -75,6 +75,7 @@ impl Runtime {
         wit::PluginInfo {
             name: self.provider.name().to_owned(),
             version: self.provider.version().to_owned(),
+            capabilities: capabilities_to_wit(self.provider.capabilities()),
             resources: self
                 .types
                 .values()
@@ -256,6 +257,26 @@ fn schema_to_wit(schema: &ResourceSchema) -> wit::ResourceSchema {
     }
 }
 
+fn capabilities_to_wit(capabilities: Capabilities) -> wit::Capabilities {
+    let Capabilities {
+        dirs,
+        env,
+        tcp,
+        udp,
+        http,
+    } = capabilities;
+    wit::Capabilities {
+        dirs: dirs
+            .into_iter()
+            .map(|DirRequest { guest, write, why }| wit::DirRequest { guest, write, why })
+            .collect(),
+        env,
+        tcp,
+        udp,
+        http,
+    }
+}
+
 fn checked_to_wit(Checked { inputs, failures }: Checked) -> wit::CheckResult {
     wit::CheckResult {
         inputs: encode_map(inputs),
@@ -300,6 +321,11 @@ mod tests {
         }
         fn version(&self) -> &str {
             "1.2.3"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities::new()
+                .dir("/data", true, "things live there")
+                .env("TOKEN")
         }
         fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {
             vec![Box::new(Thing {
@@ -364,6 +390,14 @@ mod tests {
         assert_eq!(info.resources.len(), 1);
         assert_eq!(info.resources[0].token, "test:Thing");
         assert!(info.resources[0].inputs[0].replace_on_change);
+        let asked = info.capabilities;
+        let dir = &asked.dirs[0];
+        assert_eq!(
+            (dir.guest.as_str(), dir.write, dir.why.as_str()),
+            ("/data", true, "things live there")
+        );
+        assert_eq!(asked.env, vec!["TOKEN".to_owned()]);
+        assert!(asked.tcp.is_empty() && asked.udp.is_empty() && asked.http.is_empty());
     }
 
     #[test]

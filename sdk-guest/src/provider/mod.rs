@@ -2,12 +2,14 @@
 //! [`Provider`] for the plugin, then call [`export_provider!`](crate::export_provider).
 
 pub mod bindings;
+mod capabilities;
 mod error;
 pub(crate) mod export;
 mod resource;
 mod schema;
 mod urn;
 
+pub use capabilities::{Capabilities, DirRequest};
 pub use error::{CheckFailure, ProviderError};
 pub use resource::{Checked, Created, Diff, ReadResult, ResourceContext, ResourceType};
 pub use schema::{PropertySchema, ResourceSchema};
@@ -26,6 +28,13 @@ pub trait Provider: 'static {
 
     /// The provider's version, usually `env!("CARGO_PKG_VERSION")`.
     fn version(&self) -> &str;
+
+    /// What the provider asks to be granted beyond the bare sandbox: directories, environment
+    /// variables, network peers. The host loads the provider only if the project grants all of
+    /// it. The default asks for nothing.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::new()
+    }
 
     /// The resource types the provider manages. Called when the plugin starts and again after
     /// each successful `configure`, so types may capture the configuration.

@@ -43,6 +43,7 @@ impl ResourceType for Record {
         } else {
             let id = uuid::Uuid::new_v4().to_string();
             slowly(&inputs, || write(ctx, &id, &inputs))?;
+            log("create", ctx, &id)?;
             id
         };
         let outputs = with_file(inputs, &id);
@@ -101,7 +102,7 @@ impl ResourceType for Record {
                 _ => {}
             }
             match std::fs::remove_file(file(id)) {
-                Ok(()) => Ok(()),
+                Ok(()) => log("delete", ctx, id),
                 Err(e) if e.kind() == ErrorKind::NotFound => Err(ProviderError::NotFound),
                 Err(e) => Err(io_error("deleting", id, &e)),
             }
@@ -156,6 +157,17 @@ fn write(ctx: &ResourceContext<'_>, id: &str, inputs: &PropertyMap) -> Result<()
     std::fs::write(&tmp, body.to_string())
         .and_then(|()| std::fs::rename(&tmp, file(id)))
         .map_err(|e| io_error("writing", id, &e))
+}
+
+/// Appends `<op> <name> <id>` to /world/ops.log, so tests can see the order of operations.
+fn log(op: &str, ctx: &ResourceContext<'_>, id: &str) -> Result<(), ProviderError> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(format!("{WORLD}/ops.log"))
+        .and_then(|mut f| writeln!(f, "{op} {} {id}", ctx.name()))
+        .map_err(|e| ProviderError::failed(format!("appending to {WORLD}/ops.log: {e}")))
 }
 
 fn io_error(action: &str, id: &str, error: &std::io::Error) -> ProviderError {

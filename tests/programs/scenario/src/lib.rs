@@ -4,6 +4,15 @@
 //! |---|---|---|
 //! | `resources` | `a,b` | comma-separated names; one resource of type `kind` per name |
 //! | `kind` | `echo` | `echo`: the named resources are `testkit:Echo`; `record`: `testkit:Record` |
+//! | `type_<name>` | — | the resource's type instead of `kind`'s, e.g. `adversary:ReadFile` |
+//! | `inputs_<name>` | — | more string inputs of the resource: `key=value` pairs separated by `;` |
+//! | `read_<name>` | — | an id: the resource is read (`read-resource`) with that id instead of managed |
+//! | `protect` | — | comma-separated names registered with the `protect` option |
+//! | `dbr` | — | comma-separated names registered with `delete_before_replace` |
+//! | `replace_on` | — | comma-separated inputs whose change replaces any named resource |
+//! | `alias_<name>` | — | an old name of the resource (the `aliases` option) |
+//! | `import_<name>` | — | a provider id: the resource is adopted (the `import` option) |
+//! | `component` | — | a name: the named resources are children of a `scenario:Group` component of that name, whose outputs are `count` |
 //! | `delay_ms` | — | passed to each named resource as its `delay_ms` input (a number) |
 //! | `value_<name>` | `v` | the resource's `value` input |
 //! | `replace_<name>` | `r` | the resource's `replace_key` input (a change replaces an Echo) |
@@ -28,10 +37,23 @@ fn main(ctx: &Context) -> Result<(), Error> {
         None => None,
     };
 
+    let protected = list(ctx, "protect");
+    let delete_first = list(ctx, "dbr");
+    let replace_on = list(ctx, "replace_on");
+    let group = ctx
+        .config("component")
+        .map(|name| ctx.component("scenario:Group", &name).register());
+
     let mut values: Vec<Output> = Vec::new();
     for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let mut echo = ctx
-            .resource(kind, name)
+        let ty = ctx.config(&format!("type_{name}"));
+        let ty = ty.as_deref().unwrap_or(kind);
+        let mut echo = match ctx.config(&format!("read_{name}")) {
+            Some(id) => ctx.read(ty, name, &id),
+            None => ctx.resource(ty, name),
+        };
+        echo = echo
+            .inputs(extra_inputs(ctx, name)?)
             .input("value", ctx.config_or(&format!("value_{name}"), "v"))
             .input(
                 "replace_key",
@@ -39,6 +61,24 @@ fn main(ctx: &Context) -> Result<(), Error> {
             );
         if let Some(ms) = delay_ms {
             echo = echo.input("delay_ms", ms);
+        }
+        if protected.iter().any(|p| p == name) {
+            echo = echo.protect(true);
+        }
+        if delete_first.iter().any(|p| p == name) {
+            echo = echo.delete_before_replace(true);
+        }
+        if !replace_on.is_empty() {
+            echo = echo.replace_on_changes(replace_on.clone());
+        }
+        if let Some(old) = ctx.config(&format!("alias_{name}")) {
+            echo = echo.alias(old);
+        }
+        if let Some(id) = ctx.config(&format!("import_{name}")) {
+            echo = echo.import(id);
+        }
+        if let Some(group) = &group {
+            echo = echo.parent(group);
         }
         if let Some(token) = ctx.secret_config(&format!("token_{name}")) {
             echo = echo.input("token", token);
@@ -53,6 +93,9 @@ fn main(ctx: &Context) -> Result<(), Error> {
         ctx.resource(fault_type(&fault)?, "faulty").register();
     }
 
+    if let Some(group) = &group {
+        group.register_outputs([("count", values.len())]);
+    }
     ctx.export("count", values.len());
     ctx.export(
         "names",
@@ -65,6 +108,32 @@ fn main(ctx: &Context) -> Result<(), Error> {
         }),
     );
     Ok(())
+}
+
+/// A comma-separated list in config `key`.
+fn list(ctx: &Context, key: &str) -> Vec<String> {
+    (ctx.config(key).unwrap_or_default().split(','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `inputs_<name>` of resource `name`: `key=value` pairs separated by `;`.
+fn extra_inputs(ctx: &Context, name: &str) -> Result<Vec<(String, String)>, Error> {
+    let key = format!("inputs_{name}");
+    let Some(text) = ctx.config(&key) else {
+        return Ok(Vec::new());
+    };
+    text.split(';')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) => Ok((k.trim().to_owned(), v.to_owned())),
+            None => Err(Error::new(format!(
+                "`{key}`: `{pair}` is not a `key=value` pair"
+            ))),
+        })
+        .collect()
 }
 
 /// The testkit type of the named resources.

@@ -1,0 +1,273 @@
+//! `Plinth.lock`, beside `Plinth.yaml`: the SHA-256 of every plugin the project loads from a
+//! `.wasm` file or from the store, so that a changed plugin is never run unnoticed. Plugins built
+//! from a crate directory are development builds and are not pinned.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use plinth_backend::write_atomically;
+use serde::{Deserialize, Serialize};
+
+use crate::plugin::resolve::Resolved;
+
+pub const LOCK_FILE: &str = "Plinth.lock";
+
+/// The lock schema this plinth reads and writes.
+const LOCK_VERSION: u32 = 1;
+
+const HEADER: &str = "\
+# Written by plinth: the exact build of each plugin this project uses. Commit it.
+# To accept a changed plugin, run `plinth plugin lock`.
+";
+
+/// One pinned plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pin {
+    pub sha256: String,
+    /// The version, for a plugin from the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The path Plinth.yaml gives, for a `.wasm` file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+}
+
+impl Pin {
+    fn origin(&self) -> String {
+        match (&self.version, &self.path) {
+            (Some(version), _) => format!("version {version} from the store"),
+            (None, Some(path)) => format!("file {}", path.display()),
+            (None, None) => "unknown origin".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LockFile {
+    version: u32,
+    #[serde(default)]
+    plugins: BTreeMap<String, Pin>,
+}
+
+/// Checks the project's plugins against its `Plinth.lock`: a plugin whose SHA-256 differs from
+/// the pinned one is an error. A project without a lock gets one; plugins added to or removed
+/// from `Plinth.yaml` are added to or removed from it. Returns a note saying what was written.
+pub fn verify(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Result<Option<String>> {
+    let path = project_dir.join(LOCK_FILE);
+    let pins = pins(resolved);
+    let Some(locked) = read(&path)? else {
+        if pins.is_empty() {
+            return Ok(None);
+        }
+        write(&path, &pins)?;
+        return Ok(Some(format!(
+            "Wrote {LOCK_FILE}, pinning {}.",
+            names(pins.keys())
+        )));
+    };
+    let mut mismatches = String::new();
+    for (name, pin) in &pins {
+        if let Some(old) = locked.get(name)
+            && old.sha256 != pin.sha256
+        {
+            let _ = write!(
+                mismatches,
+                "\n  plugin `{name}` does not match {LOCK_FILE}: it pins sha256 {} ({}), the \
+                 project now has sha256 {} ({})",
+                old.sha256,
+                old.origin(),
+                pin.sha256,
+                pin.origin()
+            );
+        }
+    }
+    if !mismatches.is_empty() {
+        bail!(
+            "refusing to run plugins that changed since {LOCK_FILE} was written:{mismatches}\n\
+             If the change is expected, accept it with `plinth plugin lock`."
+        );
+    }
+    if locked == pins {
+        return Ok(None);
+    }
+    let added: Vec<_> = pins.keys().filter(|n| !locked.contains_key(*n)).collect();
+    let removed: Vec<_> = locked.keys().filter(|n| !pins.contains_key(*n)).collect();
+    write(&path, &pins)?;
+    let mut note = format!("Updated {LOCK_FILE}");
+    if !added.is_empty() {
+        let _ = write!(note, ", pinning {}", names(added));
+    }
+    if !removed.is_empty() {
+        let _ = write!(note, ", dropping {}", names(removed));
+    }
+    Ok(Some(note + "."))
+}
+
+/// Rewrites the lock to pin the plugins as they are now; returns one line per change.
+pub fn relock(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Result<Vec<String>> {
+    let path = project_dir.join(LOCK_FILE);
+    let pins = pins(resolved);
+    let locked = read(&path)?.unwrap_or_default();
+    let mut changes = Vec::new();
+    for (name, pin) in &pins {
+        match locked.get(name) {
+            None => changes.push(format!(
+                "pinned `{name}`: sha256 {} ({})",
+                pin.sha256,
+                pin.origin()
+            )),
+            Some(old) if old.sha256 != pin.sha256 => changes.push(format!(
+                "updated `{name}`: sha256 {} ({}) -> {} ({})",
+                old.sha256,
+                old.origin(),
+                pin.sha256,
+                pin.origin()
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in locked.keys().filter(|n| !pins.contains_key(*n)) {
+        changes.push(format!("dropped `{name}`: no longer in the project"));
+    }
+    if pins.is_empty() {
+        // Nothing to pin: a lock would only say so.
+        if path.exists() {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    } else if pins != locked {
+        write(&path, &pins)?;
+    }
+    Ok(changes)
+}
+
+fn pins(resolved: &BTreeMap<String, Resolved>) -> BTreeMap<String, Pin> {
+    resolved
+        .iter()
+        .filter_map(|(name, r)| Some((name.clone(), r.pin.clone()?)))
+        .collect()
+}
+
+fn names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn read(path: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let lock: LockFile = serde_yaml_ng::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is malformed: {}; restore it from version control or rewrite it with \
+             `plinth plugin lock`",
+            path.display(),
+            e.to_string().replace('\n', " ")
+        )
+    })?;
+    if lock.version != LOCK_VERSION {
+        bail!(
+            "{} has version {}, this plinth reads version {LOCK_VERSION}; use the plinth that \
+             wrote it, or rewrite it with `plinth plugin lock`",
+            path.display(),
+            lock.version
+        );
+    }
+    Ok(Some(lock.plugins))
+}
+
+fn write(path: &Path, pins: &BTreeMap<String, Pin>) -> Result<()> {
+    let lock = LockFile {
+        version: LOCK_VERSION,
+        plugins: pins.clone(),
+    };
+    let yaml = serde_yaml_ng::to_string(&lock)?;
+    write_atomically(path, format!("{HEADER}{yaml}").as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(entries: &[(&str, Option<&str>)]) -> BTreeMap<String, Resolved> {
+        entries
+            .iter()
+            .map(|(name, sha)| {
+                let resolved = Resolved {
+                    source: PathBuf::from(format!("{name}.wasm")),
+                    pin: sha.map(|sha| Pin {
+                        sha256: sha.to_owned(),
+                        version: Some("0.1.0".into()),
+                        path: None,
+                    }),
+                };
+                (name.to_string(), resolved)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn written_on_first_use_then_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(LOCK_FILE);
+        assert_eq!(
+            verify(dir.path(), &resolved(&[("dev", None)])).unwrap(),
+            None
+        );
+        assert!(!lock.exists(), "nothing pinned, no lock");
+
+        let note = verify(dir.path(), &resolved(&[("a", Some("11")), ("dev", None)])).unwrap();
+        assert!(note.unwrap().contains("pinning `a`"));
+        let text = std::fs::read_to_string(&lock).unwrap();
+        assert!(
+            text.starts_with("# Written by plinth") && text.contains("sha256: '11'"),
+            "{text}"
+        );
+        assert_eq!(
+            verify(dir.path(), &resolved(&[("a", Some("11"))])).unwrap(),
+            None
+        );
+
+        let err = verify(dir.path(), &resolved(&[("a", Some("22"))]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("plugin `a`") && err.contains("11") && err.contains("22"),
+            "{err}"
+        );
+        assert!(err.contains("plinth plugin lock"), "{err}");
+
+        let note = verify(
+            dir.path(),
+            &resolved(&[("a", Some("11")), ("b", Some("33"))]),
+        );
+        assert_eq!(note.unwrap().unwrap(), "Updated Plinth.lock, pinning `b`.");
+        let changes = relock(dir.path(), &resolved(&[("a", Some("22"))])).unwrap();
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert_eq!(
+            verify(dir.path(), &resolved(&[("a", Some("22"))])).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_malformed_lock_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(LOCK_FILE), "version: 1\nplugins: [x]\n").unwrap();
+        let err = verify(dir.path(), &resolved(&[("a", Some("11"))])).unwrap_err();
+        assert!(
+            err.to_string().contains("Plinth.lock is malformed"),
+            "{err}"
+        );
+    }
+}

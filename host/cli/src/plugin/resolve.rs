@@ -1,0 +1,87 @@
+//! Resolves each plugin of `Plinth.yaml` to the component it loads and, for a `.wasm` file or a
+//! plugin from the store, to the SHA-256 `Plinth.lock` pins.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+
+use crate::plugin::lockfile::Pin;
+use crate::plugin::store::{Store, file_sha256};
+use crate::project::{PluginSource, Project};
+
+/// A plugin of the project, resolved.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// A component file, or a crate directory to build.
+    pub source: PathBuf,
+    /// What the lock pins; none for a crate directory, a development build rebuilt as it
+    /// changes.
+    pub pin: Option<Pin>,
+}
+
+/// Every plugin of `project`, by package name, with the store's plugins found in `store`.
+pub fn resolve(project: &Project, store: &Store) -> Result<BTreeMap<String, Resolved>> {
+    project
+        .file
+        .plugins
+        .iter()
+        .map(|(name, spec)| {
+            let resolved = match spec.source() {
+                PluginSource::Path(path) => from_path(project, name, path)?,
+                PluginSource::Store(version) => from_store(store, name, version)?,
+            };
+            Ok((name.clone(), resolved))
+        })
+        .collect()
+}
+
+fn from_path(project: &Project, name: &str, path: &std::path::Path) -> Result<Resolved> {
+    let source = project.resolve(path);
+    let pin = if source.is_file() {
+        let sha256 = file_sha256(&source)
+            .with_context(|| format!("plugin `{name}`: cannot read {}", source.display()))?;
+        Some(Pin {
+            sha256,
+            version: None,
+            path: Some(path.to_owned()),
+        })
+    } else if source.is_dir() {
+        None
+    } else {
+        bail!("plugin `{name}`: {} does not exist", source.display());
+    };
+    Ok(Resolved { source, pin })
+}
+
+fn from_store(store: &Store, name: &str, version: &str) -> Result<Resolved> {
+    let plugin = store.find(name, Some(version))?;
+    let source = store.blob(&plugin.sha256);
+    // The blob is named by its hash: a different hash means the file was damaged or replaced.
+    let actual = file_sha256(&source).with_context(|| {
+        format!(
+            "plugin `{}`: its file {} is missing from the store; reinstall it with \
+             `plinth plugin install --force {}`",
+            plugin.id(),
+            source.display(),
+            plugin.source
+        )
+    })?;
+    if actual != plugin.sha256 {
+        bail!(
+            "plugin `{}`: its file {} in the store has changed (sha256 {actual}); reinstall it \
+             with `plinth plugin install --force {}`",
+            plugin.id(),
+            source.display(),
+            plugin.source
+        );
+    }
+    Ok(Resolved {
+        source,
+        pin: Some(Pin {
+            sha256: plugin.sha256,
+            version: Some(plugin.version),
+            path: None,
+        }),
+    })
+}

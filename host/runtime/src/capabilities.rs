@@ -1,0 +1,655 @@
+//! What a plugin asks for, and the check that the project grants all of it before the plugin
+//! loads. A refusal names every capability missing and the exact lines to add to `Plinth.yaml`.
+//! Grants the plugin did not ask for are allowed: the project may know better.
+
+use std::fmt::{self, Write as _};
+
+use crate::endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};
+use crate::grants::{Access, Grants};
+
+/// What a plugin asks to be granted beyond the bare sandbox, as its `info` declares it. A plugin
+/// built against `plinth:plugin@0.1.0` asks for nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Directories, by the path the plugin sees them at.
+    pub dirs: Vec<DirRequest>,
+    /// Names of environment variables the plugin reads.
+    pub env: Vec<String>,
+    /// `host:port` patterns of the TCP connections the plugin opens.
+    pub tcp: Vec<String>,
+    /// `host:port` patterns of the UDP peers the plugin talks to.
+    pub udp: Vec<String>,
+    /// Authorities (`host` or `host:port`) of the outbound HTTP requests the plugin sends.
+    pub http: Vec<String>,
+}
+
+/// A directory a plugin asks to see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirRequest {
+    /// Where the plugin expects it, e.g. `/data`.
+    pub guest: String,
+    /// The access the plugin needs.
+    pub access: Access,
+    /// Why the plugin needs it, in its own words.
+    pub why: String,
+}
+
+impl Capabilities {
+    /// Whether the plugin asks for nothing.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+            && self.env.is_empty()
+            && self.tcp.is_empty()
+            && self.udp.is_empty()
+            && self.http.is_empty()
+    }
+}
+
+/// One capability a plugin asks for that its grants do not cover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// No directory is granted at the path the plugin asks for.
+    Dir(DirRequest),
+    /// The directory is granted read-only, and the plugin writes there.
+    DirWrite(DirRequest),
+    Env(String),
+    Tcp(String),
+    Udp(String),
+    Http(String),
+}
+
+/// Why a plugin's capabilities stop it from loading.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilityError {
+    /// The plugin declares a capability that means nothing: a relative directory, a malformed
+    /// network pattern, an empty variable name.
+    #[error(
+        "plugin `{plugin}` declares a malformed capability: {reason}; the plugin is broken, \
+         report it to its authors"
+    )]
+    Malformed { plugin: String, reason: String },
+    /// The project does not grant everything the plugin asks for.
+    #[error("{}", describe_refusal(plugin, missing, hint))]
+    NotGranted {
+        plugin: String,
+        /// What is missing, in the order the plugin asked for it.
+        missing: Vec<Missing>,
+        /// How to grant it: the lines to add to `Plinth.yaml`.
+        hint: String,
+    },
+}
+
+/// Checks that `grants` cover every capability the plugin `plugin` asks for.
+pub(crate) fn check(
+    plugin: &str,
+    asked: &Capabilities,
+    grants: &Grants,
+) -> Result<(), CapabilityError> {
+    let malformed = |reason: String| CapabilityError::Malformed {
+        plugin: plugin.to_owned(),
+        reason,
+    };
+    let pattern_error = |e: PatternError| malformed(e.to_string());
+    let mut missing = Vec::new();
+
+    for dir in &asked.dirs {
+        if !dir.guest.starts_with('/') {
+            return Err(malformed(format!(
+                "the directory `{}` is not an absolute path",
+                dir.guest
+            )));
+        }
+        match grants.dirs.iter().find(|g| same_dir(&g.guest, &dir.guest)) {
+            None => missing.push(Missing::Dir(dir.clone())),
+            Some(g) if g.access == Access::ReadOnly && dir.access == Access::ReadWrite => {
+                missing.push(Missing::DirWrite(dir.clone()));
+            }
+            Some(_) => {}
+        }
+    }
+    for name in &asked.env {
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
+            return Err(malformed(format!(
+                "`{name}` is not an environment variable name"
+            )));
+        }
+        if !grants.env.contains(name) {
+            missing.push(Missing::Env(name.clone()));
+        }
+    }
+    for (asked, granted, missing_kind) in [
+        (
+            &asked.tcp,
+            &grants.tcp,
+            Missing::Tcp as fn(String) -> Missing,
+        ),
+        (&asked.udp, &grants.udp, Missing::Udp),
+    ] {
+        for pattern in asked {
+            let wanted: EndpointPattern = pattern.parse().map_err(pattern_error)?;
+            if !granted.iter().any(|g| endpoint_covers(g, &wanted)) {
+                missing.push(missing_kind(pattern.clone()));
+            }
+        }
+    }
+    for pattern in &asked.http {
+        let wanted: AuthorityPattern = pattern.parse().map_err(pattern_error)?;
+        if !grants.http.iter().any(|g| authority_covers(g, &wanted)) {
+            missing.push(Missing::Http(pattern.clone()));
+        }
+    }
+
+    log_unasked(plugin, asked, grants);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(CapabilityError::NotGranted {
+            plugin: plugin.to_owned(),
+            hint: yaml_hint(plugin, &missing, grants),
+            missing,
+        })
+    }
+}
+
+/// Guest paths name the same directory, a trailing `/` aside.
+fn same_dir(a: &str, b: &str) -> bool {
+    let trim = |p: &str| p.trim_end_matches('/').to_owned();
+    trim(a) == trim(b)
+}
+
+/// Whether every host `asked` may match is one `granted` matches.
+fn host_covers(granted: &HostPattern, asked: &HostPattern) -> bool {
+    match (granted, asked) {
+        (HostPattern::Any, _) => true,
+        (HostPattern::Ip(g), HostPattern::Ip(a)) => g.to_canonical() == a.to_canonical(),
+        (HostPattern::Name(g), HostPattern::Name(a)) => g == a,
+        // `*.example.com` covers `a.example.com` and `*.a.example.com`, not `example.com`.
+        (HostPattern::Subdomains(_), HostPattern::Name(a) | HostPattern::Subdomains(a)) => {
+            granted == asked || granted.matches_name(a)
+        }
+        _ => false,
+    }
+}
+
+fn port_covers(granted: PortPattern, asked: PortPattern) -> bool {
+    granted == PortPattern::Any || granted == asked
+}
+
+fn endpoint_covers(granted: &EndpointPattern, asked: &EndpointPattern) -> bool {
+    host_covers(&granted.host, &asked.host) && port_covers(granted.port, asked.port)
+}
+
+fn authority_covers(granted: &AuthorityPattern, asked: &AuthorityPattern) -> bool {
+    let ports = match (granted.port, asked.port) {
+        (Some(PortPattern::Any), _) | (None, None) => true,
+        (Some(g), Some(a)) => port_covers(g, a),
+        // Without a port, the request's scheme decides it: only a grant of the same covers it.
+        _ => false,
+    };
+    ports && host_covers(&granted.host, &asked.host)
+}
+
+/// Logs the grants the plugin did not ask for: allowed, but worth knowing when debugging.
+fn log_unasked(plugin: &str, asked: &Capabilities, grants: &Grants) {
+    for dir in &grants.dirs {
+        if !asked.dirs.iter().any(|d| same_dir(&d.guest, &dir.guest)) {
+            tracing::debug!(
+                target: "plinth::runtime",
+                plugin,
+                "the directory granted at {} is one the plugin did not ask for",
+                dir.guest
+            );
+        }
+    }
+    for name in grants.env.iter().filter(|n| !asked.env.contains(n)) {
+        tracing::debug!(
+            target: "plinth::runtime",
+            plugin,
+            "the environment variable {name} is granted, but the plugin did not ask for it"
+        );
+    }
+    let unasked = |kind: &str, granted: Vec<String>, asked: &[String]| {
+        for pattern in granted.iter().filter(|g| !asked.contains(g)) {
+            tracing::debug!(
+                target: "plinth::runtime",
+                plugin,
+                "the {kind} grant {pattern} is not one the plugin asked for as such"
+            );
+        }
+    };
+    let strings = |patterns: &[EndpointPattern]| patterns.iter().map(|p| p.to_string()).collect();
+    unasked("tcp", strings(&grants.tcp), &asked.tcp);
+    unasked("udp", strings(&grants.udp), &asked.udp);
+    let http = grants.http.iter().map(|p| p.to_string()).collect();
+    unasked("http", http, &asked.http);
+}
+
+/// The message of [`CapabilityError::NotGranted`]: what is missing, then how to grant it.
+fn describe_refusal(plugin: &str, missing: &[Missing], hint: &str) -> String {
+    let mut text =
+        format!("plugin `{plugin}` asks for capabilities Plinth.yaml does not grant it:");
+    for m in missing {
+        let _ = write!(text, "\n  - {m}");
+    }
+    text.push('\n');
+    text.push_str(hint);
+    text
+}
+
+impl fmt::Display for Missing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Missing::Dir(dir) => {
+                let access = match dir.access {
+                    Access::ReadOnly => "read-only",
+                    Access::ReadWrite => "read-write",
+                };
+                write!(f, "{access} access to the directory {}", dir.guest)?;
+                why(f, &dir.why)
+            }
+            Missing::DirWrite(dir) => {
+                write!(f, "write access to the directory {}", dir.guest)?;
+                f.write_str(", granted read-only")?;
+                why(f, &dir.why)
+            }
+            Missing::Env(name) => write!(f, "the environment variable {name}"),
+            Missing::Tcp(pattern) => write!(f, "TCP connections to {pattern}"),
+            Missing::Udp(pattern) => write!(f, "UDP datagrams with {pattern}"),
+            Missing::Http(pattern) => write!(f, "HTTP requests to {pattern}"),
+        }
+    }
+}
+
+fn why(f: &mut fmt::Formatter<'_>, why: &str) -> fmt::Result {
+    if why.is_empty() {
+        Ok(())
+    } else {
+        write!(f, " ({why})")
+    }
+}
+
+/// How to grant what is `missing` to `plugin`, which has `grants`: the lines to add under its
+/// `grants:` in `Plinth.yaml` (indented as they sit there), and the accesses to raise on
+/// directories it is granted already.
+fn yaml_hint(plugin: &str, missing: &[Missing], grants: &Grants) -> String {
+    /// `grants:` sits at this indent under `plugins: <name>:`; its keys one level deeper.
+    const KEY: &str = "      ";
+    const ITEM: &str = "        ";
+    let mut lines = String::new();
+    // The lists the lines add to that the plugin's `grants:` has already.
+    let mut existing = Vec::new();
+    let new_dirs: Vec<&DirRequest> = missing
+        .iter()
+        .filter_map(|m| match m {
+            Missing::Dir(dir) => Some(dir),
+            _ => None,
+        })
+        .collect();
+    if !new_dirs.is_empty() {
+        if !grants.dirs.is_empty() {
+            existing.push("dirs");
+        }
+        let _ = writeln!(lines, "{KEY}dirs:");
+        for dir in new_dirs {
+            let access = match dir.access {
+                Access::ReadOnly => "read-only",
+                Access::ReadWrite => "read-write",
+            };
+            let _ = writeln!(
+                lines,
+                "{ITEM}- host: {}   # the project's directory the plugin sees at {}",
+                suggested_host_dir(&dir.guest),
+                dir.guest
+            );
+            let _ = writeln!(lines, "{ITEM}  guest: {}", dir.guest);
+            let _ = writeln!(lines, "{ITEM}  access: {access}");
+        }
+    }
+    for key in ["env", "tcp", "udp", "http"] {
+        let items: Vec<&String> = missing
+            .iter()
+            .filter_map(Missing::list_entry)
+            .filter(|(k, _)| *k == key)
+            .map(|(_, item)| item)
+            .collect();
+        if !items.is_empty() {
+            let granted = match key {
+                "env" => grants.env.len(),
+                "tcp" => grants.tcp.len(),
+                "udp" => grants.udp.len(),
+                _ => grants.http.len(),
+            };
+            if granted > 0 {
+                existing.push(key);
+            }
+            let _ = writeln!(lines, "{KEY}{key}:");
+            for item in items {
+                let _ = writeln!(lines, "{ITEM}- {}", yaml_scalar(item));
+            }
+        }
+    }
+
+    let mut hint = String::new();
+    if !lines.is_empty() {
+        let them = if missing.len() == 1 { "it" } else { "them" };
+        let _ = write!(
+            hint,
+            "To grant {them}, add these lines under `plugins: {plugin}: grants:` in Plinth.yaml"
+        );
+        if !existing.is_empty() {
+            let _ = write!(
+                hint,
+                " (it has `{}:` already: add the items to the list there)",
+                existing.join(":`, `")
+            );
+        }
+        let _ = write!(hint, ":\n{lines}");
+    }
+    for m in missing {
+        if let Missing::DirWrite(dir) = m {
+            let _ = writeln!(
+                hint,
+                "Set `access: read-write` on the directory granted to `{plugin}` at guest path {}.",
+                dir.guest
+            );
+        }
+    }
+    hint.trim_end().to_owned()
+}
+
+impl Missing {
+    /// The `grants:` list and item that grant a missing variable or network pattern.
+    fn list_entry(&self) -> Option<(&'static str, &String)> {
+        match self {
+            Missing::Env(name) => Some(("env", name)),
+            Missing::Tcp(pattern) => Some(("tcp", pattern)),
+            Missing::Udp(pattern) => Some(("udp", pattern)),
+            Missing::Http(pattern) => Some(("http", pattern)),
+            Missing::Dir(_) | Missing::DirWrite(_) => None,
+        }
+    }
+}
+
+/// A project directory to offer for the guest path `guest`: `./` and its last segment.
+fn suggested_host_dir(guest: &str) -> String {
+    let name = guest.rsplit('/').find(|s| !s.is_empty()).unwrap_or("data");
+    yaml_scalar(&format!("./{name}"))
+}
+
+/// `text` as a YAML scalar: plain when that reads back as the same string, double-quoted
+/// otherwise (patterns may start with `*` or `[`, which YAML reads as an alias or a list).
+fn yaml_scalar(text: &str) -> String {
+    let plain = text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-/:".contains(c))
+        && text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '/')
+        && !text.ends_with(':')
+        // What YAML would read as a number, a boolean or null.
+        && text.parse::<f64>().is_err()
+        && !["true", "false", "yes", "no", "on", "off", "null"]
+            .contains(&text.to_ascii_lowercase().as_str());
+    if plain {
+        text.to_owned()
+    } else {
+        format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::grants::DirGrant;
+
+    fn dir(guest: &str, access: Access) -> DirRequest {
+        DirRequest {
+            guest: guest.into(),
+            access,
+            why: format!("{guest} things"),
+        }
+    }
+
+    fn granted_dir(guest: &str, access: Access) -> DirGrant {
+        DirGrant {
+            host: PathBuf::from(format!(".{guest}")),
+            guest: guest.into(),
+            access,
+        }
+    }
+
+    fn grants(dirs: Vec<DirGrant>, env: &[&str], tcp: &[&str], http: &[&str]) -> Grants {
+        Grants {
+            dirs,
+            env: env.iter().map(|s| s.to_string()).collect(),
+            tcp: tcp.iter().map(|p| p.parse().unwrap()).collect(),
+            http: http.iter().map(|p| p.parse().unwrap()).collect(),
+            ..Grants::default()
+        }
+    }
+
+    fn missing(asked: &Capabilities, grants: &Grants) -> Vec<Missing> {
+        match check("demo", asked, grants) {
+            Ok(()) => Vec::new(),
+            Err(CapabilityError::NotGranted {
+                plugin, missing, ..
+            }) => {
+                assert_eq!(plugin, "demo");
+                missing
+            }
+            Err(other) => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn asking_for_nothing_needs_nothing_and_extra_grants_are_allowed() {
+        let none = Capabilities::default();
+        assert!(none.is_empty());
+        assert!(missing(&none, &Grants::default()).is_empty());
+        let generous = grants(
+            vec![granted_dir("/data", Access::ReadWrite)],
+            &["HOME"],
+            &["*:*"],
+            &["*"],
+        );
+        assert!(missing(&none, &generous).is_empty());
+    }
+
+    #[test]
+    fn a_directory_needs_the_same_guest_path_and_at_least_the_access() {
+        let reads = Capabilities {
+            dirs: vec![dir("/data", Access::ReadOnly)],
+            ..Capabilities::default()
+        };
+        let writes = Capabilities {
+            dirs: vec![dir("/data", Access::ReadWrite)],
+            ..Capabilities::default()
+        };
+        let read_only = grants(vec![granted_dir("/data", Access::ReadOnly)], &[], &[], &[]);
+        let read_write = grants(
+            vec![granted_dir("/data/", Access::ReadWrite)],
+            &[],
+            &[],
+            &[],
+        );
+        let elsewhere = grants(
+            vec![granted_dir("/other", Access::ReadWrite)],
+            &[],
+            &[],
+            &[],
+        );
+
+        assert!(missing(&reads, &read_only).is_empty());
+        assert!(missing(&reads, &read_write).is_empty());
+        assert!(missing(&writes, &read_write).is_empty());
+        assert_eq!(
+            missing(&writes, &read_only),
+            [Missing::DirWrite(dir("/data", Access::ReadWrite))]
+        );
+        assert_eq!(
+            missing(&reads, &elsewhere),
+            [Missing::Dir(dir("/data", Access::ReadOnly))]
+        );
+    }
+
+    #[test]
+    fn variables_must_be_granted_by_name() {
+        let asked = Capabilities {
+            env: vec!["TOKEN".into(), "REGION".into()],
+            ..Capabilities::default()
+        };
+        let some = grants(vec![], &["REGION", "OTHER"], &[], &[]);
+        assert_eq!(missing(&asked, &some), [Missing::Env("TOKEN".into())]);
+    }
+
+    #[test]
+    fn network_patterns_must_be_covered_by_a_granted_pattern() {
+        let asked = |tcp: &[&str], http: &[&str]| Capabilities {
+            tcp: tcp.iter().map(|s| s.to_string()).collect(),
+            http: http.iter().map(|s| s.to_string()).collect(),
+            ..Capabilities::default()
+        };
+        let granted = grants(
+            vec![],
+            &[],
+            &["db.internal:5432", "*.example.com:443", "10.0.0.5:*"],
+            &["api.example.com", "*.cdn.net:*"],
+        );
+        let covered = asked(
+            &[
+                "db.internal:5432",
+                "DB.internal.:5432",
+                "a.example.com:443",
+                "*.b.example.com:443",
+                "10.0.0.5:22",
+            ],
+            &[
+                "api.example.com",
+                "x.cdn.net",
+                "x.cdn.net:8443",
+                "*.y.cdn.net:1",
+            ],
+        );
+        assert_eq!(missing(&covered, &granted), []);
+
+        let uncovered = asked(
+            &[
+                "db.internal:5433",
+                "example.com:443",
+                "*.example.com:*",
+                "10.0.0.6:22",
+                "*:443",
+            ],
+            &["api.example.com:8443", "cdn.net"],
+        );
+        assert_eq!(
+            missing(&uncovered, &granted),
+            [
+                Missing::Tcp("db.internal:5433".into()),
+                Missing::Tcp("example.com:443".into()),
+                Missing::Tcp("*.example.com:*".into()),
+                Missing::Tcp("10.0.0.6:22".into()),
+                Missing::Tcp("*:443".into()),
+                Missing::Http("api.example.com:8443".into()),
+                Missing::Http("cdn.net".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_requests_are_the_plugin_s_fault() {
+        let cases = [
+            Capabilities {
+                dirs: vec![dir("data", Access::ReadOnly)],
+                ..Capabilities::default()
+            },
+            Capabilities {
+                env: vec!["A=B".into()],
+                ..Capabilities::default()
+            },
+            Capabilities {
+                udp: vec!["no-port".into()],
+                ..Capabilities::default()
+            },
+            Capabilities {
+                http: vec!["https://example.com".into()],
+                ..Capabilities::default()
+            },
+        ];
+        for asked in cases {
+            let error = check("demo", &asked, &Grants::default()).unwrap_err();
+            assert!(
+                matches!(&error, CapabilityError::Malformed { plugin, .. } if plugin == "demo"),
+                "{error}"
+            );
+            assert!(error.to_string().contains("plugin `demo`"), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_refusal_lists_what_is_missing_and_the_lines_to_add() {
+        let asked = Capabilities {
+            dirs: vec![
+                dir("/notes", Access::ReadWrite),
+                dir("/cache", Access::ReadOnly),
+                dir("/data", Access::ReadWrite),
+            ],
+            env: vec!["TOKEN".into()],
+            tcp: vec!["*.db.internal:5432".into()],
+            udp: vec!["[::1]:53".into()],
+            http: vec!["api.example.com".into()],
+        };
+        let granted = grants(vec![granted_dir("/data", Access::ReadOnly)], &[], &[], &[]);
+        let error = check("notes", &asked, &granted).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plugin `notes` asks for capabilities Plinth.yaml does not grant it:
+  - read-write access to the directory /notes (/notes things)
+  - read-only access to the directory /cache (/cache things)
+  - write access to the directory /data, granted read-only (/data things)
+  - the environment variable TOKEN
+  - TCP connections to *.db.internal:5432
+  - UDP datagrams with [::1]:53
+  - HTTP requests to api.example.com
+To grant them, add these lines under `plugins: notes: grants:` in Plinth.yaml (it has `dirs:` already: add the items to the list there):
+      dirs:
+        - host: ./notes   # the project's directory the plugin sees at /notes
+          guest: /notes
+          access: read-write
+        - host: ./cache   # the project's directory the plugin sees at /cache
+          guest: /cache
+          access: read-only
+      env:
+        - TOKEN
+      tcp:
+        - \"*.db.internal:5432\"
+      udp:
+        - \"[::1]:53\"
+      http:
+        - api.example.com
+Set `access: read-write` on the directory granted to `notes` at guest path /data."
+        );
+    }
+
+    #[test]
+    fn yaml_scalars_read_back_as_the_same_strings() {
+        assert_eq!(yaml_scalar("db.internal:5432"), "db.internal:5432");
+        assert_eq!(yaml_scalar("./data"), "./data");
+        for quoted in [
+            "*",
+            "*.example.com",
+            "[::1]:53",
+            "8080",
+            "yes",
+            "a b",
+            "-x",
+            "a\"b",
+        ] {
+            let scalar = yaml_scalar(quoted);
+            assert!(scalar.starts_with('"'), "{quoted} -> {scalar}");
+        }
+        assert_eq!(yaml_scalar("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(suggested_host_dir("/var/lib/app/"), "./app");
+        assert_eq!(suggested_host_dir("/"), "./data");
+    }
+}

@@ -1,0 +1,139 @@
+//! The provider host against the hostile `plinth-adversary` component, for what the end-to-end
+//! tests (tests/e2e/adversarial.rs) cannot reach or time precisely: `check-config`, which the
+//! CLI never calls, and an endless loop under a deadline of milliseconds.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plinth_engine::provider::{Provider, ProviderError};
+use plinth_engine::urn::Urn;
+use plinth_engine::value::{PropertyMap, Value};
+use plinth_runtime::{Grants, Limits, Runtime};
+
+fn urn(ty: &str, name: &str) -> Urn {
+    Urn::new("test", "runtime", None, ty, name)
+}
+
+fn props(entries: &[(&str, &str)]) -> PropertyMap {
+    entries
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Value::from(*v)))
+        .collect()
+}
+
+/// A runtime with its own cache, and the adversary loaded into it with no grants.
+async fn adversary(limits: Limits) -> (tempfile::TempDir, Arc<dyn Provider>) {
+    let wasm = support::guest("plinth-adversary");
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
+    let provider = runtime
+        .load_provider("adversary", &wasm, limits, Grants::default())
+        .await
+        .unwrap();
+    (cache, provider)
+}
+
+fn crash_message(result: Result<impl std::fmt::Debug, ProviderError>) -> String {
+    match result {
+        Err(ProviderError::Crashed(message)) => message,
+        other => panic!("expected a crash, got {other:?}"),
+    }
+}
+
+/// Checks that the provider still serves calls.
+async fn still_works(provider: &dyn Provider) {
+    let created = provider
+        .create(
+            &urn("adversary:Crash", "after"),
+            &props(&[("value", "ok")]),
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.outputs["value"], Value::from("ok"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_in_check_config_names_the_operation() {
+    let (_cache, provider) = adversary(Limits::default()).await;
+    for (how, expected) in [
+        ("panic", "`check-config` panicked"),
+        ("trap", "`check-config` trapped"),
+    ] {
+        let config = props(&[("crash_in", "check-config"), ("crash_how", how)]);
+        let message = crash_message(provider.check_config(&config).await);
+        assert!(message.starts_with("plugin `adversary`: "), "{message}");
+        assert!(message.contains(expected), "{message}");
+        if how == "panic" {
+            assert!(
+                message.contains("adversary: panic requested in `check-config`"),
+                "{message}"
+            );
+        }
+        still_works(&*provider).await;
+    }
+    // Asking for the crash elsewhere leaves check-config alone.
+    let config = props(&[("crash_in", "configure")]);
+    let checked = provider.check_config(&config).await.unwrap();
+    assert_eq!(checked.inputs, config);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_loop_is_stopped_at_its_deadline_and_the_next_call_gets_a_fresh_instance() {
+    let limits = Limits {
+        call_timeout: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let (_cache, provider) = adversary(limits).await;
+    let spin = urn("adversary:Runaway", "spin");
+    for _ in 0..2 {
+        let started = Instant::now();
+        let result = provider
+            .create(&spin, &props(&[("attack", "loop")]), false)
+            .await;
+        let elapsed = started.elapsed();
+        let message = crash_message(result);
+        assert!(
+            message.contains("`create` timed out after 200ms"),
+            "{message}"
+        );
+        // The deadline is checked at each 10 ms epoch tick.
+        assert!(
+            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_secs(2),
+            "{elapsed:?}"
+        );
+        still_works(&*provider).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loop_does_not_hold_up_concurrent_calls() {
+    let limits = Limits {
+        call_timeout: Duration::from_secs(3),
+        ..Limits::default()
+    };
+    let (_cache, provider) = adversary(limits).await;
+    let spinning = {
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            provider
+                .create(
+                    &urn("adversary:Runaway", "spin"),
+                    &props(&[("attack", "loop")]),
+                    false,
+                )
+                .await
+        })
+    };
+    // Other calls run on other instances meanwhile, and finish long before the deadline.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    for _ in 0..5 {
+        still_works(&*provider).await;
+    }
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let message = crash_message(spinning.await.unwrap());
+    assert!(message.contains("timed out after 3s"), "{message}");
+}
