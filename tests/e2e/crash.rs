@@ -164,8 +164,11 @@ fn resource_ids(state: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-fn resources(state: &Value) -> &[Value] {
-    state["snapshot"]["resources"].as_array().unwrap()
+/// The records in `state` (provider resources, which have none, left out).
+fn resources(state: &Value) -> Vec<&Value> {
+    (state["snapshot"]["resources"].as_array().unwrap().iter())
+        .filter(|r| !r["type"].as_str().unwrap().starts_with("plinth:providers:"))
+        .collect()
 }
 
 /// The name part of a URN.

@@ -202,7 +202,8 @@ fn install_list_inspect_and_remove_from_a_file() {
     );
 }
 
-/// Serves `body` at `/random.wasm` (404 elsewhere) on 127.0.0.1, until dropped.
+/// Serves `body` at `/random.wasm`, a redirect to it at `/moved` and 404 elsewhere, on
+/// 127.0.0.1, until dropped.
 struct Server {
     server: Arc<tiny_http::Server>,
     thread: Option<JoinHandle<()>>,
@@ -216,10 +217,18 @@ impl Server {
         let serving = server.clone();
         let thread = std::thread::spawn(move || {
             for request in serving.incoming_requests() {
-                let response = if request.url() == "/random.wasm" {
-                    tiny_http::Response::from_data(body.clone())
-                } else {
-                    tiny_http::Response::from_data(b"not found".to_vec()).with_status_code(404)
+                let response = match request.url() {
+                    "/random.wasm" => tiny_http::Response::from_data(body.clone()),
+                    "/moved" => {
+                        let to = format!("http://{addr}/random.wasm");
+                        let location = tiny_http::Header::from_bytes("Location", to).unwrap();
+                        tiny_http::Response::from_data(Vec::new())
+                            .with_status_code(302)
+                            .with_header(location)
+                    }
+                    _ => {
+                        tiny_http::Response::from_data(b"not found".to_vec()).with_status_code(404)
+                    }
                 };
                 let _ = request.respond(response);
             }
@@ -279,6 +288,8 @@ fn install_from_a_url_checks_the_sha256() {
         &format!("{}/missing.wasm", server.base),
     ]);
     assert!(stderr.contains("HTTP 404"), "{stderr}");
+    let stderr = dist.fails(&["plugin", "install", &format!("{}/moved", server.base)]);
+    assert!(stderr.contains("redirects elsewhere"), "{stderr}");
     let stderr = dist.fails(&["plugin", "install", "http://example.com/random.wasm"]);
     assert!(
         stderr.contains("plain http") && stderr.contains("loopback") && stderr.contains("https://"),
@@ -321,7 +332,11 @@ fn a_stored_plugin_runs_is_pinned_and_recorded() {
         lock.contains(&sha) && lock.contains("version: 0.1.0"),
         "{lock}"
     );
-    assert!(dist.env.resources().len() >= 4, "{:?}", dist.env.resources());
+    assert!(
+        dist.env.resources().len() >= 4,
+        "{:?}",
+        dist.env.resources()
+    );
 
     // The checkpoint and the history name the plugin the update used.
     let used = serde_json::json!([{"name": "random", "version": "0.1.0", "sha256": sha}]);

@@ -1,6 +1,6 @@
 //! The `file` provider on the real binary: files, templates and directories written into the
 //! directory a project grants it, updated in place or replaced, deleted, refused when their
-//! paths would leave the root, and read back as they are on disk.
+//! paths would leave the root, and read back as they are on disk by `refresh`.
 
 use std::path::{Path, PathBuf};
 
@@ -59,6 +59,19 @@ impl Site {
         serde_json::from_str(&self.env.ok(&["stack", "output", "--json"])).unwrap()
     }
 
+    /// The ids of the stack's `file:` resources (its provider resource aside), sorted.
+    fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.env.export()["snapshot"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["type"].as_str().is_some_and(|t| t.starts_with("file:")))
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     /// Every path under the root, relative to it, sorted.
     fn tree(&self) -> Vec<String> {
         let mut found = Vec::new();
@@ -113,8 +126,7 @@ fn up_writes_the_files_and_destroy_removes_them() {
     assert_eq!(outputs["index"]["path"], "docs/index.html");
     assert_eq!(outputs["index"]["sha256"], sha256(index));
     assert_eq!(outputs["docs"], json!({"path": "docs"}));
-    let ids: Vec<String> = site.env.resources().into_iter().map(|r| r.1).collect();
-    assert_eq!(ids, ["docs", "docs/index.html", "README.md"]);
+    assert_eq!(site.ids(), ["README.md", "docs", "docs/index.html"]);
     let state = site.env.export();
     let readme = state["snapshot"]["resources"]
         .as_array()
@@ -131,7 +143,7 @@ fn up_writes_the_files_and_destroy_removes_them() {
     // The directory is deleted after the template written into it.
     site.env.ok(&["destroy", "--yes"]);
     assert!(site.tree().is_empty(), "{:?}", site.tree());
-    assert!(site.env.resources().is_empty());
+    assert!(site.ids().is_empty());
 }
 
 #[test]
@@ -139,12 +151,12 @@ fn content_changes_update_in_place_and_path_changes_replace() {
     let site = Site::new();
     site.files(site_spec("one\n", "Home"));
     site.env.ok(&["up", "--yes"]);
-    let before = site.env.resources();
+    let before = site.ids();
 
     site.files(site_spec("two\n", "Start"));
     let out = site.env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("2 updated, 1 unchanged"), "{out}");
-    assert_eq!(site.env.resources(), before);
+    assert_eq!(site.ids(), before);
     assert_eq!(site.read("README.md"), "two\n");
     assert!(site.read("docs/index.html").starts_with("<h1>Start</h1>"));
 
@@ -158,8 +170,7 @@ fn content_changes_update_in_place_and_path_changes_replace() {
         ["docs", "docs/index.html", "notes", "notes/README.txt"]
     );
     assert_eq!(site.read("notes/README.txt"), "two\n");
-    let ids: Vec<String> = site.env.resources().into_iter().map(|r| r.1).collect();
-    assert!(ids.contains(&"notes/README.txt".to_owned()), "{ids:?}");
+    assert_eq!(site.ids(), ["docs", "docs/index.html", "notes/README.txt"]);
 
     // The provider removes the files it wrote, not the directories it made for them.
     site.env.ok(&["destroy", "--yes"]);
@@ -198,7 +209,7 @@ fn paths_outside_the_root_and_unknown_variables_fail_check() {
     let stderr = site.env.fails(&["preview"]);
     assert!(stderr.contains("is not a permission mode"), "{stderr}");
     assert!(site.tree().is_empty(), "{:?}", site.tree());
-    assert!(site.env.resources().is_empty());
+    assert!(site.ids().is_empty());
 }
 
 #[test]
@@ -214,7 +225,7 @@ fn a_non_empty_directory_is_kept_and_named() {
         "{stderr}"
     );
     assert_eq!(site.read("docs/theirs.txt"), "not ours");
-    assert_eq!(site.env.resources().len(), 1);
+    assert_eq!(site.ids(), ["docs"]);
 
     std::fs::remove_file(site.root().join("docs/theirs.txt")).unwrap();
     site.env.ok(&["destroy", "--yes"]);
@@ -237,7 +248,11 @@ fn symlinks_out_of_the_root_are_not_followed() {
     // Writing through a linked directory is refused by the sandbox.
     site.files(json!({"f": {"type": "File", "path": "out/x.txt", "content": "escaped"}}));
     let stderr = site.env.fails(&["up", "--yes"]);
-    assert!(stderr.contains("`out/x.txt` in /root"), "{stderr}");
+    assert!(
+        stderr
+            .contains("`out/x.txt` in /root: `out` is a symbolic link that leads out of the root"),
+        "{stderr}"
+    );
     assert!(!outside.path().join("x.txt").exists());
 
     // A linked file is replaced by the written file, not written through.
@@ -262,7 +277,34 @@ fn an_ungranted_root_is_a_clear_error() {
         stderr.contains("plugin `file`") && stderr.contains("/root"),
         "{stderr}"
     );
-    assert!(site.env.resources().is_empty());
+    assert!(site.ids().is_empty());
+}
+
+#[test]
+fn refresh_finds_edits_and_deletions_and_up_repairs_them() {
+    let site = Site::new();
+    site.files(site_spec("hello\n", "Home"));
+    site.env.ok(&["up", "--yes"]);
+
+    std::fs::write(site.root().join("README.md"), "edited\n").unwrap();
+    std::fs::write(site.root().join("docs/index.html"), "<h1>changed</h1>\n").unwrap();
+    let out = site.env.ok(&["refresh", "--yes"]);
+    assert!(count_line(&out).contains("2 updated, 1 unchanged"), "{out}");
+    assert!(out.contains(r#"content: "hello\n" => "edited\n""#), "{out}");
+    site.env.fails(&["preview", "--expect-no-changes"]);
+    let out = site.env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("2 updated, 1 unchanged"), "{out}");
+    assert_eq!(site.read("README.md"), "hello\n");
+    assert!(site.read("docs/index.html").starts_with("<h1>Home</h1>"));
+    site.env.ok(&["preview", "--expect-no-changes"]);
+
+    std::fs::remove_file(site.root().join("README.md")).unwrap();
+    let out = site.env.ok(&["refresh", "--yes"]);
+    assert!(count_line(&out).contains("1 deleted"), "{out}");
+    assert_eq!(site.ids(), ["docs", "docs/index.html"]);
+    let out = site.env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("1 created"), "{out}");
+    assert_eq!(site.read("README.md"), "hello\n");
 }
 
 /// `read` (what `refresh` calls) on the plugin loaded by the runtime: content edited out of band

@@ -9,14 +9,15 @@ use crate::support::Env;
 
 /// The `op name` pairs the testkit's Record resources logged, in order.
 fn ops(env: &Env) -> Vec<String> {
-    let log = std::fs::read_to_string(env.world().join("ops.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(env.world().join("ops.log")).unwrap();
     log.lines()
         .map(|l| l.splitn(3, ' ').take(2).collect::<Vec<_>>().join(" "))
         .collect()
 }
 
+/// Starts an empty operation log, which the Records append to from now on.
 fn clear_ops(env: &Env) {
-    let _ = std::fs::remove_file(env.world().join("ops.log"));
+    std::fs::write(env.world().join("ops.log"), "").unwrap();
 }
 
 /// A project whose resources `a,b` are testkit Records (files under `world/`), replaced when

@@ -197,12 +197,13 @@ impl Env {
     }
 
     /// (name, id) of every resource in the state, sorted: independent steps complete, and so
-    /// are recorded, in any order.
+    /// are recorded, in any order. Provider resources are left out: they are configuration.
     pub fn resources(&self) -> Vec<(String, String)> {
         let mut resources: Vec<(String, String)> = self.export()["snapshot"]["resources"]
             .as_array()
             .unwrap()
             .iter()
+            .filter(|r| !r["type"].as_str().unwrap().starts_with("plinth:providers:"))
             .map(|r| {
                 let urn = r["urn"].as_str().unwrap();
                 let name = urn.rsplit("::").next().unwrap().to_owned();

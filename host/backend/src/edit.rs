@@ -135,6 +135,7 @@ mod tests {
             protect: false,
             retain_on_delete: false,
             delete: false,
+            provider: None,
         }
     }
 

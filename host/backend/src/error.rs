@@ -41,7 +41,9 @@ pub enum BackendError {
     },
     #[error("the state file {path} is not valid: {reason}")]
     Corrupt { path: PathBuf, reason: String },
-    #[error("the edited state of stack `{stack}` would not be valid, so it was not written: {error}")]
+    #[error(
+        "the edited state of stack `{stack}` would not be valid, so it was not written: {error}"
+    )]
     InvalidEdit {
         stack: String,
         error: plinth_engine::snapshot::IntegrityError,

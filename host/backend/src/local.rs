@@ -382,6 +382,7 @@ mod tests {
             protect: false,
             retain_on_delete: false,
             delete: false,
+            provider: None,
         }
     }
 

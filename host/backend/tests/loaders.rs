@@ -27,6 +27,7 @@ fn state(name: &str, deps: &[&str]) -> ResourceState {
         protect: false,
         retain_on_delete: false,
         delete: false,
+        provider: None,
     }
 }
 

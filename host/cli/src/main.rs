@@ -10,8 +10,8 @@ mod plugins;
 mod project;
 mod secrets;
 mod stack;
-mod state;
 mod stack_config;
+mod state;
 mod targets;
 
 use std::io::IsTerminal;

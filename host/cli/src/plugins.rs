@@ -1,5 +1,5 @@
-//! Supplies the engine with providers loaded from the project's plugins, each loaded and
-//! configured once, on first use.
+//! Supplies the engine with providers loaded from the project's plugins, each loaded once per
+//! distinct configuration (the stack's, or a provider resource's), on first use.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -30,7 +30,8 @@ pub struct PluginProviders {
     /// Each plugin as it loads, for the checkpoint and the history.
     used: UsedPlugins,
     config: BTreeMap<String, Value>,
-    loaded: Mutex<HashMap<String, ProviderSlot>>,
+    /// By package and configuration (as JSON).
+    loaded: Mutex<HashMap<(String, String), ProviderSlot>>,
 }
 
 impl PluginProviders {
@@ -65,7 +66,11 @@ impl PluginProviders {
         }
     }
 
-    async fn load(&self, package: &str) -> Result<Arc<dyn Provider>, LoadError> {
+    async fn load(
+        &self,
+        package: &str,
+        config: &PropertyMap,
+    ) -> Result<Arc<dyn Provider>, LoadError> {
         let (source, grants, limits) = self.sources.get(package).ok_or_else(|| {
             LoadError(format!(
                 "no plugin provides `{package}`: add it under `plugins:` in Plinth.yaml \
@@ -96,9 +101,8 @@ impl PluginProviders {
             .runtime
             .load_provider(package, &path, *limits, grants.clone())
             .await?;
-        let config = self.provider_config(package);
         provider
-            .configure(&config)
+            .configure(config)
             .await
             .map_err(|e| LoadError(format!("plugin `{package}`: configure failed: {e}")))?;
         self.used.record(PluginUse {
@@ -145,13 +149,25 @@ fn grants(project: &Project, spec: &GrantsSpec) -> Grants {
 #[async_trait]
 impl ProviderSource for PluginProviders {
     async fn provider(&self, package: &str) -> Result<Arc<dyn Provider>, LoadError> {
+        self.configured(package, &self.provider_config(package))
+            .await
+    }
+
+    async fn configured(
+        &self,
+        package: &str,
+        config: &PropertyMap,
+    ) -> Result<Arc<dyn Provider>, LoadError> {
+        let key = serde_json::to_string(config).map_err(|e| LoadError(e.to_string()))?;
         let cell = self
             .loaded
             .lock()
             .expect("plugin table")
-            .entry(package.to_owned())
+            .entry((package.to_owned(), key))
             .or_default()
             .clone();
-        cell.get_or_try_init(|| self.load(package)).await.cloned()
+        cell.get_or_try_init(|| self.load(package, config))
+            .await
+            .cloned()
     }
 }

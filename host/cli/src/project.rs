@@ -325,6 +325,47 @@ mod tests {
     }
 
     #[test]
+    fn parses_network_and_environment_grants_and_limits() {
+        let yaml = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    grants:\n\
+                    \x20     env: [API_TOKEN]\n\
+                    \x20     tcp: [\"127.0.0.1:8080\", \"*.example.com:443\"]\n\
+                    \x20     udp: [\"10.0.0.5:*\"]\n\
+                    \x20     http: [api.example.com]\n\
+                    \x20   limits: { memory: 512MiB, call-timeout: 2m }\n";
+        let project = load(yaml).unwrap();
+        let kit = &project.file.plugins["kit"];
+        assert_eq!(kit.grants.env, ["API_TOKEN"]);
+        assert_eq!(kit.grants.tcp[1].to_string(), "*.example.com:443");
+        assert_eq!(kit.grants.udp[0].to_string(), "10.0.0.5:*");
+        assert_eq!(kit.grants.http[0].to_string(), "api.example.com");
+        assert_eq!(kit.limits.0.memory_bytes, 512 << 20);
+        assert_eq!(
+            kit.limits.0.call_timeout,
+            std::time::Duration::from_secs(120)
+        );
+        let defaults = load("name: p\nplugins:\n  kit:\n    path: kit.wasm\n").unwrap();
+        assert_eq!(defaults.file.plugins["kit"].limits.0, Limits::default());
+    }
+
+    #[test]
+    fn bad_endpoints_and_limits_are_errors_that_say_where() {
+        let bad_port = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    grants:\n\
+                        \x20     tcp: [\"db:70000\"]\n";
+        let err = load(bad_port).unwrap_err().to_string();
+        assert!(
+            err.contains("plugins.kit.grants") && err.contains("the port `70000`"),
+            "{err}"
+        );
+        let bad_size = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    limits:\n\
+                        \x20     memory: 12 parsecs\n";
+        let err = load(bad_size).unwrap_err().to_string();
+        assert!(
+            err.contains("plugins.kit") && err.contains("memory `12 parsecs` is not a size"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn unknown_grant_keys_and_access_modes_are_errors() {
         let unknown =
             "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    grants:\n      net: [a]\n";

@@ -221,7 +221,7 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:8} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  PLUGINS",
+        "{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  PLUGINS",
         "KIND",
         "RESULT",
         "DURATION",
@@ -241,7 +241,7 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             .map(|p| format!("{}@{} ({})", p.name, p.version, short(&p.sha256)))
             .collect();
         println!(
-            "{:8} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  {}",
+            "{:10} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  {}",
             kind.as_str().unwrap_or_default(),
             result.as_str().unwrap_or_default(),
             e.ended.saturating_sub(e.started),

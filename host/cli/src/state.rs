@@ -190,6 +190,9 @@ fn explain(e: StateEditError) -> anyhow::Error {
         StateEditError::HasChildren { .. } => {
             "; remove its children from the state first (`plinth state delete CHILD`)".to_owned()
         }
+        StateEditError::Manages { .. } => {
+            "; remove the resources it manages from the state first".to_owned()
+        }
         StateEditError::HasDependents { .. } => {
             "; pass --force to remove it anyway and drop their references to it".to_owned()
         }

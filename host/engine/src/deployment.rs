@@ -14,10 +14,11 @@ use crate::events::{ChangeSummary, Event, EventSink, Severity, StepOp};
 use crate::journal::{JournalEntry, SnapshotManager};
 use crate::program::{Monitor, Program, ProgramError, Registration, StackInfo};
 use crate::provider::ProviderSource;
+use crate::provider_step::reference;
 use crate::snapshot::{OperationKind, Snapshot};
-use crate::step::{ResourceStep, StepContext, StepError, StepResult};
+use crate::step::{ProviderBinding, ResourceStep, StepContext, StepError, StepResult};
 use crate::target::TargetSet;
-use crate::urn::Urn;
+use crate::urn::{Urn, package_of, provided_package, provider_type};
 use crate::value::{OutputField, OutputRef, PropertyMap, Value};
 
 /// How a deployment runs.
@@ -93,6 +94,7 @@ pub async fn run(
         limit: Semaphore::new(options.parallel.max(1)),
         targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
         replace: options.replace.clone(),
+        base_providers: providers_by_reference(&base.resources),
         base: base.resources,
         changes: Mutex::new(ChangeSummary::default()),
     });
@@ -173,6 +175,8 @@ struct Resolved {
     urn: Option<Urn>,
     /// The recorded resources this value derives from: dependents depend on these.
     dependencies: Vec<Urn>,
+    /// The resource's step replaced it (create-before-delete or delete-before-replace).
+    replaced: bool,
 }
 
 enum Slot {
@@ -191,6 +195,7 @@ enum Work {
         id: String,
         inputs: PropertyMap,
         parent: Option<u64>,
+        provider: Option<u64>,
     },
     Apply(Vec<Value>),
     /// An apply result that itself refers to other registrations.
@@ -247,6 +252,8 @@ struct Scheduler {
     waiters: HashMap<u64, Vec<usize>>,
     registered: HashSet<Urn>,
     replaced: Vec<usize>,
+    /// Handles of the default provider resources registered so far, by package.
+    default_providers: HashMap<String, u64>,
     stack_outputs: Option<PropertyMap>,
     errors: Vec<String>,
     in_flight: usize,
@@ -273,6 +280,7 @@ impl Scheduler {
             waiters: HashMap::new(),
             registered: HashSet::new(),
             replaced: Vec::new(),
+            default_providers: HashMap::new(),
             stack_outputs: None,
             errors: Vec::new(),
             in_flight: 0,
@@ -338,7 +346,13 @@ impl Scheduler {
 
     fn on_registration(&mut self, registration: Registration) {
         match registration {
-            Registration::Resource { handle, request } => {
+            Registration::Resource {
+                handle,
+                mut request,
+            } => {
+                if request.custom && request.options.provider.is_none() {
+                    request.options.provider = self.default_provider(&request.ty);
+                }
                 let mut refs = Vec::new();
                 request
                     .inputs
@@ -357,9 +371,11 @@ impl Scheduler {
                 inputs,
                 options,
             } => {
+                let provider = options.provider.or_else(|| self.default_provider(&ty));
                 let mut refs = Vec::new();
                 inputs.values().for_each(|v| collect_handles(v, &mut refs));
                 refs.extend(options.parent);
+                refs.extend(provider);
                 let parent = options.parent;
                 self.add_node(
                     Some(handle),
@@ -369,6 +385,7 @@ impl Scheduler {
                         id,
                         inputs,
                         parent,
+                        provider,
                     },
                     refs,
                 );
@@ -500,6 +517,51 @@ impl Scheduler {
         })
     }
 
+    /// The handle of the default provider resource of `ty`'s package, registered on first use
+    /// with the stack configuration of that package (`random:seed` configures `random`).
+    /// Provider resources themselves have none.
+    fn default_provider(&mut self, ty: &str) -> Option<u64> {
+        if provided_package(ty).is_some() {
+            return None;
+        }
+        let package = package_of(ty);
+        if let Some(&handle) = self.default_providers.get(package) {
+            return Some(handle);
+        }
+        // Program handles count up from 1; these count down from the top.
+        let handle = u64::MAX - self.default_providers.len() as u64;
+        self.default_providers.insert(package.to_owned(), handle);
+        let prefix = format!("{package}:");
+        let inputs = (self.options.config.iter())
+            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_owned(), v.clone())))
+            .collect();
+        let request = crate::program::RegisterRequest {
+            ty: provider_type(package),
+            name: "default".to_owned(),
+            custom: true,
+            inputs,
+            options: Default::default(),
+        };
+        self.add_node(Some(handle), Work::Resource(request), Vec::new());
+        Some(handle)
+    }
+
+    /// What the provider resource registered as `handle` binds its resources to.
+    fn binding(&self, handle: u64) -> Option<ProviderBinding> {
+        let Some(Slot::Resolved(resolved)) = self.slots.get(&handle) else {
+            return None;
+        };
+        let config = match &resolved.value {
+            Value::Object(config) => config.clone(),
+            _ => PropertyMap::new(),
+        };
+        Some(ProviderBinding {
+            reference: reference(resolved.urn.clone()?, &resolved.id),
+            config,
+            replaced: resolved.replaced,
+        })
+    }
+
     fn handle_urn(&self, handle: u64) -> Option<Urn> {
         match self.slots.get(&handle) {
             Some(Slot::Resolved(r)) => r.urn.clone(),
@@ -530,7 +592,9 @@ impl Scheduler {
                 id,
                 inputs,
                 parent,
+                provider,
             } => {
+                let binding = provider.and_then(|h| self.binding(h));
                 let mut deps = Vec::new();
                 let inputs = self.substitute_map(inputs, &mut deps);
                 let parent_type = parent
@@ -547,7 +611,7 @@ impl Scheduler {
                 let done = self.completions_tx.clone();
                 self.in_flight += 1;
                 tokio::spawn(async move {
-                    let result = ctx.run_read(&urn, &id, &inputs).await;
+                    let result = ctx.run_read(&urn, &id, &inputs, binding).await;
                     let _ = done.send(Completion::Step {
                         node: index,
                         urn,
@@ -634,10 +698,22 @@ impl Scheduler {
             &request.ty,
             &request.name,
         );
-        if let Some(unsupported) = unsupported_option(&request.options) {
+        let provider = request.options.provider.and_then(|h| self.binding(h));
+        if request.options.provider.is_some() && provider.is_none() {
             return self.fail(
                 index,
-                format!("{urn}: the resource option `{unsupported}` is not supported yet"),
+                format!("{urn}: its provider is not a provider resource"),
+            );
+        }
+        if let Some(b) = &provider
+            && package_of(b.reference.urn.ty()) != package_of(&request.ty)
+        {
+            return self.fail(
+                index,
+                format!(
+                    "{urn}: its provider {} provides another package",
+                    b.reference.urn
+                ),
             );
         }
         if !self.registered.insert(urn.clone()) {
@@ -659,6 +735,7 @@ impl Scheduler {
             inputs,
             parent,
             dependencies,
+            provider,
         };
         let ctx = self.ctx.clone();
         let done = self.completions_tx.clone();
@@ -733,6 +810,7 @@ impl Scheduler {
                         id: result.id,
                         urn: Some(urn),
                         dependencies,
+                        replaced: result.replaced.is_some(),
                     },
                 );
             }
@@ -907,6 +985,16 @@ async fn drop_interrupted(
     Ok(())
 }
 
+/// The provider resources of a state, by the reference resources record to them.
+pub(crate) fn providers_by_reference(
+    resources: &[crate::resource::ResourceState],
+) -> HashMap<crate::resource::ProviderRef, usize> {
+    (resources.iter().enumerate())
+        .filter(|(_, r)| provided_package(&r.ty).is_some())
+        .map(|(i, r)| (reference(r.urn.clone(), &Value::String(r.id.clone())), i))
+        .collect()
+}
+
 /// For each URN, the resources that name it as parent or dependency.
 fn dependents_by_urn(resources: &[crate::resource::ResourceState]) -> HashMap<Urn, Vec<usize>> {
     let mut dependents: HashMap<Urn, Vec<usize>> = HashMap::new();
@@ -924,12 +1012,8 @@ fn resolved_value(value: Value, dependencies: Vec<Urn>) -> Resolved {
         id: Value::Null,
         urn: None,
         dependencies,
+        replaced: false,
     }
-}
-
-/// Options the engine does not act on yet; refusing them beats silently ignoring them.
-fn unsupported_option(options: &crate::program::ResourceOptions) -> Option<&'static str> {
-    options.provider.is_some().then_some("provider")
 }
 
 fn collect_handles(value: &Value, out: &mut Vec<u64>) {

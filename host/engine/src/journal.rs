@@ -303,8 +303,10 @@ impl JournalState {
                 *u = new.clone();
             }
         };
-        state.parent.as_mut().map(rename);
-        state.dependencies.iter_mut().for_each(rename);
+        (state.parent.iter_mut())
+            .chain(state.dependencies.iter_mut())
+            .chain(state.provider.iter_mut().map(|p| &mut p.urn))
+            .for_each(rename);
         state
     }
 
@@ -321,12 +323,7 @@ impl JournalState {
         if self.recorded_index.contains_key(&state.urn) || self.base_live.contains_key(&state.urn) {
             return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
         }
-        for (relation, p) in state
-            .parent
-            .iter()
-            .map(|p| ("parent", p))
-            .chain(state.dependencies.iter().map(|d| ("dependency", d)))
-        {
+        for (relation, p) in state.relations() {
             if !self.recorded_index.contains_key(p) {
                 return Err(IntegrityError::MissingPredecessor {
                     urn: state.urn.clone(),

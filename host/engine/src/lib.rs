@@ -10,6 +10,7 @@ pub mod journal;
 pub mod program;
 pub mod property_path;
 pub mod provider;
+mod provider_step;
 pub mod refresh;
 pub mod resource;
 pub mod snapshot;

@@ -110,6 +110,9 @@ pub struct ResourceSchema {
 pub struct ProviderInfo {
     pub name: String,
     pub version: String,
+    /// The provider's configuration properties; a change to one marked `replace_on_change`
+    /// replaces every resource the provider manages.
+    pub config: Vec<PropertySchema>,
     pub resources: Vec<ResourceSchema>,
     pub functions: Vec<String>,
 }
@@ -175,5 +178,13 @@ pub struct LoadError(pub String);
 /// Supplies configured providers by package name (`random` for `random:RandomPet`).
 #[async_trait]
 pub trait ProviderSource: Send + Sync {
+    /// The package's provider configured from the stack's configuration.
     async fn provider(&self, package: &str) -> Result<Arc<dyn Provider>, LoadError>;
+    /// The package's provider configured with `config` (a provider resource's): one instance
+    /// per distinct configuration.
+    async fn configured(
+        &self,
+        package: &str,
+        config: &PropertyMap,
+    ) -> Result<Arc<dyn Provider>, LoadError>;
 }

@@ -16,14 +16,14 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::deployment::Targets;
+use crate::deployment::{Targets, providers_by_reference};
 use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
 use crate::journal::{JournalEntry, JournalState, SnapshotManager};
 use crate::provider::{ProviderSource, ReadResult};
 use crate::resource::ResourceState;
 use crate::snapshot::{OperationKind, Snapshot};
 use crate::target::TargetSet;
-use crate::urn::{Urn, package_of};
+use crate::urn::{Urn, package_of, provided_package};
 use crate::value::PropertyMap;
 
 /// How a refresh runs.
@@ -61,10 +61,16 @@ pub async fn run(
     let mut errors = Vec::new();
     let targets = (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources));
     let wanted = |r: &ResourceState| targets.as_ref().is_none_or(|t| t.contains(&r.urn));
+    let by_reference = providers_by_reference(&base.resources);
+    let config = |r: &ResourceState| {
+        let &i = by_reference.get(r.provider.as_ref()?)?;
+        Some(base.resources[i].outputs.clone())
+    };
+    // Provider resources are nothing real: there is nothing to read back.
     let reads: Vec<Read> = (base.resources.iter().enumerate())
-        .filter(|(_, r)| r.custom && !r.delete && wanted(r))
-        .map(|(i, r)| Read::of_state(i, r))
-        .chain(adoptions(&options, &base, &mut errors))
+        .filter(|(_, r)| r.custom && !r.delete && wanted(r) && provided_package(&r.ty).is_none())
+        .map(|(i, r)| Read::of_state(i, r, config(r)))
+        .chain(adoptions(&options, &base, &mut errors, config))
         .collect();
     let results = read_all(reads, &providers, options.parallel, &events, &cancel).await;
     let mut plan = Plan::new(&base, &events);
@@ -122,19 +128,27 @@ struct Read {
     /// The base resource, or `None` for a pending create.
     index: Option<usize>,
     state: ResourceState,
+    /// The configuration of the provider resource that manages it, if it records one.
+    config: Option<PropertyMap>,
 }
 
 impl Read {
-    fn of_state(index: usize, state: &ResourceState) -> Read {
+    fn of_state(index: usize, state: &ResourceState, config: Option<PropertyMap>) -> Read {
         Read {
             index: Some(index),
             state: state.clone(),
+            config,
         }
     }
 }
 
 /// The pending creates `--import-pending-create` names, with the id to read them by.
-fn adoptions(options: &RefreshOptions, base: &Snapshot, errors: &mut Vec<String>) -> Vec<Read> {
+fn adoptions(
+    options: &RefreshOptions,
+    base: &Snapshot,
+    errors: &mut Vec<String>,
+    config: impl Fn(&ResourceState) -> Option<PropertyMap>,
+) -> Vec<Read> {
     let mut reads = Vec::new();
     for (urn, id) in &options.adopt {
         let pending = (base.pending_operations.iter())
@@ -146,6 +160,7 @@ fn adoptions(options: &RefreshOptions, base: &Snapshot, errors: &mut Vec<String>
                     id: id.clone(),
                     ..op.resource.clone()
                 },
+                config: config(&op.resource),
             }),
             None => errors.push(format!(
                 "{urn}: there is no pending create of it to adopt (see the pending operations \
@@ -175,7 +190,12 @@ async fn read_all(
                 () = cancel.cancelled() => return None,
             };
             let r = &read.state;
-            let result = match providers.provider(package_of(&r.ty)).await {
+            let package = package_of(&r.ty);
+            let provider = match &read.config {
+                Some(config) => providers.configured(package, config).await,
+                None => providers.provider(package).await,
+            };
+            let result = match provider {
                 Err(e) => Err(e.to_string()),
                 Ok(provider) => (provider.read(&r.urn, &r.id, &r.inputs, &r.outputs))
                     .await
@@ -274,7 +294,9 @@ impl<'a> Plan<'a> {
     }
 
     fn show(&mut self, info: StepInfo) {
-        self.changes.record(info.op);
+        if provided_package(info.urn.ty()).is_none() {
+            self.changes.record(info.op);
+        }
         self.events.emit(Event::StepDone {
             step: info,
             outputs: None,

@@ -32,11 +32,33 @@ pub struct ResourceState {
     /// This state was replaced by a newer one with the same URN and awaits deletion.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub delete: bool,
+    /// The provider resource that manages this one (absent in states written before provider
+    /// resources were recorded: those use their package's default provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderRef>,
+}
+
+/// A reference to one provider resource: its URN and id (a replaced provider keeps its URN and
+/// gets a new id).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ProviderRef {
+    pub urn: Urn,
+    pub id: String,
 }
 
 impl ResourceState {
-    /// Every URN this state must come after in a snapshot: its parent and dependencies.
+    /// Every URN this state must come after in a snapshot: its parent, dependencies and
+    /// provider.
     pub fn predecessors(&self) -> impl Iterator<Item = &Urn> {
-        self.parent.iter().chain(self.dependencies.iter())
+        (self.parent.iter())
+            .chain(self.dependencies.iter())
+            .chain(self.provider.iter().map(|p| &p.urn))
+    }
+
+    /// The predecessors with what each is to this state, for messages.
+    pub fn relations(&self) -> impl Iterator<Item = (&'static str, &Urn)> {
+        (self.parent.iter().map(|p| ("parent", p)))
+            .chain(self.dependencies.iter().map(|d| ("dependency", d)))
+            .chain(self.provider.iter().map(|p| ("provider", &p.urn)))
     }
 }

@@ -60,11 +60,8 @@ impl Snapshot {
         let mut seen: HashSet<&Urn> = HashSet::with_capacity(self.resources.len());
         let mut live: HashSet<&Urn> = HashSet::with_capacity(self.resources.len());
         for r in &self.resources {
-            if let Some(parent) = &r.parent {
-                check_before(&seen, r, parent, "parent")?;
-            }
-            for dep in &r.dependencies {
-                check_before(&seen, r, dep, "dependency")?;
+            for (relation, pred) in r.relations() {
+                check_before(&seen, r, pred, relation)?;
             }
             if r.custom && r.id.is_empty() {
                 return Err(IntegrityError::MissingId { urn: r.urn.clone() });
@@ -135,8 +132,8 @@ impl Snapshot {
 
     /// Removes every state of `urn` (the live one and any replaced ones awaiting deletion) and
     /// the pending updates and deletes of it, without touching the real resource. Refused for
-    /// a protected resource and for a parent; for a resource others depend on only unless
-    /// `force`, which drops their references to it.
+    /// a protected resource, a parent and a provider that manages resources; for a resource
+    /// others depend on only unless `force`, which drops their references to it.
     pub fn remove(&mut self, urn: &Urn, force: bool) -> Result<Removal, StateEditError> {
         let own: Vec<&ResourceState> = self.resources.iter().filter(|r| &r.urn == urn).collect();
         if own.is_empty() {
@@ -154,6 +151,15 @@ impl Snapshot {
             return Err(StateEditError::HasChildren {
                 urn: urn.clone(),
                 children,
+            });
+        }
+        // Its managed resources would have no provider to update or delete them with.
+        let managed =
+            distinct(others().filter(|r| r.provider.as_ref().is_some_and(|p| &p.urn == urn)));
+        if !managed.is_empty() {
+            return Err(StateEditError::Manages {
+                urn: urn.clone(),
+                resources: managed,
             });
         }
         let dependents = distinct(others().filter(|r| r.dependencies.contains(urn)));
@@ -229,6 +235,8 @@ pub enum StateEditError {
     Protected { urn: Urn },
     #[error("{urn} is the parent of {}", join(.children))]
     HasChildren { urn: Urn, children: Vec<Urn> },
+    #[error("{urn} is the provider of {}", join(.resources))]
+    Manages { urn: Urn, resources: Vec<Urn> },
     #[error("{urn} is a dependency of {}", join(.dependents))]
     HasDependents { urn: Urn, dependents: Vec<Urn> },
 }
@@ -245,13 +253,14 @@ fn similar(close: &[Urn]) -> String {
     }
 }
 
-/// Whether `query` is `urn`'s name or its `type::name`, with or without the parents' types.
+/// Whether `query` is a tail of `urn` that starts at a part boundary and holds at least the
+/// whole name: `name`, `type::name`, `pkg:Type::name` or `parent$type::name`.
 fn names(urn: &Urn, query: &str) -> bool {
-    query == urn.name()
-        || query
-            .strip_suffix(urn.name())
-            .and_then(|t| t.strip_suffix("::"))
-            .is_some_and(|t| t == urn.ty() || t == urn.qualified_type())
+    query.len() >= urn.name().len()
+        && !query.starts_with([':', '$'])
+        && (urn.as_str())
+            .strip_suffix(query)
+            .is_some_and(|rest| rest.ends_with([':', '$']))
 }
 
 /// The URNs of `states`, each once, in order.
@@ -299,6 +308,7 @@ pub(crate) mod tests {
             protect: false,
             retain_on_delete: false,
             delete: false,
+            provider: None,
         }
     }
 
@@ -370,6 +380,12 @@ pub(crate) mod tests {
         assert_eq!(snap.resolve(urn("a").as_str()), Ok(urn("a")));
         assert_eq!(snap.resolve("a"), Ok(urn("a")));
         assert_eq!(snap.resolve("test:Thing::a"), Ok(urn("a")));
+        assert_eq!(snap.resolve("Thing::a"), Ok(urn("a")));
+        assert!(snap.resolve("ing::a").is_err());
+        assert!(snap.resolve("::a").is_err());
+        let colon = snapshot(vec![state("x:y", &[])]);
+        assert!(colon.resolve("y").is_err());
+        assert_eq!(colon.resolve("x:y"), Ok(urn("x:y")));
         assert_eq!(snap.resolve("test:Thing::c"), Ok(child.urn.clone()));
         assert_eq!(snap.resolve("test:Group$test:Thing::c"), Ok(child.urn));
         assert!(matches!(
@@ -449,7 +465,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn refuses_to_remove_a_protected_resource_or_a_parent_even_forced() {
+    fn refuses_to_remove_a_protected_resource_a_parent_or_a_provider_even_forced() {
         let mut parent = state("g", &[]);
         parent.custom = false;
         parent.id.clear();
@@ -457,8 +473,21 @@ pub(crate) mod tests {
         child.parent = Some(urn("g"));
         let mut guarded = state("p", &[]);
         guarded.protect = true;
-        let mut snap = snapshot(vec![parent, child, guarded]);
+        let provider = state("k", &[]);
+        let mut managed = state("m", &[]);
+        managed.provider = Some(crate::resource::ProviderRef {
+            urn: urn("k"),
+            id: provider.id.clone(),
+        });
+        let mut snap = snapshot(vec![parent, child, guarded, provider, managed]);
         let before = snap.clone();
+        assert_eq!(
+            snap.remove(&urn("k"), true),
+            Err(StateEditError::Manages {
+                urn: urn("k"),
+                resources: vec![urn("m")]
+            })
+        );
         assert_eq!(
             snap.remove(&urn("g"), true),
             Err(StateEditError::HasChildren {

@@ -14,10 +14,10 @@ use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
 use crate::provider::{Provider, ProviderError, ProviderSource};
-use crate::resource::ResourceState;
+use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::OperationKind;
 use crate::target::TargetSet;
-use crate::urn::{Urn, package_of};
+use crate::urn::{Urn, package_of, provided_package};
 use crate::value::{PropertyMap, Value};
 
 /// Why a step failed: a resource's own failure, or one of the plugin it needs (reported once,
@@ -50,6 +50,8 @@ pub(crate) struct StepContext {
     pub targets: Option<TargetSet>,
     /// `--replace`: resources to replace whatever their diff says.
     pub replace: HashSet<Urn>,
+    /// Provider resources of the base state, by reference.
+    pub base_providers: HashMap<ProviderRef, usize>,
     /// Set when no new step may start: a step waiting for a permit gives up once it has one.
     pub halted: AtomicBool,
     /// `--continue-on-error`: a failure does not halt the operation.
@@ -119,6 +121,17 @@ pub(crate) struct ResourceStep {
     pub inputs: PropertyMap,
     pub parent: Option<Urn>,
     pub dependencies: Vec<Urn>,
+    /// The provider resource that manages it (none for components and provider resources).
+    pub provider: Option<ProviderBinding>,
+}
+
+/// The provider resource a registration is bound to, as its step left it.
+#[derive(Debug, Clone)]
+pub(crate) struct ProviderBinding {
+    pub reference: ProviderRef,
+    pub config: PropertyMap,
+    /// This run replaced the provider: what it manages is replaced too.
+    pub replaced: bool,
 }
 
 /// What a finished resource step makes known to dependents.
@@ -132,18 +145,32 @@ pub(crate) struct StepResult {
 }
 
 impl StepContext {
-    fn fail(&self, urn: &Urn, message: impl Into<String>) -> StepError {
+    pub(crate) fn fail(&self, urn: &Urn, message: impl Into<String>) -> StepError {
         StepError::Resource {
             urn: urn.clone(),
             message: message.into(),
         }
     }
 
-    async fn provider(&self, urn: &Urn) -> Result<Arc<dyn Provider>, StepError> {
-        self.providers
-            .provider(package_of(urn.ty()))
-            .await
-            .map_err(|e| StepError::Plugin(e.to_string()))
+    /// The provider that manages `state`: configured as its provider resource is (`config`
+    /// for a binding made in this run, else as recorded in the base state), or from the stack
+    /// configuration for a state recorded before provider resources were.
+    pub(crate) async fn provider_for(
+        &self,
+        state: &ResourceState,
+        config: Option<&PropertyMap>,
+    ) -> Result<Arc<dyn Provider>, StepError> {
+        let package = package_of(&state.ty);
+        let config = config.or_else(|| {
+            let reference = state.provider.as_ref()?;
+            let &index = self.base_providers.get(reference)?;
+            Some(&self.base[index].outputs)
+        });
+        match config {
+            Some(config) => self.providers.configured(package, config).await,
+            None => self.providers.provider(package).await,
+        }
+        .map_err(|e| StepError::Plugin(e.to_string()))
     }
 
     fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
@@ -151,14 +178,17 @@ impl StepContext {
         self.fail(urn, format!("{action} failed in plugin `{plugin}`: {e}"))
     }
 
-    async fn record(&self, entry: impl FnOnce() -> JournalEntry) -> Result<(), SnapshotError> {
+    pub(crate) async fn record(
+        &self,
+        entry: impl FnOnce() -> JournalEntry,
+    ) -> Result<(), SnapshotError> {
         match &self.recorder {
             Some(r) => r.record(entry()).await,
             None => Ok(()),
         }
     }
 
-    async fn begin(
+    pub(crate) async fn begin(
         &self,
         kind: OperationKind,
         state: &ResourceState,
@@ -170,7 +200,7 @@ impl StepContext {
         }
     }
 
-    fn persist_error(&self, urn: &Urn, e: SnapshotError) -> StepError {
+    pub(crate) fn persist_error(&self, urn: &Urn, e: SnapshotError) -> StepError {
         self.fail(urn, e.to_string())
     }
 
@@ -300,14 +330,21 @@ impl StepContext {
             protect: opts.protect,
             retain_on_delete: opts.retain_on_delete,
             delete: false,
+            provider: step.provider.as_ref().map(|b| b.reference.clone()),
         };
+        // Provider resources are always targeted: they change nothing in the real world.
+        let is_provider = provided_package(&state.ty).is_some();
         if let Some(targets) = &self.targets
+            && !is_provider
             && !targets.includes(&state.urn, state.predecessors())
         {
             return self.untargeted(state, old).await;
         }
         if !state.custom {
             return self.run_component(state, old).await;
+        }
+        if is_provider {
+            return self.run_provider_resource(state, old).await;
         }
         let urn = state.urn.clone();
         if !self.preview {
@@ -326,7 +363,10 @@ impl StepContext {
                 ));
             }
         }
-        let provider = self.provider(&urn).await?;
+        let binding = step.provider.as_ref();
+        let provider = self
+            .provider_for(&state, binding.map(|b| &b.config))
+            .await?;
         let timeouts = opts.custom_timeouts.unwrap_or_default();
         if let Some((_, old)) = old {
             for path in &opts.ignore_changes {
@@ -368,7 +408,7 @@ impl StepContext {
             }
         }
         state.id = old.id.clone();
-        let forced = self.replace.contains(&urn);
+        let forced = self.replace.contains(&urn) || self.provider_replaced(old, binding);
         if diff.changed.is_empty() && !forced {
             state.outputs = old.outputs.clone();
             let info = self.info(StepOp::Same, &state, Some(old), Vec::new(), Vec::new());
@@ -398,7 +438,7 @@ impl StepContext {
         let info = self.info(StepOp::Replace, &state, Some(old), diff.changed, replaces);
         if diff.delete_before_replace || opts.delete_before_replace {
             self.delete_dependents(old_index).await?;
-            (self.delete_base(&*provider, old_index, &info, timeouts.delete_seconds)).await?;
+            (self.delete_base(old_index, &info, timeouts.delete_seconds)).await?;
             self.create(&*provider, state, info, None, timeouts.create_seconds)
                 .await
         } else {
@@ -534,7 +574,7 @@ impl StepContext {
         self.same(old_index, old, old.clone(), info).await
     }
 
-    fn info(
+    pub(crate) fn info(
         &self,
         op: StepOp,
         state: &ResourceState,
@@ -555,8 +595,11 @@ impl StepContext {
         }
     }
 
-    fn done(&self, info: StepInfo, outputs: &PropertyMap, started: Instant) {
-        self.count(info.op);
+    pub(crate) fn done(&self, info: StepInfo, outputs: &PropertyMap, started: Instant) {
+        // Summaries count real resources; provider resources are configuration.
+        if provided_package(info.urn.ty()).is_none() {
+            self.count(info.op);
+        }
         let outputs = (info.op == StepOp::Create).then(|| outputs.clone());
         self.events.emit(Event::StepDone {
             step: info,
@@ -634,7 +677,7 @@ impl StepContext {
         })
     }
 
-    async fn same(
+    pub(crate) async fn same(
         &self,
         old_index: usize,
         old: &ResourceState,
@@ -884,10 +927,10 @@ impl StepContext {
         Ok(())
     }
 
-    /// Deletes base resource `index` through `provider`, honoring protect and retain-on-delete.
+    /// Deletes base resource `index` through the provider that manages it, honoring protect
+    /// and retain-on-delete. A provider resource is only forgotten: it is nothing real.
     async fn delete_base(
         &self,
-        provider: &dyn Provider,
         index: usize,
         info: &StepInfo,
         timeout: Option<u32>,
@@ -905,7 +948,7 @@ impl StepContext {
         if self.preview {
             return Ok(());
         }
-        if old.retain_on_delete {
+        if old.retain_on_delete || provided_package(&old.ty).is_some() {
             return self
                 .record(|| JournalEntry::Deleted {
                     seq: None,
@@ -914,6 +957,7 @@ impl StepContext {
                 .await
                 .map_err(|e| self.persist_error(urn, e));
         }
+        let provider = self.provider_for(old, None).await?;
         let seq = self
             .begin(OperationKind::Deleting, old, Some(index))
             .await
@@ -970,8 +1014,7 @@ impl StepContext {
         };
         self.events.emit(Event::StepStarted(info.clone()));
         if old.custom {
-            let provider = self.provider(&old.urn).await?;
-            self.delete_base(&*provider, index, &info, None).await?;
+            self.delete_base(index, &info, None).await?;
         } else if !self.preview {
             self.record(|| JournalEntry::Deleted {
                 seq: None,
@@ -990,9 +1033,15 @@ impl StepContext {
         urn: &Urn,
         id: &str,
         inputs: &PropertyMap,
+        binding: Option<ProviderBinding>,
     ) -> Result<StepResult, StepError> {
         let _permit = self.limit.acquire().await.expect("step limiter closed");
-        let provider = self.provider(urn).await?;
+        let package = package_of(urn.ty());
+        let provider = match &binding {
+            Some(b) => self.providers.configured(package, &b.config).await,
+            None => self.providers.provider(package).await,
+        }
+        .map_err(|e| StepError::Plugin(e.to_string()))?;
         match provider.read(urn, id, inputs, &PropertyMap::new()).await {
             Ok(Some(read)) => Ok(StepResult {
                 id: Value::String(read.id),

@@ -77,9 +77,23 @@ impl fmt::Display for Urn {
     }
 }
 
-/// The package a type token belongs to: the part before the first `:`.
+/// The package a type token belongs to: the part before the first `:`. The package of a
+/// provider resource (`plinth:providers:random`) is the package it provides.
 pub fn package_of(ty: &str) -> &str {
-    ty.split(':').next().unwrap_or(ty)
+    provided_package(ty).unwrap_or_else(|| ty.split(':').next().unwrap_or(ty))
+}
+
+/// The type of a provider resource begins with this, followed by the package it provides.
+pub const PROVIDER_TYPE_PREFIX: &str = "plinth:providers:";
+
+/// The package a provider resource of type `ty` provides, if it is one.
+pub fn provided_package(ty: &str) -> Option<&str> {
+    ty.strip_prefix(PROVIDER_TYPE_PREFIX)
+}
+
+/// The type of the provider resources of `package`.
+pub fn provider_type(package: &str) -> String {
+    format!("{PROVIDER_TYPE_PREFIX}{package}")
 }
 
 #[cfg(test)]
@@ -114,5 +128,7 @@ mod tests {
     #[test]
     fn package_is_the_first_token_part() {
         assert_eq!(package_of("random:RandomPet"), "random");
+        assert_eq!(package_of(&provider_type("random")), "random");
+        assert_eq!(provided_package("random:RandomPet"), None);
     }
 }

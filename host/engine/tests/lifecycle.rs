@@ -414,3 +414,125 @@ async fn a_create_past_its_custom_timeout_fails_and_stays_pending() {
         .collect();
     assert_eq!(kinds, [OperationKind::Creating]);
 }
+
+fn managed_by(provider: &'static str, name: &'static str) -> Decl {
+    let mut d = decl(name).input("v", "1");
+    d.provider = Some(provider);
+    d
+}
+
+#[tokio::test]
+async fn an_explicit_provider_resource_configures_what_it_manages() {
+    let program = |region: &str, timeout: &str| {
+        vec![
+            provider_decl("eu", &[("region", region), ("timeout", timeout)]),
+            managed_by("eu", "x"),
+            decl("y").input("v", "default provider"),
+        ]
+    };
+    let mut h = fresh(program("eu-west", "30")).await;
+    let eu = h
+        .snapshot
+        .resources
+        .iter()
+        .find(|r| r.urn.name() == "eu")
+        .unwrap()
+        .clone();
+    assert_eq!(eu.ty, "plinth:providers:fake");
+    let x = h.state("x").clone();
+    assert_eq!(
+        x.provider.as_ref().map(|p| (&p.urn, &p.id)),
+        Some((&eu.urn, &eu.id))
+    );
+    assert!(
+        (h.provider.configs.lock().unwrap().iter())
+            .any(|c| c.get("region") == Some(&Value::String("eu-west".into()))),
+        "the provider was configured with the resource's configuration"
+    );
+    let y = h.state("y").clone();
+    assert_eq!(y.provider.as_ref().unwrap().urn.name(), "default");
+
+    // A change the schema does not mark replace-on-change updates the provider only.
+    let outcome = h.up(program("eu-west", "60")).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+    assert_eq!(h.state("x").id, x.id);
+
+    // `region` is replace-on-change: the provider and everything it manages are replaced.
+    let outcome = h.up(program("us-east", "60")).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(
+        outcome.changes.replace, 1,
+        "x, not the provider, is counted"
+    );
+    assert_ne!(h.state("x").id, x.id);
+    assert_eq!(h.state("y").id, y.id, "y has another provider");
+    assert_eq!(h.provider.calls(), ["create x", "delete x"]);
+    let new_eu = h
+        .snapshot
+        .resources
+        .iter()
+        .find(|r| r.urn.name() == "eu")
+        .unwrap();
+    assert_ne!(new_eu.id, eu.id);
+    assert_eq!(
+        h.snapshot
+            .resources
+            .iter()
+            .filter(|r| r.urn.name() == "eu")
+            .count(),
+        1
+    );
+
+    // Destroy deletes the provider resource after what it manages.
+    h.run(Box::new(EmptyProgram), false).await;
+    assert!(h.snapshot.resources.is_empty(), "{:?}", h.names());
+}
+
+#[tokio::test]
+async fn stack_config_of_a_package_configures_its_default_provider() {
+    let config = |region: &str| Options {
+        config: BTreeMap::from([("fake:region".to_owned(), Value::String(region.into()))]),
+        ..Default::default()
+    };
+    let mut h = Harness::new();
+    let outcome = h.up_with(chain(), config("eu")).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let ids: Vec<String> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| h.state(n).id.clone())
+        .collect();
+    h.provider.clear_calls();
+    let outcome = h.up_with(chain(), config("eu")).await;
+    assert_eq!(outcome.changes.changes(), 0);
+
+    let outcome = h.up_with(chain(), config("us")).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(
+        outcome.changes.replace, 4,
+        "a replace-on-change config key replaces all"
+    );
+    for (name, old) in ["a", "b", "c", "d"].iter().zip(&ids) {
+        assert_ne!(&h.state(name).id, old);
+    }
+}
+
+#[tokio::test]
+async fn a_provider_that_cannot_be_configured_fails_what_it_manages() {
+    let mut h = Harness::new();
+    let outcome = h
+        .up(vec![
+            provider_decl("bad", &[("fail", "yes")]),
+            managed_by("bad", "x"),
+        ])
+        .await;
+    assert!(
+        outcome
+            .errors
+            .iter()
+            .any(|e| e.contains("cannot configure the provider")),
+        "{:?}",
+        outcome.errors
+    );
+    assert!(h.names().is_empty());
+}

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use plinth_engine::program::EmptyProgram;
+use plinth_engine::urn::PROVIDER_TYPE_PREFIX;
 use proptest::prelude::*;
 use support::*;
 
@@ -97,7 +98,10 @@ fn program(specs: &[Spec]) -> Vec<Decl> {
 /// Ids the provider holds versus ids the state records: always the same set.
 fn assert_world_matches_state(h: &Harness, errors: &[String]) {
     let world: BTreeSet<String> = h.provider.world.lock().unwrap().keys().cloned().collect();
-    let state: BTreeSet<String> = h.snapshot.resources.iter().map(|r| r.id.clone()).collect();
+    let state: BTreeSet<String> = (h.snapshot.resources.iter())
+        .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
+        .map(|r| r.id.clone())
+        .collect();
     assert_eq!(
         world,
         state,
@@ -137,8 +141,10 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
                     assert_world_matches_state(&h, &outcome.errors);
                     if outcome.errors.is_empty() {
                         let wanted: BTreeSet<&str> = decls.iter().map(|d| d.name).collect();
-                        let live: BTreeSet<&str> =
-                            h.snapshot.live_resources().map(|r| r.urn.name()).collect();
+                        let live: BTreeSet<&str> = (h.snapshot.live_resources())
+                            .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
+                            .map(|r| r.urn.name())
+                            .collect();
                         assert_eq!(live, wanted);
                         assert!(h.snapshot.resources.iter().all(|r| !r.delete));
                     } else {

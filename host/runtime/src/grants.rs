@@ -43,8 +43,9 @@ pub enum Access {
 }
 
 impl Grants {
-    /// Checks, before the plugin `plugin` starts, that every granted directory exists and that
-    /// no two grants claim the same guest path.
+    /// Checks, before the plugin `plugin` starts, that every granted directory exists, that no
+    /// two grants claim the same guest path, and that granted variable names are names.
+    /// (Network patterns are checked when they are parsed.)
     pub(crate) fn validate(&self, plugin: &str) -> Result<(), LoadError> {
         for (i, dir) in self.dirs.iter().enumerate() {
             let refuse = |reason: String| LoadError::Grant {
@@ -103,5 +104,28 @@ impl Grants {
                 })?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variable_names_must_be_names() {
+        let grants = |name: &str| Grants {
+            env: vec!["HOME_REGION".into(), name.into()],
+            ..Grants::default()
+        };
+        assert!(grants("API_TOKEN").validate("p").is_ok());
+        for (bad, why) in [("", "the name is empty"), ("A=B", "cannot contain `=`")] {
+            let err = grants(bad).validate("p").unwrap_err().to_string();
+            assert!(
+                err.contains(&format!(
+                    "plugin `p`: cannot grant the environment variable `{bad}`"
+                )) && err.contains(why),
+                "{err}"
+            );
+        }
     }
 }

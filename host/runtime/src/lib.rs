@@ -45,6 +45,7 @@ mod stdio;
 mod upgrade;
 mod values;
 mod versions;
+mod wait;
 
 pub use cache::LoadStats;
 pub use capabilities::{Capabilities, CapabilityError, DirRequest, Missing};

@@ -71,6 +71,12 @@ impl Default for Limits {
     }
 }
 
+/// The most data a guest may pass to the host in one call: what an export returns, or what it
+/// sends one host function. Wasmtime counts it while lifting, before allocating anything, and
+/// refuses the call beyond it; without it a plugin could make the host copy up to its whole
+/// memory, and every copy the value goes through afterwards (state, journal, events) multiply it.
+pub(crate) const MAX_TRANSFER_BYTES: usize = 64 << 20;
+
 /// Enforces the memory limit through [`StoreLimits`] and remembers whether the guest hit it, so
 /// that the trap that usually follows (a Rust guest aborts when an allocation fails) can be
 /// reported as what it is.

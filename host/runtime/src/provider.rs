@@ -556,6 +556,7 @@ fn provider_info(info: wit::PluginInfo) -> (ProviderInfo, Capabilities) {
     let provider = ProviderInfo {
         name: info.name,
         version: info.version,
+        config: info.config.into_iter().map(property_schema).collect(),
         resources: info
             .resources
             .into_iter()

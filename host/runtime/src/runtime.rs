@@ -21,12 +21,13 @@ use crate::provider::{self, ComponentProvider, ProviderPre};
 use crate::sandbox::{Sandbox, Sandboxed};
 use crate::versions::{self, Kind};
 
-/// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups and environment reads going
-/// through the sandbox's checks instead of wasmtime-wasi's own.
+/// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups, environment reads and blocking
+/// waits going through the sandbox's checks instead of wasmtime-wasi's own.
 fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     crate::net::link_guarded_lookup(linker)?;
     crate::env::link_watched_environment(linker)?;
+    crate::wait::link_bounded_poll(linker)?;
     crate::http::link_http(linker)
 }
 

@@ -16,9 +16,10 @@ use crate::denial::{Denials, Owner};
 use crate::env::WatchedEnv;
 use crate::grants::Grants;
 use crate::http::HttpGuard;
-use crate::limits::{Limits, MemoryLimiter};
+use crate::limits::{Limits, MAX_TRANSFER_BYTES, MemoryLimiter};
 use crate::net::{GuardedLookup, NetPolicy};
 use crate::stdio::{LineSink, OutputPipe};
+use crate::wait::BoundedPoll;
 
 /// The state of one guest instance that the host keeps for it.
 pub(crate) struct Sandbox {
@@ -126,6 +127,15 @@ impl Sandbox {
         }
     }
 
+    /// The view the deadline-bounded `wasi:io/poll` works on.
+    pub(crate) fn bounded_poll(&mut self) -> BoundedPoll<'_> {
+        BoundedPoll {
+            table: &mut self.table,
+            deadline: self.deadline,
+            timed_out: &mut self.timed_out,
+        }
+    }
+
     /// The view the watched `wasi:cli/environment` works on.
     pub(crate) fn watched_env(&mut self) -> WatchedEnv<'_> {
         WatchedEnv {
@@ -177,6 +187,11 @@ impl Sandbox {
             format!("`{op}` panicked")
         } else if let Some(trap) = error.downcast_ref::<Trap>() {
             format!("`{op}` trapped: {trap}")
+        } else if transfer_refused(error) {
+            format!(
+                "`{op}` tried to pass the host more than {} MiB in one call, the limit",
+                MAX_TRANSFER_BYTES >> 20
+            )
         } else {
             // A host function failed the call, or wasmtime did: the root cause says why.
             format!("`{op}` failed: {}", error.root_cause())
@@ -193,6 +208,14 @@ impl Sandbox {
         }
         message
     }
+}
+
+/// Whether wasmtime refused to lift more than [`MAX_TRANSFER_BYTES`] out of the guest. Its error
+/// type is private: it is known by its message (the adversarial e2e tests pin it).
+fn transfer_refused(error: &wasmtime::Error) -> bool {
+    error
+        .chain()
+        .any(|cause| cause.to_string().contains("fuel allocated for hostcalls"))
 }
 
 impl WasiView for Sandbox {
@@ -237,6 +260,7 @@ impl Sandboxed for Sandbox {
 pub(crate) fn new_store<T: Sandboxed>(engine: &Engine, data: T) -> Store<T> {
     let mut store = Store::new(engine, data);
     store.limiter(|data| &mut data.sandbox().limiter);
+    store.set_hostcall_fuel(MAX_TRANSFER_BYTES);
     store.epoch_deadline_callback(|mut store| store.data_mut().sandbox().on_epoch());
     store
 }

@@ -101,6 +101,7 @@ impl Upgrade for old::PluginInfo {
                 udp: Vec::new(),
                 http: Vec::new(),
             },
+            config: Vec::new(),
             resources: self.resources.upgrade(),
             functions: self.functions,
         }

@@ -1,10 +1,10 @@
 //! Conversion between the engine's [`Value`] trees and the WIT `value`: a flattened list of
 //! nodes, `nodes[0]` the root, containers referring to their children by index.
 //!
-//! What comes from a guest is checked: a bounded size, every index in range, every node the child
-//! of at most one parent (so no cycles and no shared subtrees that could blow up when expanded), a
-//! bounded depth, an object where a property map is required, and no output references from
-//! providers. Strings are moved out of the guest's nodes, never copied.
+//! What comes from a guest is checked: every index in range, every node the child of at most one
+//! parent (so no cycles and no shared subtrees that could blow up when expanded), a bounded depth,
+//! an object where a property map is required, and no output references from providers.
+//! Strings are moved out of the guest's nodes, never copied.
 
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 
@@ -13,13 +13,6 @@ use crate::bindings::types as wit;
 /// How deep a value from a guest may nest. State is stored as JSON, which is read back with a
 /// nesting limit of 128, and a secret costs a level of its own there: this leaves ample room.
 pub(crate) const MAX_DEPTH: usize = 64;
-
-/// The most host memory a value from a guest may take, its nodes and strings counted. A value
-/// goes on into state, journal entries, events and displays, each of which may copy it: a
-/// plugin returning hundreds of megabytes is refused here, before any of them, rather than
-/// multiplied. (Lifting it out of the guest has cost one copy already; the guest's memory
-/// limit bounds that one.)
-pub(crate) const MAX_VALUE_BYTES: usize = 64 << 20;
 
 /// Why a value from a guest was rejected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -39,12 +32,6 @@ pub(crate) enum ValueError {
     NotATree { parent: usize, child: u32 },
     #[error("the value nests deeper than {MAX_DEPTH} levels")]
     TooDeep,
-    #[error(
-        "it takes {} MiB, and the most a value from a plugin may take is {} MiB",
-        bytes.div_ceil(1 << 20),
-        MAX_VALUE_BYTES >> 20
-    )]
-    TooLarge { bytes: usize },
     #[error("node {node} has the key `{key}` twice")]
     DuplicateKey { node: usize, key: String },
     #[error("expected an object of properties, found {found}")]
@@ -78,14 +65,14 @@ pub(crate) fn map_to_wit(map: &PropertyMap) -> wit::Value {
 
 /// Rebuilds a value a guest sent.
 pub(crate) fn from_wit(value: wit::Value, origin: Origin) -> Result<Value, ValueError> {
-    let mut tree = Tree::new(value, origin)?;
+    let mut tree = Tree::new(value, origin);
     let root = tree.take_root()?;
     tree.convert(0, root, 0)
 }
 
 /// Rebuilds a property map a guest sent: the root must be an object.
 pub(crate) fn map_from_wit(value: wit::Value, origin: Origin) -> Result<PropertyMap, ValueError> {
-    let mut tree = Tree::new(value, origin)?;
+    let mut tree = Tree::new(value, origin);
     match tree.take_root()? {
         wit::Node::Object(entries) => tree.entries(0, entries, 0),
         other => Err(ValueError::NotAnObject {
@@ -137,16 +124,11 @@ struct Tree {
 }
 
 impl Tree {
-    /// Takes the nodes of `value`, unless it is too large to accept.
-    fn new(value: wit::Value, origin: Origin) -> Result<Tree, ValueError> {
-        let bytes = footprint(&value.nodes);
-        if bytes > MAX_VALUE_BYTES {
-            return Err(ValueError::TooLarge { bytes });
-        }
-        Ok(Tree {
+    fn new(value: wit::Value, origin: Origin) -> Tree {
+        Tree {
             nodes: value.nodes.into_iter().map(Some).collect(),
             origin,
-        })
+        }
     }
 
     fn take_root(&mut self) -> Result<wit::Node, ValueError> {
@@ -220,30 +202,6 @@ impl Tree {
         }
         Ok(map)
     }
-}
-
-/// The host memory `nodes` take: each node, and what its strings and lists hold.
-fn footprint(nodes: &[wit::Node]) -> usize {
-    let strings = |list: &[String]| list.iter().map(|s| size_of::<String>() + s.len()).sum();
-    nodes
-        .iter()
-        .map(|node| {
-            size_of::<wit::Node>()
-                + match node {
-                    wit::Node::Text(s) => s.len(),
-                    wit::Node::Array(children) => children.len() * size_of::<u32>(),
-                    wit::Node::Object(entries) => entries
-                        .iter()
-                        .map(|(key, _)| size_of::<(String, u32)>() + key.len())
-                        .sum(),
-                    wit::Node::Output(r) => match &r.field {
-                        wit::OutputField::Property(path) => strings(path),
-                        wit::OutputField::Id | wit::OutputField::Urn => 0,
-                    },
-                    _ => 0,
-                }
-        })
-        .sum()
 }
 
 fn describe(node: &wit::Node) -> &'static str {
@@ -412,33 +370,6 @@ mod tests {
         let mut nodes: Vec<Node> = (1..=MAX_DEPTH as u32).map(Node::Secret).collect();
         nodes.push(Node::Null);
         assert!(from_wit(value(nodes), Origin::Provider).is_ok());
-    }
-
-    #[test]
-    fn values_beyond_the_size_limit_are_refused() {
-        let big = |len: usize| {
-            value(vec![
-                Node::Object(vec![("blob".into(), 1)]),
-                Node::Text("x".repeat(len)),
-            ])
-        };
-        let overhead = footprint(&big(0).nodes);
-        assert!(map_from_wit(big(MAX_VALUE_BYTES - overhead), Origin::Provider).is_ok());
-        let error = map_from_wit(big(MAX_VALUE_BYTES - overhead + 1), Origin::Provider);
-        assert_eq!(
-            error,
-            Err(ValueError::TooLarge {
-                bytes: MAX_VALUE_BYTES + 1
-            })
-        );
-        assert!(error.unwrap_err().to_string().contains("65 MiB"));
-
-        // Many small nodes count too, not only long strings.
-        let nulls = value(vec![Node::Null; MAX_VALUE_BYTES / size_of::<Node>() + 1]);
-        assert!(matches!(
-            from_wit(nulls, Origin::Program),
-            Err(ValueError::TooLarge { .. })
-        ));
     }
 
     #[test]

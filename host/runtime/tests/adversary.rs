@@ -94,6 +94,7 @@ async fn an_endless_loop_is_stopped_at_its_deadline_and_the_next_call_gets_a_fre
             .create(&spin, &props(&[("attack", "loop")]), false)
             .await;
         let elapsed = started.elapsed();
+        println!("an endless loop under a 200ms deadline was stopped after {elapsed:?}");
         let message = crash_message(result);
         assert!(
             message.contains("`create` timed out after 200ms"),
@@ -136,4 +137,29 @@ async fn a_loop_does_not_hold_up_concurrent_calls() {
     assert!(started.elapsed() < Duration::from_secs(1));
     let message = crash_message(spinning.await.unwrap());
     assert!(message.contains("timed out after 3s"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_too_large_to_lift_is_refused_and_the_next_call_works() {
+    let (_cache, provider) = adversary(Limits::default()).await;
+    let huge = props(&[("attack", "huge-output"), ("size_mb", "100")]);
+    let result = provider
+        .create(&urn("adversary:Runaway", "huge"), &huge, false)
+        .await;
+    let message = crash_message(result);
+    assert!(
+        message.contains("`create` tried to pass the host more than 64 MiB in one call"),
+        "{message}"
+    );
+    // Under the limit, a large result is accepted.
+    let large = props(&[("attack", "huge-output"), ("size_mb", "32")]);
+    let created = provider
+        .create(&urn("adversary:Runaway", "large"), &large, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        created.outputs["blob"].as_str().map(str::len),
+        Some(32 << 20)
+    );
+    still_works(&*provider).await;
 }

@@ -12,7 +12,7 @@ use plinth_engine::deployment::{self, Options, Outcome};
 use plinth_engine::events::EventSink;
 use plinth_engine::provider::{LoadError, Provider, ProviderSource};
 use plinth_engine::snapshot::Snapshot;
-use plinth_engine::value::Value;
+use plinth_engine::value::{PropertyMap, Value};
 use plinth_runtime::{Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +43,15 @@ impl ProviderSource for Testkit {
             .await?;
         Ok(provider.clone())
     }
+
+    /// The testkit takes no configuration: every provider resource shares one instance.
+    async fn configured(
+        &self,
+        package: &str,
+        _config: &PropertyMap,
+    ) -> Result<Arc<dyn Provider>, LoadError> {
+        self.provider(package).await
+    }
 }
 
 /// Deploys the scenario program with `config` (keys without the `test:` namespace).
@@ -69,6 +78,7 @@ async fn deploy(config: &[(&str, &str)], preview: bool) -> Outcome {
             .iter()
             .map(|(k, v)| (format!("test:{k}"), Value::from(*v)))
             .collect::<BTreeMap<_, _>>(),
+        ..Options::default()
     };
     deployment::run(
         options,

@@ -177,15 +177,38 @@ impl Root {
         }
     }
 
-    /// An I/O failure on `path`, with a hint where the sandbox is the likely cause.
+    /// An I/O failure on `path`, explained where the sandbox is the likely cause.
     fn failure(&self, action: &str, path: &RelPath, error: &io::Error) -> ProviderError {
+        let what = format!("{action} `{path}` in {}", self.0);
+        if let Some(link) = self.blocked_link(path) {
+            return ProviderError::failed(format!(
+                "{what}: `{link}` is a symbolic link that leads out of the root (or to nothing), \
+                 and the sandbox does not follow it ({error})"
+            ));
+        }
         let hint = if error.kind() == ErrorKind::PermissionDenied {
-            ": the grant may be read-only, or the path may lead out of the root through a \
-             symbolic link, which the sandbox refuses"
+            ": check the permissions of the granted directory on the host"
         } else {
             ""
         };
-        ProviderError::failed(format!("{action} `{path}` in {}: {error}{hint}", self.0))
+        ProviderError::failed(format!("{what}: {error}{hint}"))
+    }
+
+    /// The first part of `path` that is a symbolic link the plugin cannot follow.
+    fn blocked_link(&self, path: &RelPath) -> Option<String> {
+        let mut prefix = String::new();
+        for name in path.as_str().split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(name);
+            let full = self.full(&prefix);
+            let is_link = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_symlink());
+            if is_link && std::fs::metadata(&full).is_err() {
+                return Some(prefix);
+            }
+        }
+        None
     }
 }
 
@@ -209,6 +232,26 @@ mod tests {
         );
         assert!(Root::parse("/data/../etc").unwrap_err().contains("`..`"));
         assert!(Root::parse("/").unwrap_err().contains("must not be `/`"));
+    }
+
+    /// A link the plugin cannot follow is named; natively that is a dangling one (in the
+    /// sandbox, also one that leads out of the root).
+    #[cfg(unix)]
+    #[test]
+    fn failures_name_the_link_that_cannot_be_followed() {
+        let dir = std::env::temp_dir().join(format!("plinth-file-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("out")).unwrap();
+        let root = Root::parse(dir.to_str().unwrap()).unwrap();
+        let err = root
+            .write(&RelPath::parse("out/x.txt").unwrap(), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`out` is a symbolic link that leads out of the root (or to nothing)"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The operations on a real directory, natively: the same code runs in the sandbox.

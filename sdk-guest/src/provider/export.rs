@@ -76,6 +76,7 @@ impl Runtime {
             name: self.provider.name().to_owned(),
             version: self.provider.version().to_owned(),
             capabilities: capabilities_to_wit(self.provider.capabilities()),
+            config: properties_to_wit(&self.provider.config_schema()),
             resources: self
                 .types
                 .values()
@@ -237,18 +238,20 @@ impl<P: Provider + Default> wit::Guest for ProviderExport<P> {
     }
 }
 
+fn properties_to_wit(list: &[super::PropertySchema]) -> Vec<wit::PropertySchema> {
+    list.iter()
+        .map(|p| wit::PropertySchema {
+            name: p.name.clone(),
+            description: p.description.clone(),
+            required: p.required,
+            secret: p.secret,
+            replace_on_change: p.replace_on_change,
+        })
+        .collect()
+}
+
 fn schema_to_wit(schema: &ResourceSchema) -> wit::ResourceSchema {
-    let properties = |list: &[super::PropertySchema]| {
-        list.iter()
-            .map(|p| wit::PropertySchema {
-                name: p.name.clone(),
-                description: p.description.clone(),
-                required: p.required,
-                secret: p.secret,
-                replace_on_change: p.replace_on_change,
-            })
-            .collect()
-    };
+    let properties = properties_to_wit;
     wit::ResourceSchema {
         token: schema.token.clone(),
         description: schema.description.clone(),

@@ -36,6 +36,13 @@ pub trait Provider: 'static {
         Capabilities::new()
     }
 
+    /// The configuration properties (stack config `<name>:<key>`, or a provider resource's
+    /// inputs). A change to one marked `replace_on_change` replaces every resource the provider
+    /// manages. The default describes none, so no configuration change replaces anything.
+    fn config_schema(&self) -> Vec<PropertySchema> {
+        Vec::new()
+    }
+
     /// The resource types the provider manages. Called when the plugin starts and again after
     /// each successful `configure`, so types may capture the configuration.
     fn resource_types(&self) -> Vec<Box<dyn ResourceType>>;

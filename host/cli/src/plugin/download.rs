@@ -55,6 +55,12 @@ pub fn download(url: &Url) -> Result<Vec<u8>> {
         }
         e => anyhow::anyhow!("downloading {url} failed: {e}"),
     })?;
+    if response.status().is_redirection() {
+        bail!(
+            "{url} redirects elsewhere; plinth follows no redirect of a plain http download: \
+             give the final URL"
+        );
+    }
     response
         .body_mut()
         .with_config()

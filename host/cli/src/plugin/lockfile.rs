@@ -63,7 +63,7 @@ pub fn verify(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Resu
         if pins.is_empty() {
             return Ok(None);
         }
-        write(&path, &pins)?;
+        save(&path, &pins)?;
         return Ok(Some(format!(
             "Wrote {LOCK_FILE}, pinning {}.",
             names(pins.keys())
@@ -96,7 +96,12 @@ pub fn verify(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Resu
     }
     let added: Vec<_> = pins.keys().filter(|n| !locked.contains_key(*n)).collect();
     let removed: Vec<_> = locked.keys().filter(|n| !pins.contains_key(*n)).collect();
-    write(&path, &pins)?;
+    save(&path, &pins)?;
+    if pins.is_empty() {
+        return Ok(Some(format!(
+            "Removed {LOCK_FILE}: no plugin is left to pin."
+        )));
+    }
     let mut note = format!("Updated {LOCK_FILE}");
     if !added.is_empty() {
         let _ = write!(note, ", pinning {}", names(added));
@@ -133,14 +138,8 @@ pub fn relock(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Resu
     for name in locked.keys().filter(|n| !pins.contains_key(*n)) {
         changes.push(format!("dropped `{name}`: no longer in the project"));
     }
-    if pins.is_empty() {
-        // Nothing to pin: a lock would only say so.
-        if path.exists() {
-            std::fs::remove_file(&path)
-                .with_context(|| format!("cannot remove {}", path.display()))?;
-        }
-    } else if pins != locked {
-        write(&path, &pins)?;
+    if pins != locked {
+        save(&path, &pins)?;
     }
     Ok(changes)
 }
@@ -185,7 +184,16 @@ fn read(path: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
     Ok(Some(lock.plugins))
 }
 
-fn write(path: &Path, pins: &BTreeMap<String, Pin>) -> Result<()> {
+/// Writes the lock, or removes it when nothing is left to pin: a lock would only say so.
+fn save(path: &Path, pins: &BTreeMap<String, Pin>) -> Result<()> {
+    if pins.is_empty() {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove {}", path.display()))
+            }
+            _ => Ok(()),
+        };
+    }
     let lock = LockFile {
         version: LOCK_VERSION,
         plugins: pins.clone(),
@@ -258,6 +266,10 @@ mod tests {
             verify(dir.path(), &resolved(&[("a", Some("22"))])).unwrap(),
             None
         );
+
+        let note = verify(dir.path(), &resolved(&[("a", None)])).unwrap();
+        assert!(note.unwrap().starts_with("Removed Plinth.lock"));
+        assert!(!lock.exists());
     }
 
     #[test]

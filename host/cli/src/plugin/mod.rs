@@ -78,21 +78,24 @@ pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn install(store: &Store, source: &str, expected: Option<&str>, force: bool) -> Result<()> {
-    let expected = expected.map(parse_sha256).transpose()?;
-    let is_url = source.contains("://");
-    let (bytes, origin) = if is_url {
+/// The bytes of `source`, a file or a URL, and how to name where they came from.
+async fn fetch(source: &str) -> Result<(Vec<u8>, String)> {
+    if source.contains("://") {
         let url = download::parse_url(source)?;
         let fetched = url.clone();
         let bytes = tokio::task::spawn_blocking(move || download::download(&fetched)).await??;
-        (bytes, url.to_string())
-    } else {
-        let path = Path::new(source);
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
-        (bytes, path.display().to_string())
-    };
+        return Ok((bytes, url.to_string()));
+    }
+    let path = Path::new(source);
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    Ok((bytes, path.display().to_string()))
+}
+
+async fn install(store: &Store, source: &str, expected: Option<&str>, force: bool) -> Result<()> {
+    let expected = expected.map(parse_sha256).transpose()?;
+    let is_url = source.contains("://");
+    let (bytes, origin) = fetch(source).await?;
     let sha256 = sha256_hex(&bytes);
     if let Some(expected) = expected
         && expected != sha256

@@ -14,7 +14,7 @@ use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest, Re
 use plinth_engine::provider::*;
 use plinth_engine::refresh::{self, RefreshOptions, RefreshOutcome};
 use plinth_engine::snapshot::Snapshot;
-use plinth_engine::urn::Urn;
+use plinth_engine::urn::{PROVIDER_TYPE_PREFIX, Urn};
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +25,8 @@ pub struct FakeProvider {
     info: Option<ProviderInfo>,
     pub world: Mutex<BTreeMap<String, PropertyMap>>,
     pub calls: Mutex<Vec<String>>,
+    /// Every configuration a provider was asked for, in order.
+    pub configs: Mutex<Vec<PropertyMap>>,
     next_id: Mutex<u64>,
 }
 
@@ -34,6 +36,14 @@ impl FakeProvider {
             info: Some(ProviderInfo {
                 name: "fake".into(),
                 version: "1.0.0".into(),
+                // A change of `region` replaces everything the provider manages.
+                config: vec![PropertySchema {
+                    name: "region".into(),
+                    description: String::new(),
+                    required: false,
+                    secret: false,
+                    replace_on_change: true,
+                }],
                 resources: vec![],
                 functions: vec![],
             }),
@@ -212,6 +222,18 @@ impl ProviderSource for FakeProviders {
             Err(LoadError(format!("no plugin `{package}`")))
         }
     }
+
+    async fn configured(
+        &self,
+        package: &str,
+        config: &PropertyMap,
+    ) -> Result<Arc<dyn Provider>, LoadError> {
+        if config.get("fail").is_some() {
+            return Err(LoadError("asked to fail configuring".into()));
+        }
+        self.0.configs.lock().unwrap().push(config.clone());
+        self.provider(package).await
+    }
 }
 
 /// One resource a scripted program declares.
@@ -224,6 +246,10 @@ pub struct Decl {
     pub protect: bool,
     /// Options without handles: ignore_changes, aliases, import, custom timeouts, ...
     pub options: ResourceOptions,
+    /// The type, `fake:Thing` unless set (e.g. `plinth:providers:fake`).
+    pub ty: Option<&'static str>,
+    /// An earlier declaration of a provider resource that manages this one.
+    pub provider: Option<&'static str>,
 }
 
 #[derive(Clone)]
@@ -241,7 +267,19 @@ pub fn decl(name: &'static str) -> Decl {
         parent: None,
         protect: false,
         options: ResourceOptions::default(),
+        ty: None,
+        provider: None,
     }
+}
+
+/// A provider resource for the fake package, configured with `config`.
+pub fn provider_decl(name: &'static str, config: &[(&'static str, &str)]) -> Decl {
+    let mut d = decl(name);
+    d.ty = Some("plinth:providers:fake");
+    for (k, v) in config {
+        d = d.input(k, *v);
+    }
+    d
 }
 
 impl Decl {
@@ -289,10 +327,11 @@ impl Program for ScriptProgram {
                 depends_on: d.depends_on.iter().map(|o| handles[o]).collect(),
                 parent: d.parent.map(|p| handles[p]),
                 protect: d.protect,
+                provider: d.provider.map(|p| handles[p]),
                 ..d.options.clone()
             };
             let h = monitor.register_resource(RegisterRequest {
-                ty: "fake:Thing".into(),
+                ty: d.ty.unwrap_or("fake:Thing").into(),
                 name: d.name.into(),
                 custom: true,
                 inputs,
@@ -406,7 +445,6 @@ impl Harness {
             stack: "dev".into(),
             preview,
             parallel: self.parallel,
-            config: BTreeMap::new(),
             ..options
         };
         let outcome = deployment::run(
@@ -495,10 +533,12 @@ impl Harness {
         names
     }
 
+    /// The resources in the state (provider resources left out), in state order.
     pub fn names(&self) -> Vec<String> {
         self.snapshot
             .resources
             .iter()
+            .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
             .map(|r| format!("{}{}", r.urn.name(), if r.delete { "(delete)" } else { "" }))
             .collect()
     }

@@ -45,10 +45,7 @@ impl Fault {
     /// Checks `inputs` for a crash and returns it if it is meant for `op`. A `crash_in` or
     /// `crash_how` that means nothing is an `invalid` error, so that a typo cannot pass for a
     /// contained crash.
-    fn requested(
-        inputs: &PropertyMap,
-        op: &'static str,
-    ) -> Result<Option<Fault>, ProviderError> {
+    fn requested(inputs: &PropertyMap, op: &'static str) -> Result<Option<Fault>, ProviderError> {
         let Some(target) = inputs::optional(inputs, "crash_in") else {
             return Ok(None);
         };
@@ -61,7 +58,12 @@ impl Fault {
         let how = match inputs::optional(inputs, "crash_how").unwrap_or("panic") {
             "panic" => How::Panic,
             "trap" => How::Trap,
-            _ => return Err(ProviderError::invalid("crash_how", "expected panic or trap")),
+            _ => {
+                return Err(ProviderError::invalid(
+                    "crash_how",
+                    "expected panic or trap",
+                ));
+            }
         };
         Ok((target == op).then_some(Fault { how, op }))
     }
@@ -76,7 +78,10 @@ impl Fault {
 }
 
 /// Panics or traps if `inputs` ask for it in `op`.
-pub(crate) fn strike_if_requested(inputs: &PropertyMap, op: &'static str) -> Result<(), ProviderError> {
+pub(crate) fn strike_if_requested(
+    inputs: &PropertyMap,
+    op: &'static str,
+) -> Result<(), ProviderError> {
     match Fault::requested(inputs, op)? {
         Some(fault) => fault.strike(),
         None => Ok(()),

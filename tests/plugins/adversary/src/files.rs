@@ -37,8 +37,8 @@ impl ResourceType for ReadFile {
         mut inputs: PropertyMap,
     ) -> Result<Created, ProviderError> {
         let path = inputs::required(&inputs, "path")?;
-        let content = std::fs::read_to_string(path)
-            .map_err(|e| refused(format!("reading `{path}`"), &e))?;
+        let content =
+            std::fs::read_to_string(path).map_err(|e| refused(format!("reading `{path}`"), &e))?;
         inputs.insert("content".to_owned(), content.into());
         Ok(Created {
             id: ctx.name().to_owned(),
@@ -86,8 +86,9 @@ impl ResourceType for WriteFile {
                 .open(path)
                 .and_then(|mut file| file.write_all(content.as_bytes()))
                 .map_err(|e| refused(format!("overwriting `{path}`"), &e))?,
-            "delete" => std::fs::remove_file(path)
-                .map_err(|e| refused(format!("deleting `{path}`"), &e))?,
+            "delete" => {
+                std::fs::remove_file(path).map_err(|e| refused(format!("deleting `{path}`"), &e))?
+            }
             "rename" => {
                 let to = to()?;
                 std::fs::rename(path, to)
@@ -97,9 +98,8 @@ impl ResourceType for WriteFile {
                 let to = to()?;
                 // `std::os::wasi::fs::symlink_path` is unstable; this is the stable spelling.
                 #[allow(deprecated)]
-                std::fs::soft_link(to, path).map_err(|e| {
-                    refused(format!("planting a symlink `{path}` -> `{to}`"), &e)
-                })?;
+                std::fs::soft_link(to, path)
+                    .map_err(|e| refused(format!("planting a symlink `{path}` -> `{to}`"), &e))?;
             }
             _ => {
                 return Err(ProviderError::invalid(

@@ -1,7 +1,10 @@
 //! `adversary:Runaway`: a resource whose creation tries to exhaust the host. Input `attack`:
 //!
 //! - `loop`: spins forever;
-//! - `recurse`: recurses until the stack overflows;
+//! - `recurse`: recurses with frames holding data, as Rust code does, until its stack (which a
+//!   Rust guest keeps in its linear memory) runs out;
+//! - `recurse-calls`: recurses with frames too small to touch that stack, until the engine's
+//!   own call-stack limit stops it;
 //! - `allocate`: allocates memory without bound (and touches it, so it is really used);
 //! - `huge-output`: returns an output `blob` of `size_mb` MiB (default 200).
 //!
@@ -22,7 +25,10 @@ pub(crate) struct Runaway;
 impl ResourceType for Runaway {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("adversary:Runaway")
-            .describe("Tries to exhaust the host when created: loop, recurse, allocate or huge-output.")
+            .describe(
+                "Tries to exhaust the host when created: loop, recurse, recurse-calls, allocate \
+                 or huge-output.",
+            )
             .input(PropertySchema::new("attack").required())
             .input(PropertySchema::new("size_mb").describe("huge-output: the size of `blob`."))
             .output(PropertySchema::new("blob").describe("huge-output: the huge value."))
@@ -38,6 +44,9 @@ impl ResourceType for Runaway {
             "recurse" => {
                 black_box(recurse(black_box(0)));
             }
+            "recurse-calls" => {
+                black_box(recurse_calls(black_box(0)));
+            }
             "allocate" => hoard(),
             "huge-output" => {
                 let size_mb = inputs::number(&inputs, "size_mb")?.unwrap_or(200);
@@ -49,7 +58,7 @@ impl ResourceType for Runaway {
             _ => {
                 return Err(ProviderError::invalid(
                     "attack",
-                    "expected loop, recurse, allocate or huge-output",
+                    "expected loop, recurse, recurse-calls, allocate or huge-output",
                 ));
             }
         }
@@ -72,6 +81,12 @@ fn spin() -> ! {
 fn recurse(depth: u64) -> u64 {
     let frame = black_box([depth; 64]);
     recurse(depth + 1).wrapping_add(frame[(depth % 64) as usize])
+}
+
+/// Recurses with nothing but a counter, which lives in WebAssembly locals.
+#[allow(unconditional_recursion)] // the point of the attack
+fn recurse_calls(depth: u64) -> u64 {
+    black_box(recurse_calls(black_box(depth + 1))).wrapping_add(1)
 }
 
 /// Allocates 1 MiB blocks and keeps them all, until the allocator fails.

@@ -12,6 +12,7 @@
 //! | `reach:Http` | `url` | `status`, `body` of a GET |
 //! | `reach:Alloc` | `mib` | `mib`: allocates and touches that many MiB |
 //! | `reach:Spin` | `ms` | `ms`: keeps the CPU busy that long |
+//! | `reach:Sleep` | `ms` | `ms`: sleeps that long |
 
 mod limits;
 mod net;
@@ -43,6 +44,7 @@ impl Provider for Reach {
             ("reach:Http", net::http),
             ("reach:Alloc", limits::alloc),
             ("reach:Spin", limits::spin),
+            ("reach:Sleep", limits::sleep),
         ]
         .into_iter()
         .map(|(token, act)| Box::new(Attempt { token, act }) as Box<dyn ResourceType>)

@@ -27,3 +27,10 @@ pub(crate) fn spin(inputs: &PropertyMap) -> Result<PropertyMap, ProviderError> {
     }
     Ok(outputs([("ms", (ms as i64).into())]))
 }
+
+/// Sleeps `ms` milliseconds: waits in the host, not in WebAssembly.
+pub(crate) fn sleep(inputs: &PropertyMap) -> Result<PropertyMap, ProviderError> {
+    let ms: u64 = number(inputs, "ms")?;
+    std::thread::sleep(Duration::from_millis(ms));
+    Ok(outputs([("ms", (ms as i64).into())]))
+}

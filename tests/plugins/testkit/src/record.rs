@@ -159,14 +159,17 @@ fn write(ctx: &ResourceContext<'_>, id: &str, inputs: &PropertyMap) -> Result<()
         .map_err(|e| io_error("writing", id, &e))
 }
 
-/// Appends `<op> <name> <id>` to /world/ops.log, so tests can see the order of operations.
+/// Appends `<op> <name> <id>` to /world/ops.log if that file exists, so tests that create it
+/// can see the order of operations.
 fn log(op: &str, ctx: &ResourceContext<'_>, id: &str) -> Result<(), ProviderError> {
     use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
+    let log = std::fs::OpenOptions::new()
         .append(true)
-        .open(format!("{WORLD}/ops.log"))
-        .and_then(|mut f| writeln!(f, "{op} {} {id}", ctx.name()))
+        .open(format!("{WORLD}/ops.log"));
+    if matches!(&log, Err(e) if e.kind() == ErrorKind::NotFound) {
+        return Ok(());
+    }
+    log.and_then(|mut f| writeln!(f, "{op} {} {id}", ctx.name()))
         .map_err(|e| ProviderError::failed(format!("appending to {WORLD}/ops.log: {e}")))
 }
 
