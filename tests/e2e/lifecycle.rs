@@ -242,3 +242,63 @@ fn leaked_record(world: &Path) -> Option<String> {
         name.strip_suffix(".json").map(str::to_owned)
     })
 }
+
+/// Starts `up` of three slow Records, one at a time, and waits until the first is being
+/// written.
+fn slow_up(env: &Env) -> std::process::Child {
+    env.config("resources", "a,b,c");
+    env.config("delay_ms", "800");
+    let child = env
+        .command(&["up", "--yes", "--skip-preview", "--parallel", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while leaked_record(&env.world()).is_none() {
+        assert!(started.elapsed() < Duration::from_secs(30), "nothing written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn interrupt(child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_first_interrupt_lets_the_step_in_flight_finish_and_starts_no_more() {
+    let env = record_project();
+    let child = slow_up(&env);
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("cancelled"), "{stderr}");
+    let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["a"], "the step in flight was recorded, no other started");
+    assert!(env.export()["snapshot"]["pending_operations"].is_null());
+    env.ok(&["up", "--yes"]);
+    assert_eq!(env.resources().len(), 3);
+}
+
+#[test]
+fn a_second_interrupt_aborts_leaving_the_operation_in_flight_pending() {
+    let env = record_project();
+    let child = slow_up(&env);
+    interrupt(&child);
+    std::thread::sleep(Duration::from_millis(100));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(env.resources().is_empty());
+    let pending = &env.export()["snapshot"]["pending_operations"];
+    assert_eq!(pending[0]["kind"], "creating", "{pending}");
+    // `refresh` resolves it (here: clears it; the leaked record stays, unmanaged).
+    env.ok(&["refresh", "--yes"]);
+    assert!(env.export()["snapshot"]["pending_operations"].is_null());
+}

@@ -121,6 +121,11 @@ pub async fn run(
     }
     watcher.abort();
     errors.append(&mut scheduler.errors);
+    if scheduler.cancel.is_cancelled() {
+        errors.push(
+            "cancelled: steps in flight finished and were recorded; no new step started".into(),
+        );
+    }
     let outputs = scheduler.stack_outputs.take().unwrap_or_default();
     if errors.is_empty() && !ctx.preview {
         let outputs = outputs.clone();

@@ -536,3 +536,27 @@ async fn a_provider_that_cannot_be_configured_fails_what_it_manages() {
     );
     assert!(h.names().is_empty());
 }
+
+#[tokio::test]
+async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
+    let mut h = Harness::new();
+    h.parallel = 2;
+    let slow: Vec<Decl> = ["s1", "s2", "s3", "s4", "s5", "s6"]
+        .into_iter()
+        .map(|n| decl(n).input("sleep_ms", 300.0))
+        .collect();
+    let cancel = h.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        cancel.cancel();
+    });
+    let outcome = h.up(slow).await;
+    assert!(
+        outcome.errors.iter().any(|e| e.starts_with("cancelled")),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(h.names().len(), 2, "the two in flight were recorded: {:?}", h.names());
+    assert_eq!(h.provider.world.lock().unwrap().len(), 2, "and no more started");
+    assert!(h.snapshot.pending_operations.is_empty());
+}

@@ -399,6 +399,8 @@ pub struct Harness {
     pub parallel: usize,
     pub snapshot: Snapshot,
     pub checks: Arc<Mutex<usize>>,
+    /// Cancels the runs (a fresh token each `Harness::new`).
+    pub cancel: CancellationToken,
 }
 
 impl Default for Harness {
@@ -414,6 +416,7 @@ impl Harness {
             parallel: 4,
             snapshot: Snapshot::default(),
             checks: Arc::new(Mutex::new(0)),
+            cancel: CancellationToken::new(),
         }
     }
 
@@ -454,7 +457,7 @@ impl Harness {
             Arc::new(FakeProviders(self.provider.clone())),
             recorder,
             EventSink::discard(),
-            CancellationToken::new(),
+            self.cancel.clone(),
         )
         .await;
         if let Some(snapshot) = saved.lock().unwrap().take() {
