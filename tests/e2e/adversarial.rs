@@ -97,8 +97,8 @@ impl Arena {
         outputs
     }
 
-    /// After a contained attack: no secret leaked, the state loads and is consistent, the
-    /// independent `ok` finished or was never started, and a run without the attacker works.
+    /// After a contained attack: no secret leaked, the state loads and is consistent (no
+    /// operation left pending, every resource whole), and a run without the attacker works.
     fn assert_contained(&self, stderr: &str) {
         let state = self.env.export();
         let text = state.to_string();
@@ -109,6 +109,13 @@ impl Arena {
                 "a secret reached the state:\n{text}"
             );
         }
+        // The provider answered every call, if only with a crash: nothing is left in doubt.
+        assert!(
+            state["snapshot"]["pending_operations"]
+                .as_array()
+                .is_none_or(Vec::is_empty),
+            "pending operations after the attack: {state:#}"
+        );
         for resource in state["snapshot"]["resources"].as_array().unwrap() {
             assert!(
                 resource["id"].as_str().is_some_and(|id| !id.is_empty()),

@@ -256,7 +256,10 @@ fn slow_up(env: &Env) -> std::process::Child {
         .unwrap();
     let started = Instant::now();
     while leaked_record(&env.world()).is_none() {
-        assert!(started.elapsed() < Duration::from_secs(30), "nothing written");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "nothing written"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child
@@ -280,7 +283,11 @@ fn a_first_interrupt_lets_the_step_in_flight_finish_and_starts_no_more() {
     assert!(!out.status.success());
     assert!(stderr.contains("cancelled"), "{stderr}");
     let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names, ["a"], "the step in flight was recorded, no other started");
+    assert_eq!(
+        names,
+        ["a"],
+        "the step in flight was recorded, no other started"
+    );
     assert!(env.export()["snapshot"]["pending_operations"].is_null());
     env.ok(&["up", "--yes"]);
     assert_eq!(env.resources().len(), 3);
@@ -294,7 +301,12 @@ fn a_second_interrupt_aborts_leaving_the_operation_in_flight_pending() {
     std::thread::sleep(Duration::from_millis(100));
     interrupt(&child);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(env.resources().is_empty());
     let pending = &env.export()["snapshot"]["pending_operations"];
     assert_eq!(pending[0]["kind"], "creating", "{pending}");

@@ -84,12 +84,11 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
             )
         }
         StateCommand::Protect { .. } => {
-            if edit
+            let changed = edit
                 .snapshot_mut()
                 .set_protect(&urn, true)
-                .map_err(explain)?
-                == 0
-            {
+                .map_err(explain)?;
+            if changed == 0 {
                 println!("{urn} is already protected.");
                 return Ok(ExitCode::SUCCESS);
             }
@@ -99,12 +98,11 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
             )
         }
         StateCommand::Unprotect { .. } => {
-            if edit
+            let changed = edit
                 .snapshot_mut()
                 .set_protect(&urn, false)
-                .map_err(explain)?
-                == 0
-            {
+                .map_err(explain)?;
+            if changed == 0 {
                 println!("{urn} is not protected.");
                 return Ok(ExitCode::SUCCESS);
             }

@@ -292,6 +292,26 @@ impl JournalState {
         self.record(state)
     }
 
+    /// Carries over, as they are, the untouched base resources `state` depends on (and theirs):
+    /// recorded states come first in the snapshot, so what they depend on must be recorded
+    /// before them. An operation leaves such a resource untouched when it does not change it
+    /// (`--target` left it out).
+    fn pull_forward(&mut self, state: &ResourceState) -> Result<(), SnapshotError> {
+        let untouched: Vec<usize> = (state.predecessors())
+            .filter(|p| !self.recorded_index.contains_key(*p))
+            .filter_map(|p| self.base_live.get(p).copied())
+            .filter(|&i| self.fate[i] == Fate::Untouched)
+            .collect();
+        for i in untouched {
+            // Pulling an earlier one forward may have pulled this one already.
+            if self.fate[i] == Fate::Untouched {
+                let carried = self.renaming(&self.base[i]);
+                self.carry(i, carried)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A base state with its references to renamed resources updated.
     fn renaming(&self, state: &ResourceState) -> ResourceState {
         let mut state = state.clone();
@@ -323,6 +343,7 @@ impl JournalState {
         if self.recorded_index.contains_key(&state.urn) || self.base_live.contains_key(&state.urn) {
             return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
         }
+        self.pull_forward(&state)?;
         for (relation, p) in state.relations() {
             if !self.recorded_index.contains_key(p) {
                 return Err(IntegrityError::MissingPredecessor {
@@ -687,19 +708,44 @@ mod tests {
     }
 
     #[test]
-    fn refuses_a_resource_recorded_before_its_dependency() {
+    fn refuses_a_resource_whose_dependency_is_not_in_the_state() {
+        let c = state("c", &["missing"]);
         let err = replay(
             base(),
-            [JournalEntry::Same {
-                old: 1,
-                resource: None,
-            }],
+            [
+                JournalEntry::Begin {
+                    seq: 1,
+                    kind: OperationKind::Creating,
+                    resource: c.clone(),
+                    old: None,
+                },
+                JournalEntry::Created {
+                    seq: 1,
+                    resource: c,
+                    replaces: None,
+                },
+            ],
         )
         .unwrap_err();
         assert!(matches!(
             err,
             SnapshotError::Integrity(IntegrityError::MissingPredecessor { .. })
         ));
+    }
+
+    #[test]
+    fn carrying_a_resource_carries_what_it_depends_on_first() {
+        // `b` is recorded while `a`, which it depends on, is left untouched (not targeted).
+        let snapshot = replay(
+            base(),
+            [JournalEntry::Same {
+                old: 1,
+                resource: None,
+            }],
+        )
+        .unwrap();
+        let names: Vec<&str> = snapshot.resources.iter().map(|r| r.urn.name()).collect();
+        assert_eq!(names, ["a", "b"]);
     }
 
     #[test]

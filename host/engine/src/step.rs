@@ -557,7 +557,7 @@ impl StepContext {
         state: ResourceState,
         old: Option<(usize, &ResourceState)>,
     ) -> Result<StepResult, StepError> {
-        let Some((old_index, old)) = old else {
+        let Some((_, old)) = old else {
             self.events.diagnostic(
                 Some(&state.urn),
                 Severity::Info,
@@ -570,8 +570,16 @@ impl StepContext {
                 absent: true,
             });
         };
+        // Nothing is recorded: the state stays where it is in the snapshot, after what it
+        // depends on, even if the program no longer declares those.
         let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
-        self.same(old_index, old, old.clone(), info).await
+        self.done(info, &old.outputs, Instant::now());
+        Ok(StepResult {
+            id: Value::String(old.id.clone()),
+            outputs: old.outputs.clone(),
+            replaced: None,
+            absent: false,
+        })
     }
 
     pub(crate) fn info(
@@ -940,7 +948,10 @@ impl StepContext {
         if old.protect {
             let error = self.fail(
                 urn,
-                "cannot delete protected resource; remove `protect` first",
+                format!(
+                    "cannot delete protected resource; run `plinth state unprotect {urn}` (and \
+                     drop the program's `protect` option) first"
+                ),
             );
             self.failed(info.clone(), &error);
             return Err(error);

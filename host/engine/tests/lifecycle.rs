@@ -556,7 +556,16 @@ async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
         "{:?}",
         outcome.errors
     );
-    assert_eq!(h.names().len(), 2, "the two in flight were recorded: {:?}", h.names());
-    assert_eq!(h.provider.world.lock().unwrap().len(), 2, "and no more started");
+    assert_eq!(
+        h.names().len(),
+        2,
+        "the two in flight were recorded: {:?}",
+        h.names()
+    );
+    assert_eq!(
+        h.provider.world.lock().unwrap().len(),
+        2,
+        "and no more started"
+    );
     assert!(h.snapshot.pending_operations.is_empty());
 }

@@ -6,11 +6,14 @@
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
+use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::program::EmptyProgram;
+use plinth_engine::refresh::RefreshOptions;
 use plinth_engine::urn::PROVIDER_TYPE_PREFIX;
+use plinth_engine::value::Value;
 use proptest::prelude::*;
 use support::*;
 
@@ -34,6 +37,10 @@ enum Op {
     Up(Vec<Spec>),
     Preview(Vec<Spec>),
     Destroy,
+    /// `up --target` these resources (by index), with or without `--target-dependents`.
+    UpTargeted(Vec<Spec>, Vec<usize>, bool),
+    /// Deletes (first list) and edits (second) resources out of band, then refreshes.
+    Refresh(Vec<usize>, Vec<usize>),
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -64,6 +71,17 @@ fn op() -> impl Strategy<Value = Op> {
         6 => prop::collection::vec(spec(), 8).prop_map(Op::Up),
         2 => prop::collection::vec(spec(), 8).prop_map(Op::Preview),
         1 => Just(Op::Destroy),
+        3 => (
+            prop::collection::vec(spec(), 8),
+            prop::collection::vec(0usize..8, 1..3),
+            prop::bool::ANY,
+        )
+            .prop_map(|(specs, targets, dependents)| Op::UpTargeted(specs, targets, dependents)),
+        2 => (
+            prop::collection::vec(0usize..8, 0..3),
+            prop::collection::vec(0usize..8, 0..3),
+        )
+            .prop_map(|(gone, edited)| Op::Refresh(gone, edited)),
     ]
 }
 
@@ -168,6 +186,62 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
                     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
                     assert!(h.snapshot.resources.is_empty());
                     assert_world_matches_state(&h, &outcome.errors);
+                }
+                Op::UpTargeted(specs, targets, dependents) => {
+                    let before = h.snapshot.clone();
+                    let targets: HashSet<_> =
+                        targets.iter().map(|&i| Harness::urn(NAMES[i])).collect();
+                    let options = Options {
+                        targets: Some(Targets {
+                            urns: targets.clone(),
+                            dependents,
+                        }),
+                        ..Default::default()
+                    };
+                    let outcome = h.up_with(program(&specs), options).await;
+                    assert_world_matches_state(&h, &outcome.errors);
+                    if !dependents {
+                        // What was not targeted is exactly as it was.
+                        for old in before.live_resources() {
+                            if targets.contains(&old.urn)
+                                || old.ty.starts_with(PROVIDER_TYPE_PREFIX)
+                            {
+                                continue;
+                            }
+                            let now = h.snapshot.live_resources().find(|r| r.urn == old.urn);
+                            let now =
+                                now.unwrap_or_else(|| panic!("untargeted {} is gone", old.urn));
+                            assert_eq!(
+                                (&now.id, &now.inputs, &now.outputs),
+                                (&old.id, &old.inputs, &old.outputs),
+                                "untargeted {} changed",
+                                old.urn
+                            );
+                        }
+                    }
+                }
+                Op::Refresh(gone, edited) => {
+                    let live: Vec<(String, String)> = (h.snapshot.live_resources())
+                        .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
+                        .map(|r| (r.urn.name().to_owned(), r.id.clone()))
+                        .collect();
+                    let pick = |i: usize| live.get(i % live.len().max(1)).cloned();
+                    {
+                        let mut world = h.provider.world.lock().unwrap();
+                        for (_, id) in edited.iter().filter_map(|&i| pick(i)) {
+                            if let Some(outputs) = world.get_mut(&id) {
+                                outputs.insert("value".into(), Value::String("edited".into()));
+                            }
+                        }
+                        for (_, id) in gone.iter().filter_map(|&i| pick(i)) {
+                            world.remove(&id);
+                        }
+                    }
+                    let outcome = h.refresh(RefreshOptions::default()).await;
+                    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+                    assert_world_matches_state(&h, &outcome.errors);
+                    let again = h.refresh(RefreshOptions::default()).await;
+                    assert_eq!(again.changes.changes(), 0, "a second refresh finds nothing");
                 }
             }
             h.snapshot.verify_integrity().unwrap();
@@ -279,4 +353,19 @@ fn regression_delete_before_replace_waits_for_dependents_in_flight() {
         s(true, 1, 0, None, None, true),
     ];
     run_ops(vec![Op::Up(first), Op::Up(second), Op::Destroy]);
+}
+
+/// Found by the generator: `up --target` of something else leaves `r5` untouched while the
+/// program no longer declares `r1`, which `r5` depends on; both must stay, in order.
+#[test]
+fn regression_an_untargeted_resource_keeps_its_undeclared_dependency() {
+    let mut first = vec![s(false, 0, 0, None, None, false); 8];
+    first[1] = s(true, 0, 0, None, None, false);
+    first[5] = s(true, 0, 0, None, Some(1), false);
+    let mut second = vec![s(false, 0, 0, None, None, false); 8];
+    second[5] = s(true, 0, 0, None, None, false);
+    run_ops_with(
+        vec![Op::Up(first), Op::UpTargeted(second, vec![0], false)],
+        1,
+    );
 }

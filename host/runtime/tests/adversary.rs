@@ -1,6 +1,7 @@
 //! The provider host against the hostile `plinth-adversary` component, for what the end-to-end
 //! tests (tests/e2e/adversarial.rs) cannot reach or time precisely: `check-config`, which the
-//! CLI never calls, and an endless loop under a deadline of milliseconds.
+//! CLI never calls, an endless loop under a deadline of milliseconds, and the instance that
+//! serves the call after a refused oversized result.
 
 mod support;
 
