@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use plinth_backend::{PluginUse, UsedPlugins};
-use plinth_engine::provider::{LoadError, Provider, ProviderSource};
+use plinth_engine::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use plinth_engine::value::{PropertyMap, Value};
 use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
@@ -101,8 +101,17 @@ impl PluginProviders {
             .runtime
             .load_provider(package, &path, *limits, grants.clone())
             .await?;
+        // The provider checks (and may normalize) its configuration before it is applied.
+        let checked = (provider.check_config(config).await)
+            .map_err(|e| LoadError(format!("plugin `{package}`: check-config failed: {e}")))?;
+        if !checked.failures.is_empty() {
+            let invalid = ProviderError::Invalid(checked.failures);
+            return Err(LoadError(format!(
+                "plugin `{package}`: invalid configuration: {invalid}"
+            )));
+        }
         provider
-            .configure(config)
+            .configure(&checked.inputs)
             .await
             .map_err(|e| LoadError(format!("plugin `{package}`: configure failed: {e}")))?;
         self.used.record(PluginUse {

@@ -69,6 +69,11 @@ pub enum JournalEntry {
     StackOutputs {
         outputs: PropertyMap,
     },
+    /// A base resource found gone out of band leaves the snapshot, and the references other
+    /// states hold to it are dropped.
+    Forgotten {
+        old: usize,
+    },
     /// A pending operation an earlier, interrupted operation left is resolved: dropped, or (a
     /// create) adopted by a `Created` entry of its own.
     ResolvePending {
@@ -127,6 +132,8 @@ pub struct JournalState {
     /// Base URNs carried over under a new URN (an alias): references to the old one in states
     /// not recorded yet mean the new one.
     renamed: HashMap<Urn, Urn>,
+    /// URNs of resources found gone: references to them are dropped.
+    forgotten: HashSet<Urn>,
 }
 
 impl JournalState {
@@ -165,6 +172,7 @@ impl JournalState {
             pending: BTreeMap::new(),
             outputs: base.outputs,
             renamed: HashMap::new(),
+            forgotten: HashSet::new(),
         }
     }
 
@@ -234,6 +242,7 @@ impl JournalState {
                 self.delete(*old)?;
             }
             JournalEntry::Failed { seq } => self.end(*seq)?,
+            JournalEntry::Forgotten { old } => self.forget(*old)?,
             JournalEntry::ComponentOutputs { urn, outputs } => {
                 let i = *self
                     .recorded_index
@@ -312,9 +321,45 @@ impl JournalState {
         Ok(())
     }
 
-    /// A base state with its references to renamed resources updated.
+    /// Drops base resource `old`, gone out of band, whatever still names it.
+    fn forget(&mut self, old: usize) -> Result<(), SnapshotError> {
+        match self.fate.get(old) {
+            Some(Fate::Untouched | Fate::MarkedForDeletion) => {}
+            _ => return Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
+        }
+        let urn = self.base[old].urn.clone();
+        if self.fate[old] == Fate::Untouched {
+            self.base_live.remove(&urn);
+        }
+        self.fate[old] = Fate::Deleted;
+        self.forget_references(old);
+        let still_named = self.recorded_index.contains_key(&urn)
+            || self.base_live.contains_key(&urn)
+            || (self.base.iter().zip(&self.fate))
+                .any(|(r, f)| r.urn == urn && *f == Fate::MarkedForDeletion);
+        if !still_named {
+            self.forgotten.insert(urn);
+        }
+        Ok(())
+    }
+
+    /// A base state with its references to renamed resources updated, and those to forgotten
+    /// ones dropped.
     fn renaming(&self, state: &ResourceState) -> ResourceState {
         let mut state = state.clone();
+        if !self.forgotten.is_empty() {
+            state.dependencies.retain(|d| !self.forgotten.contains(d));
+            if state
+                .parent
+                .as_ref()
+                .is_some_and(|p| self.forgotten.contains(p))
+            {
+                state.parent = None;
+            }
+            if (state.provider.as_ref()).is_some_and(|p| self.forgotten.contains(&p.urn)) {
+                state.provider = None;
+            }
+        }
         if self.renamed.is_empty() {
             return state;
         }

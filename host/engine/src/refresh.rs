@@ -86,7 +86,7 @@ pub async fn run(
             }
         }
     }
-    let entries = plan.entries(&options, &mut errors);
+    let entries = plan.entries(&options);
     let changes = plan.changes;
     let mut state = JournalState::new(base);
     let mut snapshot = None;
@@ -307,26 +307,12 @@ impl<'a> Plan<'a> {
     /// The entries that record what was found: every live resource carried over in state order
     /// (read back, or as it was), then the gone ones deleted, dependents first, then the
     /// pending operations resolved.
-    fn entries(&mut self, options: &RefreshOptions, errors: &mut Vec<String>) -> Vec<JournalEntry> {
+    fn entries(&mut self, options: &RefreshOptions) -> Vec<JournalEntry> {
         let base = &self.base.resources;
-        // A copy awaiting deletion is not read and keeps what it names in the state.
-        let held: HashSet<&Urn> = (base.iter().filter(|r| r.delete))
-            .flat_map(|r| r.predecessors())
+        let gone: HashSet<usize> = (self.found.iter())
+            .filter(|(_, found)| found.is_none())
+            .map(|(&i, _)| i)
             .collect();
-        let mut gone = HashSet::new();
-        for (&i, found) in &self.found {
-            if found.is_none() {
-                if held.contains(&base[i].urn) {
-                    errors.push(format!(
-                        "{}: it no longer exists, but the replaced copy of a resource that \
-                         depends on it is still to be deleted; run `plinth up` first",
-                        base[i].urn
-                    ));
-                } else {
-                    gone.insert(i);
-                }
-            }
-        }
         let gone_urns: HashSet<&Urn> = gone.iter().map(|&i| &base[i].urn).collect();
         let mut entries = Vec::new();
         for (i, old) in base.iter().enumerate() {
@@ -360,7 +346,7 @@ impl<'a> Plan<'a> {
         for i in gone {
             let info = self.step_info(StepOp::Gone, &base[i], None);
             self.show(info);
-            entries.push(JournalEntry::Deleted { seq: None, old: i });
+            entries.push(JournalEntry::Forgotten { old: i });
         }
         self.resolve_pending(options, &mut entries);
         entries
