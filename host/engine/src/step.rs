@@ -693,13 +693,16 @@ impl StepContext {
         info: StepInfo,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
-        let changed = (*old != state).then(|| state.clone());
-        self.record(|| JournalEntry::Same {
-            old: old_index,
-            resource: changed,
-        })
-        .await
-        .map_err(|e| self.persist_error(&state.urn, e))?;
+        // An unchanged state is not journaled: it stays where it is in the snapshot, and is
+        // carried forward if something recorded later depends on it.
+        if *old != state {
+            self.record(|| JournalEntry::Same {
+                old: old_index,
+                resource: Some(state.clone()),
+            })
+            .await
+            .map_err(|e| self.persist_error(&state.urn, e))?;
+        }
         self.done(info, &state.outputs, started);
         Ok(StepResult {
             id: Value::String(state.id),
