@@ -46,26 +46,14 @@ impl StepContext {
         if replaces.is_empty() {
             state.id = old.id.clone();
             let info = self.info(StepOp::Update, &state, Some(old), changed, Vec::new());
-            let started = Instant::now();
-            let seq = (self.begin(OperationKind::Updating, old, Some(old_index)))
-                .await
-                .map_err(|e| self.persist_error(&urn, e))?;
-            let outputs = state.outputs.clone();
-            let id = Value::String(state.id.clone());
-            self.record(|| JournalEntry::Updated {
+            let end = |seq, resource| JournalEntry::Updated {
                 seq,
                 old: old_index,
-                resource: state,
-            })
-            .await
-            .map_err(|e| self.persist_error(&urn, e))?;
-            self.done(info, &outputs, started);
-            return Ok(StepResult {
-                id,
-                outputs,
-                replaced: None,
-                absent: false,
-            });
+                resource,
+            };
+            let begun = (OperationKind::Updating, old, Some(old_index));
+            let started = Instant::now();
+            return (self.record_done(begun, state, end, (info, started), None)).await;
         }
         if old.protect {
             return Err(self.fail(
@@ -84,12 +72,32 @@ impl StepContext {
         info: crate::events::StepInfo,
         replaces: Option<usize>,
     ) -> Result<StepResult, StepError> {
-        let started = Instant::now();
-        let urn = state.urn.clone();
         if !self.preview {
             state.id = new_provider_id();
         }
-        let seq = (self.begin(OperationKind::Creating, &state, replaces))
+        let end = |seq, resource| JournalEntry::Created {
+            seq,
+            resource,
+            replaces,
+        };
+        let subject = state.clone();
+        let begun = (OperationKind::Creating, &subject, replaces);
+        let started = Instant::now();
+        (self.record_done(begun, state, end, (info, started), replaces)).await
+    }
+
+    /// Records an operation that needs no provider call (its begin and its `end` at once),
+    /// leaving `state`, and reports it done.
+    pub(crate) async fn record_done(
+        &self,
+        (kind, subject, old): (OperationKind, &ResourceState, Option<usize>),
+        state: ResourceState,
+        end: impl FnOnce(u64, ResourceState) -> JournalEntry,
+        (info, started): (crate::events::StepInfo, Instant),
+        replaced: Option<usize>,
+    ) -> Result<StepResult, StepError> {
+        let urn = state.urn.clone();
+        let seq = (self.begin(kind, subject, old))
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let outputs = state.outputs.clone();
@@ -97,18 +105,14 @@ impl StepContext {
             "" => Value::Unknown,
             id => Value::String(id.to_owned()),
         };
-        self.record(|| JournalEntry::Created {
-            seq,
-            resource: state,
-            replaces,
-        })
-        .await
-        .map_err(|e| self.persist_error(&urn, e))?;
+        (self.record(|| end(seq, state)))
+            .await
+            .map_err(|e| self.persist_error(&urn, e))?;
         self.done(info, &outputs, started);
         Ok(StepResult {
             id,
             outputs,
-            replaced: replaces,
+            replaced,
             absent: false,
         })
     }

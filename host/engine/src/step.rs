@@ -528,26 +528,14 @@ impl StepContext {
         let read = outcome.inspect_err(|error| self.failed(info.clone(), error))?;
         state.id = read.id;
         state.outputs = read.outputs;
-        let seq = self
-            .begin(OperationKind::Creating, &state, None)
-            .await
-            .map_err(|e| self.persist_error(&urn, e))?;
-        let outputs = state.outputs.clone();
-        let id = Value::String(state.id.clone());
-        self.record(|| JournalEntry::Created {
+        let end = |seq, resource| JournalEntry::Created {
             seq,
-            resource: state,
+            resource,
             replaces: None,
-        })
-        .await
-        .map_err(|e| self.persist_error(&urn, e))?;
-        self.done(info, &outputs, started);
-        Ok(StepResult {
-            id,
-            outputs,
-            replaced: None,
-            absent: false,
-        })
+        };
+        let subject = state.clone();
+        let begun = (OperationKind::Creating, &subject, None);
+        (self.record_done(begun, state, end, (info, started), None)).await
     }
 
     /// A registration `--target` leaves out: an existing resource stays exactly as recorded; a
