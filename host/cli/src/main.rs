@@ -206,6 +206,12 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // `plinth stack history | head`: a closed pipe ends plinth quietly, as it does other Unix
+    // tools, instead of making `println!` panic.
+    // SAFETY: restoring the default disposition of SIGPIPE at startup, before any thread runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     init_logging(cli.global.verbose);
     let runtime = match tokio::runtime::Runtime::new() {
