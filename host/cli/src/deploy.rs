@@ -517,7 +517,11 @@ impl Phase {
         start: impl FnOnce(EventSink) -> F,
     ) -> T {
         let (events, receiver) = EventSink::new();
-        let display = tokio::spawn(display::render(receiver, self.preview, show_sames));
+        let words = match self.kind {
+            Kind::Refresh => display::RunKind::Refresh,
+            Kind::Update | Kind::Destroy => display::RunKind::Change,
+        };
+        let display = tokio::spawn(display::render(receiver, self.preview, show_sames, words));
         let outcome = start(events).await;
         let _ = display.await;
         outcome

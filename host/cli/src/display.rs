@@ -9,8 +9,22 @@ use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo, StepOp};
 use plinth_engine::value::{PropertyMap, Value};
 use tokio::sync::mpsc;
 
+/// What a run does to resources, for the summary's words.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// `up`, `preview`, `destroy`: resources are created, updated, replaced, deleted.
+    Change,
+    /// `refresh`: resources are found drifted or gone.
+    Refresh,
+}
+
 /// Prints events until the summary (or until the channel closes).
-pub async fn render(mut events: mpsc::UnboundedReceiver<Event>, preview: bool, show_sames: bool) {
+pub async fn render(
+    mut events: mpsc::UnboundedReceiver<Event>,
+    preview: bool,
+    show_sames: bool,
+    kind: RunKind,
+) {
     let spinner = ProgressBar::new_spinner();
     spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
     spinner.enable_steady_tick(Duration::from_millis(100));
@@ -74,7 +88,7 @@ pub async fn render(mut events: mpsc::UnboundedReceiver<Event>, preview: bool, s
                 failed,
             } => {
                 spinner.finish_and_clear();
-                println!("\n{}", summary_line(&changes, preview));
+                println!("\n{}", summary_line(&changes, preview, kind));
                 let verdict = if failed {
                     style("failed").red().bold()
                 } else {
@@ -163,14 +177,18 @@ pub fn render_value(v: &Value) -> String {
     }
 }
 
-fn summary_line(c: &ChangeSummary, preview: bool) -> String {
+fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind) -> String {
     let mut parts = Vec::new();
-    let (create, update, replace, delete) = if preview {
-        ("to create", "to update", "to replace", "to delete")
-    } else {
-        ("created", "updated", "replaced", "deleted")
+    let (create, update, replace, delete) = match (kind, preview) {
+        (RunKind::Refresh, _) => ("created", "drifted", "replaced", "gone"),
+        (RunKind::Change, true) => ("to create", "to update", "to replace", "to delete"),
+        (RunKind::Change, false) => ("created", "updated", "replaced", "deleted"),
     };
-    let import = if preview { "to import" } else { "imported" };
+    let import = match (kind, preview) {
+        (RunKind::Refresh, _) => "adopted",
+        (RunKind::Change, true) => "to import",
+        (RunKind::Change, false) => "imported",
+    };
     for (n, label, s) in [
         (c.create, create, Style::new().green()),
         (c.import, import, Style::new().cyan()),
