@@ -289,7 +289,7 @@ fn refresh_finds_edits_and_deletions_and_up_repairs_them() {
     std::fs::write(site.root().join("README.md"), "edited\n").unwrap();
     std::fs::write(site.root().join("docs/index.html"), "<h1>changed</h1>\n").unwrap();
     let out = site.env.ok(&["refresh", "--yes"]);
-    assert!(count_line(&out).contains("2 updated, 1 unchanged"), "{out}");
+    assert!(count_line(&out).contains("2 drifted, 1 unchanged"), "{out}");
     assert!(out.contains(r#"content: "hello\n" => "edited\n""#), "{out}");
     site.env.fails(&["preview", "--expect-no-changes"]);
     let out = site.env.ok(&["up", "--yes"]);
@@ -300,7 +300,7 @@ fn refresh_finds_edits_and_deletions_and_up_repairs_them() {
 
     std::fs::remove_file(site.root().join("README.md")).unwrap();
     let out = site.env.ok(&["refresh", "--yes"]);
-    assert!(count_line(&out).contains("1 deleted"), "{out}");
+    assert!(count_line(&out).contains("1 gone"), "{out}");
     assert_eq!(site.ids(), ["docs", "docs/index.html"]);
     let out = site.env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("1 created"), "{out}");
