@@ -61,7 +61,7 @@ pub(crate) struct StepContext {
 
 /// How a registration's step ended for the base resource it took charge of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ClaimOutcome {
+pub(crate) enum ClaimOutcome {
     /// Carried over (same or updated): the old state is gone from the snapshot.
     Carried,
     /// Replaced create-before-delete: the old state stays, marked for deletion.
@@ -80,7 +80,10 @@ impl Drop for ClaimGuard {
 
 /// Marks base resource `index` as deleted ahead of a delete-before-replace; the sender tells
 /// waiting registrations when (and whether) the delete happened.
-fn mark_deleted(claims: &mut Claims, index: usize) -> (usize, watch::Sender<Option<bool>>) {
+pub(crate) fn mark_deleted(
+    claims: &mut Claims,
+    index: usize,
+) -> (usize, watch::Sender<Option<bool>>) {
     let (done, deletion) = watch::channel(None);
     claims.deleted.insert(index, deletion);
     (index, done)
@@ -97,10 +100,10 @@ struct Claimed<'a> {
 #[derive(Default)]
 pub(crate) struct Claims {
     /// A registration's step took charge of it; the flag tells how that step ended.
-    claimed: HashMap<usize, watch::Receiver<Option<ClaimOutcome>>>,
+    pub(crate) claimed: HashMap<usize, watch::Receiver<Option<ClaimOutcome>>>,
     /// Deleted ahead of the delete-before-replace of a resource it depends on; the flag turns
     /// to `Some(deleted)` when that delete is over.
-    deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
+    pub(crate) deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
 }
 
 impl Claims {
@@ -173,7 +176,7 @@ impl StepContext {
         .map_err(|e| StepError::Plugin(e.to_string()))
     }
 
-    fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
+    pub(crate) fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
         let plugin = package_of(urn.ty());
         self.fail(urn, format!("{action} failed in plugin `{plugin}`: {e}"))
     }
@@ -289,7 +292,7 @@ impl StepContext {
 
     /// After a failure no new step starts (unless `--continue-on-error`): halting here, before
     /// the permit is given back, keeps a step that waits for it from starting.
-    fn halt_on_failure<T>(&self, result: &Result<T, StepError>) {
+    pub(crate) fn halt_on_failure<T>(&self, result: &Result<T, StepError>) {
         if result.is_err() && !self.continue_on_error {
             self.halt();
         }
@@ -450,7 +453,7 @@ impl StepContext {
     /// Runs a provider call under the resource's custom timeout, if it has one. A call that runs
     /// out of time is abandoned and its operation stays recorded as pending: it may still
     /// finish in the real world, and `plinth refresh` finds out.
-    async fn timed<T>(
+    pub(crate) async fn timed<T>(
         &self,
         urn: &Urn,
         action: &str,
@@ -604,7 +607,7 @@ impl StepContext {
         });
     }
 
-    fn failed(&self, info: StepInfo, error: &StepError) {
+    pub(crate) fn failed(&self, info: StepInfo, error: &StepError) {
         let message = match error {
             StepError::Resource { message, .. } => message.clone(),
             StepError::Plugin(message) => message.clone(),
@@ -834,199 +837,6 @@ impl StepContext {
             replaced: None,
             absent: false,
         })
-    }
-
-    /// Before a delete-before-replace of base resource `index`: deletes every base resource that
-    /// depends on it, transitively, dependents first. Their registrations, when they come,
-    /// re-create them.
-    async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
-        // Find the dependents and mark the unclaimed ones deleted in one critical section, so
-        // that no registration can take charge of one in between.
-        let (mut doomed, in_flight, deleting) = {
-            let mut claims = self.claims.lock().expect("claims");
-            let mut doomed = Vec::new();
-            let mut in_flight = Vec::new();
-            let mut deleting = Vec::new();
-            let mut stack = vec![index];
-            while let Some(i) = stack.pop() {
-                let dependents = self.base_dependents.get(&self.base[i].urn);
-                for &j in dependents.into_iter().flatten() {
-                    if j <= i || doomed.contains(&j) {
-                        continue;
-                    }
-                    // Another delete-before-replace deletes it already: wait for that.
-                    if let Some(deletion) = claims.deleted.get(&j) {
-                        deleting.push(deletion.clone());
-                        continue;
-                    }
-                    match claims.claimed.get(&j) {
-                        // Its step runs already (so it does not wait for us): wait for it.
-                        Some(outcome) => in_flight.push((j, outcome.clone())),
-                        None => {
-                            doomed.push(j);
-                            stack.push(j);
-                        }
-                    }
-                }
-            }
-            if let Some(&p) = doomed.iter().find(|&&j| self.base[j].protect) {
-                return Err(self.fail(
-                    &self.base[index].urn,
-                    format!(
-                        "cannot replace it (delete first): it would delete {}, which is protected",
-                        self.base[p].urn
-                    ),
-                ));
-            }
-            if let Some(targets) = &self.targets
-                && let Some(&u) = doomed
-                    .iter()
-                    .find(|&&j| !targets.contains(&self.base[j].urn))
-            {
-                let other = &self.base[u].urn;
-                return Err(self.fail(
-                    &self.base[index].urn,
-                    format!(
-                        "cannot replace it (delete first): it would delete {other}, which is not \
-                         targeted; add `--target {other}` or `--target-dependents`"
-                    ),
-                ));
-            }
-            let doomed: Vec<_> = doomed
-                .into_iter()
-                .map(|j| mark_deleted(&mut claims, j))
-                .collect();
-            (doomed, in_flight, deleting)
-        };
-        for mut deletion in deleting {
-            let _ = deletion.wait_for(Option::is_some).await;
-        }
-        // A dependent that was replaced keeps its old copy, which still names this resource:
-        // that copy goes first too.
-        for (j, mut outcome) in in_flight {
-            let ended = outcome.wait_for(Option::is_some).await.map(|o| *o);
-            if let Ok(Some(ClaimOutcome::Replaced)) = ended {
-                let mut claims = self.claims.lock().expect("claims");
-                doomed.push(mark_deleted(&mut claims, j));
-            }
-        }
-        doomed.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
-        let mut doomed = doomed.into_iter();
-        for (j, done) in doomed.by_ref() {
-            let result = self.run_delete_unlimited(j, StepOp::Delete).await;
-            done.send_replace(Some(result.is_ok()));
-            if result.is_err() {
-                // What is left will not be deleted: its registrations fail instead of waiting.
-                for (_, done) in doomed {
-                    done.send_replace(Some(false));
-                }
-                return result;
-            }
-        }
-        Ok(())
-    }
-
-    /// Deletes base resource `index` through the provider that manages it, honoring protect
-    /// and retain-on-delete. A provider resource is only forgotten: it is nothing real.
-    async fn delete_base(
-        &self,
-        index: usize,
-        info: &StepInfo,
-        timeout: Option<u32>,
-    ) -> Result<(), StepError> {
-        let old = &self.base[index];
-        let urn = &old.urn;
-        if old.protect {
-            let error = self.fail(
-                urn,
-                format!(
-                    "cannot delete protected resource; run `plinth state unprotect {urn}` (and \
-                     drop the program's `protect` option) first"
-                ),
-            );
-            self.failed(info.clone(), &error);
-            return Err(error);
-        }
-        if self.preview {
-            return Ok(());
-        }
-        if old.retain_on_delete || provided_package(&old.ty).is_some() {
-            return self
-                .record(|| JournalEntry::Deleted {
-                    seq: None,
-                    old: index,
-                })
-                .await
-                .map_err(|e| self.persist_error(urn, e));
-        }
-        let provider = self.provider_for(old, None).await?;
-        let seq = self
-            .begin(OperationKind::Deleting, old, Some(index))
-            .await
-            .map_err(|e| self.persist_error(urn, e))?;
-        let call = provider.delete(urn, &old.id, &old.inputs, &old.outputs);
-        let result = self
-            .timed(urn, "delete", timeout, call)
-            .await
-            .inspect_err(|error| {
-                self.failed(info.clone(), error);
-            })?;
-        match result {
-            Ok(()) | Err(ProviderError::NotFound) => self
-                .record(|| JournalEntry::Deleted {
-                    seq: Some(seq),
-                    old: index,
-                })
-                .await
-                .map_err(|e| self.persist_error(urn, e)),
-            Err(e) => {
-                let error = self.provider_error(urn, "delete", e);
-                self.record(|| JournalEntry::Failed { seq })
-                    .await
-                    .map_err(|e| self.persist_error(urn, e))?;
-                self.failed(info.clone(), &error);
-                Err(error)
-            }
-        }
-    }
-
-    /// Deletes a base resource that the program no longer declares, or that was replaced.
-    pub async fn run_delete(&self, index: usize, op: StepOp) -> Result<(), StepError> {
-        let _permit = self.limit.acquire().await.expect("step limiter closed");
-        if self.is_halted() {
-            return Err(StepError::Halted);
-        }
-        let result = self.run_delete_unlimited(index, op).await;
-        self.halt_on_failure(&result);
-        result
-    }
-
-    /// `run_delete` for a caller that already holds a permit.
-    async fn run_delete_unlimited(&self, index: usize, op: StepOp) -> Result<(), StepError> {
-        let old = &self.base[index];
-        let started = Instant::now();
-        let info = StepInfo {
-            op,
-            urn: old.urn.clone(),
-            custom: old.custom,
-            old_inputs: Some(old.inputs.clone()),
-            new_inputs: None,
-            changed: Vec::new(),
-            replaces: Vec::new(),
-        };
-        self.events.emit(Event::StepStarted(info.clone()));
-        if old.custom {
-            self.delete_base(index, &info, None).await?;
-        } else if !self.preview {
-            self.record(|| JournalEntry::Deleted {
-                seq: None,
-                old: index,
-            })
-            .await
-            .map_err(|e| self.persist_error(&old.urn, e))?;
-        }
-        self.done(info, &PropertyMap::new(), started);
-        Ok(())
     }
 
     /// Reads an existing resource by id for the program, without managing it.

@@ -1,0 +1,208 @@
+//! Deletes: of base resources the program no longer declares or that were replaced, and of the
+//! dependents a delete-before-replace must delete first. Protect and retain-on-delete are honored
+//! here; a provider resource is only forgotten.
+
+use std::time::Instant;
+
+use crate::events::{Event, StepInfo, StepOp};
+use crate::journal::JournalEntry;
+use crate::provider::ProviderError;
+use crate::snapshot::OperationKind;
+use crate::step::{ClaimOutcome, StepContext, StepError, mark_deleted};
+use crate::urn::provided_package;
+use crate::value::PropertyMap;
+
+impl StepContext {
+    /// Before a delete-before-replace of base resource `index`: deletes every base resource that
+    /// depends on it, transitively, dependents first. Their registrations, when they come,
+    /// re-create them.
+    pub(crate) async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
+        // Find the dependents and mark the unclaimed ones deleted in one critical section, so
+        // that no registration can take charge of one in between.
+        let (mut doomed, in_flight, deleting) = {
+            let mut claims = self.claims.lock().expect("claims");
+            let mut doomed = Vec::new();
+            let mut in_flight = Vec::new();
+            let mut deleting = Vec::new();
+            let mut stack = vec![index];
+            while let Some(i) = stack.pop() {
+                let dependents = self.base_dependents.get(&self.base[i].urn);
+                for &j in dependents.into_iter().flatten() {
+                    if j <= i || doomed.contains(&j) {
+                        continue;
+                    }
+                    // Another delete-before-replace deletes it already: wait for that.
+                    if let Some(deletion) = claims.deleted.get(&j) {
+                        deleting.push(deletion.clone());
+                        continue;
+                    }
+                    match claims.claimed.get(&j) {
+                        // Its step runs already (so it does not wait for us): wait for it.
+                        Some(outcome) => in_flight.push((j, outcome.clone())),
+                        None => {
+                            doomed.push(j);
+                            stack.push(j);
+                        }
+                    }
+                }
+            }
+            if let Some(&p) = doomed.iter().find(|&&j| self.base[j].protect) {
+                return Err(self.fail(
+                    &self.base[index].urn,
+                    format!(
+                        "cannot replace it (delete first): it would delete {}, which is protected",
+                        self.base[p].urn
+                    ),
+                ));
+            }
+            if let Some(targets) = &self.targets
+                && let Some(&u) = doomed
+                    .iter()
+                    .find(|&&j| !targets.contains(&self.base[j].urn))
+            {
+                let other = &self.base[u].urn;
+                return Err(self.fail(
+                    &self.base[index].urn,
+                    format!(
+                        "cannot replace it (delete first): it would delete {other}, which is not \
+                         targeted; add `--target {other}` or `--target-dependents`"
+                    ),
+                ));
+            }
+            let doomed: Vec<_> = doomed
+                .into_iter()
+                .map(|j| mark_deleted(&mut claims, j))
+                .collect();
+            (doomed, in_flight, deleting)
+        };
+        for mut deletion in deleting {
+            let _ = deletion.wait_for(Option::is_some).await;
+        }
+        // A dependent that was replaced keeps its old copy, which still names this resource:
+        // that copy goes first too.
+        for (j, mut outcome) in in_flight {
+            let ended = outcome.wait_for(Option::is_some).await.map(|o| *o);
+            if let Ok(Some(ClaimOutcome::Replaced)) = ended {
+                let mut claims = self.claims.lock().expect("claims");
+                doomed.push(mark_deleted(&mut claims, j));
+            }
+        }
+        doomed.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
+        let mut doomed = doomed.into_iter();
+        for (j, done) in doomed.by_ref() {
+            let result = self.run_delete_unlimited(j, StepOp::Delete).await;
+            done.send_replace(Some(result.is_ok()));
+            if result.is_err() {
+                // What is left will not be deleted: its registrations fail instead of waiting.
+                for (_, done) in doomed {
+                    done.send_replace(Some(false));
+                }
+                return result;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes base resource `index` through the provider that manages it, honoring protect
+    /// and retain-on-delete. A provider resource is only forgotten: it is nothing real.
+    pub(crate) async fn delete_base(
+        &self,
+        index: usize,
+        info: &StepInfo,
+        timeout: Option<u32>,
+    ) -> Result<(), StepError> {
+        let old = &self.base[index];
+        let urn = &old.urn;
+        if old.protect {
+            let error = self.fail(
+                urn,
+                format!(
+                    "cannot delete protected resource; run `plinth state unprotect {urn}` (and \
+                     drop the program's `protect` option) first"
+                ),
+            );
+            self.failed(info.clone(), &error);
+            return Err(error);
+        }
+        if self.preview {
+            return Ok(());
+        }
+        if old.retain_on_delete || provided_package(&old.ty).is_some() {
+            return self
+                .record(|| JournalEntry::Deleted {
+                    seq: None,
+                    old: index,
+                })
+                .await
+                .map_err(|e| self.persist_error(urn, e));
+        }
+        let provider = self.provider_for(old, None).await?;
+        let seq = self
+            .begin(OperationKind::Deleting, old, Some(index))
+            .await
+            .map_err(|e| self.persist_error(urn, e))?;
+        let call = provider.delete(urn, &old.id, &old.inputs, &old.outputs);
+        let result = self
+            .timed(urn, "delete", timeout, call)
+            .await
+            .inspect_err(|error| {
+                self.failed(info.clone(), error);
+            })?;
+        match result {
+            Ok(()) | Err(ProviderError::NotFound) => self
+                .record(|| JournalEntry::Deleted {
+                    seq: Some(seq),
+                    old: index,
+                })
+                .await
+                .map_err(|e| self.persist_error(urn, e)),
+            Err(e) => {
+                let error = self.provider_error(urn, "delete", e);
+                self.record(|| JournalEntry::Failed { seq })
+                    .await
+                    .map_err(|e| self.persist_error(urn, e))?;
+                self.failed(info.clone(), &error);
+                Err(error)
+            }
+        }
+    }
+
+    /// Deletes a base resource that the program no longer declares, or that was replaced.
+    pub async fn run_delete(&self, index: usize, op: StepOp) -> Result<(), StepError> {
+        let _permit = self.limit.acquire().await.expect("step limiter closed");
+        if self.is_halted() {
+            return Err(StepError::Halted);
+        }
+        let result = self.run_delete_unlimited(index, op).await;
+        self.halt_on_failure(&result);
+        result
+    }
+
+    /// `run_delete` for a caller that already holds a permit.
+    async fn run_delete_unlimited(&self, index: usize, op: StepOp) -> Result<(), StepError> {
+        let old = &self.base[index];
+        let started = Instant::now();
+        let info = StepInfo {
+            op,
+            urn: old.urn.clone(),
+            custom: old.custom,
+            old_inputs: Some(old.inputs.clone()),
+            new_inputs: None,
+            changed: Vec::new(),
+            replaces: Vec::new(),
+        };
+        self.events.emit(Event::StepStarted(info.clone()));
+        if old.custom {
+            self.delete_base(index, &info, None).await?;
+        } else if !self.preview {
+            self.record(|| JournalEntry::Deleted {
+                seq: None,
+                old: index,
+            })
+            .await
+            .map_err(|e| self.persist_error(&old.urn, e))?;
+        }
+        self.done(info, &PropertyMap::new(), started);
+        Ok(())
+    }
+}
