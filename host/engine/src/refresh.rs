@@ -304,9 +304,9 @@ impl<'a> Plan<'a> {
         });
     }
 
-    /// The entries that record what was found: every live resource carried over in state order
-    /// (read back, or as it was), then the gone ones deleted, dependents first, then the
-    /// pending operations resolved.
+    /// The entries that record what was found: the gone resources forgotten (which drops the
+    /// references to them), then the resources whose state changed, in state order, then the
+    /// pending operations resolved. Unchanged states are not journaled.
     fn entries(&mut self, options: &RefreshOptions) -> Vec<JournalEntry> {
         let base = &self.base.resources;
         let gone: HashSet<usize> = (self.found.iter())
@@ -315,6 +315,13 @@ impl<'a> Plan<'a> {
             .collect();
         let gone_urns: HashSet<&Urn> = gone.iter().map(|&i| &base[i].urn).collect();
         let mut entries = Vec::new();
+        let mut forgotten: Vec<usize> = gone.iter().copied().collect();
+        forgotten.sort_unstable_by_key(|&i| std::cmp::Reverse(i));
+        for i in forgotten {
+            let info = self.step_info(StepOp::Gone, &base[i], None);
+            self.show(info);
+            entries.push(JournalEntry::Forgotten { old: i });
+        }
         for (i, old) in base.iter().enumerate() {
             if old.delete || gone.contains(&i) {
                 continue;
@@ -335,35 +342,27 @@ impl<'a> Plan<'a> {
             let op = if drifted { StepOp::Drift } else { StepOp::Same };
             let info = self.step_info(op, old, read.as_ref());
             self.show(info);
-            let changed = (state != *old).then_some(state);
-            entries.push(JournalEntry::Same {
-                old: i,
-                resource: changed,
-            });
+            if state != *old {
+                entries.push(JournalEntry::Same {
+                    old: i,
+                    resource: Some(state),
+                });
+            }
         }
-        let mut gone: Vec<usize> = gone.into_iter().collect();
-        gone.sort_unstable_by_key(|&i| std::cmp::Reverse(i));
-        for i in gone {
-            let info = self.step_info(StepOp::Gone, &base[i], None);
-            self.show(info);
-            entries.push(JournalEntry::Forgotten { old: i });
-        }
-        self.resolve_pending(options, &mut entries);
+        let live: HashSet<Urn> = (base.iter().enumerate())
+            .filter(|(i, r)| !r.delete && !gone.contains(i))
+            .map(|(_, r)| r.urn.clone())
+            .collect();
+        self.resolve_pending(options, &live, &mut entries);
         entries
     }
 
-    fn resolve_pending(&mut self, options: &RefreshOptions, entries: &mut Vec<JournalEntry>) {
-        let live: HashSet<Urn> = (entries.iter())
-            .filter_map(|e| match e {
-                JournalEntry::Same { old, resource } => Some(
-                    resource
-                        .as_ref()
-                        .map_or(&self.base.resources[*old].urn, |r| &r.urn)
-                        .clone(),
-                ),
-                _ => None,
-            })
-            .collect();
+    fn resolve_pending(
+        &mut self,
+        options: &RefreshOptions,
+        live: &HashSet<Urn>,
+        entries: &mut Vec<JournalEntry>,
+    ) {
         for op in &self.base.pending_operations {
             let urn = &op.resource.urn;
             let message = match op.kind {
