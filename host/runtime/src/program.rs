@@ -83,18 +83,23 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ProgramState>) -> wasmtime::Resu
 macro_rules! call {
     ($program:expr, $method:ident($($arg:expr),* $(,)?)) => {{
         let program: &mut ComponentProgram = &mut $program;
-        match &program.bindings {
-            Bindings::V0_1(b) => {
-                b.plinth_plugin_callbacks()
-                    .$method(&mut program.store, $($arg),*)
-                    .await
+        let backstop = sandbox::backstop(&mut program.store);
+        let call = async {
+            match &program.bindings {
+                Bindings::V0_1(b) => {
+                    b.plinth_plugin_callbacks()
+                        .$method(&mut program.store, $($arg),*)
+                        .await
+                }
+                Bindings::V0_2(b) => {
+                    b.plinth_plugin_callbacks()
+                        .$method(&mut program.store, $($arg),*)
+                        .await
+                }
             }
-            Bindings::V0_2(b) => {
-                b.plinth_plugin_callbacks()
-                    .$method(&mut program.store, $($arg),*)
-                    .await
-            }
-        }
+        };
+        let outcome = tokio::time::timeout_at(backstop, call).await;
+        outcome.unwrap_or_else(|_| Err(sandbox::overran(&mut program.store)))
     }};
 }
 

@@ -111,17 +111,22 @@ struct Instance {
 macro_rules! call {
     ($instance:expr, $method:ident($($arg:expr),* $(,)?)) => {{
         let instance: &mut Instance = &mut $instance;
-        match &instance.bindings {
-            Bindings::V0_1(b) => b
-                .plinth_plugin_provider()
-                .$method(&mut instance.store, $($arg),*)
-                .await
-                .map(Upgrade::upgrade),
-            Bindings::V0_2(b) => b
-                .plinth_plugin_provider()
-                .$method(&mut instance.store, $($arg),*)
-                .await,
-        }
+        let backstop = sandbox::backstop(&mut instance.store);
+        let call = async {
+            match &instance.bindings {
+                Bindings::V0_1(b) => b
+                    .plinth_plugin_provider()
+                    .$method(&mut instance.store, $($arg),*)
+                    .await
+                    .map(Upgrade::upgrade),
+                Bindings::V0_2(b) => b
+                    .plinth_plugin_provider()
+                    .$method(&mut instance.store, $($arg),*)
+                    .await,
+            }
+        };
+        let outcome = tokio::time::timeout_at(backstop, call).await;
+        outcome.unwrap_or_else(|_| Err(sandbox::overran(&mut instance.store)))
     }};
 }
 

@@ -265,6 +265,22 @@ pub(crate) fn new_store<T: Sandboxed>(engine: &Engine, data: T) -> Store<T> {
     store
 }
 
+/// How long past its deadline a call may go on before the host abandons it. The epoch check
+/// and the bounded poll end a call at its deadline; this catches a guest blocked in a host call
+/// neither sees (a blocking stream read, say). Abandoning drops the instance with the call.
+const BACKSTOP_GRACE: Duration = Duration::from_millis(500);
+
+/// When the host gives up on the call `store` is about to make.
+pub(crate) fn backstop<T: Sandboxed>(store: &mut Store<T>) -> tokio::time::Instant {
+    (store.data_mut().sandbox().deadline + BACKSTOP_GRACE).into()
+}
+
+/// The error of a call the host abandoned at its backstop, reported as a timeout.
+pub(crate) fn overran<T: Sandboxed>(store: &mut Store<T>) -> wasmtime::Error {
+    store.data_mut().sandbox().timed_out = true;
+    wasmtime::Error::msg("the call ran out of time, blocked in the host")
+}
+
 /// Prepares `store` for a call: a new deadline, and no stderr or memory denial from before.
 pub(crate) fn begin_call<T: Sandboxed>(store: &mut Store<T>) {
     let sandbox = store.data_mut().sandbox();
