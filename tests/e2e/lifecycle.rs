@@ -314,3 +314,74 @@ fn a_second_interrupt_aborts_leaving_the_operation_in_flight_pending() {
     env.ok(&["refresh", "--yes"]);
     assert!(env.export()["snapshot"]["pending_operations"].is_null());
 }
+
+/// The `region` output of every named resource in the state, by name.
+fn regions(env: &Env) -> Vec<(String, String)> {
+    let state = env.export();
+    let mut regions: Vec<(String, String)> = (state["snapshot"]["resources"].as_array().unwrap())
+        .iter()
+        .filter(|r| r["type"] == "testkit:Echo")
+        .map(|r| {
+            let name = r["urn"].as_str().unwrap().rsplit("::").next().unwrap();
+            let region = r["outputs"]["region"].as_str().unwrap_or("-");
+            (name.to_owned(), region.to_owned())
+        })
+        .collect();
+    regions.sort();
+    regions
+}
+
+fn region_pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(n, r)| (n.to_string(), r.to_string()))
+        .collect()
+}
+
+#[test]
+fn provider_configuration_that_forces_replacement_replaces_what_the_provider_manages() {
+    let env = Env::scenario();
+    env.config("testkit:region", "eu");
+    env.ok(&["up", "--yes"]);
+    let first = env.resources();
+    assert_eq!(regions(&env), region_pairs(&[("a", "eu"), ("b", "eu")]));
+
+    // `note` is not replace-on-change: the default provider is updated, nothing is replaced.
+    env.config("testkit:note", "hello");
+    let out = env.ok(&["up", "--yes"]);
+    assert!(out.contains("no changes"), "{out}");
+    assert_eq!(env.resources(), first);
+
+    // `region` is: every resource the default provider manages is replaced.
+    env.config("testkit:region", "us");
+    let out = env.ok(&["up", "--yes"]);
+    assert!(out.contains("2 replaced"), "{out}");
+    assert_eq!(regions(&env), region_pairs(&[("a", "us"), ("b", "us")]));
+    assert!(env.resources().iter().all(|r| !first.contains(r)));
+
+    // An explicit provider resource with its own configuration.
+    env.config("provider_region", "ap");
+    env.ok(&["up", "--yes"]);
+    assert_eq!(regions(&env), region_pairs(&[("a", "ap"), ("b", "ap")]));
+    let state = env.export();
+    let managed = (state["snapshot"]["resources"].as_array().unwrap())
+        .iter()
+        .find(|r| r["type"] == "testkit:Echo")
+        .unwrap()
+        .clone();
+    assert!(
+        managed["provider"]["urn"]
+            .as_str()
+            .unwrap()
+            .ends_with("plinth:providers:testkit::explicit"),
+        "{managed}"
+    );
+    env.ok(&["preview", "--expect-no-changes"]);
+    env.ok(&["destroy", "--yes"]);
+    assert!(
+        env.export()["snapshot"]["resources"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -5,8 +5,10 @@ use plinth_sdk::{
     ResourceType, Value,
 };
 
-/// The `testkit:Echo` resource type.
-pub(crate) struct Echo;
+/// The `testkit:Echo` resource type, made by a provider configured with `region`.
+pub(crate) struct Echo {
+    pub(crate) region: Option<String>,
+}
 
 impl ResourceType for Echo {
     fn schema(&self) -> ResourceSchema {
@@ -31,7 +33,7 @@ impl ResourceType for Echo {
     ) -> Result<Created, ProviderError> {
         Ok(Created {
             id: uuid::Uuid::new_v4().to_string(),
-            outputs: with_generation(inputs, 1),
+            outputs: self.outputs(inputs, 1),
         })
     }
 
@@ -47,11 +49,17 @@ impl ResourceType for Echo {
             .get("generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
-        Ok(with_generation(new_inputs, generation + 1))
+        Ok(self.outputs(new_inputs, generation + 1))
     }
 }
 
-fn with_generation(mut inputs: PropertyMap, generation: i64) -> PropertyMap {
-    inputs.insert("generation".to_owned(), generation.into());
-    inputs
+impl Echo {
+    /// The inputs, with the generation and the provider's region.
+    fn outputs(&self, mut inputs: PropertyMap, generation: i64) -> PropertyMap {
+        inputs.insert("generation".to_owned(), generation.into());
+        if let Some(region) = &self.region {
+            inputs.insert("region".to_owned(), region.as_str().into());
+        }
+        inputs
+    }
 }

@@ -12,6 +12,7 @@
 //! | `replace_on` | — | comma-separated inputs whose change replaces any named resource |
 //! | `alias_<name>` | — | an old name of the resource (the `aliases` option) |
 //! | `import_<name>` | — | a provider id: the resource is adopted (the `import` option) |
+//! | `provider_region` | — | the named resources are managed by an explicit `plinth:providers:testkit` resource named `explicit`, configured with this `region` |
 //! | `component` | — | a name: the named resources are children of a `scenario:Group` component of that name, whose outputs are `count` |
 //! | `delay_ms` | — | passed to each named resource as its `delay_ms` input (a number) |
 //! | `value_<name>` | `v` | the resource's `value` input |
@@ -40,6 +41,11 @@ fn main(ctx: &Context) -> Result<(), Error> {
     let protected = list(ctx, "protect");
     let delete_first = list(ctx, "dbr");
     let replace_on = list(ctx, "replace_on");
+    let explicit = ctx.config("provider_region").map(|region| {
+        ctx.resource("plinth:providers:testkit", "explicit")
+            .input("region", region)
+            .register()
+    });
     let group = ctx
         .config("component")
         .map(|name| ctx.component("scenario:Group", &name).register());
@@ -79,6 +85,9 @@ fn main(ctx: &Context) -> Result<(), Error> {
         }
         if let Some(group) = &group {
             echo = echo.parent(group);
+        }
+        if let Some(provider) = &explicit {
+            echo = echo.provider(provider);
         }
         if let Some(token) = ctx.secret_config(&format!("token_{name}")) {
             echo = echo.input("token", token);
