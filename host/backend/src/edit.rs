@@ -136,6 +136,7 @@ mod tests {
             retain_on_delete: false,
             delete: false,
             provider: None,
+            custom_timeouts: None,
         }
     }
 

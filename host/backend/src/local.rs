@@ -383,6 +383,7 @@ mod tests {
             retain_on_delete: false,
             delete: false,
             provider: None,
+            custom_timeouts: None,
         }
     }
 

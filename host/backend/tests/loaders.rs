@@ -28,6 +28,7 @@ fn state(name: &str, deps: &[&str]) -> ResourceState {
         retain_on_delete: false,
         delete: false,
         provider: None,
+        custom_timeouts: None,
     }
 }
 

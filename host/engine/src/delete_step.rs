@@ -103,8 +103,9 @@ impl StepContext {
         Ok(())
     }
 
-    /// Deletes base resource `index` through the provider that manages it, honoring protect
-    /// and retain-on-delete. A provider resource is only forgotten: it is nothing real.
+    /// Deletes base resource `index` through the provider that manages it, honoring protect,
+    /// retain-on-delete and the delete timeout (`timeout`, the registration's, or else the one
+    /// recorded with the resource). A provider resource is only forgotten: it is nothing real.
     pub(crate) async fn delete_base(
         &self,
         index: usize,
@@ -141,6 +142,7 @@ impl StepContext {
             .begin(OperationKind::Deleting, old, Some(index))
             .await
             .map_err(|e| self.persist_error(urn, e))?;
+        let timeout = timeout.or(old.custom_timeouts.and_then(|t| t.delete_seconds));
         let call = provider.delete(urn, &old.id, &old.inputs, &old.outputs);
         let result = self
             .timed(urn, "delete", timeout, call)

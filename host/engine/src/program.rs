@@ -50,7 +50,7 @@ impl Program for EmptyProgram {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CustomTimeouts {
     pub create_seconds: Option<u32>,
     pub update_seconds: Option<u32>,

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::program::CustomTimeouts;
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
@@ -36,6 +37,10 @@ pub struct ResourceState {
     /// resources were recorded: those use their package's default provider).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<ProviderRef>,
+    /// The `custom_timeouts` it was registered with: deleting it honors them even once the
+    /// program no longer declares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_timeouts: Option<CustomTimeouts>,
 }
 
 /// A reference to one provider resource: its URN and id (a replaced provider keeps its URN and

@@ -309,6 +309,7 @@ pub(crate) mod tests {
             retain_on_delete: false,
             delete: false,
             provider: None,
+            custom_timeouts: None,
         }
     }
 

@@ -334,6 +334,7 @@ impl StepContext {
             retain_on_delete: opts.retain_on_delete,
             delete: false,
             provider: step.provider.as_ref().map(|b| b.reference.clone()),
+            custom_timeouts: opts.custom_timeouts,
         };
         // Provider resources are always targeted: they change nothing in the real world.
         let is_provider = provided_package(&state.ty).is_some();

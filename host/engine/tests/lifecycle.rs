@@ -569,3 +569,33 @@ async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
     );
     assert!(h.snapshot.pending_operations.is_empty());
 }
+
+#[tokio::test]
+async fn a_delete_timeout_recorded_with_the_resource_applies_once_it_is_undeclared() {
+    let mut slow = decl("slow").input("delete_sleep_ms", 5_000.0);
+    slow.options.custom_timeouts = Some(CustomTimeouts {
+        delete_seconds: Some(1),
+        ..Default::default()
+    });
+    let mut h = fresh(vec![slow]).await;
+    let started = std::time::Instant::now();
+    let outcome = h.up(vec![]).await;
+    assert!(started.elapsed().as_secs() < 4);
+    assert!(
+        outcome.errors[0].contains("delete timed out after 1s"),
+        "{:?}",
+        outcome.errors
+    );
+    let kinds: Vec<_> = h
+        .snapshot
+        .pending_operations
+        .iter()
+        .map(|p| p.kind)
+        .collect();
+    assert_eq!(kinds, [OperationKind::Deleting]);
+    assert_eq!(
+        h.names(),
+        ["slow"],
+        "still recorded: the delete may not have happened"
+    );
+}

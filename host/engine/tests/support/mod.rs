@@ -198,6 +198,18 @@ impl Provider for FakeProvider {
         _: &PropertyMap,
         _: &PropertyMap,
     ) -> Result<(), ProviderError> {
+        let slow =
+            self.world
+                .lock()
+                .unwrap()
+                .get(id)
+                .and_then(|o| match o.get("delete_sleep_ms") {
+                    Some(Value::Number(ms)) => Some(*ms as u64),
+                    _ => None,
+                });
+        if let Some(ms) = slow {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
         self.log(format!("delete {}", urn.name()));
         self.world
             .lock()
