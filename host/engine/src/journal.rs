@@ -333,11 +333,12 @@ impl JournalState {
         }
         self.fate[old] = Fate::Deleted;
         self.forget_references(old);
-        let still_named = self.recorded_index.contains_key(&urn)
-            || self.base_live.contains_key(&urn)
-            || (self.base.iter().zip(&self.fate))
-                .any(|(r, f)| r.urn == urn && *f == Fate::MarkedForDeletion);
-        if !still_named {
+        // References mean the live resource: they drop unless another live state has the URN.
+        // (A replaced copy awaiting deletion does not keep them: what depended on the gone
+        // resource depends on nothing there now.)
+        let still_live =
+            self.recorded_index.contains_key(&urn) || self.base_live.contains_key(&urn);
+        if !still_live {
             self.forgotten.insert(urn);
         }
         Ok(())
