@@ -20,10 +20,15 @@ fn a_second_up_is_refused_while_one_runs() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the create is recorded as begun: the provider is then asleep, and nothing
-    // changes until it writes its record.
+    // Wait until the create of `slow` is recorded as begun (after its provider resource's): the
+    // provider is then asleep, and nothing changes until it writes its record.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(env.journal()).is_ok_and(|j| j.contains("\"begin\"")) {
+    let begun = |journal: &str| {
+        journal
+            .lines()
+            .any(|l| l.contains("\"begin\"") && l.contains("testkit:Record::slow"))
+    };
+    while !std::fs::read_to_string(env.journal()).is_ok_and(|j| begun(&j)) {
         assert!(
             Instant::now() < deadline,
             "the first up never began its create"
