@@ -341,6 +341,10 @@ impl<'a> Deployer<'a> {
             urns,
             dependents: common.target_dependents,
         });
+        // Resolved before anything runs: a misspelt name must not leave a refresh done.
+        let replace = (request.replace.iter())
+            .map(|urn| targets::resolve_one(&loaded.snapshot, urn))
+            .collect::<Result<_>>()?;
         let cancel = CancellationToken::new();
         let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
         let mut ran = Ran::default();
@@ -380,9 +384,6 @@ impl<'a> Deployer<'a> {
             }
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
-            let replace = (request.replace.iter())
-                .map(|urn| targets::resolve_one(&loaded.snapshot, urn))
-                .collect::<Result<_>>()?;
             let options = Options {
                 project: project.to_owned(),
                 stack: self.stack.clone(),

@@ -841,7 +841,8 @@ impl Scheduler {
 
 /// Drops the pending updates and deletes an interrupted operation left: the resource's recorded
 /// state stays, and this deployment diffs against it. Pending creates stay until `refresh`
-/// resolves them, since only it can tell whether something was created.
+/// resolves them, since only it can tell whether something was created (the CLI warns about
+/// them before every command).
 async fn drop_interrupted(
     base: &Snapshot,
     recorder: Option<&SnapshotManager>,
@@ -850,15 +851,7 @@ async fn drop_interrupted(
     for op in &base.pending_operations {
         let urn = &op.resource.urn;
         let what = match op.kind {
-            OperationKind::Creating => {
-                events.diagnostic(
-                    Some(urn),
-                    Severity::Warning,
-                    "an earlier create of it was interrupted: something may exist that the \
-                     state does not know; run `plinth refresh` to resolve it",
-                );
-                continue;
-            }
+            OperationKind::Creating => continue,
             OperationKind::Updating => "update",
             OperationKind::Deleting => "delete",
         };
