@@ -264,9 +264,7 @@ fn main() {
         info: ProviderInfo {
             name: "bench".into(),
             version: "1.0.0".into(),
-            config: vec![],
-            resources: vec![],
-            functions: vec![],
+            ..ProviderInfo::default()
         },
         next: AtomicU64::new(0),
     });

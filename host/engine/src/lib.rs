@@ -14,6 +14,7 @@ pub mod provider;
 mod provider_step;
 pub mod refresh;
 pub mod resource;
+pub mod schema;
 pub mod snapshot;
 mod step;
 mod target;

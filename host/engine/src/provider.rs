@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use crate::schema::{FunctionSchema, ObjectType, PropertySchema, PropertyType, ResourceSchema};
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};
 
@@ -86,35 +87,18 @@ pub struct ReadResult {
     pub outputs: PropertyMap,
 }
 
-/// A provider's description of a property.
-#[derive(Debug, Clone)]
-pub struct PropertySchema {
-    pub name: String,
-    pub description: String,
-    pub required: bool,
-    pub secret: bool,
-    pub replace_on_change: bool,
-}
-
-/// A provider's description of a resource type.
-#[derive(Debug, Clone)]
-pub struct ResourceSchema {
-    pub token: String,
-    pub description: String,
-    pub inputs: Vec<PropertySchema>,
-    pub outputs: Vec<PropertySchema>,
-}
-
 /// Who a provider is and what it manages.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ProviderInfo {
     pub name: String,
     pub version: String,
+    /// What the provider is, for documentation.
+    pub description: String,
     /// The provider's configuration properties; a change to one marked `replace_on_change`
     /// replaces every resource the provider manages.
     pub config: Vec<PropertySchema>,
     pub resources: Vec<ResourceSchema>,
-    pub functions: Vec<String>,
+    pub functions: Vec<FunctionSchema>,
 }
 
 /// The operations of a resource provider. Calls may run concurrently.

@@ -14,11 +14,19 @@ pub type PropertyMap = BTreeMap<String, Value>;
 pub const SIG_KEY: &str = "plinth:sig";
 
 /// A property value.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// Integers and floats are distinct (`8402` stays `8402` through state and displays), but equal
+/// when they are the same number: `Integer(2) == Number(2.0)`, so that state written before
+/// integers existed, or values from guests that have only floats, compare as the numbers they
+/// are rather than as a change.
+#[derive(Debug, Clone, Default)]
 pub enum Value {
     #[default]
     Null,
     Bool(bool),
+    /// A 64-bit whole number.
+    Integer(i64),
+    /// A floating-point number.
     Number(f64),
     String(String),
     Array(Vec<Value>),
@@ -45,6 +53,32 @@ pub enum OutputField {
     Property(Vec<String>),
     Id,
     Urn,
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) | (Value::Unknown, Value::Unknown) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Integer(a), Value::Integer(b)) => a == b,
+            (Value::Number(a), Value::Number(b)) => a == b,
+            (Value::Integer(i), Value::Number(n)) | (Value::Number(n), Value::Integer(i)) => {
+                integral(*n) == Some(*i)
+            }
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Array(a), Value::Array(b)) => a == b,
+            (Value::Object(a), Value::Object(b)) => a == b,
+            (Value::Secret(a), Value::Secret(b)) => a == b,
+            (Value::Output(a), Value::Output(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// The `i64` a float is exactly, if any.
+pub fn integral(n: f64) -> Option<i64> {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    (n.fract() == 0.0 && (-LIMIT..LIMIT).contains(&n)).then_some(n as i64)
 }
 
 impl Value {
@@ -139,6 +173,15 @@ impl Value {
             _ => None,
         }
     }
+
+    /// The whole number, if this is an integer or a float that is exactly one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Integer(i) => Some(*i),
+            Value::Number(n) => integral(*n),
+            _ => None,
+        }
+    }
 }
 
 impl From<&str> for Value {
@@ -156,6 +199,12 @@ impl From<String> for Value {
 impl From<f64> for Value {
     fn from(n: f64) -> Self {
         Value::Number(n)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(n: i64) -> Self {
+        Value::Integer(n)
     }
 }
 
@@ -177,7 +226,10 @@ impl fmt::Display for Value {
         match self {
             Value::Null => f.write_str("null"),
             Value::Bool(b) => write!(f, "{b}"),
-            Value::Number(n) => write!(f, "{n}"),
+            Value::Integer(n) => write!(f, "{n}"),
+            // Always with a point or an exponent (`2.0`, `1e20`), so a float never reads as an
+            // integer.
+            Value::Number(n) => write!(f, "{n:?}"),
             Value::String(s) => write!(f, "{s:?}"),
             Value::Array(items) => {
                 f.write_str("[")?;
@@ -213,6 +265,7 @@ impl Serialize for Value {
         match self {
             Value::Null => s.serialize_unit(),
             Value::Bool(b) => s.serialize_bool(*b),
+            Value::Integer(n) => s.serialize_i64(*n),
             Value::Number(n) => s.serialize_f64(*n),
             Value::String(v) => s.serialize_str(v),
             Value::Array(items) => items.serialize(s),
@@ -259,10 +312,11 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Bool(v))
     }
     fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v as f64))
+        Ok(Value::Integer(v))
     }
     fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v as f64))
+        // Beyond i64, as JSON's other readers do: a float.
+        Ok(i64::try_from(v).map_or(Value::Number(v as f64), Value::Integer))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
         Ok(Value::Number(v))
@@ -344,6 +398,47 @@ mod tests {
             secret_obj.at_path(&["n".into()]),
             Value::Secret(Box::new(Value::Number(1.5)))
         );
+    }
+
+    #[test]
+    fn integers_and_floats_keep_their_kind_in_json() {
+        let v = Value::Array(vec![
+            Value::Integer(8402),
+            Value::Number(8402.0),
+            Value::Number(0.5),
+            Value::Integer(i64::MIN),
+        ]);
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(json, "[8402,8402.0,0.5,-9223372036854775808]");
+        let back: Value = serde_json::from_str(&json).unwrap();
+        let Value::Array(items) = back else {
+            panic!("an array");
+        };
+        assert!(matches!(items[0], Value::Integer(8402)));
+        assert!(matches!(items[1], Value::Number(n) if n == 8402.0));
+        assert!(matches!(items[3], Value::Integer(i64::MIN)));
+        // Beyond i64: a float, as JSON readers do.
+        let big: Value = serde_json::from_str("18446744073709551615").unwrap();
+        assert!(matches!(big, Value::Number(_)));
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert_eq!(Value::Integer(2), Value::Number(2.0));
+        assert_eq!(Value::Number(-7.0), Value::Integer(-7));
+        assert_ne!(Value::Integer(2), Value::Number(2.5));
+        assert_ne!(Value::Integer(i64::MAX), Value::Number(9.3e18));
+        assert_ne!(Value::Integer(1), Value::Bool(true));
+        assert_ne!(Value::Integer(1), Value::String("1".into()));
+        assert_eq!(Value::Number(2.0).as_i64(), Some(2));
+        assert_eq!(Value::Number(2.5).as_i64(), None);
+    }
+
+    #[test]
+    fn display_tells_integers_from_floats() {
+        assert_eq!(Value::Integer(8402).to_string(), "8402");
+        assert_eq!(Value::Number(42.0).to_string(), "42.0");
+        assert_eq!(Value::Number(0.25).to_string(), "0.25");
     }
 
     #[test]

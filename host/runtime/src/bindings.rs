@@ -1,12 +1,13 @@
 //! Host bindings generated from the WIT contract, one module per package version this host
-//! loads: `wit/plugin` (the current one, 0.2) and `wit/plugin-0.1`, kept so that guests built
-//! against it keep loading.
+//! loads: `wit/plugin` (the current one, 0.3), and `wit/plugin-0.2` and `wit/plugin-0.1`, kept so
+//! that guests built against them keep loading.
 //!
-//! Every version shares the current version's value types: the `types` interface has not changed,
-//! and wasmtime checks types by shape, so a 0.1 guest's values lift into the same Rust types.
+//! 0.1 and 0.2 share one set of value types (their `types` interface is the same, and wasmtime
+//! checks types by shape): [`legacy_types`]. 0.3 added integers to values, so its own types are
+//! [`types`]; [`crate::upgrade`] converts between the two.
 
-/// `plinth:plugin@0.2.0`, the current version.
-pub mod v0_2 {
+/// `plinth:plugin@0.3.0`, the current version.
+pub mod v0_3 {
     /// The `provider-plugin` world: the host calls a provider's exports.
     pub mod provider {
         wasmtime::component::bindgen!({
@@ -29,6 +30,35 @@ pub mod v0_2 {
             },
             exports: { default: async },
             with: {
+                "plinth:plugin/types": crate::bindings::v0_3::provider::plinth::plugin::types,
+            },
+        });
+    }
+}
+
+/// `plinth:plugin@0.2.0`: numbers are floats only, property schemas are untyped.
+pub mod v0_2 {
+    /// The `provider-plugin` world of 0.2.
+    pub mod provider {
+        wasmtime::component::bindgen!({
+            path: "../../wit/plugin-0.2",
+            world: "provider-plugin",
+            exports: { default: async },
+            additional_derives: [PartialEq],
+        });
+    }
+
+    /// The `program` world of 0.2.
+    pub mod program {
+        wasmtime::component::bindgen!({
+            path: "../../wit/plugin-0.2",
+            world: "program",
+            imports: {
+                "plinth:plugin/monitor.invoke": async | trappable,
+                default: trappable,
+            },
+            exports: { default: async },
+            with: {
                 "plinth:plugin/types": crate::bindings::v0_2::provider::plinth::plugin::types,
             },
         });
@@ -43,6 +73,7 @@ pub mod v0_1 {
             path: "../../wit/plugin-0.1",
             world: "provider-plugin",
             exports: { default: async },
+            additional_derives: [PartialEq],
             with: {
                 "plinth:plugin/types": crate::bindings::v0_2::provider::plinth::plugin::types,
             },
@@ -66,5 +97,7 @@ pub mod v0_1 {
     }
 }
 
-/// The value types every version shares.
-pub(crate) use v0_2::provider::plinth::plugin::types;
+/// The value types of the current version.
+pub(crate) use v0_3::provider::plinth::plugin::types;
+/// The value types 0.1 and 0.2 share.
+pub(crate) use v0_2::provider::plinth::plugin::types as legacy_types;

@@ -41,6 +41,7 @@ mod program;
 mod provider;
 mod runtime;
 mod sandbox;
+mod schema;
 mod stdio;
 mod upgrade;
 mod values;

@@ -2,8 +2,10 @@
 //!
 //! One instance serves a whole run. The host implements the `monitor` import by forwarding each
 //! call to the engine's [`Monitor`], which is placed in the store for the duration of each call
-//! into the program. A program built against `plinth:plugin@0.1.0` imports that version's
-//! `monitor`, which the host implements with the same code (the interface did not change).
+//! into the program. A program built against an older `plinth:plugin` (0.1 or 0.2) imports that
+//! version's `monitor`, which the host implements with the same code (the interface did not
+//! change), converting values up from and down to that version's types (integers travel down as
+//! floats).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,11 +17,12 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
-use crate::bindings::{types, v0_1, v0_2};
+use crate::bindings::{legacy_types, types, v0_1, v0_2, v0_3};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
 use crate::limits::Limits;
 use crate::sandbox::{self, Sandbox, Sandboxed};
+use crate::upgrade::{Upgrade, downgrade};
 use crate::values::{self, Origin};
 use crate::versions::WitVersion;
 
@@ -34,12 +37,14 @@ pub(crate) struct ProgramState {
 pub(crate) enum ProgramPre {
     V0_1(v0_1::program::ProgramPre<ProgramState>),
     V0_2(v0_2::program::ProgramPre<ProgramState>),
+    V0_3(v0_3::program::ProgramPre<ProgramState>),
 }
 
 /// An instance's bindings, in the version it speaks.
 enum Bindings {
     V0_1(v0_1::program::Program),
     V0_2(v0_2::program::Program),
+    V0_3(v0_3::program::Program),
 }
 
 impl ProgramPre {
@@ -53,6 +58,7 @@ impl ProgramPre {
         Ok(match version {
             WitVersion::V0_1 => ProgramPre::V0_1(v0_1::program::ProgramPre::new(pre)?),
             WitVersion::V0_2 => ProgramPre::V0_2(v0_2::program::ProgramPre::new(pre)?),
+            WitVersion::V0_3 => ProgramPre::V0_3(v0_3::program::ProgramPre::new(pre)?),
         })
     }
 
@@ -60,6 +66,7 @@ impl ProgramPre {
         match self {
             ProgramPre::V0_1(pre) => pre.engine(),
             ProgramPre::V0_2(pre) => pre.engine(),
+            ProgramPre::V0_3(pre) => pre.engine(),
         }
     }
 
@@ -67,6 +74,7 @@ impl ProgramPre {
         Ok(match self {
             ProgramPre::V0_1(pre) => Bindings::V0_1(pre.instantiate_async(store).await?),
             ProgramPre::V0_2(pre) => Bindings::V0_2(pre.instantiate_async(store).await?),
+            ProgramPre::V0_3(pre) => Bindings::V0_3(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -75,23 +83,30 @@ impl ProgramPre {
 pub(crate) fn add_to_linker(linker: &mut Linker<ProgramState>) -> wasmtime::Result<()> {
     use wasmtime::component::HasSelf;
     v0_1::program::Program::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
-    v0_2::program::Program::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+    v0_2::program::Program::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    v0_3::program::Program::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
 }
 
 /// Calls the callback `$method` of `$program` (a [`ComponentProgram`]) with `$args`, in the
-/// version the program speaks. The callbacks' types are the same in every version.
+/// version the program speaks; an older program gets `$legacy` instead (values converted down,
+/// evaluated only for such a program), and what it returns is upgraded.
 macro_rules! call {
-    ($program:expr, $method:ident($($arg:expr),* $(,)?)) => {{
+    ($program:expr, $method:ident($($arg:expr),* $(,)?), legacy($($legacy:expr),* $(,)?)) => {{
         let program: &mut ComponentProgram = &mut $program;
         let backstop = sandbox::backstop(&mut program.store);
         let call = async {
             match &program.bindings {
-                Bindings::V0_1(b) => {
-                    b.plinth_plugin_callbacks()
-                        .$method(&mut program.store, $($arg),*)
-                        .await
-                }
-                Bindings::V0_2(b) => {
+                Bindings::V0_1(b) => b
+                    .plinth_plugin_callbacks()
+                    .$method(&mut program.store, $($legacy),*)
+                    .await
+                    .map(Upgrade::upgrade),
+                Bindings::V0_2(b) => b
+                    .plinth_plugin_callbacks()
+                    .$method(&mut program.store, $($legacy),*)
+                    .await
+                    .map(Upgrade::upgrade),
+                Bindings::V0_3(b) => {
                     b.plinth_plugin_callbacks()
                         .$method(&mut program.store, $($arg),*)
                         .await
@@ -192,7 +207,7 @@ impl ComponentProgram {
 impl Program for ComponentProgram {
     async fn run(&mut self, monitor: &Monitor) -> Result<(), ProgramError> {
         self.enter("run", monitor)?;
-        let result = call!(*self, call_run());
+        let result = call!(*self, call_run(), legacy());
         self.leave("run", result)
     }
 
@@ -204,7 +219,11 @@ impl Program for ComponentProgram {
     ) -> Result<Value, ProgramError> {
         let inputs: Vec<types::Value> = inputs.iter().map(values::to_wit).collect();
         self.enter("resume", monitor)?;
-        let result = call!(*self, call_resume(apply, &inputs));
+        let result = call!(
+            *self,
+            call_resume(apply, &inputs),
+            legacy(apply, &inputs.iter().map(downgrade).collect::<Vec<_>>())
+        );
         let value = self.leave("resume", result)?;
         values::from_wit(value, Origin::Program).map_err(|e| {
             ProgramError(format!(
@@ -233,17 +252,45 @@ fn guest_map(value: types::Value, call: impl FnOnce() -> String) -> wasmtime::Re
         .map_err(|e| wasmtime::Error::msg(format!("{}: {e}", call())))
 }
 
+/// The value types of 0.3, as the monitor converts them: nothing to do.
+mod current_values {
+    use crate::bindings::types::Value;
+
+    pub(super) fn up(value: Value) -> Value {
+        value
+    }
+
+    pub(super) fn down(value: Value) -> Value {
+        value
+    }
+}
+
+/// The value types of 0.1 and 0.2, converted up and down.
+mod legacy_values {
+    use super::{Upgrade, downgrade, legacy_types, types};
+
+    pub(super) fn up(value: legacy_types::Value) -> types::Value {
+        value.upgrade()
+    }
+
+    pub(super) fn down(value: types::Value) -> legacy_types::Value {
+        downgrade(&value)
+    }
+}
+
 /// Implements the `monitor` of the WIT version `$version` for programs: the interface is the
-/// same in every version, only its generated types differ.
+/// same in every version, only its generated types differ. `$types` are that version's value
+/// types and `$convert` the module converting them (`up` to the current ones, `down` from them).
 macro_rules! monitor_host {
-    ($module:ident, $version:ident) => {
+    ($module:ident, $version:ident, $types:ident, $convert:ident) => {
         mod $module {
             use plinth_engine::events::Severity;
             use plinth_engine::program::{CustomTimeouts, RegisterRequest, ResourceOptions};
             use plinth_engine::value::Value;
 
+            use super::$convert::{down, up};
             use super::{ProgramState, guest_map};
-            use crate::bindings::types;
+            use crate::bindings::$types as types;
             use crate::bindings::$version::program::plinth::plugin::monitor;
             use crate::values::{self, Origin};
 
@@ -273,7 +320,7 @@ macro_rules! monitor_host {
                     request: monitor::RegisterRequest,
                 ) -> wasmtime::Result<u64> {
                     let name = request.name;
-                    let inputs = guest_map(request.inputs, || {
+                    let inputs = guest_map(up(request.inputs), || {
                         format!("register-resource `{name}`: malformed inputs")
                     })?;
                     Ok(self.monitor()?.register_resource(RegisterRequest {
@@ -293,7 +340,7 @@ macro_rules! monitor_host {
                     inputs: types::Value,
                     options: monitor::ResourceOptions,
                 ) -> wasmtime::Result<u64> {
-                    let inputs = guest_map(inputs, || {
+                    let inputs = guest_map(up(inputs), || {
                         format!("read-resource `{name}`: malformed inputs")
                     })?;
                     let options = resource_options(options);
@@ -305,7 +352,7 @@ macro_rules! monitor_host {
                         .into_iter()
                         .enumerate()
                         .map(|(i, input)| {
-                            values::from_wit(input, Origin::Program).map_err(|e| {
+                            values::from_wit(up(input), Origin::Program).map_err(|e| {
                                 wasmtime::Error::msg(format!(
                                     "register-apply: malformed input {i}: {e}"
                                 ))
@@ -320,8 +367,9 @@ macro_rules! monitor_host {
                     handle: Option<u64>,
                     outputs: types::Value,
                 ) -> wasmtime::Result<()> {
-                    let outputs =
-                        guest_map(outputs, || "register-outputs: malformed outputs".to_owned())?;
+                    let outputs = guest_map(up(outputs), || {
+                        "register-outputs: malformed outputs".to_owned()
+                    })?;
                     self.monitor()?.register_outputs(handle, outputs);
                     Ok(())
                 }
@@ -332,16 +380,20 @@ macro_rules! monitor_host {
                     args: types::Value,
                 ) -> wasmtime::Result<Result<types::Value, String>> {
                     let monitor = self.monitor()?.clone();
-                    let args =
-                        guest_map(args, || format!("invoke `{token}`: malformed arguments"))?;
+                    let args = guest_map(up(args), || {
+                        format!("invoke `{token}`: malformed arguments")
+                    })?;
                     Ok(monitor
                         .invoke(&token, args)
                         .await
-                        .map(|result| values::to_wit(&result)))
+                        .map(|result| down(values::to_wit(&result))))
                 }
 
                 fn config(&mut self, key: String) -> wasmtime::Result<Option<types::Value>> {
-                    Ok(self.monitor()?.config(&key).map(|v| values::to_wit(&v)))
+                    Ok(self
+                        .monitor()?
+                        .config(&key)
+                        .map(|v| down(values::to_wit(&v))))
                 }
 
                 fn get_stack_info(&mut self) -> wasmtime::Result<monitor::StackInfo> {
@@ -372,10 +424,12 @@ macro_rules! monitor_host {
     };
 }
 
-monitor_host!(monitor_v0_1, v0_1);
-monitor_host!(monitor_v0_2, v0_2);
+monitor_host!(monitor_v0_1, v0_1, legacy_types, legacy_values);
+monitor_host!(monitor_v0_2, v0_2, legacy_types, legacy_values);
+monitor_host!(monitor_v0_3, v0_3, types, current_values);
 
 impl types::Host for ProgramState {}
+impl legacy_types::Host for ProgramState {}
 
 impl WasiView for ProgramState {
     fn ctx(&mut self) -> WasiCtxView<'_> {

@@ -6,8 +6,9 @@
 //! time or memory, or was cancelled, is dropped, never reused. The configuration given to
 //! `configure` is replayed on every instance created afterwards.
 //!
-//! A provider built against `plinth:plugin@0.1.0` is driven through that version's bindings;
-//! what it returns is upgraded to the current version's types (see [`crate::upgrade`]).
+//! A provider built against an older `plinth:plugin` (0.1 or 0.2) is driven through that
+//! version's bindings: what it is sent is converted down, what it returns is upgraded to the
+//! current version's types (see [`crate::upgrade`]).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -15,8 +16,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use plinth_engine::provider::{
-    CheckFailure, CheckResult, Created, DiffResult, PartialState, PropertySchema, Provider,
-    ProviderError, ProviderInfo, ReadResult, ResourceSchema,
+    CheckFailure, CheckResult, Created, DiffResult, PartialState, Provider, ProviderError,
+    ProviderInfo, ReadResult,
 };
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
@@ -24,15 +25,16 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::bindings::types;
-use crate::bindings::v0_2::provider::exports::plinth::plugin::provider as wit;
-use crate::bindings::{v0_1, v0_2};
+use crate::bindings::v0_3::provider::exports::plinth::plugin::provider as wit;
+use crate::bindings::{v0_1, v0_2, v0_3};
 use crate::capabilities::{self, Capabilities, DirRequest};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
 use crate::grants::{Access, Grants};
 use crate::limits::Limits;
 use crate::sandbox::{self, Sandbox};
-use crate::upgrade::Upgrade;
+use crate::schema;
+use crate::upgrade::{Upgrade, downgrade};
 use crate::values::{self, Origin, ValueError};
 use crate::versions::WitVersion;
 
@@ -61,12 +63,14 @@ struct Configuration {
 pub(crate) enum ProviderPre {
     V0_1(v0_1::provider::ProviderPluginPre<Sandbox>),
     V0_2(v0_2::provider::ProviderPluginPre<Sandbox>),
+    V0_3(v0_3::provider::ProviderPluginPre<Sandbox>),
 }
 
 /// An instance's bindings, in the version it speaks.
 enum Bindings {
     V0_1(v0_1::provider::ProviderPlugin),
     V0_2(v0_2::provider::ProviderPlugin),
+    V0_3(v0_3::provider::ProviderPlugin),
 }
 
 impl ProviderPre {
@@ -80,6 +84,7 @@ impl ProviderPre {
         Ok(match version {
             WitVersion::V0_1 => ProviderPre::V0_1(v0_1::provider::ProviderPluginPre::new(pre)?),
             WitVersion::V0_2 => ProviderPre::V0_2(v0_2::provider::ProviderPluginPre::new(pre)?),
+            WitVersion::V0_3 => ProviderPre::V0_3(v0_3::provider::ProviderPluginPre::new(pre)?),
         })
     }
 
@@ -87,6 +92,7 @@ impl ProviderPre {
         match self {
             ProviderPre::V0_1(pre) => pre.engine(),
             ProviderPre::V0_2(pre) => pre.engine(),
+            ProviderPre::V0_3(pre) => pre.engine(),
         }
     }
 
@@ -94,6 +100,7 @@ impl ProviderPre {
         Ok(match self {
             ProviderPre::V0_1(pre) => Bindings::V0_1(pre.instantiate_async(store).await?),
             ProviderPre::V0_2(pre) => Bindings::V0_2(pre.instantiate_async(store).await?),
+            ProviderPre::V0_3(pre) => Bindings::V0_3(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -107,19 +114,26 @@ struct Instance {
 }
 
 /// Calls the provider export `$method` of `$instance` (an [`Instance`]) with `$args`, in the
-/// version the instance speaks; evaluates to its result in the current version's types.
+/// version the instance speaks; evaluates to its result in the current version's types. An
+/// older guest gets `$legacy` instead: the same arguments with values converted down (evaluated
+/// only for such a guest).
 macro_rules! call {
-    ($instance:expr, $method:ident($($arg:expr),* $(,)?)) => {{
+    ($instance:expr, $method:ident($($arg:expr),* $(,)?), legacy($($legacy:expr),* $(,)?)) => {{
         let instance: &mut Instance = &mut $instance;
         let backstop = sandbox::backstop(&mut instance.store);
         let call = async {
             match &instance.bindings {
                 Bindings::V0_1(b) => b
                     .plinth_plugin_provider()
-                    .$method(&mut instance.store, $($arg),*)
+                    .$method(&mut instance.store, $($legacy),*)
                     .await
                     .map(Upgrade::upgrade),
                 Bindings::V0_2(b) => b
+                    .plinth_plugin_provider()
+                    .$method(&mut instance.store, $($legacy),*)
+                    .await
+                    .map(Upgrade::upgrade),
+                Bindings::V0_3(b) => b
                     .plinth_plugin_provider()
                     .$method(&mut instance.store, $($arg),*)
                     .await,
@@ -175,7 +189,11 @@ impl Factory {
         };
         if let Some(value) = config.value {
             sandbox::begin_call(&mut instance.store);
-            match call!(instance, call_configure(&value)) {
+            match call!(
+                instance,
+                call_configure(&value),
+                legacy(&downgrade(&value))
+            ) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     return Err(ProviderError::Failed(format!(
@@ -210,9 +228,11 @@ impl Factory {
             .await
             .map_err(|e| start_error(e.to_string()))?;
         sandbox::begin_call(&mut instance.store);
-        match call!(instance, call_info()) {
+        match call!(instance, call_info(), legacy()) {
             Ok(info) => {
-                let (info, capabilities) = provider_info(info);
+                let (info, capabilities) = provider_info(info).map_err(|e| {
+                    start_error(format!("`info` returned a malformed schema: {e}"))
+                })?;
                 Ok((instance, info, capabilities))
             }
             Err(e) => Err(start_error(instance.store.data().failure("info", &e))),
@@ -388,7 +408,11 @@ impl Provider for ComponentProvider {
     async fn check_config(&self, config: &PropertyMap) -> Result<CheckResult, ProviderError> {
         let config = values::map_to_wit(config);
         let mut instance = self.checkout().await?;
-        let result = call!(instance, call_check_config(&config));
+        let result = call!(
+            instance,
+            call_check_config(&config),
+            legacy(&downgrade(&config))
+        );
         let checked = self.settle(instance, "check-config", result)?;
         self.check_result("check-config", checked)
     }
@@ -396,7 +420,11 @@ impl Provider for ComponentProvider {
     async fn configure(&self, config: &PropertyMap) -> Result<(), ProviderError> {
         let value = Arc::new(values::map_to_wit(config));
         let mut instance = self.checkout().await?;
-        let returned = match call!(instance, call_configure(&value)) {
+        let returned = match call!(
+            instance,
+            call_configure(&value),
+            legacy(&downgrade(&value))
+        ) {
             Ok(returned) => returned,
             Err(e) => return Err(self.factory.crashed(&instance.store, "configure", &e)),
         };
@@ -423,7 +451,15 @@ impl Provider for ComponentProvider {
         let olds = olds.map(values::map_to_wit);
         let news = values::map_to_wit(news);
         let mut instance = self.checkout().await?;
-        let result = call!(instance, call_check(urn.as_str(), olds.as_ref(), &news));
+        let result = call!(
+            instance,
+            call_check(urn.as_str(), olds.as_ref(), &news),
+            legacy(
+                urn.as_str(),
+                olds.as_ref().map(downgrade).as_ref(),
+                &downgrade(&news)
+            )
+        );
         let checked = self.settle(instance, "check", result)?;
         self.check_result("check", checked)
     }
@@ -442,7 +478,14 @@ impl Provider for ComponentProvider {
         let mut instance = self.checkout().await?;
         let result = call!(
             instance,
-            call_diff(urn.as_str(), id, &old_inputs, &old_outputs, &new_inputs)
+            call_diff(urn.as_str(), id, &old_inputs, &old_outputs, &new_inputs),
+            legacy(
+                urn.as_str(),
+                id,
+                &downgrade(&old_inputs),
+                &downgrade(&old_outputs),
+                &downgrade(&new_inputs)
+            )
         );
         let diff = self.settle(instance, "diff", result)?;
         Ok(DiffResult {
@@ -460,7 +503,11 @@ impl Provider for ComponentProvider {
     ) -> Result<Created, ProviderError> {
         let inputs = values::map_to_wit(inputs);
         let mut instance = self.checkout().await?;
-        let result = call!(instance, call_create(urn.as_str(), &inputs, preview));
+        let result = call!(
+            instance,
+            call_create(urn.as_str(), &inputs, preview),
+            legacy(urn.as_str(), &downgrade(&inputs), preview)
+        );
         let created = self.settle(instance, "create", result)?;
         match self.factory.map("create", "outputs", created.outputs) {
             Ok(outputs) => Ok(Created {
@@ -486,7 +533,11 @@ impl Provider for ComponentProvider {
         let inputs = values::map_to_wit(inputs);
         let outputs = values::map_to_wit(outputs);
         let mut instance = self.checkout().await?;
-        let result = call!(instance, call_read(urn.as_str(), id, &inputs, &outputs));
+        let result = call!(
+            instance,
+            call_read(urn.as_str(), id, &inputs, &outputs),
+            legacy(urn.as_str(), id, &downgrade(&inputs), &downgrade(&outputs))
+        );
         let Some(read) = self.settle(instance, "read", result)? else {
             return Ok(None);
         };
@@ -519,6 +570,14 @@ impl Provider for ComponentProvider {
                 &old_outputs,
                 &new_inputs,
                 preview
+            ),
+            legacy(
+                urn.as_str(),
+                id,
+                &downgrade(&old_inputs),
+                &downgrade(&old_outputs),
+                &downgrade(&new_inputs),
+                preview
             )
         );
         let outputs = self.settle(instance, "update", result)?;
@@ -535,14 +594,22 @@ impl Provider for ComponentProvider {
         let inputs = values::map_to_wit(inputs);
         let outputs = values::map_to_wit(outputs);
         let mut instance = self.checkout().await?;
-        let result = call!(instance, call_delete(urn.as_str(), id, &inputs, &outputs));
+        let result = call!(
+            instance,
+            call_delete(urn.as_str(), id, &inputs, &outputs),
+            legacy(urn.as_str(), id, &downgrade(&inputs), &downgrade(&outputs))
+        );
         self.settle(instance, "delete", result)
     }
 
     async fn invoke(&self, token: &str, args: &PropertyMap) -> Result<Value, ProviderError> {
         let args = values::map_to_wit(args);
         let mut instance = self.checkout().await?;
-        let result = call!(instance, call_invoke(token, &args));
+        let result = call!(
+            instance,
+            call_invoke(token, &args),
+            legacy(token, &downgrade(&args))
+        );
         let value = self.settle(instance, "invoke", result)?;
         values::from_wit(value, Origin::Provider)
             .map_err(|e| self.factory.malformed("invoke", "a result", e))
@@ -557,24 +624,22 @@ fn check_failure(failure: types::CheckFailure) -> CheckFailure {
 }
 
 /// The engine's part of a provider's `info`, and the capabilities it asks for.
-fn provider_info(info: wit::PluginInfo) -> (ProviderInfo, Capabilities) {
+fn provider_info(
+    info: wit::PluginInfo,
+) -> Result<(ProviderInfo, Capabilities), schema::SchemaError> {
     let provider = ProviderInfo {
         name: info.name,
         version: info.version,
-        config: info.config.into_iter().map(property_schema).collect(),
-        resources: info
-            .resources
-            .into_iter()
-            .map(|r| ResourceSchema {
-                token: r.token,
-                description: r.description,
-                inputs: r.inputs.into_iter().map(property_schema).collect(),
-                outputs: r.outputs.into_iter().map(property_schema).collect(),
-            })
-            .collect(),
-        functions: info.functions,
+        description: info.description,
+        config: schema::properties(info.config)?,
+        resources: (info.resources.into_iter())
+            .map(schema::resource)
+            .collect::<Result<_, _>>()?,
+        functions: (info.functions.into_iter())
+            .map(schema::function)
+            .collect::<Result<_, _>>()?,
     };
-    (provider, capabilities(info.capabilities))
+    Ok((provider, capabilities(info.capabilities)))
 }
 
 fn capabilities(asked: wit::Capabilities) -> Capabilities {
@@ -599,15 +664,7 @@ fn capabilities(asked: wit::Capabilities) -> Capabilities {
     }
 }
 
-fn property_schema(p: wit::PropertySchema) -> PropertySchema {
-    PropertySchema {
-        name: p.name,
-        description: p.description,
-        required: p.required,
-        secret: p.secret,
-        replace_on_change: p.replace_on_change,
-    }
-}
-
-/// The provider world imports only the value types: there is nothing to implement.
+/// The provider world imports only types: there is nothing to implement.
 impl types::Host for Sandbox {}
+impl v0_3::provider::plinth::plugin::schema::Host for Sandbox {}
+impl crate::bindings::legacy_types::Host for Sandbox {}

@@ -9,7 +9,7 @@ use plinth_engine::provider::Provider;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
-use crate::bindings::{v0_1, v0_2};
+use crate::bindings::{v0_1, v0_2, v0_3};
 use crate::cache::{ArtifactCache, LoadStats};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
@@ -52,10 +52,12 @@ impl Runtime {
 
         let mut provider_linker = Linker::new(&engine);
         link_sandboxed_wasi(&mut provider_linker).map_err(link_error)?;
-        // Both versions: each links the value types' (empty) interface under its own name.
+        // Every version: each links its types' (empty) interfaces under its own names.
         v0_1::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
             .map_err(link_error)?;
         v0_2::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
+            .map_err(link_error)?;
+        v0_3::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
             .map_err(link_error)?;
 
         let mut program_linker = Linker::new(&engine);

@@ -88,6 +88,7 @@ fn flatten(value: &Value, nodes: &mut Vec<wit::Node>) -> u32 {
     let node = match value {
         Value::Null => wit::Node::Null,
         Value::Bool(b) => wit::Node::Boolean(*b),
+        Value::Integer(n) => wit::Node::Integer(*n),
         Value::Number(n) => wit::Node::Number(*n),
         Value::String(s) => wit::Node::Text(s.clone()),
         Value::Array(items) => wit::Node::Array(items.iter().map(|v| flatten(v, nodes)).collect()),
@@ -161,6 +162,7 @@ impl Tree {
         Ok(match node {
             wit::Node::Null => Value::Null,
             wit::Node::Boolean(b) => Value::Bool(b),
+            wit::Node::Integer(n) => Value::Integer(n),
             wit::Node::Number(n) => Value::Number(n),
             wit::Node::Text(s) => Value::String(s),
             wit::Node::Array(children) => Value::Array(
@@ -208,6 +210,7 @@ fn describe(node: &wit::Node) -> &'static str {
     match node {
         wit::Node::Null => "null",
         wit::Node::Boolean(_) => "a boolean",
+        wit::Node::Integer(_) => "an integer",
         wit::Node::Number(_) => "a number",
         wit::Node::Text(_) => "a string",
         wit::Node::Array(_) => "an array",
@@ -226,6 +229,7 @@ mod tests {
     fn sample() -> PropertyMap {
         let mut nested = PropertyMap::new();
         nested.insert("n".into(), Value::Number(-1.5));
+        nested.insert("i".into(), Value::Integer(8402));
         nested.insert("pw".into(), Value::Secret(Box::new("hunter2".into())));
         nested.insert("later".into(), Value::Unknown);
         let mut map = PropertyMap::new();
@@ -370,6 +374,24 @@ mod tests {
         let mut nodes: Vec<Node> = (1..=MAX_DEPTH as u32).map(Node::Secret).collect();
         nodes.push(Node::Null);
         assert!(from_wit(value(nodes), Origin::Provider).is_ok());
+    }
+
+    #[test]
+    fn integers_stay_integers() {
+        let v = Value::Array(vec![Value::Integer(8402), Value::Number(8402.0)]);
+        let flat = to_wit(&v);
+        assert_eq!(
+            flat.nodes,
+            vec![
+                Node::Array(vec![1, 2]),
+                Node::Integer(8402),
+                Node::Number(8402.0)
+            ]
+        );
+        let Value::Array(back) = from_wit(flat, Origin::Provider).unwrap() else {
+            panic!("an array");
+        };
+        assert!(matches!(back[..], [Value::Integer(8402), Value::Number(_)]));
     }
 
     #[test]

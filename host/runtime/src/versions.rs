@@ -14,19 +14,25 @@ use crate::error::LoadError;
 pub enum WitVersion {
     /// 0.1.0: providers declare no capabilities.
     V0_1,
-    /// 0.2.0, the current version: a provider's `info` declares the capabilities it asks for.
+    /// 0.2.0: a provider's `info` declares the capabilities it asks for.
     V0_2,
+    /// 0.3.0, the current version: integers are distinct from floats, schemas are typed.
+    V0_3,
 }
 
 impl WitVersion {
     /// Every version this host loads, oldest first.
-    pub const SUPPORTED: [WitVersion; 2] = [WitVersion::V0_1, WitVersion::V0_2];
+    pub const SUPPORTED: [WitVersion; 3] = [WitVersion::V0_1, WitVersion::V0_2, WitVersion::V0_3];
+
+    /// The version the SDK builds against.
+    pub const CURRENT: WitVersion = WitVersion::V0_3;
 
     /// The version as the package names it, e.g. `0.2.0`.
     pub fn as_str(self) -> &'static str {
         match self {
             WitVersion::V0_1 => "0.1.0",
             WitVersion::V0_2 => "0.2.0",
+            WitVersion::V0_3 => "0.3.0",
         }
     }
 
@@ -76,7 +82,7 @@ impl fmt::Display for Kind {
     }
 }
 
-/// `0.1.0 and 0.2.0`, for messages.
+/// `0.1.0, 0.2.0 and 0.3.0`, for messages.
 pub(crate) fn supported_list() -> String {
     let versions: Vec<&str> = WitVersion::SUPPORTED.iter().map(|v| v.as_str()).collect();
     match versions.split_last() {
@@ -164,7 +170,8 @@ mod tests {
     fn versions_parse_and_list() {
         assert_eq!(WitVersion::parse("0.1.0"), Some(WitVersion::V0_1));
         assert_eq!(WitVersion::parse("0.2.0"), Some(WitVersion::V0_2));
-        assert_eq!(WitVersion::parse("0.3.0"), None);
-        assert_eq!(supported_list(), "0.1.0 and 0.2.0");
+        assert_eq!(WitVersion::parse("0.3.0"), Some(WitVersion::V0_3));
+        assert_eq!(WitVersion::parse("0.4.0"), None);
+        assert_eq!(supported_list(), "0.1.0, 0.2.0 and 0.3.0");
     }
 }

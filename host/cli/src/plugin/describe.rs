@@ -83,7 +83,9 @@ impl From<ComponentInfo> for Description {
                         .collect()
                 })
                 .unwrap_or_default(),
-            functions: provider.map(|p| p.functions).unwrap_or_default(),
+            functions: provider
+                .map(|p| p.functions.into_iter().map(|f| f.token).collect())
+                .unwrap_or_default(),
             sha256: info.sha256,
             size: info.size,
         }

@@ -38,14 +38,10 @@ impl FakeProvider {
                 version: "1.0.0".into(),
                 // A change of `region` replaces everything the provider manages.
                 config: vec![PropertySchema {
-                    name: "region".into(),
-                    description: String::new(),
-                    required: false,
-                    secret: false,
                     replace_on_change: true,
+                    ..PropertySchema::new("region", PropertyType::String)
                 }],
-                resources: vec![],
-                functions: vec![],
+                ..ProviderInfo::default()
             }),
             ..Default::default()
         })
