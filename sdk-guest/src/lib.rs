@@ -111,6 +111,7 @@ mod error;
 mod program;
 #[cfg(feature = "provider")]
 mod provider;
+mod secret;
 mod value;
 #[cfg(any(feature = "provider", feature = "program"))]
 mod wire;
@@ -120,10 +121,16 @@ pub use error::Error;
 pub use program::{AllOutputs, Context, Output, Resource, ResourceBuilder};
 #[cfg(feature = "provider")]
 pub use provider::{
-    Capabilities, CheckFailure, Checked, Created, Diff, DirRequest, PropertySchema, Provider,
-    ProviderError, ReadResult, ResourceContext, ResourceSchema, ResourceType,
+    Capabilities, CheckFailure, Checked, Created, Diff, DirRequest, FunctionSchema, ObjectType,
+    PropertySchema, Provider, ProviderError, ReadResult, ResourceContext, ResourceSchema,
+    ResourceType, Type, Typed, TypedResource, properties_of,
 };
-pub use value::{PropertyMap, Value};
+/// `schemars`, whose `JsonSchema` derive typed resources use (`#[derive(JsonSchema)]` with
+/// `use plinth_sdk::schemars::{self, JsonSchema}`).
+#[cfg(feature = "provider")]
+pub use schemars;
+pub use secret::Secret;
+pub use value::{PropertyMap, Value, from_value, to_value};
 #[cfg(feature = "program")]
 pub use wire::{OutputField, OutputRef};
 

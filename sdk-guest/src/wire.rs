@@ -34,7 +34,9 @@ pub enum Node {
     Null,
     /// `true` or `false`.
     Boolean(bool),
-    /// A number (integers travel as `f64` too).
+    /// A whole number.
+    Integer(i64),
+    /// A floating-point number.
     Number(f64),
     /// A UTF-8 string.
     Text(String),

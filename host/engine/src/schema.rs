@@ -20,13 +20,19 @@ pub enum PropertyType {
     Number,
     Boolean,
     /// A list of values of one type.
-    Array { items: Box<PropertyType> },
+    Array {
+        items: Box<PropertyType>,
+    },
     /// An object with any keys and values of one type.
-    Map { values: Box<PropertyType> },
+    Map {
+        values: Box<PropertyType>,
+    },
     /// An object with named properties.
     Object(ObjectType),
     /// One of these strings.
-    Enum { values: Vec<String> },
+    Enum {
+        values: Vec<String>,
+    },
 }
 
 /// An object type: named properties, each with its own type.

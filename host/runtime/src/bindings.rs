@@ -97,7 +97,7 @@ pub mod v0_1 {
     }
 }
 
-/// The value types of the current version.
-pub(crate) use v0_3::provider::plinth::plugin::types;
 /// The value types 0.1 and 0.2 share.
 pub(crate) use v0_2::provider::plinth::plugin::types as legacy_types;
+/// The value types of the current version.
+pub(crate) use v0_3::provider::plinth::plugin::types;

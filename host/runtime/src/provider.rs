@@ -189,11 +189,7 @@ impl Factory {
         };
         if let Some(value) = config.value {
             sandbox::begin_call(&mut instance.store);
-            match call!(
-                instance,
-                call_configure(&value),
-                legacy(&downgrade(&value))
-            ) {
+            match call!(instance, call_configure(&value), legacy(&downgrade(&value))) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     return Err(ProviderError::Failed(format!(
@@ -230,9 +226,8 @@ impl Factory {
         sandbox::begin_call(&mut instance.store);
         match call!(instance, call_info(), legacy()) {
             Ok(info) => {
-                let (info, capabilities) = provider_info(info).map_err(|e| {
-                    start_error(format!("`info` returned a malformed schema: {e}"))
-                })?;
+                let (info, capabilities) = provider_info(info)
+                    .map_err(|e| start_error(format!("`info` returned a malformed schema: {e}")))?;
                 Ok((instance, info, capabilities))
             }
             Err(e) => Err(start_error(instance.store.data().failure("info", &e))),
@@ -420,11 +415,7 @@ impl Provider for ComponentProvider {
     async fn configure(&self, config: &PropertyMap) -> Result<(), ProviderError> {
         let value = Arc::new(values::map_to_wit(config));
         let mut instance = self.checkout().await?;
-        let returned = match call!(
-            instance,
-            call_configure(&value),
-            legacy(&downgrade(&value))
-        ) {
+        let returned = match call!(instance, call_configure(&value), legacy(&downgrade(&value))) {
             Ok(returned) => returned,
             Err(e) => return Err(self.factory.crashed(&instance.store, "configure", &e)),
         };

@@ -246,10 +246,7 @@ mod tests {
         ));
         let mut bad = prop("length", tree(vec![N::Integer]));
         bad.default = Some(types::Value { nodes: vec![] });
-        assert!(matches!(
-            property(bad),
-            Err(SchemaError::BadDefault { .. })
-        ));
+        assert!(matches!(property(bad), Err(SchemaError::BadDefault { .. })));
     }
 
     #[test]
@@ -265,7 +262,10 @@ mod tests {
             assert!(error.contains(needle), "{error}");
             assert!(error.contains("`x`"), "{error}");
         }
-        let deep: Vec<N> = (1..=MAX_DEPTH as u32 + 1).map(N::Array).chain([N::Any]).collect();
+        let deep: Vec<N> = (1..=MAX_DEPTH as u32 + 1)
+            .map(N::Array)
+            .chain([N::Any])
+            .collect();
         assert!(matches!(
             property(prop("x", tree(deep))),
             Err(SchemaError::TooDeep { .. })

@@ -118,7 +118,9 @@ fn node_down(node: &types::Node) -> old_types::Node {
         New::Output(r) => Old::Output(old_types::OutputRef {
             handle: r.handle,
             field: match &r.field {
-                types::OutputField::Property(path) => old_types::OutputField::Property(path.clone()),
+                types::OutputField::Property(path) => {
+                    old_types::OutputField::Property(path.clone())
+                }
                 types::OutputField::Id => old_types::OutputField::Id,
                 types::OutputField::Urn => old_types::OutputField::Urn,
             },
@@ -353,11 +355,12 @@ mod tests {
         let value = old_types::Value {
             nodes: vec![old_types::Node::Number(2.0)],
         };
-        let partial: Result<(), _> = Err(v0_2::ProviderError::PartiallyCreated(v0_2::PartialState {
-            id: "p".into(),
-            outputs: value.clone(),
-            reasons: vec!["half".into()],
-        }));
+        let partial: Result<(), _> =
+            Err(v0_2::ProviderError::PartiallyCreated(v0_2::PartialState {
+                id: "p".into(),
+                outputs: value.clone(),
+                reasons: vec!["half".into()],
+            }));
         assert_eq!(
             partial.upgrade(),
             Err(current::ProviderError::PartiallyCreated(

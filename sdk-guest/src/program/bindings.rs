@@ -8,6 +8,6 @@
 wit_bindgen::generate!({
     world: "program",
     path: "../wit/plugin",
-    with: { "plinth:plugin/types@0.2.0": crate::wire },
+    with: { "plinth:plugin/types@0.3.0": crate::wire },
     pub_export_macro: true,
 });

@@ -49,6 +49,14 @@ impl Output {
     }
 }
 
+/// An output serializes as its value: with [`to_value`](crate::to_value), a reference to another
+/// resource's output stays one.
+impl serde::Serialize for Output {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
 impl From<Output> for Value {
     fn from(output: Output) -> Value {
         output.0

@@ -9,7 +9,7 @@ use super::bindings::plinth::plugin::monitor::{
 };
 use crate::value::nodes::encode_map;
 use crate::wire::{OutputField, OutputRef};
-use crate::{PropertyMap, Value};
+use crate::{Error, PropertyMap, Value};
 
 /// What a builder registers.
 #[derive(Debug)]
@@ -74,6 +74,50 @@ impl ResourceBuilder {
     pub fn input(mut self, key: impl Into<String>, value: impl Into<Value>) -> ResourceBuilder {
         self.inputs.insert(key.into(), value.into());
         self
+    }
+
+    /// Sets the inputs from a struct (or any value that serializes to an object): its fields
+    /// become inputs, integers stay integers, [`Secret`](crate::Secret) fields stay secret and
+    /// [`Output`] fields refer to other resources' outputs.
+    ///
+    /// ```
+    /// # fn main() {}
+    /// # mod example {
+    /// use plinth_sdk::{Context, Error, Output};
+    /// use serde::Serialize;
+    ///
+    /// #[derive(Serialize)]
+    /// struct EntryArgs {
+    ///     key: String,
+    ///     ttl: i64,
+    ///     value: Output,
+    /// }
+    ///
+    /// fn main(ctx: &Context) -> Result<(), Error> {
+    ///     let pet = ctx.resource("random:RandomPet", "pet").register();
+    ///     let args = EntryArgs { key: "pet".into(), ttl: 60, value: pet.output("result") };
+    ///     ctx.resource("kv:Entry", "entry").inputs_from(&args)?.register();
+    ///     Ok(())
+    /// }
+    ///
+    /// plinth_sdk::export_program!(main);
+    /// # }
+    /// ```
+    pub fn inputs_from<T: serde::Serialize + ?Sized>(
+        mut self,
+        inputs: &T,
+    ) -> Result<ResourceBuilder, Error> {
+        match crate::to_value(inputs)? {
+            Value::Object(map) => {
+                self.inputs.extend(map);
+                Ok(self)
+            }
+            other => Err(Error::new(format!(
+                "the inputs of `{}` must be an object (a struct or a map), not {}",
+                self.name,
+                other.kind()
+            ))),
+        }
     }
 
     /// Sets several inputs.

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use super::bindings::exports::plinth::plugin::provider as wit;
+use super::bindings::plinth::plugin::schema as wit_schema;
 use super::{
-    Capabilities, Checked, Created, Diff, DirRequest, Provider, ProviderError, ReadResult,
-    ResourceContext, ResourceSchema, ResourceType, Urn,
+    Capabilities, Checked, Created, Diff, DirRequest, FunctionSchema, PropertySchema, Provider,
+    ProviderError, ReadResult, ResourceContext, ResourceSchema, ResourceType, Type, Urn,
 };
 use crate::value::nodes::{decode_map, encode, encode_map};
 use crate::wire;
@@ -76,13 +77,16 @@ impl Runtime {
             name: self.provider.name().to_owned(),
             version: self.provider.version().to_owned(),
             capabilities: capabilities_to_wit(self.provider.capabilities()),
+            description: self.provider.description().to_owned(),
             config: properties_to_wit(&self.provider.config_schema()),
             resources: self
                 .types
                 .values()
                 .map(|r| schema_to_wit(&r.schema))
                 .collect(),
-            functions: self.provider.functions(),
+            functions: (self.provider.functions().iter())
+                .map(function_to_wit)
+                .collect(),
         }
     }
 }
@@ -238,26 +242,78 @@ impl<P: Provider + Default> wit::Guest for ProviderExport<P> {
     }
 }
 
-fn properties_to_wit(list: &[super::PropertySchema]) -> Vec<wit::PropertySchema> {
+fn properties_to_wit(list: &[PropertySchema]) -> Vec<wit_schema::PropertySchema> {
     list.iter()
-        .map(|p| wit::PropertySchema {
+        .map(|p| wit_schema::PropertySchema {
             name: p.name.clone(),
             description: p.description.clone(),
             required: p.required,
             secret: p.secret,
             replace_on_change: p.replace_on_change,
+            type_: type_tree(&p.ty),
+            default: p.default.clone().map(encode),
         })
         .collect()
 }
 
-fn schema_to_wit(schema: &ResourceSchema) -> wit::ResourceSchema {
-    let properties = properties_to_wit;
-    wit::ResourceSchema {
+fn schema_to_wit(schema: &ResourceSchema) -> wit_schema::ResourceSchema {
+    wit_schema::ResourceSchema {
         token: schema.token.clone(),
         description: schema.description.clone(),
-        inputs: properties(&schema.inputs),
-        outputs: properties(&schema.outputs),
+        inputs: properties_to_wit(&schema.inputs),
+        outputs: properties_to_wit(&schema.outputs),
     }
+}
+
+fn function_to_wit(function: &FunctionSchema) -> wit_schema::FunctionSchema {
+    wit_schema::FunctionSchema {
+        token: function.token.clone(),
+        description: function.description.clone(),
+        inputs: properties_to_wit(&function.inputs),
+        output: type_tree(&function.output),
+    }
+}
+
+/// Flattens a type: `nodes[0]` is the root, parents before their children.
+fn type_tree(ty: &Type) -> wit_schema::TypeTree {
+    let mut nodes = Vec::new();
+    push_type(ty, &mut nodes);
+    wit_schema::TypeTree { nodes }
+}
+
+/// Appends `ty` and its element types; returns the index of `ty`'s node.
+fn push_type(ty: &Type, nodes: &mut Vec<wit_schema::TypeNode>) -> u32 {
+    use wit_schema::TypeNode as Node;
+    let index = nodes.len();
+    // Reserve the slot so that the parent precedes its children.
+    nodes.push(Node::Any);
+    let node = match ty {
+        Type::Any => Node::Any,
+        Type::String => Node::String,
+        Type::Integer => Node::Integer,
+        Type::Number => Node::Number,
+        Type::Boolean => Node::Boolean,
+        Type::Array(items) => Node::Array(push_type(items, nodes)),
+        Type::Map(values) => Node::Map(push_type(values, nodes)),
+        Type::Enum(values) => Node::Enum(values.clone()),
+        Type::Object(object) => Node::Object(wit_schema::ObjectType {
+            name: object.name.clone(),
+            description: object.description.clone(),
+            properties: (object.properties.iter())
+                .map(|p| wit_schema::FieldSchema {
+                    name: p.name.clone(),
+                    description: p.description.clone(),
+                    required: p.required,
+                    secret: p.secret,
+                    default: p.default.clone().map(encode),
+                    type_: push_type(&p.ty, nodes),
+                })
+                .collect(),
+        }),
+    };
+    nodes[index] = node;
+    // A wasm32 guest cannot hold more than u32::MAX nodes.
+    index as u32
 }
 
 fn capabilities_to_wit(capabilities: Capabilities) -> wit::Capabilities {

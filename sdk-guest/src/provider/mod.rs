@@ -7,12 +7,15 @@ mod error;
 pub(crate) mod export;
 mod resource;
 mod schema;
+mod typed;
 mod urn;
 
 pub use capabilities::{Capabilities, DirRequest};
 pub use error::{CheckFailure, ProviderError};
 pub use resource::{Checked, Created, Diff, ReadResult, ResourceContext, ResourceType};
-pub use schema::{PropertySchema, ResourceSchema};
+pub(crate) use schema::SECRET_EXTENSION;
+pub use schema::{FunctionSchema, ObjectType, PropertySchema, ResourceSchema, Type, properties_of};
+pub use typed::{Typed, TypedResource};
 pub(crate) use urn::Urn;
 
 use crate::{PropertyMap, Value};
@@ -29,6 +32,12 @@ pub trait Provider: 'static {
     /// The provider's version, usually `env!("CARGO_PKG_VERSION")`.
     fn version(&self) -> &str;
 
+    /// What the provider manages, for documentation and generated SDKs. The default says
+    /// nothing.
+    fn description(&self) -> &str {
+        ""
+    }
+
     /// What the provider asks to be granted beyond the bare sandbox: directories, environment
     /// variables, network peers. The host loads the provider only if the project grants all of
     /// it. The default asks for nothing.
@@ -37,8 +46,9 @@ pub trait Provider: 'static {
     }
 
     /// The configuration properties (stack config `<name>:<key>`, or a provider resource's
-    /// inputs). A change to one marked `replace_on_change` replaces every resource the provider
-    /// manages. The default describes none, so no configuration change replaces anything.
+    /// inputs), typed like a resource's inputs ([`properties_of`] derives them from a struct).
+    /// A change to one marked `replace_on_change` replaces every resource the provider manages.
+    /// The default describes none, so no configuration change replaces anything.
     fn config_schema(&self) -> Vec<PropertySchema> {
         Vec::new()
     }
@@ -47,14 +57,22 @@ pub trait Provider: 'static {
     /// each successful `configure`, so types may capture the configuration.
     fn resource_types(&self) -> Vec<Box<dyn ResourceType>>;
 
-    /// The tokens of the functions [`invoke`](Self::invoke) accepts.
-    fn functions(&self) -> Vec<String> {
+    /// The functions [`invoke`](Self::invoke) accepts (a token converts into an untyped
+    /// one: `vec!["pkg:fn".into()]`).
+    fn functions(&self) -> Vec<FunctionSchema> {
         Vec::new()
     }
 
-    /// Validates and normalizes the provider's configuration. The default accepts it as is.
+    /// Validates and normalizes the provider's configuration. The default validates it against
+    /// [`config_schema`](Self::config_schema) as `check` validates inputs, or accepts it as it is
+    /// when the schema describes nothing.
     fn check_config(&self, config: PropertyMap) -> Result<Checked, ProviderError> {
-        Ok(Checked::new(config))
+        let declared = self.config_schema();
+        if declared.is_empty() {
+            return Ok(Checked::new(config));
+        }
+        let owner = format!("a setting of the {} provider", self.name());
+        Ok(schema::validate_properties(&declared, config, &owner))
     }
 
     /// Applies the (checked) configuration. The default accepts any configuration.

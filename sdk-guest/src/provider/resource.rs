@@ -93,32 +93,42 @@ pub struct Diff {
     pub delete_before_replace: bool,
 }
 
-/// The result of `create`.
+/// The result of `create`: a property map of outputs, or a typed resource's `Outputs`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Created {
+pub struct Created<O = PropertyMap> {
     /// The provider-assigned id (ignored by the engine in a preview).
     pub id: String,
     /// The outputs.
-    pub outputs: PropertyMap,
+    pub outputs: O,
 }
 
-/// The result of `read`: the resource as it is now.
+/// The result of `read`: the resource as it is now. Property maps, or a typed resource's
+/// `Inputs` and `Outputs`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReadResult {
+pub struct ReadResult<I = PropertyMap, O = PropertyMap> {
     /// The provider-assigned id.
     pub id: String,
     /// The inputs that would produce the resource as it is.
-    pub inputs: PropertyMap,
+    pub inputs: I,
     /// The outputs.
-    pub outputs: PropertyMap,
+    pub outputs: O,
 }
 
 /// One type of resource a provider manages.
 ///
+/// This is the untyped interface, on property maps, for resources whose inputs are only known at
+/// run time (dynamic providers); most resources are easier to write as a
+/// [`TypedResource`](super::TypedResource).
+///
 /// Only [`schema`](Self::schema) and [`create`](Self::create) are required. The defaults:
-/// `check` verifies the schema's required inputs, `diff` compares inputs key by key using the
-/// schema's `replace_on_change` flags, `read` returns the stored state unchanged, `update` fails
-/// (the type cannot be updated in place), `delete` does nothing.
+/// `check` validates the inputs against the schema ([`ResourceSchema::validate`]), `diff`
+/// compares inputs key by key using the schema's `replace_on_change` flags, `read` returns the
+/// stored state unchanged, `update` fails (the type cannot be updated in place), `delete` does
+/// nothing.
+///
+/// `create` and `update` are called during a preview too, with
+/// [`ctx.preview()`](ResourceContext::preview) true: they must change nothing then. `read`
+/// returns `Ok(None)` for a resource that is gone (not an error).
 pub trait ResourceType: 'static {
     /// The type's token and properties. Called once, when the provider starts (and again after
     /// each `configure`).
@@ -126,6 +136,10 @@ pub trait ResourceType: 'static {
 
     /// Validates and normalizes the inputs. `olds` are the inputs stored for the resource, if it
     /// exists. Inputs may hold unknown values during a preview: do not reject those.
+    ///
+    /// The default validates them against the schema. An override replaces that validation:
+    /// call [`ctx.schema().validate(news)`](ResourceSchema::validate) first to keep it, then
+    /// add your own rules to the result.
     fn check(
         &self,
         ctx: &ResourceContext<'_>,
@@ -133,11 +147,7 @@ pub trait ResourceType: 'static {
         news: PropertyMap,
     ) -> Result<Checked, ProviderError> {
         let _ = olds;
-        let failures = ctx.schema().missing_required(&news);
-        Ok(Checked {
-            inputs: news,
-            failures,
-        })
+        Ok(ctx.schema().validate(news))
     }
 
     /// Tells what changed between the stored inputs and the new (checked) ones, and whether the

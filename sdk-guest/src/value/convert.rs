@@ -40,18 +40,31 @@ impl From<f32> for Value {
     }
 }
 
-/// Integers become numbers; beyond 2^53 they lose precision, as in JSON.
+/// Integers stay integers.
 macro_rules! from_integer {
     ($($t:ty),*) => {$(
         impl From<$t> for Value {
             fn from(n: $t) -> Self {
-                Value::Number(n as f64)
+                Value::Integer(n.into())
             }
         }
     )*};
 }
 
-from_integer!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+from_integer!(i8, i16, i32, i64, u8, u16, u32);
+
+/// Integers stay integers; beyond `i64` (never for `isize`), a number, as JSON readers do.
+macro_rules! from_wide_integer {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(n: $t) -> Self {
+                i64::try_from(n).map_or(Value::Number(n as f64), Value::Integer)
+            }
+        }
+    )*};
+}
+
+from_wide_integer!(isize, u64, usize);
 
 impl<T: Into<Value>> From<Vec<T>> for Value {
     fn from(items: Vec<T>) -> Self {
@@ -88,8 +101,10 @@ mod tests {
         assert_eq!(Value::from("a"), Value::String("a".into()));
         assert_eq!(Value::from(String::from("a")), Value::String("a".into()));
         assert_eq!(Value::from(true), Value::Bool(true));
-        assert_eq!(Value::from(7u8), Value::Number(7.0));
-        assert_eq!(Value::from(-7i64), Value::Number(-7.0));
+        assert!(matches!(Value::from(7u8), Value::Integer(7)));
+        assert!(matches!(Value::from(-7i64), Value::Integer(-7)));
+        assert!(matches!(Value::from(u64::MAX), Value::Number(_)));
+        assert!(matches!(Value::from(3usize), Value::Integer(3)));
         assert_eq!(Value::from(0.5f32), Value::Number(0.5));
     }
 
@@ -97,7 +112,7 @@ mod tests {
     fn containers_convert() {
         assert_eq!(
             Value::from(vec![1, 2]),
-            Value::Array(vec![Value::Number(1.0), Value::Number(2.0)])
+            Value::Array(vec![Value::Integer(1), Value::Integer(2)])
         );
         let map: HashMap<&str, &str> = HashMap::from([("k", "v")]);
         let expected: PropertyMap = [("k".to_owned(), Value::from("v"))].into();

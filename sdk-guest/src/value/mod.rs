@@ -3,6 +3,9 @@
 mod convert;
 #[cfg(any(feature = "provider", feature = "program"))]
 pub(crate) mod nodes;
+pub(crate) mod serialization;
+
+pub use serialization::{from_value, to_value};
 
 use std::collections::BTreeMap;
 
@@ -16,14 +19,20 @@ pub type PropertyMap = BTreeMap<String, Value>;
 ///
 /// The accessors (`as_str`, `get`, ...) look through [`Value::Secret`], so a provider reads a
 /// secret input like any other; the secret wrapper itself stays in the value.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// Integers and floats are distinct kinds, but equal when they are the same number
+/// (`Integer(2) == Number(2.0)`): a guest or a state from before integers existed sends only
+/// floats, and the same number is not a change.
+#[derive(Debug, Clone, Default)]
 pub enum Value {
     /// The absence of a value.
     #[default]
     Null,
     /// `true` or `false`.
     Bool(bool),
-    /// A number. Integers are carried as `f64` and exact up to 2^53.
+    /// A 64-bit whole number.
+    Integer(i64),
+    /// A floating-point number.
     Number(f64),
     /// A UTF-8 string.
     String(String),
@@ -38,6 +47,33 @@ pub enum Value {
     /// Programs only: a reference to an output of another registration, resolved by the engine.
     #[cfg(feature = "program")]
     Output(OutputRef),
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) | (Value::Unknown, Value::Unknown) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Integer(a), Value::Integer(b)) => a == b,
+            (Value::Number(a), Value::Number(b)) => a == b,
+            (Value::Integer(i), Value::Number(n)) | (Value::Number(n), Value::Integer(i)) => {
+                integral(*n) == Some(*i)
+            }
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Array(a), Value::Array(b)) => a == b,
+            (Value::Object(a), Value::Object(b)) => a == b,
+            (Value::Secret(a), Value::Secret(b)) => a == b,
+            #[cfg(feature = "program")]
+            (Value::Output(a), Value::Output(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// The `i64` a float is exactly, if any.
+pub(crate) fn integral(n: f64) -> Option<i64> {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    (n.fract() == 0.0 && (-LIMIT..LIMIT).contains(&n)).then_some(n as i64)
 }
 
 impl Value {
@@ -118,20 +154,40 @@ impl Value {
         }
     }
 
-    /// The number, if this is a number.
+    /// The number, if this is a number or an integer (exact up to 2^53).
     pub fn as_f64(&self) -> Option<f64> {
         match self.revealed() {
             Value::Number(n) => Some(*n),
+            Value::Integer(n) => Some(*n as f64),
             _ => None,
         }
     }
 
-    /// The number, if this is a number with no fractional part that fits an `i64`.
+    /// The whole number, if this is an integer, or a number with no fractional part that fits
+    /// an `i64` (as older guests and state send integers).
     pub fn as_i64(&self) -> Option<i64> {
-        const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-        self.as_f64()
-            .filter(|n| n.fract() == 0.0 && (-LIMIT..LIMIT).contains(n))
-            .map(|n| n as i64)
+        match self.revealed() {
+            Value::Integer(n) => Some(*n),
+            Value::Number(n) => integral(*n),
+            _ => None,
+        }
+    }
+
+    /// A word for the kind of this value, for messages: `a string`, `an integer`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Integer(_) => "an integer",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+            Value::Secret(_) => "a secret",
+            Value::Unknown => "an unknown value",
+            #[cfg(feature = "program")]
+            Value::Output(_) => "an output reference",
+        }
     }
 
     /// The boolean, if this is a boolean.
@@ -185,6 +241,15 @@ mod tests {
         assert_eq!(Value::from(f64::NAN).as_i64(), None);
         assert_eq!(Value::from(1e19).as_i64(), None);
         assert_eq!(Value::from("8").as_i64(), None);
+    }
+
+    #[test]
+    fn integers_and_floats_are_equal_when_the_same_number() {
+        assert_eq!(Value::Integer(3), Value::Number(3.0));
+        assert_ne!(Value::Integer(3), Value::Number(3.5));
+        assert_ne!(Value::Integer(1), Value::Bool(true));
+        assert_eq!(Value::from(3).as_f64(), Some(3.0));
+        assert_eq!(Value::Integer(i64::MAX).as_i64(), Some(i64::MAX));
     }
 
     #[test]

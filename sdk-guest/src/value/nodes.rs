@@ -25,6 +25,7 @@ fn push(nodes: &mut Vec<Node>, value: Value) -> u32 {
     let node = match value {
         Value::Null => Node::Null,
         Value::Bool(b) => Node::Boolean(b),
+        Value::Integer(n) => Node::Integer(n),
         Value::Number(n) => Node::Number(n),
         Value::String(s) => Node::Text(s),
         Value::Array(items) => Node::Array(items.into_iter().map(|v| push(nodes, v)).collect()),
@@ -81,6 +82,7 @@ fn take(slots: &mut [Option<Node>], index: u32) -> Result<Value, Error> {
     Ok(match node {
         Node::Null => Value::Null,
         Node::Boolean(b) => Value::Bool(b),
+        Node::Integer(n) => Value::Integer(n),
         Node::Number(n) => Value::Number(n),
         Node::Text(s) => Value::String(s),
         Node::Array(children) => Value::Array(
@@ -111,18 +113,7 @@ fn take(slots: &mut [Option<Node>], index: u32) -> Result<Value, Error> {
 /// A word for the kind of a value, for error messages.
 #[cfg(feature = "provider")]
 fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-        Value::Secret(_) => "a secret",
-        Value::Unknown => "an unknown value",
-        #[cfg(feature = "program")]
-        Value::Output(_) => "an output reference",
-    }
+    value.kind()
 }
 
 #[cfg(test)]
@@ -169,7 +160,7 @@ mod tests {
             vec![
                 Node::Object(vec![("a".into(), 1)]),
                 Node::Secret(2),
-                Node::Number(1.0),
+                Node::Integer(1),
             ]
         );
     }
@@ -223,7 +214,7 @@ mod tests {
         let map = decode_map(encode(sample())).unwrap();
         assert_eq!(map.get("count"), Some(&Value::from(3)));
         let err = decode_map(encode(Value::from(1))).unwrap_err();
-        assert!(err.to_string().contains("a number"));
+        assert!(err.to_string().contains("an integer"));
         assert!(
             decode_map(wire::Value { nodes: vec![] })
                 .unwrap()
