@@ -5,7 +5,7 @@
 
 use plinth_sdk::{
     Checked, Created, Diff, PropertyMap, ProviderError, ReadResult, ResourceContext,
-    ResourceSchema, ResourceType,
+    ResourceSchema, ResourceType, Type,
 };
 
 use crate::inputs::{self, PATH, id_path};
@@ -22,7 +22,11 @@ impl ResourceType for Directory {
             "file:Directory",
             "A directory inside the root; deleted only if empty.",
             &[PATH],
-            &[("path", "The directory's path, relative to the root.")],
+            &[(
+                "path",
+                Type::String,
+                "The directory's path, relative to the root.",
+            )],
         )
     }
 
@@ -32,8 +36,7 @@ impl ResourceType for Directory {
         _olds: Option<&PropertyMap>,
         news: PropertyMap,
     ) -> Result<Checked, ProviderError> {
-        let (inputs, failures) = inputs::check(ctx.type_token(), &[PATH], news);
-        Ok(Checked { inputs, failures })
+        Ok(inputs::check(ctx.schema(), &[PATH], news))
     }
 
     fn diff(

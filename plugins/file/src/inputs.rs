@@ -1,8 +1,10 @@
-//! The inputs of the file resources: what each takes, the schema that follows, the checks every
-//! input gets (known key, required, right kind) and the readers the resource code uses after
-//! `check`.
+//! The inputs of the file resources: what each takes, the typed schema that follows, the checks
+//! every input gets (the schema's: known key, required, right type; then the normal form of
+//! `path` and `mode`) and the readers the resource code uses after `check`.
 
-use plinth_sdk::{CheckFailure, PropertyMap, PropertySchema, ProviderError, ResourceSchema, Value};
+use plinth_sdk::{
+    Checked, PropertyMap, PropertySchema, ProviderError, ResourceSchema, Type, Value,
+};
 
 use crate::mode;
 use crate::relpath::RelPath;
@@ -11,7 +13,17 @@ use crate::relpath::RelPath;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Str,
+    /// An object of any values: template variables.
     Object,
+}
+
+impl Kind {
+    fn ty(self) -> Type {
+        match self {
+            Kind::Str => Type::String,
+            Kind::Object => Type::map(Type::Any),
+        }
+    }
 }
 
 /// Validates a string input and returns its normal form, or why it is refused.
@@ -55,16 +67,18 @@ fn normalize_path(path: &str) -> Result<String, String> {
     RelPath::parse(path).map(|p| p.to_string())
 }
 
-/// The schema of a resource with these inputs and outputs (name, description).
+/// The schema of a resource with these inputs and outputs (name, type, description).
 pub(crate) fn schema(
     token: &str,
     description: &str,
     inputs: &[Input],
-    outputs: &[(&str, &str)],
+    outputs: &[(&str, Type, &str)],
 ) -> ResourceSchema {
     let mut schema = ResourceSchema::new(token).describe(description);
     for input in inputs {
-        let mut property = PropertySchema::new(input.name).describe(input.description);
+        let mut property = PropertySchema::new(input.name)
+            .of(input.kind.ty())
+            .describe(input.description);
         if input.required {
             property = property.required();
         }
@@ -73,66 +87,45 @@ pub(crate) fn schema(
         }
         schema = schema.input(property);
     }
-    for (name, description) in outputs {
-        schema = schema.output(PropertySchema::new(*name).describe(*description));
+    for (name, ty, description) in outputs {
+        schema = schema.output(
+            PropertySchema::new(*name)
+                .of(ty.clone())
+                .describe(*description),
+        );
     }
     schema
 }
 
-/// Checks the inputs against their declarations and normalizes the string inputs that say how
-/// (`path`, `mode`). Values not known yet (during a preview) pass as they are. Returns the inputs
-/// and the failures.
-pub(crate) fn check(
-    token: &str,
-    declared: &[Input],
-    mut inputs: PropertyMap,
-) -> (PropertyMap, Vec<CheckFailure>) {
-    let mut failures = Vec::new();
-    for key in inputs.keys() {
-        if !declared.iter().any(|input| input.name == key) {
-            let names: Vec<&str> = declared.iter().map(|input| input.name).collect();
-            failures.push(CheckFailure::new(
-                key,
-                format!("is not an input of {token}; it takes {}", names.join(", ")),
-            ));
-        }
-    }
+/// Checks the inputs against the schema (as the default `check` does), then normalizes the
+/// string inputs that say how (`path`, `mode`). Values not known yet (during a preview) pass as
+/// they are.
+pub(crate) fn check(schema: &ResourceSchema, declared: &[Input], inputs: PropertyMap) -> Checked {
+    let mut checked = schema.validate(inputs);
     for input in declared {
-        let Some(value) = inputs.get(input.name).filter(|v| !v.is_null()) else {
-            inputs.remove(input.name);
-            if input.required {
-                failures.push(CheckFailure::new(input.name, "a value is required"));
-            }
+        let Some(normalize) = input.normalize else {
             continue;
         };
-        if value.contains_unknowns() {
+        let Some(value) = checked.inputs.get_mut(input.name) else {
             continue;
-        }
-        let normalized = match input.kind {
-            Kind::Str => match (value.as_str(), input.normalize) {
-                (None, _) => Err("must be a string".to_owned()),
-                (Some(text), Some(normalize)) => normalize(text).map(Some),
-                (Some(_), None) => Ok(None),
-            },
-            Kind::Object => match value.as_object() {
-                None => Err("must be an object".to_owned()),
-                Some(_) => Ok(None),
-            },
         };
-        match normalized {
-            Err(reason) => failures.push(CheckFailure::new(input.name, reason)),
-            Ok(Some(text)) => {
-                let secret = value.is_secret();
+        let Some(text) = value.as_str() else {
+            // Unknown, or of the wrong type (which the schema reported).
+            continue;
+        };
+        match normalize(text) {
+            Ok(text) => {
                 let text = Value::from(text);
-                inputs.insert(
-                    input.name.to_owned(),
-                    if secret { Value::secret(text) } else { text },
-                );
+                *value = if value.is_secret() {
+                    Value::secret(text)
+                } else {
+                    text
+                };
             }
-            Ok(None) => {}
+            Err(reason) => checked.fail(input.name, reason),
         }
     }
-    (inputs, failures)
+    checked
 }
 
 /// True if `value` or anything inside it is a secret.
@@ -199,65 +192,58 @@ mod tests {
             .collect()
     }
 
-    fn reasons(failures: &[CheckFailure]) -> Vec<String> {
-        failures.iter().map(ToString::to_string).collect()
+    fn reasons(checked: &Checked) -> Vec<String> {
+        checked.failures.iter().map(ToString::to_string).collect()
+    }
+
+    fn checked(entries: &[(&str, Value)]) -> Checked {
+        let schema = schema("file:File", "A file.", DECLARED, &[]);
+        check(&schema, DECLARED, map(entries))
     }
 
     #[test]
     fn normalizes_path_and_mode() {
-        let (inputs, failures) = check(
-            "file:File",
-            DECLARED,
-            map(&[
-                ("path", "./a//b.txt".into()),
-                ("content", "x".into()),
-                ("mode", "644".into()),
-                ("vars", Value::Null),
-            ]),
-        );
-        assert!(failures.is_empty(), "{failures:?}");
-        assert_eq!(inputs.get("path"), Some(&Value::from("a/b.txt")));
-        assert_eq!(inputs.get("mode"), Some(&Value::from("0644")));
-        assert!(!inputs.contains_key("vars"));
+        let checked = checked(&[
+            ("path", "./a//b.txt".into()),
+            ("content", "x".into()),
+            ("mode", "644".into()),
+            ("vars", Value::Null),
+        ]);
+        assert!(checked.failures.is_empty(), "{:?}", checked.failures);
+        assert_eq!(checked.inputs.get("path"), Some(&Value::from("a/b.txt")));
+        assert_eq!(checked.inputs.get("mode"), Some(&Value::from("0644")));
+        assert!(!checked.inputs.contains_key("vars"));
     }
 
     #[test]
     fn reports_every_problem() {
-        let (_, failures) = check(
-            "file:File",
-            DECLARED,
-            map(&[
-                ("path", "../x".into()),
-                ("mode", 644.into()),
-                ("vars", "a=b".into()),
-                ("colour", "red".into()),
-            ]),
-        );
+        let checked = checked(&[
+            ("path", "../x".into()),
+            ("mode", 644.into()),
+            ("vars", "a=b".into()),
+            ("contnet", "red".into()),
+        ]);
         assert_eq!(
-            reasons(&failures),
+            reasons(&checked),
             vec![
-                "colour: is not an input of file:File; it takes path, content, mode, vars",
+                "contnet: is not an input of file:File; did you mean `content`?",
+                "content: a value is required (a string)",
+                "mode: expected a string, got the integer 644",
+                r#"vars: expected an object of any values, got the string "a=b""#,
                 "path: `../x` contains `..`: a path must stay inside the root",
-                "content: a value is required",
-                "mode: must be a string",
-                "vars: must be an object",
             ]
         );
     }
 
     #[test]
     fn unknowns_pass_and_secrets_stay_secret() {
-        let (inputs, failures) = check(
-            "file:File",
-            DECLARED,
-            map(&[
-                ("path", Value::secret("./k.txt")),
-                ("content", Value::Unknown),
-            ]),
-        );
-        assert!(failures.is_empty(), "{failures:?}");
-        assert_eq!(inputs.get("path"), Some(&Value::secret("k.txt")));
-        assert_eq!(inputs.get("content"), Some(&Value::Unknown));
+        let checked = checked(&[
+            ("path", Value::secret("./k.txt")),
+            ("content", Value::Unknown),
+        ]);
+        assert!(checked.failures.is_empty(), "{:?}", checked.failures);
+        assert_eq!(checked.inputs.get("path"), Some(&Value::secret("k.txt")));
+        assert_eq!(checked.inputs.get("content"), Some(&Value::Unknown));
         assert!(has_secret(&Value::object([(
             "a",
             Value::Array(vec![Value::secret(1)])
@@ -271,7 +257,7 @@ mod tests {
             "file:File",
             "A file.",
             DECLARED,
-            &[("sha256", "The digest.")],
+            &[("sha256", Type::String, "The digest.")],
         );
         let replaced: Vec<&str> = s
             .inputs
@@ -282,5 +268,7 @@ mod tests {
         assert_eq!(replaced, vec!["path"]);
         assert!(s.inputs[0].required && s.inputs[1].required && !s.inputs[2].required);
         assert_eq!(s.outputs[0].name, "sha256");
+        assert_eq!(s.inputs[0].ty, Type::String);
+        assert_eq!(s.inputs[3].ty, Type::map(Type::Any));
     }
 }

@@ -22,7 +22,8 @@ mod root;
 mod text;
 
 use plinth_sdk::{
-    Capabilities, Checked, PropertyMap, Provider, ProviderError, ResourceType, Value,
+    Capabilities, Checked, PropertyMap, PropertySchema, Provider, ProviderError, ResourceType,
+    Type, Value,
 };
 
 use crate::root::{DEFAULT_ROOT, Root};
@@ -43,6 +44,19 @@ impl Provider for Files {
 
     fn version(&self) -> &str {
         env!("CARGO_PKG_VERSION")
+    }
+
+    fn description(&self) -> &str {
+        "Files, rendered templates and directories inside a directory the project grants."
+    }
+
+    fn config_schema(&self) -> Vec<PropertySchema> {
+        vec![
+            PropertySchema::new(ROOT_KEY)
+                .of(Type::String)
+                .describe("Where the root is, an absolute path the plugin sees (default `/root`).")
+                .default_value(DEFAULT_ROOT),
+        ]
     }
 
     /// The default root, writable. Capabilities are declared when the plugin loads, before any

@@ -9,7 +9,7 @@
 
 use plinth_sdk::{
     CheckFailure, Checked, Created, Diff, PropertyMap, ProviderError, ReadResult, ResourceContext,
-    ResourceSchema, ResourceType, Value,
+    ResourceSchema, ResourceType, Type, Value,
 };
 use sha2::{Digest, Sha256};
 
@@ -45,14 +45,23 @@ const VARS: Input = Input {
     normalize: None,
 };
 
-const OUTPUTS: &[(&str, &str)] = &[
-    ("path", "The file's path, relative to the root."),
-    ("size", "The file's size in bytes."),
+const OUTPUTS: &[(&str, Type, &str)] = &[
+    (
+        "path",
+        Type::String,
+        "The file's path, relative to the root.",
+    ),
+    ("size", Type::Integer, "The file's size in bytes."),
     (
         "sha256",
+        Type::String,
         "The SHA-256 digest of the file's content, in hex; secret if the content is.",
     ),
-    ("mode", "The mode asked for, as desired state only."),
+    (
+        "mode",
+        Type::String,
+        "The mode asked for, as desired state only.",
+    ),
 ];
 
 /// Where the text of the file comes from.
@@ -178,7 +187,7 @@ impl TextFile {
         let path = inputs.get(PATH.name).cloned().unwrap_or(Value::Unknown);
         outputs.insert("path".to_owned(), path);
         let (size, digest) = match text {
-            Some(bytes) => (Value::from(bytes.len() as f64), Value::from(sha256(bytes))),
+            Some(bytes) => (Value::from(bytes.len()), Value::from(sha256(bytes))),
             None => (Value::Unknown, Value::Unknown),
         };
         outputs.insert("size".to_owned(), size);
@@ -237,7 +246,10 @@ impl ResourceType for TextFile {
         _olds: Option<&PropertyMap>,
         news: PropertyMap,
     ) -> Result<Checked, ProviderError> {
-        let (inputs, mut failures) = inputs::check(ctx.type_token(), self.source.inputs(), news);
+        let Checked {
+            inputs,
+            mut failures,
+        } = inputs::check(ctx.schema(), self.source.inputs(), news);
         if failures.is_empty() && self.source == Source::Template {
             let template = inputs.get(TEMPLATE.name).filter(|v| !v.contains_unknowns());
             let rendered = match template.and_then(Value::as_str) {

@@ -1,74 +1,78 @@
 //! `random:RandomInteger`: a random whole number in an inclusive range.
 
 use plinth_sdk::{
-    Checked, Created, PropertyMap, PropertySchema, ProviderError, ResourceContext, ResourceSchema,
-    ResourceType,
+    CheckFailure, Created, ProviderError, ResourceContext, ResourceSchema, TypedResource,
 };
 use rand::{Rng, RngExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use crate::props::{KEEPERS, Kind, Prop, all_known, int, normalize, schema};
-use crate::result::{created, planned};
+use crate::inputs::{Keepers, every_input_replaces};
 
-const PROPS: &[Prop] = &[
-    Prop::required("min", Kind::ANY_INT, "The smallest possible value."),
-    Prop::required("max", Kind::ANY_INT, "The largest possible value."),
-    KEEPERS,
-];
+/// The inputs of `random:RandomInteger`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct IntegerInputs {
+    /// The smallest possible value.
+    pub(crate) min: i64,
+    /// The largest possible value.
+    pub(crate) max: i64,
+    /// Arbitrary values that, when changed, generate a new value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) keepers: Option<Keepers>,
+}
+
+/// The outputs: the inputs and the integer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct IntegerOutputs {
+    #[serde(flatten)]
+    pub(crate) inputs: IntegerInputs,
+    /// The generated integer.
+    pub(crate) result: i64,
+}
 
 /// The `random:RandomInteger` resource type.
 pub(crate) struct RandomInteger;
 
-impl ResourceType for RandomInteger {
+impl TypedResource for RandomInteger {
+    type Inputs = IntegerInputs;
+    type Outputs = IntegerOutputs;
+
     fn schema(&self) -> ResourceSchema {
-        schema(
-            "random:RandomInteger",
-            "A random integer from min to max (inclusive), generated once.",
-            PROPS,
-            PropertySchema::new("result").describe("The generated integer."),
+        every_input_replaces(
+            ResourceSchema::derive::<Self>("random:RandomInteger")
+                .describe("A random integer from min to max (inclusive), generated once."),
         )
     }
 
-    fn check(
-        &self,
-        ctx: &ResourceContext<'_>,
-        _olds: Option<&PropertyMap>,
-        news: PropertyMap,
-    ) -> Result<Checked, ProviderError> {
-        let mut checked = normalize(ctx.type_token(), PROPS, news);
-        if checked.failures.is_empty() && all_known(&checked.inputs) {
-            let (min, max) = range(&checked.inputs)?;
-            if min > max {
-                checked.fail(
-                    "min",
-                    format!("must not be greater than max ({min} > {max})"),
-                );
-            }
+    fn validate(&self, _: &ResourceContext<'_>, inputs: &IntegerInputs) -> Vec<CheckFailure> {
+        let (min, max) = (inputs.min, inputs.max);
+        if min > max {
+            vec![CheckFailure::new(
+                "min",
+                format!("must not be greater than max ({min} > {max})"),
+            )]
+        } else {
+            Vec::new()
         }
-        Ok(checked)
     }
 
     fn create(
         &self,
-        ctx: &ResourceContext<'_>,
-        inputs: PropertyMap,
-    ) -> Result<Created, ProviderError> {
-        if ctx.preview() {
-            return Ok(planned(inputs));
-        }
-        let (min, max) = range(&inputs)?;
-        if min > max {
+        _: &ResourceContext<'_>,
+        inputs: IntegerInputs,
+    ) -> Result<Created<IntegerOutputs>, ProviderError> {
+        if inputs.min > inputs.max {
             return Err(ProviderError::invalid(
                 "min",
                 "must not be greater than max",
             ));
         }
-        let n = generate(min, max, &mut rand::rng());
-        Ok(created(n.to_string(), inputs, n.into()))
+        let result = generate(inputs.min, inputs.max, &mut rand::rng());
+        Ok(Created {
+            id: result.to_string(),
+            outputs: IntegerOutputs { inputs, result },
+        })
     }
-}
-
-fn range(inputs: &PropertyMap) -> Result<(i64, i64), ProviderError> {
-    Ok((int(inputs, "min")?, int(inputs, "max")?))
 }
 
 /// A uniformly random integer in `min..=max`; `min <= max`.
@@ -79,6 +83,7 @@ fn generate<R: Rng + ?Sized>(min: i64, max: i64, rng: &mut R) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plinth_sdk::Type;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -93,5 +98,19 @@ mod tests {
     #[test]
     fn a_single_value_range_is_that_value() {
         assert_eq!(generate(7, 7, &mut StdRng::seed_from_u64(0)), 7);
+    }
+
+    #[test]
+    fn the_result_is_an_integer_and_every_input_replaces() {
+        let schema = RandomInteger.schema();
+        let names: Vec<&str> = schema.inputs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["min", "max", "keepers"]);
+        assert!(schema.inputs.iter().all(|p| p.replace_on_change));
+        assert!(schema.inputs[0].required && !schema.inputs[2].required);
+        assert_eq!(schema.inputs[2].ty, Type::map(Type::Any));
+        let result = schema.outputs.iter().find(|p| p.name == "result").unwrap();
+        assert_eq!(result.ty, Type::Integer);
+        assert!(result.required);
+        assert!(schema.outputs.iter().any(|p| p.name == "min"));
     }
 }

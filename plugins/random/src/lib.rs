@@ -6,22 +6,22 @@
 //! |---|---|---|---|
 //! | `random:RandomString` | `length`, `special`, `upper`, `lower`, `numeric`, `min_upper`, `min_lower`, `min_numeric`, `min_special`, `override_special`, `keepers` | string | the result |
 //! | `random:RandomPassword` | as RandomString | secret string | `none` |
-//! | `random:RandomInteger` | `min`, `max`, `keepers` | number | the result |
+//! | `random:RandomInteger` | `min`, `max`, `keepers` | integer | the result |
 //! | `random:RandomUuid` | `keepers` | string | the result |
 //! | `random:RandomPet` | `length`, `prefix`, `separator`, `keepers` | string | the result |
 //!
-//! The outputs are the inputs, with defaults applied, plus `result`; during a preview `result`
-//! is unknown.
+//! Each is a typed resource: its schema (types, defaults, descriptions) is derived from its
+//! input and output structs. The outputs are the inputs, with defaults applied, plus `result`;
+//! during a preview `result` is unknown.
 
 mod charset;
+mod inputs;
 mod integer;
 mod pet;
-mod props;
-mod result;
 mod string;
 mod uuid;
 
-use plinth_sdk::{Provider, ResourceType};
+use plinth_sdk::{Provider, ResourceType, Typed};
 
 /// The random provider.
 #[derive(Default)]
@@ -36,13 +36,17 @@ impl Provider for Random {
         env!("CARGO_PKG_VERSION")
     }
 
+    fn description(&self) -> &str {
+        "Random values generated once and kept until an input changes."
+    }
+
     fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {
         vec![
-            Box::new(string::RandomString::STRING),
-            Box::new(string::RandomString::PASSWORD),
-            Box::new(integer::RandomInteger),
-            Box::new(uuid::RandomUuid),
-            Box::new(pet::RandomPet),
+            Box::new(Typed(string::RandomString)),
+            Box::new(Typed(string::RandomPassword)),
+            Box::new(Typed(integer::RandomInteger)),
+            Box::new(Typed(uuid::RandomUuid)),
+            Box::new(Typed(pet::RandomPet)),
         ]
     }
 }

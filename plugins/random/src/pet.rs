@@ -2,71 +2,90 @@
 //! the petname project (as Terraform's `random_pet` uses).
 
 use plinth_sdk::{
-    Checked, Created, PropertyMap, PropertySchema, ProviderError, ResourceContext, ResourceSchema,
-    ResourceType, Value,
+    CheckFailure, Created, ProviderError, ResourceContext, ResourceSchema, TypedResource,
 };
 use rand::Rng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use crate::props::{KEEPERS, Kind, Prop, int, normalize, schema, string};
-use crate::result::{created, planned};
+use crate::inputs::{Keepers, every_input_replaces, in_range};
 
-const PROPS: &[Prop] = &[
-    Prop::defaulted(
-        "length",
-        Kind::Int { min: 1, max: 255 },
-        || 2.into(),
-        "The number of words.",
-    ),
-    Prop::optional("prefix", Kind::Str, "A string to put before the words."),
-    Prop::defaulted(
-        "separator",
-        Kind::Str,
-        || "-".into(),
-        "The string between the words (and after the prefix).",
-    ),
-    KEEPERS,
-];
+/// The inputs of `random:RandomPet`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct PetInputs {
+    /// The number of words, from 1 to 255.
+    #[serde(default = "two")]
+    length: i64,
+    /// A string to put before the words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prefix: Option<String>,
+    /// The string between the words (and after the prefix).
+    #[serde(default = "dash")]
+    separator: String,
+    /// Arbitrary values that, when changed, generate a new value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keepers: Option<Keepers>,
+}
+
+fn two() -> i64 {
+    2
+}
+
+fn dash() -> String {
+    "-".to_owned()
+}
+
+/// The outputs: the inputs and the name.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct PetOutputs {
+    #[serde(flatten)]
+    inputs: PetInputs,
+    /// The generated name.
+    result: String,
+}
 
 /// The `random:RandomPet` resource type.
 pub(crate) struct RandomPet;
 
-impl ResourceType for RandomPet {
+impl TypedResource for RandomPet {
+    type Inputs = PetInputs;
+    type Outputs = PetOutputs;
+
     fn schema(&self) -> ResourceSchema {
-        schema(
-            "random:RandomPet",
-            "A random pet name (adverbs, an adjective and a noun), generated once.",
-            PROPS,
-            PropertySchema::new("result").describe("The generated name."),
+        every_input_replaces(
+            ResourceSchema::derive::<Self>("random:RandomPet")
+                .describe("A random pet name (adverbs, an adjective and a noun), generated once."),
         )
     }
 
-    fn check(
-        &self,
-        ctx: &ResourceContext<'_>,
-        _olds: Option<&PropertyMap>,
-        news: PropertyMap,
-    ) -> Result<Checked, ProviderError> {
-        Ok(normalize(ctx.type_token(), PROPS, news))
+    fn validate(&self, _: &ResourceContext<'_>, inputs: &PetInputs) -> Vec<CheckFailure> {
+        in_range("length", inputs.length, 1, 255)
+            .into_iter()
+            .collect()
     }
 
     fn create(
         &self,
-        ctx: &ResourceContext<'_>,
-        inputs: PropertyMap,
-    ) -> Result<Created, ProviderError> {
-        if ctx.preview() {
-            return Ok(planned(inputs));
-        }
-        let words = u8::try_from(int(&inputs, "length")?)
-            .map_err(|_| ProviderError::invalid("length", "must be from 1 to 255"))?;
-        let separator = string(&inputs, "separator").unwrap_or("-");
+        _: &ResourceContext<'_>,
+        inputs: PetInputs,
+    ) -> Result<Created<PetOutputs>, ProviderError> {
+        let words = u8::try_from(inputs.length)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| ProviderError::invalid("length", "must be from 1 to 255"))?;
         let name = generate(
             words,
-            string(&inputs, "prefix"),
-            separator,
+            inputs.prefix.as_deref(),
+            &inputs.separator,
             &mut rand::rng(),
         );
-        Ok(created(name.clone(), inputs, Value::from(name)))
+        Ok(Created {
+            id: name.clone(),
+            outputs: PetOutputs {
+                inputs,
+                result: name,
+            },
+        })
     }
 }
 
@@ -85,6 +104,7 @@ fn generate(words: u8, prefix: Option<&str>, separator: &str, rng: &mut dyn Rng)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plinth_sdk::Value;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -106,5 +126,14 @@ mod tests {
         let name = generate(2, Some("web"), "_", &mut StdRng::seed_from_u64(4));
         assert!(name.starts_with("web_"), "{name}");
         assert_eq!(name.split('_').count(), 3, "{name}");
+    }
+
+    #[test]
+    fn defaults_show_in_the_schema() {
+        let schema = RandomPet.schema();
+        let length = &schema.inputs[0];
+        assert_eq!(length.default, Some(Value::from(2)));
+        assert!(!length.required);
+        assert_eq!(schema.inputs[2].default, Some(Value::from("-")));
     }
 }

@@ -1,48 +1,53 @@
 //! `random:RandomUuid`: a random (version 4) UUID.
 
-use plinth_sdk::{
-    Created, PropertyMap, PropertySchema, ProviderError, ResourceContext, ResourceSchema,
-    ResourceType,
-};
+use plinth_sdk::{Created, ProviderError, ResourceContext, ResourceSchema, TypedResource};
 use rand::{Rng, RngExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use crate::props::{KEEPERS, Prop, normalize, schema};
-use crate::result::{created, planned};
+use crate::inputs::{Keepers, every_input_replaces};
 
-const PROPS: &[Prop] = &[KEEPERS];
+/// The inputs of `random:RandomUuid`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct UuidInputs {
+    /// Arbitrary values that, when changed, generate a new value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keepers: Option<Keepers>,
+}
+
+/// The outputs: the inputs and the UUID.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct UuidOutputs {
+    #[serde(flatten)]
+    inputs: UuidInputs,
+    /// The generated UUID, in lower-case hex.
+    result: String,
+}
 
 /// The `random:RandomUuid` resource type.
 pub(crate) struct RandomUuid;
 
-impl ResourceType for RandomUuid {
-    fn schema(&self) -> ResourceSchema {
-        schema(
-            "random:RandomUuid",
-            "A random version 4 UUID, generated once.",
-            PROPS,
-            PropertySchema::new("result").describe("The generated UUID, in lower-case hex."),
-        )
-    }
+impl TypedResource for RandomUuid {
+    type Inputs = UuidInputs;
+    type Outputs = UuidOutputs;
 
-    fn check(
-        &self,
-        ctx: &ResourceContext<'_>,
-        _olds: Option<&PropertyMap>,
-        news: PropertyMap,
-    ) -> Result<plinth_sdk::Checked, ProviderError> {
-        Ok(normalize(ctx.type_token(), PROPS, news))
+    fn schema(&self) -> ResourceSchema {
+        every_input_replaces(
+            ResourceSchema::derive::<Self>("random:RandomUuid")
+                .describe("A random version 4 UUID, generated once."),
+        )
     }
 
     fn create(
         &self,
-        ctx: &ResourceContext<'_>,
-        inputs: PropertyMap,
-    ) -> Result<Created, ProviderError> {
-        if ctx.preview() {
-            return Ok(planned(inputs));
-        }
-        let uuid = generate(&mut rand::rng());
-        Ok(created(uuid.clone(), inputs, uuid.into()))
+        _: &ResourceContext<'_>,
+        inputs: UuidInputs,
+    ) -> Result<Created<UuidOutputs>, ProviderError> {
+        let result = generate(&mut rand::rng());
+        Ok(Created {
+            id: result.clone(),
+            outputs: UuidOutputs { inputs, result },
+        })
     }
 }
 

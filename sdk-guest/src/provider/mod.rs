@@ -13,8 +13,8 @@ mod urn;
 pub use capabilities::{Capabilities, DirRequest};
 pub use error::{CheckFailure, ProviderError};
 pub use resource::{Checked, Created, Diff, ReadResult, ResourceContext, ResourceType};
-pub(crate) use schema::SECRET_EXTENSION;
 pub use schema::{FunctionSchema, ObjectType, PropertySchema, ResourceSchema, Type, properties_of};
+pub(crate) use schema::{SECRET_EXTENSION, normalize_stored};
 pub use typed::{Typed, TypedResource};
 pub(crate) use urn::Urn;
 

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 
 use super::{
     CheckFailure, Checked, Created, Diff, ProviderError, ReadResult, ResourceContext,
-    ResourceSchema, ResourceType,
+    ResourceSchema, ResourceType, normalize_stored,
 };
 use crate::value::serialization::from_value_at;
 use crate::{PropertyMap, Value, to_value};
@@ -209,7 +209,8 @@ impl<R: TypedResource> Typed<R> {
         ctx: &ResourceContext<'_>,
         outputs: &PropertyMap,
     ) -> Result<R::Outputs, ProviderError> {
-        from_value_at(Value::Object(outputs.clone())).map_err(|e| {
+        let stored = normalize_stored(&ctx.schema().outputs, outputs.clone());
+        from_value_at(Value::Object(stored)).map_err(|e| {
             ProviderError::Failed(format!(
                 "the stored outputs of `{}` do not read as {}'s outputs: {e}",
                 ctx.name(),
@@ -224,7 +225,8 @@ impl<R: TypedResource> Typed<R> {
         ctx: &ResourceContext<'_>,
         inputs: &PropertyMap,
     ) -> Result<R::Inputs, ProviderError> {
-        from_value_at(Value::Object(inputs.clone())).map_err(|e| {
+        let stored = normalize_stored(&ctx.schema().inputs, inputs.clone());
+        from_value_at(Value::Object(stored)).map_err(|e| {
             ProviderError::Failed(format!(
                 "the stored inputs of `{}` do not read as {}'s inputs: {e}",
                 ctx.name(),

@@ -11,7 +11,7 @@ mod validate;
 pub(crate) use derive::SECRET as SECRET_EXTENSION;
 pub use derive::properties_of;
 pub use types::{ObjectType, Type};
-pub(crate) use validate::validate_properties;
+pub(crate) use validate::{normalize_stored, validate_properties};
 
 use super::{CheckFailure, Checked, Diff, TypedResource};
 use crate::{PropertyMap, Value};

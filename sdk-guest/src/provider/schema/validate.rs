@@ -18,6 +18,13 @@ pub(crate) fn validate_properties(
     Checked { inputs, failures }
 }
 
+/// Stored properties (read back from state, possibly written before integers existed) in the
+/// form `declared` describes: whole floats where integers are declared become integers,
+/// defaults fill what is missing. Nothing is refused: state is what it is.
+pub(crate) fn normalize_stored(declared: &[PropertySchema], stored: PropertyMap) -> PropertyMap {
+    properties(declared, stored, "", None, &mut Vec::new())
+}
+
 /// Validates and normalizes `inputs` against `schema` (see [`ResourceSchema::validate`]).
 pub(super) fn validate(schema: &ResourceSchema, inputs: PropertyMap) -> Checked {
     let mut failures = Vec::new();

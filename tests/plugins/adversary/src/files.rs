@@ -26,6 +26,7 @@ pub(crate) struct ReadFile;
 impl ResourceType for ReadFile {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("adversary:ReadFile")
+            .open()
             .describe("Reads the file at `path` when created.")
             .input(PropertySchema::new("path").required())
             .output(PropertySchema::new("content").describe("What was read."))
@@ -53,6 +54,7 @@ pub(crate) struct WriteFile;
 impl ResourceType for WriteFile {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("adversary:WriteFile")
+            .open()
             .describe("Changes the file at `path` as `action` says, when created.")
             .input(
                 PropertySchema::new("action")

@@ -25,6 +25,7 @@ pub(crate) struct Runaway;
 impl ResourceType for Runaway {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("adversary:Runaway")
+            .open()
             .describe(
                 "Tries to exhaust the host when created: loop, recurse, recurse-calls, allocate \
                  or huge-output.",

@@ -63,7 +63,9 @@ struct Attempt {
 
 impl ResourceType for Attempt {
     fn schema(&self) -> ResourceSchema {
-        ResourceSchema::new(self.token).describe("Tries something the sandbox may refuse.")
+        ResourceSchema::new(self.token)
+            .describe("Tries something the sandbox may refuse.")
+            .open()
     }
 
     fn create(

@@ -2,7 +2,7 @@
 
 use plinth_sdk::{
     Created, PropertyMap, PropertySchema, ProviderError, ResourceContext, ResourceSchema,
-    ResourceType, Value,
+    ResourceType, Type, Value,
 };
 
 /// The `testkit:Echo` resource type, made by a provider configured with `region`.
@@ -14,6 +14,7 @@ impl ResourceType for Echo {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("testkit:Echo")
             .describe("Echoes its inputs; other inputs than replace_key are free-form.")
+            .open()
             .input(
                 PropertySchema::new("replace_key")
                     .describe("Changing it replaces the resource; other inputs update it.")
@@ -21,6 +22,7 @@ impl ResourceType for Echo {
             )
             .output(
                 PropertySchema::new("generation")
+                    .of(Type::Integer)
                     .describe("1 when created, incremented by each update.")
                     .required(),
             )

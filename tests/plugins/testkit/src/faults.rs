@@ -41,7 +41,9 @@ impl Faulty {
 
 impl ResourceType for Faulty {
     fn schema(&self) -> ResourceSchema {
-        ResourceSchema::new(self.token).describe("Breaks when created, for tests.")
+        ResourceSchema::new(self.token)
+            .describe("Breaks when created, for tests.")
+            .open()
     }
 
     fn create(

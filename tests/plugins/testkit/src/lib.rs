@@ -18,7 +18,9 @@ mod faults;
 mod files;
 mod record;
 
-use plinth_sdk::{PropertyMap, PropertySchema, Provider, ProviderError, ResourceType, Value};
+use plinth_sdk::{
+    FunctionSchema, PropertyMap, PropertySchema, Provider, ProviderError, ResourceType, Value,
+};
 
 /// The testkit provider.
 #[derive(Default)]
@@ -66,8 +68,8 @@ impl Provider for Testkit {
         ]
     }
 
-    fn functions(&self) -> Vec<String> {
-        vec![files::READ_FILE.to_owned(), files::WRITE_FILE.to_owned()]
+    fn functions(&self) -> Vec<FunctionSchema> {
+        vec![files::READ_FILE.into(), files::WRITE_FILE.into()]
     }
 
     fn invoke(&self, token: &str, args: PropertyMap) -> Result<Value, ProviderError> {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use plinth_sdk::{
     Created, PropertyMap, PropertySchema, ProviderError, ReadResult, ResourceContext,
-    ResourceSchema, ResourceType, Value,
+    ResourceSchema, ResourceType, Type, Value,
 };
 
 /// Where the plugin sees the directory it keeps its records in.
@@ -26,8 +26,10 @@ impl ResourceType for Record {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("testkit:Record")
             .describe("A file /world/<id>.json holding the resource's URN, name and inputs.")
+            .open()
             .input(
                 PropertySchema::new("delay_ms")
+                    .of(Type::Integer)
                     .describe("Sleep this long before and after touching the file (default 0)."),
             )
             .output(PropertySchema::new("file").describe("The file, as the plugin sees it."))
