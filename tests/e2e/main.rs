@@ -10,6 +10,7 @@ mod grants;
 mod legacy;
 mod lifecycle;
 mod locking;
+mod numbers;
 mod reach;
 mod secrets;
 mod state;

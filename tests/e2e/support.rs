@@ -31,7 +31,9 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-files",
             "plinth-notes",
             "plinth-legacy-v01",
+            "plinth-legacy-v02",
             "plinth-legacy-program-v01",
+            "plinth-numbers",
         ] {
             let status = Command::new(env!("CARGO"))
                 .args([
