@@ -5,11 +5,15 @@
 //! `program` — because a component must contain only its own world. Guests use the types of
 //! this crate only; the WIT bindings stay inside it.
 //!
+//! This SDK builds guests against `plinth:plugin@0.3.0`.
+//!
 //! # Values
 //!
-//! Inputs and outputs are [`Value`]s, and property maps are [`PropertyMap`]s. Secrets and
-//! unknown values (during a preview) stay typed; in programs a value may also refer to another
-//! resource's output, which the engine resolves.
+//! Inputs and outputs are [`Value`]s, and property maps are [`PropertyMap`]s. Integers
+//! ([`Value::Integer`]) and floats ([`Value::Number`]) are distinct: `8402` stays `8402`.
+//! Secrets and unknown values (during a preview) stay typed; in programs a value may also refer
+//! to another resource's output, which the engine resolves. [`to_value`] and [`from_value`]
+//! convert Rust types with serde; a [`Secret`] field stays secret.
 //!
 //! # A provider
 //!
@@ -17,8 +21,11 @@
 //! plinth-sdk = { workspace = true, features = ["provider"] }
 //! ```
 //!
-//! Implement [`ResourceType`] for each type of resource (only `schema` and `create` are
-//! required) and [`Provider`] for the plugin, then export it:
+//! Most resources are a [`TypedResource`]: inputs and outputs are Rust structs, the schema is
+//! derived from them (see its example). For resources whose inputs are only known at run time,
+//! implement the untyped [`ResourceType`] (only `schema` and `create` are required) and give
+//! every property a [`Type`]; either way the default `check` validates inputs against the
+//! schema. Then implement [`Provider`] for the plugin and export it:
 //!
 //! ```
 //! # fn main() {}
@@ -26,7 +33,7 @@
 //! # mod example {
 //! use plinth_sdk::{
 //!     Created, PropertyMap, PropertySchema, Provider, ProviderError, ResourceContext,
-//!     ResourceSchema, ResourceType, Value,
+//!     ResourceSchema, ResourceType, Type, Value,
 //! };
 //!
 //! #[derive(Default)]
@@ -51,8 +58,13 @@
 //!     fn schema(&self) -> ResourceSchema {
 //!         ResourceSchema::new("greeter:Greeting")
 //!             .describe("A greeting.")
-//!             .input(PropertySchema::new("who").required().replace_on_change())
-//!             .output(PropertySchema::new("message"))
+//!             .input(
+//!                 PropertySchema::new("who")
+//!                     .of(Type::String)
+//!                     .required()
+//!                     .replace_on_change(),
+//!             )
+//!             .output(PropertySchema::new("message").of(Type::String))
 //!     }
 //!
 //!     fn create(
@@ -125,8 +137,8 @@ pub use provider::{
     PropertySchema, Provider, ProviderError, ReadResult, ResourceContext, ResourceSchema,
     ResourceType, Type, Typed, TypedResource, properties_of,
 };
-/// `schemars`, whose `JsonSchema` derive typed resources use (`#[derive(JsonSchema)]` with
-/// `use plinth_sdk::schemars::{self, JsonSchema}`).
+/// `schemars`, whose `JsonSchema` derive typed resources use. Depend on it directly, or use this
+/// one with `#[schemars(crate = "plinth_sdk::schemars")]` on each derived type.
 #[cfg(feature = "provider")]
 pub use schemars;
 pub use secret::Secret;

@@ -8,7 +8,7 @@ use std::io::ErrorKind;
 
 use plinth_sdk::{
     Capabilities, Created, PropertyMap, PropertySchema, Provider, ProviderError, ResourceContext,
-    ResourceSchema, ResourceType, Value,
+    ResourceSchema, ResourceType, Type, Value,
 };
 
 /// Where the plugin asks to see the directory its notes live in.
@@ -40,8 +40,14 @@ struct Note;
 impl ResourceType for Note {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("notes:Note")
-            .describe("A file /notes/<name>.txt holding `text`.")
-            .input(PropertySchema::new("text").required().replace_on_change())
+            .describe("A file /notes/<name>.txt holding `text`; other inputs are free-form.")
+            .open()
+            .input(
+                PropertySchema::new("text")
+                    .of(Type::String)
+                    .required()
+                    .replace_on_change(),
+            )
     }
 
     fn create(
