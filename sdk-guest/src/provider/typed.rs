@@ -133,6 +133,8 @@ pub trait TypedResource: 'static {
 
     /// Reads the resource as it is now; `Ok(None)` means it is gone. The default returns the
     /// stored state unchanged.
+    // Spelled out, as implementations write it.
+    #[allow(clippy::type_complexity)]
     fn read(
         &self,
         ctx: &ResourceContext<'_>,
