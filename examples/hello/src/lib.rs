@@ -52,7 +52,7 @@ fn main(ctx: &Context) -> Result<(), Error> {
         .input("min_special", 2)
         .register();
 
-    // A port number between 8000 and 8999.
+    // A port number between 8000 and 8999: an integer, in the state and in every display.
     let port = ctx
         .resource("random:RandomInteger", "port")
         .input("min", 8000)
