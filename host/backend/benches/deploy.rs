@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use plinth_backend::LocalBackend;
 use plinth_engine::deployment::{self, Options};
 use plinth_engine::events::EventSink;
-use plinth_engine::journal::{JournalEntry, Persister, SnapshotManager};
+use plinth_engine::journal::{JournalEntry, PersistError, Persister, SnapshotManager};
 use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest};
 use plinth_engine::provider::*;
 use plinth_engine::snapshot::Snapshot;
@@ -176,16 +176,17 @@ struct Counting {
 }
 
 impl Persister for Counting {
-    fn append(&mut self, entry: &JournalEntry) -> Result<(), String> {
-        let line = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
+        let line = serde_json::to_vec(entry)
+            .map_err(|e| PersistError::invalid("measure", "<journal entry>", e))?;
         self.journal_bytes
             .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
         self.inner.append(entry)
     }
-    fn sync(&mut self) -> Result<(), String> {
+    fn sync(&mut self) -> Result<(), PersistError> {
         self.inner.sync()
     }
-    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
+    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
         self.inner.compact(snapshot)
     }
 }

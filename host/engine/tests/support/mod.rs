@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use plinth_engine::deployment::{self, Options, Outcome};
 use plinth_engine::events::EventSink;
-use plinth_engine::journal::{JournalEntry, Persister, SnapshotManager, replay};
+use plinth_engine::journal::{
+    JournalEntry, PersistError, Persister, SnapshotError, SnapshotManager, replay,
+};
 use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest, ResourceOptions};
 use plinth_engine::provider::*;
 use plinth_engine::refresh::{self, RefreshOptions, RefreshOutcome};
@@ -387,18 +389,20 @@ pub struct CheckingPersister {
 }
 
 impl Persister for CheckingPersister {
-    fn append(&mut self, entry: &JournalEntry) -> Result<(), String> {
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
         self.entries.push(entry.clone());
         Ok(())
     }
-    fn sync(&mut self) -> Result<(), String> {
-        let snap = replay(self.base.clone(), self.entries.clone())
-            .map_err(|e| format!("intermediate snapshot invalid: {e}"))?;
-        snap.verify_integrity().map_err(|e| e.to_string())?;
+    fn sync(&mut self) -> Result<(), PersistError> {
+        let invalid = |e: SnapshotError| {
+            PersistError::invalid("check the intermediate snapshot of", "<memory>", e)
+        };
+        let snap = replay(self.base.clone(), self.entries.clone()).map_err(invalid)?;
+        snap.verify_integrity().map_err(|e| invalid(e.into()))?;
         *self.checks.lock().unwrap() += 1;
         Ok(())
     }
-    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
+    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
         *self.saved.lock().unwrap() = Some(snapshot.clone());
         Ok(())
     }
