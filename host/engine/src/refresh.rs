@@ -4,9 +4,9 @@
 //! interrupted update left are resolved: creates cleared, or adopted by id; updates and deletes
 //! dropped, since their resources have just been read back.
 //!
-//! Reads run in parallel; the journal entries are written afterwards, in state order, so every
-//! intermediate snapshot is valid (a refresh changes nothing in the real world, so an
-//! interrupted one loses nothing).
+//! Reads run in parallel; the journal entries are written afterwards, in state order and with
+//! one flush, so every intermediate snapshot is valid (a refresh changes nothing in the real
+//! world, so an interrupted one loses nothing).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -95,13 +95,8 @@ pub async fn run(
         Ok(()) => snapshot = Some(state.snapshot()),
     }
     if let (Some(recorder), true) = (recorder, snapshot.is_some()) {
-        let mut recorded = Ok(());
-        for entry in entries {
-            recorded = recorder.record(entry).await;
-            if recorded.is_err() {
-                break;
-            }
-        }
+        // All at once: one flush, not one per resource.
+        let recorded = recorder.record_all(entries).await;
         match recorded.and(recorder.finish().await) {
             Ok(finished) => snapshot = Some(finished),
             Err(e) => {

@@ -90,10 +90,15 @@ impl SnapshotManager {
 }
 
 fn writer(
-    mut state: JournalState,
-    mut persister: Box<dyn Persister>,
+    state: JournalState,
+    persister: Box<dyn Persister>,
     mut rx: mpsc::UnboundedReceiver<Request>,
 ) {
+    let mut writer = Writer {
+        state,
+        persister,
+        unflushed: false,
+    };
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -102,65 +107,75 @@ fn writer(
         let mut waiting = Vec::new();
         for request in batch {
             match request {
-                Request::Record(entries, reply) => {
-                    match record(&mut state, persister.as_mut(), &entries) {
-                        Ok(()) => waiting.push(reply),
-                        Err(e) => {
-                            let _ = reply.send(Err(e));
-                        }
+                Request::Record(entries, reply) => match writer.record(&entries) {
+                    Ok(()) => waiting.push(reply),
+                    // What the request recorded before the failure is flushed all the same.
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
                     }
-                    // What was recorded before the failure waits for the flush all the same.
-                }
+                },
                 Request::Finish(reply) => {
-                    let synced = sync(&mut state, persister.as_mut());
-                    flush_replies(&mut waiting, &synced);
-                    let result = synced.and_then(|()| {
-                        let snapshot = state.snapshot();
-                        snapshot.verify_integrity()?;
-                        persister.compact(&snapshot)?;
-                        Ok(snapshot)
-                    });
-                    let _ = reply.send(result);
+                    let flushed = writer.flush();
+                    flush_replies(&mut waiting, &flushed);
+                    let _ = reply.send(flushed.and_then(|()| writer.finish()));
                     return;
                 }
             }
         }
-        let synced = sync(&mut state, persister.as_mut());
-        flush_replies(&mut waiting, &synced);
+        let flushed = writer.flush();
+        flush_replies(&mut waiting, &flushed);
     }
 }
 
-/// Applies and appends `entries` in order, up to the first that cannot be: that one changes
-/// neither the state in memory nor the persister's journal.
-fn record(
-    state: &mut JournalState,
-    persister: &mut dyn Persister,
-    entries: &[JournalEntry],
-) -> Result<(), SnapshotError> {
-    for entry in entries {
-        let before = state.savepoint();
-        state.apply_uncommitted(entry)?;
-        if let Err(e) = persister.append(entry) {
-            state.roll_back_to(before);
-            return Err(e.into());
-        }
-    }
-    Ok(())
+/// The state in memory and the persister, kept in step.
+struct Writer {
+    state: JournalState,
+    persister: Box<dyn Persister>,
+    /// Entries were appended since the last flush.
+    unflushed: bool,
 }
 
-/// Makes what was appended since the last flush durable. If that fails, the persister drops
-/// those entries, and so does the state in memory: both stay at what the last flush made
-/// durable.
-fn sync(state: &mut JournalState, persister: &mut dyn Persister) -> Result<(), SnapshotError> {
-    match persister.sync() {
-        Ok(()) => {
-            state.commit();
-            Ok(())
+impl Writer {
+    /// Applies and appends `entries` in order, up to the first that cannot be: that one
+    /// changes neither the state in memory nor the persister's journal.
+    fn record(&mut self, entries: &[JournalEntry]) -> Result<(), SnapshotError> {
+        for entry in entries {
+            let before = self.state.savepoint();
+            self.state.apply_uncommitted(entry)?;
+            if let Err(e) = self.persister.append(entry) {
+                self.state.roll_back_to(before);
+                return Err(e.into());
+            }
+            self.unflushed = true;
         }
-        Err(e) => {
-            state.roll_back_to(Savepoint::COMMITTED);
-            Err(e.into())
+        Ok(())
+    }
+
+    /// Makes what was appended since the last flush durable. If that fails, the persister
+    /// drops those entries, and so does the state in memory: both stay at what the last flush
+    /// made durable.
+    fn flush(&mut self) -> Result<(), SnapshotError> {
+        if !std::mem::take(&mut self.unflushed) {
+            return Ok(());
         }
+        match self.persister.sync() {
+            Ok(()) => {
+                self.state.commit();
+                Ok(())
+            }
+            Err(e) => {
+                self.state.roll_back_to(Savepoint::COMMITTED);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Verifies the final snapshot and writes it as the new checkpoint.
+    fn finish(&mut self) -> Result<Snapshot, SnapshotError> {
+        let snapshot = self.state.snapshot();
+        snapshot.verify_integrity()?;
+        self.persister.compact(&snapshot)?;
+        Ok(snapshot)
     }
 }
 
