@@ -13,10 +13,11 @@ use crate::checkpoint::PluginUse;
 use crate::error::BackendError;
 use crate::local::LocalBackend;
 
-/// What kind of operation a history entry records.
+/// What a stack's history records: each run that changed its state is an update of one of
+/// these kinds. (The pending operations in a snapshot are something else: provider calls.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OperationKind {
+pub enum UpdateKind {
     Update,
     Refresh,
     Destroy,
@@ -26,22 +27,44 @@ pub enum OperationKind {
     StateEdit,
 }
 
-/// How an operation ended.
+impl std::fmt::Display for UpdateKind {
+    /// The kind as the history's JSON names it: `update`, `state-edit`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UpdateKind::Update => "update",
+            UpdateKind::Refresh => "refresh",
+            UpdateKind::Destroy => "destroy",
+            UpdateKind::Import => "import",
+            UpdateKind::StateEdit => "state-edit",
+        })
+    }
+}
+
+/// How an update ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OperationResult {
+pub enum UpdateResult {
     Succeeded,
     Failed,
 }
 
-/// One operation on a stack.
+impl std::fmt::Display for UpdateResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UpdateResult::Succeeded => "succeeded",
+            UpdateResult::Failed => "failed",
+        })
+    }
+}
+
+/// One update of a stack.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEntry {
-    pub kind: OperationKind,
+    pub kind: UpdateKind,
     /// Seconds since the Unix epoch.
     pub started: u64,
     pub ended: u64,
-    pub result: OperationResult,
+    pub result: UpdateResult,
     pub changes: ChangeSummary,
     /// The plinth version that ran the operation.
     pub plinth: String,
@@ -56,9 +79,9 @@ pub struct HistoryEntry {
 impl HistoryEntry {
     /// An entry for an operation that started at `started` and ends now.
     pub fn ended_now(
-        kind: OperationKind,
+        kind: UpdateKind,
         started: SystemTime,
-        result: OperationResult,
+        result: UpdateResult,
         changes: ChangeSummary,
     ) -> HistoryEntry {
         HistoryEntry {
@@ -121,8 +144,9 @@ impl LocalBackend {
     }
 
     /// The stack's history, newest first. A torn last line (a crash mid-append) is skipped.
+    /// Reads no state, so it needs no secrets.
     pub fn history(&self, project: &str, stack: &str) -> Result<Vec<HistoryEntry>, BackendError> {
-        self.load(project, stack)?;
+        self.require_stack(project, stack)?;
         let path = self.history_path(project, stack);
         let file = match std::fs::File::open(&path) {
             Ok(file) => file,
@@ -199,9 +223,9 @@ mod tests {
             sha256: "ab".repeat(32),
         };
         let entry = HistoryEntry::ended_now(
-            OperationKind::Update,
+            UpdateKind::Update,
             SystemTime::now(),
-            OperationResult::Succeeded,
+            UpdateResult::Succeeded,
             ChangeSummary::default(),
         )
         .with_plugins(vec![plugin.clone()]);
@@ -211,5 +235,42 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].plugins, [plugin]);
         assert!(entries[1].plugins.is_empty());
+    }
+
+    #[test]
+    fn kinds_and_results_read_as_in_the_json() {
+        use UpdateKind::*;
+        for kind in [Update, Refresh, Destroy, Import, StateEdit] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.to_string());
+        }
+        for result in [UpdateResult::Succeeded, UpdateResult::Failed] {
+            assert_eq!(serde_json::to_value(result).unwrap(), result.to_string());
+        }
+    }
+
+    #[test]
+    fn the_history_of_a_stack_with_secrets_needs_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let keyless = LocalBackend::from_url(Some(&url)).unwrap();
+        keyless.create_stack("p", "dev").unwrap();
+        // A checkpoint holding a sealed secret, which this backend cannot open.
+        let path = keyless.path("p", "dev", "json");
+        let json = std::fs::read_to_string(&path).unwrap();
+        let sealed = json.replace(
+            "\"outputs\": {}",
+            "\"outputs\": {\"token\": {\"plinth:sig\": \"secret\", \"ciphertext\": \"v1:AAAA\"}}",
+        );
+        assert_ne!(sealed, json, "{json}");
+        std::fs::write(&path, sealed).unwrap();
+        assert!(keyless.load("p", "dev").is_err());
+        let entry = HistoryEntry::ended_now(
+            UpdateKind::Update,
+            SystemTime::now(),
+            UpdateResult::Succeeded,
+            ChangeSummary::default(),
+        );
+        keyless.append_history("p", "dev", &entry).unwrap();
+        assert_eq!(keyless.history("p", "dev").unwrap(), [entry]);
     }
 }

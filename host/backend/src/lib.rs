@@ -14,7 +14,7 @@ mod transfer;
 pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
 pub use edit::StateEdit;
 pub use error::BackendError;
-pub use history::{HistoryEntry, OperationKind, OperationResult};
+pub use history::{HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_file::write_atomically;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockInfo, StackLock};

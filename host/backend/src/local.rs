@@ -103,7 +103,7 @@ impl LocalBackend {
         self.path(project, stack, "json").exists()
     }
 
-    fn require_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+    pub(crate) fn require_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
         validate_stack_name(stack)?;
         if self.stack_exists(project, stack) {
             Ok(())

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult, UsedPlugins};
+use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_backend::{LoadedStack, StackLock};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, EventSink};
@@ -23,7 +23,7 @@ use crate::build::component_path;
 use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
 use crate::plugins::PluginProviders;
-use crate::secrets::open_config;
+use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, pending, targets};
 
 #[derive(Args)]
@@ -130,13 +130,6 @@ fn parse_adoption(arg: &str) -> Result<(String, String), String> {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Update,
-    Destroy,
-    Refresh,
-}
-
 /// What a run asks of the engine beyond its kind.
 #[derive(Default)]
 struct Request {
@@ -167,8 +160,8 @@ struct Ran {
 
 pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
     let request = Request::change(&args.change, args.refresh);
-    let outcome = Deployer::new(ws)?
-        .run(Kind::Update, true, &args.common, &request)
+    let outcome = Deployer::for_preview(ws)?
+        .run(UpdateKind::Update, true, &args.common, &request)
         .await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
         bail!(
@@ -181,8 +174,13 @@ pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
 
 pub async fn up(ws: &Workspace, args: UpArgs) -> Result<ExitCode> {
     let request = Request::change(&args.change, args.refresh);
-    let (yes, skip) = (args.yes, args.skip_preview);
-    run_confirmed(ws, Kind::Update, &args.common, &request, yes, skip).await
+    let confirm = Confirm {
+        command: "up",
+        question: "Do you want to perform this update?",
+        yes: args.yes,
+        skip_preview: args.skip_preview,
+    };
+    run_confirmed(ws, UpdateKind::Update, &args.common, &request, confirm).await
 }
 
 pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
@@ -190,8 +188,18 @@ pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
         continue_on_error: args.continue_on_error,
         ..Request::default()
     };
-    let (yes, skip) = (args.yes, args.skip_preview);
-    run_confirmed(ws, Kind::Destroy, &args.common, &request, yes, skip).await
+    let question = if args.common.targets.is_empty() {
+        "Do you want to delete every resource of this stack?"
+    } else {
+        "Do you want to delete the targeted resources?"
+    };
+    let confirm = Confirm {
+        command: "destroy",
+        question,
+        yes: args.yes,
+        skip_preview: args.skip_preview,
+    };
+    run_confirmed(ws, UpdateKind::Destroy, &args.common, &request, confirm).await
 }
 
 pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
@@ -200,8 +208,8 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
         ..Request::default()
     };
     if args.expect_no_changes {
-        let outcome = Deployer::new(ws)?
-            .run(Kind::Refresh, true, &args.common, &request)
+        let outcome = Deployer::for_preview(ws)?
+            .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
             bail!(
@@ -212,41 +220,40 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (yes, skip) = (args.yes, args.skip_preview);
-    run_confirmed(ws, Kind::Refresh, &args.common, &request, yes, skip).await
+    let confirm = Confirm {
+        command: "refresh",
+        question: "Do you want to record what the refresh found?",
+        yes: args.yes,
+        skip_preview: args.skip_preview,
+    };
+    run_confirmed(ws, UpdateKind::Refresh, &args.common, &request, confirm).await
+}
+
+/// How a command that changes the stack asks before it does.
+struct Confirm {
+    /// The command, as the stack's lock names it while it runs.
+    command: &'static str,
+    question: &'static str,
+    yes: bool,
+    skip_preview: bool,
 }
 
 async fn run_confirmed(
     ws: &Workspace,
-    kind: Kind,
+    kind: UpdateKind,
     common: &CommonArgs,
     request: &Request,
-    yes: bool,
-    skip_preview: bool,
+    how: Confirm,
 ) -> Result<ExitCode> {
-    let deployer = Deployer::new(ws)?;
-    // A stack that has held secrets needs its passphrase before anything starts, not at the
-    // first secret the update records.
-    let stack = &deployer.stack;
-    if ws.project.stack_config(stack).encryption_salt()?.is_some() {
-        ws.backend.crypter(stack).unlock()?;
-    }
-    if !skip_preview {
+    let deployer = Deployer::for_update(ws, how.command)?;
+    if !how.skip_preview {
         let plan = deployer.run(kind, true, common, request).await?;
         if plan.changes.changes() == 0 {
             println!("No changes to make.");
         }
     }
-    if !yes {
-        let question = match kind {
-            Kind::Update => "Do you want to perform this update?",
-            Kind::Destroy if common.targets.is_empty() => {
-                "Do you want to delete every resource of this stack?"
-            }
-            Kind::Destroy => "Do you want to delete the targeted resources?",
-            Kind::Refresh => "Do you want to record what the refresh found?",
-        };
-        if !confirm(question, "--yes")? {
+    if !how.yes {
+        if !confirm(how.question, "--yes")? {
             println!("Cancelled; nothing was changed.");
             return Ok(ExitCode::FAILURE);
         }
@@ -258,6 +265,8 @@ async fn run_confirmed(
 /// Everything one deployment needs, set up once per command.
 struct Deployer<'a> {
     ws: &'a Workspace,
+    /// The command it runs for, as the stack's lock names it.
+    command: &'static str,
     stack: String,
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
@@ -267,8 +276,21 @@ struct Deployer<'a> {
 }
 
 impl<'a> Deployer<'a> {
-    fn new(ws: &'a Workspace) -> Result<Deployer<'a>> {
+    /// For runs that only preview: they record nothing, so they need the stack's secrets only
+    /// to open those its configuration or state holds.
+    fn for_preview(ws: &'a Workspace) -> Result<Deployer<'a>> {
+        Deployer::new(ws, "preview", ws.stack()?)
+    }
+
+    /// For runs that record what they do: the stack's secrets must work before anything
+    /// starts.
+    fn for_update(ws: &'a Workspace, command: &'static str) -> Result<Deployer<'a>> {
         let stack = ws.stack()?;
+        unlock_for_update(&ws.backend, &stack)?;
+        Deployer::new(ws, command, stack)
+    }
+
+    fn new(ws: &'a Workspace, command: &'static str, stack: String) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
@@ -286,6 +308,7 @@ impl<'a> Deployer<'a> {
         ));
         Ok(Deployer {
             ws,
+            command,
             stack,
             config,
             runtime,
@@ -294,8 +317,8 @@ impl<'a> Deployer<'a> {
         })
     }
 
-    async fn program(&self, kind: Kind) -> Result<Box<dyn Program>> {
-        if kind == Kind::Destroy {
+    async fn program(&self, kind: UpdateKind) -> Result<Box<dyn Program>> {
+        if kind == UpdateKind::Destroy {
             return Ok(Box::new(EmptyProgram));
         }
         let source = self.ws.project.resolve(&self.ws.project.file.program);
@@ -306,7 +329,7 @@ impl<'a> Deployer<'a> {
 
     async fn run(
         &self,
-        kind: Kind,
+        kind: UpdateKind,
         preview: bool,
         common: &CommonArgs,
         request: &Request,
@@ -314,7 +337,7 @@ impl<'a> Deployer<'a> {
         let project = self.ws.project.name();
         let backend = &self.ws.backend;
         let program = match kind {
-            Kind::Refresh => None,
+            UpdateKind::Refresh => None,
             _ => Some(self.program(kind).await?),
         };
         // Lock before loading: a snapshot loaded outside the lock could be overtaken by the
@@ -322,12 +345,7 @@ impl<'a> Deployer<'a> {
         let lock = if preview {
             None
         } else {
-            let command = match kind {
-                Kind::Update => "up",
-                Kind::Destroy => "destroy",
-                Kind::Refresh => "refresh",
-            };
-            Some(backend.lock(project, &self.stack, command)?)
+            Some(backend.lock(project, &self.stack, self.command)?)
         };
         let mut loaded = backend.load(project, &self.stack)?;
         if loaded.recovered {
@@ -349,7 +367,7 @@ impl<'a> Deployer<'a> {
         let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
         let mut ran = Ran::default();
         let mut errors = Vec::new();
-        if kind == Kind::Refresh || request.refresh_first {
+        if kind == UpdateKind::Refresh || request.refresh_first {
             let adopt = (request.adopt.iter())
                 .map(|(urn, id)| Ok((targets::resolve_one(&loaded.snapshot, urn)?, id.clone())))
                 .collect::<Result<_>>()?;
@@ -359,7 +377,7 @@ impl<'a> Deployer<'a> {
                 targets: targets.clone(),
                 adopt,
             };
-            let phase = self.phase(Kind::Refresh, preview, lock.as_ref(), &loaded)?;
+            let phase = self.phase(UpdateKind::Refresh, preview, lock.as_ref(), &loaded)?;
             let outcome = phase
                 .run(common.show_sames, |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
@@ -415,8 +433,11 @@ impl<'a> Deployer<'a> {
         }
         interrupts.abort();
         drop(lock);
-        let what = Phase::action(kind, preview).to_lowercase();
-        let what = what.trim_end_matches(" of");
+        let what = if preview {
+            format!("the preview of the {kind}")
+        } else {
+            format!("the {kind}")
+        };
         match errors.as_slice() {
             [] => {}
             [one] => bail!("{what} failed: {one}"),
@@ -432,7 +453,7 @@ impl<'a> Deployer<'a> {
     /// Announces one phase of a run and, outside preview, starts recording it.
     fn phase(
         &self,
-        kind: Kind,
+        kind: UpdateKind,
         preview: bool,
         lock: Option<&StackLock>,
         loaded: &LoadedStack,
@@ -440,7 +461,7 @@ impl<'a> Deployer<'a> {
         let project = self.ws.project.name();
         println!(
             "{} stack {} (project {}):\n",
-            Phase::action(kind, preview),
+            Phase::heading(kind, preview),
             style(&self.stack).bold(),
             style(project).bold()
         );
@@ -471,17 +492,12 @@ impl<'a> Deployer<'a> {
         if phase.recorder.is_none() {
             return Ok(());
         }
-        let kind = match phase.kind {
-            Kind::Update => OperationKind::Update,
-            Kind::Destroy => OperationKind::Destroy,
-            Kind::Refresh => OperationKind::Refresh,
-        };
         let result = if errors.is_empty() {
-            OperationResult::Succeeded
+            UpdateResult::Succeeded
         } else {
-            OperationResult::Failed
+            UpdateResult::Failed
         };
-        let entry = HistoryEntry::ended_now(kind, phase.started, result, changes.clone())
+        let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
             .with_plugins(self.used.list());
         let project = self.ws.project.name();
         Ok(self
@@ -493,22 +509,26 @@ impl<'a> Deployer<'a> {
 
 /// One engine call of a run, shown by its own display.
 struct Phase {
-    kind: Kind,
+    kind: UpdateKind,
     preview: bool,
     recorder: Option<SnapshotManager>,
     started: SystemTime,
 }
 
 impl Phase {
-    fn action(kind: Kind, preview: bool) -> &'static str {
-        match (kind, preview) {
-            (Kind::Update, true) => "Previewing update of",
-            (Kind::Update, false) => "Updating",
-            (Kind::Destroy, true) => "Previewing destroy of",
-            (Kind::Destroy, false) => "Destroying",
-            (Kind::Refresh, true) => "Previewing refresh of",
-            (Kind::Refresh, false) => "Refreshing",
+    /// How the phase is announced, before the stack's name.
+    fn heading(kind: UpdateKind, preview: bool) -> String {
+        if preview {
+            return format!("Previewing {kind} of");
         }
+        match kind {
+            UpdateKind::Update => "Updating",
+            UpdateKind::Destroy => "Destroying",
+            UpdateKind::Refresh => "Refreshing",
+            UpdateKind::Import => "Importing into",
+            UpdateKind::StateEdit => "Editing the state of",
+        }
+        .to_owned()
     }
 
     /// Runs the engine call `start` makes, rendering its events until it is done.
@@ -519,8 +539,8 @@ impl Phase {
     ) -> T {
         let (events, receiver) = EventSink::new();
         let words = match self.kind {
-            Kind::Refresh => display::RunKind::Refresh,
-            Kind::Update | Kind::Destroy => display::RunKind::Change,
+            UpdateKind::Refresh => display::RunKind::Refresh,
+            _ => display::RunKind::Change,
         };
         let display = tokio::spawn(display::render(receiver, self.preview, show_sames, words));
         let outcome = start(events).await;

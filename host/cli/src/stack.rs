@@ -8,12 +8,13 @@ use std::time::SystemTime;
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult, write_atomically};
+use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, write_atomically};
 use plinth_engine::events::ChangeSummary;
 
 use crate::Workspace;
 use crate::display::render_value;
 use crate::plugin::short;
+use crate::secrets::unlock_for_update;
 use crate::stack_config::ConfigValue;
 
 #[derive(Subcommand)]
@@ -175,6 +176,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
 fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
     let project = ws.project.name();
     let stack = ws.stack()?;
+    unlock_for_update(&ws.backend, &stack)?;
     let bytes = match &file {
         Some(file) => {
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?
@@ -189,9 +191,9 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
     let lock = ws.backend.lock(project, &stack, "stack import")?;
     let report = ws.backend.import(project, &stack, &bytes, force, &lock)?;
     let entry = HistoryEntry::ended_now(
-        OperationKind::Import,
+        UpdateKind::Import,
         started,
-        OperationResult::Succeeded,
+        UpdateResult::Succeeded,
         ChangeSummary::default(),
     );
     ws.backend.append_history(project, &stack, &entry)?;
@@ -233,8 +235,6 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         "STARTED (unix)"
     );
     for e in entries {
-        let kind = serde_json::to_value(e.kind)?;
-        let result = serde_json::to_value(e.result)?;
         let plugins: Vec<_> = e
             .plugins
             .iter()
@@ -242,8 +242,8 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             .collect();
         println!(
             "{:10} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  {}",
-            kind.as_str().unwrap_or_default(),
-            result.as_str().unwrap_or_default(),
+            e.kind.to_string(),
+            e.result.to_string(),
             e.ended.saturating_sub(e.started),
             e.changes.create,
             e.changes.update,

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use anyhow::{Result, anyhow};
 use clap::Subcommand;
 use console::style;
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult, StackLock, StateEdit};
+use plinth_backend::{HistoryEntry, StackLock, StateEdit, UpdateKind, UpdateResult};
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::snapshot::{OperationKind as PendingKind, Removal, StateEditError};
 use plinth_engine::urn::Urn;
@@ -129,9 +129,9 @@ fn save(
     let project = ws.project.name();
     ws.backend.save_edit(project, stack, edit, lock)?;
     let entry = HistoryEntry::ended_now(
-        OperationKind::StateEdit,
+        UpdateKind::StateEdit,
         started,
-        OperationResult::Succeeded,
+        UpdateResult::Succeeded,
         ChangeSummary::default(),
     )
     .with_note(note);
