@@ -49,7 +49,7 @@ pub enum BackendError {
         error: plinth_engine::snapshot::IntegrityError,
     },
     #[error(
-        "stack `{stack}` is locked by another update: {holder}; if that process is gone, run `plinth cancel`"
+        "stack `{stack}` is locked by an update that is still running, {holder}: wait for it to finish, or stop it"
     )]
     Locked { stack: String, holder: String },
     #[error(transparent)]

@@ -17,5 +17,5 @@ pub use error::BackendError;
 pub use history::{HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_file::write_atomically;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
-pub use lock::{LockInfo, StackLock};
+pub use lock::{LockHolder, LockInfo, StackLock};
 pub use transfer::ImportReport;

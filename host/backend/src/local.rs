@@ -16,7 +16,7 @@ use plinth_engine::snapshot::Snapshot;
 use crate::checkpoint::{Checkpoint, PluginUse, UsedPlugins};
 use crate::error::BackendError;
 use crate::journal_file::{JournalFile, read_entries, write_atomically};
-use crate::lock::{LockInfo, StackLock};
+use crate::lock::{LockHolder, StackLock};
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
 
 /// A stack's state as loaded.
@@ -144,7 +144,8 @@ impl LocalBackend {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let resources = self.load_redacted(project, &name)?.snapshot.resources.len();
-                let locked = self.path(project, &name, "lock").exists();
+                let lock = crate::lock::holder(&self.path(project, &name, "lock"))?;
+                let locked = lock.is_some_and(|holder| holder.running);
                 stacks.push(StackSummary {
                     name,
                     resources,
@@ -246,19 +247,19 @@ impl LocalBackend {
         StackLock::acquire(self.path(project, stack, "lock"), stack, command)
     }
 
-    /// Who holds the stack's update lock, if anyone. `Some(None)`: a lock file nobody can read.
+    /// Who holds the stack's update lock, or held it and left its lock file, if anyone.
     pub fn lock_holder(
         &self,
         project: &str,
         stack: &str,
-    ) -> Result<Option<Option<LockInfo>>, BackendError> {
+    ) -> Result<Option<LockHolder>, BackendError> {
         self.require_stack(project, stack)?;
-        let path = self.path(project, stack, "lock");
-        Ok(path.exists().then(|| crate::lock::read(&path)))
+        crate::lock::holder(&self.path(project, stack, "lock"))
     }
 
-    /// Breaks the stack's update lock, whoever holds it (`plinth cancel`). A journal the holder
-    /// left is replayed by the next command, so nothing it recorded is lost.
+    /// Breaks the stack's update lock, whoever holds it (`plinth cancel`): its holder, if it
+    /// still runs, no longer keeps other updates out. A journal the holder left is replayed by
+    /// the next command, so nothing it recorded is lost.
     pub fn break_lock(&self, project: &str, stack: &str) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
         let path = self.path(project, stack, "lock");

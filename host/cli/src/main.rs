@@ -73,7 +73,8 @@ enum Command {
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
     #[command(subcommand)]
     State(state::StateCommand),
-    /// Break the stack's update lock, left by an update that is gone.
+    /// Remove the stack's update lock: one left by an update that is gone, or, with
+    /// confirmation, one a running update holds.
     Cancel {
         /// Do not ask for confirmation.
         #[arg(short, long)]
@@ -171,29 +172,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
     let project = ws.project.name();
     let stack = ws.stack()?;
-    let holder = match ws.backend.lock_holder(project, &stack)? {
-        None => {
-            println!("Stack `{stack}` is not locked.");
-            return Ok(ExitCode::SUCCESS);
-        }
-        Some(Some(info)) => format!(
-            "`{}` by {}@{} (pid {}{})",
-            info.command,
-            info.user,
-            info.host,
-            info.pid,
-            if info.is_stale() {
-                ", no longer running"
-            } else {
-                ""
-            }
-        ),
-        Some(None) => "an unknown process".to_owned(),
+    let Some(holder) = ws.backend.lock_holder(project, &stack)? else {
+        println!("Stack `{stack}` is not locked.");
+        return Ok(ExitCode::SUCCESS);
     };
-    println!("Stack `{stack}` is locked by {holder}.");
+    let who = holder
+        .info
+        .map_or_else(|| "an unknown process".to_owned(), |info| info.to_string());
+    if !holder.running {
+        // Taking the lock takes over the stale file, and releasing it removes it.
+        drop(ws.backend.lock(project, &stack, "cancel")?);
+        println!("Removed the lock of stack `{stack}` left by {who}, which no longer runs.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Stack `{stack}` is locked by {who}, which is still running.");
     if !yes
         && !confirm(
-            "Break the lock? Only do this if that update is no longer running.",
+            "Break the lock anyway? Another update could then run alongside it.",
             "--yes",
         )?
     {
