@@ -246,7 +246,7 @@ mod tests {
         let entries = [
             JournalEntry::Begin {
                 seq: 1,
-                kind: plinth_engine::snapshot::OperationKind::Creating,
+                kind: plinth_engine::snapshot::PendingKind::Creating,
                 resource: a.clone(),
                 old: None,
             },

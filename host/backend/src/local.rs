@@ -392,7 +392,7 @@ mod tests {
     fn record_create(persister: &mut dyn Persister, state: plinth_engine::resource::ResourceState) {
         let begin = JournalEntry::Begin {
             seq: 1,
-            kind: plinth_engine::snapshot::OperationKind::Creating,
+            kind: plinth_engine::snapshot::PendingKind::Creating,
             resource: state.clone(),
             old: None,
         };
@@ -492,7 +492,7 @@ mod tests {
         let entries = [
             JournalEntry::Begin {
                 seq: 1,
-                kind: plinth_engine::snapshot::OperationKind::Creating,
+                kind: plinth_engine::snapshot::PendingKind::Creating,
                 resource: state.clone(),
                 old: None,
             },

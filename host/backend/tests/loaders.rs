@@ -5,7 +5,7 @@
 use plinth_backend::{BackendError, LocalBackend};
 use plinth_engine::journal::JournalEntry;
 use plinth_engine::resource::ResourceState;
-use plinth_engine::snapshot::OperationKind;
+use plinth_engine::snapshot::PendingKind;
 use plinth_engine::urn::Urn;
 use plinth_engine::value::Value;
 use proptest::prelude::*;
@@ -69,7 +69,7 @@ fn fixture() -> (
             persister
                 .append(&JournalEntry::Begin {
                     seq,
-                    kind: OperationKind::Creating,
+                    kind: PendingKind::Creating,
                     resource: resource.clone(),
                     old: None,
                 })

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use console::style;
 use plinth_backend::{HistoryEntry, StackLock, StateEdit, UpdateKind, UpdateResult};
 use plinth_engine::events::ChangeSummary;
-use plinth_engine::snapshot::{OperationKind as PendingKind, Removal, StateEditError};
+use plinth_engine::snapshot::{PendingKind, Removal, StateEditError};
 use plinth_engine::urn::Urn;
 
 use crate::pending::warn_pending;

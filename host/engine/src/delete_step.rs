@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;
 use crate::provider::ProviderError;
-use crate::snapshot::OperationKind;
+use crate::snapshot::PendingKind;
 use crate::step::{ClaimOutcome, StepContext, StepError, mark_deleted};
 use crate::urn::provided_package;
 use crate::value::PropertyMap;
@@ -139,7 +139,7 @@ impl StepContext {
         }
         let provider = self.provider_for(old, None).await?;
         let seq = self
-            .begin(OperationKind::Deleting, old, Some(index))
+            .begin(PendingKind::Deleting, old, Some(index))
             .await
             .map_err(|e| self.persist_error(urn, e))?;
         let timeout = timeout.or(old.custom_timeouts.and_then(|t| t.delete_seconds));

@@ -19,7 +19,7 @@ pub use persist::{PersistCause, PersistError, Persister};
 pub use writer::SnapshotManager;
 
 use crate::resource::ResourceState;
-use crate::snapshot::{IntegrityError, OperationKind, PendingOperation, Snapshot};
+use crate::snapshot::{IntegrityError, PendingKind, PendingOperation, Snapshot};
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
@@ -30,7 +30,7 @@ pub enum JournalEntry {
     /// A provider call is about to start.
     Begin {
         seq: u64,
-        kind: OperationKind,
+        kind: PendingKind,
         resource: ResourceState,
         /// The base resource an update or delete operates on, or that a create replaces.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,7 +82,7 @@ pub enum JournalEntry {
     /// A pending operation an earlier, interrupted operation left is resolved: dropped, or (a
     /// create) adopted by a `Created` entry of its own.
     ResolvePending {
-        kind: OperationKind,
+        kind: PendingKind,
         urn: Urn,
     },
 }
@@ -208,9 +208,9 @@ impl JournalState {
             } => {
                 // Refuse what the snapshot could not record *before* the provider acts.
                 match (kind, old) {
-                    (OperationKind::Deleting, Some(old)) => self.check_deletable(*old)?,
-                    (OperationKind::Updating, Some(old)) => self.expect_live_base(*old)?,
-                    (OperationKind::Creating, replaces) => {
+                    (PendingKind::Deleting, Some(old)) => self.check_deletable(*old)?,
+                    (PendingKind::Updating, Some(old)) => self.expect_live_base(*old)?,
+                    (PendingKind::Creating, replaces) => {
                         self.check_creatable(&resource.urn, *replaces)?
                     }
                     (_, None) if !self.knows(&resource.urn) => {
@@ -498,11 +498,11 @@ impl JournalState {
         // later delete finished it): only the record of an interrupted create outlives that.
         if pending_operations
             .iter()
-            .any(|op| op.kind != OperationKind::Creating)
+            .any(|op| op.kind != PendingKind::Creating)
         {
             let urns: HashSet<&Urn> = resources.iter().map(|r| &r.urn).collect();
             pending_operations
-                .retain(|op| op.kind == OperationKind::Creating || urns.contains(&op.resource.urn));
+                .retain(|op| op.kind == PendingKind::Creating || urns.contains(&op.resource.urn));
         }
         Snapshot {
             resources,
@@ -547,7 +547,7 @@ mod tests {
             [
                 JournalEntry::Begin {
                     seq: 1,
-                    kind: OperationKind::Creating,
+                    kind: PendingKind::Creating,
                     resource: new_a.clone(),
                     old: Some(0),
                 },
@@ -577,7 +577,7 @@ mod tests {
             base(),
             [JournalEntry::Begin {
                 seq: 7,
-                kind: OperationKind::Creating,
+                kind: PendingKind::Creating,
                 resource: state("c", &[]),
                 old: None,
             }],
@@ -595,9 +595,9 @@ mod tests {
         };
         let base = Snapshot {
             pending_operations: vec![
-                interrupted(OperationKind::Deleting, "b"),
-                interrupted(OperationKind::Updating, "a"),
-                interrupted(OperationKind::Creating, "c"),
+                interrupted(PendingKind::Deleting, "b"),
+                interrupted(PendingKind::Updating, "a"),
+                interrupted(PendingKind::Creating, "c"),
             ],
             ..base()
         };
@@ -606,7 +606,7 @@ mod tests {
             [
                 JournalEntry::Begin {
                     seq: 1,
-                    kind: OperationKind::Deleting,
+                    kind: PendingKind::Deleting,
                     resource: state("b", &["a"]),
                     old: None,
                 },
@@ -624,10 +624,7 @@ mod tests {
             .collect();
         assert_eq!(
             kinds,
-            [
-                (OperationKind::Updating, "a"),
-                (OperationKind::Creating, "c")
-            ]
+            [(PendingKind::Updating, "a"), (PendingKind::Creating, "c")]
         );
     }
 
@@ -661,7 +658,7 @@ mod tests {
         ];
         let begin = JournalEntry::Begin {
             seq: 1,
-            kind: OperationKind::Creating,
+            kind: PendingKind::Creating,
             resource: new_a.clone(),
             old: Some(0),
         };
@@ -704,7 +701,7 @@ mod tests {
             base(),
             [JournalEntry::Begin {
                 seq: 1,
-                kind: OperationKind::Deleting,
+                kind: PendingKind::Deleting,
                 resource: state("a", &[]),
                 old: Some(0),
             }],
@@ -721,7 +718,7 @@ mod tests {
             [
                 JournalEntry::Begin {
                     seq: 1,
-                    kind: OperationKind::Creating,
+                    kind: PendingKind::Creating,
                     resource: c.clone(),
                     old: None,
                 },

@@ -21,7 +21,7 @@ use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp}
 use crate::journal::{JournalEntry, JournalState, SnapshotManager};
 use crate::provider::{ProviderSource, ReadResult};
 use crate::resource::ResourceState;
-use crate::snapshot::{OperationKind, Snapshot};
+use crate::snapshot::{PendingKind, Snapshot};
 use crate::target::TargetSet;
 use crate::urn::{Urn, package_of, provided_package};
 use crate::value::PropertyMap;
@@ -147,7 +147,7 @@ fn adoptions(
     let mut reads = Vec::new();
     for (urn, id) in &options.adopt {
         let pending = (base.pending_operations.iter())
-            .find(|op| op.kind == OperationKind::Creating && op.resource.urn == *urn);
+            .find(|op| op.kind == PendingKind::Creating && op.resource.urn == *urn);
         match pending {
             Some(op) => reads.push(Read {
                 index: None,
@@ -361,13 +361,13 @@ impl<'a> Plan<'a> {
         for op in &self.base.pending_operations {
             let urn = &op.resource.urn;
             let message = match op.kind {
-                OperationKind::Creating if options.adopt.contains_key(urn) => continue,
-                OperationKind::Creating => {
+                PendingKind::Creating if options.adopt.contains_key(urn) => continue,
+                PendingKind::Creating => {
                     "cleared the pending create: if it created something, that is not managed \
                      (adopt it with `--import-pending-create URN=ID`)"
                 }
-                OperationKind::Updating => "dropped the pending update: the resource was read back",
-                OperationKind::Deleting => "dropped the pending delete: the resource was read back",
+                PendingKind::Updating => "dropped the pending update: the resource was read back",
+                PendingKind::Deleting => "dropped the pending delete: the resource was read back",
             };
             self.events
                 .diagnostic(Some(urn), Severity::Warning, message);
@@ -400,7 +400,7 @@ impl<'a> Plan<'a> {
             let seq = entries.len() as u64 + 1;
             entries.push(JournalEntry::Begin {
                 seq,
-                kind: OperationKind::Creating,
+                kind: PendingKind::Creating,
                 resource: state.clone(),
                 old: None,
             });
@@ -410,7 +410,7 @@ impl<'a> Plan<'a> {
                 replaces: None,
             });
             entries.push(JournalEntry::ResolvePending {
-                kind: OperationKind::Creating,
+                kind: PendingKind::Creating,
                 urn,
             });
         }

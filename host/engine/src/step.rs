@@ -15,7 +15,7 @@ use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
 use crate::provider::{Provider, ProviderError, ProviderSource};
 use crate::resource::{ProviderRef, ResourceState};
-use crate::snapshot::OperationKind;
+use crate::snapshot::PendingKind;
 use crate::target::TargetSet;
 use crate::urn::{Urn, package_of, provided_package};
 use crate::value::{PropertyMap, Value};
@@ -193,7 +193,7 @@ impl StepContext {
 
     pub(crate) async fn begin(
         &self,
-        kind: OperationKind,
+        kind: PendingKind,
         state: &ResourceState,
         old: Option<usize>,
     ) -> Result<u64, SnapshotError> {
@@ -538,7 +538,7 @@ impl StepContext {
             replaces: None,
         };
         let subject = state.clone();
-        let begun = (OperationKind::Creating, &subject, None);
+        let begun = (PendingKind::Creating, &subject, None);
         (self.record_done(begun, state, end, (info, started), None)).await
     }
 
@@ -652,7 +652,7 @@ impl StepContext {
                 let seq = self.recorder.as_ref().map_or(0, SnapshotManager::next_seq);
                 self.record(|| JournalEntry::Begin {
                     seq,
-                    kind: OperationKind::Creating,
+                    kind: PendingKind::Creating,
                     resource: state.clone(),
                     old: None,
                 })
@@ -716,7 +716,7 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
         let seq = self
-            .begin(OperationKind::Creating, &state, replaces)
+            .begin(PendingKind::Creating, &state, replaces)
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let call = provider.create(&urn, &state.inputs, self.preview);
@@ -800,7 +800,7 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
         let seq = self
-            .begin(OperationKind::Updating, old, Some(old_index))
+            .begin(PendingKind::Updating, old, Some(old_index))
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let (id, preview) = (&old.id, self.preview);

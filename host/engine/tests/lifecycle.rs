@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::program::{CustomTimeouts, EmptyProgram};
 use plinth_engine::refresh::RefreshOptions;
-use plinth_engine::snapshot::{OperationKind, PendingOperation};
+use plinth_engine::snapshot::{PendingKind, PendingOperation};
 use plinth_engine::value::{PropertyMap, Value};
 use support::*;
 
@@ -101,9 +101,9 @@ async fn refresh_clears_or_adopts_pending_creates_and_drops_other_pending_operat
         .unwrap()
         .insert("real-id".into(), PropertyMap::new());
     h.snapshot.pending_operations = vec![
-        pending(OperationKind::Creating, leaked),
-        pending(OperationKind::Creating, adopted),
-        pending(OperationKind::Updating, h.state("c").clone()),
+        pending(PendingKind::Creating, leaked),
+        pending(PendingKind::Creating, adopted),
+        pending(PendingKind::Updating, h.state("c").clone()),
     ];
     h.snapshot.verify_integrity().unwrap();
 
@@ -120,7 +120,7 @@ async fn refresh_clears_or_adopts_pending_creates_and_drops_other_pending_operat
 }
 
 fn pending(
-    kind: OperationKind,
+    kind: PendingKind,
     resource: plinth_engine::resource::ResourceState,
 ) -> PendingOperation {
     PendingOperation { kind, resource }
@@ -132,8 +132,8 @@ async fn up_drops_interrupted_updates_but_keeps_interrupted_creates() {
     let mut leaked = h.state("d").clone();
     leaked.urn = Harness::urn("leaked");
     h.snapshot.pending_operations = vec![
-        pending(OperationKind::Creating, leaked),
-        pending(OperationKind::Deleting, h.state("c").clone()),
+        pending(PendingKind::Creating, leaked),
+        pending(PendingKind::Deleting, h.state("c").clone()),
     ];
     let outcome = h.up(chain()).await;
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
@@ -143,7 +143,7 @@ async fn up_drops_interrupted_updates_but_keeps_interrupted_creates() {
         .iter()
         .map(|p| p.kind)
         .collect();
-    assert_eq!(kinds, [OperationKind::Creating]);
+    assert_eq!(kinds, [PendingKind::Creating]);
 }
 
 #[tokio::test]
@@ -412,7 +412,7 @@ async fn a_create_past_its_custom_timeout_fails_and_stays_pending() {
         .iter()
         .map(|p| p.kind)
         .collect();
-    assert_eq!(kinds, [OperationKind::Creating]);
+    assert_eq!(kinds, [PendingKind::Creating]);
 }
 
 fn managed_by(provider: &'static str, name: &'static str) -> Decl {
@@ -592,7 +592,7 @@ async fn a_delete_timeout_recorded_with_the_resource_applies_once_it_is_undeclar
         .iter()
         .map(|p| p.kind)
         .collect();
-    assert_eq!(kinds, [OperationKind::Deleting]);
+    assert_eq!(kinds, [PendingKind::Deleting]);
     assert_eq!(
         h.names(),
         ["slow"],

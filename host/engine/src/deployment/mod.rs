@@ -16,7 +16,7 @@ use crate::journal::{JournalEntry, SnapshotManager};
 use crate::program::{Monitor, Program, ProgramError, Registration, StackInfo};
 use crate::provider::ProviderSource;
 use crate::provider_step::reference;
-use crate::snapshot::{OperationKind, Snapshot};
+use crate::snapshot::{PendingKind, Snapshot};
 use crate::step::{ProviderBinding, ResourceStep, StepContext, StepError, StepResult};
 use crate::target::TargetSet;
 use crate::urn::{Urn, package_of, provided_package, provider_type};
@@ -851,9 +851,9 @@ async fn drop_interrupted(
     for op in &base.pending_operations {
         let urn = &op.resource.urn;
         let what = match op.kind {
-            OperationKind::Creating => continue,
-            OperationKind::Updating => "update",
-            OperationKind::Deleting => "delete",
+            PendingKind::Creating => continue,
+            PendingKind::Updating => "update",
+            PendingKind::Deleting => "delete",
         };
         let Some(recorder) = recorder else { continue };
         events.diagnostic(

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::undo::Savepoint;
 use super::{JournalEntry, JournalState, Persister, SnapshotError};
 use crate::resource::ResourceState;
-use crate::snapshot::{OperationKind, Snapshot};
+use crate::snapshot::{PendingKind, Snapshot};
 
 enum Request {
     Record(
@@ -64,7 +64,7 @@ impl SnapshotManager {
     /// Records the start of a provider call, returning its sequence number.
     pub async fn begin(
         &self,
-        kind: OperationKind,
+        kind: PendingKind,
         resource: &ResourceState,
         old: Option<usize>,
     ) -> Result<u64, SnapshotError> {
@@ -268,7 +268,7 @@ mod tests {
     fn begin(seq: u64, name: &str) -> JournalEntry {
         JournalEntry::Begin {
             seq,
-            kind: OperationKind::Creating,
+            kind: PendingKind::Creating,
             resource: state(name, &[]),
             old: None,
         }
