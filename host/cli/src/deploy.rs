@@ -252,11 +252,9 @@ async fn run_confirmed(
             println!("No changes to make.");
         }
     }
-    if !how.yes {
-        if !confirm(how.question, "--yes")? {
-            println!("Cancelled; nothing was changed.");
-            return Ok(ExitCode::FAILURE);
-        }
+    if !how.yes && !confirm(how.question, "--yes")? {
+        println!("Cancelled; nothing was changed.");
+        return Ok(ExitCode::FAILURE);
     }
     deployer.run(kind, false, common, request).await?;
     Ok(ExitCode::SUCCESS)
