@@ -1,8 +1,9 @@
 //! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
+use std::cell::Cell;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -252,10 +253,15 @@ async fn run_confirmed(
             println!("No changes to make.");
         }
     }
+    let asked = Instant::now();
     if !how.yes && !confirm(how.question, "--yes")? {
         println!("Cancelled; nothing was changed.");
         return Ok(ExitCode::FAILURE);
     }
+    // Time spent waiting for an answer is not the command's work.
+    deployer
+        .started
+        .set(deployer.started.get() + asked.elapsed());
     deployer.run(kind, false, common, request).await?;
     Ok(ExitCode::SUCCESS)
 }
@@ -271,6 +277,9 @@ struct Deployer<'a> {
     providers: Arc<PluginProviders>,
     /// The plugins the run loads, for the checkpoint and the history.
     used: UsedPlugins,
+    /// Where the reported duration counts from: the command's start, less any wait for a
+    /// confirmation.
+    started: Cell<Instant>,
 }
 
 impl<'a> Deployer<'a> {
@@ -312,6 +321,7 @@ impl<'a> Deployer<'a> {
             runtime,
             providers,
             used,
+            started: Cell::new(ws.started),
         })
     }
 
@@ -365,6 +375,7 @@ impl<'a> Deployer<'a> {
         let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
         let mut ran = Ran::default();
         let mut errors = Vec::new();
+        let mut shown = Vec::new();
         if kind == UpdateKind::Refresh || request.refresh_first {
             let adopt = (request.adopt.iter())
                 .map(|(urn, id)| Ok((targets::resolve_one(&loaded.snapshot, urn)?, id.clone())))
@@ -376,7 +387,7 @@ impl<'a> Deployer<'a> {
                 adopt,
             };
             let phase = self.phase(UpdateKind::Refresh, preview, lock.as_ref(), &loaded)?;
-            let outcome = phase
+            let (outcome, shown_now) = phase
                 .run(common.show_sames, |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     refresh::run(
@@ -392,6 +403,7 @@ impl<'a> Deployer<'a> {
             self.ended(&phase, &outcome.changes, &outcome.errors)?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
+            shown = shown_now;
             match outcome.snapshot {
                 // The update goes on from the checkpoint the refresh wrote.
                 Some(_) if lock.is_some() => loaded = backend.load(project, &self.stack)?,
@@ -411,7 +423,7 @@ impl<'a> Deployer<'a> {
                 continue_on_error: request.continue_on_error,
             };
             let phase = self.phase(kind, preview, lock.as_ref(), &loaded)?;
-            let outcome = phase
+            let (outcome, shown_now) = phase
                 .run(common.show_sames, |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     deployment::run(
@@ -428,6 +440,7 @@ impl<'a> Deployer<'a> {
             self.ended(&phase, &outcome.changes, &outcome.errors)?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
+            shown = shown_now;
         }
         interrupts.abort();
         drop(lock);
@@ -436,14 +449,8 @@ impl<'a> Deployer<'a> {
         } else {
             format!("the {kind}")
         };
-        match errors.as_slice() {
-            [] => {}
-            [one] => bail!("{what} failed: {one}"),
-            many => bail!(
-                "{what} failed with {} errors:\n  {}",
-                many.len(),
-                many.join("\n  ")
-            ),
+        if let Some(error) = failure(&what, &errors, &shown) {
+            return Err(error);
         }
         Ok(ran)
     }
@@ -482,6 +489,7 @@ impl<'a> Deployer<'a> {
             preview,
             recorder,
             started: SystemTime::now(),
+            command_started: self.started.get(),
         })
     }
 
@@ -505,12 +513,48 @@ impl<'a> Deployer<'a> {
     }
 }
 
+/// The error a run ends with: the step failures the display already showed are counted, not
+/// repeated; every other error is given in full.
+fn failure(what: &str, errors: &[String], shown: &[String]) -> Option<anyhow::Error> {
+    let (repeated, new): (Vec<&String>, Vec<&String>) =
+        errors.iter().partition(|e| shown.contains(e));
+    let above = match repeated.len() {
+        0 => None,
+        1 => Some("1 resource failed (shown above)".to_owned()),
+        n => Some(format!("{n} resources failed (shown above)")),
+    };
+    let reasons: Vec<String> = above.into_iter().chain(new.into_iter().cloned()).collect();
+    let message = match reasons.as_slice() {
+        [] => return None,
+        [one] => format!("{what} failed: {one}"),
+        many => format!(
+            "{what} failed with {} errors:\n  {}",
+            errors.len(),
+            many.join("\n  ")
+        ),
+    };
+    let hints: String = errors.iter().filter_map(|e| config_hint(e)).collect();
+    Some(anyhow::anyhow!("{message}{hints}"))
+}
+
+/// How to set a configuration value the program found missing (the SDK's `require_config`
+/// words it "missing required configuration value `KEY`").
+fn config_hint(error: &str) -> Option<String> {
+    const MISSING: &str = "missing required configuration value `";
+    let key = error.split_once(MISSING)?.1.split_once('`')?.0;
+    Some(format!(
+        "\n  hint: set it with `plinth config set {key} VALUE` (add --secret for a secret)"
+    ))
+}
+
 /// One engine call of a run, shown by its own display.
 struct Phase {
     kind: UpdateKind,
     preview: bool,
     recorder: Option<SnapshotManager>,
     started: SystemTime,
+    /// Where the duration shown at the end counts from.
+    command_started: Instant,
 }
 
 impl Phase {
@@ -529,21 +573,28 @@ impl Phase {
         .to_owned()
     }
 
-    /// Runs the engine call `start` makes, rendering its events until it is done.
+    /// Runs the engine call `start` makes, rendering its events until it is done; returns its
+    /// outcome and the step failures the display showed.
     async fn run<T, F: Future<Output = T>>(
         &self,
         show_sames: bool,
         start: impl FnOnce(EventSink) -> F,
-    ) -> T {
+    ) -> (T, Vec<String>) {
         let (events, receiver) = EventSink::new();
         let words = match self.kind {
             UpdateKind::Refresh => display::RunKind::Refresh,
             _ => display::RunKind::Change,
         };
-        let display = tokio::spawn(display::render(receiver, self.preview, show_sames, words));
+        let display = tokio::spawn(display::render(
+            receiver,
+            self.preview,
+            show_sames,
+            words,
+            self.command_started,
+        ));
         let outcome = start(events).await;
-        let _ = display.await;
-        outcome
+        let shown = display.await.unwrap_or_default();
+        (outcome, shown)
     }
 }
 
@@ -565,5 +616,38 @@ async fn watch_interrupts(cancel: CancellationToken) {
             eprintln!("aborted: operations in flight stay recorded as pending");
             std::process::exit(130);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_failures_shown_above_are_counted_not_repeated() {
+        let errors = ["urn:a: disk full".to_owned()];
+        let shown = ["urn:a: disk full".to_owned(), "disk full".to_owned()];
+        let message = failure("the update", &errors, &shown).unwrap().to_string();
+        assert_eq!(
+            message,
+            "the update failed: 1 resource failed (shown above)"
+        );
+        let errors = [errors[0].clone(), "the program failed: boom".to_owned()];
+        let message = failure("the update", &errors, &shown).unwrap().to_string();
+        assert!(message.contains("1 resource failed (shown above)\n  the program failed: boom"));
+        assert!(!message.contains("disk full"), "{message}");
+        assert!(failure("the update", &[], &shown).is_none());
+    }
+
+    #[test]
+    fn a_missing_config_value_gets_the_command_that_sets_it() {
+        let errors = ["the program failed: missing required configuration value `region`".into()];
+        let message = failure("the update", &errors, &[]).unwrap().to_string();
+        assert!(
+            message.ends_with(
+                "hint: set it with `plinth config set region VALUE` (add --secret for a secret)"
+            ),
+            "{message}"
+        );
     }
 }

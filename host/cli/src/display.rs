@@ -1,7 +1,7 @@
 //! Renders engine events for a person: the plan, progress while steps run, outputs and a
 //! summary. Secrets render as `[secret]`, unknowns as `[unknown]`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use console::{Style, style};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,13 +18,17 @@ pub enum RunKind {
     Refresh,
 }
 
-/// Prints events until the summary (or until the channel closes).
+/// Prints events until the summary (or until the channel closes). Returns the step failures it
+/// showed, as the engine words them in its errors (`URN: message`, or the message alone), so
+/// the command's error need not repeat them.
 pub async fn render(
     mut events: mpsc::UnboundedReceiver<Event>,
     preview: bool,
     show_sames: bool,
     kind: RunKind,
-) {
+    command_started: Instant,
+) -> Vec<String> {
+    let mut shown = Vec::new();
     let spinner = ProgressBar::new_spinner();
     spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
     spinner.enable_steady_tick(Duration::from_millis(100));
@@ -56,8 +60,10 @@ pub async fn render(
                     style("✗").red().bold(),
                     step.urn.ty(),
                     step.urn.name(),
-                    style(error).red()
+                    style(&error).red()
                 ));
+                shown.push(format!("{}: {error}", step.urn));
+                shown.push(error);
             }
             Event::Diagnostic {
                 urn,
@@ -83,19 +89,20 @@ pub async fn render(
             Event::Outputs(_) => {}
             Event::Summary {
                 changes,
-                duration,
                 preview,
                 failed,
+                ..
             } => {
                 spinner.finish_and_clear();
-                println!("\n{}", summary_line(&changes, preview, kind));
+                println!("\n{}", summary_line(&changes, preview, kind, failed));
                 let verdict = if failed {
                     style("failed").red().bold()
                 } else {
                     style("done").green()
                 };
+                let duration = command_started.elapsed();
                 println!("Duration: {:.2}s ({verdict})", duration.as_secs_f64());
-                return;
+                return shown;
             }
             Event::Cancelled => print(format!(
                 "{}",
@@ -104,6 +111,7 @@ pub async fn render(
         }
     }
     spinner.finish_and_clear();
+    shown
 }
 
 /// Symbol, verb for a plan, verb for what was done, and colour of a step.
@@ -177,7 +185,9 @@ pub fn render_value(v: &Value) -> String {
     }
 }
 
-fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind) -> String {
+/// What the run did; a failed run says what it did before the failure, and counts nothing as
+/// unchanged that it may never have reached.
+fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind, failed: bool) -> String {
     let mut parts = Vec::new();
     let (create, update, replace, delete) = match (kind, preview) {
         (RunKind::Refresh, _) => ("created", "drifted", "replaced", "gone"),
@@ -200,8 +210,49 @@ fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind) -> String {
             parts.push(s.apply_to(format!("{n} {label}")).to_string());
         }
     }
+    if failed {
+        let done = if parts.is_empty() {
+            "no changes".to_owned()
+        } else {
+            parts.join(", ")
+        };
+        let unchanged = if c.same > 0 {
+            format!(", {} unchanged", c.same)
+        } else {
+            String::new()
+        };
+        return format!("Resources: {done} before the failure{unchanged}");
+    }
     if parts.is_empty() {
         parts.push("no changes".into());
     }
     format!("Resources: {}, {} unchanged", parts.join(", "), c.same)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_run_says_what_it_did_before_the_failure() {
+        console::set_colors_enabled(false);
+        let nothing = ChangeSummary::default();
+        assert_eq!(
+            summary_line(&nothing, false, RunKind::Change, true),
+            "Resources: no changes before the failure"
+        );
+        let some = ChangeSummary {
+            create: 2,
+            same: 1,
+            ..ChangeSummary::default()
+        };
+        assert_eq!(
+            summary_line(&some, false, RunKind::Change, true),
+            "Resources: 2 created before the failure, 1 unchanged"
+        );
+        assert_eq!(
+            summary_line(&nothing, false, RunKind::Change, false),
+            "Resources: no changes, 0 unchanged"
+        );
+    }
 }

@@ -87,6 +87,8 @@ pub struct Workspace {
     pub project: Project,
     pub backend: LocalBackend,
     stack_flag: Option<String>,
+    /// When the command started: the duration it reports counts from here, builds included.
+    pub started: std::time::Instant,
 }
 
 impl GlobalArgs {
@@ -101,6 +103,7 @@ impl GlobalArgs {
 
 impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
+        let started = std::time::Instant::now();
         let project = Project::find(&global.start_dir()?)?;
         let url = std::env::var("PLINTH_BACKEND_URL").ok();
         let secrets = std::sync::Arc::new(secrets::PassphraseSecrets::new(&project));
@@ -109,6 +112,7 @@ impl Workspace {
             project,
             backend,
             stack_flag: global.stack.clone(),
+            started,
         })
     }
 
