@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use plinth_engine::journal::{Persister, replay};
 use plinth_engine::snapshot::Snapshot;
+use plinth_engine::urn::provided_package;
 
 use crate::checkpoint::{Checkpoint, PluginUse, UsedPlugins};
 use crate::error::BackendError;
@@ -33,6 +34,7 @@ pub struct LoadedStack {
 #[derive(Debug)]
 pub struct StackSummary {
     pub name: String,
+    /// The stack's resources, provider resources not counted (as the run summaries count).
     pub resources: usize,
     pub locked: bool,
 }
@@ -143,7 +145,10 @@ impl LocalBackend {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let resources = self.load_redacted(project, &name)?.snapshot.resources.len();
+                let snapshot = self.load_redacted(project, &name)?.snapshot;
+                let resources = (snapshot.resources.iter())
+                    .filter(|r| provided_package(r.urn.ty()).is_none())
+                    .count();
                 let lock = crate::lock::holder(&self.path(project, &name, "lock"))?;
                 let locked = lock.is_some_and(|holder| holder.running);
                 stacks.push(StackSummary {
@@ -411,6 +416,43 @@ mod tests {
         let url = format!("file://{}", dir.path().display());
         let backend = LocalBackend::from_url(Some(&url)).unwrap();
         (dir, backend)
+    }
+
+    #[test]
+    fn stack_list_counts_resources_as_summaries_do_without_providers() {
+        let (_dir, b) = backend();
+        b.create_stack("p", "dev").unwrap();
+        let loaded = b.load("p", "dev").unwrap();
+        let lock = b.lock("p", "dev", "up").unwrap();
+        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        let mut provider = resource("default");
+        provider.urn = plinth_engine::urn::Urn::new(
+            "dev",
+            "p",
+            None,
+            &plinth_engine::urn::provider_type("t"),
+            "default",
+        );
+        provider.ty = plinth_engine::urn::provider_type("t");
+        record_create(persister.as_mut(), provider);
+        let begin = JournalEntry::Begin {
+            seq: 2,
+            kind: plinth_engine::snapshot::PendingKind::Creating,
+            resource: resource("a"),
+            old: None,
+        };
+        persister.append(&begin).unwrap();
+        let created = JournalEntry::Created {
+            seq: 2,
+            resource: resource("a"),
+            replaces: None,
+        };
+        persister.append(&created).unwrap();
+        persister.sync().unwrap();
+        drop(persister);
+        drop(lock);
+        assert_eq!(b.load("p", "dev").unwrap().snapshot.resources.len(), 2);
+        assert_eq!(b.stacks("p").unwrap()[0].resources, 1);
     }
 
     #[test]
