@@ -177,6 +177,26 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>) -> Vec<String> {
     lines
 }
 
+/// A Unix time as a local date and time, to the second (`2026-11-23 09:01:02`).
+pub fn local_time(unix_seconds: u64) -> String {
+    let Ok(timestamp) = jiff::Timestamp::from_second(unix_seconds as i64) else {
+        return format!("{unix_seconds} (unix)");
+    };
+    timestamp
+        .to_zoned(jiff::tz::TimeZone::system())
+        .strftime("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+/// A duration in whole seconds, as a person reads it: `42s`, `3m05s`, `1h02m`.
+pub fn whole_seconds(seconds: u64) -> String {
+    match seconds {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 pub fn render_value(v: &Value) -> String {
     match v {
         Value::Secret(_) => style("[secret]").dim().to_string(),
@@ -232,6 +252,16 @@ fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind, failed: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_read_as_dates_and_durations() {
+        let shown = local_time(1_795_000_000);
+        assert_eq!(shown.len(), "2026-11-18 09:46:40".len(), "{shown}");
+        assert!(shown.starts_with("2026-11-"), "{shown}");
+        assert_eq!(whole_seconds(42), "42s");
+        assert_eq!(whole_seconds(185), "3m05s");
+        assert_eq!(whole_seconds(3720), "1h02m");
+    }
 
     #[test]
     fn a_failed_run_says_what_it_did_before_the_failure() {

@@ -12,7 +12,7 @@ use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, write_atomically};
 use plinth_engine::events::ChangeSummary;
 
 use crate::Workspace;
-use crate::display::render_value;
+use crate::display::{local_time, render_value, whole_seconds};
 use crate::plugin::short;
 use crate::secrets::unlock_for_update;
 use crate::stack_config::ConfigValue;
@@ -151,6 +151,10 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                     .map(|(k, v)| (k.clone(), masked(v)))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&masked)?);
+            } else if outputs.is_empty() {
+                println!(
+                    "Stack `{stack}` has no outputs; a program exports them with `ctx.export(NAME, VALUE)`."
+                );
             } else {
                 let width = outputs.keys().map(String::len).max().unwrap_or(0);
                 for (k, v) in &outputs {
@@ -223,16 +227,8 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  PLUGINS",
-        "KIND",
-        "RESULT",
-        "DURATION",
-        "CREATE",
-        "UPDATE",
-        "REPLACE",
-        "DELETE",
-        "PLINTH",
-        "STARTED (unix)"
+        "{:19}  {:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  PLUGINS",
+        "STARTED", "KIND", "RESULT", "DURATION", "CREATE", "UPDATE", "REPLACE", "DELETE", "PLINTH",
     );
     for e in entries {
         let plugins: Vec<_> = e
@@ -241,16 +237,16 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             .map(|p| format!("{}@{} ({})", p.name, p.version, short(&p.sha256)))
             .collect();
         println!(
-            "{:10} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  {}",
+            "{:19}  {:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
+            local_time(e.started),
             e.kind.to_string(),
             e.result.to_string(),
-            e.ended.saturating_sub(e.started),
+            whole_seconds(e.ended.saturating_sub(e.started)),
             e.changes.create,
             e.changes.update,
             e.changes.replace,
             e.changes.delete,
             e.plinth,
-            e.started,
             plugins.join(", ")
         );
     }

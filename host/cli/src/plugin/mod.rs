@@ -15,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
+use crate::build::component_path;
 use crate::home::plinth_home;
 use crate::project::Project;
 use describe::describe;
@@ -43,9 +44,10 @@ pub enum PluginCommand {
         #[arg(value_name = "NAME[@VERSION]")]
         plugin: String,
     },
-    /// Show what a plugin is and asks for: an installed `name[@version]`, or a .wasm file.
+    /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, or a
+    /// plugin's Rust crate directory (built first).
     Inspect {
-        #[arg(value_name = "NAME[@VERSION] | FILE")]
+        #[arg(value_name = "NAME[@VERSION] | FILE | CRATE-DIR")]
         plugin: String,
         #[arg(long)]
         json: bool,
@@ -219,6 +221,10 @@ async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
     let as_file = Path::new(plugin);
     let (path, installed) = if as_file.is_file() || plugin.ends_with(".wasm") {
         (as_file.to_owned(), None)
+    } else if as_file.is_dir() {
+        let dir = as_file.to_owned();
+        let path = tokio::task::spawn_blocking(move || component_path(&dir, "plugin")).await??;
+        (path, None)
     } else {
         let (name, version) = split_id(plugin)?;
         let found = store.find(name, version)?;
@@ -244,8 +250,9 @@ async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
     print!("{}", description.render());
     if let Some(installed) = installed {
         println!(
-            "installed:    from {}, at {} (unix)",
-            installed.source, installed.installed_at
+            "installed:    from {}, at {}",
+            installed.source,
+            crate::display::local_time(installed.installed_at)
         );
     }
     Ok(())
