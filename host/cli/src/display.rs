@@ -48,7 +48,7 @@ pub async fn render(
                 running = running.saturating_sub(1);
                 if step.op.is_change() || show_sames {
                     print(step_line(&step, (!preview).then_some(duration)));
-                    for line in detail_lines(&step, outputs.as_ref()) {
+                    for line in detail_lines(&step, outputs.as_ref(), preview) {
                         print(line);
                     }
                 }
@@ -148,9 +148,22 @@ fn step_line(step: &StepInfo, duration: Option<Duration>) -> String {
         .to_string()
 }
 
-/// What changed: old → new for updates and replacements, outputs for creates.
-fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>) -> Vec<String> {
+/// What changed: old → new for updates and replacements; for creates, the inputs they will
+/// apply (in a plan) and the outputs that are not inputs.
+fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -> Vec<String> {
     let mut lines = Vec::new();
+    if preview
+        && step.op == StepOp::Create
+        && let Some(inputs) = &step.new_inputs
+    {
+        for (k, v) in inputs {
+            lines.push(
+                style(format!("       + {k}: {}", render_value(v)))
+                    .green()
+                    .to_string(),
+            );
+        }
+    }
     if let (Some(old), Some(new)) = (&step.old_inputs, &step.new_inputs) {
         for key in &step.changed {
             let forces = if step.replaces.contains(key) {
@@ -252,6 +265,42 @@ fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind, failed: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_planned_create_shows_the_inputs_it_will_apply_with_secrets_masked() {
+        console::set_colors_enabled(false);
+        let inputs: PropertyMap = [
+            ("path".to_owned(), Value::String("notes.txt".into())),
+            (
+                "token".to_owned(),
+                Value::Secret(Box::new(Value::String("hunter2".into()))),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let step = StepInfo {
+            op: StepOp::Create,
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "file:File", "notes"),
+            custom: true,
+            old_inputs: None,
+            new_inputs: Some(inputs.clone()),
+            changed: vec![],
+            replaces: vec![],
+        };
+        let mut outputs = inputs;
+        outputs.insert("size".into(), Value::Unknown);
+        let lines = detail_lines(&step, Some(&outputs), true);
+        assert_eq!(
+            lines,
+            [
+                "       + path: \"notes.txt\"",
+                "       + token: [secret]",
+                "       size: [unknown]"
+            ],
+        );
+        // Once created, only the outputs that are not inputs are shown.
+        assert_eq!(detail_lines(&step, Some(&outputs), false).len(), 1);
+    }
 
     #[test]
     fn times_read_as_dates_and_durations() {
