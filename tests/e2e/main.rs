@@ -9,6 +9,7 @@ mod file;
 mod grants;
 mod legacy;
 mod lifecycle;
+mod messages;
 mod locking;
 mod reach;
 mod secrets;

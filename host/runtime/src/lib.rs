@@ -27,6 +27,7 @@ mod bindings;
 mod cache;
 mod capabilities;
 mod denial;
+mod dir_advice;
 mod endpoint;
 mod engine;
 mod env;

@@ -19,6 +19,7 @@
 //! | `replace_<name>` | `r` | the resource's `replace_key` input (a change replaces an Echo) |
 //! | `token_<name>` | — | the resource's `token` input, read with `secret_config`: a secret |
 //! | `chain` | — | `true`: each resource after the first gets `prev` = the previous one's `value` output |
+//! | `require` | — | a key: the program requires that configuration value (`require_config`) |
 //! | `fault` | — | `panic`, `trap`, `fail` or `partial`: also registers a resource of that testkit type named `faulty` |
 //!
 //! Stack outputs: `names`, the named resources' `value` outputs joined by commas (through
@@ -27,6 +28,9 @@
 use plinth_sdk::{Context, Error, Output};
 
 fn main(ctx: &Context) -> Result<(), Error> {
+    if let Some(key) = ctx.config("require") {
+        ctx.require_config(&key)?;
+    }
     let names = ctx.config_or("resources", "a,b");
     let chain = ctx.config("chain").as_deref() == Some("true");
     let kind = kind_type(&ctx.config_or("kind", "echo"))?;
