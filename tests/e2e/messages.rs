@@ -28,8 +28,15 @@ fn an_ungranted_path_fails_once_with_a_grant_hint_and_an_honest_summary() {
         "{both}"
     );
     // The step's error is shown once, by the display; the final error counts it.
-    assert_eq!(both.matches("No such file or directory").count(), 1, "{both}");
-    assert!(stderr.contains("1 resource failed (shown above)"), "{stderr}");
+    assert_eq!(
+        both.matches("No such file or directory").count(),
+        1,
+        "{both}"
+    );
+    assert!(
+        stderr.contains("1 resource failed (shown above)"),
+        "{stderr}"
+    );
     assert!(!stdout.contains("0 unchanged"), "{stdout}");
     assert!(stdout.contains("before the failure"), "{stdout}");
     assert!(env.resources().is_empty());
