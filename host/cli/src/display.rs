@@ -55,8 +55,10 @@ pub async fn render(
             }
             Event::StepFailed { step, error } => {
                 running = running.saturating_sub(1);
-                print(format!(
-                    "  {} {} {}: {}",
+                // On stderr, with the command's error: scripts and logs that keep only errors
+                // keep the step's.
+                spinner.suspend(|| eprintln!(
+                    "  {} {}::{}: {}",
                     style("✗").red().bold(),
                     step.urn.ty(),
                     step.urn.name(),
