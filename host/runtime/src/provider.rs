@@ -28,6 +28,7 @@ use crate::bindings::v0_2::provider::exports::plinth::plugin::provider as wit;
 use crate::bindings::{v0_1, v0_2};
 use crate::capabilities::{self, Capabilities, DirRequest};
 use crate::epoch::EpochTicker;
+use crate::masking::secret_masker;
 use crate::error::LoadError;
 use crate::grants::{Access, Grants};
 use crate::limits::Limits;
@@ -247,7 +248,10 @@ impl Factory {
             wit::ProviderError::UnknownType(token) => ProviderError::UnknownType(token),
             wit::ProviderError::NotFound => ProviderError::NotFound,
             wit::ProviderError::PartiallyCreated(partial) => {
-                let mut reasons = partial.reasons;
+                // What a plugin says is its output: masked like its stdout.
+                let mut reasons: Vec<String> = (partial.reasons.iter())
+                    .map(|reason| secret_masker().mask(reason).into_owned())
+                    .collect();
                 // The resource exists: keep its id even if its outputs cannot be read.
                 let outputs = self
                     .map(op, "partial outputs", partial.outputs)
@@ -261,7 +265,9 @@ impl Factory {
                     reasons,
                 })
             }
-            wit::ProviderError::Failed(message) => ProviderError::Failed(message),
+            wit::ProviderError::Failed(message) => {
+                ProviderError::Failed(secret_masker().mask(&message).into_owned())
+            }
         }
     }
 }
