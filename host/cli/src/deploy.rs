@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::build::component_path;
 use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
-use crate::plugins::PluginProviders;
+use crate::plugin::providers::PluginProviders;
 use crate::secrets::open_config;
 use crate::{Workspace, confirm, display, pending, targets};
 

@@ -6,7 +6,6 @@ mod display;
 mod home;
 mod pending;
 mod plugin;
-mod plugins;
 mod project;
 mod secrets;
 mod stack;
