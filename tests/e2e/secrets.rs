@@ -223,4 +223,3 @@ fn secrets_printed_by_a_program_or_a_plugin_are_masked() {
     run(&env, &["destroy", "--yes"], &mut log);
     assert_nowhere(&env, token, &log);
 }
-

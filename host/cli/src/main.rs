@@ -3,6 +3,7 @@
 mod build;
 mod deploy;
 mod display;
+mod grant_advice;
 mod home;
 mod pending;
 mod plugin;

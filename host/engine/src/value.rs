@@ -354,7 +354,10 @@ mod tests {
         let secret_obj = Value::Secret(Box::new(sample()));
         assert_eq!(format!("{secret_obj:?}"), "[secret]");
         let shown = format!("{:?}", sample());
-        assert!(shown.contains("\"s\": [secret]") && !shown.contains("pw"), "{shown}");
+        assert!(
+            shown.contains("\"s\": [secret]") && !shown.contains("pw"),
+            "{shown}"
+        );
         assert_eq!(format!("{:?}", Value::from("x")), "String(\"x\")");
     }
 

@@ -79,10 +79,11 @@ impl ArtifactCache {
             return Ok((component, stats));
         }
 
-        let component = Component::from_binary(engine, wasm.bytes()).map_err(|e| LoadError::Compile {
-            path: path.to_owned(),
-            message: format!("{e:#}"),
-        })?;
+        let component =
+            Component::from_binary(engine, wasm.bytes()).map_err(|e| LoadError::Compile {
+                path: path.to_owned(),
+                message: format!("{e:#}"),
+            })?;
         let load = started.elapsed();
         let started = Instant::now();
         if let Err(e) = self.store_artifact(&component, &artifact) {

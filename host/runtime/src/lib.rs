@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+mod advice;
 mod bindings;
 mod bytes;
 mod cache;
@@ -49,6 +50,7 @@ mod values;
 mod versions;
 mod wait;
 
+pub use advice::{GrantAdvice, PlainAdvice};
 pub use bytes::ComponentBytes;
 pub use cache::LoadStats;
 pub use capabilities::{Capabilities, CapabilityError, DirRequest, Missing};

@@ -108,7 +108,10 @@ fn collect_secrets(value: &Value, secret: bool, found: &mut Vec<String>) {
             // Output is masked line by line: each line of a multi-line secret (a PEM key) is
             // a secret of its own.
             if text.contains('\n') {
-                found.extend(text.lines().map(|line| line.trim_end_matches('\r').to_owned()));
+                found.extend(
+                    text.lines()
+                        .map(|line| line.trim_end_matches('\r').to_owned()),
+                );
             }
             found.push(text.clone());
         }
@@ -155,7 +158,9 @@ mod tests {
     #[test]
     fn each_line_of_a_multi_line_secret_is_masked() {
         let masker = SecretMasker::default();
-        masker.learn(&secret("-----BEGIN KEY-----\r\nc2VjcmV0\n-----END KEY-----"));
+        masker.learn(&secret(
+            "-----BEGIN KEY-----\r\nc2VjcmV0\n-----END KEY-----",
+        ));
         assert_eq!(masker.mask("key: c2VjcmV0"), "key: [secret]");
     }
 

@@ -23,15 +23,16 @@ use plinth_engine::value::{PropertyMap, Value};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 
+use crate::advice::GrantAdvice;
 use crate::bindings::types;
 use crate::bindings::v0_2::provider::exports::plinth::plugin::provider as wit;
 use crate::bindings::{v0_1, v0_2};
 use crate::capabilities::{self, Capabilities, DirRequest};
 use crate::epoch::EpochTicker;
-use crate::masking::secret_masker;
 use crate::error::LoadError;
 use crate::grants::{Access, Grants};
 use crate::limits::Limits;
+use crate::masking::secret_masker;
 use crate::sandbox::{self, Sandbox};
 use crate::upgrade::Upgrade;
 use crate::values::{self, Origin, ValueError};
@@ -144,6 +145,8 @@ pub(crate) async fn read_info(
         pre,
         limits,
         grants,
+        // Nothing is checked against the grants here: no advice is given.
+        advice: Arc::new(crate::advice::PlainAdvice),
     };
     let (_, info, capabilities) = factory.first_instance(path).await?;
     Ok((info, capabilities))
@@ -155,14 +158,21 @@ struct Factory {
     pre: ProviderPre,
     limits: Limits,
     grants: Grants,
+    advice: Arc<dyn GrantAdvice>,
 }
 
 impl Factory {
     /// Instantiates the component and gives the new instance the configuration, if any.
     async fn create(&self, config: Configuration) -> Result<Instance, ProviderError> {
         let started = Instant::now();
-        let sandbox = Sandbox::granted(self.name.clone(), log_stdout, self.limits, &self.grants)
-            .map_err(|e| ProviderError::Failed(format!("plugin `{}`: {e}", self.name)))?;
+        let sandbox = Sandbox::granted(
+            self.name.clone(),
+            log_stdout,
+            self.limits,
+            &self.grants,
+            self.advice.clone(),
+        )
+        .map_err(|e| ProviderError::Failed(format!("plugin `{}`: {e}", self.name)))?;
         let mut store = sandbox::new_store(self.pre.engine(), sandbox);
         sandbox::begin_call(&mut store);
         let bindings = match self.pre.instantiate(&mut store).await {
@@ -291,6 +301,7 @@ impl ComponentProvider {
         pre: ProviderPre,
         limits: Limits,
         grants: Grants,
+        advice: Arc<dyn GrantAdvice>,
         epoch: Arc<EpochTicker>,
     ) -> Result<ComponentProvider, LoadError> {
         let factory = Factory {
@@ -298,6 +309,7 @@ impl ComponentProvider {
             pre,
             limits,
             grants,
+            advice,
         };
         let (instance, info, capabilities) = factory.first_instance(path).await?;
         if info.name != name {
@@ -307,7 +319,12 @@ impl ComponentProvider {
                 actual: info.name,
             });
         }
-        capabilities::check(name, &capabilities, &factory.grants)?;
+        capabilities::check(
+            name,
+            &capabilities,
+            &factory.grants,
+            factory.advice.as_ref(),
+        )?;
         Ok(ComponentProvider {
             factory,
             info,

@@ -9,6 +9,7 @@ use plinth_engine::provider::Provider;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
+use crate::advice::{GrantAdvice, PlainAdvice};
 use crate::bindings::{v0_1, v0_2};
 use crate::bytes::ComponentBytes;
 use crate::cache::{ArtifactCache, LoadStats};
@@ -40,6 +41,7 @@ pub struct Runtime {
     epoch: Arc<EpochTicker>,
     provider_linker: Linker<Sandbox>,
     program_linker: Linker<ProgramState>,
+    advice: Arc<dyn GrantAdvice>,
 }
 
 impl Runtime {
@@ -69,7 +71,15 @@ impl Runtime {
             epoch: Arc::new(epoch),
             provider_linker,
             program_linker,
+            advice: Arc::new(PlainAdvice),
         })
+    }
+
+    /// Words the advice that follows a refusal (a capability not granted, an attempt the sandbox
+    /// refused) the embedder's way, e.g. as the lines of its configuration to add.
+    pub fn with_grant_advice(mut self, advice: Arc<dyn GrantAdvice>) -> Runtime {
+        self.advice = advice;
+        self
     }
 
     /// Loads the component at `path`: from its precompiled artifact if the cache has one,
@@ -110,8 +120,16 @@ impl Runtime {
         let version = versions::detect(&self.engine, &component, path, Kind::Provider)?;
         let pre = ProviderPre::new(&self.provider_linker, &component, version)
             .map_err(link_error(path, Kind::Provider))?;
-        let provider =
-            ComponentProvider::start(name, path, pre, limits, grants, self.epoch.clone()).await?;
+        let provider = ComponentProvider::start(
+            name,
+            path,
+            pre,
+            limits,
+            grants,
+            self.advice.clone(),
+            self.epoch.clone(),
+        )
+        .await?;
         tracing::debug!(
             target: "plinth::runtime",
             provider = name,

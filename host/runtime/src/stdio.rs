@@ -94,7 +94,9 @@ impl OutputPipe {
 impl PipeState {
     fn end_line(&mut self) {
         let line = String::from_utf8_lossy(&self.partial);
-        let line = secret_masker().mask(line.trim_end_matches('\r')).into_owned();
+        let line = secret_masker()
+            .mask(line.trim_end_matches('\r'))
+            .into_owned();
         self.partial.clear();
         (self.sink)(&self.guest, &line);
         if self.recent.len() == KEPT_LINES {

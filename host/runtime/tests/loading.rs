@@ -96,5 +96,8 @@ async fn a_provider_runs_the_bytes_that_were_hashed_not_the_file_as_it_is_now() 
         .unwrap_or_else(|e| panic!("the checked bytes did not load: {e}"));
     assert_eq!(provider.info().name, "testkit");
     let (_, stats) = runtime.load_component(&plugin).unwrap();
-    assert_ne!(stats.sha256, testkit_sha256, "the swapped file is another component");
+    assert_ne!(
+        stats.sha256, testkit_sha256,
+        "the swapped file is another component"
+    );
 }

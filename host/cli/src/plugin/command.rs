@@ -11,8 +11,8 @@ use clap::Subcommand;
 
 use super::describe::{self, describe};
 use super::download;
-use super::{lockfile, resolve};
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
+use super::{lockfile, resolve};
 use crate::home::plinth_home;
 use crate::project::Project;
 

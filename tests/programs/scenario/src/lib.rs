@@ -103,8 +103,11 @@ fn main(ctx: &Context) -> Result<(), Error> {
     }
 
     if let Some(length) = ctx.config("password_length") {
-        let length: u32 = (length.parse())
-            .map_err(|_| Error::new(format!("`password_length` must be a number, not `{length}`")))?;
+        let length: u32 = (length.parse()).map_err(|_| {
+            Error::new(format!(
+                "`password_length` must be a number, not `{length}`"
+            ))
+        })?;
         let password = ctx
             .resource("random:RandomPassword", "password")
             .input("length", length)
