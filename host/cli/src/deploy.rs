@@ -20,9 +20,10 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
+use crate::grant_advice::PlinthYamlAdvice;
 use crate::home::{artifact_cache, plinth_home};
+use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
-use crate::plugins::PluginProviders;
 use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, pending, targets};
 
@@ -295,7 +296,9 @@ impl<'a> Deployer<'a> {
         if let Some(note) = lockfile::verify(&ws.project.dir, &resolved)? {
             println!("{note}");
         }
-        let runtime = Arc::new(Runtime::new(artifact_cache()?)?);
+        let runtime = Arc::new(
+            Runtime::new(artifact_cache()?)?.with_grant_advice(Arc::new(PlinthYamlAdvice)),
+        );
         let used = UsedPlugins::default();
         let providers = Arc::new(PluginProviders::new(
             runtime.clone(),

@@ -3,10 +3,10 @@
 mod build;
 mod deploy;
 mod display;
+mod grant_advice;
 mod home;
 mod pending;
 mod plugin;
-mod plugins;
 mod project;
 mod secrets;
 mod stack;

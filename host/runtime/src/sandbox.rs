@@ -12,6 +12,7 @@ use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
+use crate::advice::{GrantAdvice, PlainAdvice};
 use crate::denial::{Denials, Owner};
 use crate::env::WatchedEnv;
 use crate::grants::Grants;
@@ -52,6 +53,7 @@ impl Sandbox {
             stdout,
             limits,
             &Grants::default(),
+            Arc::new(PlainAdvice),
         )
     }
 
@@ -62,12 +64,15 @@ impl Sandbox {
         stdout: LineSink,
         limits: Limits,
         grants: &Grants,
+        advice: Arc<dyn GrantAdvice>,
     ) -> Result<Sandbox, String> {
         let mut wasi = WasiCtxBuilder::new();
         grants.preopen(&mut wasi)?;
         crate::env::pass_granted(&grants.env, &mut wasi, &guest);
         let owner = Owner::Plugin(guest.to_string());
-        Ok(Sandbox::build(wasi, owner, guest, stdout, limits, grants))
+        Ok(Sandbox::build(
+            wasi, owner, guest, stdout, limits, grants, advice,
+        ))
     }
 
     fn build(
@@ -77,11 +82,12 @@ impl Sandbox {
         stdout: LineSink,
         limits: Limits,
         grants: &Grants,
+        advice: Arc<dyn GrantAdvice>,
     ) -> Sandbox {
         let stderr = OutputPipe::new(guest.clone(), |guest, line| {
             tracing::debug!(target: "plinth::guest", guest, "stderr: {line}");
         });
-        let denials = Arc::new(Denials::new(owner));
+        let denials = Arc::new(Denials::new(owner, advice));
         let net = NetPolicy::new(grants, denials.clone());
         // Deny by default: no arguments and no stdin; only the granted environment variables,
         // directories, network endpoints and HTTP authorities. Clocks and randomness are
