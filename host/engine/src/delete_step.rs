@@ -2,8 +2,12 @@
 //! dependents a delete-before-replace must delete first. Protect and retain-on-delete are honored
 //! here; a provider resource is only forgotten.
 
+use std::collections::HashSet;
 use std::time::Instant;
 
+use tokio::sync::watch;
+
+use crate::deployment::limit::Reservation;
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;
 use crate::provider::ProviderError;
@@ -16,19 +20,26 @@ impl StepContext {
     /// Before a delete-before-replace of base resource `index`: deletes every base resource that
     /// depends on it, transitively, dependents first. Their registrations, when they come,
     /// re-create them.
+    ///
+    /// The waiting protocol that keeps cascades and claimed steps from waiting on each other in
+    /// a cycle: a cascade performs every delete it marked before it waits for any claimed step.
+    /// So a wait for a marked delete only waits for deletes (and for earlier cascades' marked
+    /// deletes, which were marked before ours: no cycle), and a wait for a claimed step only
+    /// waits for a dependent, which comes later in the base state: no cycle either.
     pub(crate) async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
         // Find the dependents and mark the unclaimed ones deleted in one critical section, so
         // that no registration can take charge of one in between.
-        let (mut doomed, in_flight, deleting) = {
+        let (doomed, in_flight, deleting) = {
             let mut claims = self.claims.lock().expect("claims");
             let mut doomed = Vec::new();
+            let mut seen = HashSet::new();
             let mut in_flight = Vec::new();
             let mut deleting = Vec::new();
             let mut stack = vec![index];
             while let Some(i) = stack.pop() {
                 let dependents = self.base_dependents.get(&self.base[i].urn);
                 for &j in dependents.into_iter().flatten() {
-                    if j <= i || doomed.contains(&j) {
+                    if j <= i || !seen.insert(j) {
                         continue;
                     }
                     // Another delete-before-replace deletes it already: wait for that.
@@ -76,25 +87,42 @@ impl StepContext {
             (doomed, in_flight, deleting)
         };
         for mut deletion in deleting {
-            let _ = deletion.wait_for(Option::is_some).await;
+            let _ = self
+                .unless_cancelled(deletion.wait_for(Option::is_some))
+                .await?;
         }
+        // What we marked goes first, before any wait for a claimed step: that step may itself
+        // wait for one of these deletes.
+        self.delete_marked(doomed).await?;
         // A dependent that was replaced keeps its old copy, which still names this resource:
-        // that copy goes first too.
+        // that copy goes too, once its step is over.
+        let mut old_copies = Vec::new();
         for (j, mut outcome) in in_flight {
-            let ended = outcome.wait_for(Option::is_some).await.map(|o| *o);
-            if let Ok(Some(ClaimOutcome::Replaced)) = ended {
+            let ended = self
+                .unless_cancelled(outcome.wait_for(Option::is_some))
+                .await?;
+            if let Ok(Some(ClaimOutcome::Replaced)) = ended.map(|o| *o) {
                 let mut claims = self.claims.lock().expect("claims");
-                doomed.push(mark_deleted(&mut claims, j));
+                old_copies.push(mark_deleted(&mut claims, j));
             }
         }
-        doomed.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
-        let mut doomed = doomed.into_iter();
-        for (j, done) in doomed.by_ref() {
+        self.delete_marked(old_copies).await
+    }
+
+    /// Deletes base resources marked deleted, dependents (later in the base state) first, and
+    /// tells whoever waits for each how it went.
+    async fn delete_marked(
+        &self,
+        mut marked: Vec<(usize, watch::Sender<Option<bool>>)>,
+    ) -> Result<(), StepError> {
+        marked.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
+        let mut marked = marked.into_iter();
+        for (j, done) in marked.by_ref() {
             let result = self.run_delete_unlimited(j, StepOp::Delete).await;
             done.send_replace(Some(result.is_ok()));
             if result.is_err() {
                 // What is left will not be deleted: its registrations fail instead of waiting.
-                for (_, done) in doomed {
+                for (_, done) in marked {
                     done.send_replace(Some(false));
                 }
                 return result;
@@ -170,8 +198,13 @@ impl StepContext {
     }
 
     /// Deletes a base resource that the program no longer declares, or that was replaced.
-    pub async fn run_delete(&self, index: usize, op: StepOp) -> Result<(), StepError> {
-        let _permit = self.limit.acquire().await.expect("step limiter closed");
+    pub(crate) async fn run_delete(
+        &self,
+        index: usize,
+        op: StepOp,
+        turn: Reservation,
+    ) -> Result<(), StepError> {
+        let _permit = turn.acquire().await?;
         if self.is_halted() {
             return Err(StepError::Halted);
         }

@@ -599,3 +599,97 @@ async fn a_delete_timeout_recorded_with_the_resource_applies_once_it_is_undeclar
         "still recorded: the delete may not have happened"
     );
 }
+
+/// Issue 9, item 4. Stored: b depends on a; c on a and b. The program drops b's dependency on
+/// a, and both are replaced delete-before-replace. b's step takes charge of b before a's step
+/// looks at a's dependents (so a's cascade finds b in flight and c unclaimed), and goes on only
+/// once c is deleted. a's cascade used to wait for b's step before deleting c: a deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_before_replace_cascades_whose_dependencies_changed_do_not_wait_on_each_other() {
+    let stored = vec![
+        decl("a").input("replace_key", "1").input("dbr", true),
+        decl("b")
+            .from("on_a", "a")
+            .input("replace_key", "1")
+            .input("dbr", true),
+        decl("c").from("on_a", "a").from("on_b", "b"),
+    ];
+    let mut h = fresh(stored).await;
+    h.provider.hold("diff a", "diff b");
+    h.provider.hold("diff b", "delete c");
+    let program = vec![
+        decl("a").input("replace_key", "2").input("dbr", true),
+        decl("b").input("replace_key", "2").input("dbr", true),
+        decl("c").from("on_a", "a").from("on_b", "b"),
+    ];
+    let outcome = bounded(h.up(program)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let calls = h.provider.calls();
+    let at = |call: &str| calls.iter().position(|c| c == call).expect(call);
+    assert!(at("delete c") < at("delete a") && at("delete c") < at("delete b"));
+    assert!(at("delete a") < at("create a") && at("delete b") < at("create b"));
+    assert!(at("create a") < at("create c") && at("create b") < at("create c"));
+    assert_eq!(h.sorted_names(), ["a", "b", "c"]);
+    assert_eq!(h.provider.world.lock().unwrap().len(), 3);
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
+/// A first Ctrl-C ends every wait: a's delete-before-replace waits for b's step (b depended on
+/// a and still runs), and x waits for a permit. After the interrupt, b's step in flight
+/// finishes, and neither a nor x goes on to change anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_interrupt_ends_the_waits_of_steps_that_have_not_changed_anything() {
+    let stored = vec![
+        decl("a").input("replace_key", "1").input("dbr", true),
+        decl("b").from("on_a", "a").input("v", "1"),
+    ];
+    let mut h = fresh(stored).await;
+    h.parallel = 2;
+    // b's step takes charge of b before a's cascade looks (b's diff comes after its claim), so
+    // the cascade finds b in flight and waits for it; b is held until after the interrupt.
+    h.provider.hold("diff a", "diff b");
+    h.provider.hold("diff b", "go");
+    let program = vec![
+        decl("a").input("replace_key", "2").input("dbr", true),
+        decl("b").input("v", "2"),
+        decl("x").input("v", "new"),
+    ];
+    let cancel = h.cancel.clone();
+    let provider = h.provider.clone();
+    let interrupt = tokio::spawn(async move {
+        provider.started("diff a").await;
+        provider.started("diff b").await;
+        cancel.cancel();
+        provider.signal("go");
+    });
+    let outcome = bounded(h.up(program)).await;
+    bounded(interrupt).await.unwrap();
+    assert!(
+        outcome.errors.iter().any(|e| e.starts_with("cancelled")),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(
+        h.provider.calls(),
+        ["update b"],
+        "only the step in flight finished"
+    );
+    assert_eq!(h.sorted_names(), ["a", "b"]);
+    assert_eq!(h.state("b").inputs.get("v"), Some(&Value::from("2")));
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
+/// With `--parallel 1`, steps start in the order the program registered them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_parallel_one_steps_start_in_registration_order() {
+    let names = ["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"];
+    for _ in 0..50 {
+        let mut h = Harness::new();
+        h.parallel = 1;
+        let outcome = bounded(h.up(names.iter().map(|&n| decl(n)).collect())).await;
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+        let created: Vec<String> = h.provider.calls();
+        let expected: Vec<String> = names.iter().map(|n| format!("create {n}")).collect();
+        assert_eq!(created, expected);
+    }
+}

@@ -2,13 +2,14 @@
 //! a step as soon as everything it refers to is known, runs independent steps in parallel, and
 //! finally deletes what the program no longer declares, dependents first.
 
+pub(crate) mod limit;
 mod unclaimed;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{ChangeSummary, Event, EventSink, Severity};
@@ -92,7 +93,8 @@ pub async fn run(
         claims: Default::default(),
         halted: Default::default(),
         continue_on_error: options.continue_on_error,
-        limit: Semaphore::new(options.parallel.max(1)),
+        limit: limit::StepLimit::new(options.parallel, cancel.clone()),
+        cancel: cancel.clone(),
         targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
         replace: options.replace.clone(),
         base_providers: providers_by_reference(&base.resources),
@@ -262,6 +264,8 @@ struct Scheduler {
     default_providers: HashMap<String, u64>,
     stack_outputs: Option<PropertyMap>,
     errors: Vec<String>,
+    /// The errors recorded so far, to record each once.
+    seen_errors: HashSet<String>,
     in_flight: usize,
     completions_tx: mpsc::UnboundedSender<Completion>,
     completions: mpsc::UnboundedReceiver<Completion>,
@@ -289,6 +293,7 @@ impl Scheduler {
             default_providers: HashMap::new(),
             stack_outputs: None,
             errors: Vec::new(),
+            seen_errors: HashSet::new(),
             in_flight: 0,
             completions_tx,
             completions,
@@ -344,7 +349,7 @@ impl Scheduler {
             .filter(|n| n.work.is_some() && n.handle.is_some())
             .count();
         if skipped > 0 && self.errors.is_empty() && !self.cancel.is_cancelled() {
-            self.errors.push(format!(
+            self.error(format!(
                 "{skipped} registrations never resolved: the program refers to outputs that are never produced"
             ));
         }
@@ -443,7 +448,7 @@ impl Scheduler {
                 }
                 Some(Slot::Failed) => return self.skip(index),
                 _ => {
-                    self.errors.push(format!(
+                    self.error(format!(
                         "the program refers to an unknown registration #{r}"
                     ));
                     return self.skip(index);
@@ -490,7 +495,7 @@ impl Scheduler {
 
     /// Records an error once, however many steps hit it.
     fn error(&mut self, error: String) {
-        if !self.errors.contains(&error) {
+        if self.seen_errors.insert(error.clone()) {
             self.errors.push(error);
         }
     }
@@ -615,9 +620,10 @@ impl Scheduler {
                 );
                 let ctx = self.ctx.clone();
                 let done = self.completions_tx.clone();
+                let turn = self.ctx.limit.reserve();
                 self.in_flight += 1;
                 tokio::spawn(async move {
-                    let result = ctx.run_read(&urn, &id, &inputs, binding).await;
+                    let result = ctx.run_read(&urn, &id, &inputs, binding, turn).await;
                     let _ = done.send(Completion::Step {
                         node: index,
                         urn,
@@ -745,9 +751,12 @@ impl Scheduler {
         };
         let ctx = self.ctx.clone();
         let done = self.completions_tx.clone();
+        // The place in line is taken now, in the order steps become ready, not when the task
+        // first runs.
+        let turn = self.ctx.limit.reserve();
         self.in_flight += 1;
         tokio::spawn(async move {
-            let result = ctx.run_resource(step).await;
+            let result = ctx.run_resource(step, turn).await;
             let _ = done.send(Completion::Step {
                 node: index,
                 urn,
