@@ -41,6 +41,57 @@ enum Op {
     UpTargeted(Vec<Spec>, Vec<usize>, bool),
     /// Deletes (first list) and edits (second) resources out of band, then refreshes.
     Refresh(Vec<usize>, Vec<usize>),
+    /// `up` of the last program `up` ran, with some dependencies moved or dropped and several
+    /// resources replaced delete-before-replace at once: the shapes where cascades and the
+    /// steps they wait for can meet (issue 9: b depended on a, c on a and b; b no longer
+    /// depends on a; a and b are replaced delete-before-replace).
+    Rewire(Vec<Rewiring>),
+}
+
+/// How `Op::Rewire` changes one resource of the last program.
+#[derive(Debug, Clone)]
+struct Rewiring {
+    /// A new output dependency (`Some(None)` drops it; `None` keeps it).
+    feeds_from: Option<Option<usize>>,
+    /// A new explicit dependency, likewise.
+    depends_on: Option<Option<usize>>,
+    /// Replace it, deleting the old copy first.
+    replace_first: bool,
+}
+
+fn rewiring() -> impl Strategy<Value = Rewiring> {
+    (
+        prop::option::weighted(0.4, prop::option::of(0usize..8)),
+        prop::option::weighted(0.4, prop::option::of(0usize..8)),
+        prop::bool::weighted(0.5),
+    )
+        .prop_map(|(feeds_from, depends_on, replace_first)| Rewiring {
+            feeds_from,
+            depends_on,
+            replace_first,
+        })
+}
+
+/// The last program with `rewirings` applied.
+fn rewired(last: &[Spec], rewirings: &[Rewiring]) -> Vec<Spec> {
+    last.iter()
+        .zip(rewirings)
+        .map(|(spec, r)| {
+            let mut spec = spec.clone();
+            if let Some(feeds_from) = r.feeds_from {
+                spec.feeds_from = feeds_from;
+            }
+            if let Some(depends_on) = r.depends_on {
+                spec.depends_on = depends_on;
+            }
+            if r.replace_first {
+                spec.replace_key ^= 1;
+                spec.dbr = true;
+            }
+            spec.fails = false;
+            spec
+        })
+        .collect()
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -82,6 +133,7 @@ fn op() -> impl Strategy<Value = Op> {
             prop::collection::vec(0usize..8, 0..3),
         )
             .prop_map(|(gone, edited)| Op::Refresh(gone, edited)),
+        4 => prop::collection::vec(rewiring(), 8).prop_map(Op::Rewire),
     ]
 }
 
@@ -144,12 +196,25 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
-        let mut h = Harness::new();
-        h.parallel = parallel;
+    // The bound only turns a hang (a deadlock) into a failure; an honest scenario takes
+    // milliseconds.
+    runtime.block_on(bounded(run_scenario(ops, parallel)));
+}
+
+async fn run_scenario(ops: Vec<Op>, parallel: usize) {
+    let mut h = Harness::new();
+    h.parallel = parallel;
+    // The program the last `up` ran, for `Op::Rewire`.
+    let mut last = vec![s(false, 0, 0, None, None, false); NAMES.len()];
+    {
         for op in ops {
+            let op = match op {
+                Op::Rewire(rewirings) => Op::Up(rewired(&last, &rewirings)),
+                op => op,
+            };
             match op {
                 Op::Up(specs) => {
+                    last = specs.clone();
                     let decls = program(&specs);
                     let any_fails = decls
                         .iter()
@@ -187,6 +252,7 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
                     assert!(h.snapshot.resources.is_empty());
                     assert_world_matches_state(&h, &outcome.errors);
                 }
+                Op::Rewire(_) => unreachable!("turned into an `up` above"),
                 Op::UpTargeted(specs, targets, dependents) => {
                     let before = h.snapshot.clone();
                     let targets: HashSet<_> =
@@ -246,7 +312,7 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
             }
             h.snapshot.verify_integrity().unwrap();
         }
-    });
+    }
 }
 
 fn cases() -> u32 {
