@@ -634,6 +634,39 @@ async fn delete_before_replace_cascades_whose_dependencies_changed_do_not_wait_o
     assert!(h.snapshot.pending_operations.is_empty());
 }
 
+/// Found by the property tests (seed kept): c depends on a, and k on c; k's step runs when a's
+/// delete-before-replace starts. The cascade must not delete c while k's recorded copy still
+/// names it: it waits for k's step (the later one in the state) before deleting c.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_waits_for_a_step_in_flight_that_depends_on_what_it_deletes() {
+    let stored = vec![
+        decl("a").input("replace_key", "1").input("dbr", true),
+        decl("c").from("on_a", "a"),
+        decl("k").from("on_c", "c").input("v", "1"),
+    ];
+    let mut h = fresh(stored).await;
+    h.provider.hold("diff a", "diff k");
+    h.provider.hold("diff k", "go");
+    let program = vec![
+        decl("a").input("replace_key", "2").input("dbr", true),
+        decl("c").from("on_a", "a"),
+        decl("k").input("v", "2"),
+    ];
+    let provider = h.provider.clone();
+    let release = tokio::spawn(async move {
+        provider.started("diff a").await;
+        provider.signal("go");
+    });
+    let outcome = bounded(h.up(program)).await;
+    bounded(release).await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let calls = h.provider.calls();
+    let at = |call: &str| calls.iter().position(|c| c == call).expect(call);
+    assert!(at("update k") < at("delete c") && at("delete c") < at("delete a"));
+    assert_eq!(h.sorted_names(), ["a", "c", "k"]);
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
 /// A first Ctrl-C ends every wait: a's delete-before-replace waits for b's step (b depended on
 /// a and still runs), and x waits for a permit. After the interrupt, b's step in flight
 /// finishes, and neither a nor x goes on to change anything.

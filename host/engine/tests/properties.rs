@@ -30,6 +30,8 @@ struct Spec {
     depends_on: Option<usize>,
     fails: bool,
     dbr: bool,
+    /// Its diff lets other tasks run first this many times: varies which step gets where first.
+    diff_yields: u8,
 }
 
 #[derive(Debug, Clone)]
@@ -103,9 +105,10 @@ fn spec() -> impl Strategy<Value = Spec> {
         prop::option::weighted(0.2, 0usize..8),
         prop::bool::weighted(0.05),
         prop::bool::weighted(0.2),
+        prop_oneof![Just(0u8), Just(8), Just(64)],
     )
         .prop_map(
-            |(present, value, replace_key, feeds_from, depends_on, fails, dbr)| Spec {
+            |(present, value, replace_key, feeds_from, depends_on, fails, dbr, diff_yields)| Spec {
                 present,
                 value,
                 replace_key,
@@ -113,13 +116,29 @@ fn spec() -> impl Strategy<Value = Spec> {
                 depends_on,
                 fails,
                 dbr,
+                diff_yields,
             },
         )
+}
+
+/// Chains and diamonds: four resources, each depending on earlier ones more often than not.
+fn dense_program() -> impl Strategy<Value = Vec<Spec>> {
+    prop::collection::vec(spec(), 8).prop_map(|mut specs| {
+        for (i, spec) in specs.iter_mut().enumerate() {
+            spec.present = i < 4;
+            if i > 0 {
+                spec.feeds_from = spec.feeds_from.or(Some(i - 1)).map(|j| j % i);
+                spec.depends_on = spec.depends_on.or(Some(0)).map(|j| j % i);
+            }
+        }
+        specs
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => prop::collection::vec(spec(), 8).prop_map(Op::Up),
+        3 => dense_program().prop_map(Op::Up),
         2 => prop::collection::vec(spec(), 8).prop_map(Op::Preview),
         1 => Just(Op::Destroy),
         3 => (
@@ -153,6 +172,9 @@ fn program(specs: &[Spec]) -> Vec<Decl> {
         }
         if s.fails {
             d = d.input("fail", "create");
+        }
+        if s.diff_yields > 0 {
+            d = d.input("diff_yields", f64::from(s.diff_yields));
         }
         if let Some(j) = earlier(s.feeds_from) {
             d = d.from("upstream", NAMES[j]);
@@ -364,6 +386,7 @@ fn s(
         depends_on,
         fails: false,
         dbr,
+        diff_yields: 0,
     }
 }
 
