@@ -393,14 +393,13 @@ async fn import_adopts_an_existing_resource_when_the_inputs_match() {
 #[tokio::test]
 async fn a_create_past_its_custom_timeout_fails_and_stays_pending() {
     let mut h = Harness::new();
-    let mut slow = decl("slow").input("sleep_ms", 5_000.0);
+    // The create would take ten minutes: only the timeout can end it within the bound.
+    let mut slow = decl("slow").input("sleep_ms", 600_000.0);
     slow.options.custom_timeouts = Some(CustomTimeouts {
         create_seconds: Some(1),
         ..Default::default()
     });
-    let started = std::time::Instant::now();
-    let outcome = h.up(vec![slow]).await;
-    assert!(started.elapsed().as_secs() < 4);
+    let outcome = bounded(h.up(vec![slow])).await;
     assert!(
         outcome.errors[0].contains("timed out after 1s"),
         "{:?}",
@@ -537,20 +536,24 @@ async fn a_provider_that_cannot_be_configured_fails_what_it_manages() {
     assert!(h.names().is_empty());
 }
 
-#[tokio::test]
+/// With `--parallel 2`, s1 and s2 take the permits (steps start in registration order); they
+/// are held in their creates until the interrupt has come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
     let mut h = Harness::new();
     h.parallel = 2;
-    let slow: Vec<Decl> = ["s1", "s2", "s3", "s4", "s5", "s6"]
-        .into_iter()
-        .map(|n| decl(n).input("sleep_ms", 300.0))
-        .collect();
-    let cancel = h.cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let names = ["s1", "s2", "s3", "s4", "s5", "s6"];
+    h.provider.hold("create s1", "go");
+    h.provider.hold("create s2", "go");
+    let (cancel, provider) = (h.cancel.clone(), h.provider.clone());
+    let interrupt = tokio::spawn(async move {
+        provider.started("create s1").await;
+        provider.started("create s2").await;
         cancel.cancel();
+        provider.signal("go");
     });
-    let outcome = h.up(slow).await;
+    let outcome = bounded(h.up(names.into_iter().map(decl).collect())).await;
+    bounded(interrupt).await.unwrap();
     assert!(
         outcome.errors.iter().any(|e| e.starts_with("cancelled")),
         "{:?}",
@@ -562,6 +565,7 @@ async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
         "the two in flight were recorded: {:?}",
         h.names()
     );
+    assert_eq!(h.sorted_names(), ["s1", "s2"]);
     assert_eq!(
         h.provider.world.lock().unwrap().len(),
         2,
@@ -572,15 +576,14 @@ async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
 
 #[tokio::test]
 async fn a_delete_timeout_recorded_with_the_resource_applies_once_it_is_undeclared() {
-    let mut slow = decl("slow").input("delete_sleep_ms", 5_000.0);
+    // The delete would take ten minutes: only the timeout can end it within the bound.
+    let mut slow = decl("slow").input("delete_sleep_ms", 600_000.0);
     slow.options.custom_timeouts = Some(CustomTimeouts {
         delete_seconds: Some(1),
         ..Default::default()
     });
     let mut h = fresh(vec![slow]).await;
-    let started = std::time::Instant::now();
-    let outcome = h.up(vec![]).await;
-    assert!(started.elapsed().as_secs() < 4);
+    let outcome = bounded(h.up(vec![])).await;
     assert!(
         outcome.errors[0].contains("delete timed out after 1s"),
         "{:?}",
