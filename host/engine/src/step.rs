@@ -15,7 +15,7 @@ use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp}
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
-use crate::provider::{Provider, ProviderError, ProviderSource};
+use crate::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::OperationKind;
 use crate::target::TargetSet;
@@ -28,8 +28,10 @@ use crate::value::{PropertyMap, Value};
 pub enum StepError {
     #[error("{urn}: {message}")]
     Resource { urn: Urn, message: String },
-    #[error("{0}")]
-    Plugin(String),
+    /// A plugin could not be made available (loaded, started or configured). The message is
+    /// the cause's own (it names the plugin), so it is not repeated as an error source.
+    #[error("{cause}")]
+    Plugin { plugin: String, cause: LoadError },
     /// Not started: the operation stopped (a failure, or cancellation) while it waited.
     #[error("not started: the operation stopped")]
     Halted,
@@ -178,7 +180,10 @@ impl StepContext {
             Some(config) => self.providers.configured(package, config).await,
             None => self.providers.provider(package).await,
         }
-        .map_err(|e| StepError::Plugin(e.to_string()))
+        .map_err(|cause| StepError::Plugin {
+            plugin: package.to_owned(),
+            cause,
+        })
     }
 
     pub(crate) fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
@@ -632,7 +637,7 @@ impl StepContext {
     pub(crate) fn failed(&self, info: StepInfo, error: &StepError) {
         let message = match error {
             StepError::Resource { message, .. } => message.clone(),
-            StepError::Plugin(message) => message.clone(),
+            StepError::Plugin { cause, .. } => cause.to_string(),
             StepError::Halted => StepError::Halted.to_string(),
         };
         self.events.emit(Event::StepFailed {
@@ -876,7 +881,10 @@ impl StepContext {
             Some(b) => self.providers.configured(package, &b.config).await,
             None => self.providers.provider(package).await,
         }
-        .map_err(|e| StepError::Plugin(e.to_string()))?;
+        .map_err(|cause| StepError::Plugin {
+            plugin: package.to_owned(),
+            cause,
+        })?;
         match provider.read(urn, id, inputs, &PropertyMap::new()).await {
             Ok(Some(read)) => Ok(StepResult {
                 id: Value::String(read.id),
