@@ -52,20 +52,25 @@ impl StepContext {
                         .await?
                         .map(|o| *o);
                     // A dependent that was replaced keeps its old copy, which still names
-                    // this resource: that copy goes too.
+                    // this resource: that copy goes too, unless another cascade that waited
+                    // for the same step deletes it already.
                     if let Ok(Some(ClaimOutcome::Replaced)) = ended {
-                        let done = mark_deleted(&mut self.claims.lock().expect("claims"), j).1;
-                        self.delete_marked(j, done).await
+                        let (ours, theirs) = {
+                            let mut claims = self.claims.lock().expect("claims");
+                            let theirs = claims.deleted.get(&j).cloned();
+                            let ours = theirs.is_none().then(|| mark_deleted(&mut claims, j).1);
+                            (ours, theirs)
+                        };
+                        match (ours, theirs) {
+                            (Some(done), _) => self.delete_marked(j, done).await,
+                            (None, Some(deletion)) => self.await_delete(deletion).await,
+                            (None, None) => Ok(()),
+                        }
                     } else {
                         Ok(())
                     }
                 }
-                Cascade::AwaitDelete(mut deletion) => {
-                    let _ = self
-                        .unless_cancelled(deletion.wait_for(Option::is_some))
-                        .await?;
-                    Ok(())
-                }
+                Cascade::AwaitDelete(deletion) => self.await_delete(deletion).await,
             };
             if result.is_err() {
                 // What is left will not be deleted: its registrations fail instead of waiting.
@@ -132,6 +137,17 @@ impl StepContext {
             work.push((j, Cascade::Delete(done)));
         }
         Ok(work)
+    }
+
+    /// Waits until another cascade's delete is over.
+    async fn await_delete(
+        &self,
+        mut deletion: watch::Receiver<Option<bool>>,
+    ) -> Result<(), StepError> {
+        let _ = self
+            .unless_cancelled(deletion.wait_for(Option::is_some))
+            .await?;
+        Ok(())
     }
 
     /// Deletes base resource `j`, marked deleted, and tells whoever waits for it how it went.
