@@ -1,6 +1,7 @@
 //! The journal of an update in progress, as JSON lines next to the checkpoint. Appends are
 //! buffered and made durable by `sync`; the engine's writer batches syncs (group commit).
 
+use plinth_engine::names::{ProjectName, StackName};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -21,8 +22,8 @@ pub(crate) struct JournalFile {
     journal: BufWriter<File>,
     journal_path: PathBuf,
     checkpoint_path: PathBuf,
-    project: String,
-    stack: String,
+    project: ProjectName,
+    stack: StackName,
     crypter: Arc<dyn Crypter>,
     /// Named in the checkpoint the update ends with.
     plugins: UsedPlugins,
@@ -32,8 +33,8 @@ impl JournalFile {
     pub(crate) fn create(
         journal_path: PathBuf,
         checkpoint_path: PathBuf,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         crypter: Arc<dyn Crypter>,
         plugins: UsedPlugins,
     ) -> Result<JournalFile, BackendError> {
@@ -58,8 +59,8 @@ impl JournalFile {
             journal,
             journal_path,
             checkpoint_path,
-            project: project.to_owned(),
-            stack: stack.to_owned(),
+            project: project.clone(),
+            stack: stack.clone(),
             crypter,
             plugins,
         })

@@ -4,6 +4,7 @@
 
 use plinth_backend::{BackendError, LocalBackend};
 use plinth_engine::journal::JournalEntry;
+use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::resource::ResourceState;
 use plinth_engine::snapshot::OperationKind;
 use plinth_engine::urn::Urn;
@@ -12,6 +13,14 @@ use proptest::prelude::*;
 
 const PROJECT: &str = "p";
 const STACK: &str = "dev";
+
+fn project() -> ProjectName {
+    ProjectName::new(PROJECT).unwrap()
+}
+
+fn stack() -> StackName {
+    StackName::new(STACK).unwrap()
+}
 
 fn state(name: &str, deps: &[&str]) -> ResourceState {
     let urn = |n: &str| Urn::new(STACK, PROJECT, None, "t:Thing", n);
@@ -43,15 +52,15 @@ fn fixture() -> (
     let dir = tempfile::tempdir().unwrap();
     let backend =
         LocalBackend::from_url(Some(&format!("file://{}", dir.path().display()))).unwrap();
-    backend.create_stack(PROJECT, STACK).unwrap();
+    backend.create_stack(&project(), &stack()).unwrap();
     for round in [
         vec![("a", vec![]), ("b", vec!["a"])],
         vec![("c", vec!["b"]), ("d", vec![])],
     ] {
-        let loaded = backend.load(PROJECT, STACK).unwrap();
-        let lock = backend.lock(PROJECT, STACK, "test").unwrap();
+        let loaded = backend.load(&project(), &stack()).unwrap();
+        let lock = backend.lock(&project(), &stack(), "test").unwrap();
         let mut persister = backend
-            .begin_update(PROJECT, STACK, &loaded, &lock)
+            .begin_update(&project(), &stack(), &loaded, &lock)
             .unwrap();
         let keep = loaded.snapshot.resources.len();
         // Resources of the checkpoint are carried over first, as an update does.
@@ -87,7 +96,7 @@ fn fixture() -> (
         persister.sync().unwrap();
         if keep == 0 {
             // The first round completes: compaction writes the checkpoint.
-            let snapshot = backend.load(PROJECT, STACK).unwrap().snapshot;
+            let snapshot = backend.load(&project(), &stack()).unwrap().snapshot;
             persister.compact(&snapshot).unwrap();
         }
         // The second round is "killed": its journal stays behind.
@@ -142,7 +151,7 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
 
 /// Loading either fails with an error or gives a snapshot that passes the integrity checks.
 fn check_load(backend: &LocalBackend) {
-    match backend.load(PROJECT, STACK) {
+    match backend.load(&project(), &stack()) {
         Ok(loaded) => loaded.snapshot.verify_integrity().unwrap(),
         Err(
             BackendError::Corrupt { .. }
@@ -152,13 +161,13 @@ fn check_load(backend: &LocalBackend) {
         Err(other) => panic!("unexpected error kind: {other}"),
     }
     // Listing stacks goes through the loader too, and must not panic either.
-    let _ = backend.stacks(PROJECT);
+    let _ = backend.stacks(&project());
 }
 
 #[test]
 fn the_fixture_recovers_its_interrupted_journal() {
     let (_dir, backend, _, _) = fixture();
-    let loaded = backend.load(PROJECT, STACK).unwrap();
+    let loaded = backend.load(&project(), &stack()).unwrap();
     assert!(loaded.recovered);
     let names: Vec<_> = loaded
         .snapshot

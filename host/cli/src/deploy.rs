@@ -1,5 +1,6 @@
 //! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
+use plinth_engine::names::StackName;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -258,7 +259,7 @@ async fn run_confirmed(
 /// Everything one deployment needs, set up once per command.
 struct Deployer<'a> {
     ws: &'a Workspace,
-    stack: String,
+    stack: StackName,
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
     providers: Arc<PluginProviders>,
@@ -385,8 +386,8 @@ impl<'a> Deployer<'a> {
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
             let options = Options {
-                project: project.to_owned(),
-                stack: self.stack.clone(),
+                project: project.to_string(),
+                stack: self.stack.to_string(),
                 preview,
                 parallel: common.parallel,
                 config: self.config.clone(),

@@ -53,9 +53,9 @@ impl ArtifactCache {
         path: &Path,
     ) -> Result<(Component, LoadStats), LoadError> {
         let started = Instant::now();
-        let wasm = std::fs::read(path).map_err(|source| LoadError::Read {
+        let wasm = std::fs::read(path).map_err(|error| LoadError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         check_is_component(path, &wasm)?;
         let sha256 = hex::encode(Sha256::digest(&wasm));
