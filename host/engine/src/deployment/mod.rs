@@ -613,6 +613,10 @@ impl Scheduler {
                     &ty,
                     &name,
                 );
+                // A URN that would not read back must never reach the state.
+                if let Err(e) = urn.validate() {
+                    return self.fail(index, e.to_string());
+                }
                 let ctx = self.ctx.clone();
                 let done = self.completions_tx.clone();
                 self.in_flight += 1;
@@ -704,6 +708,9 @@ impl Scheduler {
             &request.ty,
             &request.name,
         );
+        if let Err(e) = urn.validate() {
+            return self.fail(index, e.to_string());
+        }
         let provider = request.options.provider.and_then(|h| self.binding(h));
         if request.options.provider.is_some() && provider.is_none() {
             return self.fail(
