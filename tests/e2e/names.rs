@@ -54,3 +54,36 @@ fn a_stack_name_that_is_not_a_name_is_refused_saying_the_rule() {
     }
     assert_eq!(env.state_files(), before);
 }
+
+#[test]
+fn importing_a_malformed_urn_is_refused_naming_the_field_and_changes_nothing() {
+    let env = Env::scenario();
+    env.config("chain", "true");
+    env.ok(&["up", "--yes"]);
+    let before = env.export();
+    for (field, bad) in [
+        ("urn", "urn:plinth:dev"),
+        ("urn", "urn:plinth:..::scenario::testkit:Thing::a"),
+        ("type", "testkit"),
+        ("parent", "urn:plinth:dev::scenario::x"),
+    ] {
+        let mut state = before.clone();
+        state["snapshot"]["resources"][1][field] = bad.into();
+        let file = env.state.path().join("bad.json");
+        std::fs::write(&file, serde_json::to_vec(&state).unwrap()).unwrap();
+        for force in [false, true] {
+            let mut args = vec!["stack", "import", "--file", file.to_str().unwrap()];
+            if force {
+                args.push("--force");
+            }
+            let stderr = env.fails(&args);
+            assert!(
+                stderr.contains(&format!("resources[1].{field}"))
+                    || stderr.contains(&format!("`{field}`")),
+                "{field} = {bad}: {stderr}"
+            );
+            assert!(!stderr.contains("panicked"), "{stderr}");
+        }
+        assert_eq!(env.export(), before, "the state is unchanged");
+    }
+}
