@@ -10,6 +10,7 @@ mod grants;
 mod legacy;
 mod lifecycle;
 mod locking;
+mod names;
 mod reach;
 mod secrets;
 mod state;

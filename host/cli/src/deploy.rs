@@ -1,5 +1,6 @@
 //! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
+use plinth_engine::names::StackName;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -266,7 +267,7 @@ struct Deployer<'a> {
     ws: &'a Workspace,
     /// The command it runs for, as the stack's lock names it.
     command: &'static str,
-    stack: String,
+    stack: StackName,
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
     providers: Arc<PluginProviders>,
@@ -289,7 +290,7 @@ impl<'a> Deployer<'a> {
         Deployer::new(ws, command, stack)
     }
 
-    fn new(ws: &'a Workspace, command: &'static str, stack: String) -> Result<Deployer<'a>> {
+    fn new(ws: &'a Workspace, command: &'static str, stack: StackName) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
@@ -404,8 +405,8 @@ impl<'a> Deployer<'a> {
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
             let options = Options {
-                project: project.to_owned(),
-                stack: self.stack.clone(),
+                project: project.to_string(),
+                stack: self.stack.to_string(),
                 preview,
                 parallel: common.parallel,
                 config: self.config.clone(),

@@ -26,9 +26,9 @@ impl ComponentBytes {
     /// Reads and hashes the file at `path`.
     pub fn read(path: &Path) -> Result<ComponentBytes, LoadError> {
         let started = Instant::now();
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+        let bytes = std::fs::read(path).map_err(|error| LoadError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         let mut component = ComponentBytes::new(path.to_owned(), bytes);
         component.read = started.elapsed();

@@ -117,6 +117,10 @@ impl Scheduler {
                     &ty,
                     &name,
                 );
+                // A URN that would not read back must never reach the state.
+                if let Err(e) = urn.validate() {
+                    return self.fail(index, e.to_string());
+                }
                 let ctx = self.ctx.clone();
                 let done = self.completions_tx.clone();
                 let turn = self.ctx.limit.reserve();
@@ -213,6 +217,9 @@ impl Scheduler {
             &request.ty,
             &request.name,
         );
+        if let Err(e) = urn.validate() {
+            return self.fail(index, e.to_string());
+        }
         let provider = request.options.provider.and_then(|h| self.binding(h));
         if request.options.provider.is_some() && provider.is_none() {
             return self.fail(
