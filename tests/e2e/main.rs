@@ -11,6 +11,7 @@ mod legacy;
 mod lifecycle;
 mod locking;
 mod messages;
+mod names;
 mod reach;
 mod secrets;
 mod state;

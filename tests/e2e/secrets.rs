@@ -3,7 +3,7 @@
 
 use std::process::Output;
 
-use crate::support::{ConfigCleanup, Env, repo_root};
+use crate::support::{ConfigCleanup, Env, guest, repo_root};
 
 /// Everything plinth printed, on stdout and stderr.
 fn printed(out: &Output) -> String {
@@ -246,4 +246,55 @@ fn an_update_without_the_passphrase_touches_no_resource() {
     );
     assert_eq!(std::fs::read_dir(env.world()).unwrap().count(), 0);
     assert_eq!(env.state_files(), state);
+}
+
+/// A program and a plugin that print secrets (a secret config value, through a resource's
+/// input and output, and a generated password) put none of them in plinth's output or log: each
+/// printed line reaches the log with `[secret]` in its place.
+#[test]
+fn secrets_printed_by_a_program_or_a_plugin_are_masked() {
+    let env = Env::scenario_with(&format!(
+        "  random:\n    path: {}\n",
+        guest("plinth-random").display()
+    ));
+    let token = "tok-5be1-printed-secret";
+    let mut log = String::new();
+    run(
+        &env,
+        &["config", "set", "token_a", token, "--secret"],
+        &mut log,
+    );
+    env.config("resources", "a");
+    env.config("inputs_a", "print_inputs=yes");
+    env.config("print_a", "token");
+    env.config("password_length", "24");
+    env.config("print_password", "result");
+    // Every guest line is logged: the program's stdout at info, everything else at debug.
+    let out = env
+        .command(&["-v", "up", "--yes"])
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    let text = printed(&out);
+    assert!(out.status.success(), "{text}");
+    log.push_str(&text);
+    for line in [
+        "plugin prints token: [secret]",
+        "plugin warns token: [secret]",
+        "program prints a.token: [secret]",
+        "program warns a.token: [secret]",
+        "program prints password.result: [secret]",
+        "program warns password.result: [secret]",
+    ] {
+        assert!(log.contains(line), "`{line}` is not in:\n{log}");
+    }
+
+    let shown = env.ok(&["stack", "output", "--show-secrets", "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let password = shown["password"].as_str().unwrap().to_owned();
+    assert_eq!(password.len(), 24, "{shown}");
+    assert_nowhere(&env, token, &log);
+    assert_nowhere(&env, &password, &log);
+    run(&env, &["destroy", "--yes"], &mut log);
+    assert_nowhere(&env, token, &log);
 }

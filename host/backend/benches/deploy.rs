@@ -203,13 +203,17 @@ async fn deploy(
     preview: bool,
     provider: &Arc<Immediate>,
 ) -> Run {
-    let loaded = backend.load("bench", "dev").expect("load");
+    let loaded = backend.load(&bench_project(), &dev_stack()).expect("load");
     let journal_bytes = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    let lock = (!preview).then(|| backend.lock("bench", "dev", "up").expect("lock"));
+    let lock = (!preview).then(|| {
+        backend
+            .lock(&bench_project(), &dev_stack(), "up")
+            .expect("lock")
+    });
     let recorder = lock.as_ref().map(|lock| {
         let inner = backend
-            .begin_update("bench", "dev", &loaded, lock)
+            .begin_update(&bench_project(), &dev_stack(), &loaded, lock)
             .expect("begin");
         let persister = Counting {
             inner,
@@ -260,7 +264,9 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("file://{}", dir.path().display());
     let backend = LocalBackend::from_url(Some(&url)).expect("backend");
-    backend.create_stack("bench", "dev").expect("stack");
+    backend
+        .create_stack(&bench_project(), &dev_stack())
+        .expect("stack");
     let provider = Arc::new(Immediate {
         info: ProviderInfo {
             name: "bench".into(),
@@ -300,4 +306,12 @@ fn main() {
         );
         println!("  peak RSS: {:.0} MiB", peak_rss_mib());
     });
+}
+
+fn bench_project() -> plinth_engine::names::ProjectName {
+    plinth_engine::names::ProjectName::new("bench").expect("project name")
+}
+
+fn dev_stack() -> plinth_engine::names::StackName {
+    plinth_engine::names::StackName::new("dev").expect("stack name")
 }

@@ -1,6 +1,7 @@
 //! A stack's history (one JSON line per update, refresh, destroy, import or edit by hand) and
 //! the backups of its checkpoint taken before each of them.
 
+use plinth_engine::names::{ProjectName, StackName};
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -115,19 +116,19 @@ fn unix_seconds(t: SystemTime) -> u64 {
 }
 
 impl LocalBackend {
-    fn history_path(&self, project: &str, stack: &str) -> PathBuf {
+    fn history_path(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
         self.path(project, stack, "history")
     }
 
-    fn backup_dir(&self, project: &str, stack: &str) -> PathBuf {
+    fn backup_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
         self.project_dir(project).join(".backups").join(stack)
     }
 
     /// Appends an entry to the stack's history, durably.
     pub fn append_history(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         entry: &HistoryEntry,
     ) -> Result<(), BackendError> {
         let path = self.history_path(project, stack);
@@ -145,7 +146,11 @@ impl LocalBackend {
 
     /// The stack's history, newest first. A torn last line (a crash mid-append) is skipped.
     /// Reads no state, so it needs no secrets.
-    pub fn history(&self, project: &str, stack: &str) -> Result<Vec<HistoryEntry>, BackendError> {
+    pub fn history(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<Vec<HistoryEntry>, BackendError> {
         self.require_stack(project, stack)?;
         let path = self.history_path(project, stack);
         let file = match std::fs::File::open(&path) {
@@ -176,7 +181,11 @@ impl LocalBackend {
     }
 
     /// Copies the current checkpoint into the stack's backups, named by the time of the copy.
-    pub(crate) fn backup_checkpoint(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+    pub(crate) fn backup_checkpoint(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<(), BackendError> {
         let dir = self.backup_dir(project, stack);
         std::fs::create_dir_all(&dir).map_err(BackendError::io("creating", &dir))?;
         let nanos = SystemTime::now()
@@ -189,7 +198,11 @@ impl LocalBackend {
     }
 
     /// The stack's checkpoint backups, oldest first.
-    pub fn backups(&self, project: &str, stack: &str) -> Result<Vec<PathBuf>, BackendError> {
+    pub fn backups(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<Vec<PathBuf>, BackendError> {
         let dir = self.backup_dir(project, stack);
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -209,14 +222,22 @@ impl LocalBackend {
 mod tests {
     use super::*;
 
+    fn p() -> ProjectName {
+        ProjectName::new("p").unwrap()
+    }
+
+    fn dev() -> StackName {
+        StackName::new("dev").unwrap()
+    }
+
     #[test]
     fn entries_record_plugins_and_older_entries_load_without_them() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let backend = LocalBackend::from_url(Some(&url)).unwrap();
-        backend.create_stack("p", "dev").unwrap();
+        backend.create_stack(&p(), &dev()).unwrap();
         let older = r#"{"kind":"update","started":1,"ended":2,"result":"succeeded","changes":{"same":0,"create":1,"update":0,"replace":0,"delete":0},"plinth":"0.1.0"}"#;
-        std::fs::write(backend.history_path("p", "dev"), format!("{older}\n")).unwrap();
+        std::fs::write(backend.history_path(&p(), &dev()), format!("{older}\n")).unwrap();
         let plugin = PluginUse {
             name: "random".into(),
             version: "0.1.0".into(),
@@ -229,9 +250,9 @@ mod tests {
             ChangeSummary::default(),
         )
         .with_plugins(vec![plugin.clone()]);
-        backend.append_history("p", "dev", &entry).unwrap();
+        backend.append_history(&p(), &dev(), &entry).unwrap();
 
-        let entries = backend.history("p", "dev").unwrap();
+        let entries = backend.history(&p(), &dev()).unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].plugins, [plugin]);
         assert!(entries[1].plugins.is_empty());
@@ -253,9 +274,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let keyless = LocalBackend::from_url(Some(&url)).unwrap();
-        keyless.create_stack("p", "dev").unwrap();
+        let (p, dev) = (
+            ProjectName::new("p").unwrap(),
+            StackName::new("dev").unwrap(),
+        );
+        keyless.create_stack(&p, &dev).unwrap();
         // A checkpoint holding a sealed secret, which this backend cannot open.
-        let path = keyless.path("p", "dev", "json");
+        let path = keyless.path(&p, &dev, "json");
         let json = std::fs::read_to_string(&path).unwrap();
         let sealed = json.replace(
             "\"outputs\": {}",
@@ -263,14 +288,14 @@ mod tests {
         );
         assert_ne!(sealed, json, "{json}");
         std::fs::write(&path, sealed).unwrap();
-        assert!(keyless.load("p", "dev").is_err());
+        assert!(keyless.load(&p, &dev).is_err());
         let entry = HistoryEntry::ended_now(
             UpdateKind::Update,
             SystemTime::now(),
             UpdateResult::Succeeded,
             ChangeSummary::default(),
         );
-        keyless.append_history("p", "dev", &entry).unwrap();
-        assert_eq!(keyless.history("p", "dev").unwrap(), [entry]);
+        keyless.append_history(&p, &dev, &entry).unwrap();
+        assert_eq!(keyless.history(&p, &dev).unwrap(), [entry]);
     }
 }

@@ -1,6 +1,7 @@
 //! The journal of an update in progress, as JSON lines next to the checkpoint. Appends are
 //! buffered and made durable by `sync`; the engine's writer batches syncs (group commit).
 
+use plinth_engine::names::{ProjectName, StackName};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -29,8 +30,8 @@ pub(crate) struct JournalFile {
     /// may be appended to it.
     broken: bool,
     checkpoint_path: PathBuf,
-    project: String,
-    stack: String,
+    project: ProjectName,
+    stack: StackName,
     crypter: Arc<dyn Crypter>,
     /// Named in the checkpoint the update ends with.
     plugins: UsedPlugins,
@@ -40,8 +41,8 @@ impl JournalFile {
     pub(crate) fn create(
         journal_path: PathBuf,
         checkpoint_path: PathBuf,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         crypter: Arc<dyn Crypter>,
         plugins: UsedPlugins,
     ) -> Result<JournalFile, BackendError> {
@@ -65,8 +66,8 @@ impl JournalFile {
             synced_len: 0,
             broken: false,
             checkpoint_path,
-            project: project.to_owned(),
-            stack: stack.to_owned(),
+            project: project.clone(),
+            stack: stack.clone(),
             crypter,
             plugins,
         })
@@ -225,8 +226,8 @@ mod tests {
         let journal = JournalFile::create(
             dir.path().join("dev.journal"),
             checkpoint,
-            "p",
-            "dev",
+            &plinth_engine::names::ProjectName::new("p").unwrap(),
+            &plinth_engine::names::StackName::new("dev").unwrap(),
             Arc::new(crate::secrets::Redacted),
             UsedPlugins::default(),
         )

@@ -1,5 +1,6 @@
 //! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
+use plinth_engine::names::StackName;
 use std::cell::Cell;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,9 +22,10 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
+use crate::grant_advice::PlinthYamlAdvice;
 use crate::home::{artifact_cache, plinth_home};
+use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
-use crate::plugins::PluginProviders;
 use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, pending, targets};
 
@@ -271,7 +273,7 @@ struct Deployer<'a> {
     ws: &'a Workspace,
     /// The command it runs for, as the stack's lock names it.
     command: &'static str,
-    stack: String,
+    stack: StackName,
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
     providers: Arc<PluginProviders>,
@@ -297,14 +299,16 @@ impl<'a> Deployer<'a> {
         Deployer::new(ws, command, stack)
     }
 
-    fn new(ws: &'a Workspace, command: &'static str, stack: String) -> Result<Deployer<'a>> {
+    fn new(ws: &'a Workspace, command: &'static str, stack: StackName) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
         if let Some(note) = lockfile::verify(&ws.project.dir, &resolved)? {
             println!("{note}");
         }
-        let runtime = Arc::new(Runtime::new(artifact_cache()?)?);
+        let runtime = Arc::new(
+            Runtime::new(artifact_cache()?)?.with_grant_advice(Arc::new(PlinthYamlAdvice)),
+        );
         let used = UsedPlugins::default();
         let providers = Arc::new(PluginProviders::new(
             runtime.clone(),
@@ -413,8 +417,8 @@ impl<'a> Deployer<'a> {
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
             let options = Options {
-                project: project.to_owned(),
-                stack: self.stack.clone(),
+                project: project.to_string(),
+                stack: self.stack.to_string(),
                 preview,
                 parallel: common.parallel,
                 config: self.config.clone(),

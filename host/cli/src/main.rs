@@ -3,10 +3,10 @@
 mod build;
 mod deploy;
 mod display;
+mod grant_advice;
 mod home;
 mod pending;
 mod plugin;
-mod plugins;
 mod project;
 mod secrets;
 mod stack;
@@ -14,6 +14,7 @@ mod stack_config;
 mod state;
 mod targets;
 
+use plinth_engine::names::StackName;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,7 +45,7 @@ struct GlobalArgs {
     cwd: Option<PathBuf>,
     /// The stack to operate on (default: the selected stack).
     #[arg(short, long, global = true, env = "PLINTH_STACK")]
-    stack: Option<String>,
+    stack: Option<StackName>,
     /// Log verbosely (also: RUST_LOG).
     #[arg(short, long, global = true)]
     verbose: bool,
@@ -86,7 +87,7 @@ enum Command {
 pub struct Workspace {
     pub project: Project,
     pub backend: LocalBackend,
-    stack_flag: Option<String>,
+    stack_flag: Option<StackName>,
     /// When the command started: the duration it reports counts from here, builds included.
     pub started: std::time::Instant,
 }
@@ -117,7 +118,7 @@ impl Workspace {
     }
 
     /// The stack named by `--stack`, or the selected one; it must exist.
-    pub fn stack(&self) -> Result<String> {
+    pub fn stack(&self) -> Result<StackName> {
         let project = self.project.name();
         let stack = match &self.stack_flag {
             Some(s) => s.clone(),
@@ -128,7 +129,7 @@ impl Workspace {
             })?,
         };
         if !self.backend.stack_exists(project, &stack) {
-            return Err(plinth_backend::BackendError::NoSuchStack(stack).into());
+            return Err(plinth_backend::BackendError::NoSuchStack(stack.to_string()).into());
         }
         Ok(stack)
     }

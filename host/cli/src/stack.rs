@@ -1,5 +1,6 @@
 //! `plinth stack …` and `plinth config …`.
 
+use plinth_engine::names::StackName;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,14 +21,14 @@ use crate::stack_config::ConfigValue;
 #[derive(Subcommand)]
 pub enum StackCommand {
     /// Create a stack and select it.
-    Init { name: String },
+    Init { name: StackName },
     /// List the project's stacks.
     Ls,
     /// Select the stack later commands operate on.
-    Select { name: String },
+    Select { name: StackName },
     /// Remove a stack; one with resources only with --force.
     Rm {
-        name: String,
+        name: StackName,
         /// Remove even if the stack still has resources (they are forgotten, not deleted).
         #[arg(long)]
         force: bool,
@@ -100,7 +101,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             }
             println!("{:24} {:>9}  LOCKED", "NAME", "RESOURCES");
             for s in stacks {
-                let mark = if selected.as_deref() == Some(&s.name) {
+                let mark = if selected.as_ref() == Some(&s.name) {
                     "*"
                 } else {
                     ""

@@ -1,6 +1,7 @@
 //! `plinth state …`: edits of a stack's state by hand. No provider is called: the real
 //! resources stay as they are; only what plinth records about them changes.
 
+use plinth_engine::names::StackName;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -120,7 +121,7 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
 /// Writes the edited state and records the edit in the stack's history.
 fn save(
     ws: &Workspace,
-    stack: &str,
+    stack: &StackName,
     edit: StateEdit,
     lock: &StackLock,
     started: SystemTime,

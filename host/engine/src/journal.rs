@@ -90,8 +90,10 @@ pub enum JournalEntry {
 /// Why the snapshot manager could not record a mutation.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SnapshotError {
+    /// The cause is part of the message and not the error's source, so that a reporter that
+    /// walks the chain does not print it twice.
     #[error("refusing to record an invalid state: {0}")]
-    Integrity(#[from] IntegrityError),
+    Integrity(IntegrityError),
     #[error("journal entry refers to {0}, which the journal does not know")]
     Inconsistent(String),
     #[error("refusing to delete {0}: other resources in the state still depend on it")]
@@ -100,6 +102,12 @@ pub enum SnapshotError {
     Persist(Arc<PersistError>),
     #[error("the snapshot manager stopped")]
     Stopped,
+}
+
+impl From<IntegrityError> for SnapshotError {
+    fn from(error: IntegrityError) -> SnapshotError {
+        SnapshotError::Integrity(error)
+    }
 }
 
 impl From<PersistError> for SnapshotError {

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::resource::ResourceState;
+use crate::resource::{FieldError, ResourceState};
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
@@ -57,6 +57,14 @@ pub enum IntegrityError {
 }
 
 impl Snapshot {
+    /// Checks every recorded resource's fields ([`ResourceState::check_fields`]): what no
+    /// state may hold, even one imported with `--force`.
+    pub fn check_fields(&self) -> Result<(), FieldError> {
+        (self.resources.iter())
+            .chain(self.pending_operations.iter().map(|op| &op.resource))
+            .try_for_each(ResourceState::check_fields)
+    }
+
     /// Checks the invariants every persisted snapshot must hold.
     pub fn verify_integrity(&self) -> Result<(), IntegrityError> {
         let mut seen: HashSet<&Urn> = HashSet::with_capacity(self.resources.len());

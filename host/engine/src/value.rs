@@ -14,7 +14,7 @@ pub type PropertyMap = BTreeMap<String, Value>;
 pub const SIG_KEY: &str = "plinth:sig";
 
 /// A property value.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Clone, PartialEq, Default)]
 pub enum Value {
     #[default]
     Null,
@@ -172,6 +172,24 @@ impl From<PropertyMap> for Value {
 }
 
 /// Displays a value for humans: secrets as `[secret]`, unknowns as `[unknown]`.
+/// Like a derived `Debug`, except that a secret prints `[secret]`: `{:?}` ends up in logs and
+/// panic messages, which must never hold a secret's plaintext.
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("Null"),
+            Value::Bool(b) => f.debug_tuple("Bool").field(b).finish(),
+            Value::Number(n) => f.debug_tuple("Number").field(n).finish(),
+            Value::String(s) => f.debug_tuple("String").field(s).finish(),
+            Value::Array(items) => f.debug_tuple("Array").field(items).finish(),
+            Value::Object(map) => f.debug_tuple("Object").field(map).finish(),
+            Value::Secret(_) => f.write_str("[secret]"),
+            Value::Unknown => f.write_str("Unknown"),
+            Value::Output(output) => f.debug_tuple("Output").field(output).finish(),
+        }
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -329,6 +347,18 @@ mod tests {
             field: OutputField::Id,
         });
         assert!(serde_json::to_string(&v).is_err());
+    }
+
+    #[test]
+    fn debug_never_prints_a_secret() {
+        let secret_obj = Value::Secret(Box::new(sample()));
+        assert_eq!(format!("{secret_obj:?}"), "[secret]");
+        let shown = format!("{:?}", sample());
+        assert!(
+            shown.contains("\"s\": [secret]") && !shown.contains("pw"),
+            "{shown}"
+        );
+        assert_eq!(format!("{:?}", Value::from("x")), "String(\"x\")");
     }
 
     #[test]

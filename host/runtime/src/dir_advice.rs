@@ -2,6 +2,8 @@
 //! directories granted to it, so "No such file or directory" for a path outside them means a
 //! missing grant, and "Permission denied" inside a read-only one means a read-only grant.
 
+use crate::advice::GrantAdvice;
+use crate::capabilities::{DirRequest, Missing};
 use crate::grants::{Access, DirGrant};
 
 /// How wasi-libc words the errors a missing or read-only grant causes.
@@ -16,7 +18,12 @@ const FS_ERRORS: [&str; 6] = [
 
 /// The advice for plugin `plugin` granted `dirs`, if `message` is a file-system error that a
 /// grant explains; `None` when the paths it names are inside a writable granted directory.
-pub(crate) fn advise(plugin: &str, dirs: &[DirGrant], message: &str) -> Option<String> {
+pub(crate) fn advise(
+    plugin: &str,
+    dirs: &[DirGrant],
+    message: &str,
+    advice: &dyn GrantAdvice,
+) -> Option<String> {
     if !FS_ERRORS.iter().any(|e| message.contains(e)) {
         return None;
     }
@@ -31,12 +38,16 @@ pub(crate) fn advise(plugin: &str, dirs: &[DirGrant], message: &str) -> Option<S
         .filter_map(|p| granted_at(dirs, p))
         .filter(|d| d.access == Access::ReadOnly)
         .collect();
-    let where_ = format!("under `plugins.{plugin}.grants` in Plinth.yaml");
     if let Some(dir) = read_only.first().filter(|_| outside.is_empty()) {
+        let write = Missing::DirWrite(DirRequest {
+            guest: dir.guest.clone(),
+            access: Access::ReadWrite,
+            why: String::new(),
+        });
         return Some(format!(
-            "plugin `{plugin}` is granted {} read-only; to let it write there, set \
-             `access: read-write` on that directory {where_}",
-            dir.guest
+            "plugin `{plugin}` is granted {} read-only; to let it write there, {}",
+            dir.guest,
+            advice.to_allow(plugin, &write)
         ));
     }
     if !paths.is_empty() && outside.is_empty() {
@@ -55,10 +66,15 @@ pub(crate) fn advise(plugin: &str, dirs: &[DirGrant], message: &str) -> Option<S
         [] => "a path outside them".to_owned(),
         some => format!("{} is outside them", some.join(", ")),
     };
+    let grant = Missing::Dir(DirRequest {
+        guest: "/DIR".into(),
+        access: Access::ReadWrite,
+        why: String::new(),
+    });
     Some(format!(
         "plugin `{plugin}` is granted {granted}, and {subject}, so it does not exist for the \
-         plugin; to grant a directory, add `dirs: [{{host: ./DIR, guest: /DIR, access: \
-         read-write}}]` {where_}"
+         plugin; to grant a directory, {}",
+        advice.to_allow(plugin, &grant)
     ))
 }
 
@@ -90,6 +106,7 @@ fn absolute_paths(message: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::advice::PlainAdvice;
 
     fn dir(guest: &str, access: Access) -> DirGrant {
         DirGrant {
@@ -103,7 +120,7 @@ mod tests {
     fn a_path_outside_every_grant_names_the_grants_and_how_to_add_one() {
         let dirs = [dir("/data", Access::ReadWrite)];
         let message = "writing /etc/kv/a.json: No such file or directory (os error 44)";
-        let advice = advise("kv", &dirs, message).unwrap();
+        let advice = advise("kv", &dirs, message, &PlainAdvice).unwrap();
         assert!(
             advice.contains("granted only /data (read-write)"),
             "{advice}"
@@ -113,24 +130,38 @@ mod tests {
             "{advice}"
         );
         assert!(
-            advice.contains("under `plugins.kv.grants` in Plinth.yaml"),
+            advice.contains("grant plugin `kv` read-write access to the directory /DIR"),
             "{advice}"
         );
-        let none = advise("kv", &[], message).unwrap();
+        let none = advise("kv", &[], message, &PlainAdvice).unwrap();
         assert!(none.contains("granted no directories"), "{none}");
     }
 
     #[test]
     fn a_read_only_grant_is_named_and_a_writable_one_explains_nothing() {
         let message = "writing /data/a.json: Permission denied (os error 2)";
-        let advice = advise("kv", &[dir("/data", Access::ReadOnly)], message).unwrap();
+        let advice = advise(
+            "kv",
+            &[dir("/data", Access::ReadOnly)],
+            message,
+            &PlainAdvice,
+        )
+        .unwrap();
         assert!(advice.contains("/data read-only"), "{advice}");
-        assert!(advice.contains("access: read-write"), "{advice}");
+        assert!(
+            advice.contains("grant plugin `kv` write access to the directory /data"),
+            "{advice}"
+        );
         let missing = "reading /data/a.json: No such file or directory (os error 44)";
         assert_eq!(
-            advise("kv", &[dir("/data", Access::ReadWrite)], missing),
+            advise(
+                "kv",
+                &[dir("/data", Access::ReadWrite)],
+                missing,
+                &PlainAdvice
+            ),
             None
         );
-        assert_eq!(advise("kv", &[], "the key is empty"), None);
+        assert_eq!(advise("kv", &[], "the key is empty", &PlainAdvice), None);
     }
 }

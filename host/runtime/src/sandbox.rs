@@ -12,6 +12,7 @@ use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
+use crate::advice::{GrantAdvice, PlainAdvice};
 use crate::denial::{Denials, Owner};
 use crate::env::WatchedEnv;
 use crate::grants::{DirGrant, Grants};
@@ -55,6 +56,7 @@ impl Sandbox {
             stdout,
             limits,
             &Grants::default(),
+            Arc::new(PlainAdvice),
         )
     }
 
@@ -65,12 +67,15 @@ impl Sandbox {
         stdout: LineSink,
         limits: Limits,
         grants: &Grants,
+        advice: Arc<dyn GrantAdvice>,
     ) -> Result<Sandbox, String> {
         let mut wasi = WasiCtxBuilder::new();
         grants.preopen(&mut wasi)?;
         crate::env::pass_granted(&grants.env, &mut wasi, &guest);
         let owner = Owner::Plugin(guest.to_string());
-        Ok(Sandbox::build(wasi, owner, guest, stdout, limits, grants))
+        Ok(Sandbox::build(
+            wasi, owner, guest, stdout, limits, grants, advice,
+        ))
     }
 
     fn build(
@@ -80,6 +85,7 @@ impl Sandbox {
         stdout: LineSink,
         limits: Limits,
         grants: &Grants,
+        advice: Arc<dyn GrantAdvice>,
     ) -> Sandbox {
         let stderr = OutputPipe::new(guest.clone(), |guest, line| {
             tracing::debug!(target: "plinth::guest", guest, "stderr: {line}");
@@ -88,7 +94,7 @@ impl Sandbox {
             Owner::Plugin(name) => Some((name.clone(), grants.dirs.clone())),
             Owner::Program(_) => None,
         };
-        let denials = Arc::new(Denials::new(owner));
+        let denials = Arc::new(Denials::new(owner, advice));
         let net = NetPolicy::new(grants, denials.clone());
         // Deny by default: no arguments and no stdin; only the granted environment variables,
         // directories, network endpoints and HTTP authorities. Clocks and randomness are
@@ -159,8 +165,9 @@ impl Sandbox {
     /// failure the guest described with `message`.
     pub(crate) fn denials(&self, message: &str) -> Option<String> {
         let refused = self.denials.explain(message, &self.env);
-        let dirs = (self.dirs.as_ref())
-            .and_then(|(plugin, dirs)| crate::dir_advice::advise(plugin, dirs, message));
+        let dirs = (self.dirs.as_ref()).and_then(|(plugin, dirs)| {
+            crate::dir_advice::advise(plugin, dirs, message, self.denials.advice())
+        });
         match (refused, dirs) {
             (Some(refused), Some(dirs)) => Some(format!("{refused}\n{dirs}")),
             (refused, dirs) => refused.or(dirs),
