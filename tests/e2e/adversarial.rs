@@ -408,8 +408,9 @@ fn an_endless_loop_hits_the_call_time_limit() {
             "`create` timed out after 2s",
         ],
     );
-    // The deadline, not a hang, ended the run.
-    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    // The deadline, not a hang, ended the run (the bound is generous: a loaded machine compiles
+    // and runs slowly).
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
     assert_eq!(outputs_of(&env.export(), "ok")["content"], INSIDE);
     arena.assert_contained(&stderr);
 

@@ -29,7 +29,7 @@ fn a_plugin_asking_for_an_ungranted_directory_is_refused_until_granted() {
 
     let stderr = env.fails(&["up", "--yes"]);
     for needle in [
-        "plugin `notes` asks for capabilities Plinth.yaml does not grant it",
+        "plugin `notes` asks for capabilities it is not granted",
         "read-write access to the directory /notes (each note is a file there)",
         "To grant it, add these lines under `plugins: notes: grants:` in Plinth.yaml:",
     ] {

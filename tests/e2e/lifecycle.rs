@@ -1,6 +1,7 @@
 //! Engine semantics through the real binary and real components: replacement in both orders,
 //! protect, aliases, components, refresh, targeting and recovery of an interrupted create.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -250,7 +251,7 @@ fn slow_up(env: &Env) -> std::process::Child {
     env.config("delay_ms", "800");
     let child = env
         .command(&["up", "--yes", "--skip-preview", "--parallel", "1"])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -296,11 +297,21 @@ fn a_first_interrupt_lets_the_step_in_flight_finish_and_starts_no_more() {
 #[test]
 fn a_second_interrupt_aborts_leaving_the_operation_in_flight_pending() {
     let env = record_project();
-    let child = slow_up(&env);
+    let mut child = slow_up(&env);
     interrupt(&child);
-    std::thread::sleep(Duration::from_millis(100));
+    // The second interrupt goes once the first was taken (plinth says so): two sent at once may
+    // arrive as one.
+    // The reader stays open to the end: plinth must not meet a closed pipe.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    assert!(
+        (&mut stdout)
+            .lines()
+            .any(|line| line.is_ok_and(|l| l.contains("Cancelling"))),
+        "the first interrupt was not taken"
+    );
     interrupt(&child);
     let out = child.wait_with_output().unwrap();
+    drop(stdout);
     assert_eq!(
         out.status.code(),
         Some(130),

@@ -10,6 +10,8 @@ mod grants;
 mod legacy;
 mod lifecycle;
 mod locking;
+mod messages;
+mod names;
 mod numbers;
 mod reach;
 mod secrets;

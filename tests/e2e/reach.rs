@@ -452,7 +452,8 @@ fn the_call_timeout_comes_from_plinth_yaml() {
             stderr.contains("plugin `reach`") && stderr.contains("`create` timed out after 300ms"),
             "{ty}: {stderr}"
         );
-        assert!(took < Duration::from_secs(10), "{ty} took {took:?}");
+        // Tells the deadline from a hang; generous, as a loaded machine runs slowly.
+        assert!(took < Duration::from_secs(60), "{ty} took {took:?}");
         env.config("inputs_x", "ms=50");
         env.ok(&["up", "--yes", "--skip-preview"]);
     }

@@ -3,7 +3,7 @@
 
 use std::process::Output;
 
-use crate::support::{ConfigCleanup, Env, repo_root};
+use crate::support::{ConfigCleanup, Env, guest, repo_root};
 
 /// Everything plinth printed, on stdout and stderr.
 fn printed(out: &Output) -> String {
@@ -118,8 +118,12 @@ fn secret_config_stays_sealed_and_hidden() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
         assert!(stderr.contains("PLINTH_CONFIG_PASSPHRASE"), "{stderr}");
     }
-    // Listing stacks and masked outputs need no passphrase.
-    for args in [&["stack", "ls"][..], &["stack", "output"]] {
+    // Listing stacks, masked outputs and the history need no passphrase.
+    for args in [
+        &["stack", "ls"][..],
+        &["stack", "output"],
+        &["stack", "history"],
+    ] {
         let out = env
             .command(args)
             .env_remove("PLINTH_CONFIG_PASSPHRASE")
@@ -171,4 +175,126 @@ fn a_generated_password_stays_sealed_and_hidden() {
     assert_eq!(password.len(), 20, "{shown}");
     assert_nowhere(&env, password, &log);
     env.ok(&["destroy", "--yes"]);
+}
+
+/// An update may record a secret whatever the stack held before (any provider output, any
+/// program value can be one), so it needs the stack's secrets before it starts. Without a
+/// passphrase and without a terminal to ask on, `up` of the example (whose password is the
+/// stack's first secret) stops before any provider call, naming the variable to set, and
+/// leaves the state as it was: no resource created, none left as a pending create.
+#[test]
+fn an_update_without_the_passphrase_stops_before_anything_is_created() {
+    let dir = repo_root().join("examples/hello");
+    let stack = "e2e-no-passphrase";
+    let config = dir.join(format!("Plinth.{stack}.yaml"));
+    let _cleanup = ConfigCleanup(config.clone());
+    let env = Env::in_dir(dir, stack);
+    let exported = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(exported.path(), env.ok(&["stack", "export"])).unwrap();
+    let exported = exported.path().to_str().unwrap();
+    let state = env.state_files();
+    let config_text = std::fs::read(&config).ok();
+    for args in [
+        &["up", "--yes"][..],
+        &["up", "--yes", "--skip-preview"],
+        &["refresh", "--yes"],
+        &["destroy", "--yes"],
+        &["stack", "import", "--file", exported],
+    ] {
+        let out = env
+            .command(args)
+            .env_remove("PLINTH_CONFIG_PASSPHRASE")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {}", printed(&out));
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("no passphrase: set PLINTH_CONFIG_PASSPHRASE"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "",
+            "{args:?}: nothing may start"
+        );
+        assert_eq!(env.state_files(), state, "{args:?} changed the state");
+        assert_eq!(std::fs::read(&config).ok(), config_text, "{args:?}");
+    }
+    // With the passphrase, the same update runs.
+    env.ok(&["up", "--yes"]);
+    env.ok(&["destroy", "--yes"]);
+}
+
+/// The same, seen from the provider's side: a stack that holds no secret and whose program
+/// makes none still needs its secrets before an update, and nothing reaches the world without.
+#[test]
+fn an_update_without_the_passphrase_touches_no_resource() {
+    let env = Env::scenario_with_world();
+    env.config("kind", "record");
+    let state = env.state_files();
+    let out = env
+        .command(&["up", "--yes"])
+        .env_remove("PLINTH_CONFIG_PASSPHRASE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", printed(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("PLINTH_CONFIG_PASSPHRASE"),
+        "{}",
+        printed(&out)
+    );
+    assert_eq!(std::fs::read_dir(env.world()).unwrap().count(), 0);
+    assert_eq!(env.state_files(), state);
+}
+
+/// A program and a plugin that print secrets (a secret config value, through a resource's
+/// input and output, and a generated password) put none of them in plinth's output or log: each
+/// printed line reaches the log with `[secret]` in its place.
+#[test]
+fn secrets_printed_by_a_program_or_a_plugin_are_masked() {
+    let env = Env::scenario_with(&format!(
+        "  random:\n    path: {}\n",
+        guest("plinth-random").display()
+    ));
+    let token = "tok-5be1-printed-secret";
+    let mut log = String::new();
+    run(
+        &env,
+        &["config", "set", "token_a", token, "--secret"],
+        &mut log,
+    );
+    env.config("resources", "a");
+    env.config("inputs_a", "print_inputs=yes");
+    env.config("print_a", "token");
+    env.config("password_length", "24");
+    env.config("print_password", "result");
+    // Every guest line is logged: the program's stdout at info, everything else at debug.
+    let out = env
+        .command(&["-v", "up", "--yes"])
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    let text = printed(&out);
+    assert!(out.status.success(), "{text}");
+    log.push_str(&text);
+    for line in [
+        "plugin prints token: [secret]",
+        "plugin warns token: [secret]",
+        "program prints a.token: [secret]",
+        "program warns a.token: [secret]",
+        "program prints password.result: [secret]",
+        "program warns password.result: [secret]",
+    ] {
+        assert!(log.contains(line), "`{line}` is not in:\n{log}");
+    }
+
+    let shown = env.ok(&["stack", "output", "--show-secrets", "--json"]);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let password = shown["password"].as_str().unwrap().to_owned();
+    assert_eq!(password.len(), 24, "{shown}");
+    assert_nowhere(&env, token, &log);
+    assert_nowhere(&env, &password, &log);
+    run(&env, &["destroy", "--yes"], &mut log);
+    assert_nowhere(&env, token, &log);
 }

@@ -106,25 +106,63 @@ fn history_lists_operations_newest_first() {
     assert_eq!(history[2]["changes"]["create"], 2);
     assert_eq!(history[2]["plinth"], env!("CARGO_PKG_VERSION"));
     let table = env.ok(&["stack", "history"]);
-    assert!(
-        table.lines().nth(1).unwrap().starts_with("destroy"),
-        "{table}"
-    );
+    // STARTED (a local date and time) comes first, then KIND.
+    let newest: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(newest[2], "destroy", "{table}");
+}
+
+/// A lock file as an update that ran as `pid` on this host would leave it.
+fn lock_left_by(env: &Env, pid: u32) -> std::path::PathBuf {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let info = serde_json::json!({
+        "pid": pid, "host": host.trim(), "user": "someone", "command": "up", "started": 0
+    });
+    std::fs::write(env.lock_file(), info.to_string()).unwrap();
+    env.lock_file()
 }
 
 #[test]
-fn cancel_breaks_a_lock_left_behind() {
+fn a_lock_file_nobody_holds_is_taken_over_whatever_it_says() {
     let env = Env::scenario();
     assert!(env.ok(&["cancel", "--yes"]).contains("not locked"));
-    let lock = env.state.path().join("stacks/scenario/dev.lock");
-    std::fs::write(&lock, "not json").unwrap();
+    // It names a process that runs (this test), or nothing readable: neither holds the file
+    // lock, so neither is an update in progress.
+    lock_left_by(&env, std::process::id());
+    env.ok(&["up", "--yes"]);
+    assert!(!env.lock_file().exists());
+    std::fs::write(env.lock_file(), "not json").unwrap();
+    env.ok(&["up", "--yes"]);
+    // `cancel` removes such a file without asking.
+    lock_left_by(&env, std::process::id());
+    let out = env.ok(&["cancel"]);
+    assert!(out.contains("which no longer runs"), "{out}");
+    assert!(!env.lock_file().exists());
+}
+
+#[test]
+fn a_lock_file_held_by_a_running_process_is_respected_whatever_it_says() {
+    let env = Env::scenario();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    // It names a process that has exited, but this test holds its file lock.
+    let path = lock_left_by(&env, gone.id());
+    let held = std::fs::File::open(&path).unwrap();
+    held.try_lock().unwrap();
+    let state = env.state_files();
     let stderr = env.fails(&["up", "--yes"]);
     assert!(
-        stderr.contains("locked") && stderr.contains("plinth cancel"),
+        stderr.contains("still running") && stderr.contains(&format!("pid {}", gone.id())),
         "{stderr}"
     );
+    assert_eq!(env.state_files(), state);
+    // Breaking a running update's lock takes a confirmation.
     let stderr = env.fails(&["cancel"]);
     assert!(stderr.contains("--yes"), "{stderr}");
-    assert!(env.ok(&["cancel", "--yes"]).contains("Broke the lock"));
+    let out = env.ok(&["cancel", "--yes"]);
+    assert!(
+        out.contains("still running") && out.contains("Broke the lock"),
+        "{out}"
+    );
     env.ok(&["up", "--yes"]);
+    drop(held);
 }

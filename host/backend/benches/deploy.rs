@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use plinth_backend::LocalBackend;
 use plinth_engine::deployment::{self, Options};
 use plinth_engine::events::EventSink;
-use plinth_engine::journal::{JournalEntry, Persister, SnapshotManager};
+use plinth_engine::journal::{JournalEntry, PersistError, Persister, SnapshotManager};
 use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest};
 use plinth_engine::provider::*;
 use plinth_engine::snapshot::Snapshot;
@@ -176,16 +176,17 @@ struct Counting {
 }
 
 impl Persister for Counting {
-    fn append(&mut self, entry: &JournalEntry) -> Result<(), String> {
-        let line = serde_json::to_vec(entry).map_err(|e| e.to_string())?;
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
+        let line = serde_json::to_vec(entry)
+            .map_err(|e| PersistError::invalid("measure", "<journal entry>", e))?;
         self.journal_bytes
             .fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
         self.inner.append(entry)
     }
-    fn sync(&mut self) -> Result<(), String> {
+    fn sync(&mut self) -> Result<(), PersistError> {
         self.inner.sync()
     }
-    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
+    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
         self.inner.compact(snapshot)
     }
 }
@@ -202,13 +203,17 @@ async fn deploy(
     preview: bool,
     provider: &Arc<Immediate>,
 ) -> Run {
-    let loaded = backend.load("bench", "dev").expect("load");
+    let loaded = backend.load(&bench_project(), &dev_stack()).expect("load");
     let journal_bytes = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    let lock = (!preview).then(|| backend.lock("bench", "dev", "up").expect("lock"));
+    let lock = (!preview).then(|| {
+        backend
+            .lock(&bench_project(), &dev_stack(), "up")
+            .expect("lock")
+    });
     let recorder = lock.as_ref().map(|lock| {
         let inner = backend
-            .begin_update("bench", "dev", &loaded, lock)
+            .begin_update(&bench_project(), &dev_stack(), &loaded, lock)
             .expect("begin");
         let persister = Counting {
             inner,
@@ -259,7 +264,9 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("file://{}", dir.path().display());
     let backend = LocalBackend::from_url(Some(&url)).expect("backend");
-    backend.create_stack("bench", "dev").expect("stack");
+    backend
+        .create_stack(&bench_project(), &dev_stack())
+        .expect("stack");
     let provider = Arc::new(Immediate {
         info: ProviderInfo {
             name: "bench".into(),
@@ -297,4 +304,12 @@ fn main() {
         );
         println!("  peak RSS: {:.0} MiB", peak_rss_mib());
     });
+}
+
+fn bench_project() -> plinth_engine::names::ProjectName {
+    plinth_engine::names::ProjectName::new("bench").expect("project name")
+}
+
+fn dev_stack() -> plinth_engine::names::StackName {
+    plinth_engine::names::StackName::new("dev").expect("stack name")
 }

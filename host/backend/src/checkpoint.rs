@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
@@ -17,8 +18,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Checkpoint {
     pub version: u32,
-    pub project: String,
-    pub stack: String,
+    pub project: ProjectName,
+    pub stack: StackName,
     /// The plinth version that wrote the file.
     pub plinth: String,
     /// The plugins of the update that wrote the file (none in files from older plinths).
@@ -62,11 +63,11 @@ struct VersionOnly {
 }
 
 impl Checkpoint {
-    pub fn new(project: &str, stack: &str, snapshot: Snapshot) -> Checkpoint {
+    pub fn new(project: &ProjectName, stack: &StackName, snapshot: Snapshot) -> Checkpoint {
         Checkpoint {
             version: SCHEMA_VERSION,
-            project: project.to_owned(),
-            stack: stack.to_owned(),
+            project: project.clone(),
+            stack: stack.clone(),
             plinth: env!("CARGO_PKG_VERSION").to_owned(),
             plugins: Vec::new(),
             snapshot,
@@ -127,10 +128,16 @@ impl Checkpoint {
                 supported: SCHEMA_VERSION,
             });
         }
-        from_sealed_json(bytes, crypter).map_err(|e| match e {
+        let checkpoint: Checkpoint = from_sealed_json(bytes, crypter).map_err(|e| match e {
             CodecError::Json(e) => corrupt(e.to_string()),
             CodecError::Secrets(e) => e.into(),
-        })
+        })?;
+        // Even a state imported with `--force` holds only fields plinth could have written.
+        checkpoint
+            .snapshot
+            .check_fields()
+            .map_err(|e| corrupt(e.to_string()))?;
+        Ok(checkpoint)
     }
 
     /// The checkpoint as JSON, with every secret sealed by `crypter`.
@@ -147,6 +154,14 @@ impl Checkpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn p() -> ProjectName {
+        ProjectName::new("p").unwrap()
+    }
+
+    fn dev() -> StackName {
+        StackName::new("dev").unwrap()
+    }
     use crate::secrets::{PassphraseCrypter, SecretsError};
     use plinth_engine::value::Value;
 
@@ -158,7 +173,7 @@ mod tests {
     #[test]
     fn round_trips() {
         let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
-        let cp = Checkpoint::new("p", "dev", Snapshot::default());
+        let cp = Checkpoint::new(&p(), &dev(), Snapshot::default());
         let json = cp.to_json(&crypter).unwrap();
         let back = Checkpoint::parse(&json, "dev", Path::new("x"), &crypter).unwrap();
         assert_eq!(back.snapshot, cp.snapshot);
@@ -182,7 +197,7 @@ mod tests {
             Value::Secret(Box::new(Value::Array(vec!["s3cr3t".into(), 1.5.into()]))),
         );
         snapshot.outputs.insert("plain".into(), "visible".into());
-        let cp = Checkpoint::new("p", "dev", snapshot);
+        let cp = Checkpoint::new(&p(), &dev(), snapshot);
         let json = cp.to_json(&crypter).unwrap();
         let text = String::from_utf8(json.clone()).unwrap();
         assert!(
@@ -229,7 +244,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             [("kit", "bb"), ("random", "cc")]
         );
-        let cp = Checkpoint::new("p", "dev", Snapshot::default()).with_plugins(plugins.clone());
+        let cp = Checkpoint::new(&p(), &dev(), Snapshot::default()).with_plugins(plugins.clone());
         let json = cp.to_json(&crypter).unwrap();
         let back = Checkpoint::parse(&json, "dev", Path::new("x"), &crypter).unwrap();
         assert_eq!(back.plugins, plugins);

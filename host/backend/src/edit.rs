@@ -2,6 +2,7 @@
 //! snapshot, check it, write it back. Secrets are never opened: their ciphertext is carried
 //! through as it is, so an edit needs no passphrase and no plaintext exists at any point.
 
+use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
@@ -67,8 +68,8 @@ impl LocalBackend {
     /// interrupted update.
     pub fn load_for_edit(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         _lock: &StackLock,
     ) -> Result<StateEdit, BackendError> {
         let crypter = self.crypter(stack);
@@ -80,8 +81,8 @@ impl LocalBackend {
     /// checkpoint as a backup.
     pub fn save_edit(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         edit: StateEdit,
         _lock: &StackLock,
     ) -> Result<(), BackendError> {
@@ -91,7 +92,7 @@ impl LocalBackend {
         snapshot
             .verify_integrity()
             .map_err(|error| BackendError::InvalidEdit {
-                stack: stack.to_owned(),
+                stack: stack.to_string(),
                 error,
             })?;
         let crypter = self.crypter(stack);
@@ -111,6 +112,14 @@ mod tests {
     use plinth_engine::value::Value;
 
     use super::*;
+
+    fn p() -> ProjectName {
+        ProjectName::new("p").unwrap()
+    }
+
+    fn dev() -> StackName {
+        StackName::new("dev").unwrap()
+    }
     use crate::secrets::{PassphraseCrypter, SecretsProvider};
 
     struct OneKey(Arc<PassphraseCrypter>);
@@ -150,16 +159,16 @@ mod tests {
         let keyed = keyless
             .clone()
             .with_secrets(Arc::new(OneKey(Arc::new(crypter))));
-        keyed.create_stack("p", "dev").unwrap();
-        let json = Checkpoint::new("p", "dev", snapshot)
+        keyed.create_stack(&p(), &dev()).unwrap();
+        let json = Checkpoint::new(&p(), &dev(), snapshot)
             .to_json(keyed.crypter("dev").as_ref())
             .unwrap();
-        keyed.replace_checkpoint("p", "dev", &json).unwrap();
+        keyed.replace_checkpoint(&p(), &dev(), &json).unwrap();
         (dir, keyed, keyless)
     }
 
     fn checkpoint_text(b: &LocalBackend) -> String {
-        std::fs::read_to_string(b.path("p", "dev", "json")).unwrap()
+        std::fs::read_to_string(b.path(&p(), &dev(), "json")).unwrap()
     }
 
     fn ciphertexts(text: &str) -> Vec<&str> {
@@ -183,20 +192,20 @@ mod tests {
         assert!(!before.contains("hunter2"));
         assert_eq!(ciphertexts(&before).len(), 2);
 
-        let lock = keyless.lock("p", "dev", "state delete").unwrap();
-        let mut edit = keyless.load_for_edit("p", "dev", &lock).unwrap();
+        let lock = keyless.lock(&p(), &dev(), "state delete").unwrap();
+        let mut edit = keyless.load_for_edit(&p(), &dev(), &lock).unwrap();
         let b = edit.snapshot().resources[1].urn.clone();
         edit.snapshot_mut().remove(&b, false).unwrap();
-        keyless.save_edit("p", "dev", edit, &lock).unwrap();
+        keyless.save_edit(&p(), &dev(), edit, &lock).unwrap();
         drop(lock);
 
         let after = checkpoint_text(&keyed);
         assert_eq!(ciphertexts(&after), ciphertexts(&before));
-        let loaded = keyed.load("p", "dev").unwrap().snapshot;
+        let loaded = keyed.load(&p(), &dev()).unwrap().snapshot;
         assert_eq!(loaded.resources.len(), 1);
         assert_eq!(loaded.resources[0].outputs["token"], secret);
         assert_eq!(loaded.outputs["token"], secret);
-        assert_eq!(keyed.backups("p", "dev").unwrap().len(), 2);
+        assert_eq!(keyed.backups(&p(), &dev()).unwrap().len(), 2);
     }
 
     #[test]
@@ -209,44 +218,44 @@ mod tests {
         let (_dir, keyed, keyless) = stack_with(Snapshot::default());
         // As an older plinth wrote it: the secret in the clear.
         let legacy = Checkpoint::new(
-            "p",
-            "dev",
+            &p(),
+            &dev(),
             Snapshot {
                 resources: vec![a],
                 ..Default::default()
             },
         );
-        let path = keyed.path("p", "dev", "json");
+        let path = keyed.path(&p(), &dev(), "json");
         std::fs::write(&path, serde_json::to_vec(&legacy).unwrap()).unwrap();
 
-        let lock = keyless.lock("p", "dev", "state protect").unwrap();
-        let mut edit = keyless.load_for_edit("p", "dev", &lock).unwrap();
+        let lock = keyless.lock(&p(), &dev(), "state protect").unwrap();
+        let mut edit = keyless.load_for_edit(&p(), &dev(), &lock).unwrap();
         let urn = edit.snapshot().resources[0].urn.clone();
         edit.snapshot_mut().set_protect(&urn, true).unwrap();
         // Without the key it cannot be sealed, so nothing is written.
-        let err = keyless.save_edit("p", "dev", edit, &lock).unwrap_err();
+        let err = keyless.save_edit(&p(), &dev(), edit, &lock).unwrap_err();
         assert!(matches!(err, BackendError::Secrets(_)), "{err}");
         assert!(checkpoint_text(&keyed).contains("hunter2"));
 
-        let mut edit = keyed.load_for_edit("p", "dev", &lock).unwrap();
+        let mut edit = keyed.load_for_edit(&p(), &dev(), &lock).unwrap();
         edit.snapshot_mut().set_protect(&urn, true).unwrap();
-        keyed.save_edit("p", "dev", edit, &lock).unwrap();
+        keyed.save_edit(&p(), &dev(), edit, &lock).unwrap();
         assert!(!checkpoint_text(&keyed).contains("hunter2"));
-        assert!(keyed.load("p", "dev").unwrap().snapshot.resources[0].protect);
+        assert!(keyed.load(&p(), &dev()).unwrap().snapshot.resources[0].protect);
     }
 
     #[test]
     fn an_interrupted_journal_is_folded_in_and_discarded() {
         use plinth_engine::journal::JournalEntry;
         let (_dir, keyed, _) = stack_with(Snapshot::default());
-        let lock = keyed.lock("p", "dev", "up").unwrap();
-        let loaded = keyed.load("p", "dev").unwrap();
-        let mut journal = keyed.begin_update("p", "dev", &loaded, &lock).unwrap();
+        let lock = keyed.lock(&p(), &dev(), "up").unwrap();
+        let loaded = keyed.load(&p(), &dev()).unwrap();
+        let mut journal = keyed.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
         let a = resource("a", &[]);
         let entries = [
             JournalEntry::Begin {
                 seq: 1,
-                kind: plinth_engine::snapshot::OperationKind::Creating,
+                kind: plinth_engine::snapshot::PendingKind::Creating,
                 resource: a.clone(),
                 old: None,
             },
@@ -262,12 +271,12 @@ mod tests {
         journal.sync().unwrap();
         drop(journal);
 
-        let mut edit = keyed.load_for_edit("p", "dev", &lock).unwrap();
+        let mut edit = keyed.load_for_edit(&p(), &dev(), &lock).unwrap();
         assert!(edit.recovered());
         edit.snapshot_mut().set_protect(&a.urn, true).unwrap();
-        keyed.save_edit("p", "dev", edit, &lock).unwrap();
-        assert!(!keyed.path("p", "dev", "journal").exists());
-        let loaded = keyed.load("p", "dev").unwrap();
+        keyed.save_edit(&p(), &dev(), edit, &lock).unwrap();
+        assert!(!keyed.path(&p(), &dev(), "journal").exists());
+        let loaded = keyed.load(&p(), &dev()).unwrap();
         assert!(!loaded.recovered);
         assert!(loaded.snapshot.resources[0].protect);
     }
@@ -279,10 +288,10 @@ mod tests {
             ..Default::default()
         });
         let before = checkpoint_text(&keyed);
-        let lock = keyed.lock("p", "dev", "state delete").unwrap();
-        let mut edit = keyed.load_for_edit("p", "dev", &lock).unwrap();
+        let lock = keyed.lock(&p(), &dev(), "state delete").unwrap();
+        let mut edit = keyed.load_for_edit(&p(), &dev(), &lock).unwrap();
         edit.snapshot_mut().resources.remove(0);
-        let err = keyed.save_edit("p", "dev", edit, &lock).unwrap_err();
+        let err = keyed.save_edit(&p(), &dev(), edit, &lock).unwrap_err();
         assert!(matches!(err, BackendError::InvalidEdit { .. }), "{err}");
         assert_eq!(checkpoint_text(&keyed), before);
     }

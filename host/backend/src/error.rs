@@ -10,10 +10,6 @@ pub enum BackendError {
     #[error("stack `{0}` already exists")]
     StackExists(String),
     #[error(
-        "invalid stack name `{0}`: use letters, digits, `-`, `_` and `.`, starting with a letter or digit"
-    )]
-    InvalidStackName(String),
-    #[error(
         "stack `{stack}` still has {count} resources; run `plinth destroy` first, or pass --force to forget them"
     )]
     StackNotEmpty { stack: String, count: usize },
@@ -49,14 +45,14 @@ pub enum BackendError {
         error: plinth_engine::snapshot::IntegrityError,
     },
     #[error(
-        "stack `{stack}` is locked by another update: {holder}; if that process is gone, run `plinth cancel`"
+        "stack `{stack}` is locked by an update that is still running, {holder}: wait for it to finish, or stop it"
     )]
     Locked { stack: String, holder: String },
     #[error(transparent)]
     Secrets(#[from] SecretsError),
     #[error("cannot encode the state: {0}")]
     Encode(String),
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}")]
     Io {
         action: &'static str,
         path: PathBuf,
@@ -75,5 +71,34 @@ impl BackendError {
             path,
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    /// Each error of `error`'s chain, as a reporter that walks the chain (anyhow's `{:#}`)
+    /// prints them: no level may repeat the one below it.
+    fn assert_each_cause_once(error: &dyn Error) {
+        let mut level = error;
+        while let Some(source) = level.source() {
+            let (outer, inner) = (level.to_string(), source.to_string());
+            assert!(
+                !outer.contains(&inner),
+                "`{outer}` repeats its cause `{inner}`"
+            );
+            level = source;
+        }
+    }
+
+    #[test]
+    fn an_io_failure_names_its_cause_once() {
+        let busy = std::io::Error::from_raw_os_error(16);
+        let error = BackendError::io("removing", "/state/stacks/p/dev.lock")(busy);
+        assert_each_cause_once(&error);
+        assert_eq!(error.to_string(), "removing /state/stacks/p/dev.lock");
+        assert!(error.source().unwrap().to_string().contains("os error 16"));
     }
 }

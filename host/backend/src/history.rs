@@ -1,6 +1,7 @@
 //! A stack's history (one JSON line per update, refresh, destroy, import or edit by hand) and
 //! the backups of its checkpoint taken before each of them.
 
+use plinth_engine::names::{ProjectName, StackName};
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -13,10 +14,11 @@ use crate::checkpoint::PluginUse;
 use crate::error::BackendError;
 use crate::local::LocalBackend;
 
-/// What kind of operation a history entry records.
+/// What a stack's history records: each run that changed its state is an update of one of
+/// these kinds. (The pending operations in a snapshot are something else: provider calls.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OperationKind {
+pub enum UpdateKind {
     Update,
     Refresh,
     Destroy,
@@ -26,22 +28,44 @@ pub enum OperationKind {
     StateEdit,
 }
 
-/// How an operation ended.
+impl std::fmt::Display for UpdateKind {
+    /// The kind as the history's JSON names it: `update`, `state-edit`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UpdateKind::Update => "update",
+            UpdateKind::Refresh => "refresh",
+            UpdateKind::Destroy => "destroy",
+            UpdateKind::Import => "import",
+            UpdateKind::StateEdit => "state-edit",
+        })
+    }
+}
+
+/// How an update ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OperationResult {
+pub enum UpdateResult {
     Succeeded,
     Failed,
 }
 
-/// One operation on a stack.
+impl std::fmt::Display for UpdateResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UpdateResult::Succeeded => "succeeded",
+            UpdateResult::Failed => "failed",
+        })
+    }
+}
+
+/// One update of a stack.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEntry {
-    pub kind: OperationKind,
+    pub kind: UpdateKind,
     /// Seconds since the Unix epoch.
     pub started: u64,
     pub ended: u64,
-    pub result: OperationResult,
+    pub result: UpdateResult,
     pub changes: ChangeSummary,
     /// The plinth version that ran the operation.
     pub plinth: String,
@@ -56,9 +80,9 @@ pub struct HistoryEntry {
 impl HistoryEntry {
     /// An entry for an operation that started at `started` and ends now.
     pub fn ended_now(
-        kind: OperationKind,
+        kind: UpdateKind,
         started: SystemTime,
-        result: OperationResult,
+        result: UpdateResult,
         changes: ChangeSummary,
     ) -> HistoryEntry {
         HistoryEntry {
@@ -92,19 +116,19 @@ fn unix_seconds(t: SystemTime) -> u64 {
 }
 
 impl LocalBackend {
-    fn history_path(&self, project: &str, stack: &str) -> PathBuf {
+    fn history_path(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
         self.path(project, stack, "history")
     }
 
-    fn backup_dir(&self, project: &str, stack: &str) -> PathBuf {
+    fn backup_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
         self.project_dir(project).join(".backups").join(stack)
     }
 
     /// Appends an entry to the stack's history, durably.
     pub fn append_history(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         entry: &HistoryEntry,
     ) -> Result<(), BackendError> {
         let path = self.history_path(project, stack);
@@ -121,8 +145,13 @@ impl LocalBackend {
     }
 
     /// The stack's history, newest first. A torn last line (a crash mid-append) is skipped.
-    pub fn history(&self, project: &str, stack: &str) -> Result<Vec<HistoryEntry>, BackendError> {
-        self.load(project, stack)?;
+    /// Reads no state, so it needs no secrets.
+    pub fn history(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<Vec<HistoryEntry>, BackendError> {
+        self.require_stack(project, stack)?;
         let path = self.history_path(project, stack);
         let file = match std::fs::File::open(&path) {
             Ok(file) => file,
@@ -152,7 +181,11 @@ impl LocalBackend {
     }
 
     /// Copies the current checkpoint into the stack's backups, named by the time of the copy.
-    pub(crate) fn backup_checkpoint(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+    pub(crate) fn backup_checkpoint(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<(), BackendError> {
         let dir = self.backup_dir(project, stack);
         std::fs::create_dir_all(&dir).map_err(BackendError::io("creating", &dir))?;
         let nanos = SystemTime::now()
@@ -165,7 +198,11 @@ impl LocalBackend {
     }
 
     /// The stack's checkpoint backups, oldest first.
-    pub fn backups(&self, project: &str, stack: &str) -> Result<Vec<PathBuf>, BackendError> {
+    pub fn backups(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<Vec<PathBuf>, BackendError> {
         let dir = self.backup_dir(project, stack);
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -185,31 +222,80 @@ impl LocalBackend {
 mod tests {
     use super::*;
 
+    fn p() -> ProjectName {
+        ProjectName::new("p").unwrap()
+    }
+
+    fn dev() -> StackName {
+        StackName::new("dev").unwrap()
+    }
+
     #[test]
     fn entries_record_plugins_and_older_entries_load_without_them() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
         let backend = LocalBackend::from_url(Some(&url)).unwrap();
-        backend.create_stack("p", "dev").unwrap();
+        backend.create_stack(&p(), &dev()).unwrap();
         let older = r#"{"kind":"update","started":1,"ended":2,"result":"succeeded","changes":{"same":0,"create":1,"update":0,"replace":0,"delete":0},"plinth":"0.1.0"}"#;
-        std::fs::write(backend.history_path("p", "dev"), format!("{older}\n")).unwrap();
+        std::fs::write(backend.history_path(&p(), &dev()), format!("{older}\n")).unwrap();
         let plugin = PluginUse {
             name: "random".into(),
             version: "0.1.0".into(),
             sha256: "ab".repeat(32),
         };
         let entry = HistoryEntry::ended_now(
-            OperationKind::Update,
+            UpdateKind::Update,
             SystemTime::now(),
-            OperationResult::Succeeded,
+            UpdateResult::Succeeded,
             ChangeSummary::default(),
         )
         .with_plugins(vec![plugin.clone()]);
-        backend.append_history("p", "dev", &entry).unwrap();
+        backend.append_history(&p(), &dev(), &entry).unwrap();
 
-        let entries = backend.history("p", "dev").unwrap();
+        let entries = backend.history(&p(), &dev()).unwrap();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].plugins, [plugin]);
         assert!(entries[1].plugins.is_empty());
+    }
+
+    #[test]
+    fn kinds_and_results_read_as_in_the_json() {
+        use UpdateKind::*;
+        for kind in [Update, Refresh, Destroy, Import, StateEdit] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.to_string());
+        }
+        for result in [UpdateResult::Succeeded, UpdateResult::Failed] {
+            assert_eq!(serde_json::to_value(result).unwrap(), result.to_string());
+        }
+    }
+
+    #[test]
+    fn the_history_of_a_stack_with_secrets_needs_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let keyless = LocalBackend::from_url(Some(&url)).unwrap();
+        let (p, dev) = (
+            ProjectName::new("p").unwrap(),
+            StackName::new("dev").unwrap(),
+        );
+        keyless.create_stack(&p, &dev).unwrap();
+        // A checkpoint holding a sealed secret, which this backend cannot open.
+        let path = keyless.path(&p, &dev, "json");
+        let json = std::fs::read_to_string(&path).unwrap();
+        let sealed = json.replace(
+            "\"outputs\": {}",
+            "\"outputs\": {\"token\": {\"plinth:sig\": \"secret\", \"ciphertext\": \"v1:AAAA\"}}",
+        );
+        assert_ne!(sealed, json, "{json}");
+        std::fs::write(&path, sealed).unwrap();
+        assert!(keyless.load(&p, &dev).is_err());
+        let entry = HistoryEntry::ended_now(
+            UpdateKind::Update,
+            SystemTime::now(),
+            UpdateResult::Succeeded,
+            ChangeSummary::default(),
+        );
+        keyless.append_history(&p, &dev, &entry).unwrap();
+        assert_eq!(keyless.history(&p, &dev).unwrap(), [entry]);
     }
 }

@@ -1,12 +1,13 @@
 //! The journal of an update in progress, as JSON lines next to the checkpoint. Appends are
 //! buffered and made durable by `sync`; the engine's writer batches syncs (group commit).
 
+use plinth_engine::names::{ProjectName, StackName};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use plinth_engine::journal::{JournalEntry, Persister};
+use plinth_engine::journal::{JournalEntry, PersistError, Persister};
 use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -18,11 +19,19 @@ use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 /// Appends journal entries for one update and compacts them into a checkpoint at the end,
 /// sealing every secret on the way.
 pub(crate) struct JournalFile {
-    journal: BufWriter<File>,
+    file: File,
     journal_path: PathBuf,
+    /// Lines appended since the last sync (the header, until the first).
+    unsynced: Vec<u8>,
+    /// The journal's length up to what the last sync made durable: a failed sync cuts the file
+    /// back to it, so that no half-written entry stays in the middle of the journal.
+    synced_len: u64,
+    /// A failed sync could not be undone: where the journal ends is unknown, so nothing more
+    /// may be appended to it.
+    broken: bool,
     checkpoint_path: PathBuf,
-    project: String,
-    stack: String,
+    project: ProjectName,
+    stack: StackName,
     crypter: Arc<dyn Crypter>,
     /// Named in the checkpoint the update ends with.
     plugins: UsedPlugins,
@@ -32,8 +41,8 @@ impl JournalFile {
     pub(crate) fn create(
         journal_path: PathBuf,
         checkpoint_path: PathBuf,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         crypter: Arc<dyn Crypter>,
         plugins: UsedPlugins,
     ) -> Result<JournalFile, BackendError> {
@@ -45,51 +54,85 @@ impl JournalFile {
             .write(true)
             .open(&journal_path)
             .map_err(BackendError::io("creating journal", &journal_path))?;
-        let mut journal = BufWriter::new(file);
-        let header = serde_json::to_vec(&Header {
+        let mut header = serde_json::to_vec(&Header {
             base: digest(&base),
         })
         .expect("a journal header serializes");
-        journal
-            .write_all(&header)
-            .and_then(|()| journal.write_all(b"\n"))
-            .map_err(BackendError::io("writing journal", &journal_path))?;
+        header.push(b'\n');
         Ok(JournalFile {
-            journal,
+            file,
             journal_path,
+            unsynced: header,
+            synced_len: 0,
+            broken: false,
             checkpoint_path,
-            project: project.to_owned(),
-            stack: stack.to_owned(),
+            project: project.clone(),
+            stack: stack.clone(),
             crypter,
             plugins,
         })
     }
+
+    fn refuse_if_broken(&self, action: &'static str) -> Result<(), PersistError> {
+        if self.broken {
+            let unknown = std::io::Error::other(
+                "an earlier write to it failed and could not be undone; the next command \
+                 replays it up to its last whole entry",
+            );
+            return Err(PersistError::io(action, &self.journal_path, unknown));
+        }
+        Ok(())
+    }
+
+    /// Cuts the journal back to what the last sync made durable.
+    fn cut_back(&mut self) -> std::io::Result<()> {
+        self.file.set_len(self.synced_len)?;
+        self.file.seek(SeekFrom::Start(self.synced_len))?;
+        Ok(())
+    }
 }
 
 impl Persister for JournalFile {
-    fn append(&mut self, entry: &JournalEntry) -> Result<(), String> {
-        let mut line =
-            to_sealed_json(entry, self.crypter.as_ref(), false).map_err(|e| e.to_string())?;
-        line.push(b'\n');
-        self.journal.write_all(&line).map_err(|e| e.to_string())
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
+        const ACTION: &str = "append to the journal";
+        self.refuse_if_broken(ACTION)?;
+        let line = to_sealed_json(entry, self.crypter.as_ref(), false)
+            .map_err(|e| PersistError::invalid(ACTION, &self.journal_path, e))?;
+        self.unsynced.extend_from_slice(&line);
+        self.unsynced.push(b'\n');
+        Ok(())
     }
 
-    fn sync(&mut self) -> Result<(), String> {
-        self.journal.flush().map_err(|e| e.to_string())?;
-        self.journal
-            .get_ref()
-            .sync_data()
-            .map_err(|e| e.to_string())
+    fn sync(&mut self) -> Result<(), PersistError> {
+        const ACTION: &str = "write the journal";
+        self.refuse_if_broken(ACTION)?;
+        if self.unsynced.is_empty() {
+            return Ok(());
+        }
+        let written = (self.file.write_all(&self.unsynced)).and_then(|()| self.file.sync_data());
+        let appended = std::mem::take(&mut self.unsynced);
+        match written {
+            Ok(()) => {
+                self.synced_len += appended.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                self.broken = self.cut_back().is_err();
+                Err(PersistError::io(ACTION, &self.journal_path, e))
+            }
+        }
     }
 
-    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
+    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
+        const ACTION: &str = "write the checkpoint";
         let checkpoint = Checkpoint::new(&self.project, &self.stack, snapshot.clone())
             .with_plugins(self.plugins.list());
-        let json = checkpoint
-            .to_json(self.crypter.as_ref())
-            .map_err(|e| e.to_string())?;
-        write_atomically(&self.checkpoint_path, &json).map_err(|e| e.to_string())?;
-        std::fs::remove_file(&self.journal_path).map_err(|e| e.to_string())
+        let json = (checkpoint.to_json(self.crypter.as_ref()))
+            .map_err(|e| PersistError::invalid(ACTION, &self.checkpoint_path, e))?;
+        write_atomically(&self.checkpoint_path, &json)
+            .map_err(|e| PersistError::io(ACTION, &self.checkpoint_path, e))?;
+        std::fs::remove_file(&self.journal_path)
+            .map_err(|e| PersistError::io("remove the journal", &self.journal_path, e))
     }
 }
 
@@ -159,4 +202,105 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use plinth_engine::journal::PersistCause;
+    use plinth_engine::value::Value;
+
+    use super::*;
+
+    fn carried(old: usize) -> JournalEntry {
+        JournalEntry::Same {
+            old,
+            resource: None,
+        }
+    }
+
+    /// A journal for a checkpoint in a fresh directory.
+    fn journal() -> (tempfile::TempDir, JournalFile) {
+        let dir = tempfile::tempdir().unwrap();
+        let checkpoint = dir.path().join("dev.json");
+        std::fs::write(&checkpoint, b"{}").unwrap();
+        let journal = JournalFile::create(
+            dir.path().join("dev.journal"),
+            checkpoint,
+            &plinth_engine::names::ProjectName::new("p").unwrap(),
+            &plinth_engine::names::StackName::new("dev").unwrap(),
+            Arc::new(crate::secrets::Redacted),
+            UsedPlugins::default(),
+        )
+        .unwrap();
+        (dir, journal)
+    }
+
+    fn entries_on_disk(journal: &JournalFile) -> Vec<JournalEntry> {
+        read_entries(&journal.journal_path, b"{}", &crate::secrets::Redacted)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_failed_write_names_the_journal_and_its_cause_and_keeps_what_was_durable() {
+        let (_dir, mut journal) = journal();
+        journal.append(&carried(0)).unwrap();
+        journal.sync().unwrap();
+        // The disk refuses the next write (here: a handle that cannot write), and cutting the
+        // journal back fails as well.
+        journal.file = File::open(&journal.journal_path).unwrap();
+        journal.append(&carried(1)).unwrap();
+        let err = journal.sync().unwrap_err();
+        assert_eq!(err.path, journal.journal_path);
+        assert!(matches!(&err.cause, PersistCause::Io(_)), "{err}");
+        assert!(
+            err.to_string().starts_with(&format!(
+                "cannot write the journal {}: ",
+                err.path.display()
+            )),
+            "{err}"
+        );
+        assert_eq!(entries_on_disk(&journal), [carried(0)]);
+        // Where the journal ends is unknown now: nothing more goes into it.
+        let refused = journal.append(&carried(2)).unwrap_err();
+        assert!(
+            refused.to_string().contains("could not be undone"),
+            "{refused}"
+        );
+        assert_eq!(entries_on_disk(&journal), [carried(0)]);
+    }
+
+    #[test]
+    fn a_torn_write_is_cut_back_to_the_last_durable_entry() {
+        let (_dir, mut journal) = journal();
+        journal.append(&carried(0)).unwrap();
+        journal.sync().unwrap();
+        // Half an entry, as a write that failed midway leaves it.
+        let mut torn = OpenOptions::new()
+            .append(true)
+            .open(&journal.journal_path)
+            .unwrap();
+        torn.write_all(b"{\"entry\":\"sa").unwrap();
+        journal.file.seek(SeekFrom::End(0)).unwrap();
+        journal.cut_back().unwrap();
+        journal.append(&carried(1)).unwrap();
+        journal.sync().unwrap();
+        assert_eq!(entries_on_disk(&journal), [carried(0), carried(1)]);
+    }
+
+    #[test]
+    fn an_entry_that_cannot_be_sealed_is_not_appended() {
+        let (_dir, mut journal) = journal();
+        let secret = Value::Secret(Box::new("hunter2".into()));
+        let entry = JournalEntry::StackOutputs {
+            outputs: [("token".to_owned(), secret)].into(),
+        };
+        // Redacted secrets cannot be sealed.
+        let err = journal.append(&entry).unwrap_err();
+        assert!(matches!(err.cause, PersistCause::Invalid(_)), "{err}");
+        assert!(!err.is_transient());
+        journal.append(&carried(0)).unwrap();
+        journal.sync().unwrap();
+        assert_eq!(entries_on_disk(&journal), [carried(0)]);
+    }
 }

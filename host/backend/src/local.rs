@@ -7,16 +7,18 @@
 //! <root>/workspaces/<project>               the selected stack
 //! ```
 
+use plinth_engine::names::{ProjectName, StackName};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use plinth_engine::journal::{Persister, replay};
 use plinth_engine::snapshot::Snapshot;
+use plinth_engine::urn::provided_package;
 
 use crate::checkpoint::{Checkpoint, PluginUse, UsedPlugins};
 use crate::error::BackendError;
 use crate::journal_file::{JournalFile, read_entries, write_atomically};
-use crate::lock::{LockInfo, StackLock};
+use crate::lock::{LockHolder, StackLock};
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
 
 /// A stack's state as loaded.
@@ -32,7 +34,8 @@ pub struct LoadedStack {
 /// One line of `plinth stack ls`.
 #[derive(Debug)]
 pub struct StackSummary {
-    pub name: String,
+    pub name: StackName,
+    /// The stack's resources, provider resources not counted (as the run summaries count).
     pub resources: usize,
     pub locked: bool,
 }
@@ -87,36 +90,42 @@ impl LocalBackend {
         &self.root
     }
 
-    pub(crate) fn project_dir(&self, project: &str) -> PathBuf {
+    pub(crate) fn project_dir(&self, project: &ProjectName) -> PathBuf {
         self.root.join("stacks").join(project)
     }
 
-    pub(crate) fn path(&self, project: &str, stack: &str, ext: &str) -> PathBuf {
+    pub(crate) fn path(&self, project: &ProjectName, stack: &StackName, ext: &str) -> PathBuf {
         self.project_dir(project).join(format!("{stack}.{ext}"))
     }
 
-    fn workspace_file(&self, project: &str) -> PathBuf {
+    fn workspace_file(&self, project: &ProjectName) -> PathBuf {
         self.root.join("workspaces").join(project)
     }
 
-    pub fn stack_exists(&self, project: &str, stack: &str) -> bool {
+    pub fn stack_exists(&self, project: &ProjectName, stack: &StackName) -> bool {
         self.path(project, stack, "json").exists()
     }
 
-    fn require_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
-        validate_stack_name(stack)?;
+    pub(crate) fn require_stack(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<(), BackendError> {
         if self.stack_exists(project, stack) {
             Ok(())
         } else {
-            Err(BackendError::NoSuchStack(stack.to_owned()))
+            Err(BackendError::NoSuchStack(stack.to_string()))
         }
     }
 
     /// Creates an empty stack and selects it.
-    pub fn create_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
-        validate_stack_name(stack)?;
+    pub fn create_stack(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<(), BackendError> {
         if self.stack_exists(project, stack) {
-            return Err(BackendError::StackExists(stack.to_owned()));
+            return Err(BackendError::StackExists(stack.to_string()));
         }
         let dir = self.project_dir(project);
         std::fs::create_dir_all(&dir).map_err(BackendError::io("creating", &dir))?;
@@ -128,7 +137,7 @@ impl LocalBackend {
     }
 
     /// The project's stacks, by name.
-    pub fn stacks(&self, project: &str) -> Result<Vec<StackSummary>, BackendError> {
+    pub fn stacks(&self, project: &ProjectName) -> Result<Vec<StackSummary>, BackendError> {
         let dir = self.project_dir(project);
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -138,13 +147,19 @@ impl LocalBackend {
         let mut stacks = Vec::new();
         for entry in entries {
             let path = entry.map_err(BackendError::io("listing", &dir))?.path();
-            if path.extension().is_some_and(|e| e == "json") {
-                let name = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let resources = self.load_redacted(project, &name)?.snapshot.resources.len();
-                let locked = self.path(project, &name, "lock").exists();
+            // Files whose stem is not a stack name are not stacks plinth wrote.
+            let name = path
+                .file_stem()
+                .and_then(|stem| StackName::new(stem.to_str()?).ok());
+            if let Some(name) = name
+                && path.extension().is_some_and(|e| e == "json")
+            {
+                let snapshot = self.load_redacted(project, &name)?.snapshot;
+                let resources = (snapshot.resources.iter())
+                    .filter(|r| provided_package(r.urn.ty()).is_none())
+                    .count();
+                let lock = crate::lock::holder(&self.path(project, &name, "lock"))?;
+                let locked = lock.is_some_and(|holder| holder.running);
                 stacks.push(StackSummary {
                     name,
                     resources,
@@ -159,15 +174,15 @@ impl LocalBackend {
     /// Removes a stack; one that still has resources only with `force`.
     pub fn remove_stack(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         force: bool,
     ) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
         let count = self.load_redacted(project, stack)?.snapshot.resources.len();
         if count > 0 && !force {
             return Err(BackendError::StackNotEmpty {
-                stack: stack.to_owned(),
+                stack: stack.to_string(),
                 count,
             });
         }
@@ -181,7 +196,7 @@ impl LocalBackend {
                 _ => {}
             }
         }
-        if self.selected_stack(project).as_deref() == Some(stack) {
+        if self.selected_stack(project).as_ref() == Some(stack) {
             let path = self.workspace_file(project);
             std::fs::remove_file(&path).map_err(BackendError::io("removing", &path))?;
         }
@@ -189,22 +204,30 @@ impl LocalBackend {
     }
 
     /// Loads a stack's snapshot: its checkpoint, plus any journal an interrupted update left.
-    pub fn load(&self, project: &str, stack: &str) -> Result<LoadedStack, BackendError> {
+    pub fn load(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<LoadedStack, BackendError> {
         self.load_with(project, stack, self.crypter(stack).as_ref())
     }
 
     /// Loads a stack's snapshot with every secret's value replaced by null, without the
     /// stack's passphrase: for reading what needs no plaintext. Such a snapshot cannot be
     /// written back (sealing a redacted secret is an error).
-    pub fn load_redacted(&self, project: &str, stack: &str) -> Result<LoadedStack, BackendError> {
+    pub fn load_redacted(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<LoadedStack, BackendError> {
         self.load_with(project, stack, &Redacted)
     }
 
     /// Loads a stack's snapshot, opening its secrets with `crypter`.
     pub(crate) fn load_with(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         crypter: &dyn Crypter,
     ) -> Result<LoadedStack, BackendError> {
         self.require_stack(project, stack)?;
@@ -224,10 +247,14 @@ impl LocalBackend {
                 plugins: checkpoint.plugins,
             });
         };
-        let snapshot = replay(checkpoint.snapshot, entries).map_err(|e| BackendError::Corrupt {
+        let corrupt = |reason: String| BackendError::Corrupt {
             path: journal.clone(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let snapshot = replay(checkpoint.snapshot, entries).map_err(|e| corrupt(e.to_string()))?;
+        snapshot
+            .check_fields()
+            .map_err(|e| corrupt(e.to_string()))?;
         Ok(LoadedStack {
             snapshot,
             recovered: true,
@@ -238,28 +265,28 @@ impl LocalBackend {
     /// Takes the stack's update lock.
     pub fn lock(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         command: &str,
     ) -> Result<StackLock, BackendError> {
         self.require_stack(project, stack)?;
         StackLock::acquire(self.path(project, stack, "lock"), stack, command)
     }
 
-    /// Who holds the stack's update lock, if anyone. `Some(None)`: a lock file nobody can read.
+    /// Who holds the stack's update lock, or held it and left its lock file, if anyone.
     pub fn lock_holder(
         &self,
-        project: &str,
-        stack: &str,
-    ) -> Result<Option<Option<LockInfo>>, BackendError> {
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<Option<LockHolder>, BackendError> {
         self.require_stack(project, stack)?;
-        let path = self.path(project, stack, "lock");
-        Ok(path.exists().then(|| crate::lock::read(&path)))
+        crate::lock::holder(&self.path(project, stack, "lock"))
     }
 
-    /// Breaks the stack's update lock, whoever holds it (`plinth cancel`). A journal the holder
-    /// left is replayed by the next command, so nothing it recorded is lost.
-    pub fn break_lock(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+    /// Breaks the stack's update lock, whoever holds it (`plinth cancel`): its holder, if it
+    /// still runs, no longer keeps other updates out. A journal the holder left is replayed by
+    /// the next command, so nothing it recorded is lost.
+    pub fn break_lock(&self, project: &ProjectName, stack: &StackName) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
         let path = self.path(project, stack, "lock");
         match std::fs::remove_file(&path) {
@@ -274,8 +301,8 @@ impl LocalBackend {
     /// A recovered journal is first folded into the checkpoint.
     pub fn begin_update(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         loaded: &LoadedStack,
         lock: &StackLock,
     ) -> Result<Box<dyn Persister>, BackendError> {
@@ -286,8 +313,8 @@ impl LocalBackend {
     /// plugins in `plugins` as they were when it ends.
     pub fn begin_update_with_plugins(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         loaded: &LoadedStack,
         _lock: &StackLock,
         plugins: UsedPlugins,
@@ -314,7 +341,11 @@ impl LocalBackend {
 
     /// The stack's state as checkpoint JSON, its secrets sealed.
     /// Works on a checkpoint that fails the integrity checks too, so that it can be repaired.
-    pub fn export(&self, project: &str, stack: &str) -> Result<Vec<u8>, BackendError> {
+    pub fn export(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<Vec<u8>, BackendError> {
         let crypter = self.crypter(stack);
         let (snapshot, plugins) = match self.load_with(project, stack, crypter.as_ref()) {
             Ok(loaded) => (loaded.snapshot, loaded.plugins),
@@ -332,14 +363,18 @@ impl LocalBackend {
             .to_json(crypter.as_ref())
     }
 
-    pub fn selected_stack(&self, project: &str) -> Option<String> {
+    /// The selected stack; none if the workspace file is missing or names no valid stack.
+    pub fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
         std::fs::read_to_string(self.workspace_file(project))
             .ok()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
+            .and_then(|s| StackName::new(s.trim()).ok())
     }
 
-    pub fn select_stack(&self, project: &str, stack: &str) -> Result<(), BackendError> {
+    pub fn select_stack(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
         let path = self.workspace_file(project);
         if let Some(dir) = path.parent() {
@@ -349,24 +384,17 @@ impl LocalBackend {
     }
 }
 
-fn validate_stack_name(name: &str) -> Result<(), BackendError> {
-    let ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(BackendError::InvalidStackName(name.to_owned()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn p() -> ProjectName {
+        ProjectName::new("p").unwrap()
+    }
+
+    fn dev() -> StackName {
+        StackName::new("dev").unwrap()
+    }
     use plinth_engine::journal::JournalEntry;
 
     fn resource(name: &str) -> plinth_engine::resource::ResourceState {
@@ -391,7 +419,7 @@ mod tests {
     fn record_create(persister: &mut dyn Persister, state: plinth_engine::resource::ResourceState) {
         let begin = JournalEntry::Begin {
             seq: 1,
-            kind: plinth_engine::snapshot::OperationKind::Creating,
+            kind: plinth_engine::snapshot::PendingKind::Creating,
             resource: state.clone(),
             old: None,
         };
@@ -413,31 +441,63 @@ mod tests {
     }
 
     #[test]
-    fn stack_lifecycle() {
+    fn stack_list_counts_resources_as_summaries_do_without_providers() {
         let (_dir, b) = backend();
-        assert!(matches!(
-            b.load("p", "dev"),
-            Err(BackendError::NoSuchStack(_))
-        ));
-        b.create_stack("p", "dev").unwrap();
-        assert!(matches!(
-            b.create_stack("p", "dev"),
-            Err(BackendError::StackExists(_))
-        ));
-        assert_eq!(b.selected_stack("p").as_deref(), Some("dev"));
-        assert_eq!(b.stacks("p").unwrap().len(), 1);
-        b.remove_stack("p", "dev", false).unwrap();
-        assert!(b.stacks("p").unwrap().is_empty());
-        assert_eq!(b.selected_stack("p"), None);
+        b.create_stack(&p(), &dev()).unwrap();
+        let loaded = b.load(&p(), &dev()).unwrap();
+        let lock = b.lock(&p(), &dev(), "up").unwrap();
+        let mut persister = b.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
+        let mut provider = resource("default");
+        provider.urn = plinth_engine::urn::Urn::new(
+            "dev",
+            "p",
+            None,
+            &plinth_engine::urn::provider_type("t"),
+            "default",
+        );
+        provider.ty = plinth_engine::urn::provider_type("t");
+        record_create(persister.as_mut(), provider);
+        let begin = JournalEntry::Begin {
+            seq: 2,
+            kind: plinth_engine::snapshot::PendingKind::Creating,
+            resource: resource("a"),
+            old: None,
+        };
+        persister.append(&begin).unwrap();
+        let created = JournalEntry::Created {
+            seq: 2,
+            resource: resource("a"),
+            replaces: None,
+        };
+        persister.append(&created).unwrap();
+        persister.sync().unwrap();
+        drop(persister);
+        drop(lock);
+        assert_eq!(b.load(&p(), &dev()).unwrap().snapshot.resources.len(), 2);
+        assert_eq!(b.stacks(&p()).unwrap()[0].resources, 1);
     }
 
     #[test]
-    fn rejects_bad_names_and_urls() {
+    fn stack_lifecycle() {
         let (_dir, b) = backend();
         assert!(matches!(
-            b.create_stack("p", "../x"),
-            Err(BackendError::InvalidStackName(_))
+            b.load(&p(), &dev()),
+            Err(BackendError::NoSuchStack(_))
         ));
+        b.create_stack(&p(), &dev()).unwrap();
+        assert!(matches!(
+            b.create_stack(&p(), &dev()),
+            Err(BackendError::StackExists(_))
+        ));
+        assert_eq!(b.selected_stack(&p()).as_deref(), Some("dev"));
+        assert_eq!(b.stacks(&p()).unwrap().len(), 1);
+        b.remove_stack(&p(), &dev(), false).unwrap();
+        assert!(b.stacks(&p()).unwrap().is_empty());
+        assert_eq!(b.selected_stack(&p()), None);
+    }
+
+    #[test]
+    fn rejects_unsupported_urls() {
         assert!(matches!(
             LocalBackend::from_url(Some("s3://bucket")),
             Err(BackendError::UnsupportedUrl(_))
@@ -447,35 +507,35 @@ mod tests {
     #[test]
     fn a_second_lock_is_refused_naming_the_holder() {
         let (_dir, b) = backend();
-        b.create_stack("p", "dev").unwrap();
-        let held = b.lock("p", "dev", "up").unwrap();
-        let err = b.lock("p", "dev", "up").unwrap_err().to_string();
+        b.create_stack(&p(), &dev()).unwrap();
+        let held = b.lock(&p(), &dev(), "up").unwrap();
+        let err = b.lock(&p(), &dev(), "up").unwrap_err().to_string();
         assert!(
             err.contains("`up`") && err.contains(&std::process::id().to_string()),
             "{err}"
         );
         drop(held);
-        b.lock("p", "dev", "up").unwrap();
+        b.lock(&p(), &dev(), "up").unwrap();
     }
 
     #[test]
     fn an_interrupted_journal_is_replayed_and_a_torn_tail_ignored() {
         let (_dir, b) = backend();
-        b.create_stack("p", "dev").unwrap();
-        let loaded = b.load("p", "dev").unwrap();
-        let lock = b.lock("p", "dev", "up").unwrap();
-        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        b.create_stack(&p(), &dev()).unwrap();
+        let loaded = b.load(&p(), &dev()).unwrap();
+        let lock = b.lock(&p(), &dev(), "up").unwrap();
+        let mut persister = b.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
         let state = resource("a");
         record_create(persister.as_mut(), state);
         drop(persister);
         drop(lock);
         // A crash mid-write leaves half a line.
-        let journal = b.path("p", "dev", "journal");
+        let journal = b.path(&p(), &dev(), "journal");
         let mut bytes = std::fs::read(&journal).unwrap();
         bytes.extend_from_slice(b"{\"entry\":\"begin\",\"se");
         std::fs::write(&journal, bytes).unwrap();
 
-        let loaded = b.load("p", "dev").unwrap();
+        let loaded = b.load(&p(), &dev()).unwrap();
         assert!(loaded.recovered);
         assert_eq!(loaded.snapshot.resources.len(), 1);
     }
@@ -483,15 +543,15 @@ mod tests {
     #[test]
     fn a_journal_already_compacted_into_the_checkpoint_is_not_replayed() {
         let (_dir, b) = backend();
-        b.create_stack("p", "dev").unwrap();
-        let loaded = b.load("p", "dev").unwrap();
-        let lock = b.lock("p", "dev", "up").unwrap();
-        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        b.create_stack(&p(), &dev()).unwrap();
+        let loaded = b.load(&p(), &dev()).unwrap();
+        let lock = b.lock(&p(), &dev(), "up").unwrap();
+        let mut persister = b.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
         let state = resource("a");
         let entries = [
             JournalEntry::Begin {
                 seq: 1,
-                kind: plinth_engine::snapshot::OperationKind::Creating,
+                kind: plinth_engine::snapshot::PendingKind::Creating,
                 resource: state.clone(),
                 old: None,
             },
@@ -505,7 +565,7 @@ mod tests {
             persister.append(entry).unwrap();
         }
         persister.sync().unwrap();
-        let journal = b.path("p", "dev", "journal");
+        let journal = b.path(&p(), &dev(), "journal");
         let left = std::fs::read(&journal).unwrap();
         let snapshot = replay(loaded.snapshot.clone(), entries).unwrap();
         persister.compact(&snapshot).unwrap();
@@ -513,13 +573,13 @@ mod tests {
         // Killed after the checkpoint was written, before the journal was removed.
         std::fs::write(&journal, left).unwrap();
 
-        let loaded = b.load("p", "dev").unwrap();
+        let loaded = b.load(&p(), &dev()).unwrap();
         assert!(!loaded.recovered);
         assert_eq!(loaded.snapshot.resources, [state]);
         // The next update starts a journal of its own.
-        let lock = b.lock("p", "dev", "up").unwrap();
-        drop(b.begin_update("p", "dev", &loaded, &lock).unwrap());
-        assert_eq!(b.load("p", "dev").unwrap().snapshot.resources.len(), 1);
+        let lock = b.lock(&p(), &dev(), "up").unwrap();
+        drop(b.begin_update(&p(), &dev(), &loaded, &lock).unwrap());
+        assert_eq!(b.load(&p(), &dev()).unwrap().snapshot.resources.len(), 1);
     }
 
     struct OneKey(Arc<crate::secrets::PassphraseCrypter>);
@@ -538,10 +598,10 @@ mod tests {
         let b = plain
             .clone()
             .with_secrets(Arc::new(OneKey(Arc::new(crypter))));
-        b.create_stack("p", "dev").unwrap();
-        let loaded = b.load("p", "dev").unwrap();
-        let lock = b.lock("p", "dev", "up").unwrap();
-        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        b.create_stack(&p(), &dev()).unwrap();
+        let loaded = b.load(&p(), &dev()).unwrap();
+        let lock = b.lock(&p(), &dev(), "up").unwrap();
+        let mut persister = b.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
         let mut state = resource("a");
         let secret = Value::Secret(Box::new("hunter2".into()));
         state.inputs.insert("token".into(), secret.clone());
@@ -561,24 +621,24 @@ mod tests {
         let plaintext_on_disk = || plaintext_under(dir.path());
         assert!(!plaintext_on_disk());
 
-        let loaded = b.load("p", "dev").unwrap();
+        let loaded = b.load(&p(), &dev()).unwrap();
         assert!(loaded.recovered);
         assert_eq!(loaded.snapshot.resources[0].outputs["token"], secret);
         // Without the key, the stack can be listed but not loaded.
-        assert_eq!(plain.stacks("p").unwrap()[0].resources, 1);
+        assert_eq!(plain.stacks(&p()).unwrap()[0].resources, 1);
         assert!(matches!(
-            plain.load("p", "dev"),
+            plain.load(&p(), &dev()),
             Err(BackendError::Secrets(_))
         ));
 
         // Folding the journal into the checkpoint keeps the secret sealed.
-        let lock = b.lock("p", "dev", "up").unwrap();
-        let mut persister = b.begin_update("p", "dev", &loaded, &lock).unwrap();
+        let lock = b.lock(&p(), &dev(), "up").unwrap();
+        let mut persister = b.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
         persister.compact(&loaded.snapshot).unwrap();
         assert!(!plaintext_on_disk());
-        assert!(!String::from_utf8_lossy(&b.export("p", "dev").unwrap()).contains("hunter2"));
+        assert!(!String::from_utf8_lossy(&b.export(&p(), &dev()).unwrap()).contains("hunter2"));
         assert_eq!(
-            b.load("p", "dev").unwrap().snapshot.resources[0].inputs["token"],
+            b.load(&p(), &dev()).unwrap().snapshot.resources[0].inputs["token"],
             secret
         );
     }
@@ -586,10 +646,10 @@ mod tests {
     #[test]
     fn garbage_in_the_middle_of_a_journal_is_an_error() {
         let (_dir, b) = backend();
-        b.create_stack("p", "dev").unwrap();
-        std::fs::write(b.path("p", "dev", "journal"), "garbage\n{}\n").unwrap();
+        b.create_stack(&p(), &dev()).unwrap();
+        std::fs::write(b.path(&p(), &dev(), "journal"), "garbage\n{}\n").unwrap();
         assert!(matches!(
-            b.load("p", "dev"),
+            b.load(&p(), &dev()),
             Err(BackendError::Corrupt { .. })
         ));
     }

@@ -1,5 +1,6 @@
 //! `stack import`: replace a stack's state with a checkpoint from elsewhere.
 
+use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 
 use crate::checkpoint::Checkpoint;
@@ -22,8 +23,8 @@ impl LocalBackend {
     /// cleared; the previous checkpoint is kept as a backup.
     pub fn import(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         bytes: &[u8],
         force: bool,
         _lock: &StackLock,
@@ -31,7 +32,7 @@ impl LocalBackend {
         let source = std::path::Path::new("<import>");
         let crypter = self.crypter(stack);
         let checkpoint = Checkpoint::parse_unverified(bytes, stack, source, crypter.as_ref())?;
-        if checkpoint.project != project || checkpoint.stack != stack {
+        if checkpoint.project != *project || checkpoint.stack != *stack {
             return Err(BackendError::Corrupt {
                 path: source.to_owned(),
                 reason: format!(
@@ -73,8 +74,8 @@ impl LocalBackend {
     /// supersedes.
     pub(crate) fn replace_checkpoint(
         &self,
-        project: &str,
-        stack: &str,
+        project: &ProjectName,
+        stack: &StackName,
         json: &[u8],
     ) -> Result<(), BackendError> {
         self.backup_checkpoint(project, stack)?;

@@ -1,13 +1,15 @@
 //! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
+use plinth_engine::names::StackName;
+use std::cell::Cell;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult, UsedPlugins};
+use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_backend::{LoadedStack, StackLock};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, EventSink};
@@ -20,10 +22,11 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
+use crate::grant_advice::PlinthYamlAdvice;
 use crate::home::{artifact_cache, plinth_home};
+use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
-use crate::plugins::PluginProviders;
-use crate::secrets::open_config;
+use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, pending, targets};
 
 #[derive(Args)]
@@ -130,13 +133,6 @@ fn parse_adoption(arg: &str) -> Result<(String, String), String> {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Update,
-    Destroy,
-    Refresh,
-}
-
 /// What a run asks of the engine beyond its kind.
 #[derive(Default)]
 struct Request {
@@ -167,8 +163,8 @@ struct Ran {
 
 pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
     let request = Request::change(&args.change, args.refresh);
-    let outcome = Deployer::new(ws)?
-        .run(Kind::Update, true, &args.common, &request)
+    let outcome = Deployer::for_preview(ws)?
+        .run(UpdateKind::Update, true, &args.common, &request)
         .await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
         bail!(
@@ -181,8 +177,13 @@ pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
 
 pub async fn up(ws: &Workspace, args: UpArgs) -> Result<ExitCode> {
     let request = Request::change(&args.change, args.refresh);
-    let (yes, skip) = (args.yes, args.skip_preview);
-    run_confirmed(ws, Kind::Update, &args.common, &request, yes, skip).await
+    let confirm = Confirm {
+        command: "up",
+        question: "Do you want to perform this update?",
+        yes: args.yes,
+        skip_preview: args.skip_preview,
+    };
+    run_confirmed(ws, UpdateKind::Update, &args.common, &request, confirm).await
 }
 
 pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
@@ -190,8 +191,18 @@ pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
         continue_on_error: args.continue_on_error,
         ..Request::default()
     };
-    let (yes, skip) = (args.yes, args.skip_preview);
-    run_confirmed(ws, Kind::Destroy, &args.common, &request, yes, skip).await
+    let question = if args.common.targets.is_empty() {
+        "Do you want to delete every resource of this stack?"
+    } else {
+        "Do you want to delete the targeted resources?"
+    };
+    let confirm = Confirm {
+        command: "destroy",
+        question,
+        yes: args.yes,
+        skip_preview: args.skip_preview,
+    };
+    run_confirmed(ws, UpdateKind::Destroy, &args.common, &request, confirm).await
 }
 
 pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
@@ -200,8 +211,8 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
         ..Request::default()
     };
     if args.expect_no_changes {
-        let outcome = Deployer::new(ws)?
-            .run(Kind::Refresh, true, &args.common, &request)
+        let outcome = Deployer::for_preview(ws)?
+            .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
             bail!(
@@ -212,45 +223,47 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (yes, skip) = (args.yes, args.skip_preview);
-    run_confirmed(ws, Kind::Refresh, &args.common, &request, yes, skip).await
+    let confirm = Confirm {
+        command: "refresh",
+        question: "Do you want to record what the refresh found?",
+        yes: args.yes,
+        skip_preview: args.skip_preview,
+    };
+    run_confirmed(ws, UpdateKind::Refresh, &args.common, &request, confirm).await
+}
+
+/// How a command that changes the stack asks before it does.
+struct Confirm {
+    /// The command, as the stack's lock names it while it runs.
+    command: &'static str,
+    question: &'static str,
+    yes: bool,
+    skip_preview: bool,
 }
 
 async fn run_confirmed(
     ws: &Workspace,
-    kind: Kind,
+    kind: UpdateKind,
     common: &CommonArgs,
     request: &Request,
-    yes: bool,
-    skip_preview: bool,
+    how: Confirm,
 ) -> Result<ExitCode> {
-    let deployer = Deployer::new(ws)?;
-    // A stack that has held secrets needs its passphrase before anything starts, not at the
-    // first secret the update records.
-    let stack = &deployer.stack;
-    if ws.project.stack_config(stack).encryption_salt()?.is_some() {
-        ws.backend.crypter(stack).unlock()?;
-    }
-    if !skip_preview {
+    let deployer = Deployer::for_update(ws, how.command)?;
+    if !how.skip_preview {
         let plan = deployer.run(kind, true, common, request).await?;
         if plan.changes.changes() == 0 {
             println!("No changes to make.");
         }
     }
-    if !yes {
-        let question = match kind {
-            Kind::Update => "Do you want to perform this update?",
-            Kind::Destroy if common.targets.is_empty() => {
-                "Do you want to delete every resource of this stack?"
-            }
-            Kind::Destroy => "Do you want to delete the targeted resources?",
-            Kind::Refresh => "Do you want to record what the refresh found?",
-        };
-        if !confirm(question, "--yes")? {
-            println!("Cancelled; nothing was changed.");
-            return Ok(ExitCode::FAILURE);
-        }
+    let asked = Instant::now();
+    if !how.yes && !confirm(how.question, "--yes")? {
+        println!("Cancelled; nothing was changed.");
+        return Ok(ExitCode::FAILURE);
     }
+    // Time spent waiting for an answer is not the command's work.
+    deployer
+        .started
+        .set(deployer.started.get() + asked.elapsed());
     deployer.run(kind, false, common, request).await?;
     Ok(ExitCode::SUCCESS)
 }
@@ -258,24 +271,44 @@ async fn run_confirmed(
 /// Everything one deployment needs, set up once per command.
 struct Deployer<'a> {
     ws: &'a Workspace,
-    stack: String,
+    /// The command it runs for, as the stack's lock names it.
+    command: &'static str,
+    stack: StackName,
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
     providers: Arc<PluginProviders>,
     /// The plugins the run loads, for the checkpoint and the history.
     used: UsedPlugins,
+    /// Where the reported duration counts from: the command's start, less any wait for a
+    /// confirmation.
+    started: Cell<Instant>,
 }
 
 impl<'a> Deployer<'a> {
-    fn new(ws: &'a Workspace) -> Result<Deployer<'a>> {
+    /// For runs that only preview: they record nothing, so they need the stack's secrets only
+    /// to open those its configuration or state holds.
+    fn for_preview(ws: &'a Workspace) -> Result<Deployer<'a>> {
+        Deployer::new(ws, "preview", ws.stack()?)
+    }
+
+    /// For runs that record what they do: the stack's secrets must work before anything
+    /// starts.
+    fn for_update(ws: &'a Workspace, command: &'static str) -> Result<Deployer<'a>> {
         let stack = ws.stack()?;
+        unlock_for_update(&ws.backend, &stack)?;
+        Deployer::new(ws, command, stack)
+    }
+
+    fn new(ws: &'a Workspace, command: &'static str, stack: StackName) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
         if let Some(note) = lockfile::verify(&ws.project.dir, &resolved)? {
             println!("{note}");
         }
-        let runtime = Arc::new(Runtime::new(artifact_cache()?)?);
+        let runtime = Arc::new(
+            Runtime::new(artifact_cache()?)?.with_grant_advice(Arc::new(PlinthYamlAdvice)),
+        );
         let used = UsedPlugins::default();
         let providers = Arc::new(PluginProviders::new(
             runtime.clone(),
@@ -286,16 +319,18 @@ impl<'a> Deployer<'a> {
         ));
         Ok(Deployer {
             ws,
+            command,
             stack,
             config,
             runtime,
             providers,
             used,
+            started: Cell::new(ws.started),
         })
     }
 
-    async fn program(&self, kind: Kind) -> Result<Box<dyn Program>> {
-        if kind == Kind::Destroy {
+    async fn program(&self, kind: UpdateKind) -> Result<Box<dyn Program>> {
+        if kind == UpdateKind::Destroy {
             return Ok(Box::new(EmptyProgram));
         }
         let source = self.ws.project.resolve(&self.ws.project.file.program);
@@ -306,7 +341,7 @@ impl<'a> Deployer<'a> {
 
     async fn run(
         &self,
-        kind: Kind,
+        kind: UpdateKind,
         preview: bool,
         common: &CommonArgs,
         request: &Request,
@@ -314,7 +349,7 @@ impl<'a> Deployer<'a> {
         let project = self.ws.project.name();
         let backend = &self.ws.backend;
         let program = match kind {
-            Kind::Refresh => None,
+            UpdateKind::Refresh => None,
             _ => Some(self.program(kind).await?),
         };
         // Lock before loading: a snapshot loaded outside the lock could be overtaken by the
@@ -322,12 +357,7 @@ impl<'a> Deployer<'a> {
         let lock = if preview {
             None
         } else {
-            let command = match kind {
-                Kind::Update => "up",
-                Kind::Destroy => "destroy",
-                Kind::Refresh => "refresh",
-            };
-            Some(backend.lock(project, &self.stack, command)?)
+            Some(backend.lock(project, &self.stack, self.command)?)
         };
         let mut loaded = backend.load(project, &self.stack)?;
         if loaded.recovered {
@@ -349,7 +379,8 @@ impl<'a> Deployer<'a> {
         let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
         let mut ran = Ran::default();
         let mut errors = Vec::new();
-        if kind == Kind::Refresh || request.refresh_first {
+        let mut shown = Vec::new();
+        if kind == UpdateKind::Refresh || request.refresh_first {
             let adopt = (request.adopt.iter())
                 .map(|(urn, id)| Ok((targets::resolve_one(&loaded.snapshot, urn)?, id.clone())))
                 .collect::<Result<_>>()?;
@@ -359,8 +390,8 @@ impl<'a> Deployer<'a> {
                 targets: targets.clone(),
                 adopt,
             };
-            let phase = self.phase(Kind::Refresh, preview, lock.as_ref(), &loaded)?;
-            let outcome = phase
+            let phase = self.phase(UpdateKind::Refresh, preview, lock.as_ref(), &loaded)?;
+            let (outcome, shown_now) = phase
                 .run(common.show_sames, |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     refresh::run(
@@ -376,6 +407,7 @@ impl<'a> Deployer<'a> {
             self.ended(&phase, &outcome.changes, &outcome.errors)?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
+            shown = shown_now;
             match outcome.snapshot {
                 // The update goes on from the checkpoint the refresh wrote.
                 Some(_) if lock.is_some() => loaded = backend.load(project, &self.stack)?,
@@ -385,8 +417,8 @@ impl<'a> Deployer<'a> {
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
             let options = Options {
-                project: project.to_owned(),
-                stack: self.stack.clone(),
+                project: project.to_string(),
+                stack: self.stack.to_string(),
                 preview,
                 parallel: common.parallel,
                 config: self.config.clone(),
@@ -395,7 +427,7 @@ impl<'a> Deployer<'a> {
                 continue_on_error: request.continue_on_error,
             };
             let phase = self.phase(kind, preview, lock.as_ref(), &loaded)?;
-            let outcome = phase
+            let (outcome, shown_now) = phase
                 .run(common.show_sames, |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     deployment::run(
@@ -412,19 +444,17 @@ impl<'a> Deployer<'a> {
             self.ended(&phase, &outcome.changes, &outcome.errors)?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
+            shown = shown_now;
         }
         interrupts.abort();
         drop(lock);
-        let what = Phase::action(kind, preview).to_lowercase();
-        let what = what.trim_end_matches(" of");
-        match errors.as_slice() {
-            [] => {}
-            [one] => bail!("{what} failed: {one}"),
-            many => bail!(
-                "{what} failed with {} errors:\n  {}",
-                many.len(),
-                many.join("\n  ")
-            ),
+        let what = if preview {
+            format!("the preview of the {kind}")
+        } else {
+            format!("the {kind}")
+        };
+        if let Some(error) = failure(&what, &errors, &shown) {
+            return Err(error);
         }
         Ok(ran)
     }
@@ -432,7 +462,7 @@ impl<'a> Deployer<'a> {
     /// Announces one phase of a run and, outside preview, starts recording it.
     fn phase(
         &self,
-        kind: Kind,
+        kind: UpdateKind,
         preview: bool,
         lock: Option<&StackLock>,
         loaded: &LoadedStack,
@@ -440,7 +470,7 @@ impl<'a> Deployer<'a> {
         let project = self.ws.project.name();
         println!(
             "{} stack {} (project {}):\n",
-            Phase::action(kind, preview),
+            Phase::heading(kind, preview),
             style(&self.stack).bold(),
             style(project).bold()
         );
@@ -463,6 +493,7 @@ impl<'a> Deployer<'a> {
             preview,
             recorder,
             started: SystemTime::now(),
+            command_started: self.started.get(),
         })
     }
 
@@ -471,17 +502,12 @@ impl<'a> Deployer<'a> {
         if phase.recorder.is_none() {
             return Ok(());
         }
-        let kind = match phase.kind {
-            Kind::Update => OperationKind::Update,
-            Kind::Destroy => OperationKind::Destroy,
-            Kind::Refresh => OperationKind::Refresh,
-        };
         let result = if errors.is_empty() {
-            OperationResult::Succeeded
+            UpdateResult::Succeeded
         } else {
-            OperationResult::Failed
+            UpdateResult::Failed
         };
-        let entry = HistoryEntry::ended_now(kind, phase.started, result, changes.clone())
+        let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
             .with_plugins(self.used.list());
         let project = self.ws.project.name();
         Ok(self
@@ -491,41 +517,88 @@ impl<'a> Deployer<'a> {
     }
 }
 
+/// The error a run ends with: the step failures the display already showed are counted, not
+/// repeated; every other error is given in full.
+fn failure(what: &str, errors: &[String], shown: &[String]) -> Option<anyhow::Error> {
+    let (repeated, new): (Vec<&String>, Vec<&String>) =
+        errors.iter().partition(|e| shown.contains(e));
+    let above = match repeated.len() {
+        0 => None,
+        1 => Some("1 resource failed (shown above)".to_owned()),
+        n => Some(format!("{n} resources failed (shown above)")),
+    };
+    let reasons: Vec<String> = above.into_iter().chain(new.into_iter().cloned()).collect();
+    let message = match reasons.as_slice() {
+        [] => return None,
+        [one] => format!("{what} failed: {one}"),
+        many => format!(
+            "{what} failed with {} errors:\n  {}",
+            errors.len(),
+            many.join("\n  ")
+        ),
+    };
+    let hints: String = errors.iter().filter_map(|e| config_hint(e)).collect();
+    Some(anyhow::anyhow!("{message}{hints}"))
+}
+
+/// How to set a configuration value the program found missing (the SDK's `require_config`
+/// words it "missing required configuration value `KEY`").
+fn config_hint(error: &str) -> Option<String> {
+    const MISSING: &str = "missing required configuration value `";
+    let key = error.split_once(MISSING)?.1.split_once('`')?.0;
+    Some(format!(
+        "\n  hint: set it with `plinth config set {key} VALUE` (add --secret for a secret)"
+    ))
+}
+
 /// One engine call of a run, shown by its own display.
 struct Phase {
-    kind: Kind,
+    kind: UpdateKind,
     preview: bool,
     recorder: Option<SnapshotManager>,
     started: SystemTime,
+    /// Where the duration shown at the end counts from.
+    command_started: Instant,
 }
 
 impl Phase {
-    fn action(kind: Kind, preview: bool) -> &'static str {
-        match (kind, preview) {
-            (Kind::Update, true) => "Previewing update of",
-            (Kind::Update, false) => "Updating",
-            (Kind::Destroy, true) => "Previewing destroy of",
-            (Kind::Destroy, false) => "Destroying",
-            (Kind::Refresh, true) => "Previewing refresh of",
-            (Kind::Refresh, false) => "Refreshing",
+    /// How the phase is announced, before the stack's name.
+    fn heading(kind: UpdateKind, preview: bool) -> String {
+        if preview {
+            return format!("Previewing {kind} of");
         }
+        match kind {
+            UpdateKind::Update => "Updating",
+            UpdateKind::Destroy => "Destroying",
+            UpdateKind::Refresh => "Refreshing",
+            UpdateKind::Import => "Importing into",
+            UpdateKind::StateEdit => "Editing the state of",
+        }
+        .to_owned()
     }
 
-    /// Runs the engine call `start` makes, rendering its events until it is done.
+    /// Runs the engine call `start` makes, rendering its events until it is done; returns its
+    /// outcome and the step failures the display showed.
     async fn run<T, F: Future<Output = T>>(
         &self,
         show_sames: bool,
         start: impl FnOnce(EventSink) -> F,
-    ) -> T {
+    ) -> (T, Vec<String>) {
         let (events, receiver) = EventSink::new();
         let words = match self.kind {
-            Kind::Refresh => display::RunKind::Refresh,
-            Kind::Update | Kind::Destroy => display::RunKind::Change,
+            UpdateKind::Refresh => display::RunKind::Refresh,
+            _ => display::RunKind::Change,
         };
-        let display = tokio::spawn(display::render(receiver, self.preview, show_sames, words));
+        let display = tokio::spawn(display::render(
+            receiver,
+            self.preview,
+            show_sames,
+            words,
+            self.command_started,
+        ));
         let outcome = start(events).await;
-        let _ = display.await;
-        outcome
+        let shown = display.await.unwrap_or_default();
+        (outcome, shown)
     }
 }
 
@@ -547,5 +620,38 @@ async fn watch_interrupts(cancel: CancellationToken) {
             eprintln!("aborted: operations in flight stay recorded as pending");
             std::process::exit(130);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_failures_shown_above_are_counted_not_repeated() {
+        let errors = ["urn:a: disk full".to_owned()];
+        let shown = ["urn:a: disk full".to_owned(), "disk full".to_owned()];
+        let message = failure("the update", &errors, &shown).unwrap().to_string();
+        assert_eq!(
+            message,
+            "the update failed: 1 resource failed (shown above)"
+        );
+        let errors = [errors[0].clone(), "the program failed: boom".to_owned()];
+        let message = failure("the update", &errors, &shown).unwrap().to_string();
+        assert!(message.contains("1 resource failed (shown above)\n  the program failed: boom"));
+        assert!(!message.contains("disk full"), "{message}");
+        assert!(failure("the update", &[], &shown).is_none());
+    }
+
+    #[test]
+    fn a_missing_config_value_gets_the_command_that_sets_it() {
+        let errors = ["the program failed: missing required configuration value `region`".into()];
+        let message = failure("the update", &errors, &[]).unwrap().to_string();
+        assert!(
+            message.ends_with(
+                "hint: set it with `plinth config set region VALUE` (add --secret for a secret)"
+            ),
+            "{message}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Renders engine events for a person: the plan, progress while steps run, outputs and a
 //! summary. Secrets render as `[secret]`, unknowns as `[unknown]`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use console::{Style, style};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,13 +18,17 @@ pub enum RunKind {
     Refresh,
 }
 
-/// Prints events until the summary (or until the channel closes).
+/// Prints events until the summary (or until the channel closes). Returns the step failures it
+/// showed, as the engine words them in its errors (`URN: message`, or the message alone), so
+/// the command's error need not repeat them.
 pub async fn render(
     mut events: mpsc::UnboundedReceiver<Event>,
     preview: bool,
     show_sames: bool,
     kind: RunKind,
-) {
+    command_started: Instant,
+) -> Vec<String> {
+    let mut shown = Vec::new();
     let spinner = ProgressBar::new_spinner();
     spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
     spinner.enable_steady_tick(Duration::from_millis(100));
@@ -44,20 +48,24 @@ pub async fn render(
                 running = running.saturating_sub(1);
                 if step.op.is_change() || show_sames {
                     print(step_line(&step, (!preview).then_some(duration)));
-                    for line in detail_lines(&step, outputs.as_ref()) {
+                    for line in detail_lines(&step, outputs.as_ref(), preview) {
                         print(line);
                     }
                 }
             }
             Event::StepFailed { step, error } => {
                 running = running.saturating_sub(1);
-                print(format!(
-                    "  {} {} {}: {}",
+                // On stderr, with the command's error: scripts and logs that keep only errors
+                // keep the step's.
+                spinner.suspend(|| eprintln!(
+                    "  {} {}::{}: {}",
                     style("✗").red().bold(),
                     step.urn.ty(),
                     step.urn.name(),
-                    style(error).red()
+                    style(&error).red()
                 ));
+                shown.push(format!("{}: {error}", step.urn));
+                shown.push(error);
             }
             Event::Diagnostic {
                 urn,
@@ -83,19 +91,20 @@ pub async fn render(
             Event::Outputs(_) => {}
             Event::Summary {
                 changes,
-                duration,
                 preview,
                 failed,
+                ..
             } => {
                 spinner.finish_and_clear();
-                println!("\n{}", summary_line(&changes, preview, kind));
+                println!("\n{}", summary_line(&changes, preview, kind, failed));
                 let verdict = if failed {
                     style("failed").red().bold()
                 } else {
                     style("done").green()
                 };
+                let duration = command_started.elapsed();
                 println!("Duration: {:.2}s ({verdict})", duration.as_secs_f64());
-                return;
+                return shown;
             }
             Event::Cancelled => print(format!(
                 "{}",
@@ -104,6 +113,7 @@ pub async fn render(
         }
     }
     spinner.finish_and_clear();
+    shown
 }
 
 /// Symbol, verb for a plan, verb for what was done, and colour of a step.
@@ -140,9 +150,22 @@ fn step_line(step: &StepInfo, duration: Option<Duration>) -> String {
         .to_string()
 }
 
-/// What changed: old → new for updates and replacements, outputs for creates.
-fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>) -> Vec<String> {
+/// What changed: old → new for updates and replacements; for creates, the inputs they will
+/// apply (in a plan) and the outputs that are not inputs.
+fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -> Vec<String> {
     let mut lines = Vec::new();
+    if preview
+        && step.op == StepOp::Create
+        && let Some(inputs) = &step.new_inputs
+    {
+        for (k, v) in inputs {
+            lines.push(
+                style(format!("       + {k}: {}", render_value(v)))
+                    .green()
+                    .to_string(),
+            );
+        }
+    }
     if let (Some(old), Some(new)) = (&step.old_inputs, &step.new_inputs) {
         for key in &step.changed {
             let forces = if step.replaces.contains(key) {
@@ -169,6 +192,26 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>) -> Vec<String> {
     lines
 }
 
+/// A Unix time as a local date and time, to the second (`2026-11-23 09:01:02`).
+pub fn local_time(unix_seconds: u64) -> String {
+    let Ok(timestamp) = jiff::Timestamp::from_second(unix_seconds as i64) else {
+        return format!("{unix_seconds} (unix)");
+    };
+    timestamp
+        .to_zoned(jiff::tz::TimeZone::system())
+        .strftime("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+/// A duration in whole seconds, as a person reads it: `42s`, `3m05s`, `1h02m`.
+pub fn whole_seconds(seconds: u64) -> String {
+    match seconds {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 pub fn render_value(v: &Value) -> String {
     match v {
         Value::Secret(_) => style("[secret]").dim().to_string(),
@@ -177,7 +220,9 @@ pub fn render_value(v: &Value) -> String {
     }
 }
 
-fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind) -> String {
+/// What the run did; a failed run says what it did before the failure, and counts nothing as
+/// unchanged that it may never have reached.
+fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind, failed: bool) -> String {
     let mut parts = Vec::new();
     let (create, update, replace, delete) = match (kind, preview) {
         (RunKind::Refresh, _) => ("created", "drifted", "replaced", "gone"),
@@ -200,8 +245,95 @@ fn summary_line(c: &ChangeSummary, preview: bool, kind: RunKind) -> String {
             parts.push(s.apply_to(format!("{n} {label}")).to_string());
         }
     }
+    if failed {
+        let done = if parts.is_empty() {
+            "no changes".to_owned()
+        } else {
+            parts.join(", ")
+        };
+        let unchanged = if c.same > 0 {
+            format!(", {} unchanged", c.same)
+        } else {
+            String::new()
+        };
+        return format!("Resources: {done} before the failure{unchanged}");
+    }
     if parts.is_empty() {
         parts.push("no changes".into());
     }
     format!("Resources: {}, {} unchanged", parts.join(", "), c.same)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planned_create_shows_the_inputs_it_will_apply_with_secrets_masked() {
+        console::set_colors_enabled(false);
+        let inputs: PropertyMap = [
+            ("path".to_owned(), Value::String("notes.txt".into())),
+            (
+                "token".to_owned(),
+                Value::Secret(Box::new(Value::String("hunter2".into()))),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let step = StepInfo {
+            op: StepOp::Create,
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "file:File", "notes"),
+            custom: true,
+            old_inputs: None,
+            new_inputs: Some(inputs.clone()),
+            changed: vec![],
+            replaces: vec![],
+        };
+        let mut outputs = inputs;
+        outputs.insert("size".into(), Value::Unknown);
+        let lines = detail_lines(&step, Some(&outputs), true);
+        assert_eq!(
+            lines,
+            [
+                "       + path: \"notes.txt\"",
+                "       + token: [secret]",
+                "       size: [unknown]"
+            ],
+        );
+        // Once created, only the outputs that are not inputs are shown.
+        assert_eq!(detail_lines(&step, Some(&outputs), false).len(), 1);
+    }
+
+    #[test]
+    fn times_read_as_dates_and_durations() {
+        let shown = local_time(1_795_000_000);
+        assert_eq!(shown.len(), "2026-11-18 09:46:40".len(), "{shown}");
+        assert!(shown.starts_with("2026-11-"), "{shown}");
+        assert_eq!(whole_seconds(42), "42s");
+        assert_eq!(whole_seconds(185), "3m05s");
+        assert_eq!(whole_seconds(3720), "1h02m");
+    }
+
+    #[test]
+    fn a_failed_run_says_what_it_did_before_the_failure() {
+        console::set_colors_enabled(false);
+        let nothing = ChangeSummary::default();
+        assert_eq!(
+            summary_line(&nothing, false, RunKind::Change, true),
+            "Resources: no changes before the failure"
+        );
+        let some = ChangeSummary {
+            create: 2,
+            same: 1,
+            ..ChangeSummary::default()
+        };
+        assert_eq!(
+            summary_line(&some, false, RunKind::Change, true),
+            "Resources: 2 created before the failure, 1 unchanged"
+        );
+        assert_eq!(
+            summary_line(&nothing, false, RunKind::Change, false),
+            "Resources: no changes, 0 unchanged"
+        );
+    }
 }

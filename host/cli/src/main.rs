@@ -3,10 +3,10 @@
 mod build;
 mod deploy;
 mod display;
+mod grant_advice;
 mod home;
 mod pending;
 mod plugin;
-mod plugins;
 mod project;
 mod secrets;
 mod stack;
@@ -14,6 +14,7 @@ mod stack_config;
 mod state;
 mod targets;
 
+use plinth_engine::names::StackName;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,7 +45,7 @@ struct GlobalArgs {
     cwd: Option<PathBuf>,
     /// The stack to operate on (default: the selected stack).
     #[arg(short, long, global = true, env = "PLINTH_STACK")]
-    stack: Option<String>,
+    stack: Option<StackName>,
     /// Log verbosely (also: RUST_LOG).
     #[arg(short, long, global = true)]
     verbose: bool,
@@ -73,7 +74,8 @@ enum Command {
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
     #[command(subcommand)]
     State(state::StateCommand),
-    /// Break the stack's update lock, left by an update that is gone.
+    /// Remove the stack's update lock: one left by an update that is gone, or, with
+    /// confirmation, one a running update holds.
     Cancel {
         /// Do not ask for confirmation.
         #[arg(short, long)]
@@ -85,7 +87,9 @@ enum Command {
 pub struct Workspace {
     pub project: Project,
     pub backend: LocalBackend,
-    stack_flag: Option<String>,
+    stack_flag: Option<StackName>,
+    /// When the command started: the duration it reports counts from here, builds included.
+    pub started: std::time::Instant,
 }
 
 impl GlobalArgs {
@@ -100,6 +104,7 @@ impl GlobalArgs {
 
 impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
+        let started = std::time::Instant::now();
         let project = Project::find(&global.start_dir()?)?;
         let url = std::env::var("PLINTH_BACKEND_URL").ok();
         let secrets = std::sync::Arc::new(secrets::PassphraseSecrets::new(&project));
@@ -108,11 +113,12 @@ impl Workspace {
             project,
             backend,
             stack_flag: global.stack.clone(),
+            started,
         })
     }
 
     /// The stack named by `--stack`, or the selected one; it must exist.
-    pub fn stack(&self) -> Result<String> {
+    pub fn stack(&self) -> Result<StackName> {
         let project = self.project.name();
         let stack = match &self.stack_flag {
             Some(s) => s.clone(),
@@ -123,7 +129,7 @@ impl Workspace {
             })?,
         };
         if !self.backend.stack_exists(project, &stack) {
-            return Err(plinth_backend::BackendError::NoSuchStack(stack).into());
+            return Err(plinth_backend::BackendError::NoSuchStack(stack.to_string()).into());
         }
         Ok(stack)
     }
@@ -171,29 +177,23 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
     let project = ws.project.name();
     let stack = ws.stack()?;
-    let holder = match ws.backend.lock_holder(project, &stack)? {
-        None => {
-            println!("Stack `{stack}` is not locked.");
-            return Ok(ExitCode::SUCCESS);
-        }
-        Some(Some(info)) => format!(
-            "`{}` by {}@{} (pid {}{})",
-            info.command,
-            info.user,
-            info.host,
-            info.pid,
-            if info.is_stale() {
-                ", no longer running"
-            } else {
-                ""
-            }
-        ),
-        Some(None) => "an unknown process".to_owned(),
+    let Some(holder) = ws.backend.lock_holder(project, &stack)? else {
+        println!("Stack `{stack}` is not locked.");
+        return Ok(ExitCode::SUCCESS);
     };
-    println!("Stack `{stack}` is locked by {holder}.");
+    let who = holder
+        .info
+        .map_or_else(|| "an unknown process".to_owned(), |info| info.to_string());
+    if !holder.running {
+        // Taking the lock takes over the stale file, and releasing it removes it.
+        drop(ws.backend.lock(project, &stack, "cancel")?);
+        println!("Removed the lock of stack `{stack}` left by {who}, which no longer runs.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Stack `{stack}` is locked by {who}, which is still running.");
     if !yes
         && !confirm(
-            "Break the lock? Only do this if that update is no longer running.",
+            "Break the lock anyway? Another update could then run alongside it.",
             "--yes",
         )?
     {

@@ -2,7 +2,7 @@
 //! each may mean for the real world, and what to run about it.
 
 use console::style;
-use plinth_engine::snapshot::{OperationKind, Snapshot};
+use plinth_engine::snapshot::{PendingKind, Snapshot};
 use plinth_engine::urn::Urn;
 
 /// Prints a warning on stderr for each pending operation of `snapshot`.
@@ -16,15 +16,15 @@ pub fn warn_pending(snapshot: &Snapshot) {
     }
 }
 
-fn advice(kind: OperationKind, urn: &Urn) -> String {
+fn advice(kind: PendingKind, urn: &Urn) -> String {
     match kind {
-        OperationKind::Creating => format!(
+        PendingKind::Creating => format!(
             "a create of {urn} was interrupted; the resource may exist in the real world without \
              being in the state — run `plinth refresh` to clear it, or \
              `plinth refresh --import-pending-create {urn}=ID` to adopt it"
         ),
-        OperationKind::Updating | OperationKind::Deleting => {
-            let what = if kind == OperationKind::Updating {
+        PendingKind::Updating | PendingKind::Deleting => {
+            let what = if kind == PendingKind::Updating {
                 "an update"
             } else {
                 "a delete"
@@ -43,15 +43,15 @@ mod tests {
     #[test]
     fn each_kind_says_what_may_be_wrong_and_what_to_run() {
         let urn = Urn::new("dev", "p", None, "t:T", "a");
-        let create = advice(OperationKind::Creating, &urn);
+        let create = advice(PendingKind::Creating, &urn);
         assert!(
             create.starts_with(&format!("a create of {urn} was interrupted"))
                 && create.contains(&format!("--import-pending-create {urn}=ID")),
             "{create}"
         );
-        let update = advice(OperationKind::Updating, &urn);
+        let update = advice(PendingKind::Updating, &urn);
         assert!(update.starts_with("an update of"), "{update}");
-        let delete = advice(OperationKind::Deleting, &urn);
+        let delete = advice(PendingKind::Deleting, &urn);
         assert!(
             delete.starts_with("a delete of") && delete.ends_with("run `plinth refresh`"),
             "{delete}"

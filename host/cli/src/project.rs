@@ -1,9 +1,10 @@
 //! The project (`Plinth.yaml`) and its per-stack configuration (`Plinth.<stack>.yaml`).
 
+use plinth_engine::names::ProjectName;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use plinth_runtime::{AuthorityPattern, EndpointPattern, Limits};
 use serde::Deserialize;
 
@@ -15,7 +16,7 @@ pub const PROJECT_FILE: &str = "Plinth.yaml";
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectFile {
-    pub name: String,
+    pub name: ProjectName,
     #[serde(default)]
     pub description: Option<String>,
     /// A `.wasm` component, or a directory holding a Rust crate to build for wasm32-wasip2.
@@ -231,18 +232,6 @@ impl Project {
                 e.to_string().replace('\n', " ")
             )
         })?;
-        if file.name.is_empty()
-            || !file
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
-            bail!(
-                "{} is malformed: `name` must be a non-empty identifier (letters, digits, `-`, `_`, `.`), not `{}`",
-                path.display(),
-                file.name
-            );
-        }
         for (name, spec) in &file.plugins {
             spec.validate(name)
                 .map_err(|e| anyhow::anyhow!("{} is malformed: {e}", path.display()))?;
@@ -253,7 +242,7 @@ impl Project {
         })
     }
 
-    pub fn name(&self) -> &str {
+    pub fn name(&self) -> &ProjectName {
         &self.file.name
     }
 

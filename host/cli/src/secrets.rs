@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use plinth_backend::LocalBackend;
 use plinth_backend::secrets::{
     Crypter, LazyCrypter, PassphraseCrypter, SecretsError, SecretsProvider,
 };
@@ -46,6 +47,16 @@ impl SecretsProvider for PassphraseSecrets {
         });
         crypter.clone()
     }
+}
+
+/// Makes sure the secrets of `stack` work before an operation that records its state starts
+/// (`up`, `destroy`, `refresh`, `stack import`): asks for the passphrase, or sets one for a stack
+/// that has none yet. Whatever the stack held before, anything such an operation records may be
+/// a secret (a provider's output, a value the program marks secret), and a secret that cannot
+/// be sealed halfway through would leave what was done unrecorded. Without the passphrase, the
+/// operation stops here, before it does anything.
+pub fn unlock_for_update(backend: &LocalBackend, stack: &str) -> Result<(), SecretsError> {
+    backend.crypter(stack).unlock()
 }
 
 /// Derives the stack's key: from its stored salt, checking the passphrase, or under a new salt

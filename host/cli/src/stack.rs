@@ -1,5 +1,6 @@
 //! `plinth stack …` and `plinth config …`.
 
+use plinth_engine::names::StackName;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,25 +9,26 @@ use std::time::SystemTime;
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult, write_atomically};
+use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, write_atomically};
 use plinth_engine::events::ChangeSummary;
 
 use crate::Workspace;
-use crate::display::render_value;
+use crate::display::{local_time, render_value, whole_seconds};
 use crate::plugin::short;
+use crate::secrets::unlock_for_update;
 use crate::stack_config::ConfigValue;
 
 #[derive(Subcommand)]
 pub enum StackCommand {
     /// Create a stack and select it.
-    Init { name: String },
+    Init { name: StackName },
     /// List the project's stacks.
     Ls,
     /// Select the stack later commands operate on.
-    Select { name: String },
+    Select { name: StackName },
     /// Remove a stack; one with resources only with --force.
     Rm {
-        name: String,
+        name: StackName,
         /// Remove even if the stack still has resources (they are forgotten, not deleted).
         #[arg(long)]
         force: bool,
@@ -99,7 +101,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             }
             println!("{:24} {:>9}  LOCKED", "NAME", "RESOURCES");
             for s in stacks {
-                let mark = if selected.as_deref() == Some(&s.name) {
+                let mark = if selected.as_ref() == Some(&s.name) {
                     "*"
                 } else {
                     ""
@@ -150,6 +152,10 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                     .map(|(k, v)| (k.clone(), masked(v)))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&masked)?);
+            } else if outputs.is_empty() {
+                println!(
+                    "Stack `{stack}` has no outputs; a program exports them with `ctx.export(NAME, VALUE)`."
+                );
             } else {
                 let width = outputs.keys().map(String::len).max().unwrap_or(0);
                 for (k, v) in &outputs {
@@ -175,6 +181,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
 fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
     let project = ws.project.name();
     let stack = ws.stack()?;
+    unlock_for_update(&ws.backend, &stack)?;
     let bytes = match &file {
         Some(file) => {
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?
@@ -189,9 +196,9 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
     let lock = ws.backend.lock(project, &stack, "stack import")?;
     let report = ws.backend.import(project, &stack, &bytes, force, &lock)?;
     let entry = HistoryEntry::ended_now(
-        OperationKind::Import,
+        UpdateKind::Import,
         started,
-        OperationResult::Succeeded,
+        UpdateResult::Succeeded,
         ChangeSummary::default(),
     );
     ws.backend.append_history(project, &stack, &entry)?;
@@ -221,36 +228,26 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  PLUGINS",
-        "KIND",
-        "RESULT",
-        "DURATION",
-        "CREATE",
-        "UPDATE",
-        "REPLACE",
-        "DELETE",
-        "PLINTH",
-        "STARTED (unix)"
+        "{:19}  {:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  PLUGINS",
+        "STARTED", "KIND", "RESULT", "DURATION", "CREATE", "UPDATE", "REPLACE", "DELETE", "PLINTH",
     );
     for e in entries {
-        let kind = serde_json::to_value(e.kind)?;
-        let result = serde_json::to_value(e.result)?;
         let plugins: Vec<_> = e
             .plugins
             .iter()
             .map(|p| format!("{}@{} ({})", p.name, p.version, short(&p.sha256)))
             .collect();
         println!(
-            "{:10} {:10} {:>7}s {:>7} {:>7} {:>8} {:>7}  {:8}  {:14}  {}",
-            kind.as_str().unwrap_or_default(),
-            result.as_str().unwrap_or_default(),
-            e.ended.saturating_sub(e.started),
+            "{:19}  {:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
+            local_time(e.started),
+            e.kind.to_string(),
+            e.result.to_string(),
+            whole_seconds(e.ended.saturating_sub(e.started)),
             e.changes.create,
             e.changes.update,
             e.changes.replace,
             e.changes.delete,
             e.plinth,
-            e.started,
             plugins.join(", ")
         );
     }

@@ -1,15 +1,16 @@
 //! `plinth state …`: edits of a stack's state by hand. No provider is called: the real
 //! resources stay as they are; only what plinth records about them changes.
 
+use plinth_engine::names::StackName;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Result, anyhow};
 use clap::Subcommand;
 use console::style;
-use plinth_backend::{HistoryEntry, OperationKind, OperationResult, StackLock, StateEdit};
+use plinth_backend::{HistoryEntry, StackLock, StateEdit, UpdateKind, UpdateResult};
 use plinth_engine::events::ChangeSummary;
-use plinth_engine::snapshot::{OperationKind as PendingKind, Removal, StateEditError};
+use plinth_engine::snapshot::{PendingKind, Removal, StateEditError};
 use plinth_engine::urn::Urn;
 
 use crate::pending::warn_pending;
@@ -120,7 +121,7 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
 /// Writes the edited state and records the edit in the stack's history.
 fn save(
     ws: &Workspace,
-    stack: &str,
+    stack: &StackName,
     edit: StateEdit,
     lock: &StackLock,
     started: SystemTime,
@@ -129,9 +130,9 @@ fn save(
     let project = ws.project.name();
     ws.backend.save_edit(project, stack, edit, lock)?;
     let entry = HistoryEntry::ended_now(
-        OperationKind::StateEdit,
+        UpdateKind::StateEdit,
         started,
-        OperationResult::Succeeded,
+        UpdateResult::Succeeded,
         ChangeSummary::default(),
     )
     .with_note(note);

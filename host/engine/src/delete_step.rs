@@ -2,105 +2,163 @@
 //! dependents a delete-before-replace must delete first. Protect and retain-on-delete are honored
 //! here; a provider resource is only forgotten.
 
+use std::collections::HashSet;
 use std::time::Instant;
 
+use tokio::sync::watch;
+
+use crate::deployment::limit::Reservation;
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;
 use crate::provider::ProviderError;
-use crate::snapshot::OperationKind;
+use crate::snapshot::PendingKind;
 use crate::step::{ClaimOutcome, StepContext, StepError, mark_deleted};
 use crate::urn::provided_package;
 use crate::value::PropertyMap;
+
+/// One thing a delete-before-replace cascade does about a dependent, at that dependent's place
+/// in the base state.
+enum Cascade {
+    /// Unclaimed: this cascade deletes it, and tells its registration how that went.
+    Delete(watch::Sender<Option<bool>>),
+    /// Its step runs already: wait for it; if it replaced the resource, delete the old copy.
+    AwaitStep(watch::Receiver<Option<ClaimOutcome>>),
+    /// Another cascade deletes it: wait for that.
+    AwaitDelete(watch::Receiver<Option<bool>>),
+}
 
 impl StepContext {
     /// Before a delete-before-replace of base resource `index`: deletes every base resource that
     /// depends on it, transitively, dependents first. Their registrations, when they come,
     /// re-create them.
+    ///
+    /// The waiting protocol that keeps cascades and claimed steps from waiting on each other in
+    /// a cycle: a cascade handles its dependents one at a time, from the last in the base state
+    /// to the first (dependents come after what they depend on), and whatever it does at one
+    /// place (delete, wait for a step, wait for another cascade's delete) only waits for work
+    /// at later places: a claimed step's own cascade only reaches later places, and every other
+    /// cascade goes last to first too. So the work at the last unfinished place can always go
+    /// on, and no wait is ever part of a cycle.
     pub(crate) async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
-        // Find the dependents and mark the unclaimed ones deleted in one critical section, so
-        // that no registration can take charge of one in between.
-        let (mut doomed, in_flight, deleting) = {
-            let mut claims = self.claims.lock().expect("claims");
-            let mut doomed = Vec::new();
-            let mut in_flight = Vec::new();
-            let mut deleting = Vec::new();
-            let mut stack = vec![index];
-            while let Some(i) = stack.pop() {
-                let dependents = self.base_dependents.get(&self.base[i].urn);
-                for &j in dependents.into_iter().flatten() {
-                    if j <= i || doomed.contains(&j) {
-                        continue;
-                    }
-                    // Another delete-before-replace deletes it already: wait for that.
-                    if let Some(deletion) = claims.deleted.get(&j) {
-                        deleting.push(deletion.clone());
-                        continue;
-                    }
-                    match claims.claimed.get(&j) {
-                        // Its step runs already (so it does not wait for us): wait for it.
-                        Some(outcome) => in_flight.push((j, outcome.clone())),
-                        None => {
-                            doomed.push(j);
-                            stack.push(j);
+        let mut work = self.plan_cascade(index)?;
+        work.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
+        let mut work = work.into_iter();
+        while let Some((j, step)) = work.next() {
+            let result = match step {
+                Cascade::Delete(done) => self.delete_marked(j, done).await,
+                Cascade::AwaitStep(mut outcome) => {
+                    let ended = self
+                        .unless_cancelled(outcome.wait_for(Option::is_some))
+                        .await?
+                        .map(|o| *o);
+                    // A dependent that was replaced keeps its old copy, which still names
+                    // this resource: that copy goes too, unless another cascade that waited
+                    // for the same step deletes it already.
+                    if let Ok(Some(ClaimOutcome::Replaced)) = ended {
+                        let (ours, theirs) = {
+                            let mut claims = self.claims.lock().expect("claims");
+                            let theirs = claims.deleted.get(&j).cloned();
+                            let ours = theirs.is_none().then(|| mark_deleted(&mut claims, j).1);
+                            (ours, theirs)
+                        };
+                        match (ours, theirs) {
+                            (Some(done), _) => self.delete_marked(j, done).await,
+                            (None, Some(deletion)) => self.await_delete(deletion).await,
+                            (None, None) => Ok(()),
                         }
+                    } else {
+                        Ok(())
                     }
                 }
-            }
-            if let Some(&p) = doomed.iter().find(|&&j| self.base[j].protect) {
-                return Err(self.fail(
-                    &self.base[index].urn,
-                    format!(
-                        "cannot replace it (delete first): it would delete {}, which is protected",
-                        self.base[p].urn
-                    ),
-                ));
-            }
-            if let Some(targets) = &self.targets
-                && let Some(&u) = doomed
-                    .iter()
-                    .find(|&&j| !targets.contains(&self.base[j].urn))
-            {
-                let other = &self.base[u].urn;
-                return Err(self.fail(
-                    &self.base[index].urn,
-                    format!(
-                        "cannot replace it (delete first): it would delete {other}, which is not \
-                         targeted; add `--target {other}` or `--target-dependents`"
-                    ),
-                ));
-            }
-            let doomed: Vec<_> = doomed
-                .into_iter()
-                .map(|j| mark_deleted(&mut claims, j))
-                .collect();
-            (doomed, in_flight, deleting)
-        };
-        for mut deletion in deleting {
-            let _ = deletion.wait_for(Option::is_some).await;
-        }
-        // A dependent that was replaced keeps its old copy, which still names this resource:
-        // that copy goes first too.
-        for (j, mut outcome) in in_flight {
-            let ended = outcome.wait_for(Option::is_some).await.map(|o| *o);
-            if let Ok(Some(ClaimOutcome::Replaced)) = ended {
-                let mut claims = self.claims.lock().expect("claims");
-                doomed.push(mark_deleted(&mut claims, j));
-            }
-        }
-        doomed.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
-        let mut doomed = doomed.into_iter();
-        for (j, done) in doomed.by_ref() {
-            let result = self.run_delete_unlimited(j, StepOp::Delete).await;
-            done.send_replace(Some(result.is_ok()));
+                Cascade::AwaitDelete(deletion) => self.await_delete(deletion).await,
+            };
             if result.is_err() {
                 // What is left will not be deleted: its registrations fail instead of waiting.
-                for (_, done) in doomed {
-                    done.send_replace(Some(false));
+                for (_, step) in work {
+                    if let Cascade::Delete(done) = step {
+                        done.send_replace(Some(false));
+                    }
                 }
                 return result;
             }
         }
         Ok(())
+    }
+
+    /// Finds the dependents of base resource `index` and marks the unclaimed ones deleted, in
+    /// one critical section, so that no registration can take charge of one in between.
+    fn plan_cascade(&self, index: usize) -> Result<Vec<(usize, Cascade)>, StepError> {
+        let mut claims = self.claims.lock().expect("claims");
+        let mut doomed = Vec::new();
+        let mut work = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![index];
+        while let Some(i) = stack.pop() {
+            let dependents = self.base_dependents.get(&self.base[i].urn);
+            for &j in dependents.into_iter().flatten() {
+                if j <= i || !seen.insert(j) {
+                    continue;
+                }
+                if let Some(deletion) = claims.deleted.get(&j) {
+                    work.push((j, Cascade::AwaitDelete(deletion.clone())));
+                } else if let Some(outcome) = claims.claimed.get(&j) {
+                    work.push((j, Cascade::AwaitStep(outcome.clone())));
+                } else {
+                    doomed.push(j);
+                    stack.push(j);
+                }
+            }
+        }
+        if let Some(&p) = doomed.iter().find(|&&j| self.base[j].protect) {
+            return Err(self.fail(
+                &self.base[index].urn,
+                format!(
+                    "cannot replace it (delete first): it would delete {}, which is protected",
+                    self.base[p].urn
+                ),
+            ));
+        }
+        if let Some(targets) = &self.targets
+            && let Some(&u) = doomed
+                .iter()
+                .find(|&&j| !targets.contains(&self.base[j].urn))
+        {
+            let other = &self.base[u].urn;
+            return Err(self.fail(
+                &self.base[index].urn,
+                format!(
+                    "cannot replace it (delete first): it would delete {other}, which is not \
+                     targeted; add `--target {other}` or `--target-dependents`"
+                ),
+            ));
+        }
+        for j in doomed {
+            let (_, done) = mark_deleted(&mut claims, j);
+            work.push((j, Cascade::Delete(done)));
+        }
+        Ok(work)
+    }
+
+    /// Waits until another cascade's delete is over.
+    async fn await_delete(
+        &self,
+        mut deletion: watch::Receiver<Option<bool>>,
+    ) -> Result<(), StepError> {
+        let _ = self
+            .unless_cancelled(deletion.wait_for(Option::is_some))
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes base resource `j`, marked deleted, and tells whoever waits for it how it went.
+    async fn delete_marked(
+        &self,
+        j: usize,
+        done: watch::Sender<Option<bool>>,
+    ) -> Result<(), StepError> {
+        let result = self.run_delete_unlimited(j, StepOp::Delete).await;
+        done.send_replace(Some(result.is_ok()));
+        result
     }
 
     /// Deletes base resource `index` through the provider that manages it, honoring protect,
@@ -139,7 +197,7 @@ impl StepContext {
         }
         let provider = self.provider_for(old, None).await?;
         let seq = self
-            .begin(OperationKind::Deleting, old, Some(index))
+            .begin(PendingKind::Deleting, old, Some(index))
             .await
             .map_err(|e| self.persist_error(urn, e))?;
         let timeout = timeout.or(old.custom_timeouts.and_then(|t| t.delete_seconds));
@@ -170,8 +228,13 @@ impl StepContext {
     }
 
     /// Deletes a base resource that the program no longer declares, or that was replaced.
-    pub async fn run_delete(&self, index: usize, op: StepOp) -> Result<(), StepError> {
-        let _permit = self.limit.acquire().await.expect("step limiter closed");
+    pub(crate) async fn run_delete(
+        &self,
+        index: usize,
+        op: StepOp,
+        turn: Reservation,
+    ) -> Result<(), StepError> {
+        let _permit = turn.acquire().await?;
         if self.is_halted() {
             return Err(StepError::Halted);
         }

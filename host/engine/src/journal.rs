@@ -6,15 +6,20 @@
 //! recorded them, followed by the base resources it did not touch. Steps complete only after the
 //! steps they depend on, so that order is always topological.
 
+mod persist;
+mod undo;
+mod writer;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, oneshot};
+
+pub use persist::{PersistCause, PersistError, Persister};
+pub use writer::SnapshotManager;
 
 use crate::resource::ResourceState;
-use crate::snapshot::{IntegrityError, OperationKind, PendingOperation, Snapshot};
+use crate::snapshot::{IntegrityError, PendingKind, PendingOperation, Snapshot};
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
@@ -25,7 +30,7 @@ pub enum JournalEntry {
     /// A provider call is about to start.
     Begin {
         seq: u64,
-        kind: OperationKind,
+        kind: PendingKind,
         resource: ResourceState,
         /// The base resource an update or delete operates on, or that a create replaces.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,7 +82,7 @@ pub enum JournalEntry {
     /// A pending operation an earlier, interrupted operation left is resolved: dropped, or (a
     /// create) adopted by a `Created` entry of its own.
     ResolvePending {
-        kind: OperationKind,
+        kind: PendingKind,
         urn: Urn,
     },
 }
@@ -85,26 +90,30 @@ pub enum JournalEntry {
 /// Why the snapshot manager could not record a mutation.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SnapshotError {
+    /// The cause is part of the message and not the error's source, so that a reporter that
+    /// walks the chain does not print it twice.
     #[error("refusing to record an invalid state: {0}")]
-    Integrity(#[from] IntegrityError),
+    Integrity(IntegrityError),
     #[error("journal entry refers to {0}, which the journal does not know")]
     Inconsistent(String),
     #[error("refusing to delete {0}: other resources in the state still depend on it")]
     StillDependedOn(Urn),
     #[error("could not persist the state: {0}")]
-    Persist(String),
+    Persist(Arc<PersistError>),
     #[error("the snapshot manager stopped")]
     Stopped,
 }
 
-/// Durable storage for one operation's journal and the checkpoint it ends in.
-pub trait Persister: Send + 'static {
-    /// Appends an entry; it need not be durable until `sync`.
-    fn append(&mut self, entry: &JournalEntry) -> Result<(), String>;
-    /// Makes every appended entry durable.
-    fn sync(&mut self) -> Result<(), String>;
-    /// Writes `snapshot` as the new checkpoint and retires the journal.
-    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String>;
+impl From<IntegrityError> for SnapshotError {
+    fn from(error: IntegrityError) -> SnapshotError {
+        SnapshotError::Integrity(error)
+    }
+}
+
+impl From<PersistError> for SnapshotError {
+    fn from(e: PersistError) -> Self {
+        SnapshotError::Persist(Arc::new(e))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +143,8 @@ pub struct JournalState {
     renamed: HashMap<Urn, Urn>,
     /// URNs of resources found gone: references to them are dropped.
     forgotten: HashSet<Urn>,
+    /// The changes made since the last commit, to roll back.
+    undo: Vec<undo::Undo>,
 }
 
 impl JournalState {
@@ -173,11 +184,29 @@ impl JournalState {
             outputs: base.outputs,
             renamed: HashMap::new(),
             forgotten: HashSet::new(),
+            undo: Vec::new(),
         }
     }
 
-    /// Applies one entry, refusing any that would make the snapshot invalid.
+    /// Applies one entry, refusing any that would make the snapshot invalid; a refused entry
+    /// changes nothing.
     pub fn apply(&mut self, entry: &JournalEntry) -> Result<(), SnapshotError> {
+        self.apply_uncommitted(entry)?;
+        self.commit();
+        Ok(())
+    }
+
+    /// [`apply`](Self::apply), keeping the changes it makes open to being rolled back.
+    fn apply_uncommitted(&mut self, entry: &JournalEntry) -> Result<(), SnapshotError> {
+        let savepoint = self.savepoint();
+        let applied = self.apply_entry(entry);
+        if applied.is_err() {
+            self.roll_back_to(savepoint);
+        }
+        applied
+    }
+
+    fn apply_entry(&mut self, entry: &JournalEntry) -> Result<(), SnapshotError> {
         match entry {
             JournalEntry::Begin {
                 seq,
@@ -187,9 +216,9 @@ impl JournalState {
             } => {
                 // Refuse what the snapshot could not record *before* the provider acts.
                 match (kind, old) {
-                    (OperationKind::Deleting, Some(old)) => self.check_deletable(*old)?,
-                    (OperationKind::Updating, Some(old)) => self.expect_live_base(*old)?,
-                    (OperationKind::Creating, replaces) => {
+                    (PendingKind::Deleting, Some(old)) => self.check_deletable(*old)?,
+                    (PendingKind::Updating, Some(old)) => self.expect_live_base(*old)?,
+                    (PendingKind::Creating, replaces) => {
                         self.check_creatable(&resource.urn, *replaces)?
                     }
                     (_, None) if !self.knows(&resource.urn) => {
@@ -201,13 +230,11 @@ impl JournalState {
                     }
                     _ => {}
                 }
-                self.pending.insert(
-                    *seq,
-                    PendingOperation {
-                        kind: *kind,
-                        resource: resource.clone(),
-                    },
-                );
+                let op = PendingOperation {
+                    kind: *kind,
+                    resource: resource.clone(),
+                };
+                self.set_pending(*seq, Some(op));
             }
             JournalEntry::Created {
                 seq,
@@ -217,8 +244,8 @@ impl JournalState {
                 self.end(*seq)?;
                 if let Some(old) = replaces {
                     self.expect_live_base(*old)?;
-                    self.base_live.remove(&self.base[*old].urn);
-                    self.fate[*old] = Fate::MarkedForDeletion;
+                    self.remove_base_live(&self.base[*old].urn.clone());
+                    self.set_fate(*old, Fate::MarkedForDeletion);
                 }
                 self.record(resource.clone())?;
             }
@@ -248,16 +275,16 @@ impl JournalState {
                     .recorded_index
                     .get(urn)
                     .ok_or_else(|| SnapshotError::Inconsistent(urn.to_string()))?;
-                self.recorded[i].outputs = outputs.clone();
+                self.set_component_outputs(i, outputs.clone());
             }
-            JournalEntry::StackOutputs { outputs } => self.outputs = outputs.clone(),
+            JournalEntry::StackOutputs { outputs } => self.set_stack_outputs(outputs.clone()),
             JournalEntry::ResolvePending { kind, urn } => {
                 let at = (self.carried_pending.iter())
                     .position(|op| op.kind == *kind && op.resource.urn == *urn)
                     .ok_or_else(|| {
                         SnapshotError::Inconsistent(format!("pending {kind:?} {urn}"))
                     })?;
-                self.carried_pending.remove(at);
+                self.resolve_carried_pending(at);
             }
         }
         Ok(())
@@ -268,10 +295,11 @@ impl JournalState {
     }
 
     fn end(&mut self, seq: u64) -> Result<(), SnapshotError> {
-        self.pending
-            .remove(&seq)
-            .map(drop)
-            .ok_or_else(|| SnapshotError::Inconsistent(format!("operation {seq}")))
+        if !self.pending.contains_key(&seq) {
+            return Err(SnapshotError::Inconsistent(format!("operation {seq}")));
+        }
+        self.set_pending(seq, None);
+        Ok(())
     }
 
     fn expect_live_base(&self, old: usize) -> Result<(), SnapshotError> {
@@ -289,14 +317,14 @@ impl JournalState {
         if state.urn != old_urn && self.knows(&state.urn) {
             return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
         }
-        self.fate[old] = Fate::Carried;
-        self.base_live.remove(&old_urn);
+        self.set_fate(old, Fate::Carried);
+        self.remove_base_live(&old_urn);
         self.forget_references(old);
         if state.urn != old_urn {
-            if let Some(n) = self.referrers.remove(&old_urn) {
-                *self.referrers.entry(state.urn.clone()).or_insert(0) += n;
+            if let Some(n) = self.set_referrers(&old_urn, None) {
+                self.add_referrers(&state.urn, n);
             }
-            self.renamed.insert(old_urn, state.urn.clone());
+            self.rename(old_urn, state.urn.clone());
         }
         self.record(state)
     }
@@ -329,9 +357,9 @@ impl JournalState {
         }
         let urn = self.base[old].urn.clone();
         if self.fate[old] == Fate::Untouched {
-            self.base_live.remove(&urn);
+            self.remove_base_live(&urn);
         }
-        self.fate[old] = Fate::Deleted;
+        self.set_fate(old, Fate::Deleted);
         self.forget_references(old);
         // References mean the live resource: they drop unless another live state has the URN.
         // (A replaced copy awaiting deletion does not keep them: what depended on the gone
@@ -339,7 +367,7 @@ impl JournalState {
         let still_live =
             self.recorded_index.contains_key(&urn) || self.base_live.contains_key(&urn);
         if !still_live {
-            self.forgotten.insert(urn);
+            self.add_forgotten(urn);
         }
         Ok(())
     }
@@ -377,11 +405,17 @@ impl JournalState {
     }
 
     fn forget_references(&mut self, old: usize) {
-        for p in self.base[old].predecessors() {
-            if let Some(n) = self.referrers.get_mut(p) {
-                *n -= 1;
+        let predecessors: Vec<Urn> = self.base[old].predecessors().cloned().collect();
+        for p in predecessors {
+            if let Some(&n) = self.referrers.get(&p) {
+                self.set_referrers(&p, Some(n.saturating_sub(1)));
             }
         }
+    }
+
+    fn add_referrers(&mut self, urn: &Urn, n: usize) {
+        let count = self.referrers.get(urn).copied().unwrap_or(0);
+        self.set_referrers(urn, Some(count + n));
     }
 
     /// Appends a state to the recorded part; its predecessors must already be recorded.
@@ -404,11 +438,9 @@ impl JournalState {
             return Err(IntegrityError::MissingId { urn: state.urn }.into());
         }
         for p in state.predecessors() {
-            *self.referrers.entry(p.clone()).or_insert(0) += 1;
+            self.add_referrers(p, 1);
         }
-        self.recorded_index
-            .insert(state.urn.clone(), self.recorded.len());
-        self.recorded.push(state);
+        self.push_recorded(state);
         Ok(())
     }
 
@@ -448,9 +480,9 @@ impl JournalState {
         let urn = self.base[old].urn.clone();
         let was_live = self.fate[old] == Fate::Untouched;
         if was_live {
-            self.base_live.remove(&urn);
+            self.remove_base_live(&urn);
         }
-        self.fate[old] = Fate::Deleted;
+        self.set_fate(old, Fate::Deleted);
         self.forget_references(old);
         Ok(())
     }
@@ -474,11 +506,11 @@ impl JournalState {
         // later delete finished it): only the record of an interrupted create outlives that.
         if pending_operations
             .iter()
-            .any(|op| op.kind != OperationKind::Creating)
+            .any(|op| op.kind != PendingKind::Creating)
         {
             let urns: HashSet<&Urn> = resources.iter().map(|r| &r.urn).collect();
             pending_operations
-                .retain(|op| op.kind == OperationKind::Creating || urns.contains(&op.resource.urn));
+                .retain(|op| op.kind == PendingKind::Creating || urns.contains(&op.resource.urn));
         }
         Snapshot {
             resources,
@@ -502,135 +534,10 @@ pub fn replay(
     Ok(snapshot)
 }
 
-enum Request {
-    Record(
-        Box<JournalEntry>,
-        oneshot::Sender<Result<(), SnapshotError>>,
-    ),
-    Finish(oneshot::Sender<Result<Snapshot, SnapshotError>>),
-}
-
-/// Records mutations through one writer thread. Requests that arrive while a flush is under
-/// way share the next one (group commit), so parallel steps do not pay one fsync each.
-#[derive(Clone)]
-pub struct SnapshotManager {
-    tx: mpsc::UnboundedSender<Request>,
-    next_seq: Arc<AtomicU64>,
-}
-
-impl SnapshotManager {
-    /// Starts the writer for an operation on `base`.
-    pub fn start(base: Snapshot, persister: Box<dyn Persister>) -> SnapshotManager {
-        let (tx, rx) = mpsc::unbounded_channel();
-        std::thread::Builder::new()
-            .name("plinth-snapshot-writer".into())
-            .spawn(move || writer(JournalState::new(base), persister, rx))
-            .expect("spawning the snapshot writer thread");
-        SnapshotManager {
-            tx,
-            next_seq: Arc::new(AtomicU64::new(1)),
-        }
-    }
-
-    pub fn next_seq(&self) -> u64 {
-        self.next_seq.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Durably records `entry`.
-    pub async fn record(&self, entry: JournalEntry) -> Result<(), SnapshotError> {
-        let (reply, done) = oneshot::channel();
-        self.tx
-            .send(Request::Record(Box::new(entry), reply))
-            .map_err(|_| SnapshotError::Stopped)?;
-        done.await.map_err(|_| SnapshotError::Stopped)?
-    }
-
-    /// Records the start of a provider call, returning its sequence number.
-    pub async fn begin(
-        &self,
-        kind: OperationKind,
-        resource: &ResourceState,
-        old: Option<usize>,
-    ) -> Result<u64, SnapshotError> {
-        let seq = self.next_seq();
-        self.record(JournalEntry::Begin {
-            seq,
-            kind,
-            resource: resource.clone(),
-            old,
-        })
-        .await?;
-        Ok(seq)
-    }
-
-    /// Verifies the final snapshot and writes it as the new checkpoint.
-    pub async fn finish(self) -> Result<Snapshot, SnapshotError> {
-        let (reply, done) = oneshot::channel();
-        self.tx
-            .send(Request::Finish(reply))
-            .map_err(|_| SnapshotError::Stopped)?;
-        done.await.map_err(|_| SnapshotError::Stopped)?
-    }
-}
-
-fn writer(
-    mut state: JournalState,
-    mut persister: Box<dyn Persister>,
-    mut rx: mpsc::UnboundedReceiver<Request>,
-) {
-    while let Some(first) = rx.blocking_recv() {
-        let mut batch = vec![first];
-        while let Ok(more) = rx.try_recv() {
-            batch.push(more);
-        }
-        let mut waiting = Vec::new();
-        for request in batch {
-            match request {
-                Request::Record(entry, reply) => {
-                    let result = state
-                        .apply(&entry)
-                        .and_then(|()| persister.append(&entry).map_err(SnapshotError::Persist));
-                    match result {
-                        Ok(()) => waiting.push(reply),
-                        Err(e) => {
-                            let _ = reply.send(Err(e));
-                        }
-                    }
-                }
-                Request::Finish(reply) => {
-                    let synced = persister.sync().map_err(SnapshotError::Persist);
-                    flush_replies(&mut waiting, &synced);
-                    let result = synced.and_then(|()| {
-                        let snapshot = state.snapshot();
-                        snapshot.verify_integrity()?;
-                        persister
-                            .compact(&snapshot)
-                            .map_err(SnapshotError::Persist)?;
-                        Ok(snapshot)
-                    });
-                    let _ = reply.send(result);
-                    return;
-                }
-            }
-        }
-        let synced = persister.sync().map_err(SnapshotError::Persist);
-        flush_replies(&mut waiting, &synced);
-    }
-}
-
-fn flush_replies(
-    waiting: &mut Vec<oneshot::Sender<Result<(), SnapshotError>>>,
-    synced: &Result<(), SnapshotError>,
-) {
-    for reply in waiting.drain(..) {
-        let _ = reply.send(synced.clone());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::tests::state;
+    use crate::snapshot::tests::{state, urn};
 
     fn base() -> Snapshot {
         Snapshot {
@@ -648,7 +555,7 @@ mod tests {
             [
                 JournalEntry::Begin {
                     seq: 1,
-                    kind: OperationKind::Creating,
+                    kind: PendingKind::Creating,
                     resource: new_a.clone(),
                     old: Some(0),
                 },
@@ -678,7 +585,7 @@ mod tests {
             base(),
             [JournalEntry::Begin {
                 seq: 7,
-                kind: OperationKind::Creating,
+                kind: PendingKind::Creating,
                 resource: state("c", &[]),
                 old: None,
             }],
@@ -696,9 +603,9 @@ mod tests {
         };
         let base = Snapshot {
             pending_operations: vec![
-                interrupted(OperationKind::Deleting, "b"),
-                interrupted(OperationKind::Updating, "a"),
-                interrupted(OperationKind::Creating, "c"),
+                interrupted(PendingKind::Deleting, "b"),
+                interrupted(PendingKind::Updating, "a"),
+                interrupted(PendingKind::Creating, "c"),
             ],
             ..base()
         };
@@ -707,7 +614,7 @@ mod tests {
             [
                 JournalEntry::Begin {
                     seq: 1,
-                    kind: OperationKind::Deleting,
+                    kind: PendingKind::Deleting,
                     resource: state("b", &["a"]),
                     old: None,
                 },
@@ -725,11 +632,69 @@ mod tests {
             .collect();
         assert_eq!(
             kinds,
-            [
-                (OperationKind::Updating, "a"),
-                (OperationKind::Creating, "c")
-            ]
+            [(PendingKind::Updating, "a"), (PendingKind::Creating, "c")]
         );
+    }
+
+    #[test]
+    fn an_entry_refused_halfway_changes_nothing() {
+        // Each of these passes its first checks and changes the state before it is refused.
+        let mut new_a = state("a", &[]);
+        new_a.id = "id-a2".into();
+        let mut renamed_b = state("b2", &["a"]);
+        renamed_b.dependencies.push(urn("missing"));
+        let refused = [
+            // Ends operation 1, then finds base resource #9 is not there.
+            JournalEntry::Created {
+                seq: 1,
+                resource: new_a.clone(),
+                replaces: Some(9),
+            },
+            // Ends operation 1 and marks `a` replaced, then finds the new state's dependency
+            // missing.
+            JournalEntry::Created {
+                seq: 1,
+                resource: state("a", &["missing"]),
+                replaces: Some(0),
+            },
+            // Carries `b` under a new name (renaming it, moving its referrers, carrying `a`
+            // first), then finds a dependency missing.
+            JournalEntry::Same {
+                old: 1,
+                resource: Some(renamed_b),
+            },
+        ];
+        let begin = JournalEntry::Begin {
+            seq: 1,
+            kind: PendingKind::Creating,
+            resource: new_a.clone(),
+            old: Some(0),
+        };
+        let mut journal = JournalState::new(base());
+        journal.apply(&begin).unwrap();
+        let before = journal.snapshot();
+        for entry in &refused {
+            journal.apply(entry).unwrap_err();
+            assert_eq!(journal.snapshot(), before, "{entry:?}");
+        }
+        // And the state goes on as if they had never been offered.
+        let accepted = vec![
+            begin,
+            JournalEntry::Created {
+                seq: 1,
+                resource: new_a,
+                replaces: Some(0),
+            },
+            JournalEntry::Same {
+                old: 1,
+                resource: Some(state("b2", &["a"])),
+            },
+            JournalEntry::Deleted { seq: None, old: 0 },
+        ];
+        for entry in &accepted[1..] {
+            journal.apply(entry).unwrap();
+        }
+        assert_eq!(journal.snapshot(), replay(base(), accepted).unwrap());
     }
 
     #[test]
@@ -744,7 +709,7 @@ mod tests {
             base(),
             [JournalEntry::Begin {
                 seq: 1,
-                kind: OperationKind::Deleting,
+                kind: PendingKind::Deleting,
                 resource: state("a", &[]),
                 old: Some(0),
             }],
@@ -761,7 +726,7 @@ mod tests {
             [
                 JournalEntry::Begin {
                     seq: 1,
-                    kind: OperationKind::Creating,
+                    kind: PendingKind::Creating,
                     resource: c.clone(),
                     old: None,
                 },

@@ -8,6 +8,7 @@ mod delete_step;
 pub mod deployment;
 pub mod events;
 pub mod journal;
+pub mod names;
 pub mod program;
 pub mod property_path;
 pub mod provider;

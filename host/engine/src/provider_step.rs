@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crate::events::StepOp;
 use crate::journal::JournalEntry;
 use crate::resource::{ProviderRef, ResourceState};
-use crate::snapshot::OperationKind;
+use crate::snapshot::PendingKind;
 use crate::step::{ProviderBinding, StepContext, StepError, StepResult};
 use crate::urn::provided_package;
 use crate::value::{PropertyMap, Value};
@@ -51,7 +51,7 @@ impl StepContext {
                 old: old_index,
                 resource,
             };
-            let begun = (OperationKind::Updating, old, Some(old_index));
+            let begun = (PendingKind::Updating, old, Some(old_index));
             let started = Instant::now();
             return (self.record_done(begun, state, end, (info, started), None)).await;
         }
@@ -81,7 +81,7 @@ impl StepContext {
             replaces,
         };
         let subject = state.clone();
-        let begun = (OperationKind::Creating, &subject, replaces);
+        let begun = (PendingKind::Creating, &subject, replaces);
         let started = Instant::now();
         (self.record_done(begun, state, end, (info, started), replaces)).await
     }
@@ -90,7 +90,7 @@ impl StepContext {
     /// leaving `state`, and reports it done.
     pub(crate) async fn record_done(
         &self,
-        (kind, subject, old): (OperationKind, &ResourceState, Option<usize>),
+        (kind, subject, old): (PendingKind, &ResourceState, Option<usize>),
         state: ResourceState,
         end: impl FnOnce(u64, ResourceState) -> JournalEntry,
         (info, started): (crate::events::StepInfo, Instant),

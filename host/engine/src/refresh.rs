@@ -4,9 +4,9 @@
 //! interrupted update left are resolved: creates cleared, or adopted by id; updates and deletes
 //! dropped, since their resources have just been read back.
 //!
-//! Reads run in parallel; the journal entries are written afterwards, in state order, so every
-//! intermediate snapshot is valid (a refresh changes nothing in the real world, so an
-//! interrupted one loses nothing).
+//! Reads run in parallel; the journal entries are written afterwards, in state order and with
+//! one flush, so every intermediate snapshot is valid (a refresh changes nothing in the real
+//! world, so an interrupted one loses nothing).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp}
 use crate::journal::{JournalEntry, JournalState, SnapshotManager};
 use crate::provider::{ProviderSource, ReadResult};
 use crate::resource::ResourceState;
-use crate::snapshot::{OperationKind, Snapshot};
+use crate::snapshot::{PendingKind, Snapshot};
 use crate::target::TargetSet;
 use crate::urn::{Urn, package_of, provided_package};
 use crate::value::PropertyMap;
@@ -95,13 +95,8 @@ pub async fn run(
         Ok(()) => snapshot = Some(state.snapshot()),
     }
     if let (Some(recorder), true) = (recorder, snapshot.is_some()) {
-        let mut recorded = Ok(());
-        for entry in entries {
-            recorded = recorder.record(entry).await;
-            if recorded.is_err() {
-                break;
-            }
-        }
+        // All at once: one flush, not one per resource.
+        let recorded = recorder.record_all(entries).await;
         match recorded.and(recorder.finish().await) {
             Ok(finished) => snapshot = Some(finished),
             Err(e) => {
@@ -152,7 +147,7 @@ fn adoptions(
     let mut reads = Vec::new();
     for (urn, id) in &options.adopt {
         let pending = (base.pending_operations.iter())
-            .find(|op| op.kind == OperationKind::Creating && op.resource.urn == *urn);
+            .find(|op| op.kind == PendingKind::Creating && op.resource.urn == *urn);
         match pending {
             Some(op) => reads.push(Read {
                 index: None,
@@ -366,13 +361,13 @@ impl<'a> Plan<'a> {
         for op in &self.base.pending_operations {
             let urn = &op.resource.urn;
             let message = match op.kind {
-                OperationKind::Creating if options.adopt.contains_key(urn) => continue,
-                OperationKind::Creating => {
+                PendingKind::Creating if options.adopt.contains_key(urn) => continue,
+                PendingKind::Creating => {
                     "cleared the pending create: if it created something, that is not managed \
                      (adopt it with `--import-pending-create URN=ID`)"
                 }
-                OperationKind::Updating => "dropped the pending update: the resource was read back",
-                OperationKind::Deleting => "dropped the pending delete: the resource was read back",
+                PendingKind::Updating => "dropped the pending update: the resource was read back",
+                PendingKind::Deleting => "dropped the pending delete: the resource was read back",
             };
             self.events
                 .diagnostic(Some(urn), Severity::Warning, message);
@@ -405,7 +400,7 @@ impl<'a> Plan<'a> {
             let seq = entries.len() as u64 + 1;
             entries.push(JournalEntry::Begin {
                 seq,
-                kind: OperationKind::Creating,
+                kind: PendingKind::Creating,
                 resource: state.clone(),
                 old: None,
             });
@@ -415,7 +410,7 @@ impl<'a> Plan<'a> {
                 replaces: None,
             });
             entries.push(JournalEntry::ResolvePending {
-                kind: OperationKind::Creating,
+                kind: PendingKind::Creating,
                 urn,
             });
         }

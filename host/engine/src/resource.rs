@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::program::CustomTimeouts;
-use crate::urn::Urn;
+use crate::urn::{Urn, provided_package};
 use crate::value::PropertyMap;
 
 /// What the engine knows about one resource after a step.
@@ -51,7 +51,60 @@ pub struct ProviderRef {
     pub id: String,
 }
 
+/// A field of a recorded resource that no plinth writes: the state was edited or damaged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("resource `{urn}`: its `type` is `{ty}`, but its URN says `{urn_type}`")]
+    TypeMismatch {
+        urn: Urn,
+        ty: String,
+        urn_type: String,
+    },
+    #[error("resource `{urn}`: its `id` {id:?} contains control characters")]
+    ControlInId { urn: Urn, id: String },
+    #[error(
+        "resource `{urn}`: its `provider` `{provider}` is not a provider resource (a provider's type is `plinth:providers:<package>`)"
+    )]
+    NotAProvider { urn: Urn, provider: Urn },
+    #[error("resource `{urn}`: its `provider` `{provider}` has an empty `id`")]
+    EmptyProviderId { urn: Urn, provider: Urn },
+}
+
 impl ResourceState {
+    /// Checks the fields a URN does not already check: the type agrees with the URN, ids are
+    /// printable, a provider reference names a provider resource and one of its ids.
+    pub fn check_fields(&self) -> Result<(), FieldError> {
+        let urn = || self.urn.clone();
+        if self.ty != self.urn.ty() {
+            return Err(FieldError::TypeMismatch {
+                urn: urn(),
+                ty: self.ty.clone(),
+                urn_type: self.urn.ty().to_owned(),
+            });
+        }
+        if self.id.contains(char::is_control) {
+            return Err(FieldError::ControlInId {
+                urn: urn(),
+                id: self.id.clone(),
+            });
+        }
+        if let Some(provider) = &self.provider {
+            if provided_package(provider.urn.ty()).is_none() {
+                return Err(FieldError::NotAProvider {
+                    urn: urn(),
+                    provider: provider.urn.clone(),
+                });
+            }
+            if provider.id.is_empty() {
+                return Err(FieldError::EmptyProviderId {
+                    urn: urn(),
+                    provider: provider.urn.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Every URN this state must come after in a snapshot: its parent, dependencies and
     /// provider.
     pub fn predecessors(&self) -> impl Iterator<Item = &Urn> {

@@ -4,21 +4,23 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::resource::ResourceState;
+use crate::resource::{FieldError, ResourceState};
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
 /// A provider call that was started but whose outcome is not recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingOperation {
-    pub kind: OperationKind,
+    pub kind: PendingKind,
     /// The state being operated on (for a create: the inputs it was created from).
     pub resource: ResourceState,
 }
 
+/// What a pending operation was doing to its resource. (What a stack's history records is
+/// another thing: the backend's `UpdateKind`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum OperationKind {
+pub enum PendingKind {
     Creating,
     Updating,
     Deleting,
@@ -51,10 +53,18 @@ pub enum IntegrityError {
     #[error("resource {urn} is a custom resource without an id")]
     MissingId { urn: Urn },
     #[error("pending {kind:?} operation on {urn}, which is not in the state")]
-    DanglingPendingOperation { kind: OperationKind, urn: Urn },
+    DanglingPendingOperation { kind: PendingKind, urn: Urn },
 }
 
 impl Snapshot {
+    /// Checks every recorded resource's fields ([`ResourceState::check_fields`]): what no
+    /// state may hold, even one imported with `--force`.
+    pub fn check_fields(&self) -> Result<(), FieldError> {
+        (self.resources.iter())
+            .chain(self.pending_operations.iter().map(|op| &op.resource))
+            .try_for_each(ResourceState::check_fields)
+    }
+
     /// Checks the invariants every persisted snapshot must hold.
     pub fn verify_integrity(&self) -> Result<(), IntegrityError> {
         let mut seen: HashSet<&Urn> = HashSet::with_capacity(self.resources.len());
@@ -73,7 +83,7 @@ impl Snapshot {
         }
         for op in &self.pending_operations {
             let urn = &op.resource.urn;
-            if op.kind != OperationKind::Creating && !seen.contains(urn) {
+            if op.kind != PendingKind::Creating && !seen.contains(urn) {
                 return Err(IntegrityError::DanglingPendingOperation {
                     kind: op.kind,
                     urn: urn.clone(),
@@ -179,7 +189,7 @@ impl Snapshot {
         }
         let mut cleared_pending = Vec::new();
         self.pending_operations.retain(|op| {
-            let on_removed = &op.resource.urn == urn && op.kind != OperationKind::Creating;
+            let on_removed = &op.resource.urn == urn && op.kind != PendingKind::Creating;
             if on_removed {
                 cleared_pending.push(op.kind);
             }
@@ -221,7 +231,7 @@ pub struct Removal {
     /// Resources whose recorded dependency on it was dropped.
     pub unlinked: Vec<Urn>,
     /// The kinds of the pending operations on it that were cleared.
-    pub cleared_pending: Vec<OperationKind>,
+    pub cleared_pending: Vec<PendingKind>,
 }
 
 /// Why an edit of the state by hand was refused.
@@ -366,7 +376,7 @@ pub(crate) mod tests {
         snap
     }
 
-    fn pending(kind: OperationKind, name: &str) -> PendingOperation {
+    fn pending(kind: PendingKind, name: &str) -> PendingOperation {
         PendingOperation {
             kind,
             resource: state(name, &[]),
@@ -428,14 +438,14 @@ pub(crate) mod tests {
         replaced.delete = true;
         let mut snap = snapshot(vec![state("a", &[]), replaced, state("b", &["a"])]);
         snap.pending_operations = vec![
-            pending(OperationKind::Updating, "b"),
-            pending(OperationKind::Creating, "b"),
-            pending(OperationKind::Updating, "a"),
+            pending(PendingKind::Updating, "b"),
+            pending(PendingKind::Creating, "b"),
+            pending(PendingKind::Updating, "a"),
         ];
         let removal = snap.remove(&urn("b"), false).unwrap();
         assert_eq!(removal.removed.len(), 2);
         assert!(removal.unlinked.is_empty());
-        assert_eq!(removal.cleared_pending, [OperationKind::Updating]);
+        assert_eq!(removal.cleared_pending, [PendingKind::Updating]);
         assert_eq!(snap.resources, [state("a", &[])]);
         assert_eq!(snap.pending_operations.len(), 2);
         snap.verify_integrity().unwrap();
@@ -525,7 +535,7 @@ pub(crate) mod tests {
     fn rejects_dangling_pending_delete() {
         let snap = Snapshot {
             pending_operations: vec![PendingOperation {
-                kind: OperationKind::Deleting,
+                kind: PendingKind::Deleting,
                 resource: state("x", &[]),
             }],
             ..Default::default()

@@ -7,15 +7,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
+use crate::deployment::limit::{Reservation, StepLimit};
 use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
-use crate::provider::{Provider, ProviderError, ProviderSource};
+use crate::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use crate::resource::{ProviderRef, ResourceState};
-use crate::snapshot::OperationKind;
+use crate::snapshot::PendingKind;
 use crate::target::TargetSet;
 use crate::urn::{Urn, package_of, provided_package};
 use crate::value::{PropertyMap, Value};
@@ -26,8 +28,10 @@ use crate::value::{PropertyMap, Value};
 pub enum StepError {
     #[error("{urn}: {message}")]
     Resource { urn: Urn, message: String },
-    #[error("{0}")]
-    Plugin(String),
+    /// A plugin could not be made available (loaded, started or configured). The message is
+    /// the cause's own (it names the plugin), so it is not repeated as an error source.
+    #[error("{cause}")]
+    Plugin { plugin: String, cause: LoadError },
     /// Not started: the operation stopped (a failure, or cancellation) while it waited.
     #[error("not started: the operation stopped")]
     Halted,
@@ -45,7 +49,10 @@ pub(crate) struct StepContext {
     /// Base resources naming a URN as parent or dependency, by that URN.
     pub base_dependents: HashMap<Urn, Vec<usize>>,
     pub claims: Mutex<Claims>,
-    pub limit: Semaphore,
+    /// `--parallel`: steps take their turn in the order they became ready.
+    pub limit: StepLimit,
+    /// The first Ctrl-C: ends every wait (for a permit, a claimed step, a delete in progress).
+    pub cancel: CancellationToken,
     /// `--target`: only these resources change; `None` targets everything.
     pub targets: Option<TargetSet>,
     /// `--replace`: resources to replace whatever their diff says.
@@ -173,7 +180,10 @@ impl StepContext {
             Some(config) => self.providers.configured(package, config).await,
             None => self.providers.provider(package).await,
         }
-        .map_err(|e| StepError::Plugin(e.to_string()))
+        .map_err(|cause| StepError::Plugin {
+            plugin: package.to_owned(),
+            cause,
+        })
     }
 
     pub(crate) fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
@@ -193,7 +203,7 @@ impl StepContext {
 
     pub(crate) async fn begin(
         &self,
-        kind: OperationKind,
+        kind: PendingKind,
         state: &ResourceState,
         old: Option<usize>,
     ) -> Result<u64, SnapshotError> {
@@ -213,6 +223,18 @@ impl StepContext {
 
     pub fn is_halted(&self) -> bool {
         self.halted.load(Ordering::Relaxed)
+    }
+
+    /// Waits for `wait`, unless the operation is cancelled first.
+    pub(crate) async fn unless_cancelled<T>(
+        &self,
+        wait: impl Future<Output = T>,
+    ) -> Result<T, StepError> {
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(StepError::Halted),
+            done = wait => Ok(done),
+        }
     }
 
     fn count(&self, op: StepOp) {
@@ -245,9 +267,9 @@ impl StepContext {
             }
         };
         let mut deletion = deletion;
-        let deleted = deletion
-            .wait_for(Option::is_some)
-            .await
+        let deleted = self
+            .unless_cancelled(deletion.wait_for(Option::is_some))
+            .await?
             .map(|d| *d == Some(true))
             .unwrap_or(false);
         if deleted {
@@ -278,10 +300,14 @@ impl StepContext {
     }
 
     /// Runs one registration's step.
-    pub async fn run_resource(&self, step: ResourceStep) -> Result<StepResult, StepError> {
+    pub(crate) async fn run_resource(
+        &self,
+        step: ResourceStep,
+        turn: Reservation,
+    ) -> Result<StepResult, StepError> {
         // The permit comes before the claim: a delete-before-replace holding a permit may wait
         // for a claimed step, which must therefore never wait for a permit.
-        let _permit = self.limit.acquire().await.expect("step limiter closed");
+        let _permit = turn.acquire().await?;
         if self.is_halted() {
             return Err(StepError::Halted);
         }
@@ -538,7 +564,7 @@ impl StepContext {
             replaces: None,
         };
         let subject = state.clone();
-        let begun = (OperationKind::Creating, &subject, None);
+        let begun = (PendingKind::Creating, &subject, None);
         (self.record_done(begun, state, end, (info, started), None)).await
     }
 
@@ -611,7 +637,7 @@ impl StepContext {
     pub(crate) fn failed(&self, info: StepInfo, error: &StepError) {
         let message = match error {
             StepError::Resource { message, .. } => message.clone(),
-            StepError::Plugin(message) => message.clone(),
+            StepError::Plugin { cause, .. } => cause.to_string(),
             StepError::Halted => StepError::Halted.to_string(),
         };
         self.events.emit(Event::StepFailed {
@@ -652,7 +678,7 @@ impl StepContext {
                 let seq = self.recorder.as_ref().map_or(0, SnapshotManager::next_seq);
                 self.record(|| JournalEntry::Begin {
                     seq,
-                    kind: OperationKind::Creating,
+                    kind: PendingKind::Creating,
                     resource: state.clone(),
                     old: None,
                 })
@@ -716,7 +742,7 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
         let seq = self
-            .begin(OperationKind::Creating, &state, replaces)
+            .begin(PendingKind::Creating, &state, replaces)
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let call = provider.create(&urn, &state.inputs, self.preview);
@@ -800,7 +826,7 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
         let seq = self
-            .begin(OperationKind::Updating, old, Some(old_index))
+            .begin(PendingKind::Updating, old, Some(old_index))
             .await
             .map_err(|e| self.persist_error(&urn, e))?;
         let (id, preview) = (&old.id, self.preview);
@@ -841,20 +867,24 @@ impl StepContext {
     }
 
     /// Reads an existing resource by id for the program, without managing it.
-    pub async fn run_read(
+    pub(crate) async fn run_read(
         &self,
         urn: &Urn,
         id: &str,
         inputs: &PropertyMap,
         binding: Option<ProviderBinding>,
+        turn: Reservation,
     ) -> Result<StepResult, StepError> {
-        let _permit = self.limit.acquire().await.expect("step limiter closed");
+        let _permit = turn.acquire().await?;
         let package = package_of(urn.ty());
         let provider = match &binding {
             Some(b) => self.providers.configured(package, &b.config).await,
             None => self.providers.provider(package).await,
         }
-        .map_err(|e| StepError::Plugin(e.to_string()))?;
+        .map_err(|cause| StepError::Plugin {
+            plugin: package.to_owned(),
+            cause,
+        })?;
         match provider.read(urn, id, inputs, &PropertyMap::new()).await {
             Ok(Some(read)) => Ok(StepResult {
                 id: Value::String(read.id),

@@ -4,17 +4,73 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::names::{NameProblem, ProjectName, StackName};
+
 /// The name of a resource, unique within a stack. The type part carries the types of the
 /// resource's ancestors, `parentType$childType`, so a child's name only needs to be unique under
 /// its parent type.
+///
+/// Deserializing goes through [`Urn::parse`], so a URN read from a state file has its whole
+/// shape checked; the accessors never panic, whatever the string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(try_from = "String", into = "String")]
 pub struct Urn(String);
 
 const PREFIX: &str = "urn:plinth:";
 
+/// Why a string is not a URN.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{urn}` is not a valid URN: {problem}")]
+pub struct UrnError {
+    pub urn: String,
+    pub problem: UrnProblem,
+}
+
+/// The first part of a URN found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrnProblem {
+    #[error("it must start with `{PREFIX}`")]
+    Prefix,
+    #[error("expected `{PREFIX}<stack>::<project>::<type>::<name>`")]
+    Shape,
+    #[error("its stack part is not a stack name ({0})")]
+    Stack(NameProblem),
+    #[error("its project part is not a project name ({0})")]
+    Project(NameProblem),
+    #[error("its type part: {0}")]
+    Type(TypeTokenError),
+    #[error("its name part is empty")]
+    EmptyName,
+}
+
+/// Why a string is not a type token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{token}` is not a type token: expected `package:Type` or `package:module:Type`, each part non-empty and without whitespace"
+)]
+pub struct TypeTokenError {
+    pub token: String,
+}
+
+/// Checks the shape of a type token: `package:Type` or `package:module:Type`.
+pub fn check_type_token(token: &str) -> Result<(), TypeTokenError> {
+    let parts: Vec<&str> = token.split(':').collect();
+    let well_formed = (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && !p.contains(|c: char| c.is_whitespace() || c == '$'));
+    if well_formed {
+        Ok(())
+    } else {
+        Err(TypeTokenError {
+            token: token.to_owned(),
+        })
+    }
+}
+
 impl Urn {
     /// Builds the URN of a resource; `parent_type` is the qualified type of its parent, if any.
+    /// The result is checked by [`Urn::validate`] wherever the parts come from a program.
     pub fn new(stack: &str, project: &str, parent_type: Option<&str>, ty: &str, name: &str) -> Urn {
         let qualified = match parent_type {
             Some(parent) => format!("{parent}${ty}"),
@@ -23,22 +79,44 @@ impl Urn {
         Urn(format!("{PREFIX}{stack}::{project}::{qualified}::{name}"))
     }
 
-    /// Parses a URN, checking its shape.
-    pub fn parse(s: &str) -> Result<Urn, String> {
+    /// Parses a URN, checking its whole shape.
+    pub fn parse(s: &str) -> Result<Urn, UrnError> {
         let urn = Urn(s.to_owned());
-        let rest = s
-            .strip_prefix(PREFIX)
-            .ok_or_else(|| format!("`{s}` is not a URN: it must start with `{PREFIX}`"))?;
-        if rest.splitn(4, "::").count() != 4 {
-            return Err(format!(
-                "`{s}` is not a URN: expected `{PREFIX}<stack>::<project>::<type>::<name>`"
-            ));
-        }
+        urn.validate()?;
         Ok(urn)
     }
 
+    /// Checks the whole shape: the prefix, valid stack and project names, a type part of
+    /// `$`-separated type tokens (the ancestors' types, then the resource's own) and a
+    /// non-empty name.
+    pub fn validate(&self) -> Result<(), UrnError> {
+        let error = |problem| UrnError {
+            urn: self.0.clone(),
+            problem,
+        };
+        let rest = self
+            .0
+            .strip_prefix(PREFIX)
+            .ok_or(error(UrnProblem::Prefix))?;
+        let parts: Vec<&str> = rest.splitn(4, "::").collect();
+        let [stack, project, qualified, name] = parts[..] else {
+            return Err(error(UrnProblem::Shape));
+        };
+        StackName::new(stack).map_err(|e| error(UrnProblem::Stack(e.problem)))?;
+        ProjectName::new(project).map_err(|e| error(UrnProblem::Project(e.problem)))?;
+        for token in qualified.split('$') {
+            check_type_token(token).map_err(|e| error(UrnProblem::Type(e)))?;
+        }
+        if name.is_empty() {
+            return Err(error(UrnProblem::EmptyName));
+        }
+        Ok(())
+    }
+
+    /// The four parts; on a string that is not a URN (only [`Urn::new`] can make one, from
+    /// parts a program sent), missing parts are empty.
     fn parts(&self) -> [&str; 4] {
-        let rest = &self.0[PREFIX.len()..];
+        let rest = self.0.strip_prefix(PREFIX).unwrap_or(&self.0);
         let mut it = rest.splitn(4, "::");
         std::array::from_fn(|_| it.next().unwrap_or_default())
     }
@@ -68,6 +146,21 @@ impl Urn {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl TryFrom<String> for Urn {
+    type Error = UrnError;
+    fn try_from(s: String) -> Result<Urn, UrnError> {
+        let urn = Urn(s);
+        urn.validate()?;
+        Ok(urn)
+    }
+}
+
+impl From<Urn> for String {
+    fn from(urn: Urn) -> String {
+        urn.0
     }
 }
 
@@ -119,10 +212,38 @@ mod tests {
     }
 
     #[test]
-    fn rejects_malformed() {
-        assert!(Urn::parse("urn:pulumi:x").is_err());
-        assert!(Urn::parse("urn:plinth:dev::p::t").is_err());
-        assert!(Urn::parse("urn:plinth:dev::p::t::n").is_ok());
+    fn rejects_malformed_saying_which_part() {
+        for (bad, says) in [
+            ("urn:pulumi:x", "must start with"),
+            ("urn:plinth:dev::p::t:T", "expected `urn:plinth:"),
+            ("urn:plinth:..::p::t:T::n", "stack part"),
+            ("urn:plinth:dev::.::t:T::n", "project part"),
+            ("urn:plinth:dev::p::t::n", "type part"),
+            ("urn:plinth:dev::p::a:b:c:d::n", "type part"),
+            ("urn:plinth:dev::p::my:Web$::n", "type part"),
+            ("urn:plinth:dev::p::t:T::", "name part is empty"),
+            ("", "must start with"),
+            ("urn:plinth:", "expected"),
+        ] {
+            let err = Urn::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
+        assert!(Urn::parse("urn:plinth:dev::p::t:T::n").is_ok());
+        assert!(Urn::parse("urn:plinth:dev::p::my:Web$plinth:providers:random::a::b").is_ok());
+        assert!(serde_json::from_str::<Urn>("\"urn:plinth:dev\"").is_err());
+    }
+
+    proptest::proptest! {
+        /// Whatever the string, parsing answers and the accessors of what it accepts (or of
+        /// what `new` builds) do not panic.
+        #[test]
+        fn parsing_and_accessors_never_panic(s in "\\PC{0,40}|urn:plinth:[a-z.:$é]{0,30}", name in "\\PC{0,8}") {
+            if let Ok(urn) = Urn::parse(&s) {
+                let _ = (urn.stack(), urn.project(), urn.ty(), urn.name());
+            }
+            let built = Urn::new(&s, &s, Some(&s), &s, &name);
+            let _ = (built.stack(), built.project(), built.ty(), built.name(), built.validate());
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub const SIG_KEY: &str = "plinth:sig";
 /// when they are the same number: `Integer(2) == Number(2.0)`, so that state written before
 /// integers existed, or values from guests that have only floats, compare as the numbers they
 /// are rather than as a change.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub enum Value {
     #[default]
     Null,
@@ -221,6 +221,25 @@ impl From<PropertyMap> for Value {
 }
 
 /// Displays a value for humans: secrets as `[secret]`, unknowns as `[unknown]`.
+/// Like a derived `Debug`, except that a secret prints `[secret]`: `{:?}` ends up in logs and
+/// panic messages, which must never hold a secret's plaintext.
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("Null"),
+            Value::Bool(b) => f.debug_tuple("Bool").field(b).finish(),
+            Value::Integer(n) => f.debug_tuple("Integer").field(n).finish(),
+            Value::Number(n) => f.debug_tuple("Number").field(n).finish(),
+            Value::String(s) => f.debug_tuple("String").field(s).finish(),
+            Value::Array(items) => f.debug_tuple("Array").field(items).finish(),
+            Value::Object(map) => f.debug_tuple("Object").field(map).finish(),
+            Value::Secret(_) => f.write_str("[secret]"),
+            Value::Unknown => f.write_str("Unknown"),
+            Value::Output(output) => f.debug_tuple("Output").field(output).finish(),
+        }
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -383,6 +402,18 @@ mod tests {
             field: OutputField::Id,
         });
         assert!(serde_json::to_string(&v).is_err());
+    }
+
+    #[test]
+    fn debug_never_prints_a_secret() {
+        let secret_obj = Value::Secret(Box::new(sample()));
+        assert_eq!(format!("{secret_obj:?}"), "[secret]");
+        let shown = format!("{:?}", sample());
+        assert!(
+            shown.contains("\"s\": [secret]") && !shown.contains("pw"),
+            "{shown}"
+        );
+        assert_eq!(format!("{:?}", Value::from("x")), "String(\"x\")");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::program::{CustomTimeouts, EmptyProgram};
 use plinth_engine::refresh::RefreshOptions;
-use plinth_engine::snapshot::{OperationKind, PendingOperation};
+use plinth_engine::snapshot::{PendingKind, PendingOperation};
 use plinth_engine::value::{PropertyMap, Value};
 use support::*;
 
@@ -101,9 +101,9 @@ async fn refresh_clears_or_adopts_pending_creates_and_drops_other_pending_operat
         .unwrap()
         .insert("real-id".into(), PropertyMap::new());
     h.snapshot.pending_operations = vec![
-        pending(OperationKind::Creating, leaked),
-        pending(OperationKind::Creating, adopted),
-        pending(OperationKind::Updating, h.state("c").clone()),
+        pending(PendingKind::Creating, leaked),
+        pending(PendingKind::Creating, adopted),
+        pending(PendingKind::Updating, h.state("c").clone()),
     ];
     h.snapshot.verify_integrity().unwrap();
 
@@ -120,7 +120,7 @@ async fn refresh_clears_or_adopts_pending_creates_and_drops_other_pending_operat
 }
 
 fn pending(
-    kind: OperationKind,
+    kind: PendingKind,
     resource: plinth_engine::resource::ResourceState,
 ) -> PendingOperation {
     PendingOperation { kind, resource }
@@ -132,8 +132,8 @@ async fn up_drops_interrupted_updates_but_keeps_interrupted_creates() {
     let mut leaked = h.state("d").clone();
     leaked.urn = Harness::urn("leaked");
     h.snapshot.pending_operations = vec![
-        pending(OperationKind::Creating, leaked),
-        pending(OperationKind::Deleting, h.state("c").clone()),
+        pending(PendingKind::Creating, leaked),
+        pending(PendingKind::Deleting, h.state("c").clone()),
     ];
     let outcome = h.up(chain()).await;
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
@@ -143,7 +143,7 @@ async fn up_drops_interrupted_updates_but_keeps_interrupted_creates() {
         .iter()
         .map(|p| p.kind)
         .collect();
-    assert_eq!(kinds, [OperationKind::Creating]);
+    assert_eq!(kinds, [PendingKind::Creating]);
 }
 
 #[tokio::test]
@@ -393,14 +393,13 @@ async fn import_adopts_an_existing_resource_when_the_inputs_match() {
 #[tokio::test]
 async fn a_create_past_its_custom_timeout_fails_and_stays_pending() {
     let mut h = Harness::new();
-    let mut slow = decl("slow").input("sleep_ms", 5_000.0);
+    // The create would take ten minutes: only the timeout can end it within the bound.
+    let mut slow = decl("slow").input("sleep_ms", 600_000.0);
     slow.options.custom_timeouts = Some(CustomTimeouts {
         create_seconds: Some(1),
         ..Default::default()
     });
-    let started = std::time::Instant::now();
-    let outcome = h.up(vec![slow]).await;
-    assert!(started.elapsed().as_secs() < 4);
+    let outcome = bounded(h.up(vec![slow])).await;
     assert!(
         outcome.errors[0].contains("timed out after 1s"),
         "{:?}",
@@ -412,7 +411,7 @@ async fn a_create_past_its_custom_timeout_fails_and_stays_pending() {
         .iter()
         .map(|p| p.kind)
         .collect();
-    assert_eq!(kinds, [OperationKind::Creating]);
+    assert_eq!(kinds, [PendingKind::Creating]);
 }
 
 fn managed_by(provider: &'static str, name: &'static str) -> Decl {
@@ -537,20 +536,24 @@ async fn a_provider_that_cannot_be_configured_fails_what_it_manages() {
     assert!(h.names().is_empty());
 }
 
-#[tokio::test]
+/// With `--parallel 2`, s1 and s2 take the permits (steps start in registration order); they
+/// are held in their creates until the interrupt has come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
     let mut h = Harness::new();
     h.parallel = 2;
-    let slow: Vec<Decl> = ["s1", "s2", "s3", "s4", "s5", "s6"]
-        .into_iter()
-        .map(|n| decl(n).input("sleep_ms", 300.0))
-        .collect();
-    let cancel = h.cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let names = ["s1", "s2", "s3", "s4", "s5", "s6"];
+    h.provider.hold("create s1", "go");
+    h.provider.hold("create s2", "go");
+    let (cancel, provider) = (h.cancel.clone(), h.provider.clone());
+    let interrupt = tokio::spawn(async move {
+        provider.started("create s1").await;
+        provider.started("create s2").await;
         cancel.cancel();
+        provider.signal("go");
     });
-    let outcome = h.up(slow).await;
+    let outcome = bounded(h.up(names.into_iter().map(decl).collect())).await;
+    bounded(interrupt).await.unwrap();
     assert!(
         outcome.errors.iter().any(|e| e.starts_with("cancelled")),
         "{:?}",
@@ -562,6 +565,7 @@ async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
         "the two in flight were recorded: {:?}",
         h.names()
     );
+    assert_eq!(h.sorted_names(), ["s1", "s2"]);
     assert_eq!(
         h.provider.world.lock().unwrap().len(),
         2,
@@ -572,15 +576,14 @@ async fn cancellation_lets_steps_in_flight_finish_and_starts_no_more() {
 
 #[tokio::test]
 async fn a_delete_timeout_recorded_with_the_resource_applies_once_it_is_undeclared() {
-    let mut slow = decl("slow").input("delete_sleep_ms", 5_000.0);
+    // The delete would take ten minutes: only the timeout can end it within the bound.
+    let mut slow = decl("slow").input("delete_sleep_ms", 600_000.0);
     slow.options.custom_timeouts = Some(CustomTimeouts {
         delete_seconds: Some(1),
         ..Default::default()
     });
     let mut h = fresh(vec![slow]).await;
-    let started = std::time::Instant::now();
-    let outcome = h.up(vec![]).await;
-    assert!(started.elapsed().as_secs() < 4);
+    let outcome = bounded(h.up(vec![])).await;
     assert!(
         outcome.errors[0].contains("delete timed out after 1s"),
         "{:?}",
@@ -592,10 +595,137 @@ async fn a_delete_timeout_recorded_with_the_resource_applies_once_it_is_undeclar
         .iter()
         .map(|p| p.kind)
         .collect();
-    assert_eq!(kinds, [OperationKind::Deleting]);
+    assert_eq!(kinds, [PendingKind::Deleting]);
     assert_eq!(
         h.names(),
         ["slow"],
         "still recorded: the delete may not have happened"
     );
+}
+
+/// Issue 9, item 4. Stored: b depends on a; c on a and b. The program drops b's dependency on
+/// a, and both are replaced delete-before-replace. b's step takes charge of b before a's step
+/// looks at a's dependents (so a's cascade finds b in flight and c unclaimed), and goes on only
+/// once c is deleted. a's cascade used to wait for b's step before deleting c: a deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_before_replace_cascades_whose_dependencies_changed_do_not_wait_on_each_other() {
+    let stored = vec![
+        decl("a").input("replace_key", "1").input("dbr", true),
+        decl("b")
+            .from("on_a", "a")
+            .input("replace_key", "1")
+            .input("dbr", true),
+        decl("c").from("on_a", "a").from("on_b", "b"),
+    ];
+    let mut h = fresh(stored).await;
+    h.provider.hold("diff a", "diff b");
+    h.provider.hold("diff b", "delete c");
+    let program = vec![
+        decl("a").input("replace_key", "2").input("dbr", true),
+        decl("b").input("replace_key", "2").input("dbr", true),
+        decl("c").from("on_a", "a").from("on_b", "b"),
+    ];
+    let outcome = bounded(h.up(program)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let calls = h.provider.calls();
+    let at = |call: &str| calls.iter().position(|c| c == call).expect(call);
+    assert!(at("delete c") < at("delete a") && at("delete c") < at("delete b"));
+    assert!(at("delete a") < at("create a") && at("delete b") < at("create b"));
+    assert!(at("create a") < at("create c") && at("create b") < at("create c"));
+    assert_eq!(h.sorted_names(), ["a", "b", "c"]);
+    assert_eq!(h.provider.world.lock().unwrap().len(), 3);
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
+/// Found by the property tests (seed kept): c depends on a, and k on c; k's step runs when a's
+/// delete-before-replace starts. The cascade must not delete c while k's recorded copy still
+/// names it: it waits for k's step (the later one in the state) before deleting c.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_waits_for_a_step_in_flight_that_depends_on_what_it_deletes() {
+    let stored = vec![
+        decl("a").input("replace_key", "1").input("dbr", true),
+        decl("c").from("on_a", "a"),
+        decl("k").from("on_c", "c").input("v", "1"),
+    ];
+    let mut h = fresh(stored).await;
+    h.provider.hold("diff a", "diff k");
+    h.provider.hold("diff k", "go");
+    let program = vec![
+        decl("a").input("replace_key", "2").input("dbr", true),
+        decl("c").from("on_a", "a"),
+        decl("k").input("v", "2"),
+    ];
+    let provider = h.provider.clone();
+    let release = tokio::spawn(async move {
+        provider.started("diff a").await;
+        provider.signal("go");
+    });
+    let outcome = bounded(h.up(program)).await;
+    bounded(release).await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let calls = h.provider.calls();
+    let at = |call: &str| calls.iter().position(|c| c == call).expect(call);
+    assert!(at("update k") < at("delete c") && at("delete c") < at("delete a"));
+    assert_eq!(h.sorted_names(), ["a", "c", "k"]);
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
+/// A first Ctrl-C ends every wait: a's delete-before-replace waits for b's step (b depended on
+/// a and still runs), and x waits for a permit. After the interrupt, b's step in flight
+/// finishes, and neither a nor x goes on to change anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_interrupt_ends_the_waits_of_steps_that_have_not_changed_anything() {
+    let stored = vec![
+        decl("a").input("replace_key", "1").input("dbr", true),
+        decl("b").from("on_a", "a").input("v", "1"),
+    ];
+    let mut h = fresh(stored).await;
+    h.parallel = 2;
+    // b's step takes charge of b before a's cascade looks (b's diff comes after its claim), so
+    // the cascade finds b in flight and waits for it; b is held until after the interrupt.
+    h.provider.hold("diff a", "diff b");
+    h.provider.hold("diff b", "go");
+    let program = vec![
+        decl("a").input("replace_key", "2").input("dbr", true),
+        decl("b").input("v", "2"),
+        decl("x").input("v", "new"),
+    ];
+    let cancel = h.cancel.clone();
+    let provider = h.provider.clone();
+    let interrupt = tokio::spawn(async move {
+        provider.started("diff a").await;
+        provider.started("diff b").await;
+        cancel.cancel();
+        provider.signal("go");
+    });
+    let outcome = bounded(h.up(program)).await;
+    bounded(interrupt).await.unwrap();
+    assert!(
+        outcome.errors.iter().any(|e| e.starts_with("cancelled")),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(
+        h.provider.calls(),
+        ["update b"],
+        "only the step in flight finished"
+    );
+    assert_eq!(h.sorted_names(), ["a", "b"]);
+    assert_eq!(h.state("b").inputs.get("v"), Some(&Value::from("2")));
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
+/// With `--parallel 1`, steps start in the order the program registered them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_parallel_one_steps_start_in_registration_order() {
+    let names = ["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"];
+    for _ in 0..50 {
+        let mut h = Harness::new();
+        h.parallel = 1;
+        let outcome = bounded(h.up(names.iter().map(|&n| decl(n)).collect())).await;
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+        let created: Vec<String> = h.provider.calls();
+        let expected: Vec<String> = names.iter().map(|n| format!("create {n}")).collect();
+        assert_eq!(created, expected);
+    }
 }

@@ -30,6 +30,8 @@ struct Spec {
     depends_on: Option<usize>,
     fails: bool,
     dbr: bool,
+    /// Its diff lets other tasks run first this many times: varies which step gets where first.
+    diff_yields: u8,
 }
 
 #[derive(Debug, Clone)]
@@ -41,6 +43,57 @@ enum Op {
     UpTargeted(Vec<Spec>, Vec<usize>, bool),
     /// Deletes (first list) and edits (second) resources out of band, then refreshes.
     Refresh(Vec<usize>, Vec<usize>),
+    /// `up` of the last program `up` ran, with some dependencies moved or dropped and several
+    /// resources replaced delete-before-replace at once: the shapes where cascades and the
+    /// steps they wait for can meet (issue 9: b depended on a, c on a and b; b no longer
+    /// depends on a; a and b are replaced delete-before-replace).
+    Rewire(Vec<Rewiring>),
+}
+
+/// How `Op::Rewire` changes one resource of the last program.
+#[derive(Debug, Clone)]
+struct Rewiring {
+    /// A new output dependency (`Some(None)` drops it; `None` keeps it).
+    feeds_from: Option<Option<usize>>,
+    /// A new explicit dependency, likewise.
+    depends_on: Option<Option<usize>>,
+    /// Replace it, deleting the old copy first.
+    replace_first: bool,
+}
+
+fn rewiring() -> impl Strategy<Value = Rewiring> {
+    (
+        prop::option::weighted(0.4, prop::option::of(0usize..8)),
+        prop::option::weighted(0.4, prop::option::of(0usize..8)),
+        prop::bool::weighted(0.5),
+    )
+        .prop_map(|(feeds_from, depends_on, replace_first)| Rewiring {
+            feeds_from,
+            depends_on,
+            replace_first,
+        })
+}
+
+/// The last program with `rewirings` applied.
+fn rewired(last: &[Spec], rewirings: &[Rewiring]) -> Vec<Spec> {
+    last.iter()
+        .zip(rewirings)
+        .map(|(spec, r)| {
+            let mut spec = spec.clone();
+            if let Some(feeds_from) = r.feeds_from {
+                spec.feeds_from = feeds_from;
+            }
+            if let Some(depends_on) = r.depends_on {
+                spec.depends_on = depends_on;
+            }
+            if r.replace_first {
+                spec.replace_key ^= 1;
+                spec.dbr = true;
+            }
+            spec.fails = false;
+            spec
+        })
+        .collect()
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -52,9 +105,10 @@ fn spec() -> impl Strategy<Value = Spec> {
         prop::option::weighted(0.2, 0usize..8),
         prop::bool::weighted(0.05),
         prop::bool::weighted(0.2),
+        prop_oneof![Just(0u8), Just(8), Just(64)],
     )
         .prop_map(
-            |(present, value, replace_key, feeds_from, depends_on, fails, dbr)| Spec {
+            |(present, value, replace_key, feeds_from, depends_on, fails, dbr, diff_yields)| Spec {
                 present,
                 value,
                 replace_key,
@@ -62,13 +116,29 @@ fn spec() -> impl Strategy<Value = Spec> {
                 depends_on,
                 fails,
                 dbr,
+                diff_yields,
             },
         )
+}
+
+/// Chains and diamonds: four resources, each depending on earlier ones more often than not.
+fn dense_program() -> impl Strategy<Value = Vec<Spec>> {
+    prop::collection::vec(spec(), 8).prop_map(|mut specs| {
+        for (i, spec) in specs.iter_mut().enumerate() {
+            spec.present = i < 4;
+            if i > 0 {
+                spec.feeds_from = spec.feeds_from.or(Some(i - 1)).map(|j| j % i);
+                spec.depends_on = spec.depends_on.or(Some(0)).map(|j| j % i);
+            }
+        }
+        specs
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => prop::collection::vec(spec(), 8).prop_map(Op::Up),
+        3 => dense_program().prop_map(Op::Up),
         2 => prop::collection::vec(spec(), 8).prop_map(Op::Preview),
         1 => Just(Op::Destroy),
         3 => (
@@ -82,6 +152,7 @@ fn op() -> impl Strategy<Value = Op> {
             prop::collection::vec(0usize..8, 0..3),
         )
             .prop_map(|(gone, edited)| Op::Refresh(gone, edited)),
+        4 => prop::collection::vec(rewiring(), 8).prop_map(Op::Rewire),
     ]
 }
 
@@ -101,6 +172,9 @@ fn program(specs: &[Spec]) -> Vec<Decl> {
         }
         if s.fails {
             d = d.input("fail", "create");
+        }
+        if s.diff_yields > 0 {
+            d = d.input("diff_yields", f64::from(s.diff_yields));
         }
         if let Some(j) = earlier(s.feeds_from) {
             d = d.from("upstream", NAMES[j]);
@@ -144,12 +218,25 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(async {
-        let mut h = Harness::new();
-        h.parallel = parallel;
+    // The bound only turns a hang (a deadlock) into a failure; an honest scenario takes
+    // milliseconds.
+    runtime.block_on(bounded(run_scenario(ops, parallel)));
+}
+
+async fn run_scenario(ops: Vec<Op>, parallel: usize) {
+    let mut h = Harness::new();
+    h.parallel = parallel;
+    // The program the last `up` ran, for `Op::Rewire`.
+    let mut last = vec![s(false, 0, 0, None, None, false); NAMES.len()];
+    {
         for op in ops {
+            let op = match op {
+                Op::Rewire(rewirings) => Op::Up(rewired(&last, &rewirings)),
+                op => op,
+            };
             match op {
                 Op::Up(specs) => {
+                    last = specs.clone();
                     let decls = program(&specs);
                     let any_fails = decls
                         .iter()
@@ -187,6 +274,7 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
                     assert!(h.snapshot.resources.is_empty());
                     assert_world_matches_state(&h, &outcome.errors);
                 }
+                Op::Rewire(_) => unreachable!("turned into an `up` above"),
                 Op::UpTargeted(specs, targets, dependents) => {
                     let before = h.snapshot.clone();
                     let targets: HashSet<_> =
@@ -246,7 +334,7 @@ fn run_ops_with(ops: Vec<Op>, parallel: usize) {
             }
             h.snapshot.verify_integrity().unwrap();
         }
-    });
+    }
 }
 
 fn cases() -> u32 {
@@ -298,6 +386,7 @@ fn s(
         depends_on,
         fails: false,
         dbr,
+        diff_yields: 0,
     }
 }
 

@@ -9,10 +9,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use crate::bytes::ComponentBytes;
 use crate::error::LoadError;
 
 /// How a component was loaded.
@@ -22,7 +22,7 @@ pub struct LoadStats {
     pub sha256: String,
     /// A precompiled artifact was reused; otherwise the component was compiled.
     pub cache_hit: bool,
-    /// Reading and hashing the `.wasm` file.
+    /// Reading and hashing the `.wasm` file (once, by [`ComponentBytes`]).
     pub read: Duration,
     /// Loading the precompiled artifact on a hit; compiling on a miss.
     pub load: Duration,
@@ -45,24 +45,21 @@ impl ArtifactCache {
         }
     }
 
-    /// Loads the component at `path`, from its precompiled artifact when there is one. A cache
-    /// that cannot be read or written only costs time: it is reported, never an error.
+    /// Loads the component `wasm`, from its precompiled artifact when there is one, found by
+    /// the hash `wasm` carries (the file is not read again). A cache that cannot be read or
+    /// written only costs time: it is reported, never an error.
     pub(crate) fn load(
         &self,
         engine: &Engine,
-        path: &Path,
+        wasm: &ComponentBytes,
     ) -> Result<(Component, LoadStats), LoadError> {
-        let started = Instant::now();
-        let wasm = std::fs::read(path).map_err(|source| LoadError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        check_is_component(path, &wasm)?;
-        let sha256 = hex::encode(Sha256::digest(&wasm));
+        let path = wasm.path();
+        check_is_component(path, wasm.bytes())?;
+        let sha256 = wasm.sha256().to_owned();
         let artifact = self
             .dir
             .join(format!("{sha256}-{}.cwasm", self.fingerprint));
-        let read = started.elapsed();
+        let read = wasm.read_time();
 
         let started = Instant::now();
         if let Some(component) = self.load_artifact(engine, &artifact) {
@@ -82,10 +79,11 @@ impl ArtifactCache {
             return Ok((component, stats));
         }
 
-        let component = Component::from_binary(engine, &wasm).map_err(|e| LoadError::Compile {
-            path: path.to_owned(),
-            message: format!("{e:#}"),
-        })?;
+        let component =
+            Component::from_binary(engine, wasm.bytes()).map_err(|e| LoadError::Compile {
+                path: path.to_owned(),
+                message: format!("{e:#}"),
+            })?;
         let load = started.elapsed();
         let started = Instant::now();
         if let Err(e) = self.store_artifact(&component, &artifact) {
@@ -195,9 +193,10 @@ mod tests {
         let engine = crate::engine::new_engine().unwrap();
         let cache = ArtifactCache::new(dir.path().join("cache"), &engine);
 
-        let (_, first) = cache.load(&engine, &wasm).unwrap();
+        let load = |path: &Path| cache.load(&engine, &ComponentBytes::read(path).unwrap());
+        let (_, first) = load(&wasm).unwrap();
         assert!(!first.cache_hit);
-        let (_, second) = cache.load(&engine, &wasm).unwrap();
+        let (_, second) = load(&wasm).unwrap();
         assert!(second.cache_hit);
         assert_eq!(first.sha256, second.sha256);
 
@@ -207,18 +206,14 @@ mod tests {
             .collect();
         assert_eq!(artifacts.len(), 1, "no temporary file is left behind");
         std::fs::write(&artifacts[0], b"torn").unwrap();
-        let (_, third) = cache.load(&engine, &wasm).unwrap();
+        let (_, third) = load(&wasm).unwrap();
         assert!(!third.cache_hit);
-        assert!(cache.load(&engine, &wasm).unwrap().1.cache_hit);
+        assert!(load(&wasm).unwrap().1.cache_hit);
     }
 
     #[test]
     fn a_missing_file_is_an_error_naming_it() {
-        let engine = crate::engine::new_engine().unwrap();
-        let cache = ArtifactCache::new("/nonexistent/cache".into(), &engine);
-        let error = cache
-            .load(&engine, Path::new("/nonexistent/p.wasm"))
-            .unwrap_err();
+        let error = ComponentBytes::read(Path::new("/nonexistent/p.wasm")).unwrap_err();
         assert!(error.to_string().contains("/nonexistent/p.wasm"), "{error}");
     }
 }

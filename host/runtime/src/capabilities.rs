@@ -1,9 +1,10 @@
 //! What a plugin asks for, and the check that the project grants all of it before the plugin
-//! loads. A refusal names every capability missing and the exact lines to add to `Plinth.yaml`.
-//! Grants the plugin did not ask for are allowed: the project may know better.
+//! loads. A refusal names every capability missing, followed by the embedder's advice on how to
+//! grant it. Grants the plugin did not ask for are allowed: the project may know better.
 
 use std::fmt::{self, Write as _};
 
+use crate::advice::GrantAdvice;
 use crate::endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};
 use crate::grants::{Access, Grants};
 
@@ -56,6 +57,9 @@ pub enum Missing {
     Tcp(String),
     Udp(String),
     Http(String),
+    /// Looking up a host name no TCP or UDP grant names. A plugin cannot ask for this as such
+    /// (its TCP and UDP patterns do): only a refused attempt needs it.
+    Lookup(String),
 }
 
 /// Why a plugin's capabilities stop it from loading.
@@ -74,7 +78,7 @@ pub enum CapabilityError {
         plugin: String,
         /// What is missing, in the order the plugin asked for it.
         missing: Vec<Missing>,
-        /// How to grant it: the lines to add to `Plinth.yaml`.
+        /// How to grant it, in the embedder's words.
         hint: String,
     },
 }
@@ -84,6 +88,7 @@ pub(crate) fn check(
     plugin: &str,
     asked: &Capabilities,
     grants: &Grants,
+    advice: &dyn GrantAdvice,
 ) -> Result<(), CapabilityError> {
     let malformed = |reason: String| CapabilityError::Malformed {
         plugin: plugin.to_owned(),
@@ -145,7 +150,7 @@ pub(crate) fn check(
     } else {
         Err(CapabilityError::NotGranted {
             plugin: plugin.to_owned(),
-            hint: yaml_hint(plugin, &missing, grants),
+            hint: advice.to_load(plugin, &missing, grants),
             missing,
         })
     }
@@ -226,8 +231,7 @@ fn log_unasked(plugin: &str, asked: &Capabilities, grants: &Grants) {
 
 /// The message of [`CapabilityError::NotGranted`]: what is missing, then how to grant it.
 fn describe_refusal(plugin: &str, missing: &[Missing], hint: &str) -> String {
-    let mut text =
-        format!("plugin `{plugin}` asks for capabilities Plinth.yaml does not grant it:");
+    let mut text = format!("plugin `{plugin}` asks for capabilities it is not granted:");
     for m in missing {
         let _ = write!(text, "\n  - {m}");
     }
@@ -256,6 +260,7 @@ impl fmt::Display for Missing {
             Missing::Tcp(pattern) => write!(f, "TCP connections to {pattern}"),
             Missing::Udp(pattern) => write!(f, "UDP datagrams with {pattern}"),
             Missing::Http(pattern) => write!(f, "HTTP requests to {pattern}"),
+            Missing::Lookup(name) => write!(f, "name lookups of {name}"),
         }
     }
 }
@@ -268,138 +273,12 @@ fn why(f: &mut fmt::Formatter<'_>, why: &str) -> fmt::Result {
     }
 }
 
-/// How to grant what is `missing` to `plugin`, which has `grants`: the lines to add under its
-/// `grants:` in `Plinth.yaml` (indented as they sit there), and the accesses to raise on
-/// directories it is granted already.
-fn yaml_hint(plugin: &str, missing: &[Missing], grants: &Grants) -> String {
-    /// `grants:` sits at this indent under `plugins: <name>:`; its keys one level deeper.
-    const KEY: &str = "      ";
-    const ITEM: &str = "        ";
-    let mut lines = String::new();
-    // The lists the lines add to that the plugin's `grants:` has already.
-    let mut existing = Vec::new();
-    let new_dirs: Vec<&DirRequest> = missing
-        .iter()
-        .filter_map(|m| match m {
-            Missing::Dir(dir) => Some(dir),
-            _ => None,
-        })
-        .collect();
-    if !new_dirs.is_empty() {
-        if !grants.dirs.is_empty() {
-            existing.push("dirs");
-        }
-        let _ = writeln!(lines, "{KEY}dirs:");
-        for dir in new_dirs {
-            let access = match dir.access {
-                Access::ReadOnly => "read-only",
-                Access::ReadWrite => "read-write",
-            };
-            let _ = writeln!(
-                lines,
-                "{ITEM}- host: {}   # the project's directory the plugin sees at {}",
-                suggested_host_dir(&dir.guest),
-                dir.guest
-            );
-            let _ = writeln!(lines, "{ITEM}  guest: {}", dir.guest);
-            let _ = writeln!(lines, "{ITEM}  access: {access}");
-        }
-    }
-    for key in ["env", "tcp", "udp", "http"] {
-        let items: Vec<&String> = missing
-            .iter()
-            .filter_map(Missing::list_entry)
-            .filter(|(k, _)| *k == key)
-            .map(|(_, item)| item)
-            .collect();
-        if !items.is_empty() {
-            let granted = match key {
-                "env" => grants.env.len(),
-                "tcp" => grants.tcp.len(),
-                "udp" => grants.udp.len(),
-                _ => grants.http.len(),
-            };
-            if granted > 0 {
-                existing.push(key);
-            }
-            let _ = writeln!(lines, "{KEY}{key}:");
-            for item in items {
-                let _ = writeln!(lines, "{ITEM}- {}", yaml_scalar(item));
-            }
-        }
-    }
-
-    let mut hint = String::new();
-    if !lines.is_empty() {
-        let them = if missing.len() == 1 { "it" } else { "them" };
-        let _ = write!(
-            hint,
-            "To grant {them}, add these lines under `plugins: {plugin}: grants:` in Plinth.yaml"
-        );
-        if !existing.is_empty() {
-            let _ = write!(
-                hint,
-                " (it has `{}:` already: add the items to the list there)",
-                existing.join(":`, `")
-            );
-        }
-        let _ = write!(hint, ":\n{lines}");
-    }
-    for m in missing {
-        if let Missing::DirWrite(dir) = m {
-            let _ = writeln!(
-                hint,
-                "Set `access: read-write` on the directory granted to `{plugin}` at guest path {}.",
-                dir.guest
-            );
-        }
-    }
-    hint.trim_end().to_owned()
-}
-
-impl Missing {
-    /// The `grants:` list and item that grant a missing variable or network pattern.
-    fn list_entry(&self) -> Option<(&'static str, &String)> {
-        match self {
-            Missing::Env(name) => Some(("env", name)),
-            Missing::Tcp(pattern) => Some(("tcp", pattern)),
-            Missing::Udp(pattern) => Some(("udp", pattern)),
-            Missing::Http(pattern) => Some(("http", pattern)),
-            Missing::Dir(_) | Missing::DirWrite(_) => None,
-        }
-    }
-}
-
-/// A project directory to offer for the guest path `guest`: `./` and its last segment.
-fn suggested_host_dir(guest: &str) -> String {
-    let name = guest.rsplit('/').find(|s| !s.is_empty()).unwrap_or("data");
-    yaml_scalar(&format!("./{name}"))
-}
-
-/// `text` as a YAML scalar: plain when that reads back as the same string, double-quoted
-/// otherwise (patterns may start with `*` or `[`, which YAML reads as an alias or a list).
-fn yaml_scalar(text: &str) -> String {
-    let plain = text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "._-/:".contains(c))
-        && text.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == '/')
-        && !text.ends_with(':')
-        // What YAML would read as a number, a boolean or null.
-        && text.parse::<f64>().is_err()
-        && !["true", "false", "yes", "no", "on", "off", "null"]
-            .contains(&text.to_ascii_lowercase().as_str());
-    if plain {
-        text.to_owned()
-    } else {
-        format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::advice::PlainAdvice;
     use crate::grants::DirGrant;
 
     fn dir(guest: &str, access: Access) -> DirRequest {
@@ -429,7 +308,7 @@ mod tests {
     }
 
     fn missing(asked: &Capabilities, grants: &Grants) -> Vec<Missing> {
-        match check("demo", asked, grants) {
+        match check("demo", asked, grants, &PlainAdvice) {
             Ok(()) => Vec::new(),
             Err(CapabilityError::NotGranted {
                 plugin, missing, ..
@@ -577,7 +456,7 @@ mod tests {
             },
         ];
         for asked in cases {
-            let error = check("demo", &asked, &Grants::default()).unwrap_err();
+            let error = check("demo", &asked, &Grants::default(), &PlainAdvice).unwrap_err();
             assert!(
                 matches!(&error, CapabilityError::Malformed { plugin, .. } if plugin == "demo"),
                 "{error}"
@@ -600,10 +479,10 @@ mod tests {
             http: vec!["api.example.com".into()],
         };
         let granted = grants(vec![granted_dir("/data", Access::ReadOnly)], &[], &[], &[]);
-        let error = check("notes", &asked, &granted).unwrap_err();
+        let error = check("notes", &asked, &granted, &PlainAdvice).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "plugin `notes` asks for capabilities Plinth.yaml does not grant it:
+            "plugin `notes` asks for capabilities it is not granted:
   - read-write access to the directory /notes (/notes things)
   - read-only access to the directory /cache (/cache things)
   - write access to the directory /data, granted read-only (/data things)
@@ -611,45 +490,7 @@ mod tests {
   - TCP connections to *.db.internal:5432
   - UDP datagrams with [::1]:53
   - HTTP requests to api.example.com
-To grant them, add these lines under `plugins: notes: grants:` in Plinth.yaml (it has `dirs:` already: add the items to the list there):
-      dirs:
-        - host: ./notes   # the project's directory the plugin sees at /notes
-          guest: /notes
-          access: read-write
-        - host: ./cache   # the project's directory the plugin sees at /cache
-          guest: /cache
-          access: read-only
-      env:
-        - TOKEN
-      tcp:
-        - \"*.db.internal:5432\"
-      udp:
-        - \"[::1]:53\"
-      http:
-        - api.example.com
-Set `access: read-write` on the directory granted to `notes` at guest path /data."
+Grant them to plugin `notes` to load it."
         );
-    }
-
-    #[test]
-    fn yaml_scalars_read_back_as_the_same_strings() {
-        assert_eq!(yaml_scalar("db.internal:5432"), "db.internal:5432");
-        assert_eq!(yaml_scalar("./data"), "./data");
-        for quoted in [
-            "*",
-            "*.example.com",
-            "[::1]:53",
-            "8080",
-            "yes",
-            "a b",
-            "-x",
-            "a\"b",
-        ] {
-            let scalar = yaml_scalar(quoted);
-            assert!(scalar.starts_with('"'), "{quoted} -> {scalar}");
-        }
-        assert_eq!(yaml_scalar("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(suggested_host_dir("/var/lib/app/"), "./app");
-        assert_eq!(suggested_host_dir("/"), "./data");
     }
 }

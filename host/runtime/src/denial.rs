@@ -1,9 +1,13 @@
 //! What the sandbox refused a guest during the current call, so that a call that fails because
-//! of it can say so: what the guest tried, and the Plinth.yaml line that would allow it.
+//! of it can say so: what the guest tried, and (in the embedder's words) the grant that would
+//! allow it.
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::advice::GrantAdvice;
+use crate::capabilities::Missing;
 
 /// At most this many refusals are remembered per call: a guest retrying in a loop should not
 /// grow the error message without bound.
@@ -49,9 +53,9 @@ pub(crate) enum SocketAction {
 }
 
 /// The refusals of the current call, shared by every part of the sandbox that can refuse.
-#[derive(Debug)]
 pub(crate) struct Denials {
     owner: Owner,
+    advice: Arc<dyn GrantAdvice>,
     state: Mutex<State>,
 }
 
@@ -63,9 +67,10 @@ struct State {
 }
 
 impl Denials {
-    pub(crate) fn new(owner: Owner) -> Denials {
+    pub(crate) fn new(owner: Owner, advice: Arc<dyn GrantAdvice>) -> Denials {
         Denials {
             owner,
+            advice,
             state: Mutex::default(),
         }
     }
@@ -82,6 +87,11 @@ impl Denials {
         if !state.refused.contains(&denial) && state.refused.len() < MAX_REMEMBERED {
             state.refused.push(denial);
         }
+    }
+
+    /// How the embedder words the way to grant what was refused.
+    pub(crate) fn advice(&self) -> &dyn GrantAdvice {
+        self.advice.as_ref()
     }
 
     /// Notes that the guest read its environment.
@@ -104,9 +114,9 @@ impl Denials {
             .iter()
             .map(|denial| match &self.owner {
                 Owner::Plugin(plugin) => format!(
-                    "{} was denied {denial}; to allow it, add {} under `plugins.{plugin}.grants` in Plinth.yaml",
+                    "{} was denied {denial}; to allow it, {}",
                     self.owner,
-                    denial.grant()
+                    self.advice.to_allow(plugin, &denial.needs())
                 ),
                 Owner::Program(_) => format!(
                     "{} was denied {denial}: programs are granted no network access",
@@ -136,8 +146,9 @@ impl Denials {
             let granted = env.iter().any(|name| name == word);
             match (&self.owner, granted, on_host) {
                 (Owner::Plugin(plugin), false, true) => lines.push(format!(
-                    "{} sees no environment variable `{word}`: plinth has it, but does not pass it; to pass it, add `env: [{word}]` under `plugins.{plugin}.grants` in Plinth.yaml",
-                    self.owner
+                    "{} sees no environment variable `{word}`: plinth has it, but does not pass it; to pass it, {}",
+                    self.owner,
+                    self.advice.to_allow(plugin, &Missing::Env(word.to_owned()))
                 )),
                 (Owner::Plugin(_), true, false) => lines.push(format!(
                     "{} is granted the environment variable `{word}`, but it is not set in plinth's environment",
@@ -161,8 +172,8 @@ fn looks_like_env_name(word: &str) -> bool {
 }
 
 impl Denial {
-    /// The grant that would allow the attempt, as written in Plinth.yaml, quoted.
-    fn grant(&self) -> String {
+    /// The grant that would allow the attempt.
+    fn needs(&self) -> Missing {
         match self {
             Denial::Socket {
                 protocol,
@@ -170,19 +181,17 @@ impl Denial {
                 name,
                 ..
             } => {
-                let key = match protocol {
-                    Protocol::Tcp => "tcp",
-                    Protocol::Udp => "udp",
+                let pattern = match name {
+                    Some(name) => format!("{name}:{}", addr.port()),
+                    None => addr.to_string(),
                 };
-                match name {
-                    Some(name) => format!("`{key}: [\"{name}:{}\"]`", addr.port()),
-                    None => format!("`{key}: [\"{addr}\"]`"),
+                match protocol {
+                    Protocol::Tcp => Missing::Tcp(pattern),
+                    Protocol::Udp => Missing::Udp(pattern),
                 }
             }
-            Denial::Lookup { name } => {
-                format!("`tcp: [\"{name}:<port>\"]` (or `udp: [\"{name}:<port>\"]`)")
-            }
-            Denial::Http { authority } => format!("`http: [\"{authority}\"]`"),
+            Denial::Lookup { name } => Missing::Lookup(name.clone()),
+            Denial::Http { authority } => Missing::Http(authority.clone()),
         }
     }
 }
@@ -229,9 +238,10 @@ impl fmt::Display for Denial {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::advice::PlainAdvice;
 
     fn plugin() -> Denials {
-        Denials::new(Owner::Plugin("reach".into()))
+        Denials::new(Owner::Plugin("reach".into()), Arc::new(PlainAdvice))
     }
 
     #[test]
@@ -250,10 +260,10 @@ mod tests {
         let note = denials.explain("boom", &[]).unwrap();
         assert_eq!(
             note,
-            "plugin `reach` was denied TCP connect to 10.1.2.3:80; to allow it, add \
-             `tcp: [\"10.1.2.3:80\"]` under `plugins.reach.grants` in Plinth.yaml\n\
-             plugin `reach` was denied HTTP request to evil.example; to allow it, add \
-             `http: [\"evil.example\"]` under `plugins.reach.grants` in Plinth.yaml"
+            "plugin `reach` was denied TCP connect to 10.1.2.3:80; to allow it, grant plugin \
+             `reach` TCP connections to 10.1.2.3:80\n\
+             plugin `reach` was denied HTTP request to evil.example; to allow it, grant plugin \
+             `reach` HTTP requests to evil.example"
         );
         denials.clear();
         assert_eq!(denials.explain("boom", &[]), None);
@@ -273,7 +283,7 @@ mod tests {
             note.contains("UDP send to 127.0.0.1:9 (an address of `localhost`)"),
             "{note}"
         );
-        assert!(note.contains("`udp: [\"localhost:9\"]`"), "{note}");
+        assert!(note.contains("UDP datagrams with localhost:9"), "{note}");
     }
 
     #[test]
@@ -304,7 +314,10 @@ mod tests {
             .unwrap();
         let lines: Vec<&str> = note.lines().collect();
         assert_eq!(lines.len(), 2, "{note}");
-        assert!(lines[0].contains("`env: [PATH]`"), "{note}");
+        assert!(
+            lines[0].contains("grant plugin `reach` the environment variable PATH"),
+            "{note}"
+        );
         assert!(
             lines[1].contains("granted the environment variable `PLINTH_TEST_SURELY_UNSET_4711`, but it is not set"),
             "{note}"

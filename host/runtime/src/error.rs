@@ -11,8 +11,10 @@ pub enum LoadError {
     /// The wasmtime engine could not be created with plinth's configuration.
     #[error("cannot create the WebAssembly engine: {0}")]
     Engine(String),
-    #[error("cannot read `{}`: {source}", path.display())]
-    Read { path: PathBuf, source: io::Error },
+    /// The cause is part of the message and not the error's source, so that a reporter that
+    /// walks the chain does not print it twice.
+    #[error("cannot read `{}`: {error}", path.display())]
+    Read { path: PathBuf, error: io::Error },
     /// The file is not a WebAssembly component (garbage, or a core module).
     #[error("`{}` is not a WebAssembly component: {reason}", path.display())]
     NotAComponent { path: PathBuf, reason: String },

@@ -69,8 +69,8 @@ impl ComponentInfo {
 fn file_size(path: &Path) -> Result<u64, LoadError> {
     std::fs::metadata(path)
         .map(|m| m.len())
-        .map_err(|source| LoadError::Read {
+        .map_err(|error| LoadError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })
 }

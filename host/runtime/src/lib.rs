@@ -23,10 +23,13 @@
 //! # }
 //! ```
 
+mod advice;
 mod bindings;
+mod bytes;
 mod cache;
 mod capabilities;
 mod denial;
+mod dir_advice;
 mod endpoint;
 mod engine;
 mod env;
@@ -36,6 +39,7 @@ mod grants;
 mod http;
 mod inspect;
 mod limits;
+mod masking;
 mod net;
 mod program;
 mod provider;
@@ -48,6 +52,8 @@ mod values;
 mod versions;
 mod wait;
 
+pub use advice::{GrantAdvice, PlainAdvice};
+pub use bytes::ComponentBytes;
 pub use cache::LoadStats;
 pub use capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
 pub use endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};
@@ -55,5 +61,6 @@ pub use error::LoadError;
 pub use grants::{Access, DirGrant, Grants};
 pub use inspect::ComponentInfo;
 pub use limits::{Limits, LimitsError};
+pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
 pub use runtime::Runtime;
 pub use versions::{Kind, WitVersion};

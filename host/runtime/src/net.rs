@@ -251,7 +251,13 @@ mod tests {
             udp: udp.iter().map(|s| s.parse().unwrap()).collect(),
             ..Grants::default()
         };
-        NetPolicy::new(&grants, Arc::new(Denials::new(Owner::Plugin("p".into()))))
+        NetPolicy::new(
+            &grants,
+            Arc::new(Denials::new(
+                Owner::Plugin("p".into()),
+                Arc::new(crate::advice::PlainAdvice),
+            )),
+        )
     }
 
     fn addr(s: &str) -> SocketAddr {
@@ -319,6 +325,6 @@ mod tests {
             note.contains("TCP connect to 127.0.0.1:9 (an address of `localhost`)"),
             "{note}"
         );
-        assert!(note.contains("`tcp: [\"localhost:9\"]`"), "{note}");
+        assert!(note.contains("TCP connections to localhost:9"), "{note}");
     }
 }

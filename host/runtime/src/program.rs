@@ -191,6 +191,7 @@ impl ComponentProgram {
             Ok(returned) => {
                 self.broken = None;
                 returned.map_err(|message| {
+                    let message = crate::masking::secret_masker().mask(&message).into_owned();
                     ProgramError(format!("program `{}`: `{op}` failed: {message}", self.name))
                 })
             }
@@ -416,6 +417,8 @@ macro_rules! monitor_host {
                         monitor::LogLevel::Warn => Severity::Warning,
                         monitor::LogLevel::Error => Severity::Error,
                     };
+                    // What a program logs is its output too: masked like its stdout.
+                    let message = crate::masking::secret_masker().mask(&message).into_owned();
                     self.monitor()?.log(severity, message);
                     Ok(())
                 }

@@ -24,6 +24,7 @@ use plinth_engine::value::{PropertyMap, Value};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 
+use crate::advice::GrantAdvice;
 use crate::bindings::types;
 use crate::bindings::v0_3::provider::exports::plinth::plugin::provider as wit;
 use crate::bindings::{v0_1, v0_2, v0_3};
@@ -32,6 +33,7 @@ use crate::epoch::EpochTicker;
 use crate::error::LoadError;
 use crate::grants::{Access, Grants};
 use crate::limits::Limits;
+use crate::masking::secret_masker;
 use crate::sandbox::{self, Sandbox};
 use crate::schema;
 use crate::upgrade::{Upgrade, downgrade};
@@ -157,6 +159,8 @@ pub(crate) async fn read_info(
         pre,
         limits,
         grants,
+        // Nothing is checked against the grants here: no advice is given.
+        advice: Arc::new(crate::advice::PlainAdvice),
     };
     let (_, info, capabilities) = factory.first_instance(path).await?;
     Ok((info, capabilities))
@@ -168,14 +172,21 @@ struct Factory {
     pre: ProviderPre,
     limits: Limits,
     grants: Grants,
+    advice: Arc<dyn GrantAdvice>,
 }
 
 impl Factory {
     /// Instantiates the component and gives the new instance the configuration, if any.
     async fn create(&self, config: Configuration) -> Result<Instance, ProviderError> {
         let started = Instant::now();
-        let sandbox = Sandbox::granted(self.name.clone(), log_stdout, self.limits, &self.grants)
-            .map_err(|e| ProviderError::Failed(format!("plugin `{}`: {e}", self.name)))?;
+        let sandbox = Sandbox::granted(
+            self.name.clone(),
+            log_stdout,
+            self.limits,
+            &self.grants,
+            self.advice.clone(),
+        )
+        .map_err(|e| ProviderError::Failed(format!("plugin `{}`: {e}", self.name)))?;
         let mut store = sandbox::new_store(self.pre.engine(), sandbox);
         sandbox::begin_call(&mut store);
         let bindings = match self.pre.instantiate(&mut store).await {
@@ -262,7 +273,10 @@ impl Factory {
             wit::ProviderError::UnknownType(token) => ProviderError::UnknownType(token),
             wit::ProviderError::NotFound => ProviderError::NotFound,
             wit::ProviderError::PartiallyCreated(partial) => {
-                let mut reasons = partial.reasons;
+                // What a plugin says is its output: masked like its stdout.
+                let mut reasons: Vec<String> = (partial.reasons.iter())
+                    .map(|reason| secret_masker().mask(reason).into_owned())
+                    .collect();
                 // The resource exists: keep its id even if its outputs cannot be read.
                 let outputs = self
                     .map(op, "partial outputs", partial.outputs)
@@ -276,7 +290,9 @@ impl Factory {
                     reasons,
                 })
             }
-            wit::ProviderError::Failed(message) => ProviderError::Failed(message),
+            wit::ProviderError::Failed(message) => {
+                ProviderError::Failed(secret_masker().mask(&message).into_owned())
+            }
         }
     }
 }
@@ -300,6 +316,7 @@ impl ComponentProvider {
         pre: ProviderPre,
         limits: Limits,
         grants: Grants,
+        advice: Arc<dyn GrantAdvice>,
         epoch: Arc<EpochTicker>,
     ) -> Result<ComponentProvider, LoadError> {
         let factory = Factory {
@@ -307,6 +324,7 @@ impl ComponentProvider {
             pre,
             limits,
             grants,
+            advice,
         };
         let (instance, info, capabilities) = factory.first_instance(path).await?;
         if info.name != name {
@@ -316,7 +334,12 @@ impl ComponentProvider {
                 actual: info.name,
             });
         }
-        capabilities::check(name, &capabilities, &factory.grants)?;
+        capabilities::check(
+            name,
+            &capabilities,
+            &factory.grants,
+            factory.advice.as_ref(),
+        )?;
         Ok(ComponentProvider {
             factory,
             info,

@@ -9,7 +9,9 @@ use plinth_engine::provider::Provider;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
+use crate::advice::{GrantAdvice, PlainAdvice};
 use crate::bindings::{v0_1, v0_2, v0_3};
+use crate::bytes::ComponentBytes;
 use crate::cache::{ArtifactCache, LoadStats};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
@@ -39,6 +41,7 @@ pub struct Runtime {
     epoch: Arc<EpochTicker>,
     provider_linker: Linker<Sandbox>,
     program_linker: Linker<ProgramState>,
+    advice: Arc<dyn GrantAdvice>,
 }
 
 impl Runtime {
@@ -70,7 +73,15 @@ impl Runtime {
             epoch: Arc::new(epoch),
             provider_linker,
             program_linker,
+            advice: Arc::new(PlainAdvice),
         })
+    }
+
+    /// Words the advice that follows a refusal (a capability not granted, an attempt the sandbox
+    /// refused) the embedder's way, e.g. as the lines of its configuration to add.
+    pub fn with_grant_advice(mut self, advice: Arc<dyn GrantAdvice>) -> Runtime {
+        self.advice = advice;
+        self
     }
 
     /// Loads the component at `path`: from its precompiled artifact if the cache has one,
@@ -78,7 +89,7 @@ impl Runtime {
     /// to seconds: async callers should prefer [`load_provider`](Self::load_provider) and
     /// [`load_program`](Self::load_program), which do it on a blocking thread.
     pub fn load_component(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
-        self.cache.load(&self.engine, path)
+        self.cache.load(&self.engine, &ComponentBytes::read(path)?)
     }
 
     /// Loads and starts the provider `name` from the component at `path`, with `grants` (a
@@ -91,14 +102,36 @@ impl Runtime {
         limits: Limits,
         grants: Grants,
     ) -> Result<Arc<dyn Provider>, LoadError> {
+        let wasm = read_off_thread(path).await?;
+        self.load_provider_bytes(name, wasm, limits, grants).await
+    }
+
+    /// [`load_provider`](Self::load_provider) from bytes read (and hashed) already: a caller
+    /// that checked `wasm`'s hash (against a lock file's pin) runs exactly what it checked.
+    pub async fn load_provider_bytes(
+        &self,
+        name: &str,
+        wasm: ComponentBytes,
+        limits: Limits,
+        grants: Grants,
+    ) -> Result<Arc<dyn Provider>, LoadError> {
         let started = Instant::now();
         grants.validate(name)?;
-        let (component, stats) = self.load_off_thread(path).await?;
+        let path = &wasm.path().to_owned();
+        let (component, stats) = self.load_off_thread(wasm).await?;
         let version = versions::detect(&self.engine, &component, path, Kind::Provider)?;
         let pre = ProviderPre::new(&self.provider_linker, &component, version)
             .map_err(link_error(path, Kind::Provider))?;
-        let provider =
-            ComponentProvider::start(name, path, pre, limits, grants, self.epoch.clone()).await?;
+        let provider = ComponentProvider::start(
+            name,
+            path,
+            pre,
+            limits,
+            grants,
+            self.advice.clone(),
+            self.epoch.clone(),
+        )
+        .await?;
         tracing::debug!(
             target: "plinth::runtime",
             provider = name,
@@ -118,7 +151,8 @@ impl Runtime {
         limits: Limits,
     ) -> Result<Box<dyn Program>, LoadError> {
         let started = Instant::now();
-        let (component, stats) = self.load_off_thread(path).await?;
+        let wasm = read_off_thread(path).await?;
+        let (component, stats) = self.load_off_thread(wasm).await?;
         let version = versions::detect(&self.engine, &component, path, Kind::Program)?;
         let pre = ProgramPre::new(&self.program_linker, &component, version)
             .map_err(link_error(path, Kind::Program))?;
@@ -138,7 +172,8 @@ impl Runtime {
     /// against, its hash and size and, for a provider, its `info` and the capabilities it asks
     /// for, read from an instance in the bare sandbox (granted nothing).
     pub async fn inspect(&self, path: &Path) -> Result<ComponentInfo, LoadError> {
-        let (component, stats) = self.load_off_thread(path).await?;
+        let wasm = read_off_thread(path).await?;
+        let (component, stats) = self.load_off_thread(wasm).await?;
         let (kind, version) = versions::classify(&self.engine, &component, path)?;
         match kind {
             Kind::Provider => {
@@ -158,13 +193,27 @@ impl Runtime {
         }
     }
 
-    /// [`load_component`](Self::load_component) on a blocking thread, off the async executor.
-    async fn load_off_thread(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
-        let (engine, cache, path) = (self.engine.clone(), self.cache.clone(), path.to_owned());
-        match tokio::task::spawn_blocking(move || cache.load(&engine, &path)).await {
-            Ok(loaded) => loaded,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
+    /// Compiles (or loads from the cache) `wasm` on a blocking thread, off the async executor.
+    async fn load_off_thread(
+        &self,
+        wasm: ComponentBytes,
+    ) -> Result<(Component, LoadStats), LoadError> {
+        let (engine, cache) = (self.engine.clone(), self.cache.clone());
+        off_thread(move || cache.load(&engine, &wasm)).await
+    }
+}
+
+/// Reads and hashes the component at `path` on a blocking thread.
+async fn read_off_thread(path: &Path) -> Result<ComponentBytes, LoadError> {
+    let path = path.to_owned();
+    off_thread(move || ComponentBytes::read(&path)).await
+}
+
+/// Runs `work` on a blocking thread; a panic there is resumed here.
+async fn off_thread<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> R {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
 }
 

@@ -12,9 +12,10 @@ use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
+use crate::advice::{GrantAdvice, PlainAdvice};
 use crate::denial::{Denials, Owner};
 use crate::env::WatchedEnv;
-use crate::grants::Grants;
+use crate::grants::{DirGrant, Grants};
 use crate::http::HttpGuard;
 use crate::limits::{Limits, MAX_TRANSFER_BYTES, MemoryLimiter};
 use crate::net::{GuardedLookup, NetPolicy};
@@ -31,6 +32,9 @@ pub(crate) struct Sandbox {
     denials: Arc<Denials>,
     /// The environment variables granted, to explain failures.
     env: Vec<String>,
+    /// The plugin's name and granted directories, to explain file-system failures (`None`
+    /// for a program, which has no grants).
+    dirs: Option<(String, Vec<DirGrant>)>,
     limiter: MemoryLimiter,
     stderr: OutputPipe,
     timeout: Duration,
@@ -52,6 +56,7 @@ impl Sandbox {
             stdout,
             limits,
             &Grants::default(),
+            Arc::new(PlainAdvice),
         )
     }
 
@@ -62,12 +67,15 @@ impl Sandbox {
         stdout: LineSink,
         limits: Limits,
         grants: &Grants,
+        advice: Arc<dyn GrantAdvice>,
     ) -> Result<Sandbox, String> {
         let mut wasi = WasiCtxBuilder::new();
         grants.preopen(&mut wasi)?;
         crate::env::pass_granted(&grants.env, &mut wasi, &guest);
         let owner = Owner::Plugin(guest.to_string());
-        Ok(Sandbox::build(wasi, owner, guest, stdout, limits, grants))
+        Ok(Sandbox::build(
+            wasi, owner, guest, stdout, limits, grants, advice,
+        ))
     }
 
     fn build(
@@ -77,11 +85,16 @@ impl Sandbox {
         stdout: LineSink,
         limits: Limits,
         grants: &Grants,
+        advice: Arc<dyn GrantAdvice>,
     ) -> Sandbox {
         let stderr = OutputPipe::new(guest.clone(), |guest, line| {
             tracing::debug!(target: "plinth::guest", guest, "stderr: {line}");
         });
-        let denials = Arc::new(Denials::new(owner));
+        let dirs = match &owner {
+            Owner::Plugin(name) => Some((name.clone(), grants.dirs.clone())),
+            Owner::Program(_) => None,
+        };
+        let denials = Arc::new(Denials::new(owner, advice));
         let net = NetPolicy::new(grants, denials.clone());
         // Deny by default: no arguments and no stdin; only the granted environment variables,
         // directories, network endpoints and HTTP authorities. Clocks and randomness are
@@ -99,6 +112,7 @@ impl Sandbox {
             net,
             denials,
             env: grants.env.clone(),
+            dirs,
             limiter: MemoryLimiter::new(limits.memory_bytes),
             stderr,
             timeout: limits.call_timeout,
@@ -150,7 +164,14 @@ impl Sandbox {
     /// What the sandbox refused the guest during the current call, as far as it explains a
     /// failure the guest described with `message`.
     pub(crate) fn denials(&self, message: &str) -> Option<String> {
-        self.denials.explain(message, &self.env)
+        let refused = self.denials.explain(message, &self.env);
+        let dirs = (self.dirs.as_ref()).and_then(|(plugin, dirs)| {
+            crate::dir_advice::advise(plugin, dirs, message, self.denials.advice())
+        });
+        match (refused, dirs) {
+            (Some(refused), Some(dirs)) => Some(format!("{refused}\n{dirs}")),
+            (refused, dirs) => refused.or(dirs),
+        }
     }
 
     /// Called at each epoch tick while the guest runs: lets other tasks run, or ends the call

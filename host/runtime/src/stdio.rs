@@ -1,5 +1,7 @@
 //! A guest's stdout or stderr: each line is forwarded to `tracing`, and the last few are kept so
 //! that a crash report can show what the guest printed (a Rust guest's panic message, notably).
+//! Lines are masked (see [`crate::masking`]) before they go anywhere: a secret is only ever
+//! masked whole, so output is masked per complete line, never per write.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -7,6 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+
+use crate::masking::secret_masker;
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
@@ -62,7 +66,8 @@ impl OutputPipe {
         let state = self.state();
         let mut lines: Vec<String> = state.recent.iter().cloned().collect();
         if !state.partial.is_empty() {
-            lines.push(String::from_utf8_lossy(&state.partial).into_owned());
+            let partial = String::from_utf8_lossy(&state.partial);
+            lines.push(secret_masker().mask(&partial).into_owned());
         }
         lines
     }
@@ -88,9 +93,10 @@ impl OutputPipe {
 
 impl PipeState {
     fn end_line(&mut self) {
-        let line = String::from_utf8_lossy(&self.partial)
-            .trim_end_matches('\r')
-            .to_owned();
+        let line = String::from_utf8_lossy(&self.partial);
+        let line = secret_masker()
+            .mask(line.trim_end_matches('\r'))
+            .into_owned();
         self.partial.clear();
         (self.sink)(&self.guest, &line);
         if self.recent.len() == KEPT_LINES {
@@ -176,6 +182,22 @@ mod tests {
         assert_eq!(lines.last().unwrap(), "no newline");
         pipe.clear();
         assert!(pipe.recent_lines().is_empty());
+    }
+
+    #[test]
+    fn a_secret_split_across_writes_is_masked_in_the_line_and_the_crash_report() {
+        let logged = Arc::new(Mutex::new(Vec::new()));
+        static LOGGED: std::sync::OnceLock<Arc<Mutex<Vec<String>>>> = std::sync::OnceLock::new();
+        LOGGED.set(logged.clone()).unwrap();
+        let pipe = OutputPipe::new("test".into(), |_, line| {
+            LOGGED.get().unwrap().lock().unwrap().push(line.to_owned());
+        });
+        secret_masker().learn_text("split-secret-8f3e");
+        pipe.append(b"pw=split-se");
+        pipe.append(b"cret-8f3e!\nthen split-sec");
+        assert_eq!(logged.lock().unwrap().as_slice(), ["pw=[secret]!"]);
+        pipe.append(b"ret-8f3e");
+        assert_eq!(pipe.recent_lines(), ["pw=[secret]!", "then [secret]"]);
     }
 
     #[test]

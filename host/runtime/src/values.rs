@@ -9,6 +9,7 @@
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 
 use crate::bindings::types as wit;
+use crate::masking::secret_masker;
 
 /// How deep a value from a guest may nest. State is stored as JSON, which is read back with a
 /// nesting limit of 128, and a secret costs a level of its own there: this leaves ample room.
@@ -51,6 +52,7 @@ pub(crate) enum Origin {
 
 /// Flattens a value for a guest.
 pub(crate) fn to_wit(value: &Value) -> wit::Value {
+    secret_masker().learn(value);
     let mut nodes = Vec::new();
     flatten(value, &mut nodes);
     wit::Value { nodes }
@@ -58,6 +60,7 @@ pub(crate) fn to_wit(value: &Value) -> wit::Value {
 
 /// Flattens a property map for a guest: the root is an object.
 pub(crate) fn map_to_wit(map: &PropertyMap) -> wit::Value {
+    map.values().for_each(|v| secret_masker().learn(v));
     let mut nodes = vec![wit::Node::Null];
     nodes[0] = wit::Node::Object(flatten_entries(map, &mut nodes));
     wit::Value { nodes }
@@ -67,14 +70,20 @@ pub(crate) fn map_to_wit(map: &PropertyMap) -> wit::Value {
 pub(crate) fn from_wit(value: wit::Value, origin: Origin) -> Result<Value, ValueError> {
     let mut tree = Tree::new(value, origin);
     let root = tree.take_root()?;
-    tree.convert(0, root, 0)
+    let value = tree.convert(0, root, 0)?;
+    secret_masker().learn(&value);
+    Ok(value)
 }
 
 /// Rebuilds a property map a guest sent: the root must be an object.
 pub(crate) fn map_from_wit(value: wit::Value, origin: Origin) -> Result<PropertyMap, ValueError> {
     let mut tree = Tree::new(value, origin);
     match tree.take_root()? {
-        wit::Node::Object(entries) => tree.entries(0, entries, 0),
+        wit::Node::Object(entries) => {
+            let map = tree.entries(0, entries, 0)?;
+            map.values().for_each(|v| secret_masker().learn(v));
+            Ok(map)
+        }
         other => Err(ValueError::NotAnObject {
             found: describe(&other),
         }),

@@ -101,9 +101,10 @@ async fn an_endless_loop_is_stopped_at_its_deadline_and_the_next_call_gets_a_fre
             message.contains("`create` timed out after 200ms"),
             "{message}"
         );
-        // The deadline is checked at each 10 ms epoch tick.
+        // Never before the deadline; the upper bound only tells the deadline from a hang (a
+        // loaded machine may be slow to get there).
         assert!(
-            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_secs(2),
+            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_secs(60),
             "{elapsed:?}"
         );
         still_works(&*provider).await;
@@ -113,7 +114,7 @@ async fn an_endless_loop_is_stopped_at_its_deadline_and_the_next_call_gets_a_fre
 #[tokio::test(flavor = "multi_thread")]
 async fn a_loop_does_not_hold_up_concurrent_calls() {
     let limits = Limits {
-        call_timeout: Duration::from_secs(3),
+        call_timeout: Duration::from_secs(10),
         ..Limits::default()
     };
     let (_cache, provider) = adversary(limits).await;
@@ -129,15 +130,14 @@ async fn a_loop_does_not_hold_up_concurrent_calls() {
                 .await
         })
     };
-    // Other calls run on other instances meanwhile, and finish long before the deadline.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let started = Instant::now();
+    // Other calls run on other instances meanwhile: they are over while the loop still runs
+    // (only its deadline ends it), so none waited for it.
     for _ in 0..5 {
         still_works(&*provider).await;
     }
-    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(!spinning.is_finished(), "the calls waited for the loop");
     let message = crash_message(spinning.await.unwrap());
-    assert!(message.contains("timed out after 3s"), "{message}");
+    assert!(message.contains("timed out after 10s"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

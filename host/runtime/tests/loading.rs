@@ -2,7 +2,7 @@
 
 mod support;
 
-use plinth_runtime::{Grants, Limits, LoadError, Runtime};
+use plinth_runtime::{ComponentBytes, Grants, Limits, LoadError, Runtime};
 
 #[test]
 fn the_second_load_hits_the_cache_and_is_much_faster() {
@@ -71,4 +71,33 @@ async fn a_missing_file_is_a_clear_error() {
         .expect("a missing file is refused");
     assert!(matches!(error, LoadError::Read { .. }), "{error}");
     assert!(error.to_string().contains("missing.wasm"), "{error}");
+}
+
+/// The bytes whose hash a caller checked are the bytes that run: a file swapped after the check
+/// (here, testkit replaced by random) is not read again.
+#[tokio::test]
+async fn a_provider_runs_the_bytes_that_were_hashed_not_the_file_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(dir.path().join("cache")).unwrap();
+    let plugin = dir.path().join("plugin.wasm");
+    std::fs::copy(support::guest("plinth-testkit"), &plugin).unwrap();
+
+    let checked = ComponentBytes::read(&plugin).unwrap();
+    let testkit_sha256 = checked.sha256().to_owned();
+    std::fs::copy(support::guest("plinth-random"), &plugin).unwrap();
+    assert_ne!(
+        ComponentBytes::read(&plugin).unwrap().sha256(),
+        testkit_sha256
+    );
+
+    let provider = runtime
+        .load_provider_bytes("testkit", checked, Limits::default(), Grants::default())
+        .await
+        .unwrap_or_else(|e| panic!("the checked bytes did not load: {e}"));
+    assert_eq!(provider.info().name, "testkit");
+    let (_, stats) = runtime.load_component(&plugin).unwrap();
+    assert_ne!(
+        stats.sha256, testkit_sha256,
+        "the swapped file is another component"
+    );
 }

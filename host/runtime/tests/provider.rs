@@ -220,7 +220,8 @@ async fn a_call_past_its_deadline_is_stopped() {
         message.contains("`create` timed out after 20ms"),
         "{message}"
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // Only tells the deadline from a hang: a loaded machine may be slow to get there.
+    assert!(started.elapsed() < Duration::from_secs(60));
     still_works(&*provider).await;
 }
 

@@ -1,7 +1,7 @@
 //! Network and environment grants at the runtime level, driven through the `plinth-reach`
 //! provider: what is granted works, what is not fails with an error that names the plugin,
 //! the attempt and the grant that would allow it. (tests/e2e/reach.rs covers the same through
-//! Plinth.yaml and the `plinth` binary.)
+//! Plinth.yaml and the `plinth` binary, with the advice worded as Plinth.yaml lines.)
 
 mod support;
 
@@ -75,8 +75,8 @@ async fn tcp_and_http_follow_their_grants() {
     let err = create(&*denied, "reach:Tcp", &tcp).await.unwrap_err();
     assert!(
         err.contains(&format!(
-            "plugin `reach` was denied TCP connect to {endpoint}; to allow it, add \
-             `tcp: [\"{endpoint}\"]` under `plugins.reach.grants` in Plinth.yaml"
+            "plugin `reach` was denied TCP connect to {endpoint}; to allow it, grant plugin \
+             `reach` TCP connections to {endpoint}"
         )),
         "{err}"
     );
@@ -100,7 +100,10 @@ async fn tcp_and_http_follow_their_grants() {
     assert_eq!(outputs["reply"], Value::from("echo: hi"));
     // The TCP grant does not cover wasi:http.
     let err = create(&*granted, "reach:Http", &http).await.unwrap_err();
-    assert!(err.contains("`http: [\""), "{err}");
+    assert!(
+        err.contains(&format!("HTTP requests to {endpoint}")),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -316,7 +316,10 @@ async fn a_provider_asking_for_more_than_granted_does_not_load() {
         other => panic!("unexpected {other}"),
     }
     let message = error.to_string();
-    assert!(message.contains("guest: /notes"), "{message}");
+    assert!(
+        message.contains("read-write access to the directory /notes"),
+        "{message}"
+    );
 
     let error = load(notes_grant(dir.path(), Access::ReadOnly))
         .await

@@ -68,11 +68,23 @@ pub(crate) fn from_sealed_json<T: DeserializeOwned>(
     crypter: &dyn Crypter,
 ) -> Result<T, CodecError> {
     if !contains(bytes, &format!("\"{SEALED}\"")) {
-        return Ok(serde_json::from_slice(bytes)?);
+        let mut document = serde_json::Deserializer::from_slice(bytes);
+        return Ok(serde_path_to_error::deserialize(&mut document).map_err(naming_the_field)?);
     }
     let mut tree: Value = serde_json::from_slice(bytes)?;
     open_tree(&mut tree, crypter)?;
-    Ok(serde_json::from_value(tree)?)
+    Ok(serde_path_to_error::deserialize(tree).map_err(naming_the_field)?)
+}
+
+/// A decoding error that says which field was wrong (`snapshot.resources[2].urn: ...`).
+fn naming_the_field(error: serde_path_to_error::Error<serde_json::Error>) -> serde_json::Error {
+    let path = error.path().to_string();
+    let inner = error.into_inner();
+    if path == "." || inner.is_syntax() || inner.is_eof() {
+        inner
+    } else {
+        serde::de::Error::custom(format!("{path}: {inner}"))
+    }
 }
 
 fn contains(haystack: &[u8], needle: &str) -> bool {

@@ -218,6 +218,7 @@ mod tests {
                         version: Some("0.1.0".into()),
                         path: None,
                     }),
+                    component: None,
                 };
                 (name.to_string(), resolved)
             })

@@ -1,5 +1,6 @@
 //! Resolves each plugin of `Plinth.yaml` to the component it loads and, for a `.wasm` file or a
-//! plugin from the store, to the SHA-256 `Plinth.lock` pins.
+//! plugin from the store, to the SHA-256 `Plinth.lock` pins. Such a file is read and hashed
+//! once, here: the bytes whose hash the lock checks are the bytes the runtime compiles.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -7,7 +8,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use crate::plugin::lockfile::Pin;
-use crate::plugin::store::{Store, file_sha256};
+use plinth_runtime::ComponentBytes;
+
+use crate::plugin::store::Store;
 use crate::project::{PluginSource, Project};
 
 /// A plugin of the project, resolved.
@@ -18,6 +21,8 @@ pub struct Resolved {
     /// What the lock pins; none for a crate directory, a development build rebuilt as it
     /// changes.
     pub pin: Option<Pin>,
+    /// The component file's bytes, whose hash is the pin's; none for a crate directory.
+    pub component: Option<ComponentBytes>,
 }
 
 /// Every plugin of `project`, by package name, with the store's plugins found in `store`.
@@ -38,27 +43,34 @@ pub fn resolve(project: &Project, store: &Store) -> Result<BTreeMap<String, Reso
 
 fn from_path(project: &Project, name: &str, path: &std::path::Path) -> Result<Resolved> {
     let source = project.resolve(path);
-    let pin = if source.is_file() {
-        let sha256 = file_sha256(&source)
-            .with_context(|| format!("plugin `{name}`: cannot read {}", source.display()))?;
-        Some(Pin {
-            sha256,
+    if source.is_dir() {
+        return Ok(Resolved {
+            source,
+            pin: None,
+            component: None,
+        });
+    }
+    if !source.exists() {
+        bail!("plugin `{name}`: {} does not exist", source.display());
+    }
+    let component = ComponentBytes::read(&source)
+        .with_context(|| format!("plugin `{name}`: cannot read {}", source.display()))?;
+    Ok(Resolved {
+        pin: Some(Pin {
+            sha256: component.sha256().to_owned(),
             version: None,
             path: Some(path.to_owned()),
-        })
-    } else if source.is_dir() {
-        None
-    } else {
-        bail!("plugin `{name}`: {} does not exist", source.display());
-    };
-    Ok(Resolved { source, pin })
+        }),
+        source,
+        component: Some(component),
+    })
 }
 
 fn from_store(store: &Store, name: &str, version: &str) -> Result<Resolved> {
     let plugin = store.find(name, Some(version))?;
     let source = store.blob(&plugin.sha256);
     // The blob is named by its hash: a different hash means the file was damaged or replaced.
-    let actual = file_sha256(&source).with_context(|| {
+    let component = ComponentBytes::read(&source).with_context(|| {
         format!(
             "plugin `{}`: its file {} is missing from the store; reinstall it with \
              `plinth plugin install --force {}`",
@@ -67,6 +79,7 @@ fn from_store(store: &Store, name: &str, version: &str) -> Result<Resolved> {
             plugin.source
         )
     })?;
+    let actual = component.sha256();
     if actual != plugin.sha256 {
         bail!(
             "plugin `{}`: its file {} in the store has changed (sha256 {actual}); reinstall it \
@@ -83,5 +96,6 @@ fn from_store(store: &Store, name: &str, version: &str) -> Result<Resolved> {
             version: Some(plugin.version),
             path: None,
         }),
+        component: Some(component),
     })
 }

@@ -93,7 +93,8 @@ impl Scheduler {
         let spawn = |tasks: &mut JoinSet<_>, slot: usize| {
             let ctx = ctx.clone();
             let (index, op) = doomed[slot];
-            tasks.spawn(async move { (slot, ctx.run_delete(index, op).await) });
+            let turn = ctx.limit.reserve();
+            tasks.spawn(async move { (slot, ctx.run_delete(index, op, turn).await) });
         };
         for slot in (0..doomed.len()).rev().filter(|&s| blockers[s] == 0) {
             spawn(&mut tasks, slot);

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use plinth_engine::deployment::{self, Options, Outcome};
 use plinth_engine::events::EventSink;
-use plinth_engine::journal::{JournalEntry, Persister, SnapshotManager, replay};
+use plinth_engine::journal::{
+    JournalEntry, PersistError, Persister, SnapshotError, SnapshotManager, replay,
+};
 use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest, ResourceOptions};
 use plinth_engine::provider::*;
 use plinth_engine::refresh::{self, RefreshOptions, RefreshOutcome};
@@ -28,6 +30,12 @@ pub struct FakeProvider {
     /// Every configuration a provider was asked for, in order.
     pub configs: Mutex<Vec<PropertyMap>>,
     next_id: Mutex<u64>,
+    /// Every diff, create, update and delete as it starts ("diff b", "delete c"), and every
+    /// `signal`: what tests order calls by, instead of sleeping.
+    started: Mutex<Vec<String>>,
+    started_count: tokio::sync::watch::Sender<usize>,
+    /// Calls that, once started, wait until another has started: "diff b" -> "delete c".
+    holds: Mutex<HashMap<String, String>>,
 }
 
 impl FakeProvider {
@@ -58,6 +66,43 @@ impl FakeProvider {
     pub fn clear_calls(&self) {
         self.calls.lock().unwrap().clear();
     }
+
+    /// Makes `call` ("create a"), once started, wait until `until` has started (or been
+    /// signalled).
+    pub fn hold(&self, call: &str, until: &str) {
+        self.holds
+            .lock()
+            .unwrap()
+            .insert(call.to_owned(), until.to_owned());
+    }
+
+    /// Marks `what` as started: releases the calls held until it.
+    pub fn signal(&self, what: &str) {
+        self.started.lock().unwrap().push(what.to_owned());
+        self.started_count.send_modify(|n| *n += 1);
+    }
+
+    /// Waits until `call` has started (or been signalled).
+    pub async fn started(&self, call: &str) {
+        let mut count = self.started_count.subscribe();
+        let _ = count
+            .wait_for(|_| self.started.lock().unwrap().iter().any(|c| c == call))
+            .await;
+    }
+
+    /// The calls started so far, in order.
+    pub fn started_calls(&self) -> Vec<String> {
+        self.started.lock().unwrap().clone()
+    }
+
+    /// Records that `call` starts, then waits as `hold` told it to.
+    async fn start(&self, call: String) {
+        let until = self.holds.lock().unwrap().get(&call).cloned();
+        self.signal(&call);
+        if let Some(until) = until {
+            self.started(&until).await;
+        }
+    }
 }
 
 #[async_trait]
@@ -87,12 +132,19 @@ impl Provider for FakeProvider {
     }
     async fn diff(
         &self,
-        _: &Urn,
+        urn: &Urn,
         _: &str,
         olds: &PropertyMap,
         _: &PropertyMap,
         news: &PropertyMap,
     ) -> Result<DiffResult, ProviderError> {
+        self.start(format!("diff {}", urn.name())).await;
+        // Lets other tasks run first: generated scenarios vary which step gets where first.
+        if let Some(Value::Number(n)) = news.get("diff_yields") {
+            for _ in 0..*n as u32 {
+                tokio::task::yield_now().await;
+            }
+        }
         let mut keys: Vec<&String> = olds.keys().chain(news.keys()).collect();
         keys.sort();
         keys.dedup();
@@ -118,6 +170,9 @@ impl Provider for FakeProvider {
         inputs: &PropertyMap,
         preview: bool,
     ) -> Result<Created, ProviderError> {
+        if !preview {
+            self.start(format!("create {}", urn.name())).await;
+        }
         if let Some(Value::Number(ms)) = inputs.get("sleep_ms") {
             tokio::time::sleep(std::time::Duration::from_millis(*ms as u64)).await;
         }
@@ -194,6 +249,7 @@ impl Provider for FakeProvider {
         _: &PropertyMap,
         _: &PropertyMap,
     ) -> Result<(), ProviderError> {
+        self.start(format!("delete {}", urn.name())).await;
         let slow =
             self.world
                 .lock()
@@ -383,18 +439,20 @@ pub struct CheckingPersister {
 }
 
 impl Persister for CheckingPersister {
-    fn append(&mut self, entry: &JournalEntry) -> Result<(), String> {
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
         self.entries.push(entry.clone());
         Ok(())
     }
-    fn sync(&mut self) -> Result<(), String> {
-        let snap = replay(self.base.clone(), self.entries.clone())
-            .map_err(|e| format!("intermediate snapshot invalid: {e}"))?;
-        snap.verify_integrity().map_err(|e| e.to_string())?;
+    fn sync(&mut self) -> Result<(), PersistError> {
+        let invalid = |e: SnapshotError| {
+            PersistError::invalid("check the intermediate snapshot of", "<memory>", e)
+        };
+        let snap = replay(self.base.clone(), self.entries.clone()).map_err(invalid)?;
+        snap.verify_integrity().map_err(|e| invalid(e.into()))?;
         *self.checks.lock().unwrap() += 1;
         Ok(())
     }
-    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), String> {
+    fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
         *self.saved.lock().unwrap() = Some(snapshot.clone());
         Ok(())
     }
@@ -553,4 +611,12 @@ impl Harness {
             .map(|r| format!("{}{}", r.urn.name(), if r.delete { "(delete)" } else { "" }))
             .collect()
     }
+}
+
+/// Runs `run`, turning a hang (a deadlock) into a failure. The bound is far above any honest
+/// run's duration; nothing waits on it to order anything.
+pub async fn bounded<T>(run: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(60), run)
+        .await
+        .expect("the deployment hung (a deadlock?)")
 }

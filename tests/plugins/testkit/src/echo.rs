@@ -1,4 +1,5 @@
-//! `testkit:Echo`: outputs are the inputs plus a `generation` counter.
+//! `testkit:Echo`: outputs are the inputs plus a `generation` counter. With a `print_inputs`
+//! input, `create` prints its string inputs, secrets revealed, to stdout and stderr.
 
 use plinth_sdk::{
     Created, PropertyMap, PropertySchema, ProviderError, ResourceContext, ResourceSchema,
@@ -33,6 +34,7 @@ impl ResourceType for Echo {
         _ctx: &ResourceContext<'_>,
         inputs: PropertyMap,
     ) -> Result<Created, ProviderError> {
+        print_inputs(&inputs);
         Ok(Created {
             id: uuid::Uuid::new_v4().to_string(),
             outputs: self.outputs(inputs, 1),
@@ -63,5 +65,18 @@ impl Echo {
             inputs.insert("region".to_owned(), region.as_str().into());
         }
         inputs
+    }
+}
+
+/// Prints the string inputs, revealed, if `print_inputs` is one of them: a careless plugin.
+fn print_inputs(inputs: &PropertyMap) {
+    if !inputs.contains_key("print_inputs") {
+        return;
+    }
+    for (key, value) in inputs {
+        if let Some(text) = value.as_str() {
+            println!("plugin prints {key}: {text}");
+            eprintln!("plugin warns {key}: {text}");
+        }
     }
 }

@@ -18,15 +18,21 @@
 //! | `value_<name>` | `v` | the resource's `value` input |
 //! | `replace_<name>` | `r` | the resource's `replace_key` input (a change replaces an Echo) |
 //! | `token_<name>` | — | the resource's `token` input, read with `secret_config`: a secret |
+//! | `print_<name>` | — | an output of the resource, printed (revealed) to stdout and stderr once known |
+//! | `password_length` | — | also registers a `random:RandomPassword` named `password` of that length, exported as `password` (the project must have the `random` plugin) |
 //! | `chain` | — | `true`: each resource after the first gets `prev` = the previous one's `value` output |
+//! | `require` | — | a key: the program requires that configuration value (`require_config`) |
 //! | `fault` | — | `panic`, `trap`, `fail` or `partial`: also registers a resource of that testkit type named `faulty` |
 //!
 //! Stack outputs: `names`, the named resources' `value` outputs joined by commas (through
 //! `Output::all(..).apply(..)`), and `count`, the number of named resources.
 
-use plinth_sdk::{Context, Error, Output};
+use plinth_sdk::{Context, Error, Output, Resource, Value};
 
 fn main(ctx: &Context) -> Result<(), Error> {
+    if let Some(key) = ctx.config("require") {
+        ctx.require_config(&key)?;
+    }
     let names = ctx.config_or("resources", "a,b");
     let chain = ctx.config("chain").as_deref() == Some("true");
     let kind = kind_type(&ctx.config_or("kind", "echo"))?;
@@ -95,7 +101,23 @@ fn main(ctx: &Context) -> Result<(), Error> {
         if let (true, Some(previous)) = (chain, values.last()) {
             echo = echo.input("prev", previous.clone());
         }
-        values.push(echo.register().output("value"));
+        let registered = echo.register();
+        print_output(ctx, name, &registered);
+        values.push(registered.output("value"));
+    }
+
+    if let Some(length) = ctx.config("password_length") {
+        let length: u32 = (length.parse()).map_err(|_| {
+            Error::new(format!(
+                "`password_length` must be a number, not `{length}`"
+            ))
+        })?;
+        let password = ctx
+            .resource("random:RandomPassword", "password")
+            .input("length", length)
+            .register();
+        print_output(ctx, "password", &password);
+        ctx.export("password", password.output("result"));
     }
 
     if let Some(fault) = ctx.config("fault") {
@@ -117,6 +139,21 @@ fn main(ctx: &Context) -> Result<(), Error> {
         }),
     );
     Ok(())
+}
+
+/// Prints the output of `resource` (named `name`) that config `print_<name>` names, revealed,
+/// to stdout and stderr once it is known: a careless program.
+fn print_output(ctx: &Context, name: &str, resource: &Resource) {
+    let Some(field) = ctx.config(&format!("print_{name}")) else {
+        return;
+    };
+    let label = format!("{name}.{field}");
+    resource.output(field).apply(move |value| {
+        let text = value.revealed().as_str().unwrap_or_default().to_owned();
+        println!("program prints {label}: {text}");
+        eprintln!("program warns {label}: {text}");
+        Value::Null
+    });
 }
 
 /// A comma-separated list in config `key`.

@@ -9,24 +9,32 @@ use async_trait::async_trait;
 use plinth_backend::{PluginUse, UsedPlugins};
 use plinth_engine::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime};
+use plinth_runtime::{Access, ComponentBytes, DirGrant, Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
 
 use crate::build::component_path;
 use crate::plugin::resolve::Resolved;
-use crate::plugin::store::file_sha256;
 use crate::project::{DirAccess, GrantsSpec, Project};
 
 /// A provider loaded (and configured) at most once, however many steps ask for it at once.
 type ProviderSlot = Arc<OnceCell<Arc<dyn Provider>>>;
 
+/// Where a plugin's component comes from, with what it is granted.
+struct PluginSource {
+    /// A crate directory (built on first use) or a component file.
+    path: PathBuf,
+    /// The component file's bytes as resolved, their hash checked against Plinth.lock: what
+    /// runs. None for a crate directory.
+    component: Option<ComponentBytes>,
+    grants: Grants,
+    limits: Limits,
+}
+
 pub struct PluginProviders {
     runtime: Arc<Runtime>,
     /// Plugin sources, grants and limits by package name, resolved against the project
     /// directory.
-    sources: BTreeMap<String, (PathBuf, Grants, Limits)>,
-    /// The SHA-256 of each plugin Plinth.lock pins, as verified before the run.
-    pinned: BTreeMap<String, String>,
+    sources: BTreeMap<String, PluginSource>,
     /// Each plugin as it loads, for the checkpoint and the history.
     used: UsedPlugins,
     config: BTreeMap<String, Value>,
@@ -47,19 +55,23 @@ impl PluginProviders {
             .plugins
             .iter()
             .filter_map(|(name, spec)| {
-                let grants = grants(project, &spec.grants);
-                let source = resolved.get(name)?.source.clone();
-                Some((name.clone(), (source, grants, spec.limits.0)))
+                let resolved = resolved.get(name)?;
+                let source = PluginSource {
+                    path: resolved.source.clone(),
+                    component: resolved.component.clone(),
+                    grants: grants(project, &spec.grants),
+                    limits: spec.limits.0,
+                };
+                Some((name.clone(), source))
             })
             .collect();
-        let pinned = resolved
-            .iter()
-            .filter_map(|(name, r)| Some((name.clone(), r.pin.as_ref()?.sha256.clone())))
-            .collect();
+        // The stack's secret config is known before any guest runs: whichever guest prints
+        // it, it is masked from the first line.
+        let masker = plinth_runtime::secret_masker();
+        config.values().for_each(|value| masker.learn(value));
         PluginProviders {
             runtime,
             sources,
-            pinned,
             used,
             config,
             loaded: Mutex::new(HashMap::new()),
@@ -71,35 +83,29 @@ impl PluginProviders {
         package: &str,
         config: &PropertyMap,
     ) -> Result<Arc<dyn Provider>, LoadError> {
-        let (source, grants, limits) = self.sources.get(package).ok_or_else(|| {
+        let source = self.sources.get(package).ok_or_else(|| {
             LoadError(format!(
                 "no plugin provides `{package}`: add it under `plugins:` in Plinth.yaml \
                  (e.g. `{package}: {{ path: path/to/{package}.wasm }}`)"
             ))
         })?;
-        let what = format!("plugin `{package}`");
-        let source = source.clone();
-        let (path, sha256) = tokio::task::spawn_blocking(move || {
-            let path = component_path(&source, &what)?;
-            let sha256 = file_sha256(&path)
-                .map_err(|e| anyhow::anyhow!("{what}: cannot read {}: {e}", path.display()))?;
-            anyhow::Ok((path, sha256))
-        })
-        .await
-        .map_err(|e| LoadError(e.to_string()))?
-        .map_err(|e| LoadError(format!("{e:#}")))?;
-        if let Some(pinned) = self.pinned.get(package)
-            && *pinned != sha256
-        {
-            return Err(LoadError(format!(
-                "plugin `{package}`: {} changed while plinth ran (sha256 {pinned}, now {sha256}); \
-                 run the command again",
-                path.display()
-            )));
-        }
+        let component = match &source.component {
+            Some(component) => component.clone(),
+            None => {
+                let (what, path) = (format!("plugin `{package}`"), source.path.clone());
+                tokio::task::spawn_blocking(move || {
+                    let path = component_path(&path, &what)?;
+                    ComponentBytes::read(&path).map_err(|e| anyhow::anyhow!("{what}: {e}"))
+                })
+                .await
+                .map_err(|e| LoadError(e.to_string()))?
+                .map_err(|e| LoadError(format!("{e:#}")))?
+            }
+        };
+        let sha256 = component.sha256().to_owned();
         let provider = self
             .runtime
-            .load_provider(package, &path, *limits, grants.clone())
+            .load_provider_bytes(package, component, source.limits, source.grants.clone())
             .await?;
         // The provider checks (and may normalize) its configuration before it is applied.
         let checked = (provider.check_config(config).await)

@@ -1,0 +1,340 @@
+//! `plinth plugin …`: install plugins into the content-addressed store, list, inspect and remove
+//! them, and pin the project's plugins in `Plinth.lock`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+
+use super::describe::{self, describe};
+use super::download;
+use super::store::{Added, Store, StoredPlugin, sha256_hex};
+use super::{lockfile, resolve};
+use crate::build::component_path;
+use crate::home::plinth_home;
+use crate::project::Project;
+
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// Install a plugin from a .wasm file or an https:// URL into the plugin store.
+    Install {
+        /// A `.wasm` component, or the https:// URL of one.
+        source: String,
+        /// Install only if the file's SHA-256 is this (hex).
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Replace another build installed under the same name and version.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the installed plugins.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an installed plugin: `name`, or `name@version` when several are installed.
+    Rm {
+        #[arg(value_name = "NAME[@VERSION]")]
+        plugin: String,
+    },
+    /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, or a
+    /// plugin's Rust crate directory (built first).
+    Inspect {
+        #[arg(value_name = "NAME[@VERSION] | FILE | CRATE-DIR")]
+        plugin: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pin the project's plugins, as they are now, in Plinth.lock.
+    Lock,
+}
+
+/// Runs a `plinth plugin` command; only `lock` needs a project, found from `start`.
+pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
+    let store = Store::in_home(&plinth_home()?);
+    match cmd {
+        PluginCommand::Install {
+            source,
+            sha256,
+            force,
+        } => install(&store, &source, sha256.as_deref(), force).await?,
+        PluginCommand::Ls { json } => list(&store, json)?,
+        PluginCommand::Rm { plugin } => {
+            let (name, version) = split_id(&plugin)?;
+            let removed = store.remove(name, version)?;
+            println!(
+                "Removed {} {} (sha256 {}).",
+                removed.name, removed.version, removed.sha256
+            );
+        }
+        PluginCommand::Inspect { plugin, json } => inspect(&store, &plugin, json).await?,
+        PluginCommand::Lock => lock(start, &store)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bytes of `source`, a file or a URL, and how to name where they came from.
+async fn fetch(source: &str) -> Result<(Vec<u8>, String)> {
+    if source.contains("://") {
+        let url = download::parse_url(source)?;
+        let fetched = url.clone();
+        let bytes = tokio::task::spawn_blocking(move || download::download(&fetched)).await??;
+        return Ok((bytes, url.to_string()));
+    }
+    let path = Path::new(source);
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    Ok((bytes, path.display().to_string()))
+}
+
+async fn install(store: &Store, source: &str, expected: Option<&str>, force: bool) -> Result<()> {
+    let expected = expected.map(parse_sha256).transpose()?;
+    let is_url = source.contains("://");
+    let (bytes, origin) = fetch(source).await?;
+    let sha256 = sha256_hex(&bytes);
+    if let Some(expected) = expected
+        && expected != sha256
+    {
+        bail!(
+            "{origin} has sha256 {sha256}, not the {expected} given with --sha256: it is not the \
+             file you meant to install; nothing was installed"
+        );
+    }
+    // A download is described from a file of the store's own; a file, where it is (so that
+    // errors name it), then checked to be the bytes that were hashed.
+    let staged = if is_url {
+        let mut staged = store.staging_file()?;
+        staged
+            .write_all(&bytes)
+            .and_then(|()| staged.flush())
+            .with_context(|| format!("cannot write {}", staged.path().display()))?;
+        Some(staged)
+    } else {
+        None
+    };
+    let described = match &staged {
+        Some(file) => describe(file.path()).await,
+        None => describe(Path::new(&origin)).await,
+    }
+    .with_context(|| format!("{origin} is not a plinth plugin"))?;
+    drop(staged);
+    if described.sha256 != sha256 {
+        bail!("{origin} changed while it was being installed; try again");
+    }
+    let (Some(name), Some(version)) = (described.name.clone(), described.version.clone()) else {
+        bail!(
+            "{origin} is a {} component, not a provider plugin; a project names its program with \
+             `program:` in Plinth.yaml",
+            described.kind
+        );
+    };
+    check_name(&name, &version)?;
+    let plugin = StoredPlugin {
+        name: name.clone(),
+        version: version.clone(),
+        wit: described.wit_version.clone(),
+        sha256,
+        size: bytes.len() as u64,
+        installed_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        source: origin.clone(),
+    };
+    let what = format!(
+        "{name} {version} (sha256 {}, {}, WIT {})",
+        short(&plugin.sha256),
+        size(plugin.size),
+        plugin.wit
+    );
+    match store.add(&bytes, plugin, force)? {
+        Added::AlreadyInstalled => {
+            println!("{what} is already installed; nothing to do.");
+            return Ok(());
+        }
+        Added::Installed => println!("Installed {what} from {origin}."),
+        Added::Replaced { old_sha256 } => println!(
+            "Installed {what} from {origin}, replacing the build with sha256 {}.",
+            short(&old_sha256)
+        ),
+    }
+    println!("Use it in Plinth.yaml:\n  plugins:\n    {name}:\n      version: {version}");
+    Ok(())
+}
+
+/// A name and version that `name@version` and Plinth.yaml can carry.
+fn check_name(name: &str, version: &str) -> Result<()> {
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let version_ok = !version.is_empty()
+        && !version
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '@' | '/' | '\\'));
+    if !name_ok || !version_ok {
+        bail!(
+            "the plugin calls itself `{name}` version `{version}`: a name must be letters, \
+             digits, `-`, `_` or `.`, and a version must not be empty or contain spaces, `@` or \
+             slashes; it cannot be installed"
+        );
+    }
+    Ok(())
+}
+
+fn list(store: &Store, json: bool) -> Result<()> {
+    let plugins = store.list()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&plugins)?);
+        return Ok(());
+    }
+    if plugins.is_empty() {
+        println!(
+            "No plugins installed; install one with `plinth plugin install <file.wasm | https://…>`."
+        );
+        return Ok(());
+    }
+    println!(
+        "{:20} {:12} {:6} {:14} {:>10}",
+        "NAME", "VERSION", "WIT", "SHA256", "SIZE"
+    );
+    for p in plugins {
+        println!(
+            "{:20} {:12} {:6} {:14} {:>10}",
+            p.name,
+            p.version,
+            p.wit,
+            short(&p.sha256),
+            size(p.size)
+        );
+    }
+    Ok(())
+}
+
+async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
+    let as_file = Path::new(plugin);
+    let (path, installed) = if as_file.is_file() || plugin.ends_with(".wasm") {
+        (as_file.to_owned(), None)
+    } else if as_file.is_dir() {
+        let dir = as_file.to_owned();
+        let path = tokio::task::spawn_blocking(move || component_path(&dir, "plugin")).await??;
+        (path, None)
+    } else {
+        let (name, version) = split_id(plugin)?;
+        let found = store.find(name, version)?;
+        (store.blob(&found.sha256), Some(found))
+    };
+    let description = describe(&path).await?;
+    if json {
+        #[derive(serde::Serialize)]
+        struct Inspected<'a> {
+            #[serde(flatten)]
+            description: &'a describe::Description,
+            /// Where and when it was installed, for a plugin from the store.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            installed: Option<&'a StoredPlugin>,
+        }
+        let inspected = Inspected {
+            description: &description,
+            installed: installed.as_ref(),
+        };
+        println!("{}", serde_json::to_string_pretty(&inspected)?);
+        return Ok(());
+    }
+    print!("{}", description.render());
+    if let Some(installed) = installed {
+        println!(
+            "installed:    from {}, at {}",
+            installed.source,
+            crate::display::local_time(installed.installed_at)
+        );
+    }
+    Ok(())
+}
+
+fn lock(start: &Path, store: &Store) -> Result<()> {
+    let project = Project::find(start)?;
+    let resolved = resolve::resolve(&project, store)?;
+    let changes = lockfile::relock(&project.dir, &resolved)?;
+    let file = project.dir.join(lockfile::LOCK_FILE);
+    if changes.is_empty() {
+        println!("{} is up to date.", file.display());
+    } else {
+        println!("Wrote {}:", file.display());
+        for change in changes {
+            println!("  {change}");
+        }
+    }
+    Ok(())
+}
+
+/// `name` or `name@version`.
+fn split_id(id: &str) -> Result<(&str, Option<&str>)> {
+    let (name, version) = match id.split_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (id, None),
+    };
+    if name.is_empty() || version.is_some_and(str::is_empty) {
+        bail!("`{id}` is not a plugin name; give `name` or `name@version`");
+    }
+    Ok((name, version))
+}
+
+/// A SHA-256 as given on the command line: 64 hex digits, optionally `sha256:`-prefixed.
+fn parse_sha256(text: &str) -> Result<String> {
+    let hex = text
+        .strip_prefix("sha256:")
+        .unwrap_or(text)
+        .to_ascii_lowercase();
+    if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        bail!("--sha256 `{text}` is not a SHA-256: give its 64 hexadecimal digits");
+    }
+    Ok(hex)
+}
+
+/// The first 12 hex digits of a SHA-256, enough to tell builds apart at a glance.
+pub fn short(sha256: &str) -> &str {
+    &sha256[..sha256.len().min(12)]
+}
+
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ids_and_hashes() {
+        assert_eq!(split_id("random").unwrap(), ("random", None));
+        assert_eq!(split_id("random@0.1.0").unwrap(), ("random", Some("0.1.0")));
+        assert!(split_id("@0.1.0").is_err() && split_id("random@").is_err());
+        let hex = "AB".repeat(32);
+        assert_eq!(
+            parse_sha256(&format!("sha256:{hex}")).unwrap(),
+            "ab".repeat(32)
+        );
+        assert!(
+            parse_sha256("abc")
+                .unwrap_err()
+                .to_string()
+                .contains("64 hexadecimal")
+        );
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(1536), "1.5 KiB");
+    }
+}

@@ -1,0 +1,278 @@
+//! Starting a node's work: substituting the values it refers to, and turning a resource
+//! registration into a step on its own task.
+
+use super::node::*;
+use super::scheduler::Scheduler;
+use crate::journal::JournalEntry;
+use crate::provider_step::reference;
+use crate::step::{ProviderBinding, ResourceStep};
+use crate::urn::{Urn, package_of, provided_package, provider_type};
+use crate::value::{OutputField, OutputRef, PropertyMap, Value};
+
+impl Scheduler {
+    /// Substitutes resolved values for output references, collecting what they derive from.
+    pub(super) fn substitute(&self, value: Value, dependencies: &mut Vec<Urn>) -> Value {
+        value.resolve_outputs(&mut |r: &OutputRef| {
+            let Some(Slot::Resolved(res)) = self.slots.get(&r.handle) else {
+                return Value::Unknown;
+            };
+            dependencies.extend(res.dependencies.iter().cloned());
+            match &r.field {
+                OutputField::Property(path) => res.value.at_path(path),
+                OutputField::Id => res.id.clone(),
+                OutputField::Urn => res
+                    .urn
+                    .as_ref()
+                    .map_or(Value::Null, |u| Value::String(u.to_string())),
+            }
+        })
+    }
+
+    /// The handle of the default provider resource of `ty`'s package, registered on first use
+    /// with the stack configuration of that package (`random:seed` configures `random`).
+    /// Provider resources themselves have none.
+    pub(super) fn default_provider(&mut self, ty: &str) -> Option<u64> {
+        if provided_package(ty).is_some() {
+            return None;
+        }
+        let package = package_of(ty);
+        if let Some(&handle) = self.default_providers.get(package) {
+            return Some(handle);
+        }
+        // Program handles count up from 1; these count down from the top.
+        let handle = u64::MAX - self.default_providers.len() as u64;
+        self.default_providers.insert(package.to_owned(), handle);
+        let prefix = format!("{package}:");
+        let inputs = (self.options.config.iter())
+            .filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_owned(), v.clone())))
+            .collect();
+        let request = crate::program::RegisterRequest {
+            ty: provider_type(package),
+            name: "default".to_owned(),
+            custom: true,
+            inputs,
+            options: Default::default(),
+        };
+        self.add_node(Some(handle), Work::Resource(request), Vec::new());
+        Some(handle)
+    }
+
+    /// What the provider resource registered as `handle` binds its resources to.
+    pub(super) fn binding(&self, handle: u64) -> Option<ProviderBinding> {
+        let Some(Slot::Resolved(resolved)) = self.slots.get(&handle) else {
+            return None;
+        };
+        let config = match &resolved.value {
+            Value::Object(config) => config.clone(),
+            _ => PropertyMap::new(),
+        };
+        Some(ProviderBinding {
+            reference: reference(resolved.urn.clone()?, &resolved.id),
+            config,
+            replaced: resolved.replaced,
+        })
+    }
+
+    pub(super) fn handle_urn(&self, handle: u64) -> Option<Urn> {
+        match self.slots.get(&handle) {
+            Some(Slot::Resolved(r)) => r.urn.clone(),
+            _ => None,
+        }
+    }
+
+    pub(super) fn handle_dependencies(&self, handle: u64) -> Vec<Urn> {
+        match self.slots.get(&handle) {
+            Some(Slot::Resolved(r)) => r.dependencies.clone(),
+            _ => Vec::new(),
+        }
+    }
+    pub(super) fn start(&mut self, index: usize) {
+        let Some(work) = self.nodes[index].work.take() else {
+            return;
+        };
+        let is_step = matches!(work, Work::Resource(_) | Work::Read { .. });
+        if self.ctx.is_halted() && is_step {
+            return self.skip(index);
+        }
+        match work {
+            Work::Resource(request) => self.start_resource(index, request),
+            Work::Read {
+                ty,
+                name,
+                id,
+                inputs,
+                parent,
+                provider,
+            } => {
+                let binding = provider.and_then(|h| self.binding(h));
+                let mut deps = Vec::new();
+                let inputs = self.substitute_map(inputs, &mut deps);
+                let parent_type = parent
+                    .and_then(|p| self.handle_urn(p))
+                    .map(|u| u.qualified_type().to_owned());
+                let urn = Urn::new(
+                    &self.options.stack,
+                    &self.options.project,
+                    parent_type.as_deref(),
+                    &ty,
+                    &name,
+                );
+                // A URN that would not read back must never reach the state.
+                if let Err(e) = urn.validate() {
+                    return self.fail(index, e.to_string());
+                }
+                let ctx = self.ctx.clone();
+                let done = self.completions_tx.clone();
+                let turn = self.ctx.limit.reserve();
+                self.in_flight += 1;
+                tokio::spawn(async move {
+                    let result = ctx.run_read(&urn, &id, &inputs, binding, turn).await;
+                    let _ = done.send(Completion::Step {
+                        node: index,
+                        urn,
+                        record: false,
+                        result,
+                    });
+                });
+            }
+            Work::Apply(inputs) => {
+                let mut deps = Vec::new();
+                let values: Vec<Value> = inputs
+                    .into_iter()
+                    .map(|v| self.substitute(v, &mut deps))
+                    .collect();
+                let secret = values.iter().any(Value::contains_secrets);
+                if values.iter().any(Value::contains_unknowns) {
+                    // The closure cannot run on unknown inputs: its result is unknown too.
+                    return self.resolve(index, resolved_value(Value::Unknown, deps));
+                }
+                let apply = self.nodes[index].handle.expect("applies have handles");
+                let values = values.into_iter().map(reveal).collect();
+                if let Some(tx) = &self.resume_tx {
+                    self.in_flight += 1;
+                    let _ = tx.send(ResumeRequest {
+                        node: index,
+                        apply,
+                        inputs: values,
+                        secret,
+                        dependencies: deps,
+                    });
+                }
+            }
+            Work::Value {
+                value,
+                secret,
+                mut dependencies,
+            } => {
+                let value = self.substitute(value, &mut dependencies);
+                let value = if secret { make_secret(value) } else { value };
+                self.resolve(index, resolved_value(value, dependencies));
+            }
+            Work::Outputs { target, outputs } => {
+                let mut deps = Vec::new();
+                let outputs = self.substitute_map(outputs, &mut deps);
+                match target.and_then(|h| self.handle_urn(h)) {
+                    None if target.is_none() => self.stack_outputs = Some(outputs),
+                    None => {}
+                    Some(urn) => {
+                        if self.ctx.preview {
+                            return;
+                        }
+                        let ctx = self.ctx.clone();
+                        let done = self.completions_tx.clone();
+                        self.in_flight += 1;
+                        tokio::spawn(async move {
+                            let entry = JournalEntry::ComponentOutputs { urn, outputs };
+                            let result = ctx.record_entry(entry).await.map_err(|e| e.to_string());
+                            let _ = done.send(Completion::ComponentOutputs(result));
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn substitute_map(&self, map: PropertyMap, deps: &mut Vec<Urn>) -> PropertyMap {
+        map.into_iter()
+            .map(|(k, v)| (k, self.substitute(v, deps)))
+            .collect()
+    }
+
+    pub(super) fn start_resource(
+        &mut self,
+        index: usize,
+        request: crate::program::RegisterRequest,
+    ) {
+        let parent = request.options.parent.and_then(|p| self.handle_urn(p));
+        if request.options.parent.is_some() && parent.is_none() {
+            return self.fail(
+                index,
+                format!("{}: its parent is not a resource", request.name),
+            );
+        }
+        let urn = Urn::new(
+            &self.options.stack,
+            &self.options.project,
+            parent.as_ref().map(|p| p.qualified_type()),
+            &request.ty,
+            &request.name,
+        );
+        if let Err(e) = urn.validate() {
+            return self.fail(index, e.to_string());
+        }
+        let provider = request.options.provider.and_then(|h| self.binding(h));
+        if request.options.provider.is_some() && provider.is_none() {
+            return self.fail(
+                index,
+                format!("{urn}: its provider is not a provider resource"),
+            );
+        }
+        if let Some(b) = &provider
+            && package_of(b.reference.urn.ty()) != package_of(&request.ty)
+        {
+            return self.fail(
+                index,
+                format!(
+                    "{urn}: its provider {} provides another package",
+                    b.reference.urn
+                ),
+            );
+        }
+        if !self.registered.insert(urn.clone()) {
+            return self.fail(
+                index,
+                format!("{urn}: registered twice; resource names must be unique per type"),
+            );
+        }
+        let mut dependencies = Vec::new();
+        let inputs = self.substitute_map(request.inputs.clone(), &mut dependencies);
+        for h in &request.options.depends_on {
+            dependencies.extend(self.handle_dependencies(*h));
+        }
+        dependencies.retain(|d| Some(d) != parent.as_ref() && *d != urn);
+        dedup_in_order(&mut dependencies);
+        let step = ResourceStep {
+            urn: urn.clone(),
+            request,
+            inputs,
+            parent,
+            dependencies,
+            provider,
+        };
+        let ctx = self.ctx.clone();
+        let done = self.completions_tx.clone();
+        // The place in line is taken now, in the order steps become ready, not when the task
+        // first runs.
+        let turn = self.ctx.limit.reserve();
+        self.in_flight += 1;
+        tokio::spawn(async move {
+            let result = ctx.run_resource(step, turn).await;
+            let _ = done.send(Completion::Step {
+                node: index,
+                urn,
+                record: true,
+                result,
+            });
+        });
+    }
+}

@@ -1,0 +1,352 @@
+//! The snapshot manager's one writer: a thread that applies each entry to the state in memory
+//! and appends it to the persister, keeping the two in step.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::undo::Savepoint;
+use super::{JournalEntry, JournalState, Persister, SnapshotError};
+use crate::resource::ResourceState;
+use crate::snapshot::{PendingKind, Snapshot};
+
+enum Request {
+    Record(
+        Vec<JournalEntry>,
+        oneshot::Sender<Result<(), SnapshotError>>,
+    ),
+    Finish(oneshot::Sender<Result<Snapshot, SnapshotError>>),
+}
+
+/// Records mutations through one writer thread. Requests that arrive while a flush is under
+/// way share the next one (group commit), so parallel steps do not pay one fsync each.
+#[derive(Clone)]
+pub struct SnapshotManager {
+    tx: mpsc::UnboundedSender<Request>,
+    next_seq: Arc<AtomicU64>,
+}
+
+impl SnapshotManager {
+    /// Starts the writer for an operation on `base`.
+    pub fn start(base: Snapshot, persister: Box<dyn Persister>) -> SnapshotManager {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("plinth-snapshot-writer".into())
+            .spawn(move || writer(JournalState::new(base), persister, rx))
+            .expect("spawning the snapshot writer thread");
+        SnapshotManager {
+            tx,
+            next_seq: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Durably records `entry`.
+    pub async fn record(&self, entry: JournalEntry) -> Result<(), SnapshotError> {
+        self.record_all(vec![entry]).await
+    }
+
+    /// Durably records `entries`, in order, with one flush. They are recorded up to the first
+    /// that cannot be (which is recorded nowhere, and whose error is returned): each entry must
+    /// leave a valid state on its own.
+    pub async fn record_all(&self, entries: Vec<JournalEntry>) -> Result<(), SnapshotError> {
+        let (reply, done) = oneshot::channel();
+        self.tx
+            .send(Request::Record(entries, reply))
+            .map_err(|_| SnapshotError::Stopped)?;
+        done.await.map_err(|_| SnapshotError::Stopped)?
+    }
+
+    /// Records the start of a provider call, returning its sequence number.
+    pub async fn begin(
+        &self,
+        kind: PendingKind,
+        resource: &ResourceState,
+        old: Option<usize>,
+    ) -> Result<u64, SnapshotError> {
+        let seq = self.next_seq();
+        self.record(JournalEntry::Begin {
+            seq,
+            kind,
+            resource: resource.clone(),
+            old,
+        })
+        .await?;
+        Ok(seq)
+    }
+
+    /// Verifies the final snapshot and writes it as the new checkpoint.
+    pub async fn finish(self) -> Result<Snapshot, SnapshotError> {
+        let (reply, done) = oneshot::channel();
+        self.tx
+            .send(Request::Finish(reply))
+            .map_err(|_| SnapshotError::Stopped)?;
+        done.await.map_err(|_| SnapshotError::Stopped)?
+    }
+}
+
+fn writer(
+    state: JournalState,
+    persister: Box<dyn Persister>,
+    mut rx: mpsc::UnboundedReceiver<Request>,
+) {
+    let mut writer = Writer {
+        state,
+        persister,
+        unflushed: false,
+    };
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+        }
+        let mut waiting = Vec::new();
+        for request in batch {
+            match request {
+                Request::Record(entries, reply) => match writer.record(&entries) {
+                    Ok(()) => waiting.push(reply),
+                    // What the request recorded before the failure is flushed all the same.
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                Request::Finish(reply) => {
+                    let flushed = writer.flush();
+                    flush_replies(&mut waiting, &flushed);
+                    let _ = reply.send(flushed.and_then(|()| writer.finish()));
+                    return;
+                }
+            }
+        }
+        let flushed = writer.flush();
+        flush_replies(&mut waiting, &flushed);
+    }
+}
+
+/// The state in memory and the persister, kept in step.
+struct Writer {
+    state: JournalState,
+    persister: Box<dyn Persister>,
+    /// Entries were appended since the last flush.
+    unflushed: bool,
+}
+
+impl Writer {
+    /// Applies and appends `entries` in order, up to the first that cannot be: that one
+    /// changes neither the state in memory nor the persister's journal.
+    fn record(&mut self, entries: &[JournalEntry]) -> Result<(), SnapshotError> {
+        for entry in entries {
+            let before = self.state.savepoint();
+            self.state.apply_uncommitted(entry)?;
+            if let Err(e) = self.persister.append(entry) {
+                self.state.roll_back_to(before);
+                return Err(e.into());
+            }
+            self.unflushed = true;
+        }
+        Ok(())
+    }
+
+    /// Makes what was appended since the last flush durable. If that fails, the persister
+    /// drops those entries, and so does the state in memory: both stay at what the last flush
+    /// made durable.
+    fn flush(&mut self) -> Result<(), SnapshotError> {
+        if !std::mem::take(&mut self.unflushed) {
+            return Ok(());
+        }
+        match self.persister.sync() {
+            Ok(()) => {
+                self.state.commit();
+                Ok(())
+            }
+            Err(e) => {
+                self.state.roll_back_to(Savepoint::COMMITTED);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Verifies the final snapshot and writes it as the new checkpoint.
+    fn finish(&mut self) -> Result<Snapshot, SnapshotError> {
+        let snapshot = self.state.snapshot();
+        snapshot.verify_integrity()?;
+        self.persister.compact(&snapshot)?;
+        Ok(snapshot)
+    }
+}
+
+fn flush_replies(
+    waiting: &mut Vec<oneshot::Sender<Result<(), SnapshotError>>>,
+    synced: &Result<(), SnapshotError>,
+) {
+    for reply in waiting.drain(..) {
+        let _ = reply.send(synced.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::journal::{PersistError, replay};
+    use crate::snapshot::tests::state;
+
+    /// What a [`Flaky`] persister holds, shared with the test.
+    #[derive(Default)]
+    struct Store {
+        /// Entries made durable by a sync.
+        durable: Vec<JournalEntry>,
+        syncs: usize,
+        checkpoint: Option<Snapshot>,
+    }
+
+    /// Persists in memory; refuses to append the entries `refuses` picks, and fails the next
+    /// `failing_syncs` syncs.
+    struct Flaky {
+        store: Arc<Mutex<Store>>,
+        appended: Vec<JournalEntry>,
+        refuses: fn(&JournalEntry) -> bool,
+        failing_syncs: usize,
+    }
+
+    impl Persister for Flaky {
+        fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
+            if (self.refuses)(entry) {
+                return Err(PersistError::invalid("append to", "/j", "refused"));
+            }
+            self.appended.push(entry.clone());
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<(), PersistError> {
+            let mut store = self.store.lock().unwrap();
+            store.syncs += 1;
+            if self.failing_syncs > 0 {
+                self.failing_syncs -= 1;
+                self.appended.clear();
+                let disk_full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+                return Err(PersistError::io("sync", "/j", disk_full));
+            }
+            store.durable.append(&mut self.appended);
+            Ok(())
+        }
+        fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
+            self.store.lock().unwrap().checkpoint = Some(snapshot.clone());
+            Ok(())
+        }
+    }
+
+    fn base() -> Snapshot {
+        Snapshot {
+            resources: vec![state("a", &[])],
+            ..Default::default()
+        }
+    }
+
+    fn start(
+        refuses: fn(&JournalEntry) -> bool,
+        failing_syncs: usize,
+    ) -> (SnapshotManager, Arc<Mutex<Store>>) {
+        let store = Arc::new(Mutex::new(Store::default()));
+        let persister = Flaky {
+            store: store.clone(),
+            appended: Vec::new(),
+            refuses,
+            failing_syncs,
+        };
+        (SnapshotManager::start(base(), Box::new(persister)), store)
+    }
+
+    fn nothing(_: &JournalEntry) -> bool {
+        false
+    }
+
+    fn begin(seq: u64, name: &str) -> JournalEntry {
+        JournalEntry::Begin {
+            seq,
+            kind: PendingKind::Creating,
+            resource: state(name, &[]),
+            old: None,
+        }
+    }
+
+    fn created(seq: u64, name: &str) -> JournalEntry {
+        JournalEntry::Created {
+            seq,
+            resource: state(name, &[]),
+            replaces: None,
+        }
+    }
+
+    /// The snapshot the durable journal describes, which must be the one the manager ends with.
+    fn on_disk(store: &Mutex<Store>) -> Snapshot {
+        replay(base(), store.lock().unwrap().durable.clone()).unwrap()
+    }
+
+    fn pending(snapshot: &Snapshot) -> Vec<&str> {
+        (snapshot.pending_operations.iter())
+            .map(|op| op.resource.urn.name())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_failed_append_leaves_memory_and_journal_as_they_were() {
+        // `b` is created, but its outcome cannot be stored (think: a secret output that cannot
+        // be sealed): memory and journal both still say "b is being created".
+        let (manager, store) = start(|e| matches!(e, JournalEntry::Created { .. }), 0);
+        manager.record(begin(1, "b")).await.unwrap();
+        let err = manager.record(created(1, "b")).await.unwrap_err();
+        assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished, on_disk(&store));
+        assert_eq!(pending(&finished), ["b"]);
+        assert_eq!(finished.resources.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_flush_takes_back_what_it_did_not_make_durable() {
+        let (manager, store) = start(nothing, 1);
+        let err = manager.record(begin(1, "b")).await.unwrap_err();
+        let SnapshotError::Persist(e) = &err else {
+            panic!("{err}");
+        };
+        assert!(!e.is_transient());
+        manager.record(begin(2, "c")).await.unwrap();
+        manager.record(created(2, "c")).await.unwrap();
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished, on_disk(&store));
+        assert!(finished.pending_operations.is_empty(), "{finished:?}");
+        assert_eq!(store.lock().unwrap().checkpoint.as_ref(), Some(&finished));
+    }
+
+    #[tokio::test]
+    async fn entries_recorded_together_share_one_flush() {
+        let (manager, store) = start(nothing, 0);
+        let entries = (1..=50)
+            .flat_map(|i| {
+                let name = format!("r{i}");
+                [begin(i, &name), created(i, &name)]
+            })
+            .collect();
+        manager.record_all(entries).await.unwrap();
+        assert_eq!(store.lock().unwrap().syncs, 1);
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished.resources.len(), 51);
+        assert_eq!(finished, on_disk(&store));
+    }
+
+    #[tokio::test]
+    async fn entries_recorded_together_stop_at_the_first_refused() {
+        let refuses_b = |e: &JournalEntry| matches!(e, JournalEntry::Begin { resource, .. } if resource.urn.name() == "b");
+        let (manager, store) = start(refuses_b, 0);
+        let entries = vec![begin(1, "a2"), begin(2, "b"), begin(3, "c")];
+        manager.record_all(entries).await.unwrap_err();
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished, on_disk(&store));
+        assert_eq!(pending(&finished), ["a2"]);
+    }
+}
