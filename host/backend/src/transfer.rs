@@ -53,7 +53,6 @@ impl LocalBackend {
         let Snapshot {
             resources,
             pending_operations,
-            outputs,
         } = checkpoint.snapshot;
         let report = ImportReport {
             resources: resources.len(),
@@ -62,7 +61,6 @@ impl LocalBackend {
         let snapshot = Snapshot {
             resources,
             pending_operations: Vec::new(),
-            outputs,
         };
         let imported = Checkpoint::new(project, stack, snapshot).with_plugins(checkpoint.plugins);
         self.replace_checkpoint(project, stack, &imported.to_json(crypter.as_ref())?)?;
