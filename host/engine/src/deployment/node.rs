@@ -98,6 +98,18 @@ pub(super) fn resolved_value(value: Value, dependencies: Vec<Urn>) -> Resolved {
     }
 }
 
+/// What an untargeted resource that was not created makes known: nothing.
+pub(super) fn absent(urn: Urn) -> Resolved {
+    Resolved {
+        value: Value::Unknown,
+        id: Value::Unknown,
+        urn: Some(urn),
+        dependencies: Vec::new(),
+        replaced: false,
+        absent: true,
+    }
+}
+
 pub(super) fn collect_handles(value: &Value, out: &mut Vec<u64>) {
     value.for_each_output(&mut |r| out.push(r.handle));
 }

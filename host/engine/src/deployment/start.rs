@@ -4,7 +4,7 @@
 use super::node::*;
 use super::root::ROOT_HANDLE;
 use super::scheduler::Scheduler;
-use crate::events::Event;
+use crate::events::{Event, Severity};
 use crate::journal::JournalEntry;
 use crate::provider_step::reference;
 use crate::step::{ProviderBinding, ResourceStep};
@@ -181,6 +181,8 @@ impl Scheduler {
                 match target.and_then(|h| self.handle_urn(h)) {
                     // The root's outputs are the stack's: recorded once the program is done.
                     _ if target == Some(ROOT_HANDLE) => self.stack_outputs = Some(outputs),
+                    // Not targeted, so not created: it has no state to hold them.
+                    _ if target.is_some_and(|h| self.is_absent(h)) => {}
                     None => {}
                     Some(urn) => {
                         let old = (self.ctx.base_live.get(&urn))
@@ -226,17 +228,7 @@ impl Scheduler {
                 format!("{}: its parent is not a resource", request.name),
             );
         }
-        if let (Some(parent), Some(handle)) = (&parent, request.options.parent)
-            && self.is_absent(handle)
-        {
-            return self.fail(
-                index,
-                format!(
-                    "{}: its parent {parent} does not exist (not targeted, so not created);                      target it too",
-                    request.name
-                ),
-            );
-        }
+
         let urn = Urn::new(
             &self.options.stack,
             &self.options.project,
@@ -278,6 +270,25 @@ impl Scheduler {
         }
         dependencies.retain(|d| Some(d) != parent.as_ref() && *d != urn);
         dedup_in_order(&mut dependencies);
+        // A parent that was not created (not targeted) cannot have children: a targeted child
+        // fails, naming it; an untargeted one is not created either.
+        if let (Some(parent), Some(handle)) = (&parent, request.options.parent)
+            && self.is_absent(handle)
+        {
+            let predecessors = std::iter::once(parent).chain(&dependencies);
+            if (self.ctx.targets.as_ref()).is_some_and(|t| t.includes(&urn, predecessors)) {
+                return self.fail(
+                    index,
+                    format!(
+                        "{urn}: its parent {parent} does not exist (not targeted, so not \
+                         created); target it too"
+                    ),
+                );
+            }
+            self.events
+                .diagnostic(Some(&urn), Severity::Info, "not targeted: not created");
+            return self.resolve(index, absent(urn));
+        }
         let step = ResourceStep {
             urn: urn.clone(),
             request,
