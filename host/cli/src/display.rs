@@ -388,6 +388,35 @@ mod tests {
     }
 
     #[test]
+    fn output_changes_are_marked_and_secrets_masked() {
+        console::set_colors_enabled(false);
+        let secret = |s: &str| Value::Secret(Box::new(Value::String(s.into())));
+        let old: PropertyMap = [
+            ("kept".to_owned(), Value::from(1.0)),
+            ("gone".to_owned(), Value::from("x")),
+            ("token".to_owned(), secret("old-pw")),
+        ]
+        .into();
+        let new: PropertyMap = [
+            ("kept".to_owned(), Value::from(1.0)),
+            ("added".to_owned(), secret("new-pw")),
+            ("token".to_owned(), secret("changed-pw")),
+        ]
+        .into();
+        let lines = output_lines(&old, &new, "  ");
+        assert_eq!(
+            lines,
+            [
+                "  + added: [secret]",
+                "  - gone : \"x\"",
+                "    kept : 1.0",
+                "  ~ token: [secret] => [secret]",
+            ]
+        );
+        assert!(lines.iter().all(|l| !l.contains("pw")));
+    }
+
+    #[test]
     fn times_read_as_dates_and_durations() {
         let shown = local_time(1_795_000_000);
         assert_eq!(shown.len(), "2026-11-18 09:46:40".len(), "{shown}");

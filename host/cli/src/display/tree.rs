@@ -228,7 +228,7 @@ mod tests {
             "",
             "     plinth:plinth:Stack          p-dev                same",
             "     ├─ my:Group                  g                    same",
-            "     │  ├─ t:Echo                 a                    update",
+            "  ~  │  ├─ t:Echo                 a                    update",
             "     │  │  value: \"1\" => \"2\"",
             "  +  │  └─ t:Echo                 b                    create",
             "  +  └─ t:Echo                    top                  create",
