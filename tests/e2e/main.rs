@@ -15,6 +15,7 @@ mod names;
 mod numbers;
 mod reach;
 mod secrets;
+mod stack_root;
 mod state;
 mod state_edit;
 mod support;
