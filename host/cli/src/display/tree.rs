@@ -82,9 +82,6 @@ impl Tree {
             .unwrap_or(0)
             .max(28);
         let mut lines = Vec::new();
-        if !tops.is_empty() {
-            lines.push(String::new());
-        }
         for top in tops {
             self.push_lines(top, "", None, &children, &visible, width, &mut lines);
         }
@@ -225,7 +222,6 @@ mod tests {
             .map(|l| l.trim_end().to_owned())
             .collect();
         let expected = [
-            "",
             "     plinth:plinth:Stack          p-dev                same",
             "     ├─ my:Group                  g                    same",
             "  ~  │  ├─ t:Echo                 a                    update",
