@@ -130,7 +130,7 @@ fn a_schema_1_stack_previews_no_changes_and_the_next_up_upgrades_it() {
     let destroyed = env.ok(&["destroy", "--yes"]);
     let deleted: Vec<&str> = destroyed
         .lines()
-        .filter(|l| l.contains(" deleted"))
+        .filter(|l| l.contains(" deleted ("))
         .collect();
     assert!(
         deleted.last().unwrap().contains("plinth:plinth:Stack"),

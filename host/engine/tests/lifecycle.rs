@@ -994,3 +994,20 @@ async fn targets_never_name_the_root_and_refresh_leaves_it_as_it_is() {
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     assert_eq!(h.snapshot.root().cloned(), before);
 }
+
+#[tokio::test]
+async fn a_targeted_destroy_keeps_the_root_and_the_outputs() {
+    let mut h = fresh(with_outputs(None)).await;
+    let outputs = h.snapshot.outputs().clone();
+    let options = Options {
+        targets: targets(&["a"], false),
+        ..Default::default()
+    };
+    let outcome = h.run_with(Box::new(EmptyProgram), false, options).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.delete, 1);
+    assert_eq!(h.sorted_names(), ["child", "web"]);
+    assert_eq!(h.snapshot.outputs(), &outputs);
+    let (old, new) = outputs_event(&h);
+    assert_eq!(old, new);
+}

@@ -136,7 +136,12 @@ pub async fn run(
         );
     }
     // The stack's outputs are its root's: the ones the program registered, or none.
-    let outputs = scheduler.stack_outputs.take().unwrap_or_default();
+    let outputs = match scheduler.stack_outputs.take() {
+        Some(outputs) => outputs,
+        // A targeted destroy keeps the root, and with it the outputs.
+        None if !scheduler.has_root && scheduler.options.targets.is_some() => old_outputs.clone(),
+        None => PropertyMap::new(),
+    };
     if scheduler.has_root && errors.is_empty() && !ctx.preview {
         let entry = JournalEntry::ComponentOutputs {
             urn: stack_urn(&scheduler.options.project, &scheduler.options.stack),
