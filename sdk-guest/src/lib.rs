@@ -130,7 +130,7 @@ mod wire;
 
 pub use error::Error;
 #[cfg(feature = "program")]
-pub use program::{AllOutputs, Context, Output, Resource, ResourceBuilder};
+pub use program::{AllOutputs, Context, Input, Output, Resource, ResourceBuilder};
 #[cfg(feature = "provider")]
 pub use provider::{
     Capabilities, CheckFailure, Checked, Created, Diff, DirRequest, FunctionSchema, ObjectType,

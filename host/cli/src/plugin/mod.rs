@@ -5,6 +5,7 @@
 mod command;
 mod describe;
 mod download;
+mod properties;
 pub mod lockfile;
 pub mod providers;
 pub mod resolve;
