@@ -146,7 +146,9 @@ impl Context {
         };
         let result = self.invoke(token, args)?;
         crate::from_value(result).map_err(|e| {
-            Error::new(format!("the result of `{token}` is not what its schema says: {e}"))
+            Error::new(format!(
+                "the result of `{token}` is not what its schema says: {e}"
+            ))
         })
     }
 

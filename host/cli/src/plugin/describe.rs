@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use plinth_engine::provider::{FunctionSchema, ResourceSchema};
+use plinth_engine::provider::{FunctionSchema, ProviderInfo, ResourceSchema};
 use plinth_runtime::{Access, Capabilities, ComponentInfo, Kind, Runtime};
 use serde::Serialize;
 
@@ -54,6 +54,20 @@ pub struct DirView {
 pub async fn describe(path: &Path) -> Result<Description> {
     let runtime = Runtime::new(artifact_cache()?)?;
     Ok(Description::from(runtime.inspect(path).await?))
+}
+
+/// What the provider at `path` says it is and manages: its `info`, schemas included.
+pub async fn provider_info(path: &Path) -> Result<ProviderInfo> {
+    let runtime = Runtime::new(artifact_cache()?)?;
+    let info = runtime.inspect(path).await?;
+    match info.provider {
+        Some(provider) => Ok(provider),
+        None => anyhow::bail!(
+            "{} is a {} component, not a provider plugin",
+            path.display(),
+            info.kind
+        ),
+    }
 }
 
 impl From<ComponentInfo> for Description {

@@ -5,10 +5,11 @@
 mod command;
 mod describe;
 mod download;
-mod properties;
 pub mod lockfile;
+mod properties;
 pub mod providers;
 pub mod resolve;
 pub mod store;
 
-pub use command::{PluginCommand, run, short};
+pub use command::{PluginCommand, locate, run, short};
+pub use describe::provider_info;

@@ -163,10 +163,10 @@ resources:
   net:Firewall
     A firewall.
     inputs:
-      name     string                 required, replaces  Its name.
-      retries  integer                optional, default 3
-      rules    array of object Rule   optional
-        port   integer                required            The port.
+      name     string                required, replaces   Its name.
+      retries  integer               optional, default 3
+      rules    array of object Rule  optional
+        port   integer               required             The port.
     outputs:
       token  string  required, secret
 ";
