@@ -78,8 +78,10 @@ impl<T: DeserializeOwned + 'static> Output<T> {
     /// secret.
     ///
     /// A typed output's value is read as a `T` first; a value that is not one (a provider that
-    /// breaks its own schema) stops the program with a message naming both.
-    pub fn apply<R: Into<Value>>(self, f: impl FnOnce(T) -> R + 'static) -> Output {
+    /// breaks its own schema) stops the program with a message naming both. The result is an
+    /// `Output<R>`, which a typed input of type `R` takes as it is (a closure that returns an
+    /// output gives an `Output<Output<_>>`: use `.untyped()` or `.typed()` on it).
+    pub fn apply<R: Into<Value>>(self, f: impl FnOnce(T) -> R + 'static) -> Output<R> {
         Output::wrap(applies::apply(
             vec![self.value],
             Box::new(move |values| {
@@ -136,7 +138,7 @@ pub struct AllOutputs(Vec<Value>);
 impl AllOutputs {
     /// Transforms the values with `f` once they are all known; `f` receives them in order. The
     /// rules of [`Output::apply`] apply.
-    pub fn apply<R: Into<Value>>(self, f: impl FnOnce(Vec<Value>) -> R + 'static) -> Output {
+    pub fn apply<R: Into<Value>>(self, f: impl FnOnce(Vec<Value>) -> R + 'static) -> Output<R> {
         Output::wrap(applies::apply(
             self.0,
             Box::new(move |values| f(values).into()),
@@ -209,8 +211,13 @@ mod tests {
 
     #[test]
     fn closures_may_return_outputs() {
-        let out = Output::new(1).apply(|_| Output::new("inner"));
+        let out = Output::new(1).apply(|_| Output::new("inner")).untyped();
         assert_eq!(out.as_value(), &Value::from("inner"));
+        let typed: Input<String> = Output::new(2)
+            .typed::<i64>()
+            .apply(|n| format!("{n}!"))
+            .into();
+        assert_eq!(to_value(&typed).unwrap(), Value::from("2!"));
     }
 
     #[test]

@@ -133,14 +133,19 @@ impl<'a> Code<'a> {
         }
     }
 
-    /// `text` as doc comment lines (`//!` or `///`), trailing spaces trimmed.
+    /// `text` as doc comment lines (`//!` or `///`), wrapped at rustfmt's width.
     fn doc(&mut self, indent: usize, marker: &str, text: &str) {
+        let width = MAX_WIDTH
+            .saturating_sub(4 * indent + marker.len() + 1)
+            .max(40);
         for line in text.trim().lines() {
             let line = line.trim_end();
             if line.is_empty() {
                 self.line(indent, marker);
-            } else {
-                self.line(indent, &format!("{marker} {line}"));
+                continue;
+            }
+            for wrapped in wrap(line, width) {
+                self.line(indent, &format!("{marker} {wrapped}"));
             }
         }
     }
@@ -598,6 +603,25 @@ impl<'a> Code<'a> {
         }
         self.line(indent, &format!("}}{end}"));
     }
+}
+
+/// `line` broken at spaces into lines of at most `width` characters where the words allow,
+/// keeping its indentation (a list item's continuation included).
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    let indent = &line[..line.len() - line.trim_start().len()];
+    let mut lines = Vec::new();
+    let mut current = indent.to_owned();
+    for word in line.split_whitespace() {
+        let empty = current.len() == indent.len();
+        if !empty && current.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut current, indent.to_owned()));
+        } else if !empty {
+            current.push(' ');
+        }
+        current.push_str(word);
+    }
+    lines.push(current);
+    lines
 }
 
 /// A property's description, with what the schema says beyond its type.

@@ -214,6 +214,16 @@ fn keywords_and_collisions_become_valid_distinct_names() {
 }
 
 #[test]
+fn long_descriptions_are_wrapped() {
+    let mut info = kitchen_sink();
+    info.resources[0].description = "word ".repeat(60);
+    let (files, _) = rust(&info);
+    let code = library(&files);
+    assert!(code.lines().all(|l| l.len() <= 100), "{code}");
+    assert!(code.contains("/// word word"), "{code}");
+}
+
+#[test]
 fn generation_is_deterministic_whatever_the_schema_order() {
     let info = kitchen_sink();
     let mut reversed = info.clone();
