@@ -34,6 +34,7 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-legacy-v02",
             "plinth-legacy-program-v01",
             "plinth-numbers",
+            "plinth-kv",
         ] {
             let status = Command::new(env!("CARGO"))
                 .args([

@@ -153,13 +153,14 @@ pub async fn run(start: &Path, args: GenSdkArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     write_files(&out, &files)?;
+    let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     println!(
-        "Wrote the {} SDK of `{}` {} ({} resource types, {} functions) to {}.",
+        "Wrote the {} SDK of `{}` {} ({}, {}) to {}.",
         args.lang.dir_name(),
         info.name,
         info.version,
-        info.resources.len(),
-        info.functions.len(),
+        count(info.resources.len(), "resource type"),
+        count(info.functions.len(), "function"),
         out.display()
     );
     Ok(ExitCode::SUCCESS)
