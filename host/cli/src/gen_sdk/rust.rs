@@ -164,7 +164,7 @@ impl<'a> Code<'a> {
         );
         self.doc(0, "//!", &text);
         self.line(0, "");
-        let uses_map = self.all_types().any(|ty| contains_map(ty));
+        let uses_map = self.all_types().any(contains_map);
         let derives_deserialize =
             !self.package.objects.is_empty() || !self.package.enums.is_empty();
         if uses_map {
