@@ -12,12 +12,13 @@ fn committed_sdks_are_up_to_date() {
     let env = Env::scenario();
     let root = repo_root();
     let sdk_path = root.join("sdk-guest");
-    for (package, name) in [
-        ("plinth-random", "random"),
-        ("plinth-file", "file"),
-        ("plinth-kv", "kv"),
+    for (package, sdk) in [
+        ("plinth-random", "sdks/random"),
+        ("plinth-file", "sdks/file"),
+        ("plinth-kv", "sdks/kv"),
+        ("plinth-shapes", "tests/sdks/shapes"),
     ] {
-        let out = root.join("sdks").join(name).join("rust");
+        let out = root.join(sdk).join("rust");
         let wasm = guest(package);
         let args = [
             "gen-sdk",
@@ -33,11 +34,55 @@ fn committed_sdks_are_up_to_date() {
         let output = env.run(&args);
         assert!(
             output.status.success(),
-            "sdks/{name}/rust is out of date: run `plinth gen-sdk {} --lang rust --out sdks/{name}/rust --sdk-path sdk-guest`\n{}",
+            "{sdk}/rust is out of date: run `plinth gen-sdk {} --lang rust --out {sdk}/rust --sdk-path sdk-guest`\n{}",
             wasm.display(),
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// A program on the SDK generated from the shapes provider, whose schema has nested objects,
+/// arrays, maps, enums, secrets, `any`, keywords and a function: every value crosses to the
+/// provider and back typed, and typed outputs feed typed inputs.
+#[test]
+fn a_generated_sdk_carries_every_kind_of_type_through_up() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("Plinth.yaml"),
+        format!(
+            "name: shapes\nprogram: {}\nplugins:\n  shapes:\n    path: {}\n",
+            guest("plinth-shapes-program").display(),
+            guest("plinth-shapes").display()
+        ),
+    )
+    .unwrap();
+    let env = Env::in_dir(dir.path().to_owned(), "dev");
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("2 created"), "{out}");
+    let outputs: serde_json::Value =
+        serde_json::from_str(&env.ok(&["stack", "output", "--json"])).unwrap();
+    assert_eq!(outputs["ports"], serde_json::json!([443, 53]));
+    assert_eq!(outputs["count"], 2);
+    assert_eq!(outputs["first"], "443/Tcp");
+    assert_eq!(outputs["policy"], "DenyAll");
+    assert_eq!(outputs["labels"], 1);
+    assert_eq!(outputs["weight"], 0.5);
+    assert_eq!(outputs["fingerprint"], "[secret]");
+    let revealed: serde_json::Value =
+        serde_json::from_str(&env.ok(&["stack", "output", "--json", "--show-secrets"])).unwrap();
+    assert_eq!(revealed["fingerprint"], "terc3s");
+    // On the wire and in state, the provider's own names and strings.
+    let state = env.export();
+    let edge = (state["snapshot"]["resources"].as_array().unwrap().iter())
+        .find(|r| r["urn"].as_str().unwrap().ends_with("::edge"))
+        .unwrap();
+    assert_eq!(edge["inputs"]["type"], "deny-all", "{edge}");
+    assert_eq!(edge["inputs"]["rules"][1]["protocol"], "udp", "{edge}");
+    assert_eq!(edge["inputs"]["rules"][0]["match"], "10.0.0.0/8", "{edge}");
+    assert!(edge["inputs"]["rules"][1].get("match").is_none(), "{edge}");
+    // A second run changes nothing.
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("no changes"), "{out}");
 }
 
 /// `--check` notices a stale file, and generating writes the SDK whole.

@@ -35,6 +35,8 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-legacy-program-v01",
             "plinth-numbers",
             "plinth-kv",
+            "plinth-shapes",
+            "plinth-shapes-program",
         ] {
             let status = Command::new(env!("CARGO"))
                 .args([
