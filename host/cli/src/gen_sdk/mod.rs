@@ -6,7 +6,9 @@
 //! types whose names are split into words, unique among their siblings and kept apart from the
 //! names the emitter's own code uses ([`Emitter::reserved`]); an [`Emitter`] cases those words
 //! its language's way, spells its keywords, and writes the files. To add a language, write an
-//! emitter (see `rust.rs`) and add it to [`Lang`].
+//! emitter (see `rust.rs`), add it to [`Lang`], and give [`model::Name`] the casing it needs
+//! (it has snake and Pascal case, what Rust uses). Unit tests of an emitter run it on
+//! `tests.rs`'s `kitchen_sink` schema; the e2e tests check committed SDKs with `--check`.
 
 mod model;
 mod rust;
