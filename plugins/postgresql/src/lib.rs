@@ -16,7 +16,14 @@
 //! project's grants. Every name is quoted and every literal escaped; see [`sql`].
 
 mod config;
+mod database;
+mod default_privileges;
+mod extension;
+mod grant;
+mod grant_role;
+mod privilege;
 mod role;
+mod schema;
 mod server;
 mod sql;
 mod wire;
@@ -58,7 +65,16 @@ impl Provider for Postgresql {
     }
 
     fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {
-        vec![Box::new(Typed(role::Role(self.server.clone())))]
+        let server = &self.server;
+        vec![
+            Box::new(Typed(role::Role(server.clone()))),
+            Box::new(Typed(database::Database(server.clone()))),
+            Box::new(Typed(schema::Schema(server.clone()))),
+            Box::new(Typed(grant::Grant(server.clone()))),
+            Box::new(Typed(grant_role::GrantRole(server.clone()))),
+            Box::new(Typed(extension::Extension(server.clone()))),
+            Box::new(Typed(default_privileges::DefaultPrivileges(server.clone()))),
+        ]
     }
 
     fn configure(&mut self, config: PropertyMap) -> Result<(), ProviderError> {
