@@ -13,6 +13,7 @@ mod locking;
 mod messages;
 mod names;
 mod numbers;
+mod postgres;
 mod reach;
 mod secrets;
 mod state;
