@@ -15,9 +15,9 @@ pub(crate) struct Settings {
     /// The server's host name or address. The project must grant `tcp: ["HOST:PORT"]`.
     #[serde(default = "default_host")]
     pub(crate) host: String,
-    /// The server's port.
+    /// The server's port (a number, or its digits: stack config values are text).
     #[serde(default = "default_port")]
-    pub(crate) port: u16,
+    pub(crate) port: Whole,
     /// The database the provider connects to for roles, databases and grants on databases.
     #[serde(default = "default_database")]
     pub(crate) database: String,
@@ -33,15 +33,38 @@ pub(crate) struct Settings {
     #[serde(default = "default_sslmode")]
     pub(crate) sslmode: String,
     /// Seconds to wait for the connection to open (0: as long as the system does).
-    #[serde(default)]
-    pub(crate) connect_timeout: u32,
+    #[serde(default = "no_timeout")]
+    pub(crate) connect_timeout: Whole,
+}
+
+/// A whole number given as a number or as its digits: `plinth config set` stores text.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum Whole {
+    Number(i64),
+    Text(String),
+}
+
+impl Whole {
+    /// The number, if it is one in `range`.
+    fn within(&self, range: std::ops::RangeInclusive<i64>) -> Option<i64> {
+        let n = match self {
+            Whole::Number(n) => *n,
+            Whole::Text(text) => text.trim().parse().ok()?,
+        };
+        range.contains(&n).then_some(n)
+    }
+}
+
+fn no_timeout() -> Whole {
+    Whole::Number(0)
 }
 
 fn default_host() -> String {
     "localhost".to_owned()
 }
-fn default_port() -> u16 {
-    5432
+fn default_port() -> Whole {
+    Whole::Number(5432)
 }
 fn default_database() -> String {
     "postgres".to_owned()
@@ -62,7 +85,7 @@ impl Default for Settings {
             username: default_username(),
             password: None,
             sslmode: default_sslmode(),
-            connect_timeout: 0,
+            connect_timeout: no_timeout(),
         }
     }
 }
@@ -74,8 +97,14 @@ impl Settings {
         if self.host.is_empty() {
             failures.push(CheckFailure::new("host", "must not be empty"));
         }
-        if self.port == 0 {
+        if self.port().is_none() {
             failures.push(CheckFailure::new("port", "must be a port number, 1 to 65535"));
+        }
+        if self.connect_timeout.within(0..=i64::from(u32::MAX)).is_none() {
+            failures.push(CheckFailure::new(
+                "connect_timeout",
+                "must be a whole number of seconds (0: no limit)",
+            ));
         }
         match self.sslmode.as_str() {
             "disable" | "allow" | "prefer" => {}
@@ -103,15 +132,20 @@ impl Settings {
         failures
     }
 
-    /// Where to connect.
+    /// The port, if it is one.
+    pub(crate) fn port(&self) -> Option<u16> {
+        self.port.within(1..=65535).and_then(|n| u16::try_from(n).ok())
+    }
+
+    /// Where to connect; the settings have no [`problems`](Self::problems).
     pub(crate) fn target(&self) -> Target {
+        let timeout = self.connect_timeout.within(1..=i64::from(u32::MAX));
         Target {
             host: self.host.clone(),
-            port: self.port,
+            port: self.port().unwrap_or(5432),
             username: self.username.clone(),
             password: self.password.as_ref().map(|p| p.expose().clone()),
-            connect_timeout: (self.connect_timeout > 0)
-                .then(|| Duration::from_secs(self.connect_timeout.into())),
+            connect_timeout: timeout.map(|s| Duration::from_secs(s.unsigned_abs())),
         }
     }
 }

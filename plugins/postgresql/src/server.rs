@@ -35,7 +35,7 @@ impl Server {
             .map_err(|e| {
                 ProviderError::Failed(format!(
                     "cannot connect to database `{database}` on {}:{} as `{}`: {e}",
-                    self.settings.host, self.settings.port, self.settings.username
+                    target.host, target.port, target.username
                 ))
             })
     }
@@ -51,7 +51,7 @@ impl Server {
             Err(e) if e.code() == Some(sqlstate::INVALID_CATALOG_NAME) => Ok(None),
             Err(e) => Err(ProviderError::Failed(format!(
                 "cannot connect to database `{database}` on {}:{} as `{}`: {e}",
-                self.settings.host, self.settings.port, self.settings.username
+                target.host, target.port, target.username
             ))),
         }
     }
