@@ -23,7 +23,13 @@ fn project(server: &Postgres, tcp: Option<&str>) -> Env {
     ));
     env.config("postgresql:host", server.host());
     env.config("postgresql:port", &server.port().to_string());
-    env.ok(&["config", "set", "postgresql:password", server.password(), "--secret"]);
+    env.ok(&[
+        "config",
+        "set",
+        "postgresql:password",
+        server.password(),
+        "--secret",
+    ]);
     env
 }
 
@@ -96,58 +102,136 @@ fn roles_databases_schemas_grants_and_extensions_live_on_the_server() {
     let out = env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("created"), "{out}");
     assert_eq!(
-        q(&pg, "postgres", "SELECT rolcanlogin, rolconnlimit, rolpassword LIKE 'SCRAM-SHA-256$%' FROM pg_authid WHERE rolname = 'lc_app'"),
+        q(
+            &pg,
+            "postgres",
+            "SELECT rolcanlogin, rolconnlimit, rolpassword LIKE 'SCRAM-SHA-256$%' FROM pg_authid WHERE rolname = 'lc_app'"
+        ),
         "t|3|t"
     );
-    assert_eq!(q(&pg, "postgres", "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'lc_readers'"), "f");
     assert_eq!(
-        q(&pg, "postgres", "SELECT pg_has_role('lc_app', 'lc_readers', 'MEMBER')"),
+        q(
+            &pg,
+            "postgres",
+            "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'lc_readers'"
+        ),
+        "f"
+    );
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT pg_has_role('lc_app', 'lc_readers', 'MEMBER')"
+        ),
         "t"
     );
-    let db_oid = q(&pg, "postgres", "SELECT oid FROM pg_database WHERE datname = 'lc_db'");
+    let db_oid = q(
+        &pg,
+        "postgres",
+        "SELECT oid FROM pg_database WHERE datname = 'lc_db'",
+    );
     assert_eq!(
-        q(&pg, "postgres", "SELECT pg_get_userbyid(datdba), pg_encoding_to_char(encoding), datconnlimit FROM pg_database WHERE datname = 'lc_db'"),
+        q(
+            &pg,
+            "postgres",
+            "SELECT pg_get_userbyid(datdba), pg_encoding_to_char(encoding), datconnlimit FROM pg_database WHERE datname = 'lc_db'"
+        ),
         "lc_app|UTF8|7"
     );
     assert_eq!(
-        q(&pg, "lc_db", "SELECT schema_owner FROM information_schema.schemata WHERE schema_name = 'lc_data'"),
+        q(
+            &pg,
+            "lc_db",
+            "SELECT schema_owner FROM information_schema.schemata WHERE schema_name = 'lc_data'"
+        ),
         "lc_app"
     );
     assert_eq!(
-        q(&pg, "lc_db", "SELECT has_database_privilege('lc_readers', 'lc_db', 'CONNECT'), has_schema_privilege('lc_readers', 'lc_data', 'USAGE'), has_schema_privilege('lc_readers', 'lc_data', 'CREATE')"),
+        q(
+            &pg,
+            "lc_db",
+            "SELECT has_database_privilege('lc_readers', 'lc_db', 'CONNECT'), has_schema_privilege('lc_readers', 'lc_data', 'USAGE'), has_schema_privilege('lc_readers', 'lc_data', 'CREATE')"
+        ),
         "t|t|f"
     );
     assert_eq!(
-        q(&pg, "lc_db", "SELECT e.extversion <> '' AND n.nspname = 'lc_data' FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE extname = 'hstore'"),
+        q(
+            &pg,
+            "lc_db",
+            "SELECT e.extversion <> '' AND n.nspname = 'lc_data' FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE extname = 'hstore'"
+        ),
         "t"
     );
     // Default privileges: a table the owner creates later is readable by the readers.
-    pg.psql("lc_db", "SET ROLE lc_app; CREATE TABLE lc_data.later (x int)").unwrap();
+    pg.psql(
+        "lc_db",
+        "SET ROLE lc_app; CREATE TABLE lc_data.later (x int)",
+    )
+    .unwrap();
     assert_eq!(
-        q(&pg, "lc_db", "SELECT has_table_privilege('lc_readers', 'lc_data.later', 'SELECT'), has_table_privilege('lc_readers', 'lc_data.later', 'INSERT')"),
+        q(
+            &pg,
+            "lc_db",
+            "SELECT has_table_privilege('lc_readers', 'lc_data.later', 'SELECT'), has_table_privilege('lc_readers', 'lc_data.later', 'INSERT')"
+        ),
         "t|f"
     );
     env.ok(&["preview", "--expect-no-changes"]);
 
     // Update in place: the connection limit, the schema privileges, the database's name.
-    declare(&env, &spec(5, "lc_db_renamed", json!(["USAGE", "CREATE"]), "UTF8"));
+    declare(
+        &env,
+        &spec(5, "lc_db_renamed", json!(["USAGE", "CREATE"]), "UTF8"),
+    );
     let out = env.ok(&["up", "--yes"]);
-    assert!(!count_line(&out).contains("replaced"), "{out}");
-    assert_eq!(q(&pg, "postgres", "SELECT rolconnlimit FROM pg_roles WHERE rolname = 'lc_app'"), "5");
+    for kind in ["Role", "Database", "Schema", "Extension"] {
+        let kind = format!("postgresql:{kind} ");
+        assert!(
+            out.lines()
+                .any(|l| l.contains(&kind) && l.contains("updated")),
+            "{kind} is updated in place: {out}"
+        );
+    }
     assert_eq!(
-        q(&pg, "postgres", "SELECT oid FROM pg_database WHERE datname = 'lc_db_renamed'"),
+        q(
+            &pg,
+            "postgres",
+            "SELECT rolconnlimit FROM pg_roles WHERE rolname = 'lc_app'"
+        ),
+        "5"
+    );
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT oid FROM pg_database WHERE datname = 'lc_db_renamed'"
+        ),
         db_oid,
         "the database is renamed in place"
     );
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_database WHERE datname = 'lc_db'"), "0");
     assert_eq!(
-        q(&pg, "lc_db_renamed", "SELECT has_schema_privilege('lc_readers', 'lc_data', 'CREATE')"),
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_database WHERE datname = 'lc_db'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        q(
+            &pg,
+            "lc_db_renamed",
+            "SELECT has_schema_privilege('lc_readers', 'lc_data', 'CREATE')"
+        ),
         "t"
     );
     env.ok(&["preview", "--expect-no-changes"]);
 
     // Replace: the encoding is fixed at creation.
-    declare(&env, &spec(5, "lc_db_renamed", json!(["USAGE", "CREATE"]), "SQL_ASCII"));
+    declare(
+        &env,
+        &spec(5, "lc_db_renamed", json!(["USAGE", "CREATE"]), "SQL_ASCII"),
+    );
     let out = env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("replaced"), "{out}");
     assert_eq!(
@@ -156,7 +240,11 @@ fn roles_databases_schemas_grants_and_extensions_live_on_the_server() {
         "SQL_ASCII|t"
     );
     assert_eq!(
-        q(&pg, "lc_db_renamed", "SELECT has_schema_privilege('lc_readers', 'lc_data', 'CREATE')"),
+        q(
+            &pg,
+            "lc_db_renamed",
+            "SELECT has_schema_privilege('lc_readers', 'lc_data', 'CREATE')"
+        ),
         "t",
         "what depends on the database is re-created in the new one"
     );
@@ -164,10 +252,21 @@ fn roles_databases_schemas_grants_and_extensions_live_on_the_server() {
     // Destroy leaves nothing.
     env.ok(&["destroy", "--yes"]);
     assert_eq!(
-        q(&pg, "postgres", "SELECT count(*) FROM pg_roles WHERE rolname IN ('lc_app', 'lc_readers')"),
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_roles WHERE rolname IN ('lc_app', 'lc_readers')"
+        ),
         "0"
     );
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_database WHERE datname LIKE 'lc_db%'"), "0");
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_database WHERE datname LIKE 'lc_db%'"
+        ),
+        "0"
+    );
 }
 
 #[test]
@@ -184,13 +283,20 @@ fn refresh_finds_changes_and_drops_made_out_of_band() {
     env.ok(&["up", "--yes"]);
     env.ok(&["refresh", "--expect-no-changes"]);
 
-    pg.psql("postgres", "ALTER ROLE rf_owner CONNECTION LIMIT 9 NOCREATEDB").unwrap();
+    pg.psql(
+        "postgres",
+        "ALTER ROLE rf_owner CONNECTION LIMIT 9 NOCREATEDB",
+    )
+    .unwrap();
     pg.psql("postgres", "DROP DATABASE rf_db").unwrap();
     env.fails(&["refresh", "--expect-no-changes"]);
     let out = env.ok(&["refresh", "--yes"]);
     assert!(out.contains("connection_limit"), "{out}");
     let state = env.export().to_string();
-    assert!(!state.contains("postgresql:Database::db"), "the dropped database leaves the state");
+    assert!(
+        !state.contains("postgresql:Database::db"),
+        "the dropped database leaves the state"
+    );
     let role = env.export()["snapshot"]["resources"]
         .as_array()
         .unwrap()
@@ -204,36 +310,76 @@ fn refresh_finds_changes_and_drops_made_out_of_band() {
     // `up` puts back what the program declares.
     env.ok(&["up", "--yes"]);
     assert_eq!(
-        q(&pg, "postgres", "SELECT rolconnlimit, rolcreatedb FROM pg_roles WHERE rolname = 'rf_owner'"),
+        q(
+            &pg,
+            "postgres",
+            "SELECT rolconnlimit, rolcreatedb FROM pg_roles WHERE rolname = 'rf_owner'"
+        ),
         "2|t"
     );
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_database WHERE datname = 'rf_db'"), "1");
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_database WHERE datname = 'rf_db'"
+        ),
+        "1"
+    );
     env.ok(&["destroy", "--yes"]);
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_roles WHERE rolname = 'rf_owner'"), "0");
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_roles WHERE rolname = 'rf_owner'"
+        ),
+        "0"
+    );
 }
 
 #[test]
 fn existing_objects_are_imported_by_id() {
     let pg = shared();
-    pg.psql("postgres", "CREATE ROLE im_role LOGIN CONNECTION LIMIT 4").unwrap();
-    pg.psql("postgres", "CREATE DATABASE im_db OWNER im_role").unwrap();
-    pg.psql("im_db", "CREATE SCHEMA im_schema AUTHORIZATION im_role").unwrap();
+    pg.psql("postgres", "CREATE ROLE im_role LOGIN CONNECTION LIMIT 4")
+        .unwrap();
+    pg.psql("postgres", "CREATE DATABASE im_db OWNER im_role")
+        .unwrap();
+    pg.psql("im_db", "CREATE SCHEMA im_schema AUTHORIZATION im_role")
+        .unwrap();
     let env = granted(&pg);
-    let role_oid = q(&pg, "postgres", "SELECT oid FROM pg_roles WHERE rolname = 'im_role'");
+    let role_oid = q(
+        &pg,
+        "postgres",
+        "SELECT oid FROM pg_roles WHERE rolname = 'im_role'",
+    );
     declare(
         &env,
         &json!([
             {"type": "postgresql:Role", "name": "role", "import": "im_role",
              "inputs": {"name": "im_role", "login": true, "connection_limit": 4}},
             {"type": "postgresql:Database", "name": "db", "import": "im_db",
-             "inputs": {"name": "im_db", "owner": "im_role"}},
+             "inputs": {"name": "im_db", "owner": {"$output": ["role", "name"]}}},
             {"type": "postgresql:Schema", "name": "schema", "import": "im_db/im_schema",
-             "inputs": {"name": "im_schema", "database": "im_db", "owner": "im_role"}},
+             "inputs": {"name": "im_schema", "database": {"$output": ["db", "name"]},
+                        "owner": {"$output": ["role", "name"]}}},
         ]),
     );
     env.ok(&["up", "--yes"]);
     let ids = env.resources();
     assert!(ids.contains(&("role".to_owned(), role_oid)), "{ids:?}");
+    let db_oid = q(
+        &pg,
+        "postgres",
+        "SELECT oid FROM pg_database WHERE datname = 'im_db'",
+    );
+    let schema_oid = q(
+        &pg,
+        "im_db",
+        "SELECT oid FROM pg_namespace WHERE nspname = 'im_schema'",
+    );
+    assert!(
+        ids.contains(&("schema".to_owned(), format!("{db_oid}/{schema_oid}"))),
+        "{ids:?}"
+    );
     env.ok(&["preview", "--expect-no-changes"]);
 
     // An import whose inputs differ from what exists is refused, naming the difference.
@@ -246,9 +392,33 @@ fn existing_objects_are_imported_by_id() {
     let err = other.fails(&["up", "--yes"]);
     assert!(err.contains("connection_limit"), "{err}");
 
-    env.ok(&["destroy", "--yes"]);
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_roles WHERE rolname = 'im_role'"), "0");
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_database WHERE datname = 'im_db'"), "0");
+    let out = env.run(&["destroy", "--yes"]);
+    assert!(
+        out.status.success(),
+        "{}\nwhat depends on im_role: {}",
+        String::from_utf8_lossy(&out.stderr),
+        q(
+            &pg,
+            "postgres",
+            "SELECT d.datname, s.classid::regclass, s.objid, s.deptype FROM pg_shdepend s LEFT JOIN pg_database d ON d.oid = s.dbid WHERE s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = 'im_role')"
+        )
+    );
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_roles WHERE rolname = 'im_role'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_database WHERE datname = 'im_db'"
+        ),
+        "0"
+    );
 }
 
 #[test]
@@ -259,7 +429,9 @@ fn the_server_endpoint_must_be_granted_exactly() {
     // The refusal names the endpoint and the Plinth.yaml lines that grant it.
     let refused = |err: &str| {
         let line = err.lines().position(|l| l.trim() == "tcp:");
-        let item = line.and_then(|i| err.lines().nth(i + 1)).unwrap_or_default();
+        let item = line
+            .and_then(|i| err.lines().nth(i + 1))
+            .unwrap_or_default();
         err.contains("plugin `postgresql`")
             && err.contains("Plinth.yaml")
             && item.trim_start().starts_with("- ")
@@ -276,12 +448,26 @@ fn the_server_endpoint_must_be_granted_exactly() {
     let err = other_port.fails(&["up", "--yes"]);
     assert!(refused(&err), "{err}");
     assert!(err.contains("has `tcp:` already"), "{err}");
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_roles WHERE rolname = 'gr_role'"), "0");
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_roles WHERE rolname = 'gr_role'"
+        ),
+        "0"
+    );
 
     let exact = granted(&pg);
     declare(&exact, &resources);
     exact.ok(&["up", "--yes"]);
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_roles WHERE rolname = 'gr_role'"), "1");
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_roles WHERE rolname = 'gr_role'"
+        ),
+        "1"
+    );
     exact.ok(&["destroy", "--yes"]);
 }
 
@@ -289,39 +475,70 @@ fn the_server_endpoint_must_be_granted_exactly() {
 fn the_password_never_leaves_the_secret() {
     // A server of its own: it logs every statement.
     let pg = Postgres::start().unwrap();
-    pg.psql("postgres", "ALTER SYSTEM SET log_statement = 'all'").unwrap();
+    pg.psql("postgres", "ALTER SYSTEM SET log_statement = 'all'")
+        .unwrap();
     pg.psql("postgres", "SELECT pg_reload_conf()").unwrap();
     let env = granted(&pg);
     let password = "pw-Zq8r3TtV0xWm2N";
     env.ok(&["config", "set", "role_password", password, "--secret"]);
     declare(
         &env,
-        &json!([role("app", json!({"name": "pw_app", "login": true,
-                                   "password": {"$secret": "role_password"}}))]),
+        &json!([role(
+            "app",
+            json!({"name": "pw_app", "login": true,
+                                   "password": {"$secret": "role_password"}})
+        )]),
     );
     let mut up = env.command(&["up", "--yes", "-v"]);
     up.env("RUST_LOG", "debug");
     // What `ps` shows of plinth is its command line: the password reaches plinth only as sealed
     // stack config, and the provider starts no process.
-    let args: Vec<_> = up.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+    let args: Vec<_> = up
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     assert!(args.iter().all(|a| !a.contains(password)), "{args:?}");
     let output = up.output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let ps = std::process::Command::new("ps").args(["-eww", "-o", "args"]).output().unwrap();
-    assert!(!String::from_utf8_lossy(&ps.stdout).contains(password), "a process shows it");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ps = std::process::Command::new("ps")
+        .args(["-eww", "-o", "args"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&ps.stdout).contains(password),
+        "a process shows it"
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stdout.contains(password) && !stderr.contains(password), "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains(password) && !stderr.contains(password),
+        "{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("[secret]"), "{stdout}");
 
     // The password works: the role logs in with it.
     let login = std::process::Command::new("psql")
         .args(["-X", "-At", "-h", "127.0.0.1", "-p", &pg.port().to_string()])
-        .args(["-U", "pw_app", "-d", "postgres", "-c", "SELECT current_user"])
+        .args([
+            "-U",
+            "pw_app",
+            "-d",
+            "postgres",
+            "-c",
+            "SELECT current_user",
+        ])
         .env("PGPASSWORD", password)
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&login.stdout).trim(), "pw_app", "{login:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&login.stdout).trim(),
+        "pw_app",
+        "{login:?}"
+    );
 
     // State: sealed. Server log: only a SCRAM verifier went over the wire.
     for (path, bytes) in env.state_files() {
@@ -332,7 +549,10 @@ fn the_password_never_leaves_the_secret() {
         );
     }
     let log = std::fs::read_to_string(pg.log_path()).unwrap();
-    assert!(log.contains("CREATE ROLE \"pw_app\""), "statements are logged");
+    assert!(
+        log.contains("CREATE ROLE \"pw_app\""),
+        "statements are logged"
+    );
     assert!(!log.contains(password), "the server log holds the password");
 
     // Nor does an error about the role.
@@ -344,7 +564,10 @@ fn the_password_never_leaves_the_secret() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!all.contains("changed-password-1") && !all.contains(password), "{all}");
+    assert!(
+        !all.contains("changed-password-1") && !all.contains(password),
+        "{all}"
+    );
     env.ok(&["destroy", "--yes"]);
 }
 
@@ -360,7 +583,8 @@ fn hostile_names_round_trip_as_names() {
         &env,
         &json!([
             role("r", json!({"name": quote_role})),
-            {"type": "postgresql:Database", "name": "db", "inputs": {"name": unicode_db, "owner": quote_role}},
+            {"type": "postgresql:Database", "name": "db",
+             "inputs": {"name": unicode_db, "owner": {"$output": ["r", "name"]}}},
             {"type": "postgresql:Schema", "name": "s",
              "inputs": {"name": long_schema, "database": {"$output": ["db", "name"]}, "owner": {"$output": ["r", "name"]}}},
             {"type": "postgresql:Grant", "name": "g",
@@ -371,26 +595,70 @@ fn hostile_names_round_trip_as_names() {
     env.ok(&["up", "--yes"]);
     let lit = |s: &str| format!("'{}'", s.replace('\'', "''"));
     assert_eq!(
-        q(&pg, "postgres", &format!("SELECT count(*) FROM pg_roles WHERE rolname = {}", lit(quote_role))),
+        q(
+            &pg,
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_roles WHERE rolname = {}",
+                lit(quote_role)
+            )
+        ),
         "1"
     );
-    assert_eq!(q(&pg, "postgres", "SELECT count(*) FROM pg_database WHERE datname = 'postgres'"), "1");
     assert_eq!(
-        q(&pg, "postgres", &format!("SELECT pg_get_userbyid(datdba) = {} FROM pg_database WHERE datname = {}", lit(quote_role), lit(unicode_db))),
+        q(
+            &pg,
+            "postgres",
+            "SELECT count(*) FROM pg_database WHERE datname = 'postgres'"
+        ),
+        "1"
+    );
+    assert_eq!(
+        q(
+            &pg,
+            "postgres",
+            &format!(
+                "SELECT pg_get_userbyid(datdba) = {} FROM pg_database WHERE datname = {}",
+                lit(quote_role),
+                lit(unicode_db)
+            )
+        ),
         "t"
     );
     assert_eq!(
-        q(&pg, unicode_db, &format!("SELECT count(*) FROM pg_namespace WHERE nspname = {}", lit(&long_schema))),
+        q(
+            &pg,
+            unicode_db,
+            &format!(
+                "SELECT count(*) FROM pg_namespace WHERE nspname = {}",
+                lit(&long_schema)
+            )
+        ),
         "1"
     );
     assert_eq!(
-        q(&pg, "postgres", &format!("SELECT has_database_privilege({}, {}, 'TEMPORARY')", lit(quote_role), lit(unicode_db))),
+        q(
+            &pg,
+            "postgres",
+            &format!(
+                "SELECT has_database_privilege({}, {}, 'TEMPORARY')",
+                lit(quote_role),
+                lit(unicode_db)
+            )
+        ),
         "t"
     );
     env.ok(&["preview", "--expect-no-changes"]);
     env.ok(&["destroy", "--yes"]);
     assert_eq!(
-        q(&pg, "postgres", &format!("SELECT count(*) FROM pg_roles WHERE rolname = {}", lit(quote_role))),
+        q(
+            &pg,
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_roles WHERE rolname = {}",
+                lit(quote_role)
+            )
+        ),
         "0"
     );
 
@@ -398,5 +666,8 @@ fn hostile_names_round_trip_as_names() {
     let too_long = format!("{long_schema}x");
     declare(&env, &json!([role("r", json!({"name": too_long}))]));
     let err = env.fails(&["preview"]);
-    assert!(err.contains("64 bytes") && err.contains("at most 63"), "{err}");
+    assert!(
+        err.contains("64 bytes") && err.contains("at most 63"),
+        "{err}"
+    );
 }

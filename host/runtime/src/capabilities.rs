@@ -201,13 +201,12 @@ pub(crate) fn check_configured(
         };
         configured::resolve(pattern, config, schema).map_err(unresolved)
     };
-    let not_an_endpoint = |pattern: &String, resolved: &str, e: PatternError| {
-        CapabilityError::Unresolved {
+    let not_an_endpoint =
+        |pattern: &String, resolved: &str, e: PatternError| CapabilityError::Unresolved {
             plugin: plugin.to_owned(),
             pattern: pattern.clone(),
             reason: format!("the configuration makes it `{resolved}`, which is not one: {e}"),
-        }
-    };
+        };
     for (asked, granted, missing_kind) in [
         (
             &asked.tcp,
@@ -220,8 +219,8 @@ pub(crate) fn check_configured(
             let Some(resolved) = resolve(pattern)? else {
                 continue;
             };
-            let wanted: EndpointPattern = (resolved.parse())
-                .map_err(|e| not_an_endpoint(pattern, &resolved, e))?;
+            let wanted: EndpointPattern =
+                (resolved.parse()).map_err(|e| not_an_endpoint(pattern, &resolved, e))?;
             if !granted.iter().any(|g| endpoint_covers(g, &wanted)) {
                 missing.push(missing_kind(wanted.to_string()));
             }
@@ -471,6 +470,44 @@ mod tests {
         };
         let some = grants(vec![], &["REGION", "OTHER"], &[], &[]);
         assert_eq!(missing(&asked, &some), [Missing::Env("TOKEN".into())]);
+    }
+
+    #[test]
+    fn patterns_that_follow_configuration_are_checked_once_configured() {
+        use plinth_engine::schema::PropertyType;
+        use plinth_engine::value::Value;
+
+        let mut port = PropertySchema::new("port", PropertyType::Integer);
+        port.default = Some(Value::Integer(5432));
+        let schema = vec![PropertySchema::new("host", PropertyType::String), port];
+        let asked = Capabilities {
+            tcp: vec!["{host}:{port}".into()],
+            ..Capabilities::default()
+        };
+        // At load, nothing is known: only the form is checked.
+        assert!(check("pg", &asked, &schema, &Grants::default(), &PlainAdvice).is_ok());
+        let typo = Capabilities {
+            tcp: vec!["{hots}:{port}".into()],
+            ..Capabilities::default()
+        };
+        let err = check("pg", &typo, &schema, &Grants::default(), &PlainAdvice).unwrap_err();
+        assert!(matches!(err, CapabilityError::Malformed { .. }), "{err}");
+
+        let config: PropertyMap = [("host".to_owned(), Value::from("db.internal"))].into();
+        let exact = grants(vec![], &[], &["db.internal:5432"], &[]);
+        assert!(check_configured("pg", &asked, &config, &schema, &exact, &PlainAdvice).is_ok());
+        let other_port = grants(vec![], &[], &["db.internal:5433"], &[]);
+        let err = check_configured("pg", &asked, &config, &schema, &other_port, &PlainAdvice)
+            .unwrap_err();
+        let CapabilityError::NotGranted { missing, .. } = err else {
+            panic!("expected a refusal, got {err}");
+        };
+        assert_eq!(missing, [Missing::Tcp("db.internal:5432".into())]);
+        let unset = PropertyMap::new();
+        let err = check_configured("pg", &asked, &unset, &schema, &exact, &PlainAdvice)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`host` is not set"), "{err}");
     }
 
     #[test]

@@ -138,7 +138,10 @@ mod tests {
 
     #[test]
     fn keys_are_replaced_by_settings_or_defaults() {
-        let given = config(&[("host", "db.internal".into()), ("port", Value::Integer(6432))]);
+        let given = config(&[
+            ("host", "db.internal".into()),
+            ("port", Value::Integer(6432)),
+        ]);
         let resolved = resolve("{host}:{port}", &given, &schema()).unwrap();
         assert_eq!(resolved.as_deref(), Some("db.internal:6432"));
         let defaulted = config(&[("host", "10.0.0.5".into())]);
@@ -156,10 +159,26 @@ mod tests {
         let err = resolve("{host}:1", &secret, &schema()).unwrap_err();
         assert!(err.contains("secret"), "{err}");
         assert!(validate("{host}:{port}", &schema()).is_ok());
-        assert!(validate("{hots}:1", &schema()).unwrap_err().contains("not a setting"));
-        assert!(validate("{host:1", &schema()).unwrap_err().contains("without its"));
-        assert!(validate("host}:1", &schema()).unwrap_err().contains("without its"));
-        assert!(validate("{a b}:1", &schema()).unwrap_err().contains("not a configuration key"));
+        assert!(
+            validate("{hots}:1", &schema())
+                .unwrap_err()
+                .contains("not a setting")
+        );
+        assert!(
+            validate("{host:1", &schema())
+                .unwrap_err()
+                .contains("without its")
+        );
+        assert!(
+            validate("host}:1", &schema())
+                .unwrap_err()
+                .contains("without its")
+        );
+        assert!(
+            validate("{a b}:1", &schema())
+                .unwrap_err()
+                .contains("not a configuration key")
+        );
         assert!(is_configured("{host}:1") && !is_configured("db:1"));
     }
 }

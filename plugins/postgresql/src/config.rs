@@ -98,9 +98,16 @@ impl Settings {
             failures.push(CheckFailure::new("host", "must not be empty"));
         }
         if self.port().is_none() {
-            failures.push(CheckFailure::new("port", "must be a port number, 1 to 65535"));
+            failures.push(CheckFailure::new(
+                "port",
+                "must be a port number, 1 to 65535",
+            ));
         }
-        if self.connect_timeout.within(0..=i64::from(u32::MAX)).is_none() {
+        if self
+            .connect_timeout
+            .within(0..=i64::from(u32::MAX))
+            .is_none()
+        {
             failures.push(CheckFailure::new(
                 "connect_timeout",
                 "must be a whole number of seconds (0: no limit)",
@@ -134,7 +141,9 @@ impl Settings {
 
     /// The port, if it is one.
     pub(crate) fn port(&self) -> Option<u16> {
-        self.port.within(1..=65535).and_then(|n| u16::try_from(n).ok())
+        self.port
+            .within(1..=65535)
+            .and_then(|n| u16::try_from(n).ok())
     }
 
     /// Where to connect; the settings have no [`problems`](Self::problems).

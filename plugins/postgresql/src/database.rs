@@ -99,17 +99,19 @@ fn fetch(
          WHERE {}",
         lookup.condition("oid", "datname")
     );
-    Ok(session.row("reading the database", &sql)?.map(|row| DatabaseOutputs {
-        oid: text(&row, 0).parse().unwrap_or_default(),
-        name: text(&row, 1),
-        owner: text(&row, 2),
-        encoding: text(&row, 3),
-        lc_collate: text(&row, 4),
-        lc_ctype: text(&row, 5),
-        connection_limit: text(&row, 6).parse().unwrap_or(-1),
-        allow_connections: sql::boolean(row[7].as_deref()),
-        is_template: sql::boolean(row[8].as_deref()),
-    }))
+    Ok(session
+        .row("reading the database", &sql)?
+        .map(|row| DatabaseOutputs {
+            oid: text(&row, 0).parse().unwrap_or_default(),
+            name: text(&row, 1),
+            owner: text(&row, 2),
+            encoding: text(&row, 3),
+            lc_collate: text(&row, 4),
+            lc_ctype: text(&row, 5),
+            connection_limit: text(&row, 6).parse().unwrap_or(-1),
+            allow_connections: sql::boolean(row[7].as_deref()),
+            is_template: sql::boolean(row[8].as_deref()),
+        }))
 }
 
 /// The inputs that describe `found`; what was not asked for stays unasked, and spellings of the
@@ -157,8 +159,7 @@ impl TypedResource for Database {
     type Outputs = DatabaseOutputs;
 
     fn schema(&self) -> ResourceSchema {
-        ResourceSchema::derive::<Self>("postgresql:Database")
-            .describe("A PostgreSQL database.")
+        ResourceSchema::derive::<Self>("postgresql:Database").describe("A PostgreSQL database.")
     }
 
     fn validate(&self, _: &ResourceContext<'_>, db: &DatabaseInputs) -> Vec<CheckFailure> {
@@ -200,8 +201,8 @@ impl TypedResource for Database {
         sql += &settings(&db);
         // CREATE DATABASE cannot run in a transaction: it is a statement of its own.
         session.run(&format!("creating database `{}`", db.name), &sql)?;
-        let outputs = fetch(&mut session, Lookup::Name(&db.name))?
-            .ok_or_else(|| Database::gone(&db.name))?;
+        let outputs =
+            fetch(&mut session, Lookup::Name(&db.name))?.ok_or_else(|| Database::gone(&db.name))?;
         Ok(Created {
             id: outputs.oid.to_string(),
             outputs,
@@ -253,7 +254,11 @@ impl TypedResource for Database {
         {
             session.run(
                 &doing,
-                &format!("ALTER DATABASE {} OWNER TO {}", ident(&new.name), ident(owner)),
+                &format!(
+                    "ALTER DATABASE {} OWNER TO {}",
+                    ident(&new.name),
+                    ident(owner)
+                ),
             )?;
         }
         session.run(

@@ -145,7 +145,10 @@ impl DefaultPrivileges {
     }
 
     /// `d` as the catalogs have it.
-    fn observed(&self, d: &DefaultPrivilegesInputs) -> Result<DefaultPrivilegesInputs, ProviderError> {
+    fn observed(
+        &self,
+        d: &DefaultPrivilegesInputs,
+    ) -> Result<DefaultPrivilegesInputs, ProviderError> {
         let kind = kind_of(d)?;
         let (held, grantable) = self.held(d)?.ok_or_else(|| {
             ProviderError::failed("a role, the database or the schema of the defaults is gone")
@@ -163,9 +166,8 @@ impl TypedResource for DefaultPrivileges {
     type Outputs = DefaultPrivilegesInputs;
 
     fn schema(&self) -> ResourceSchema {
-        ResourceSchema::derive::<Self>("postgresql:DefaultPrivileges").describe(
-            "The privileges a role gets on the objects another role creates from now on.",
-        )
+        ResourceSchema::derive::<Self>("postgresql:DefaultPrivileges")
+            .describe("The privileges a role gets on the objects another role creates from now on.")
     }
 
     fn validate(&self, _: &ResourceContext<'_>, d: &DefaultPrivilegesInputs) -> Vec<CheckFailure> {
@@ -277,7 +279,15 @@ impl TypedResource for DefaultPrivileges {
             return Ok(());
         }
         let mut session = self.0.connect(Some(&d.database))?;
-        let sql = format!("{} REVOKE ALL ON {} FROM {}", scope(&d), kind.plural(), grantee(&d.role));
-        session.run(&format!("revoking default privileges of `{}`", d.role), &sql)
+        let sql = format!(
+            "{} REVOKE ALL ON {} FROM {}",
+            scope(&d),
+            kind.plural(),
+            grantee(&d.role)
+        );
+        session.run(
+            &format!("revoking default privileges of `{}`", d.role),
+            &sql,
+        )
     }
 }

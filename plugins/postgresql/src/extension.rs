@@ -1,7 +1,8 @@
 //! `postgresql:Extension`: an extension installed in a database.
 //!
-//! The id, which import takes too, is `DATABASE/NAME`. A change of `schema` moves the extension,
-//! one of `version` updates it; `name` and `database` replace it.
+//! The id is `DATABASE-OID/NAME` (import also takes `DATABASE/NAME`), so a database renamed in
+//! place keeps its extensions. A change of `schema` moves the extension, one of `version`
+//! updates it, one of `name` replaces it; it cannot move to another database in place.
 
 use plinth_sdk::{
     CheckFailure, Created, ProviderError, ReadResult, ResourceContext, ResourceSchema,
@@ -19,8 +20,7 @@ pub(crate) struct ExtensionInputs {
     /// The extension, such as `pgcrypto` or `hstore`.
     #[schemars(extend("x-plinth-replace-on-change" = true))]
     pub(crate) name: String,
-    /// The database it is installed in.
-    #[schemars(extend("x-plinth-replace-on-change" = true))]
+    /// The database it is installed in (renaming that database in place keeps it).
     pub(crate) database: String,
     /// The schema its objects go in; absent: the first one of the search path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,19 +55,23 @@ fn fetch(
          JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = {}",
         literal(name)
     );
-    Ok(session.row("reading the extension", &sql)?.map(|row| ExtensionOutputs {
-        name: text(&row, 0),
-        schema: text(&row, 1),
-        version: text(&row, 2),
-        database: database.to_owned(),
-    }))
+    Ok(session
+        .row("reading the extension", &sql)?
+        .map(|row| ExtensionOutputs {
+            name: text(&row, 0),
+            schema: text(&row, 1),
+            version: text(&row, 2),
+            database: database.to_owned(),
+        }))
 }
 
 fn split_id(id: &str) -> Result<(&str, &str), ProviderError> {
     id.rsplit_once('/')
         .filter(|(db, name)| !db.is_empty() && !name.is_empty())
         .ok_or_else(|| {
-            ProviderError::failed(format!("`{id}` is not an extension id; it is `DATABASE/NAME`"))
+            ProviderError::failed(format!(
+                "`{id}` is not an extension id; it is `DATABASE/NAME`"
+            ))
         })
 }
 
@@ -111,7 +115,7 @@ impl TypedResource for Extension {
         let outputs =
             fetch(&mut session, &e.database, &e.name)?.ok_or_else(|| Extension::gone(&e.name))?;
         Ok(Created {
-            id: format!("{}/{}", e.database, e.name),
+            id: format!("{}/{}", session.database_oid()?, e.name),
             outputs,
         })
     }
@@ -124,17 +128,20 @@ impl TypedResource for Extension {
         _: ExtensionOutputs,
     ) -> Result<Option<ReadResult<ExtensionInputs, ExtensionOutputs>>, ProviderError> {
         let (database, name) = split_id(&id)?;
-        let Some(mut session) = self.0.connect_if_exists(database)? else {
+        let Some(database) = self.0.database_name(database)? else {
             return Ok(None);
         };
-        let Some(found) = fetch(&mut session, database, name)? else {
+        let Some(mut session) = self.0.connect_if_exists(&database)? else {
+            return Ok(None);
+        };
+        let Some(found) = fetch(&mut session, &database, name)? else {
             return Ok(None);
         };
         Ok(Some(ReadResult {
-            id: id.clone(),
+            id: format!("{}/{name}", session.database_oid()?),
             inputs: ExtensionInputs {
                 name: found.name.clone(),
-                database: database.to_owned(),
+                database: database.clone(),
                 schema: inputs.schema.as_ref().map(|_| found.schema.clone()),
                 version: inputs.version.as_ref().map(|_| found.version.clone()),
             },
@@ -145,11 +152,21 @@ impl TypedResource for Extension {
     fn update(
         &self,
         _: &ResourceContext<'_>,
-        _: &str,
+        id: &str,
         _: ExtensionInputs,
         _: ExtensionOutputs,
         new: ExtensionInputs,
     ) -> Result<ExtensionOutputs, ProviderError> {
+        let (database, _) = split_id(id)?;
+        let database =
+            (self.0.database_name(database)?).ok_or_else(|| Extension::gone(&new.name))?;
+        if database != new.database {
+            return Err(ProviderError::failed(format!(
+                "extension `{}` is in database `{database}` and cannot move to `{}` in place; \
+                 replace it (`plinth up --replace` with its URN) to create it there",
+                new.name, new.database
+            )));
+        }
         let mut session = self.0.connect(Some(&new.database))?;
         let current = fetch(&mut session, &new.database, &new.name)?
             .ok_or_else(|| Extension::gone(&new.name))?;
@@ -157,12 +174,20 @@ impl TypedResource for Extension {
         if let Some(schema) = &new.schema
             && *schema != current.schema
         {
-            sql += &format!("ALTER EXTENSION {} SET SCHEMA {};", ident(&new.name), ident(schema));
+            sql += &format!(
+                "ALTER EXTENSION {} SET SCHEMA {};",
+                ident(&new.name),
+                ident(schema)
+            );
         }
         if let Some(version) = &new.version
             && *version != current.version
         {
-            sql += &format!("ALTER EXTENSION {} UPDATE TO {};", ident(&new.name), literal(version));
+            sql += &format!(
+                "ALTER EXTENSION {} UPDATE TO {};",
+                ident(&new.name),
+                literal(version)
+            );
         }
         if !sql.is_empty() {
             session.run(&format!("updating extension `{}`", new.name), &sql)?;
@@ -178,10 +203,13 @@ impl TypedResource for Extension {
         _: ExtensionOutputs,
     ) -> Result<(), ProviderError> {
         let (database, name) = split_id(id)?;
-        let Some(mut session) = self.0.connect_if_exists(database)? else {
+        let Some(database) = self.0.database_name(database)? else {
             return Ok(());
         };
-        if fetch(&mut session, database, name)?.is_none() {
+        let Some(mut session) = self.0.connect_if_exists(&database)? else {
+            return Ok(());
+        };
+        if fetch(&mut session, &database, name)?.is_none() {
             return Ok(());
         }
         session.run(

@@ -83,7 +83,10 @@ pub(crate) fn grantee_oid(role: &str) -> String {
     if role.eq_ignore_ascii_case("public") {
         "0".to_owned()
     } else {
-        format!("(SELECT oid FROM pg_roles WHERE rolname = {})", literal(role))
+        format!(
+            "(SELECT oid FROM pg_roles WHERE rolname = {})",
+            literal(role)
+        )
     }
 }
 
@@ -273,7 +276,10 @@ impl TypedResource for Grant {
     }
 
     fn validate(&self, _: &ResourceContext<'_>, grant: &GrantInputs) -> Vec<CheckFailure> {
-        let mut names = vec![("role", grant.role.as_str()), ("database", grant.database.as_str())];
+        let mut names = vec![
+            ("role", grant.role.as_str()),
+            ("database", grant.database.as_str()),
+        ];
         names.extend(grant.schema.as_deref().map(|s| ("schema", s)));
         names.extend(grant.objects.iter().map(|o| ("objects", o.as_str())));
         let mut failures = sql::check_names(names);

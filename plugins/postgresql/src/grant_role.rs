@@ -76,7 +76,10 @@ impl TypedResource for GrantRole {
             ("grant_role", m.grant_role.as_str()),
         ]);
         if m.role == m.grant_role {
-            failures.push(CheckFailure::new("grant_role", "a role cannot be a member of itself"));
+            failures.push(CheckFailure::new(
+                "grant_role",
+                "a role cannot be a member of itself",
+            ));
         }
         failures
     }

@@ -5,19 +5,20 @@
 //! |---|---|---|---|
 //! | `postgresql:Role` | OID (import: OID or name) | everything, `name` renames | — |
 //! | `postgresql:Database` | OID (import: OID or name) | `name` (rename), `owner`, `connection_limit`, `allow_connections`, `is_template` | `encoding`, `lc_collate`, `lc_ctype`, `template` |
-//! | `postgresql:Schema` | `DATABASE/OID` (import: `DATABASE/NAME`) | `name` (rename), `owner`, `drop_cascade` | `database` |
+//! | `postgresql:Schema` | `DATABASE-OID/OID` (import: `DATABASE/NAME`) | `name` (rename), `owner`, `drop_cascade` | — (cannot move between databases) |
 //! | `postgresql:Grant` | JSON of what it covers | `privileges`, `objects`, `with_grant_option` | `role`, `database`, `object_type`, `schema` |
 //! | `postgresql:GrantRole` | JSON `[role, grant_role]` | `with_admin_option` | `role`, `grant_role` |
-//! | `postgresql:Extension` | `DATABASE/NAME` | `schema`, `version` | `name`, `database` |
+//! | `postgresql:Extension` | `DATABASE-OID/NAME` (import: `DATABASE/NAME`) | `schema`, `version` | `name` |
 //! | `postgresql:DefaultPrivileges` | JSON of what it covers | `privileges`, `with_grant_option` | the others |
 //!
-//! The provider asks for exactly the TCP endpoint its configuration names (`{host}:{port}`):
+//! Replacements delete the old object first (names are unique). The provider asks for exactly the TCP endpoint its configuration names (`{host}:{port}`):
 //! the host resolves that capability when the provider is configured and checks it against the
 //! project's grants. Every name is quoted and every literal escaped; see [`sql`].
 
 mod config;
 mod database;
 mod default_privileges;
+mod delete_first;
 mod extension;
 mod grant;
 mod grant_role;
@@ -29,11 +30,12 @@ mod sql;
 mod wire;
 
 use plinth_sdk::{
-    Capabilities, PropertyMap, PropertySchema, Provider, ProviderError, ResourceType,
-    Typed, Value, from_value, properties_of,
+    Capabilities, PropertyMap, PropertySchema, Provider, ProviderError, ResourceType, Typed, Value,
+    from_value, properties_of,
 };
 
 use crate::config::Settings;
+use crate::delete_first::DeleteFirst;
 use crate::server::Server;
 
 /// The PostgreSQL provider, configured with its server.
@@ -67,13 +69,15 @@ impl Provider for Postgresql {
     fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {
         let server = &self.server;
         vec![
-            Box::new(Typed(role::Role(server.clone()))),
-            Box::new(Typed(database::Database(server.clone()))),
-            Box::new(Typed(schema::Schema(server.clone()))),
-            Box::new(Typed(grant::Grant(server.clone()))),
-            Box::new(Typed(grant_role::GrantRole(server.clone()))),
-            Box::new(Typed(extension::Extension(server.clone()))),
-            Box::new(Typed(default_privileges::DefaultPrivileges(server.clone()))),
+            Box::new(DeleteFirst(Typed(role::Role(server.clone())))),
+            Box::new(DeleteFirst(Typed(database::Database(server.clone())))),
+            Box::new(DeleteFirst(Typed(schema::Schema(server.clone())))),
+            Box::new(DeleteFirst(Typed(grant::Grant(server.clone())))),
+            Box::new(DeleteFirst(Typed(grant_role::GrantRole(server.clone())))),
+            Box::new(DeleteFirst(Typed(extension::Extension(server.clone())))),
+            Box::new(DeleteFirst(Typed(default_privileges::DefaultPrivileges(
+                server.clone(),
+            )))),
         ]
     }
 

@@ -133,7 +133,10 @@ mod tests {
         let set = expand(Kind::Database, &["temp".into(), "Connect".into()]).unwrap();
         assert!(set.contains("TEMPORARY") && set.contains("CONNECT"));
         let err = expand(Kind::Schema, &["SELECT".into()]).unwrap_err();
-        assert!(err.contains("SELECT is not a privilege of a schema"), "{err}");
+        assert!(
+            err.contains("SELECT is not a privilege of a schema"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -93,7 +93,8 @@ impl Role {
                 "CASE WHEN rolvaliduntil = {0}::timestamptz THEN {0} ELSE rolvaliduntil::text END",
                 literal(given)
             ),
-            None => "rolvaliduntil::text".to_owned(),
+            // Not asked for: `infinity` (what this provider sets) and none are the same.
+            None => "NULLIF(rolvaliduntil, 'infinity')::text".to_owned(),
         };
         let sql = format!(
             "SELECT oid, rolname, rolcanlogin, rolsuper, rolcreatedb, rolcreaterole, rolinherit, \
@@ -155,7 +156,10 @@ impl Role {
         inputs: &RoleInputs,
     ) -> Result<RoleOutputs, ProviderError> {
         let (oid, role) = Role::fetch(session, lookup, inputs)?.ok_or_else(|| {
-            ProviderError::failed(format!("role `{}` is gone after it was written", inputs.name))
+            ProviderError::failed(format!(
+                "role `{}` is gone after it was written",
+                inputs.name
+            ))
         })?;
         Ok(Role::outputs(oid, role))
     }
@@ -163,7 +167,13 @@ impl Role {
 
 /// The attribute clauses of `CREATE ROLE` and `ALTER ROLE`.
 fn attributes(role: &RoleInputs) -> String {
-    let flag = |on: bool, name: &str| if on { format!(" {name}") } else { format!(" NO{name}") };
+    let flag = |on: bool, name: &str| {
+        if on {
+            format!(" {name}")
+        } else {
+            format!(" NO{name}")
+        }
+    };
     let mut sql = String::from(" WITH");
     sql += &flag(role.login, "LOGIN");
     sql += &flag(role.superuser, "SUPERUSER");
@@ -223,7 +233,10 @@ impl TypedResource for Role {
             ));
         }
         if inputs.roles.contains(&inputs.name) {
-            failures.push(CheckFailure::new("roles", "a role cannot be a member of itself"));
+            failures.push(CheckFailure::new(
+                "roles",
+                "a role cannot be a member of itself",
+            ));
         }
         if inputs
             .password
@@ -304,8 +317,8 @@ impl TypedResource for Role {
         }
         sql += &format!("ALTER ROLE {}{}", ident(&new.name), attributes(&new));
         // Renaming keeps a SCRAM password; only a changed one is sent again.
-        let password_changed = old.password.as_ref().map(Secret::expose)
-            != new.password.as_ref().map(Secret::expose);
+        let password_changed =
+            old.password.as_ref().map(Secret::expose) != new.password.as_ref().map(Secret::expose);
         if password_changed {
             sql += &password(&new);
         }

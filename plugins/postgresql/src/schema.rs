@@ -1,8 +1,10 @@
 //! `postgresql:Schema`: a schema in a database, and its owner.
 //!
-//! The id is `DATABASE/OID`, so a change of `name` renames the schema in place; import takes
-//! `DATABASE/OID` or `DATABASE/NAME` (the database is what comes before the last `/`). A change
-//! of `database` replaces it. `drop_cascade` says whether deleting it also drops what it holds.
+//! The id is `DATABASE-OID/SCHEMA-OID`, so a change of `name` renames the schema in place, and a
+//! database renamed in place keeps its schemas; import also takes names, `DATABASE/SCHEMA` (the
+//! database is what comes before the last `/`). A schema cannot move to another database: that
+//! change fails, saying to replace it. `drop_cascade` says whether deleting it also drops what
+//! it holds.
 
 use plinth_sdk::{
     CheckFailure, Created, ProviderError, ReadResult, ResourceContext, ResourceSchema,
@@ -19,8 +21,7 @@ use crate::sql::{self, ident};
 pub(crate) struct SchemaInputs {
     /// The schema's name (at most 63 bytes); a change renames it.
     pub(crate) name: String,
-    /// The database it is in.
-    #[schemars(extend("x-plinth-replace-on-change" = true))]
+    /// The database it is in (renaming that database in place keeps the schema).
     pub(crate) database: String,
     /// The role that owns it; absent: the role the provider connects as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,7 +53,7 @@ fn split_id(id: &str) -> Result<(&str, &str), ProviderError> {
         .filter(|(db, schema)| !db.is_empty() && !schema.is_empty())
         .ok_or_else(|| {
             ProviderError::failed(format!(
-                "`{id}` is not a schema id; it is `DATABASE/SCHEMA` (a name or an OID)"
+                "`{id}` is not a schema id; it is `DATABASE/SCHEMA` (names or OIDs)"
             ))
         })
 }
@@ -66,17 +67,21 @@ fn fetch(
         "SELECT oid, nspname, pg_get_userbyid(nspowner) FROM pg_namespace WHERE {}",
         lookup.condition("oid", "nspname")
     );
-    Ok(session.row("reading the schema", &sql)?.map(|row| SchemaOutputs {
-        oid: text(&row, 0).parse().unwrap_or_default(),
-        name: text(&row, 1),
-        owner: text(&row, 2),
-        database: database.to_owned(),
-    }))
+    Ok(session
+        .row("reading the schema", &sql)?
+        .map(|row| SchemaOutputs {
+            oid: text(&row, 0).parse().unwrap_or_default(),
+            name: text(&row, 1),
+            owner: text(&row, 2),
+            database: database.to_owned(),
+        }))
 }
 
 impl Schema {
     fn gone(name: &str) -> ProviderError {
-        ProviderError::failed(format!("schema `{name}` no longer exists; run `plinth refresh`"))
+        ProviderError::failed(format!(
+            "schema `{name}` no longer exists; run `plinth refresh`"
+        ))
     }
 }
 
@@ -109,7 +114,7 @@ impl TypedResource for Schema {
         let outputs = fetch(&mut session, &s.database, Lookup::Name(&s.name))?
             .ok_or_else(|| Schema::gone(&s.name))?;
         Ok(Created {
-            id: format!("{}/{}", s.database, outputs.oid),
+            id: format!("{}/{}", session.database_oid()?, outputs.oid),
             outputs,
         })
     }
@@ -122,17 +127,20 @@ impl TypedResource for Schema {
         _: SchemaOutputs,
     ) -> Result<Option<ReadResult<SchemaInputs, SchemaOutputs>>, ProviderError> {
         let (database, schema) = split_id(&id)?;
-        let Some(mut session) = self.0.connect_if_exists(database)? else {
+        let Some(database) = self.0.database_name(database)? else {
             return Ok(None);
         };
-        let Some(found) = fetch(&mut session, database, Lookup::of(schema))? else {
+        let Some(mut session) = self.0.connect_if_exists(&database)? else {
+            return Ok(None);
+        };
+        let Some(found) = fetch(&mut session, &database, Lookup::of(schema))? else {
             return Ok(None);
         };
         Ok(Some(ReadResult {
-            id: format!("{database}/{}", found.oid),
+            id: format!("{}/{}", session.database_oid()?, found.oid),
             inputs: SchemaInputs {
                 name: found.name.clone(),
-                database: database.to_owned(),
+                database: database.clone(),
                 owner: inputs.owner.as_ref().map(|_| found.owner.clone()),
                 drop_cascade: inputs.drop_cascade,
             },
@@ -149,8 +157,15 @@ impl TypedResource for Schema {
         new: SchemaInputs,
     ) -> Result<SchemaOutputs, ProviderError> {
         let (database, schema) = split_id(id)?;
-        let mut session = self.0.connect(Some(database))?;
-        let current = fetch(&mut session, database, Lookup::of(schema))?
+        let database = (self.0.database_name(database)?).ok_or_else(|| Schema::gone(&old.name))?;
+        if database != new.database {
+            return Err(ProviderError::failed(format!(
+                "schema `{}` is in database `{database}` and cannot move to `{}` in place;                  replace it (`plinth up --replace` with its URN) to create it there",
+                old.name, new.database
+            )));
+        }
+        let mut session = self.0.connect(Some(&database))?;
+        let current = fetch(&mut session, &database, Lookup::of(schema))?
             .ok_or_else(|| Schema::gone(&old.name))?;
         let mut sql = String::new();
         if current.name != new.name {
@@ -163,12 +178,16 @@ impl TypedResource for Schema {
         if let Some(owner) = &new.owner
             && *owner != current.owner
         {
-            sql += &format!("ALTER SCHEMA {} OWNER TO {};", ident(&new.name), ident(owner));
+            sql += &format!(
+                "ALTER SCHEMA {} OWNER TO {};",
+                ident(&new.name),
+                ident(owner)
+            );
         }
         if !sql.is_empty() {
             session.run(&format!("updating schema `{}`", new.name), &sql)?;
         }
-        fetch(&mut session, database, Lookup::of(schema))?.ok_or_else(|| Schema::gone(&new.name))
+        fetch(&mut session, &database, Lookup::of(schema))?.ok_or_else(|| Schema::gone(&new.name))
     }
 
     fn delete(
@@ -179,10 +198,13 @@ impl TypedResource for Schema {
         _: SchemaOutputs,
     ) -> Result<(), ProviderError> {
         let (database, schema) = split_id(id)?;
-        let Some(mut session) = self.0.connect_if_exists(database)? else {
+        let Some(database) = self.0.database_name(database)? else {
             return Ok(());
         };
-        let Some(current) = fetch(&mut session, database, Lookup::of(schema))? else {
+        let Some(mut session) = self.0.connect_if_exists(&database)? else {
+            return Ok(());
+        };
+        let Some(current) = fetch(&mut session, &database, Lookup::of(schema))? else {
             return Ok(());
         };
         let cascade = if inputs.drop_cascade { " CASCADE" } else { "" };

@@ -57,6 +57,22 @@ impl Server {
     }
 }
 
+impl Server {
+    /// The current name of the database `part` names (an OID or a name), or `None` if it is
+    /// gone. Objects inside a database keep its OID in their ids, so a database renamed in
+    /// place is still theirs.
+    pub(crate) fn database_name(&self, part: &str) -> Result<Option<String>, ProviderError> {
+        let mut session = self.connect(None)?;
+        let sql = format!(
+            "SELECT datname FROM pg_database WHERE {}",
+            Lookup::of(part).condition("oid", "datname")
+        );
+        Ok(session
+            .row("looking up the database", &sql)?
+            .map(|row| text(&row, 0)))
+    }
+}
+
 /// One connection, whose failures say what was being done.
 pub(crate) struct Session {
     conn: Connection,
@@ -71,6 +87,13 @@ impl Session {
     /// The rows `sql` returns.
     pub(crate) fn rows(&mut self, doing: &str, sql: &str) -> Result<Vec<Row>, ProviderError> {
         self.conn.query(sql).map_err(failed(doing))
+    }
+
+    /// The OID of the database the session is in.
+    pub(crate) fn database_oid(&mut self) -> Result<String, ProviderError> {
+        let sql = "SELECT oid FROM pg_database WHERE datname = current_database()";
+        let row = self.row("looking up the database", sql)?;
+        Ok(row.map(|r| text(&r, 0)).unwrap_or_default())
     }
 
     /// The first row `sql` returns, if any.

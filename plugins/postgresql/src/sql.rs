@@ -72,7 +72,10 @@ mod tests {
 
     #[test]
     fn hostile_names_stay_names() {
-        assert_eq!(ident(r#"x"; DROP DATABASE y; --"#), r#""x""; DROP DATABASE y; --""#);
+        assert_eq!(
+            ident(r#"x"; DROP DATABASE y; --"#),
+            r#""x""; DROP DATABASE y; --""#
+        );
         assert_eq!(literal("it's"), "'it''s'");
         assert_eq!(literal(r"a\b"), r" E'a\\b'");
         assert_eq!(grantee("PUBLIC"), "PUBLIC");

@@ -289,9 +289,7 @@ fn connect(target: &Target) -> Result<TcpStream, DbError> {
 fn row(body: &backend::DataRowBody) -> Result<Row, DbError> {
     let buffer = body.buffer();
     body.ranges()
-        .map(|range| {
-            Ok(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned()))
-        })
+        .map(|range| Ok(range.map(|r| String::from_utf8_lossy(&buffer[r]).into_owned())))
         .collect()
         .map_err(io_error("a row"))
 }

@@ -72,9 +72,9 @@ fn convert(
                 else {
                     return Err(Error::new("`$output` is [name, field]"));
                 };
-                let resource = registered
-                    .get(name)
-                    .ok_or_else(|| Error::new(format!("`$output` names `{name}`, not registered before")))?;
+                let resource = registered.get(name).ok_or_else(|| {
+                    Error::new(format!("`$output` names `{name}`, not registered before"))
+                })?;
                 return Ok(resource.output(field).into());
             }
             if let Some(length) = map.get("$password").and_then(Json::as_i64) {
