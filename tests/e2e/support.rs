@@ -36,6 +36,9 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-numbers",
             "plinth-postgresql",
             "plinth-pg-program",
+            "plinth-kv",
+            "plinth-shapes",
+            "plinth-shapes-program",
         ] {
             let status = Command::new(env!("CARGO"))
                 .args([
