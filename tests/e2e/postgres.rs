@@ -458,6 +458,8 @@ fn the_server_endpoint_must_be_granted_exactly() {
     );
 
     let exact = granted(&pg);
+    // Digits, as `plinth config set` stores them; a bounded connect.
+    exact.config("postgresql:connect_timeout", "10");
     declare(&exact, &resources);
     exact.ok(&["up", "--yes"]);
     assert_eq!(
