@@ -15,6 +15,7 @@ mod locking;
 mod messages;
 mod names;
 mod numbers;
+mod postgres;
 mod reach;
 mod secrets;
 mod stack_root;

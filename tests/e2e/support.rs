@@ -34,6 +34,8 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-legacy-v02",
             "plinth-legacy-program-v01",
             "plinth-numbers",
+            "plinth-postgresql",
+            "plinth-pg-program",
             "plinth-kv",
             "plinth-shapes",
             "plinth-shapes-program",
@@ -117,12 +119,17 @@ impl Env {
     /// A scenario project whose `testkit` plugin entry ends with `plugin_yaml`, which may also
     /// add other plugins (entries indented by two spaces).
     pub fn scenario_with(plugin_yaml: &str) -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let yaml = format!(
+        Env::project(&format!(
             "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",
             guest("plinth-scenario").display(),
             guest("plinth-testkit").display()
-        );
+        ))
+    }
+
+    /// A fresh project whose `Plinth.yaml` is `yaml` (its name must be `scenario`), with the
+    /// stack `dev` initialized.
+    pub fn project(yaml: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("Plinth.yaml"), yaml).unwrap();
         let env = Env {
             project: dir.path().to_owned(),
