@@ -4,6 +4,7 @@ mod build;
 mod deploy;
 mod display;
 mod grant_advice;
+mod guest;
 mod home;
 mod pending;
 mod plugin;

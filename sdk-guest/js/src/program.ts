@@ -17,6 +17,7 @@ import {
   reveal,
   unknown,
 } from "./value.js";
+import { mapStack } from "./sourcemap.js";
 
 /**
  * A value that may not be known until the engine has done its work: another resource's output,
@@ -396,11 +397,12 @@ export function exportProgram(main: Main, describe: (e: unknown) => string = des
   };
 }
 
-/** An exception's message and where it was thrown. */
+/** An exception's message and where it was thrown, in the program's own source files. */
 export function describeError(e: unknown): string {
   if (e instanceof Error) {
-    const frames = (e.stack ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
-    return frames.length ? `${e.message}\n${frames.map((f) => `    at ${f}`).join("\n")}` : e.message;
+    const message = `${e.name}: ${e.message}`;
+    const frames = mapStack(e.stack ?? "").slice(0, 5);
+    return frames.length ? `${message}\n${frames.map((f) => `    at ${f}`).join("\n")}` : message;
   }
   return String(e);
 }

@@ -14,6 +14,7 @@ use super::download;
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
 use crate::build::component_path;
+use crate::guest::Role;
 use crate::home::plinth_home;
 use crate::project::Project;
 
@@ -219,7 +220,9 @@ async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
         (as_file.to_owned(), None)
     } else if as_file.is_dir() {
         let dir = as_file.to_owned();
-        let path = tokio::task::spawn_blocking(move || component_path(&dir, "plugin")).await??;
+        let path =
+            tokio::task::spawn_blocking(move || component_path(&dir, "plugin", Role::Provider))
+                .await??;
         (path, None)
     } else {
         let (name, version) = split_id(plugin)?;
