@@ -13,6 +13,7 @@ mod locking;
 mod messages;
 mod names;
 mod numbers;
+mod polyglot;
 mod reach;
 mod secrets;
 mod state;

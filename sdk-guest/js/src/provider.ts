@@ -8,6 +8,7 @@ import {
   type Properties,
   type Value,
   type WitValue,
+  containsSecret,
   decodeProperties,
   encode,
   equal,
@@ -307,18 +308,20 @@ function secretOutputs(type: ResourceType, inputs: Properties, outputs: Properti
   const out: Properties = {};
   for (const [name, value] of Object.entries(outputs)) {
     if (value === undefined) continue;
-    const secret = type.outputs?.[name]?.secret || inputs[name] instanceof Secret;
+    // An output named like an input that held a secret anywhere may hold it too.
+    const secret = type.outputs?.[name]?.secret || containsSecret(inputs[name] ?? null);
     out[name] = secret && !(value instanceof Secret) ? new Secret(value) : value;
   }
   return out;
 }
 
-/** `normalized` with the properties that were secrets in `given` secret again. */
+/** `normalized` with the properties that held secrets in `given` secret again. */
 function resecret(given: Properties, normalized: Properties): Properties {
   const out: Properties = {};
   for (const [name, value] of Object.entries(normalized)) {
     if (value === undefined) continue;
-    out[name] = given[name] instanceof Secret && !(value instanceof Secret) ? new Secret(value) : value;
+    const secret = containsSecret(given[name] ?? null) && !containsSecret(value);
+    out[name] = secret ? new Secret(value) : value;
   }
   return out;
 }

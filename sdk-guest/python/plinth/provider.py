@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .errors import CheckFailure, InvalidInputs, NotFound, PartiallyCreated
 from .schema import Prop, Type, validate
-from .value import UNKNOWN, Secret, decode_properties, encode, reveal
+from .value import UNKNOWN, Secret, contains_secret, decode_properties, encode, reveal
 
 
 @dataclass
@@ -228,12 +228,13 @@ def export_provider(provider: Provider) -> type:
         out = {}
         for name, value in outputs.items():
             declared = r.outputs.get(name)
-            secret = (declared is not None and declared.secret) or isinstance(inputs.get(name), Secret)
+            # An output named like an input that held a secret anywhere may hold it too.
+            secret = (declared is not None and declared.secret) or contains_secret(inputs.get(name))
             out[name] = Secret(value) if secret and not isinstance(value, Secret) else value
         return out
 
     def resecret(given: Dict[str, Any], normalized: Dict[str, Any]) -> Dict[str, Any]:
-        return {k: Secret(v) if isinstance(given.get(k), Secret) and not isinstance(v, Secret) else v
+        return {k: Secret(v) if contains_secret(given.get(k)) and not contains_secret(v) else v
                 for k, v in normalized.items()}
 
     def planned(r: ResourceType, inputs: Dict[str, Any], ctx: ResourceContext) -> Dict[str, Any]:

@@ -13,6 +13,9 @@ use super::run::run;
 use super::sdk::Sdk;
 use super::tools::Toolchain;
 
+/// The program world's import, left for componentize-js to bind.
+const MONITOR: &str = "plinth:plugin/monitor@0.3.0";
+
 #[derive(Deserialize)]
 struct PackageJson {
     main: Option<String>,
@@ -88,8 +91,16 @@ pub fn build(
 
     let bundle = work.join("bundle.js");
     let (bundler, prefix) = tools.bundler.as_ref().expect("JavaScript has a bundler");
+    let mut command = std::process::Command::new(bundler);
+    if role == Role::Provider {
+        // The SDK's program side is bundled too; a provider has no monitor to import.
+        command.arg(format!(
+            "--alias:{MONITOR}={}",
+            sdk.js().join("no-monitor.ts").display()
+        ));
+    }
     run(
-        std::process::Command::new(bundler)
+        command
             .args(prefix)
             .arg(&wrapper_path)
             .args([

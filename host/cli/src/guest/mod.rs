@@ -76,8 +76,8 @@ pub fn build(dir: &Path, language: Language, role: Role, what: &str) -> Result<P
     cache.get_or_build(&key, |out| {
         // Componentizing takes seconds; say so, and how long it took.
         eprintln!(
-            "Building {what} `{}` ({}) with {}...",
-            display_name(&dir),
+            "Building {what} from {} ({}, with {})...",
+            dir.display(),
             language.name(),
             toolchain.version
         );
@@ -86,20 +86,9 @@ pub fn build(dir: &Path, language: Language, role: Role, what: &str) -> Result<P
             Language::JavaScript => js::build(&dir, role, &sdk, &toolchain, out, what)?,
             Language::Python => python::build(&dir, role, &sdk, &toolchain, out, what)?,
         }
-        eprintln!(
-            "Built {what} `{}` in {:.1}s.",
-            display_name(&dir),
-            started.elapsed().as_secs_f64()
-        );
+        eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
         Ok(())
     })
-}
-
-fn display_name(dir: &Path) -> String {
-    dir.file_name().map_or_else(
-        || dir.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }
 
 /// Which files of a guest directory are its sources (and so part of the cache key).

@@ -29,6 +29,7 @@ const FILES: &[(&str, &str)] = embed![
     "sdk-guest/js/src/provider.ts",
     "sdk-guest/js/src/program.ts",
     "sdk-guest/js/src/sourcemap.ts",
+    "sdk-guest/js/src/no-monitor.ts",
     "sdk-guest/python/plinth/__init__.py",
     "sdk-guest/python/plinth/value.py",
     "sdk-guest/python/plinth/schema.py",
