@@ -267,7 +267,7 @@ fn faults_project() -> tempfile::TempDir {
     std::fs::write(
         dir.path().join("Plinth.yaml"),
         format!(
-            "name: faults\nprogram: {}\nplugins:\n  faults:\n    path: {}\n    limits:\n      \
+            "name: misbehaving\nprogram: {}\nplugins:\n  faults:\n    path: {}\n    limits:\n      \
              memory: 64MiB\n      call-timeout: 3s\n",
             guests.join("faults-program-ts").display(),
             guests.join("faults-ts").display()
