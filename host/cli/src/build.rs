@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 
-use crate::guest::{self, Language, Role};
+use crate::guest::{self, CrateCache, Language, Role};
 
 pub const WASM_TARGET: &str = "wasm32-wasip2";
 
@@ -57,8 +57,23 @@ struct CargoTarget {
     name: String,
 }
 
+/// Builds the crate, unless the component of its last build is still what cargo would build.
 fn build_crate(manifest: &Path, what: &str) -> Result<PathBuf> {
     let manifest = manifest.canonicalize()?;
+    let cache = CrateCache::open(&manifest, WASM_TARGET)?;
+    if let Some(component) = cache.fresh() {
+        return Ok(component);
+    }
+    let component = run_cargo(&manifest, what)?;
+    if let Err(e) = cache.store(&manifest, &component) {
+        // Only the next build's speed depends on it.
+        tracing::warn!("cannot cache the build of {}: {e:#}", manifest.display());
+    }
+    Ok(component)
+}
+
+fn run_cargo(manifest: &Path, what: &str) -> Result<PathBuf> {
+    let manifest = manifest.to_owned();
     let crate_dir = manifest.parent().unwrap_or(&manifest);
     let label = format!(
         "{what} `{}`",

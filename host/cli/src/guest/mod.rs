@@ -4,6 +4,7 @@
 //! componentizer, so an unchanged guest is not built again.
 
 mod cache;
+mod crate_cache;
 mod js;
 mod python;
 mod run;
@@ -16,6 +17,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 pub use cache::ComponentCache;
+pub use crate_cache::CrateCache;
 
 /// What the component is for: the WIT world it is built against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
