@@ -378,3 +378,23 @@ fn a_guest_without_its_componentizer_is_one_clear_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_typescript_provider_gets_no_http_beyond_its_grants() {
+    let api = Api::start();
+    // The grant names another port: the provider's fetch to the API is refused by the host.
+    let project = example("rest", |yaml| yaml.replace("127.0.0.1:8080", "127.0.0.1:9"));
+    let env = Env::in_dir(project.path().to_owned(), "dev");
+    env.config("rest:url", &format!("http://{}/v1", api.authority));
+    env.ok(&["config", "set", "password", "pw", "--secret"]);
+    let stderr = env.fails(&["up", "--yes"]);
+    for needle in [
+        "rest:Object::settings",
+        "plugin `rest`",
+        &format!("HTTP request to {}", api.authority),
+    ] {
+        assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
+    }
+    assert!(api.paths().is_empty(), "{:?}", api.paths());
+    assert!(env.resources().is_empty());
+}
