@@ -3,6 +3,7 @@
 
 import { InvalidInputs, NotFound, PartiallyCreated } from "./errors.js";
 import { type CheckFailure, type Prop, propertySchemas, typeTree, validate } from "./schema.js";
+import { mapStack } from "./sourcemap.js";
 import {
   Secret,
   type Properties,
@@ -129,7 +130,12 @@ function asWitError(e: unknown): WitError {
       val: { id: e.id, outputs: encode(e.outputs), reasons: e.reasons },
     };
   }
-  if (e instanceof Error) return { tag: "failed", val: e.message };
+  if (e instanceof Error) {
+    // Where an unexpected exception came from, in the provider's own files.
+    const at = mapStack(e.stack ?? "")[0];
+    const message = e.constructor === Error ? e.message : `${e.name}: ${e.message}`;
+    return { tag: "failed", val: at ? `${message} (at ${at})` : message };
+  }
   return { tag: "failed", val: String(e) };
 }
 

@@ -145,6 +145,19 @@ class Provider:
     functions: List[Function] = field(default_factory=list)
 
 
+def _unexpected(e: BaseException) -> str:
+    """An exception the provider did not mean to raise: its type, message and where it was
+    raised (`KeyError: 'path' (at envfile.py:42 in create)`)."""
+    import traceback
+
+    from .program import _source
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "/plinth/" not in f.filename]
+    where = f" (at {_source(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    if isinstance(e, (NotImplementedError, RuntimeError, ValueError, OSError)) and str(e):
+        return f"{e}{where}"
+    return f"{type(e).__name__}: {e}{where}"
+
+
 def export_provider(provider: Provider) -> type:
     """The class componentize-py instantiates for the `provider` export."""
     import wit_world.exports
@@ -163,7 +176,7 @@ def export_provider(provider: Provider) -> type:
             return wit.ProviderError_NotFound()
         if isinstance(e, PartiallyCreated):
             return wit.ProviderError_PartiallyCreated(wit.PartialState(e.id, encode(e.outputs), e.reasons))
-        return wit.ProviderError_Failed(str(e) or type(e).__name__)
+        return wit.ProviderError_Failed(_unexpected(e))
 
     def guarded(method):
         def call(self, *args):

@@ -21,6 +21,8 @@ class Entry(ResourceType):
             raise InvalidInputs.of("key", "must not contain /")
 
     def create(self, inputs, ctx):
+        if inputs["key"] == "boom":
+            return Created(inputs["missing"], {})
         created.append(inputs)
         return Created(inputs["key"], {**inputs, "size": len(str(inputs["value"]))})
 
@@ -57,6 +59,12 @@ class ProviderTest(unittest.TestCase):
         old = encode({"key": "k", "value": 1})
         diff = KV.diff(URN, "k", old, old, encode({"key": "k2", "value": 2}))
         self.assertEqual((diff.changed, diff.replaces), (["key", "value"], ["key"]))
+
+    def test_an_unexpected_exception_names_its_type_and_place(self):
+        with self.assertRaises(Err) as raised:
+            KV.create(URN, encode({"key": "boom"}), False)
+        message = raised.exception.value.value
+        self.assertRegex(message, r"^KeyError: 'missing' \(at .*test_provider.py:\d+ in create\)$")
 
     def test_failures_are_typed(self):
         with self.assertRaises(Err) as raised:
