@@ -42,9 +42,10 @@ pub enum PluginCommand {
         plugin: String,
     },
     /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, or a
-    /// plugin's Rust crate directory (built first).
+    /// plugin's source directory: a Rust crate, or a TypeScript/JavaScript or Python guest
+    /// (built first).
     Inspect {
-        #[arg(value_name = "NAME[@VERSION] | FILE | CRATE-DIR")]
+        #[arg(value_name = "NAME[@VERSION] | FILE | DIR")]
         plugin: String,
         #[arg(long)]
         json: bool,
