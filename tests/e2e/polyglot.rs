@@ -12,6 +12,15 @@ use std::thread::JoinHandle;
 
 use crate::support::{Env, guest, repo_root};
 
+/// Held by a test while its first command builds its guests: tests sharing a guest then build
+/// it once (the next finds it in the cache) instead of side by side.
+static BUILDING: Mutex<()> = Mutex::new(());
+
+fn building<T>(first_command: impl FnOnce() -> T) -> T {
+    let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
+    first_command()
+}
+
 fn count_line(stdout: &str) -> &str {
     stdout
         .lines()
@@ -138,7 +147,7 @@ fn a_typescript_provider_driven_by_a_python_program() {
     env.ok(&["config", "set", "password", "hunter2-poly", "--secret"]);
 
     // Preview: nothing is written anywhere.
-    let out = env.ok(&["preview"]);
+    let out = building(|| env.ok(&["preview"]));
     assert!(count_line(&out).contains("1 to create"), "{out}");
     assert!(api.paths().is_empty());
 
@@ -199,7 +208,7 @@ fn a_python_provider_driven_by_a_typescript_program() {
     env.ok(&["config", "set", "db_password", "hunter2-env", "--secret"]);
     let file = project.path().join("env/dev/app.env");
 
-    let out = env.ok(&["preview"]);
+    let out = building(|| env.ok(&["preview"]));
     assert!(count_line(&out).contains("1 to create"), "{out}");
     assert!(!file.exists());
 
@@ -287,7 +296,7 @@ fn a_typescript_provider_that_throws_loops_or_allocates_is_contained() {
         ("Alloc", "faults"),
     ] {
         env.config("fault", fault);
-        let stderr = env.fails(&["up", "--yes"]);
+        let stderr = building(|| env.fails(&["up", "--yes"]));
         for needle in [
             format!("faults:{fault}::faulty"),
             "plugin `faults`".into(),
@@ -337,7 +346,7 @@ fn an_exception_in_a_program_names_its_file_and_line() {
         "    raise ValueError(\"no suffix today\")",
     );
     let env = Env::in_dir(project.path().to_owned(), "dev");
-    let stderr = env.fails(&["preview"]);
+    let stderr = building(|| env.fails(&["preview"]));
     assert!(stderr.contains("ValueError: no suffix today"), "{stderr}");
     assert!(
         stderr.contains(&format!("main.py:{line}")),
@@ -353,7 +362,7 @@ fn an_exception_in_a_program_names_its_file_and_line() {
         "  throw new RangeError(\"no suffix today\");",
     );
     let env = Env::in_dir(project.path().to_owned(), "dev");
-    let stderr = env.fails(&["preview"]);
+    let stderr = building(|| env.fails(&["preview"]));
     assert!(stderr.contains("RangeError: no suffix today"), "{stderr}");
     assert!(
         stderr.contains(&format!("index.ts:{line}:")),
@@ -387,7 +396,7 @@ fn a_typescript_provider_gets_no_http_beyond_its_grants() {
     let env = Env::in_dir(project.path().to_owned(), "dev");
     env.config("rest:url", &format!("http://{}/v1", api.authority));
     env.ok(&["config", "set", "password", "pw", "--secret"]);
-    let stderr = env.fails(&["up", "--yes"]);
+    let stderr = building(|| env.fails(&["up", "--yes"]));
     for needle in [
         "rest:Object::settings",
         "plugin `rest`",
