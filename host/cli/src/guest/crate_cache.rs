@@ -1,8 +1,9 @@
 //! Skipping cargo for a Rust guest that has not changed. After a build, cargo's dep-info (the
 //! `.d` file beside the component) lists every file the component was built from — the crate's
 //! and its path dependencies' sources, the plinth SDK and the WIT it includes, registry crates.
-//! plinth records those files' sizes and modification times, with the manifests and lock files
-//! around them, the toolchain and the flags, next to a copy of the component. While all of
+//! plinth records those files' sizes and modification times (and their directories'), with the
+//! manifests and lock files around them, the toolchain and the flags, next to a copy of the
+//! component. While all of
 //! that is unchanged, the copy is the component and cargo is not run at all (a no-op cargo
 //! build still costs a noticeable part of a second).
 
@@ -90,7 +91,11 @@ impl CrateCache {
         paths.extend(manifests_around(manifest.parent().unwrap_or(manifest)));
         let local: Vec<PathBuf> = paths.iter().filter(|p| !in_registry(p)).cloned().collect();
         for file in &local {
-            paths.extend(manifests_around(file.parent().unwrap_or(file)));
+            let dir = file.parent().unwrap_or(file);
+            paths.extend(manifests_around(dir));
+            // A directory's modification time moves when a file appears in it (a new
+            // `build.rs`, a module cargo would pick up).
+            paths.push(dir.to_owned());
         }
         paths.sort();
         paths.dedup();
