@@ -86,15 +86,15 @@ impl CrateCache {
         let dep_info = component.with_extension("d");
         let text = std::fs::read_to_string(&dep_info)
             .with_context(|| format!("reading cargo's dep-info {}", dep_info.display()))?;
-        let mut paths = dependencies(&text);
+        let sources = dependencies(&text);
+        let mut paths = sources.clone();
         // Manifests and lock files decide what is built, but are not in the dep-info.
         paths.extend(manifests_around(manifest.parent().unwrap_or(manifest)));
-        let local: Vec<PathBuf> = paths.iter().filter(|p| !in_registry(p)).cloned().collect();
-        for file in &local {
+        for file in sources.iter().filter(|p| !in_registry(p)) {
             let dir = file.parent().unwrap_or(file);
             paths.extend(manifests_around(dir));
-            // A directory's modification time moves when a file appears in it (a new
-            // `build.rs`, a module cargo would pick up).
+            // A source directory's modification time moves when a file appears in it (a
+            // module cargo would pick up). Not the project directory: plinth writes there.
             paths.push(dir.to_owned());
         }
         paths.sort();
