@@ -3,6 +3,7 @@
 mod build;
 mod deploy;
 mod display;
+mod gen_sdk;
 mod grant_advice;
 mod guest;
 mod home;
@@ -72,6 +73,9 @@ enum Command {
     /// Install, list, inspect and remove plugins; pin the project's in Plinth.lock.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    /// Generate a typed SDK for a provider from its schema: a crate with a typed builder per
+    /// resource type.
+    GenSdk(gen_sdk::GenSdkArgs),
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
     #[command(subcommand)]
     State(state::StateCommand),
@@ -172,6 +176,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::State(cmd) => state::run_state(&open()?, cmd),
         Command::Cancel { yes } => cancel(&open()?, yes),
         Command::Plugin(cmd) => plugin::run(&cli.global.start_dir()?, cmd).await,
+        Command::GenSdk(args) => gen_sdk::run(&cli.global.start_dir()?, args).await,
     }
 }
 

@@ -1,0 +1,406 @@
+//! A throwaway PostgreSQL server for tests: a new cluster in a temp dir, started on a free
+//! loopback port, stopped and removed when the last handle is dropped.
+//!
+//! The server binaries are found through `PLINTH_PG_BINDIR` or `pg_config --bindir`. `initdb`
+//! refuses to run as root, so when the tests run as root the cluster is created and served by the
+//! `postgres` system user (through `runuser`). Clients authenticate with SCRAM-SHA-256 as the
+//! superuser `postgres`, with a password made for each cluster, as a real server would ask.
+//!
+//! ```no_run
+//! let pg = plinth_test_postgres::Postgres::shared().unwrap();
+//! let rows = pg.psql("postgres", "SELECT 1").unwrap();
+//! assert_eq!(rows.trim(), "1");
+//! ```
+
+use std::fmt;
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex, Weak};
+
+use tempfile::TempDir;
+
+/// The system user that owns and serves clusters when the tests run as root.
+const SERVICE_USER: &str = "postgres";
+/// The superuser every cluster is created with.
+pub const SUPERUSER: &str = "postgres";
+/// How long `pg_ctl` may wait for the server to start or stop (seconds). Generous: CI machines
+/// are loaded, and the bound only tells a hang from a slow start.
+const PG_CTL_WAIT_SECONDS: &str = "120";
+/// A free port can be taken by another process between probing and binding; starts that fail
+/// are retried on a new port this many times.
+const START_ATTEMPTS: usize = 5;
+
+/// What went wrong while setting up or talking to a test server.
+#[derive(Debug)]
+pub struct Error(String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A running PostgreSQL cluster. Stopped (immediately) and deleted on drop.
+pub struct Postgres {
+    bindir: PathBuf,
+    run_as_service_user: bool,
+    dir: TempDir,
+    port: u16,
+    password: String,
+}
+
+static SHARED: Mutex<Weak<Postgres>> = Mutex::new(Weak::new());
+
+impl Postgres {
+    /// A server shared by the tests of one process that hold it at the same time: started by the
+    /// first caller, stopped when the last handle is dropped. Tests that stop or restart the
+    /// server must use [`Postgres::start`] for their own.
+    pub fn shared() -> Result<Arc<Postgres>> {
+        let mut shared = SHARED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(server) = shared.upgrade() {
+            return Ok(server);
+        }
+        let server = Arc::new(Postgres::start()?);
+        *shared = Arc::downgrade(&server);
+        Ok(server)
+    }
+
+    /// A new cluster of its own, started.
+    pub fn start() -> Result<Postgres> {
+        let bindir = bindir()?;
+        let run_as_service_user = running_as_root();
+        let dir = tempfile::Builder::new()
+            .prefix("plinth-pg-")
+            .tempdir()
+            .map_err(|e| Error(format!("cannot create a temp dir for the cluster: {e}")))?;
+        let password = random_password();
+        let mut server = Postgres {
+            bindir,
+            run_as_service_user,
+            dir,
+            port: 0,
+            password,
+        };
+        server.init()?;
+        let mut last_error = None;
+        for _ in 0..START_ATTEMPTS {
+            server.port = free_port()?;
+            match server.pg_ctl_start() {
+                Ok(()) => return Ok(server),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.expect("at least one attempt"))
+    }
+
+    /// The loopback port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Always `127.0.0.1`: the server listens on loopback only.
+    pub fn host(&self) -> &'static str {
+        "127.0.0.1"
+    }
+
+    /// The superuser's password.
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// A `postgres://` URL for `database` as the superuser.
+    pub fn url(&self, database: &str) -> String {
+        format!(
+            "postgres://{SUPERUSER}:{}@127.0.0.1:{}/{database}",
+            self.password, self.port
+        )
+    }
+
+    /// Runs SQL through `psql` as the superuser and returns the rows, unaligned, one per line,
+    /// fields separated by `|`. Fails with psql's error if a statement fails.
+    pub fn psql(&self, database: &str, sql: &str) -> Result<String> {
+        let output = Command::new(self.bindir.join("psql"))
+            .args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", SUPERUSER, "-d", database, "-c", sql])
+            .env("PGPASSWORD", &self.password)
+            .env("PGCONNECT_TIMEOUT", "30")
+            .output()
+            .map_err(|e| Error(format!("cannot run psql: {e}")))?;
+        checked("psql", &output)?;
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// Creates a database owned by the superuser, for a test of its own.
+    pub fn create_database(&self, name: &str) -> Result<()> {
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        self.psql("postgres", &format!("CREATE DATABASE {quoted}"))
+            .map(drop)
+    }
+
+    /// Stops the server (fast shutdown: clients are disconnected) and starts it again on the same
+    /// port, as a database restart in production would.
+    pub fn restart(&self) -> Result<()> {
+        // Not `pg_ctl restart`: it would start the server without `-l`, logging to the pipe this
+        // process reads, which then never closes.
+        self.pg_ctl(&["stop", "-m", "fast"])?;
+        self.pg_ctl_start()
+    }
+
+    /// Stops the server at once; [`Postgres::resume`] starts it again on the same port.
+    pub fn stop(&self) -> Result<()> {
+        self.pg_ctl(&["stop", "-m", "immediate"])
+    }
+
+    /// Starts a server stopped by [`Postgres::stop`] on the same port.
+    pub fn resume(&self) -> Result<()> {
+        self.pg_ctl_start()
+    }
+
+    /// Where the server writes its log, to show when a test fails.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn init(&self) -> Result<()> {
+        if self.run_as_service_user {
+            // The temp dir is root's and private; the service user must own it to create the
+            // cluster and the log inside.
+            let status = Command::new("chown")
+                .arg(format!("{SERVICE_USER}:"))
+                .arg(self.dir.path())
+                .output()
+                .map_err(|e| Error(format!("cannot run chown: {e}")))?;
+            checked("chown", &status)?;
+        }
+        let password_file = self.dir.path().join("pwfile");
+        std::fs::write(&password_file, format!("{}\n", self.password))
+            .map_err(|e| Error(format!("cannot write the password file: {e}")))?;
+        if self.run_as_service_user {
+            let status = Command::new("chown")
+                .arg(format!("{SERVICE_USER}:"))
+                .arg(&password_file)
+                .output()
+                .map_err(|e| Error(format!("cannot run chown: {e}")))?;
+            checked("chown", &status)?;
+        }
+        let output = self
+            .server_command("initdb")
+            .arg("-D")
+            .arg(self.data_dir())
+            .args([
+                "-U",
+                SUPERUSER,
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ])
+            .args(["--auth-host=scram-sha-256", "--auth-local=scram-sha-256"])
+            .arg(format!("--pwfile={}", password_file.display()))
+            .output()
+            .map_err(|e| Error(format!("cannot run initdb: {e}")))?;
+        checked("initdb", &output)?;
+        std::fs::remove_file(&password_file)
+            .map_err(|e| Error(format!("cannot remove the password file: {e}")))
+    }
+
+    /// Options of the server process: loopback only, its socket in the temp dir (not the
+    /// system's), and durability traded for speed (a test cluster is thrown away).
+    fn server_options(&self) -> String {
+        format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+             -c full_page_writes=off -c max_connections=200",
+            self.port,
+            self.dir.path().display()
+        )
+    }
+
+    fn pg_ctl_start(&self) -> Result<()> {
+        let log = self.log_path();
+        self.pg_ctl(&[
+            "start",
+            "-l",
+            &log.display().to_string(),
+            "-o",
+            &self.server_options(),
+        ])
+        .map_err(|e| {
+            let server_log = std::fs::read_to_string(&log).unwrap_or_default();
+            Error(format!("{e}\nserver log:\n{server_log}"))
+        })
+    }
+
+    fn pg_ctl(&self, args: &[&str]) -> Result<()> {
+        let output = self
+            .server_command("pg_ctl")
+            .arg("-D")
+            .arg(self.data_dir())
+            .args(["-w", "-t", PG_CTL_WAIT_SECONDS])
+            .args(args)
+            .output()
+            .map_err(|e| Error(format!("cannot run pg_ctl: {e}")))?;
+        checked("pg_ctl", &output)
+    }
+
+    /// A server binary, run as the service user when the tests run as root.
+    fn server_command(&self, program: &str) -> Command {
+        let program = self.bindir.join(program);
+        if self.run_as_service_user {
+            let mut command = Command::new("runuser");
+            command.args(["-u", SERVICE_USER, "--"]).arg(program);
+            command
+        } else {
+            Command::new(program)
+        }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // Nothing to report to: a server that will not stop is killed with its data dir removed.
+        let _ = self.pg_ctl(&["stop", "-m", "immediate"]);
+    }
+}
+
+impl fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Postgres")
+            .field("port", &self.port)
+            .field("dir", &self.dir.path())
+            .finish_non_exhaustive()
+    }
+}
+
+fn bindir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("PLINTH_PG_BINDIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    let output = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .map_err(|e| {
+            Error(format!(
+                "cannot run pg_config ({e}): install PostgreSQL's server binaries \
+             (Debian: postgresql-15) or set PLINTH_PG_BINDIR to their directory"
+            ))
+        })?;
+    checked("pg_config --bindir", &output)?;
+    let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    if !dir.join("initdb").exists() {
+        return Err(Error(format!(
+            "{} has no initdb: install PostgreSQL's server binaries (Debian: postgresql-15) \
+             or set PLINTH_PG_BINDIR",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| Error(format!("cannot find a free loopback port: {e}")))?;
+    listener
+        .local_addr()
+        .map(|addr| addr.port())
+        .map_err(|e| Error(format!("cannot find a free loopback port: {e}")))
+}
+
+/// A password for one throwaway cluster: unpredictable enough that a test never authenticates
+/// by accident, from the OS's randomness (no extra crate for a test helper).
+fn random_password() -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let a = RandomState::new().hash_one(std::process::id());
+    let b = RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("pw{a:016x}{b:016x}")
+}
+
+fn checked(what: &str, output: &Output) -> Result<()> {
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(Error(format!(
+        "{what} failed ({}): {}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim(),
+        String::from_utf8_lossy(&output.stdout).trim()
+    )))
+}
+
+/// True if `path` is inside a cluster's temp dir; for tests of this crate.
+#[doc(hidden)]
+pub fn is_inside(server: &Postgres, path: &Path) -> bool {
+    path.starts_with(server.dir.path())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_starts_answers_restarts_and_is_removed() {
+        let pg = Postgres::start().unwrap();
+        assert_eq!(pg.psql("postgres", "SELECT 1 + 1").unwrap().trim(), "2");
+        pg.create_database("x\"; DROP DATABASE postgres; --")
+            .unwrap();
+        let names = pg
+            .psql("postgres", "SELECT datname FROM pg_database")
+            .unwrap();
+        assert!(
+            names
+                .lines()
+                .any(|n| n == "x\"; DROP DATABASE postgres; --")
+        );
+        assert!(names.lines().any(|n| n == "postgres"));
+
+        pg.restart().unwrap();
+        assert_eq!(pg.psql("postgres", "SELECT 3").unwrap().trim(), "3");
+        pg.stop().unwrap();
+        assert!(pg.psql("postgres", "SELECT 1").is_err());
+        pg.resume().unwrap();
+        assert_eq!(pg.psql("postgres", "SELECT 4").unwrap().trim(), "4");
+
+        let dir = pg.dir.path().to_path_buf();
+        drop(pg);
+        assert!(!dir.exists(), "the cluster's directory is removed");
+    }
+
+    #[test]
+    fn a_wrong_password_is_refused() {
+        let pg = Postgres::shared().unwrap();
+        let output = Command::new(pg.bindir.join("psql"))
+            .args(["-X", "-At", "-h", "127.0.0.1", "-p", &pg.port().to_string()])
+            .args(["-U", SUPERUSER, "-d", "postgres", "-c", "SELECT 1"])
+            .env("PGPASSWORD", "not-the-password")
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        assert!(String::from_utf8_lossy(&output.stderr).contains("password authentication failed"));
+    }
+
+    #[test]
+    fn shared_handles_are_one_server() {
+        let a = Postgres::shared().unwrap();
+        let b = Postgres::shared().unwrap();
+        assert_eq!(a.port(), b.port());
+        assert!(is_inside(&a, &a.log_path()));
+    }
+}
