@@ -16,6 +16,7 @@ mod messages;
 mod names;
 mod numbers;
 mod postgres;
+mod polyglot;
 mod reach;
 mod secrets;
 mod stack_root;

@@ -65,6 +65,20 @@ pub fn guest(package: &str) -> PathBuf {
         .join(format!("{}.wasm", package.replace('-', "_")))
 }
 
+/// Where `scripts/setup` installed the componentizers: as plinth finds them outside the
+/// tests, whose PLINTH_HOME is their own.
+fn tools_dir() -> PathBuf {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("PLINTH_TOOLS")
+        .or_else(|| var("PLINTH_HOME").map(|home| home.join("tools")))
+        .or_else(|| var("HOME").map(|home| home.join(".plinth/tools")))
+        .expect("HOME is set")
+}
+
 /// The passphrase of every stack's secrets in the tests.
 pub const PASSPHRASE: &str = "e2e passphrase";
 
@@ -163,6 +177,7 @@ impl Env {
                 format!("file://{}", self.state.path().display()),
             )
             .env("PLINTH_HOME", repo_root().join("target/e2e-home"))
+            .env("PLINTH_TOOLS", tools_dir())
             .env("PLINTH_STACK", &self.stack)
             .env("PLINTH_CONFIG_PASSPHRASE", PASSPHRASE)
             .env("CARGO_TARGET_DIR", guest_target_dir())

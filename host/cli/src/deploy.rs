@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
 use crate::grant_advice::PlinthYamlAdvice;
+use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
@@ -351,7 +352,8 @@ impl<'a> Deployer<'a> {
         }
         let source = self.ws.project.resolve(&self.ws.project.file.program);
         let path =
-            tokio::task::spawn_blocking(move || component_path(&source, "program")).await??;
+            tokio::task::spawn_blocking(move || component_path(&source, "program", Role::Program))
+                .await??;
         Ok(self.runtime.load_program(&path, Limits::default()).await?)
     }
 
