@@ -41,6 +41,9 @@ struct Args {
     /// Calls per per-call figure.
     #[arg(long, default_value_t = 20_000)]
     calls: u32,
+    /// Compilations for the compile figure.
+    #[arg(long, default_value_t = 3)]
+    compiles: u32,
     /// Plugin starts per start figure.
     #[arg(long, default_value_t = 50)]
     starts: u32,
@@ -96,7 +99,7 @@ fn main() -> anyhow::Result<()> {
     } else {
         let grpc = sibling_binary("plinth-bench-grpc-provider")?;
         let repeats = plugins::Repeats {
-            compiles: 3,
+            compiles: args.compiles.max(1),
             starts: args.starts.max(1),
             calls: args.calls.max(1),
         };
