@@ -1,16 +1,21 @@
-//! State storage. The local backend keeps each stack's checkpoint, the journal of an update in
-//! progress, and the update lock as files under one state directory.
+//! State storage, behind one [`Backend`] interface. The local backend keeps each stack's
+//! checkpoint, the journal of an update in progress, and the update lock as files under one
+//! state directory.
 
+mod api;
 mod checkpoint;
 mod edit;
 mod error;
 mod history;
 mod journal_file;
 mod local;
+mod local_update;
 mod lock;
+mod logs;
 pub mod secrets;
 mod transfer;
 
+pub use api::{Backend, EventLog, Recording, StackRef, Update};
 pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
 pub use edit::StateEdit;
 pub use error::BackendError;
@@ -18,4 +23,5 @@ pub use history::{HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_file::write_atomically;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
+pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
 pub use transfer::ImportReport;

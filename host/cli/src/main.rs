@@ -5,6 +5,8 @@ mod deploy;
 mod display;
 mod grant_advice;
 mod home;
+mod login;
+mod logs;
 mod pending;
 mod plugin;
 mod project;
@@ -21,7 +23,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use plinth_backend::LocalBackend;
+use plinth_backend::{Backend, StackRef};
 
 use crate::project::Project;
 
@@ -71,6 +73,14 @@ enum Command {
     /// Install, list, inspect and remove plugins; pin the project's in Plinth.lock.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    /// Choose the backend that stores stacks: `file://<directory>` (default `file://~/.plinth`).
+    Login(login::LoginArgs),
+    /// Forget a backend chosen with `plinth login`; commands fall back to the default.
+    Logout(login::LogoutArgs),
+    /// Show the current user and backend.
+    Whoami,
+    /// Show the events of the stack's latest update (or of `--update N`).
+    Logs(logs::LogsArgs),
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
     #[command(subcommand)]
     State(state::StateCommand),
@@ -86,7 +96,7 @@ enum Command {
 /// What every command needs: the project, the backend, the chosen stack.
 pub struct Workspace {
     pub project: Project,
-    pub backend: LocalBackend,
+    pub backend: std::sync::Arc<dyn Backend>,
     stack_flag: Option<StackName>,
     /// When the command started: the duration it reports counts from here, builds included.
     pub started: std::time::Instant,
@@ -106,9 +116,8 @@ impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
         let started = std::time::Instant::now();
         let project = Project::find(&global.start_dir()?)?;
-        let url = std::env::var("PLINTH_BACKEND_URL").ok();
         let secrets = std::sync::Arc::new(secrets::PassphraseSecrets::new(&project));
-        let backend = LocalBackend::from_url(url.as_deref())?.with_secrets(secrets);
+        let backend = login::open_backend(secrets)?;
         Ok(Workspace {
             project,
             backend,
@@ -118,7 +127,7 @@ impl Workspace {
     }
 
     /// The stack named by `--stack`, or the selected one; it must exist.
-    pub fn stack(&self) -> Result<StackName> {
+    pub fn stack(&self) -> Result<StackRef> {
         let project = self.project.name();
         let stack = match &self.stack_flag {
             Some(s) => s.clone(),
@@ -128,10 +137,7 @@ impl Workspace {
                 )
             })?,
         };
-        if !self.backend.stack_exists(project, &stack) {
-            return Err(plinth_backend::BackendError::NoSuchStack(stack.to_string()).into());
-        }
-        Ok(stack)
+        Ok(self.backend.get_stack(project, &stack)?)
     }
 }
 
@@ -168,6 +174,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Up(args) => deploy::up(&open()?, args).await,
         Command::Destroy(args) => deploy::destroy(&open()?, args).await,
         Command::Refresh(args) => deploy::refresh(&open()?, args).await,
+        Command::Login(args) => login::login(args, &cli.global.start_dir()?),
+        Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
+        Command::Whoami => login::whoami(),
+        Command::Logs(args) => logs::logs(&open()?, args),
         Command::State(cmd) => state::run_state(&open()?, cmd),
         Command::Cancel { yes } => cancel(&open()?, yes),
         Command::Plugin(cmd) => plugin::run(&cli.global.start_dir()?, cmd).await,
@@ -175,9 +185,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
-    let project = ws.project.name();
     let stack = ws.stack()?;
-    let Some(holder) = ws.backend.lock_holder(project, &stack)? else {
+    let Some(holder) = ws.backend.holder(&stack)? else {
         println!("Stack `{stack}` is not locked.");
         return Ok(ExitCode::SUCCESS);
     };
@@ -185,8 +194,7 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
         .info
         .map_or_else(|| "an unknown process".to_owned(), |info| info.to_string());
     if !holder.running {
-        // Taking the lock takes over the stale file, and releasing it removes it.
-        drop(ws.backend.lock(project, &stack, "cancel")?);
+        ws.backend.cancel(&stack)?;
         println!("Removed the lock of stack `{stack}` left by {who}, which no longer runs.");
         return Ok(ExitCode::SUCCESS);
     }
@@ -200,7 +208,7 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
         println!("Left the lock in place.");
         return Ok(ExitCode::FAILURE);
     }
-    ws.backend.break_lock(project, &stack)?;
+    ws.backend.cancel(&stack)?;
     println!("Broke the lock of stack `{stack}`.");
     Ok(ExitCode::SUCCESS)
 }
