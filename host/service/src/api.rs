@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::auth::{Lease, User};
 use crate::error::ApiError;
-use crate::updates;
+use crate::{journal, updates};
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -60,6 +60,10 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         )
         .route("/api/v1/stacks/{project}/{stack}/cancel", post(cancel))
         .route("/api/v1/updates/{id}/renew", post(renew))
+        .route(
+            "/api/v1/updates/{id}/journal",
+            get(journal_entries).post(append_journal),
+        )
         .route("/api/v1/updates/{id}/complete", post(complete))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(App { pool, options })
@@ -212,4 +216,34 @@ async fn complete(
 ) -> Result<Json<Value>, ApiError> {
     updates::complete(&pool, id, &lease, &request.result).await?;
     Ok(Json(json!({})))
+}
+
+#[derive(Deserialize)]
+struct JournalBatch {
+    seq: i64,
+    entries: Vec<Value>,
+}
+
+async fn append_journal(
+    _: User,
+    Lease(lease): Lease,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+    Json(batch): Json<JournalBatch>,
+) -> Result<Json<Value>, ApiError> {
+    let stored = journal::append(&pool, id, &lease, batch.seq, &batch.entries).await?;
+    Ok(Json(
+        json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
+    ))
+}
+
+/// What an update recorded, for recovery after a crash: its journal entries in order.
+async fn journal_entries(
+    _: User,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        json!({ "entries": journal::entries(&pool, id).await? }),
+    ))
 }

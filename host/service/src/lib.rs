@@ -5,6 +5,7 @@ mod api;
 mod auth;
 mod db;
 mod error;
+mod journal;
 mod updates;
 
 pub use api::{Options, router};

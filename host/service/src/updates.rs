@@ -96,7 +96,7 @@ async fn holder(pool: &PgPool, stack_id: i64, stack: &str) -> ApiError {
 
 /// Why a request with `lease` on update `id` may not act on it: an unknown update, a token of
 /// another update (401), or a lease that is gone (403).
-async fn refused(pool: &PgPool, id: Uuid, lease: &str) -> ApiError {
+pub(crate) async fn refused(pool: &PgPool, id: Uuid, lease: &str) -> ApiError {
     let row: Result<Option<(Vec<u8>, String)>, _> =
         sqlx::query_as("SELECT lease_digest, status FROM updates WHERE id = $1")
             .bind(id)

@@ -353,3 +353,65 @@ fn a_body_over_the_limit_gets_413_and_bad_names_400() {
     );
     assert_eq!(status, 400, "{body}");
 }
+
+#[test]
+fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    let batch = |seq: u64, names: &[&str]| {
+        let entries: Vec<Value> = (names.iter())
+            .map(|n| json!({ "entry": "begin", "seq": seq, "urn": n }))
+            .collect();
+        Some(json!({ "seq": seq, "entries": entries }))
+    };
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "b"]));
+    assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
+    // The answer was lost and the client sends the batch again.
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "b"]));
+    assert_eq!((status, &body["retry"]), (200, &json!(true)), "{body}");
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "c"]));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("never rewritten"),
+        "{body}"
+    );
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(3, &["d"]));
+    assert_eq!(status, 409, "{body}");
+    let (status, _) = on_update(&service, &alice, &running, "journal", batch(2, &["c"]));
+    assert_eq!(status, 200);
+    let too_many: Vec<Value> = (0..101).map(|i| json!({ "seq": i })).collect();
+    let (status, _) = on_update(
+        &service,
+        &alice,
+        &running,
+        "journal",
+        Some(json!({ "seq": 3, "entries": too_many })),
+    );
+    assert_eq!(status, 400);
+
+    let path = format!("updates/{}/journal", running.0);
+    let (status, body) = call(&service, "GET", &path, Some(&alice), None, None);
+    assert_eq!(status, 200, "{body}");
+    let urns: Vec<&str> = (body["entries"].as_array().unwrap().iter())
+        .map(|e| e["urn"].as_str().unwrap())
+        .collect();
+    assert_eq!(urns, ["a", "b", "c"], "each batch once, in order");
+
+    // Once the update no longer holds the stack, nothing more is appended.
+    call(
+        &service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(&alice),
+        None,
+        None,
+    );
+    let (status, _) = on_update(&service, &alice, &running, "journal", batch(3, &["d"]));
+    assert_eq!(status, 403);
+}
