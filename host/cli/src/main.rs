@@ -11,6 +11,7 @@ mod pending;
 mod plugin;
 mod project;
 mod secrets;
+mod serve;
 mod stack;
 mod stack_config;
 mod state;
@@ -79,6 +80,14 @@ enum Command {
     Logout(login::LogoutArgs),
     /// Show the current user and backend.
     Whoami,
+    /// Run the team backend: stacks in PostgreSQL behind any number of stateless replicas
+    /// (`plinth serve --database postgres://… [--listen ADDR] [--lease 5m]`,
+    /// `plinth serve token create --database postgres://… --user NAME`).
+    #[command(disable_help_flag = true)]
+    Serve {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Show the events of the stack's latest update (or of `--update N`).
     Logs(logs::LogsArgs),
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
@@ -177,6 +186,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Login(args) => login::login(args, &cli.global.start_dir()?),
         Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
         Command::Whoami => login::whoami(),
+        Command::Serve { args } => serve::serve(args),
         Command::Logs(args) => logs::logs(&open()?, args),
         Command::State(cmd) => state::run_state(&open()?, cmd),
         Command::Cancel { yes } => cancel(&open()?, yes),

@@ -9,6 +9,7 @@ use plinth_service::{Options, connect, create_token, router};
 #[derive(Parser)]
 #[command(
     name = "plinth serve",
+    bin_name = "plinth serve",
     version,
     about = "The plinth team backend: stacks in PostgreSQL, any number of stateless replicas",
     args_conflicts_with_subcommands = true
