@@ -90,7 +90,9 @@
 //! ```
 //!
 //! Declare resources through the [`Context`]; registering never blocks, and outputs flow into
-//! other resources' inputs or through [`Output::apply`]:
+//! other resources' inputs or through [`Output::apply`]. Most programs declare them through
+//! typed SDKs that `plinth gen-sdk` generates from each provider's schema (a builder per
+//! resource type, typed [`Input`]s and [`Output`]s); underneath, they do this:
 //!
 //! ```
 //! # fn main() {}
@@ -130,7 +132,7 @@ mod wire;
 
 pub use error::Error;
 #[cfg(feature = "program")]
-pub use program::{AllOutputs, Context, Output, Resource, ResourceBuilder};
+pub use program::{AllOutputs, Context, Input, Output, Resource, ResourceBuilder};
 #[cfg(feature = "provider")]
 pub use provider::{
     Capabilities, CheckFailure, Checked, Created, Diff, DirRequest, FunctionSchema, ObjectType,

@@ -34,6 +34,9 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-legacy-v02",
             "plinth-legacy-program-v01",
             "plinth-numbers",
+            "plinth-kv",
+            "plinth-shapes",
+            "plinth-shapes-program",
         ] {
             let status = Command::new(env!("CARGO"))
                 .args([

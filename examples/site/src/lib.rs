@@ -17,6 +17,9 @@
 //! plinth destroy                             # removes them again
 //! ```
 
+use std::collections::BTreeMap;
+
+use plinth_file_sdk::{Directory, File, Template};
 use plinth_sdk::{Context, Error, Value};
 
 /// The template of the home page, compiled into the program.
@@ -24,6 +27,8 @@ const INDEX: &str = include_str!("../templates/index.html");
 
 const STYLE: &str = "body { font-family: sans-serif; max-width: 40rem; margin: 2rem auto; }\n";
 
+/// Declares the site. The resources come from `plinth-file-sdk`, the typed SDK generated from
+/// the file provider's schema (`plinth gen-sdk file --lang rust`, under `sdks/file/rust`).
 fn main(ctx: &Context) -> Result<(), Error> {
     let title = ctx.config_or("title", "A plinth site");
     let tagline = ctx.config_or("tagline", "Written by the file provider.");
@@ -31,18 +36,13 @@ fn main(ctx: &Context) -> Result<(), Error> {
 
     // A directory, and a file in it: taking the path from the directory's output makes the
     // file depend on it, so the directory is created first and deleted last.
-    let assets = ctx
-        .resource("file:Directory", "assets")
-        .input("path", "assets")
-        .register();
+    let assets = Directory::builder(ctx, "assets", "assets").register()?;
     let css_path = assets
-        .output("path")
-        .apply(|dir| format!("{}/site.css", dir.as_str().unwrap_or_default()));
-    ctx.resource("file:File", "style")
-        .input("path", css_path)
-        .input("content", STYLE)
-        .input("mode", "0644")
-        .register();
+        .path()
+        .apply(|dir| format!("{}/site.css", dir.unwrap_or_default()));
+    File::builder(ctx, "style", css_path, STYLE)
+        .mode("0644")
+        .register()?;
 
     // The home page: the template's `{{ title }}`, `{{ tagline }}` and `{{ pages }}` come from
     // `vars`. A variable the template uses and `vars` lacks fails `plinth preview`.
@@ -50,29 +50,21 @@ fn main(ctx: &Context) -> Result<(), Error> {
         .iter()
         .map(|(name, href)| Value::object([("name", *name), ("href", *href)]))
         .collect();
-    let index = ctx
-        .resource("file:Template", "index")
-        .input("path", "index.html")
-        .input("template", INDEX)
-        .input(
-            "vars",
-            Value::object([
-                ("title", Value::from(title.as_str())),
-                ("tagline", Value::from(tagline.as_str())),
-                ("pages", Value::Array(page_list)),
-            ]),
-        )
-        .register();
+    let vars = BTreeMap::from([
+        ("title".to_owned(), Value::from(title.as_str())),
+        ("tagline".to_owned(), Value::from(tagline.as_str())),
+        ("pages".to_owned(), Value::Array(page_list)),
+    ]);
+    let index = Template::builder(ctx, "index", "index.html", INDEX)
+        .vars(vars)
+        .register()?;
 
     // The config file: plain content, written as given.
-    let config = ctx
-        .resource("file:File", "config")
-        .input("path", "site.json")
-        .input("content", site_json(&title, &tagline)?)
-        .register();
+    let config =
+        File::builder(ctx, "config", "site.json", site_json(&title, &tagline)?).register()?;
 
-    ctx.export("index_sha256", index.output("sha256"));
-    ctx.export("config_size", config.output("size"));
+    ctx.export("index_sha256", index.sha256());
+    ctx.export("config_size", config.size());
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 mod build;
 mod deploy;
 mod display;
+mod gen_sdk;
 mod grant_advice;
 mod home;
 mod login;
@@ -90,6 +91,9 @@ enum Command {
     },
     /// Show the events of the stack's latest update (or of `--update N`).
     Logs(logs::LogsArgs),
+    /// Generate a typed SDK for a provider from its schema: a crate with a typed builder per
+    /// resource type.
+    GenSdk(gen_sdk::GenSdkArgs),
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
     #[command(subcommand)]
     State(state::StateCommand),
@@ -191,6 +195,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::State(cmd) => state::run_state(&open()?, cmd),
         Command::Cancel { yes } => cancel(&open()?, yes),
         Command::Plugin(cmd) => plugin::run(&cli.global.start_dir()?, cmd).await,
+        Command::GenSdk(args) => gen_sdk::run(&cli.global.start_dir()?, args).await,
     }
 }
 

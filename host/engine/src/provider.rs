@@ -101,6 +101,30 @@ pub struct ProviderInfo {
     pub functions: Vec<FunctionSchema>,
 }
 
+impl ProviderInfo {
+    /// Why `ty` is not a resource type of this provider, naming the closest one and every one
+    /// it offers; `None` if it is one, or if the provider declares none (it decides at `check`).
+    pub fn unknown_resource_type(&self, ty: &str) -> Option<String> {
+        if self.resources.is_empty() || self.resources.iter().any(|r| r.token == ty) {
+            return None;
+        }
+        let tokens: Vec<&str> = self.resources.iter().map(|r| r.token.as_str()).collect();
+        // Compared without the package, which every token shares.
+        let name = |token: &str| token.rsplit(':').next().unwrap_or(token).to_lowercase();
+        let closest = (tokens.iter())
+            .map(|t| (strsim::jaro_winkler(&name(t), &name(ty)), *t))
+            .filter(|(score, _)| *score >= 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, t)| format!("; did you mean {t}?"))
+            .unwrap_or_else(|| ".".to_owned());
+        Some(format!(
+            "unknown resource type {ty}{closest} The provider {} offers: {}",
+            self.name,
+            tokens.join(", ")
+        ))
+    }
+}
+
 /// The operations of a resource provider. Calls may run concurrently.
 #[async_trait]
 pub trait Provider: Send + Sync {
@@ -171,4 +195,41 @@ pub trait ProviderSource: Send + Sync {
         package: &str,
         config: &PropertyMap,
     ) -> Result<Arc<dyn Provider>, LoadError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv() -> ProviderInfo {
+        let resource = |token: &str| ResourceSchema {
+            token: token.into(),
+            ..ResourceSchema::default()
+        };
+        ProviderInfo {
+            name: "kv".into(),
+            resources: vec![resource("kv:Entry"), resource("kv:Other")],
+            ..ProviderInfo::default()
+        }
+    }
+
+    #[test]
+    fn an_unknown_type_names_the_closest_and_every_offered_one() {
+        assert_eq!(kv().unknown_resource_type("kv:Entry"), None);
+        assert_eq!(
+            kv().unknown_resource_type("kv:Entyr").as_deref(),
+            Some(
+                "unknown resource type kv:Entyr; did you mean kv:Entry? The provider kv offers: kv:Entry, kv:Other"
+            )
+        );
+        assert_eq!(
+            kv().unknown_resource_type("kv:Zebra").as_deref(),
+            Some("unknown resource type kv:Zebra. The provider kv offers: kv:Entry, kv:Other")
+        );
+        // A provider that declares no types decides for itself.
+        assert_eq!(
+            ProviderInfo::default().unknown_resource_type("kv:Any"),
+            None
+        );
+    }
 }

@@ -397,6 +397,10 @@ impl StepContext {
         let provider = self
             .provider_for(&state, binding.map(|b| &b.config))
             .await?;
+        // A misspelt type fails here, naming the types there are, before the provider's check.
+        if let Some(message) = provider.info().unknown_resource_type(&state.ty) {
+            return Err(self.fail(&urn, message));
+        }
         let timeouts = opts.custom_timeouts.unwrap_or_default();
         if let Some((_, old)) = old {
             for path in &opts.ignore_changes {

@@ -5,11 +5,21 @@
 //! the user asks for a new one (typically by changing `keepers`).
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use plinth_sdk::{CheckFailure, ResourceSchema, Value};
 
 /// Arbitrary values that, when changed, generate a new value.
 pub(crate) type Keepers = BTreeMap<String, Value>;
+
+/// The schema `make` derives, derived once: deriving walks the structs' JSON Schemas, and the SDK
+/// asks for every schema again after each `configure`.
+pub(crate) fn schema_once(
+    cell: &'static OnceLock<ResourceSchema>,
+    make: impl FnOnce() -> ResourceSchema,
+) -> ResourceSchema {
+    cell.get_or_init(make).clone()
+}
 
 /// `schema` with every input replacing the resource when it changes.
 pub(crate) fn every_input_replaces(mut schema: ResourceSchema) -> ResourceSchema {

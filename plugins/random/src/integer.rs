@@ -1,5 +1,7 @@
 //! `random:RandomInteger`: a random whole number in an inclusive range.
 
+use std::sync::OnceLock;
+
 use plinth_sdk::{
     CheckFailure, Created, ProviderError, ResourceContext, ResourceSchema, TypedResource,
 };
@@ -7,7 +9,7 @@ use rand::{Rng, RngExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::inputs::{Keepers, every_input_replaces};
+use crate::inputs::{Keepers, every_input_replaces, schema_once};
 
 /// The inputs of `random:RandomInteger`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -38,10 +40,13 @@ impl TypedResource for RandomInteger {
     type Outputs = IntegerOutputs;
 
     fn schema(&self) -> ResourceSchema {
-        every_input_replaces(
-            ResourceSchema::derive::<Self>("random:RandomInteger")
-                .describe("A random integer from min to max (inclusive), generated once."),
-        )
+        static SCHEMA: OnceLock<ResourceSchema> = OnceLock::new();
+        schema_once(&SCHEMA, || {
+            every_input_replaces(
+                ResourceSchema::derive::<Self>("random:RandomInteger")
+                    .describe("A random integer from min to max (inclusive), generated once."),
+            )
+        })
     }
 
     fn validate(&self, _: &ResourceContext<'_>, inputs: &IntegerInputs) -> Vec<CheckFailure> {

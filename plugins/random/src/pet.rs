@@ -1,6 +1,8 @@
 //! `random:RandomPet`: a random, readable name such as `vocal-mongoose`, from the word lists of
 //! the petname project (as Terraform's `random_pet` uses).
 
+use std::sync::OnceLock;
+
 use plinth_sdk::{
     CheckFailure, Created, ProviderError, ResourceContext, ResourceSchema, TypedResource,
 };
@@ -8,7 +10,7 @@ use rand::Rng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::inputs::{Keepers, every_input_replaces, in_range};
+use crate::inputs::{Keepers, every_input_replaces, in_range, schema_once};
 
 /// The inputs of `random:RandomPet`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -52,10 +54,14 @@ impl TypedResource for RandomPet {
     type Outputs = PetOutputs;
 
     fn schema(&self) -> ResourceSchema {
-        every_input_replaces(
-            ResourceSchema::derive::<Self>("random:RandomPet")
-                .describe("A random pet name (adverbs, an adjective and a noun), generated once."),
-        )
+        static SCHEMA: OnceLock<ResourceSchema> = OnceLock::new();
+        schema_once(&SCHEMA, || {
+            every_input_replaces(
+                ResourceSchema::derive::<Self>("random:RandomPet").describe(
+                    "A random pet name (adverbs, an adjective and a noun), generated once.",
+                ),
+            )
+        })
     }
 
     fn validate(&self, _: &ResourceContext<'_>, inputs: &PetInputs) -> Vec<CheckFailure> {

@@ -1,6 +1,8 @@
 //! `random:RandomString` and `random:RandomPassword`: random strings from character classes.
 //! They differ only in that a password's `result` is a secret and its id says nothing.
 
+use std::sync::OnceLock;
+
 use plinth_sdk::{
     CheckFailure, Created, ProviderError, ResourceContext, ResourceSchema, Secret, TypedResource,
 };
@@ -9,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::charset::{Class, LOWER, NUMERIC, Rules, SPECIAL, UPPER};
-use crate::inputs::{Keepers, every_input_replaces, in_range, yes};
+use crate::inputs::{Keepers, every_input_replaces, in_range, schema_once, yes};
 
 /// The longest string generated, so that a typo cannot exhaust the plugin's memory.
 const MAX_LENGTH: i64 = 1 << 16;
@@ -129,11 +131,14 @@ impl TypedResource for RandomString {
     type Outputs = StringOutputs<String>;
 
     fn schema(&self) -> ResourceSchema {
-        every_input_replaces(
-            ResourceSchema::derive::<Self>("random:RandomString").describe(
-                "A random string of letters, digits and special characters, generated once.",
-            ),
-        )
+        static SCHEMA: OnceLock<ResourceSchema> = OnceLock::new();
+        schema_once(&SCHEMA, || {
+            every_input_replaces(
+                ResourceSchema::derive::<Self>("random:RandomString").describe(
+                    "A random string of letters, digits and special characters, generated once.",
+                ),
+            )
+        })
     }
 
     fn validate(&self, _: &ResourceContext<'_>, inputs: &StringInputs) -> Vec<CheckFailure> {
@@ -158,10 +163,13 @@ impl TypedResource for RandomPassword {
     type Outputs = StringOutputs<Secret<String>>;
 
     fn schema(&self) -> ResourceSchema {
-        every_input_replaces(
-            ResourceSchema::derive::<Self>("random:RandomPassword")
-                .describe("A random password, kept secret. Same inputs as RandomString."),
-        )
+        static SCHEMA: OnceLock<ResourceSchema> = OnceLock::new();
+        schema_once(&SCHEMA, || {
+            every_input_replaces(
+                ResourceSchema::derive::<Self>("random:RandomPassword")
+                    .describe("A random password, kept secret. Same inputs as RandomString."),
+            )
+        })
     }
 
     fn validate(&self, _: &ResourceContext<'_>, inputs: &StringInputs) -> Vec<CheckFailure> {

@@ -1,11 +1,13 @@
 //! `random:RandomUuid`: a random (version 4) UUID.
 
+use std::sync::OnceLock;
+
 use plinth_sdk::{Created, ProviderError, ResourceContext, ResourceSchema, TypedResource};
 use rand::{Rng, RngExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::inputs::{Keepers, every_input_replaces};
+use crate::inputs::{Keepers, every_input_replaces, schema_once};
 
 /// The inputs of `random:RandomUuid`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -32,10 +34,13 @@ impl TypedResource for RandomUuid {
     type Outputs = UuidOutputs;
 
     fn schema(&self) -> ResourceSchema {
-        every_input_replaces(
-            ResourceSchema::derive::<Self>("random:RandomUuid")
-                .describe("A random version 4 UUID, generated once."),
-        )
+        static SCHEMA: OnceLock<ResourceSchema> = OnceLock::new();
+        schema_once(&SCHEMA, || {
+            every_input_replaces(
+                ResourceSchema::derive::<Self>("random:RandomUuid")
+                    .describe("A random version 4 UUID, generated once."),
+            )
+        })
     }
 
     fn create(

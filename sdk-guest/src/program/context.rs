@@ -128,6 +128,30 @@ impl Context {
         decode(result)
     }
 
+    /// [`invoke`](Self::invoke) with typed arguments and result: `args` serializes to the
+    /// arguments object, and the result is read as an `R`. What generated SDKs call.
+    pub fn invoke_typed<A, R>(&self, token: &str, args: &A) -> Result<R, Error>
+    where
+        A: serde::Serialize + ?Sized,
+        R: serde::de::DeserializeOwned,
+    {
+        let args = match crate::to_value(args)? {
+            Value::Object(map) => map,
+            other => {
+                return Err(Error::new(format!(
+                    "the arguments of `{token}` must be an object, not {}",
+                    other.kind()
+                )));
+            }
+        };
+        let result = self.invoke(token, args)?;
+        crate::from_value(result).map_err(|e| {
+            Error::new(format!(
+                "the result of `{token}` is not what its schema says: {e}"
+            ))
+        })
+    }
+
     /// Logs a debug message.
     pub fn log_debug(&self, message: impl AsRef<str>) {
         monitor::log(LogLevel::Debug, message.as_ref());

@@ -9,7 +9,7 @@ mod output;
 mod resource;
 
 pub use context::Context;
-pub use output::{AllOutputs, Output};
+pub use output::{AllOutputs, Input, Output};
 pub use resource::{Resource, ResourceBuilder};
 
 /// Exports a function `fn(&Context) -> Result<(), plinth_sdk::Error>` as the component's

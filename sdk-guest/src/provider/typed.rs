@@ -124,6 +124,27 @@ pub trait TypedResource: 'static {
         Vec::new()
     }
 
+    /// Tells what changed between the stored inputs and the new ones, and whether the change
+    /// replaces the resource. `schema_diff` is the default answer: the properties that differ,
+    /// replacing where the schema marks them replace-on-change. Override this to compare by
+    /// meaning rather than by value (`"0644"` and `"644"` are one mode) or to replace on
+    /// changes the schema cannot express; the default returns `schema_diff`.
+    ///
+    /// Called only when every new input is known: during a preview with unknown inputs, the
+    /// schema's diff decides.
+    fn diff(
+        &self,
+        ctx: &ResourceContext<'_>,
+        id: &str,
+        old_inputs: &Self::Inputs,
+        old_outputs: &Self::Outputs,
+        new_inputs: &Self::Inputs,
+        schema_diff: Diff,
+    ) -> Result<Diff, ProviderError> {
+        let _ = (ctx, id, old_inputs, old_outputs, new_inputs);
+        Ok(schema_diff)
+    }
+
     /// Creates the resource; returns its id and outputs. Not called during a preview.
     fn create(
         &self,
@@ -349,12 +370,23 @@ impl<R: TypedResource> ResourceType for Typed<R> {
     fn diff(
         &self,
         ctx: &ResourceContext<'_>,
-        _id: &str,
+        id: &str,
         old_inputs: &PropertyMap,
-        _old_outputs: &PropertyMap,
+        old_outputs: &PropertyMap,
         new_inputs: &PropertyMap,
     ) -> Result<Diff, ProviderError> {
-        Ok(ctx.schema().diff(old_inputs, new_inputs))
+        let schema_diff = ctx.schema().diff(old_inputs, new_inputs);
+        if !new_inputs.values().all(Value::is_known) {
+            return Ok(schema_diff);
+        }
+        self.0.diff(
+            ctx,
+            id,
+            &self.stored_inputs(ctx, old_inputs)?,
+            &self.stored_outputs(ctx, old_outputs)?,
+            &self.inputs(new_inputs)?,
+            schema_diff,
+        )
     }
 
     fn create(
@@ -509,6 +541,22 @@ mod tests {
             })
         }
 
+        /// A step that changes sign replaces the counter; the schema cannot say that.
+        fn diff(
+            &self,
+            _: &ResourceContext<'_>,
+            _: &str,
+            old: &CounterInputs,
+            _: &CounterOutputs,
+            new: &CounterInputs,
+            mut schema_diff: Diff,
+        ) -> Result<Diff, ProviderError> {
+            if old.step.signum() * new.step.signum() < 0 {
+                schema_diff.replaces.push("step".into());
+            }
+            Ok(schema_diff)
+        }
+
         fn plan(
             &self,
             _: &ResourceContext<'_>,
@@ -603,6 +651,33 @@ mod tests {
                 .check(ctx, None, map(vec![("start", Value::Unknown)]))
                 .unwrap();
             assert!(checked.failures.is_empty());
+        });
+    }
+
+    #[test]
+    fn diff_is_the_schemas_unless_the_typed_hook_says_more() {
+        with(false, false, |typed, ctx| {
+            let outputs = map(vec![
+                ("start", 2.into()),
+                ("value", 3.into()),
+                ("key", Value::secret("k")),
+            ]);
+            let olds = map(vec![("start", 2.into()), ("step", 1.into())]);
+            let diff = |news| typed.diff(ctx, "c1", &olds, &outputs, &news).unwrap();
+            // The default: what the schema says, property by property.
+            let same_sign = diff(map(vec![("start", 2.into()), ("step", 5.into())]));
+            assert_eq!(
+                (same_sign.changed, same_sign.replaces),
+                (vec!["step".to_owned()], vec![])
+            );
+            let start = diff(map(vec![("start", 3.into()), ("step", 1.into())]));
+            assert_eq!(start.replaces, ["start"]);
+            // The typed hook sees the structs and replaces on a change of sign.
+            let flipped = diff(map(vec![("start", 2.into()), ("step", (-1).into())]));
+            assert_eq!(flipped.replaces, ["step"]);
+            // With an unknown input, the schema decides.
+            let unknown = diff(map(vec![("start", 2.into()), ("step", Value::Unknown)]));
+            assert!(unknown.replaces.is_empty(), "{unknown:?}");
         });
     }
 

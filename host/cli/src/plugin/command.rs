@@ -2,7 +2,7 @@
 //! them, and pin the project's plugins in `Plinth.lock`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -213,9 +213,11 @@ fn list(store: &Store, json: bool) -> Result<()> {
     Ok(())
 }
 
-async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
+/// The component file `plugin` names: a .wasm file, a crate directory (built first) or an
+/// installed `name[@version]`, with the store's record of an installed one.
+pub async fn locate(store: &Store, plugin: &str) -> Result<(PathBuf, Option<StoredPlugin>)> {
     let as_file = Path::new(plugin);
-    let (path, installed) = if as_file.is_file() || plugin.ends_with(".wasm") {
+    Ok(if as_file.is_file() || plugin.ends_with(".wasm") {
         (as_file.to_owned(), None)
     } else if as_file.is_dir() {
         let dir = as_file.to_owned();
@@ -225,7 +227,11 @@ async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
         let (name, version) = split_id(plugin)?;
         let found = store.find(name, version)?;
         (store.blob(&found.sha256), Some(found))
-    };
+    })
+}
+
+async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
+    let (path, installed) = locate(store, plugin).await?;
     let description = describe(&path).await?;
     if json {
         #[derive(serde::Serialize)]

@@ -4,8 +4,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
+use plinth_engine::provider::{FunctionSchema, ProviderInfo, ResourceSchema};
 use plinth_runtime::{Access, Capabilities, ComponentInfo, Kind, Runtime};
 use serde::Serialize;
+
+use super::properties;
 
 use crate::home::artifact_cache;
 
@@ -21,8 +24,10 @@ pub struct Description {
     pub world: String,
     pub wit_version: String,
     pub capabilities: CapabilitiesView,
-    pub resources: Vec<ResourceView>,
-    pub functions: Vec<String>,
+    /// Each resource type with its typed inputs and outputs.
+    pub resources: Vec<ResourceSchema>,
+    /// Each function with its typed arguments and result.
+    pub functions: Vec<FunctionSchema>,
     pub sha256: String,
     pub size: u64,
 }
@@ -44,17 +49,25 @@ pub struct DirView {
     pub why: String,
 }
 
-#[derive(Debug, Serialize)]
-pub struct ResourceView {
-    pub token: String,
-    pub description: String,
-}
-
 /// Describes the component at `path`, starting a provider in the bare sandbox to read its
 /// `info`. Compiling it fills the precompiled cache, so its first real use starts fast.
 pub async fn describe(path: &Path) -> Result<Description> {
     let runtime = Runtime::new(artifact_cache()?)?;
     Ok(Description::from(runtime.inspect(path).await?))
+}
+
+/// What the provider at `path` says it is and manages: its `info`, schemas included.
+pub async fn provider_info(path: &Path) -> Result<ProviderInfo> {
+    let runtime = Runtime::new(artifact_cache()?)?;
+    let info = runtime.inspect(path).await?;
+    match info.provider {
+        Some(provider) => Ok(provider),
+        None => anyhow::bail!(
+            "{} is a {} component, not a provider plugin",
+            path.display(),
+            info.kind
+        ),
+    }
 }
 
 impl From<ComponentInfo> for Description {
@@ -73,19 +86,9 @@ impl From<ComponentInfo> for Description {
             capabilities: capabilities(info.capabilities),
             resources: provider
                 .as_ref()
-                .map(|p| {
-                    p.resources
-                        .iter()
-                        .map(|r| ResourceView {
-                            token: r.token.clone(),
-                            description: r.description.clone(),
-                        })
-                        .collect()
-                })
+                .map(|p| p.resources.clone())
                 .unwrap_or_default(),
-            functions: provider
-                .map(|p| p.functions.into_iter().map(|f| f.token).collect())
-                .unwrap_or_default(),
+            functions: provider.map(|p| p.functions).unwrap_or_default(),
             sha256: info.sha256,
             size: info.size,
         }
@@ -148,19 +151,8 @@ impl Description {
             }
         }
         if self.kind == "provider" {
-            let _ = writeln!(out, "resources:");
-            if self.resources.is_empty() {
-                let _ = writeln!(out, "  none");
-            }
-            for r in &self.resources {
-                let _ = writeln!(out, "  {:28} {}", r.token, r.description);
-            }
-            let functions = if self.functions.is_empty() {
-                "none".to_owned()
-            } else {
-                self.functions.join(", ")
-            };
-            let _ = writeln!(out, "functions:    {functions}");
+            out.push_str(&properties::render_resources(&self.resources));
+            out.push_str(&properties::render_functions(&self.functions));
         }
         out
     }

@@ -6,8 +6,10 @@ mod command;
 mod describe;
 mod download;
 pub mod lockfile;
+mod properties;
 pub mod providers;
 pub mod resolve;
 pub mod store;
 
-pub use command::{PluginCommand, run, short};
+pub use command::{PluginCommand, locate, run, short};
+pub use describe::provider_info;
