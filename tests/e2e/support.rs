@@ -34,6 +34,8 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-legacy-v02",
             "plinth-legacy-program-v01",
             "plinth-numbers",
+            "plinth-postgresql",
+            "plinth-pg-program",
             "plinth-kv",
             "plinth-shapes",
             "plinth-shapes-program",
@@ -61,6 +63,20 @@ pub fn guest(package: &str) -> PathBuf {
     guest_target_dir()
         .join("wasm32-wasip2/release")
         .join(format!("{}.wasm", package.replace('-', "_")))
+}
+
+/// Where `scripts/setup` installed the componentizers: as plinth finds them outside the
+/// tests, whose PLINTH_HOME is their own.
+fn tools_dir() -> PathBuf {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("PLINTH_TOOLS")
+        .or_else(|| var("PLINTH_HOME").map(|home| home.join("tools")))
+        .or_else(|| var("HOME").map(|home| home.join(".plinth/tools")))
+        .expect("HOME is set")
 }
 
 /// The passphrase of every stack's secrets in the tests.
@@ -117,12 +133,17 @@ impl Env {
     /// A scenario project whose `testkit` plugin entry ends with `plugin_yaml`, which may also
     /// add other plugins (entries indented by two spaces).
     pub fn scenario_with(plugin_yaml: &str) -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let yaml = format!(
+        Env::project(&format!(
             "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",
             guest("plinth-scenario").display(),
             guest("plinth-testkit").display()
-        );
+        ))
+    }
+
+    /// A fresh project whose `Plinth.yaml` is `yaml` (its name must be `scenario`), with the
+    /// stack `dev` initialized.
+    pub fn project(yaml: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("Plinth.yaml"), yaml).unwrap();
         let env = Env {
             project: dir.path().to_owned(),
@@ -156,6 +177,7 @@ impl Env {
                 format!("file://{}", self.state.path().display()),
             )
             .env("PLINTH_HOME", repo_root().join("target/e2e-home"))
+            .env("PLINTH_TOOLS", tools_dir())
             .env("PLINTH_STACK", &self.stack)
             .env("PLINTH_CONFIG_PASSPHRASE", PASSPHRASE)
             .env("CARGO_TARGET_DIR", guest_target_dir())
@@ -202,13 +224,17 @@ impl Env {
     }
 
     /// (name, id) of every resource in the state, sorted: independent steps complete, and so
-    /// are recorded, in any order. Provider resources are left out: they are configuration.
+    /// are recorded, in any order. Provider resources are left out: they are configuration;
+    /// so is the stack's root.
     pub fn resources(&self) -> Vec<(String, String)> {
         let mut resources: Vec<(String, String)> = self.export()["snapshot"]["resources"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|r| !r["type"].as_str().unwrap().starts_with("plinth:providers:"))
+            .filter(|r| {
+                let ty = r["type"].as_str().unwrap();
+                !ty.starts_with("plinth:providers:") && ty != "plinth:plinth:Stack"
+            })
             .map(|r| {
                 let urn = r["urn"].as_str().unwrap();
                 let name = urn.rsplit("::").next().unwrap().to_owned();

@@ -14,6 +14,7 @@ mod lock;
 mod logs;
 pub mod secrets;
 mod transfer;
+mod upgrade;
 
 pub use api::{Backend, EventLog, Recording, StackRef, Update};
 pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
@@ -25,3 +26,4 @@ pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
 pub use transfer::ImportReport;
+pub use upgrade::OLDEST_UPGRADED_SCHEMA;

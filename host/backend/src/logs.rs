@@ -107,7 +107,7 @@ impl LoggedEvent {
                 failed: *failed,
             },
             Event::Cancelled => LoggedEvent::Cancelled,
-            Event::Outputs(_) => return None,
+            Event::Outputs { .. } | Event::ComponentOutputs { .. } => return None,
         })
     }
 }
@@ -240,6 +240,7 @@ mod tests {
         StepInfo {
             op: StepOp::Create,
             urn: Urn::new("dev", "p", None, "t:T", "a"),
+            parent: None,
             custom: true,
             old_inputs: None,
             new_inputs: Some(Default::default()),
@@ -254,7 +255,10 @@ mod tests {
         let path = dir.path().join("logs/1.jsonl");
         let mut log = Box::new(FileEventLog::create(path.clone()).unwrap());
         log.record(&Event::StepStarted(step()));
-        log.record(&Event::Outputs(Default::default()));
+        log.record(&Event::Outputs {
+            old: Default::default(),
+            new: Default::default(),
+        });
         log.record(&Event::StepFailed {
             step: step(),
             error: "disk full".into(),

@@ -11,12 +11,18 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 
+use crate::guest::{self, CrateCache, Language, Role};
+
 pub const WASM_TARGET: &str = "wasm32-wasip2";
 
-/// The component `path` names: the file itself, or the cdylib its crate builds to.
-pub fn component_path(path: &Path, what: &str) -> Result<PathBuf> {
+/// The component `path` names: the file itself, the cdylib its crate builds to, or the
+/// component a TypeScript/JavaScript or Python guest directory builds to as a `role`.
+pub fn component_path(path: &Path, what: &str, role: Role) -> Result<PathBuf> {
     if path.is_file() {
         return Ok(path.to_owned());
+    }
+    if let Some(language) = path.is_dir().then(|| Language::of(path)).flatten() {
+        return guest::build(path, language, role, what);
     }
     let manifest = path.join("Cargo.toml");
     if path.is_dir() && manifest.is_file() {
@@ -24,7 +30,8 @@ pub fn component_path(path: &Path, what: &str) -> Result<PathBuf> {
     }
     if path.is_dir() {
         bail!(
-            "{what}: {} is a directory without a Cargo.toml; point to a .wasm component or a Rust crate",
+            "{what}: {} is a directory without a Cargo.toml, package.json or pyproject.toml; \
+             point to a .wasm component, a Rust crate, or a TypeScript/JavaScript or Python guest",
             path.display()
         )
     }
@@ -50,8 +57,23 @@ struct CargoTarget {
     name: String,
 }
 
+/// Builds the crate, unless the component of its last build is still what cargo would build.
 fn build_crate(manifest: &Path, what: &str) -> Result<PathBuf> {
     let manifest = manifest.canonicalize()?;
+    let cache = CrateCache::open(&manifest, WASM_TARGET)?;
+    if let Some(component) = cache.fresh() {
+        return Ok(component);
+    }
+    let component = run_cargo(&manifest, what)?;
+    if let Err(e) = cache.store(&manifest, &component) {
+        // Only the next build's speed depends on it.
+        tracing::warn!("cannot cache the build of {}: {e:#}", manifest.display());
+    }
+    Ok(component)
+}
+
+fn run_cargo(manifest: &Path, what: &str) -> Result<PathBuf> {
+    let manifest = manifest.to_owned();
     let crate_dir = manifest.parent().unwrap_or(&manifest);
     let label = format!(
         "{what} `{}`",

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
 use crate::grant_advice::PlinthYamlAdvice;
+use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
@@ -37,6 +38,13 @@ pub struct CommonArgs {
     /// Also list resources that do not change.
     #[arg(long)]
     show_sames: bool,
+    /// List resources one line each, as their steps finish (the default without a terminal).
+    #[arg(long, conflicts_with = "tree")]
+    flat: bool,
+    /// Show resources as a tree: the stack, its components, their children (the default on a
+    /// terminal).
+    #[arg(long)]
+    tree: bool,
     /// Change only this resource (a URN, or the name of a resource in the state); repeatable.
     /// Every other resource is left exactly as it is.
     #[arg(long = "target", value_name = "URN")]
@@ -44,6 +52,15 @@ pub struct CommonArgs {
     /// Also target every resource that depends on a targeted one.
     #[arg(long, requires = "targets")]
     target_dependents: bool,
+}
+
+impl CommonArgs {
+    fn view(&self) -> display::View {
+        display::View {
+            show_sames: self.show_sames,
+            tree: display::tree_wanted(self.flat, self.tree),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -335,7 +352,8 @@ impl<'a> Deployer<'a> {
         }
         let source = self.ws.project.resolve(&self.ws.project.file.program);
         let path =
-            tokio::task::spawn_blocking(move || component_path(&source, "program")).await??;
+            tokio::task::spawn_blocking(move || component_path(&source, "program", Role::Program))
+                .await??;
         Ok(self.runtime.load_program(&path, Limits::default()).await?)
     }
 
@@ -395,7 +413,7 @@ impl<'a> Deployer<'a> {
             };
             let phase = self.phase(UpdateKind::Refresh, preview, &mut update, &loaded)?;
             let (outcome, shown_now) = phase
-                .run(common.show_sames, |events| {
+                .run(common.view(), |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     refresh::run(
                         options,
@@ -431,7 +449,7 @@ impl<'a> Deployer<'a> {
             };
             let phase = self.phase(kind, preview, &mut update, &loaded)?;
             let (outcome, shown_now) = phase
-                .run(common.show_sames, |events| {
+                .run(common.view(), |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     deployment::run(
                         options,
@@ -584,7 +602,7 @@ impl Phase {
     /// outcome and the step failures the display showed.
     async fn run<T, F: Future<Output = T>>(
         &self,
-        show_sames: bool,
+        view: display::View,
         start: impl FnOnce(EventSink) -> F,
     ) -> (T, Vec<String>) {
         let (events, receiver) = EventSink::new();
@@ -603,7 +621,7 @@ impl Phase {
         let display = tokio::spawn(display::render(
             receiver,
             self.preview,
-            show_sames,
+            view,
             words,
             self.command_started,
         ));

@@ -5,6 +5,7 @@ mod deploy;
 mod display;
 mod gen_sdk;
 mod grant_advice;
+mod guest;
 mod home;
 mod login;
 mod logs;

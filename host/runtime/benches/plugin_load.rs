@@ -6,7 +6,8 @@
 //!   the `info` call; instantiate is start minus cache load;
 //! - call: the mean latency of `check` on `testkit:Echo` with a small input, on a warm instance.
 //!
-//! Run with `cargo bench -p plinth-runtime`.
+//! Run with `cargo bench -p plinth-runtime`. `PLINTH_BENCH_QUICK=1` runs each figure a few
+//! times only, for profilers (`valgrind --tool=callgrind`), which run code ~50× slower.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -17,13 +18,34 @@ use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
 use plinth_runtime::{Grants, Limits, Runtime};
 
-const COMPILES: u32 = 5;
-const LOADS: u32 = 200;
-const STARTS: u32 = 50;
-const WARMUP_CALLS: u32 = 1_000;
-const CALLS: u32 = 100_000;
+/// How many times each figure is measured.
+struct Counts {
+    compiles: u32,
+    loads: u32,
+    starts: u32,
+    warmup_calls: u32,
+    calls: u32,
+}
+
+const FULL: Counts = Counts {
+    compiles: 5,
+    loads: 200,
+    starts: 50,
+    warmup_calls: 1_000,
+    calls: 100_000,
+};
+
+const QUICK: Counts = Counts {
+    compiles: 1,
+    loads: 20,
+    starts: 20,
+    warmup_calls: 100,
+    calls: 2_000,
+};
 
 fn main() {
+    let quick = std::env::var_os("PLINTH_BENCH_QUICK").is_some_and(|v| v != "0");
+    let counts = if quick { QUICK } else { FULL };
     let wasm = support::guest("plinth-testkit");
     let size = std::fs::metadata(&wasm)
         .expect("the component exists")
@@ -31,33 +53,33 @@ fn main() {
     println!("plinth-testkit: {} KiB", size / 1024);
 
     let mut compile = Duration::ZERO;
-    for _ in 0..COMPILES {
+    for _ in 0..counts.compiles {
         let cache = tempfile::tempdir().unwrap();
         let runtime = Runtime::new(cache.path().to_owned()).unwrap();
         let (_, stats) = runtime.load_component(&wasm).unwrap();
         assert!(!stats.cache_hit);
         compile += stats.load;
     }
-    report("compile (cache miss)", compile / COMPILES);
+    report("compile (cache miss)", compile / counts.compiles);
 
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(cache.path().to_owned()).unwrap();
     runtime.load_component(&wasm).unwrap();
     let (mut load, mut read) = (Duration::ZERO, Duration::ZERO);
-    for _ in 0..LOADS {
+    for _ in 0..counts.loads {
         let (_, stats) = runtime.load_component(&wasm).unwrap();
         assert!(stats.cache_hit);
         load += stats.load;
         read += stats.read;
     }
-    report("cache load (deserialize)", load / LOADS);
-    report("  + read and hash the .wasm", read / LOADS);
+    report("cache load (deserialize)", load / counts.loads);
+    report("  + read and hash the .wasm", read / counts.loads);
 
     let tokio = tokio::runtime::Runtime::new().unwrap();
     tokio.block_on(async {
         let started = Instant::now();
         let mut provider = None;
-        for _ in 0..STARTS {
+        for _ in 0..counts.starts {
             provider = Some(
                 runtime
                     .load_provider("testkit", &wasm, Limits::default(), Grants::default())
@@ -65,24 +87,27 @@ fn main() {
                     .unwrap(),
             );
         }
-        let start = started.elapsed() / STARTS;
+        let start = started.elapsed() / counts.starts;
         report("start (load_provider, warm cache)", start);
         report(
             "  instantiate + info (start - load)",
-            start.saturating_sub((load + read) / LOADS),
+            start.saturating_sub((load + read) / counts.loads),
         );
 
         let provider = provider.unwrap();
         let urn = Urn::new("bench", "runtime", None, "testkit:Echo", "e");
         let news: PropertyMap = [("value".to_owned(), Value::from("small"))].into();
-        for _ in 0..WARMUP_CALLS {
+        for _ in 0..counts.warmup_calls {
             provider.check(&urn, None, &news).await.unwrap();
         }
         let started = Instant::now();
-        for _ in 0..CALLS {
+        for _ in 0..counts.calls {
             provider.check(&urn, None, &news).await.unwrap();
         }
-        report("call (check on testkit:Echo)", started.elapsed() / CALLS);
+        report(
+            "call (check on testkit:Echo)",
+            started.elapsed() / counts.calls,
+        );
     });
 }
 

@@ -16,7 +16,8 @@ use crate::error::LoadError;
 #[derive(Clone)]
 pub struct ComponentBytes {
     path: PathBuf,
-    bytes: Arc<[u8]>,
+    /// An `Arc<Vec>` rather than an `Arc<[u8]>`, which would copy the file once more.
+    bytes: Arc<Vec<u8>>,
     sha256: String,
     /// How long reading and hashing took.
     read: Duration,
@@ -41,7 +42,7 @@ impl ComponentBytes {
         let sha256 = hex::encode(Sha256::digest(&bytes));
         ComponentBytes {
             path,
-            bytes: bytes.into(),
+            bytes: Arc::new(bytes),
             sha256,
             read: started.elapsed(),
         }

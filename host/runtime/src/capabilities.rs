@@ -4,7 +4,11 @@
 
 use std::fmt::{self, Write as _};
 
+use plinth_engine::schema::PropertySchema;
+use plinth_engine::value::PropertyMap;
+
 use crate::advice::GrantAdvice;
+use crate::configured;
 use crate::endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};
 use crate::grants::{Access, Grants};
 
@@ -72,6 +76,16 @@ pub enum CapabilityError {
          report it to its authors"
     )]
     Malformed { plugin: String, reason: String },
+    /// A network pattern that follows configuration (`{host}:{port}`) cannot be resolved from
+    /// the configuration the provider is given.
+    #[error(
+        "plugin `{plugin}` needs the endpoint `{pattern}` its configuration names, and {reason}"
+    )]
+    Unresolved {
+        plugin: String,
+        pattern: String,
+        reason: String,
+    },
     /// The project does not grant everything the plugin asks for.
     #[error("{}", describe_refusal(plugin, missing, hint))]
     NotGranted {
@@ -83,10 +97,13 @@ pub enum CapabilityError {
     },
 }
 
-/// Checks that `grants` cover every capability the plugin `plugin` asks for.
+/// Checks that `grants` cover every capability the plugin `plugin` asks for, but for the network
+/// patterns that follow its configuration (`config` is its configuration schema): those must
+/// refer to settings, and are checked by [`check_configured`] once they are known.
 pub(crate) fn check(
     plugin: &str,
     asked: &Capabilities,
+    config: &[PropertySchema],
     grants: &Grants,
     advice: &dyn GrantAdvice,
 ) -> Result<(), CapabilityError> {
@@ -131,6 +148,10 @@ pub(crate) fn check(
         (&asked.udp, &grants.udp, Missing::Udp),
     ] {
         for pattern in asked {
+            if configured::is_configured(pattern) {
+                configured::validate(pattern, config).map_err(malformed)?;
+                continue;
+            }
             let wanted: EndpointPattern = pattern.parse().map_err(pattern_error)?;
             if !granted.iter().any(|g| endpoint_covers(g, &wanted)) {
                 missing.push(missing_kind(pattern.clone()));
@@ -138,6 +159,10 @@ pub(crate) fn check(
         }
     }
     for pattern in &asked.http {
+        if configured::is_configured(pattern) {
+            configured::validate(pattern, config).map_err(malformed)?;
+            continue;
+        }
         let wanted: AuthorityPattern = pattern.parse().map_err(pattern_error)?;
         if !grants.http.iter().any(|g| authority_covers(g, &wanted)) {
             missing.push(Missing::Http(pattern.clone()));
@@ -145,6 +170,72 @@ pub(crate) fn check(
     }
 
     log_unasked(plugin, asked, grants);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(CapabilityError::NotGranted {
+            plugin: plugin.to_owned(),
+            hint: advice.to_load(plugin, &missing, grants),
+            missing,
+        })
+    }
+}
+
+/// Checks, when the plugin `plugin` is configured with `config`, that `grants` cover the network
+/// patterns that follow its configuration (`schema` gives the settings' defaults), resolved to
+/// the endpoints the configuration names. Values not known yet (a preview) are checked later.
+pub(crate) fn check_configured(
+    plugin: &str,
+    asked: &Capabilities,
+    config: &PropertyMap,
+    schema: &[PropertySchema],
+    grants: &Grants,
+    advice: &dyn GrantAdvice,
+) -> Result<(), CapabilityError> {
+    let mut missing = Vec::new();
+    let resolve = |pattern: &String| -> Result<Option<String>, CapabilityError> {
+        let unresolved = |reason: String| CapabilityError::Unresolved {
+            plugin: plugin.to_owned(),
+            pattern: pattern.clone(),
+            reason,
+        };
+        configured::resolve(pattern, config, schema).map_err(unresolved)
+    };
+    let not_an_endpoint =
+        |pattern: &String, resolved: &str, e: PatternError| CapabilityError::Unresolved {
+            plugin: plugin.to_owned(),
+            pattern: pattern.clone(),
+            reason: format!("the configuration makes it `{resolved}`, which is not one: {e}"),
+        };
+    for (asked, granted, missing_kind) in [
+        (
+            &asked.tcp,
+            &grants.tcp,
+            Missing::Tcp as fn(String) -> Missing,
+        ),
+        (&asked.udp, &grants.udp, Missing::Udp),
+    ] {
+        for pattern in asked.iter().filter(|p| configured::is_configured(p)) {
+            let Some(resolved) = resolve(pattern)? else {
+                continue;
+            };
+            let wanted: EndpointPattern =
+                (resolved.parse()).map_err(|e| not_an_endpoint(pattern, &resolved, e))?;
+            if !granted.iter().any(|g| endpoint_covers(g, &wanted)) {
+                missing.push(missing_kind(wanted.to_string()));
+            }
+        }
+    }
+    for pattern in asked.http.iter().filter(|p| configured::is_configured(p)) {
+        let Some(resolved) = resolve(pattern)? else {
+            continue;
+        };
+        let wanted: AuthorityPattern =
+            (resolved.parse()).map_err(|e| not_an_endpoint(pattern, &resolved, e))?;
+        if !grants.http.iter().any(|g| authority_covers(g, &wanted)) {
+            missing.push(Missing::Http(wanted.to_string()));
+        }
+    }
     if missing.is_empty() {
         Ok(())
     } else {
@@ -308,7 +399,7 @@ mod tests {
     }
 
     fn missing(asked: &Capabilities, grants: &Grants) -> Vec<Missing> {
-        match check("demo", asked, grants, &PlainAdvice) {
+        match check("demo", asked, &[], grants, &PlainAdvice) {
             Ok(()) => Vec::new(),
             Err(CapabilityError::NotGranted {
                 plugin, missing, ..
@@ -379,6 +470,44 @@ mod tests {
         };
         let some = grants(vec![], &["REGION", "OTHER"], &[], &[]);
         assert_eq!(missing(&asked, &some), [Missing::Env("TOKEN".into())]);
+    }
+
+    #[test]
+    fn patterns_that_follow_configuration_are_checked_once_configured() {
+        use plinth_engine::schema::PropertyType;
+        use plinth_engine::value::Value;
+
+        let mut port = PropertySchema::new("port", PropertyType::Integer);
+        port.default = Some(Value::Integer(5432));
+        let schema = vec![PropertySchema::new("host", PropertyType::String), port];
+        let asked = Capabilities {
+            tcp: vec!["{host}:{port}".into()],
+            ..Capabilities::default()
+        };
+        // At load, nothing is known: only the form is checked.
+        assert!(check("pg", &asked, &schema, &Grants::default(), &PlainAdvice).is_ok());
+        let typo = Capabilities {
+            tcp: vec!["{hots}:{port}".into()],
+            ..Capabilities::default()
+        };
+        let err = check("pg", &typo, &schema, &Grants::default(), &PlainAdvice).unwrap_err();
+        assert!(matches!(err, CapabilityError::Malformed { .. }), "{err}");
+
+        let config: PropertyMap = [("host".to_owned(), Value::from("db.internal"))].into();
+        let exact = grants(vec![], &[], &["db.internal:5432"], &[]);
+        assert!(check_configured("pg", &asked, &config, &schema, &exact, &PlainAdvice).is_ok());
+        let other_port = grants(vec![], &[], &["db.internal:5433"], &[]);
+        let err = check_configured("pg", &asked, &config, &schema, &other_port, &PlainAdvice)
+            .unwrap_err();
+        let CapabilityError::NotGranted { missing, .. } = err else {
+            panic!("expected a refusal, got {err}");
+        };
+        assert_eq!(missing, [Missing::Tcp("db.internal:5432".into())]);
+        let unset = PropertyMap::new();
+        let err = check_configured("pg", &asked, &unset, &schema, &exact, &PlainAdvice)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`host` is not set"), "{err}");
     }
 
     #[test]
@@ -456,7 +585,7 @@ mod tests {
             },
         ];
         for asked in cases {
-            let error = check("demo", &asked, &Grants::default(), &PlainAdvice).unwrap_err();
+            let error = check("demo", &asked, &[], &Grants::default(), &PlainAdvice).unwrap_err();
             assert!(
                 matches!(&error, CapabilityError::Malformed { plugin, .. } if plugin == "demo"),
                 "{error}"
@@ -479,7 +608,7 @@ mod tests {
             http: vec!["api.example.com".into()],
         };
         let granted = grants(vec![granted_dir("/data", Access::ReadOnly)], &[], &[], &[]);
-        let error = check("notes", &asked, &granted, &PlainAdvice).unwrap_err();
+        let error = check("notes", &asked, &[], &granted, &PlainAdvice).unwrap_err();
         assert_eq!(
             error.to_string(),
             "plugin `notes` asks for capabilities it is not granted:

@@ -28,6 +28,7 @@ mod bindings;
 mod bytes;
 mod cache;
 mod capabilities;
+mod configured;
 mod denial;
 mod dir_advice;
 mod endpoint;

@@ -46,11 +46,14 @@ pub fn secret_masker() -> &'static SecretMasker {
 
 impl SecretMasker {
     /// Learns the plaintext of every secret inside `value` (strings, and numbers as they print).
-    /// Cheap when nothing is new: a read lock and a set lookup per secret.
+    /// Every value crossing the boundary with a guest passes here: one without secrets costs a
+    /// walk of its tree and no lock; otherwise a read lock and a set lookup per secret.
     pub fn learn(&self, value: &Value) {
         let mut found = Vec::new();
         collect_secrets(value, false, &mut found);
-        self.learn_texts(found);
+        if !found.is_empty() {
+            self.learn_texts(found);
+        }
     }
 
     /// Learns `text` as the plaintext of a secret.

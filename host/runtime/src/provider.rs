@@ -47,6 +47,9 @@ const MAX_IDLE: usize = 16;
 pub(crate) struct ComponentProvider {
     factory: Factory,
     info: ProviderInfo,
+    /// What the provider asks for; the patterns that follow configuration are checked when it
+    /// is configured.
+    capabilities: Capabilities,
     idle: Mutex<Vec<Instance>>,
     config: Mutex<Configuration>,
     /// Keeps deadlines working while the provider lives.
@@ -337,12 +340,14 @@ impl ComponentProvider {
         capabilities::check(
             name,
             &capabilities,
+            &info.config,
             &factory.grants,
             factory.advice.as_ref(),
         )?;
         Ok(ComponentProvider {
             factory,
             info,
+            capabilities,
             idle: Mutex::new(vec![instance]),
             config: Mutex::default(),
             _epoch: epoch,
@@ -436,6 +441,16 @@ impl Provider for ComponentProvider {
     }
 
     async fn configure(&self, config: &PropertyMap) -> Result<(), ProviderError> {
+        // The endpoints the configuration names must be granted before the provider may use them.
+        capabilities::check_configured(
+            &self.factory.name,
+            &self.capabilities,
+            config,
+            &self.info.config,
+            &self.factory.grants,
+            self.factory.advice.as_ref(),
+        )
+        .map_err(|e| ProviderError::Failed(e.to_string()))?;
         let value = Arc::new(values::map_to_wit(config));
         let mut instance = self.checkout().await?;
         let returned = match call!(instance, call_configure(&value), legacy(&downgrade(&value))) {

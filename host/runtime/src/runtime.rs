@@ -102,8 +102,13 @@ impl Runtime {
         limits: Limits,
         grants: Grants,
     ) -> Result<Arc<dyn Provider>, LoadError> {
-        let wasm = read_off_thread(path).await?;
-        self.load_provider_bytes(name, wasm, limits, grants).await
+        let started = Instant::now();
+        grants.validate(name)?;
+        // Read, hash and load in one trip to a blocking thread.
+        let (engine, cache, owned) = (self.engine.clone(), self.cache.clone(), path.to_owned());
+        let loaded = off_thread(move || cache.load(&engine, &ComponentBytes::read(&owned)?)).await;
+        self.start_provider(name, path, loaded?, limits, grants, started)
+            .await
     }
 
     /// [`load_provider`](Self::load_provider) from bytes read (and hashed) already: a caller
@@ -118,7 +123,21 @@ impl Runtime {
         let started = Instant::now();
         grants.validate(name)?;
         let path = &wasm.path().to_owned();
-        let (component, stats) = self.load_off_thread(wasm).await?;
+        let loaded = self.load_off_thread(wasm).await?;
+        self.start_provider(name, path, loaded, limits, grants, started)
+            .await
+    }
+
+    /// Starts the provider `name` from its loaded component.
+    async fn start_provider(
+        &self,
+        name: &str,
+        path: &Path,
+        (component, stats): (Component, LoadStats),
+        limits: Limits,
+        grants: Grants,
+        started: Instant,
+    ) -> Result<Arc<dyn Provider>, LoadError> {
         let version = versions::detect(&self.engine, &component, path, Kind::Provider)?;
         let pre = ProviderPre::new(&self.provider_linker, &component, version)
             .map_err(link_error(path, Kind::Provider))?;

@@ -62,7 +62,11 @@ impl Capabilities {
         self
     }
 
-    /// Asks to open TCP connections to `pattern` (`host:port`).
+    /// Asks to open TCP connections to `pattern` (`host:port`). A pattern may refer to the
+    /// provider's configuration keys in braces, `{host}:{port}`: the host resolves it when the
+    /// provider is configured (a key not set takes its schema default) and checks that the
+    /// project grants exactly that endpoint. The same works for [`udp`](Self::udp) and
+    /// [`http`](Self::http).
     pub fn tcp(mut self, pattern: impl Into<String>) -> Self {
         self.tcp.push(pattern.into());
         self

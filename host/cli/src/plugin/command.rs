@@ -14,6 +14,7 @@ use super::download;
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
 use crate::build::component_path;
+use crate::guest::Role;
 use crate::home::plinth_home;
 use crate::project::Project;
 
@@ -41,9 +42,10 @@ pub enum PluginCommand {
         plugin: String,
     },
     /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, or a
-    /// plugin's Rust crate directory (built first).
+    /// plugin's source directory: a Rust crate, or a TypeScript/JavaScript or Python guest
+    /// (built first).
     Inspect {
-        #[arg(value_name = "NAME[@VERSION] | FILE | CRATE-DIR")]
+        #[arg(value_name = "NAME[@VERSION] | FILE | DIR")]
         plugin: String,
         #[arg(long)]
         json: bool,
@@ -221,7 +223,9 @@ pub async fn locate(store: &Store, plugin: &str) -> Result<(PathBuf, Option<Stor
         (as_file.to_owned(), None)
     } else if as_file.is_dir() {
         let dir = as_file.to_owned();
-        let path = tokio::task::spawn_blocking(move || component_path(&dir, "plugin")).await??;
+        let path =
+            tokio::task::spawn_blocking(move || component_path(&dir, "plugin", Role::Provider))
+                .await??;
         (path, None)
     } else {
         let (name, version) = split_id(plugin)?;

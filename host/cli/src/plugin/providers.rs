@@ -13,6 +13,7 @@ use plinth_runtime::{Access, ComponentBytes, DirGrant, Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
 
 use crate::build::component_path;
+use crate::guest::Role;
 use crate::plugin::resolve::Resolved;
 use crate::project::{DirAccess, GrantsSpec, Project};
 
@@ -94,7 +95,7 @@ impl PluginProviders {
             None => {
                 let (what, path) = (format!("plugin `{package}`"), source.path.clone());
                 tokio::task::spawn_blocking(move || {
-                    let path = component_path(&path, &what)?;
+                    let path = component_path(&path, &what, Role::Provider)?;
                     ComponentBytes::read(&path).map_err(|e| anyhow::anyhow!("{what}: {e}"))
                 })
                 .await

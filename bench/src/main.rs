@@ -1,0 +1,194 @@
+//! `plinth-bench`: plinth measured through its real CLI (release build) on generated projects
+//! of N resources, and its plugins' start and call costs against a native gRPC baseline.
+//!
+//! ```text
+//! cargo run --release -p plinth-bench -- --sizes 100,1000,10000,30000
+//! ```
+
+mod grpc;
+mod measure;
+mod plugins;
+mod report;
+mod scenario;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+
+/// Benchmarks plinth: `up`, no-op `up` and `preview`, `preview` and `up` with 10% changed,
+/// `refresh` and `destroy` of N resources through the real CLI; plugin compile, start and
+/// per-call costs, Wasm against a native gRPC plugin.
+#[derive(Parser)]
+struct Args {
+    /// Resource counts to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [100, 1_000, 10_000])]
+    sizes: Vec<u64>,
+    /// Dependency shapes: `chains` (groups of 10, each item depending on the one before),
+    /// `fanout` (groups of 10 depending on their first item), `independent`.
+    #[arg(long, value_delimiter = ',', default_values = ["chains", "fanout"])]
+    shapes: Vec<String>,
+    /// The `plinth` binary; by default `target/release/plinth`, built first.
+    #[arg(long)]
+    plinth: Option<PathBuf>,
+    /// Where projects, state and logs go (emptied first); default `target/bench`.
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// Print JSON instead of the tables.
+    #[arg(long)]
+    json: bool,
+    /// Calls per per-call figure.
+    #[arg(long, default_value_t = 20_000)]
+    calls: u32,
+    /// Compilations for the compile figure.
+    #[arg(long, default_value_t = 3)]
+    compiles: u32,
+    /// Plugin starts per start figure.
+    #[arg(long, default_value_t = 50)]
+    starts: u32,
+    /// Skip the plugin start and call figures.
+    #[arg(long)]
+    no_plugins: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    for shape in &args.shapes {
+        if !["chains", "fanout", "independent"].contains(&shape.as_str()) {
+            bail!("unknown shape `{shape}`: use chains, fanout or independent");
+        }
+    }
+    if args.sizes.is_empty() || args.sizes.contains(&0) {
+        bail!("--sizes needs at least one count, each at least 1");
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("the bench crate lives in the repository")?
+        .to_owned();
+    let work = args.work.clone().unwrap_or(repo.join("target/bench"));
+    if work.exists() {
+        std::fs::remove_dir_all(&work).with_context(|| format!("emptying {}", work.display()))?;
+    }
+    std::fs::create_dir_all(&work)?;
+
+    let plinth = match &args.plinth {
+        Some(plinth) => std::fs::canonicalize(plinth)
+            .with_context(|| format!("the plinth binary {}", plinth.display()))?,
+        None => {
+            cargo(
+                &repo,
+                &["build", "--release", "--quiet", "-p", "plinth-cli"],
+                None,
+            )?;
+            repo.join("target/release/plinth")
+        }
+    };
+    let (program, provider) = build_guests(&repo)?;
+    let setup = scenario::Setup {
+        plinth,
+        program,
+        provider,
+        home: work.join("home"),
+        work: work.clone(),
+    };
+    warm_cache(&setup)?;
+
+    let plugins = if args.no_plugins {
+        None
+    } else {
+        let grpc = sibling_binary("plinth-bench-grpc-provider")?;
+        let repeats = plugins::Repeats {
+            compiles: args.compiles.max(1),
+            starts: args.starts.max(1),
+            calls: args.calls.max(1),
+        };
+        let tokio = tokio::runtime::Runtime::new()?;
+        let cache = setup.home.join("cache");
+        Some(tokio.block_on(plugins::measure(&setup.provider, &grpc, &cache, repeats))?)
+    };
+
+    let mut scenarios = Vec::new();
+    for &count in &args.sizes {
+        for shape in &args.shapes {
+            eprintln!("plinth-bench: {count} resources, {shape}");
+            scenarios.push(scenario::run(&setup, shape, count)?);
+        }
+    }
+    let report = report::Report::new(scenarios, plugins);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.tables());
+    }
+    Ok(())
+}
+
+/// Runs cargo in `repo`, with `target_dir` as `CARGO_TARGET_DIR` if given.
+fn cargo(repo: &Path, args: &[&str], target_dir: Option<&Path>) -> anyhow::Result<()> {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+    command.args(args).current_dir(repo);
+    if let Some(dir) = target_dir {
+        command.env("CARGO_TARGET_DIR", dir);
+    }
+    let status = command
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed", args.join(" "));
+    }
+    Ok(())
+}
+
+/// Builds the benchmark's program and provider components (release, `wasm32-wasip2`) where
+/// the end-to-end tests build theirs; returns their paths.
+fn build_guests(repo: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let target = repo.join("target/wasm");
+    cargo(
+        repo,
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "wasm32-wasip2",
+            "-p",
+            "plinth-bench-program",
+            "-p",
+            "plinth-bench-provider",
+        ],
+        Some(&target),
+    )?;
+    let out = target.join("wasm32-wasip2/release");
+    Ok((
+        out.join("plinth_bench_program.wasm"),
+        out.join("plinth_bench_provider.wasm"),
+    ))
+}
+
+/// Compiles both components into the precompiled cache, so that every measured command starts
+/// them from it (compiling is measured on its own).
+fn warm_cache(setup: &scenario::Setup) -> anyhow::Result<()> {
+    for wasm in [&setup.program, &setup.provider] {
+        let mut command = Command::new(&setup.plinth);
+        command
+            .args(["plugin", "inspect"])
+            .arg(wasm)
+            .env("PLINTH_HOME", &setup.home);
+        measure::run(command, &setup.work.join("warm-cache.log"))?;
+    }
+    Ok(())
+}
+
+/// A binary built beside this one (the same cargo profile).
+fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    let path = me.with_file_name(name);
+    if !path.is_file() {
+        bail!(
+            "{} is missing: build the whole bench crate (cargo build --release -p plinth-bench)",
+            path.display()
+        );
+    }
+    Ok(path)
+}

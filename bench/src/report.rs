@@ -1,0 +1,184 @@
+//! The report: a table of the CLI runs and one of the plugin figures, or the same as JSON.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::plugins::PluginFigures;
+use crate::scenario::{STEPS, Scenario};
+
+pub struct Report {
+    scenarios: Vec<Scenario>,
+    plugins: Option<PluginFigures>,
+}
+
+impl Report {
+    pub fn new(scenarios: Vec<Scenario>, plugins: Option<PluginFigures>) -> Report {
+        Report { scenarios, plugins }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        let plugins = self.plugins.as_ref().map(|p| {
+            json!({
+                "wasm_compile_us": micros(p.wasm_compile),
+                "wasm_start_us": micros(p.wasm_start),
+                "grpc_start_us": micros(p.grpc_start),
+                "start_ratio": ratio(p.grpc_start, p.wasm_start),
+                "wasm_call_us": micros(p.wasm_call),
+                "grpc_call_us": micros(p.grpc_call),
+                "call_ratio": ratio(p.grpc_call, p.wasm_call),
+            })
+        });
+        let scenarios: Vec<_> = (self.scenarios.iter())
+            .map(|s| {
+                let steps: Vec<_> = (s.steps.iter())
+                    .map(|step| {
+                        json!({
+                            "step": step.step,
+                            "wall_s": step.cost.wall.as_secs_f64(),
+                            "peak_rss_bytes": step.cost.peak_rss,
+                            "write_bytes": step.cost.write_bytes,
+                            "checkpoint_bytes": step.checkpoint_bytes,
+                        })
+                    })
+                    .collect();
+                json!({ "shape": s.shape, "resources": s.resources, "steps": steps })
+            })
+            .collect();
+        json!({
+            "machine": machine(),
+            "plugins": plugins,
+            "scenarios": scenarios,
+        })
+    }
+
+    pub fn tables(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "machine: {}\n", machine());
+        let mut header = vec!["shape".to_owned(), "N".to_owned()];
+        header.extend(STEPS.iter().map(|(step, _)| step.to_string()));
+        header
+            .extend(["peak RSS", "checkpoint", "written by up", "÷ checkpoint"].map(str::to_owned));
+        let mut rows = vec![header];
+        for s in &self.scenarios {
+            let mut row = vec![s.shape.clone(), thousands(s.resources)];
+            row.extend(s.steps.iter().map(|step| seconds(step.cost.wall)));
+            let peak = (s.steps.iter()).map(|step| step.cost.peak_rss).max();
+            let up = s.step("up");
+            row.push(megabytes(peak.unwrap_or(0)));
+            row.push(megabytes(up.checkpoint_bytes));
+            row.push(megabytes(up.cost.write_bytes));
+            row.push(format!(
+                "{:.1}",
+                up.cost.write_bytes as f64 / up.checkpoint_bytes.max(1) as f64
+            ));
+            rows.push(row);
+        }
+        markdown(&mut out, &rows);
+        let _ = writeln!(
+            out,
+            "\nwall time per command; peak RSS: the largest of the commands; written by up: \
+             write_bytes of the `up` process (/proc/<pid>/io); MB = 10^6 bytes"
+        );
+        if let Some(p) = &self.plugins {
+            let rows = vec![
+                vec![
+                    "plugin".to_owned(),
+                    "Wasm".to_owned(),
+                    "gRPC subprocess".to_owned(),
+                    "gRPC ÷ Wasm".to_owned(),
+                ],
+                vec![
+                    "compile (precompiled-cache miss)".to_owned(),
+                    human(p.wasm_compile),
+                    "—".to_owned(),
+                    "—".to_owned(),
+                ],
+                vec![
+                    "start (warm cache / spawn + connect)".to_owned(),
+                    human(p.wasm_start),
+                    human(p.grpc_start),
+                    format!("{:.0}×", ratio(p.grpc_start, p.wasm_start)),
+                ],
+                vec![
+                    "call (`check`, warm)".to_owned(),
+                    human(p.wasm_call),
+                    human(p.grpc_call),
+                    format!("{:.0}×", ratio(p.grpc_call, p.wasm_call)),
+                ],
+            ];
+            out.push('\n');
+            markdown(&mut out, &rows);
+        }
+        out
+    }
+}
+
+/// Appends `rows` (the first is the header) as a Markdown table with aligned columns.
+fn markdown(out: &mut String, rows: &[Vec<String>]) {
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = (row.iter().zip(&widths))
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+        if i == 0 {
+            let rules: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            let _ = writeln!(out, "|-{}-|", rules.join("-|-"));
+        }
+    }
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cores} cores, {cpu}, {}", std::env::consts::OS)
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE)
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn human(d: Duration) -> String {
+    let us = micros(d);
+    if us < 1_000.0 {
+        format!("{us:.2} µs")
+    } else {
+        format!("{:.2} ms", us / 1_000.0)
+    }
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,189 @@
+//! One project of N `bench:Item`s, driven through the real CLI from an empty stack to a
+//! destroyed one, every step measured.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+use crate::measure::{self, Cost};
+
+/// The steps, in the order they run, with the arguments given to `plinth`.
+pub const STEPS: &[(&str, &[&str])] = &[
+    ("up", &["up", "--yes", "--skip-preview"]),
+    ("no-op up", &["up", "--yes", "--skip-preview"]),
+    ("no-op preview", &["preview", "--expect-no-changes"]),
+    ("preview 10%", &["preview"]),
+    ("up 10%", &["up", "--yes", "--skip-preview"]),
+    ("refresh", &["refresh", "--yes", "--skip-preview"]),
+    ("destroy", &["destroy", "--yes", "--skip-preview"]),
+];
+
+/// The step before which the program's configuration changes 10% of the items.
+const FIRST_CHANGED_STEP: &str = "preview 10%";
+
+/// The guests and the binary a scenario runs.
+pub struct Setup {
+    pub plinth: PathBuf,
+    pub program: PathBuf,
+    pub provider: PathBuf,
+    /// `PLINTH_HOME`: the plugin store and the precompiled cache, warm before any step.
+    pub home: PathBuf,
+    pub work: PathBuf,
+}
+
+/// What one step cost, and the checkpoint it left.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Step {
+    pub step: &'static str,
+    #[serde(flatten)]
+    pub cost: Cost,
+    pub checkpoint_bytes: u64,
+}
+
+/// The measured run of one shape and size.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Scenario {
+    pub shape: String,
+    pub resources: u64,
+    pub steps: Vec<Step>,
+}
+
+impl Scenario {
+    pub fn step(&self, name: &str) -> &Step {
+        (self.steps.iter())
+            .find(|s| s.step == name)
+            .expect("every step runs")
+    }
+}
+
+/// A project directory with its own state, driven by the CLI.
+struct Project<'a> {
+    setup: &'a Setup,
+    dir: PathBuf,
+    state: PathBuf,
+    log: PathBuf,
+}
+
+impl Project<'_> {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.setup.plinth);
+        command
+            .args(args)
+            .current_dir(&self.dir)
+            .env(
+                "PLINTH_BACKEND_URL",
+                format!("file://{}", self.state.display()),
+            )
+            .env("PLINTH_HOME", &self.setup.home)
+            .env("PLINTH_STACK", "bench")
+            .env("PLINTH_CONFIG_PASSPHRASE", "benchmark passphrase")
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG");
+        command
+    }
+
+    /// Runs an unmeasured setup command.
+    fn run(&self, args: &[&str]) -> anyhow::Result<()> {
+        measure::run(self.command(args), &self.log).map(drop)
+    }
+
+    fn checkpoint(&self) -> PathBuf {
+        self.state.join("stacks/bench/bench.json")
+    }
+
+    fn checkpoint_bytes(&self) -> u64 {
+        std::fs::metadata(self.checkpoint()).map_or(0, |m| m.len())
+    }
+
+    /// The items the checkpoint records, and how many of them have a changed payload.
+    fn recorded(&self) -> anyhow::Result<(usize, usize)> {
+        let path = self.checkpoint();
+        let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let checkpoint: serde_json::Value = serde_json::from_slice(&text)?;
+        let resources = checkpoint["snapshot"]["resources"]
+            .as_array()
+            .context("the checkpoint has no resource list")?;
+        let items: Vec<_> = (resources.iter())
+            .filter(|r| r["type"].as_str() == Some("bench:Item"))
+            .collect();
+        let changed = (items.iter())
+            .filter(|r| (r["outputs"]["payload"].as_str()).is_some_and(|p| p.ends_with("changed")))
+            .count();
+        Ok((items.len(), changed))
+    }
+}
+
+/// Runs every step on a new project of `count` items of `shape`.
+pub fn run(setup: &Setup, shape: &str, count: u64) -> anyhow::Result<Scenario> {
+    let name = format!("{shape}-{count}");
+    let dir = setup.work.join("projects").join(&name);
+    let state = setup.work.join("state").join(&name);
+    for fresh in [&dir, &state] {
+        if fresh.exists() {
+            std::fs::remove_dir_all(fresh)
+                .with_context(|| format!("removing {}", fresh.display()))?;
+        }
+        std::fs::create_dir_all(fresh)?;
+    }
+    write_project(&dir, setup)?;
+    let project = Project {
+        setup,
+        log: setup.work.join(format!("{name}.log")),
+        dir,
+        state,
+    };
+    let _ = std::fs::remove_file(&project.log);
+    project.run(&["stack", "init", "bench"])?;
+    project.run(&["config", "set", "count", &count.to_string()])?;
+    project.run(&["config", "set", "shape", shape])?;
+
+    let mut steps = Vec::new();
+    for (step, args) in STEPS {
+        if *step == FIRST_CHANGED_STEP {
+            project.run(&["config", "set", "changed", "10"])?;
+        }
+        let cost = measure::run(project.command(args), &project.log)?;
+        steps.push(Step {
+            step,
+            cost,
+            checkpoint_bytes: project.checkpoint_bytes(),
+        });
+        let expected = match *step {
+            "destroy" => (0, 0),
+            // The first item of every group of 10.
+            "up 10%" | "refresh" => (count as usize, count.div_ceil(10) as usize),
+            _ => (count as usize, 0),
+        };
+        let recorded = project.recorded()?;
+        if recorded != expected {
+            bail!(
+                "after `{step}` of {name}, the checkpoint records {} items ({} changed) instead \
+                 of {} ({} changed); see {}",
+                recorded.0,
+                recorded.1,
+                expected.0,
+                expected.1,
+                project.log.display()
+            );
+        }
+    }
+    Ok(Scenario {
+        shape: shape.to_owned(),
+        resources: count,
+        steps,
+    })
+}
+
+fn write_project(dir: &Path, setup: &Setup) -> anyhow::Result<()> {
+    let yaml = format!(
+        "name: bench\n\
+         description: Generated by plinth-bench.\n\
+         program: {}\n\
+         plugins:\n  bench:\n    path: {}\n",
+        setup.program.display(),
+        setup.provider.display()
+    );
+    std::fs::write(dir.join("Plinth.yaml"), yaml)?;
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! The harness end to end at a tiny size: every step runs through the CLI and the harness's own
+//! checks (the items each checkpoint records, the changed ones) pass; the report holds every
+//! figure. Uses the debug `plinth` that `cargo test` builds for the CLI's tests.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn debug_plinth() -> PathBuf {
+    let bench = PathBuf::from(env!("CARGO_BIN_EXE_plinth-bench"));
+    let plinth = bench.with_file_name("plinth");
+    assert!(
+        plinth.is_file(),
+        "{} is missing: build it first (cargo build -p plinth-cli)",
+        plinth.display()
+    );
+    plinth
+}
+
+#[test]
+fn a_tiny_run_measures_every_step_and_both_plugins() {
+    let work = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_plinth-bench"))
+        .args(["--sizes", "12", "--shapes", "chains,fanout", "--json"])
+        .args(["--calls", "50", "--starts", "2", "--compiles", "1"])
+        .arg("--plinth")
+        .arg(debug_plinth())
+        .arg("--work")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    let scenarios = report["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 2);
+    for scenario in scenarios {
+        assert_eq!(scenario["resources"], 12);
+        let steps = scenario["steps"].as_array().unwrap();
+        let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "up",
+                "no-op up",
+                "no-op preview",
+                "preview 10%",
+                "up 10%",
+                "refresh",
+                "destroy"
+            ]
+        );
+        let up = &steps[0];
+        assert!(up["checkpoint_bytes"].as_u64().unwrap() > 1_000, "{up}");
+        assert!(up["peak_rss_bytes"].as_u64().unwrap() > 1_000_000, "{up}");
+        assert!(up["wall_s"].as_f64().unwrap() > 0.0, "{up}");
+    }
+
+    let plugins = &report["plugins"];
+    for figure in [
+        "wasm_compile_us",
+        "wasm_start_us",
+        "grpc_start_us",
+        "wasm_call_us",
+        "grpc_call_us",
+        "start_ratio",
+        "call_ratio",
+    ] {
+        assert!(
+            plugins[figure].as_f64().unwrap() > 0.0,
+            "{figure}: {plugins}"
+        );
+    }
+}

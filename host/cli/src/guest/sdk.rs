@@ -1,0 +1,98 @@
+//! The guest SDKs and the WIT they are built against, embedded in the plinth binary so that
+//! guests build against exactly the SDK this plinth speaks. They are written out once per SDK
+//! version under `<PLINTH_HOME>/sdk/<hash>/`, where the componentizers read them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+use crate::home::plinth_home;
+
+macro_rules! embed {
+    ($($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("../../../../", $path)))),*]
+    };
+}
+
+/// Every file of the SDKs, by its path in the repository.
+const FILES: &[(&str, &str)] = embed![
+    "wit/plugin/types.wit",
+    "wit/plugin/schema.wit",
+    "wit/plugin/provider.wit",
+    "wit/plugin/program.wit",
+    "wit/plugin/worlds.wit",
+    "sdk-guest/js/src/index.ts",
+    "sdk-guest/js/src/value.ts",
+    "sdk-guest/js/src/schema.ts",
+    "sdk-guest/js/src/errors.ts",
+    "sdk-guest/js/src/provider.ts",
+    "sdk-guest/js/src/program.ts",
+    "sdk-guest/js/src/sourcemap.ts",
+    "sdk-guest/js/src/no-monitor.ts",
+    "sdk-guest/python/plinth/__init__.py",
+    "sdk-guest/python/plinth/value.py",
+    "sdk-guest/python/plinth/schema.py",
+    "sdk-guest/python/plinth/errors.py",
+    "sdk-guest/python/plinth/provider.py",
+    "sdk-guest/python/plinth/program.py",
+];
+
+/// The SDKs on disk.
+pub struct Sdk {
+    /// A hash of every file: part of each built component's cache key.
+    pub hash: String,
+    root: PathBuf,
+}
+
+impl Sdk {
+    pub fn wit(&self) -> PathBuf {
+        self.root.join("wit/plugin")
+    }
+
+    /// The JavaScript SDK's source directory (`index.ts` is `@plinth/sdk`).
+    pub fn js(&self) -> PathBuf {
+        self.root.join("sdk-guest/js/src")
+    }
+
+    /// The directory that holds the `plinth` Python package.
+    pub fn python(&self) -> PathBuf {
+        self.root.join("sdk-guest/python")
+    }
+}
+
+/// Writes the SDKs out unless this version already is.
+pub fn materialize() -> Result<Sdk> {
+    let mut hasher = Sha256::new();
+    for (path, text) in FILES {
+        hasher.update((path.len() as u64).to_le_bytes());
+        hasher.update(path.as_bytes());
+        hasher.update((text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    let hash = hex::encode(hasher.finalize());
+    let sdks = plinth_home()?.join("sdk");
+    let root = sdks.join(&hash[..16]);
+    if !root.is_dir() {
+        write_all(&sdks, &root)
+            .with_context(|| format!("writing the guest SDKs to {}", root.display()))?;
+    }
+    Ok(Sdk { hash, root })
+}
+
+/// Written beside, then renamed into place: a concurrent plinth sees all or nothing.
+fn write_all(sdks: &Path, root: &Path) -> Result<()> {
+    std::fs::create_dir_all(sdks)?;
+    let staging = tempfile::Builder::new().prefix(".sdk-").tempdir_in(sdks)?;
+    for (path, text) in FILES {
+        let file = staging.path().join(path);
+        std::fs::create_dir_all(file.parent().expect("files are in directories"))?;
+        std::fs::write(&file, text)?;
+    }
+    match std::fs::rename(staging.path(), root) {
+        Ok(()) => Ok(()),
+        // Another plinth wrote the same files first.
+        Err(_) if root.is_dir() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,24 @@
+// plinth's TypeScript/JavaScript SDK: write a provider or a program, get a component.
+export { Secret, Float, unknown, Unknown, type Value, type Properties } from "./value.js";
+export { t, type Prop, type PropOptions, type Type, type CheckFailure } from "./schema.js";
+export { InvalidInputs, NotFound, PartiallyCreated } from "./errors.js";
+export {
+  provider,
+  type ProviderDefinition,
+  type ResourceType,
+  type FunctionType,
+  type ResourceContext,
+  type State,
+  type Diff,
+  type ReadResult,
+  type Capabilities,
+} from "./provider.js";
+export {
+  Context,
+  Output,
+  Resource,
+  ComponentResource,
+  ConfigError,
+  type ResourceOptions,
+  type Main,
+} from "./program.js";
