@@ -1,6 +1,6 @@
 //! The versioned HTTP protocol, `/api/v1/…`: JSON in and out, errors as `{ "message": … }`.
 
-use axum::extract::{DefaultBodyLimit, FromRef, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use crate::auth::{Lease, User};
 use crate::error::ApiError;
-use crate::{journal, updates};
+use crate::versions::StackKey;
+use crate::{journal, updates, versions};
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -59,6 +60,9 @@ pub fn router(pool: PgPool, options: Options) -> Router {
             post(begin_update),
         )
         .route("/api/v1/stacks/{project}/{stack}/cancel", post(cancel))
+        .route("/api/v1/stacks/{project}/{stack}/history", get(history))
+        .route("/api/v1/stacks/{project}/{stack}/export", get(export))
+        .route("/api/v1/updates/{id}/phases", post(record_phase))
         .route("/api/v1/updates/{id}/renew", post(renew))
         .route(
             "/api/v1/updates/{id}/journal",
@@ -102,6 +106,14 @@ async fn stack_id(pool: &PgPool, project: &str, stack: &str) -> Result<i64, ApiE
         ApiError::NotFound(format!(
             "stack `{stack}` does not exist; create it with `plinth stack init {stack}`"
         ))
+    })
+}
+
+async fn stack_key(pool: &PgPool, project: &str, stack: &str) -> Result<StackKey, ApiError> {
+    Ok(StackKey {
+        id: stack_id(pool, project, stack).await?,
+        project: project.to_owned(),
+        name: stack.to_owned(),
     })
 }
 
@@ -169,12 +181,11 @@ async fn begin_update(
     Path((project, stack)): Path<(String, String)>,
     Json(request): Json<BeginRequest>,
 ) -> Result<Json<updates::Begun>, ApiError> {
-    let id = stack_id(&app.pool, &project, &stack).await?;
+    let key = stack_key(&app.pool, &project, &stack).await?;
     let begun = updates::begin(
         &app.pool,
         &user,
-        id,
-        &stack,
+        &key,
         &request.kind,
         app.options.lease_seconds,
     )
@@ -187,8 +198,8 @@ async fn cancel(
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = stack_id(&pool, &project, &stack).await?;
-    let cancelled = updates::cancel(&pool, id).await?;
+    let key = stack_key(&pool, &project, &stack).await?;
+    let cancelled = updates::cancel(&pool, &key).await?;
     Ok(Json(json!({ "cancelled": cancelled })))
 }
 
@@ -205,6 +216,9 @@ async fn renew(
 #[derive(Deserialize)]
 struct CompleteRequest {
     result: String,
+    /// The history entry of journal batches no phase recorded yet.
+    #[serde(default)]
+    entry: Option<Value>,
 }
 
 async fn complete(
@@ -214,7 +228,7 @@ async fn complete(
     Path(id): Path<Uuid>,
     Json(request): Json<CompleteRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    updates::complete(&pool, id, &lease, &request.result).await?;
+    updates::complete(&pool, id, &lease, &request.result, request.entry.as_ref()).await?;
     Ok(Json(json!({})))
 }
 
@@ -245,5 +259,90 @@ async fn journal_entries(
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(
         json!({ "entries": journal::entries(&pool, id).await? }),
+    ))
+}
+
+#[derive(Deserialize)]
+struct PhaseRequest {
+    /// Phases of an update are numbered from 1; a retry repeats the number.
+    phase: i32,
+    /// The history entry, as the client's history records it.
+    entry: Value,
+    /// A whole checkpoint replacing the state (an import, an edit by hand) instead of the
+    /// journal.
+    #[serde(default)]
+    checkpoint: Option<String>,
+}
+
+async fn record_phase(
+    _: User,
+    Lease(lease): Lease,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+    Json(request): Json<PhaseRequest>,
+) -> Result<Json<Value>, ApiError> {
+    if request.phase < 1 {
+        return Err(ApiError::BadRequest(format!(
+            "phases are numbered from 1, not {}",
+            request.phase
+        )));
+    }
+    let checkpoint = request.checkpoint.map(String::into_bytes);
+    let version =
+        updates::phase(&pool, id, &lease, request.phase, &request.entry, checkpoint).await?;
+    Ok(Json(json!({ "version": version })))
+}
+
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default = "first_page")]
+    page: i64,
+    #[serde(default = "page_size")]
+    per_page: i64,
+}
+
+fn first_page() -> i64 {
+    1
+}
+
+fn page_size() -> i64 {
+    50
+}
+
+/// The stack's versions, newest first, a page at a time.
+async fn history(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(page): Query<Page>,
+) -> Result<Json<Value>, ApiError> {
+    if page.page < 1 || !(1..=500).contains(&page.per_page) {
+        return Err(ApiError::BadRequest(format!(
+            "page {} of {} per page: pages count from 1, with 1 to 500 entries",
+            page.page, page.per_page
+        )));
+    }
+    let id = stack_id(&pool, &project, &stack).await?;
+    let (listed, total) = versions::history(&pool, id, page.page, page.per_page).await?;
+    Ok(Json(json!({ "versions": listed, "total": total })))
+}
+
+#[derive(Deserialize)]
+struct ExportQuery {
+    version: Option<i64>,
+}
+
+/// A version's checkpoint (the latest by default), secrets sealed as the client sealed them.
+async fn export(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<ExportQuery>,
+) -> Result<([(axum::http::HeaderName, &'static str); 1], Vec<u8>), ApiError> {
+    let key = stack_key(&pool, &project, &stack).await?;
+    let bytes = versions::export(&pool, &key, query.version).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
     ))
 }

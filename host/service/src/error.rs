@@ -30,6 +30,8 @@ pub enum ApiError {
     },
     #[error("{0}")]
     BadRequest(String),
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
 }
@@ -42,6 +44,7 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) | ApiError::Busy { .. } => StatusCode::CONFLICT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             // The database may be restarting: the client retries.
             ApiError::Database(e) => {
                 tracing::warn!("database error: {e}");

@@ -34,6 +34,14 @@ pub(crate) async fn append(
             entries.len()
         )));
     }
+    for (index, entry) in entries.iter().enumerate() {
+        plinth_backend::check_entry(entry).map_err(|reason| {
+            ApiError::BadRequest(format!(
+                "entry {} of journal batch {seq} is not a journal entry: {reason}",
+                index + 1
+            ))
+        })?;
+    }
     // serde_json's maps are ordered by key, so equal batches serialize, and digest, alike.
     let content = Sha256::digest(serde_json::to_vec(entries).expect("JSON serializes")).to_vec();
     let mut tx = pool.begin().await?;

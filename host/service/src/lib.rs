@@ -7,6 +7,7 @@ mod db;
 mod error;
 mod journal;
 mod updates;
+mod versions;
 
 pub use api::{Options, router};
 pub use auth::create_token;

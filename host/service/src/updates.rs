@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::auth::{User, digest, new_token};
 use crate::error::ApiError;
+use crate::versions::{self, Source, StackKey};
 
 /// A begun update, as its client gets it.
 #[derive(Debug, Serialize)]
@@ -18,18 +19,23 @@ pub(crate) struct Begun {
     pub lease_expires: i64,
     /// How long a lease lasts; the client renews at half of it.
     pub lease_seconds: f64,
+    /// The version the update starts from (0: the empty state) and its checkpoint, secrets
+    /// sealed as the client sealed them; none for version 0.
+    pub base_version: i64,
+    pub base_checkpoint: Option<String>,
 }
 
-/// Takes the stack for a new update of `kind`, unless another holds it. A running update whose
-/// lease expired gives the stack up first.
+/// Takes the stack for a new update of `kind`, unless another holds it, and returns the state to
+/// start from. A running update whose lease expired gives the stack up first, and what it
+/// journaled becomes the base, its interrupted operations pending.
 pub(crate) async fn begin(
     pool: &PgPool,
     user: &User,
-    stack_id: i64,
-    stack: &str,
+    key: &StackKey,
     kind: &str,
     lease_seconds: f64,
 ) -> Result<Begun, ApiError> {
+    let (stack_id, stack) = (key.id, key.name.as_str());
     let mut tx = pool.begin().await?;
     sqlx::query(
         "UPDATE updates SET status = 'expired', ended = now()
@@ -58,12 +64,27 @@ pub(crate) async fn begin(
         tx.rollback().await?;
         return Err(holder(pool, stack_id, stack).await);
     };
+    // The new update holds the stack: nothing else folds or versions it meanwhile.
+    versions::fold_abandoned(&mut tx, key).await?;
+    let (base_version, base) = versions::latest(&mut tx, stack_id).await?;
+    sqlx::query("UPDATE updates SET folded_seq = 0 WHERE id = $1")
+        .bind(update_id)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
+    let base_checkpoint = match base {
+        Some(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
+            ApiError::Internal(format!("the checkpoint of stack `{stack}` is not UTF-8"))
+        })?),
+        None => None,
+    };
     Ok(Begun {
         update_id,
         lease_token,
         lease_expires,
         lease_seconds,
+        base_version,
+        base_checkpoint,
     })
 }
 
@@ -138,51 +159,134 @@ pub(crate) async fn renew(
     }
 }
 
-/// Ends an update with `result`. Idempotent: completing it again the same way succeeds, so a
-/// client whose first answer was lost may retry.
+/// Ends an update with `result`. Journal batches not folded into a version by a phase yet are
+/// folded now, recorded with `entry` (or, without one, as a failed update of its kind).
+/// Idempotent: completing it again the same way succeeds, so a client whose first answer was
+/// lost may retry.
 pub(crate) async fn complete(
     pool: &PgPool,
     id: Uuid,
     lease: &str,
     result: &str,
+    entry: Option<&serde_json::Value>,
 ) -> Result<(), ApiError> {
     if !matches!(result, "succeeded" | "failed") {
         return Err(ApiError::BadRequest(format!(
             "an update ends `succeeded` or `failed`, not `{result}`"
         )));
     }
-    let ended = sqlx::query(
-        "UPDATE updates SET status = $3, ended = now()
-         WHERE id = $1 AND lease_digest = $2 AND status = 'running' AND lease_expires >= now()",
+    let mut tx = pool.begin().await?;
+    let Some(key) = held(&mut tx, id, lease).await? else {
+        tx.rollback().await?;
+        let already: Option<(String,)> =
+            sqlx::query_as("SELECT status FROM updates WHERE id = $1 AND lease_digest = $2")
+                .bind(id)
+                .bind(digest(lease))
+                .fetch_optional(pool)
+                .await?;
+        return match already {
+            Some((status,)) if status == result => Ok(()),
+            _ => Err(refused(pool, id, lease).await),
+        };
+    };
+    let unfolded: (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM journal_batches b JOIN updates u ON u.id = b.update_id
+                        WHERE u.id = $1 AND b.seq > u.folded_seq)",
+    )
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if unfolded.0 {
+        let entry = match entry {
+            Some(entry) => entry.clone(),
+            None => {
+                serde_json::json!({ "kind": key.kind, "result": "failed", "note": "ended without a phase recorded" })
+            }
+        };
+        versions::fold(&mut tx, &key.stack, id, None, &entry, Source::Journal).await?;
+    }
+    sqlx::query("UPDATE updates SET status = $2, ended = now() WHERE id = $1")
+        .bind(id)
+        .bind(result)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The stack and kind of update `id`, locked for this transaction, if `lease` still holds it.
+pub(crate) struct Held {
+    pub stack: StackKey,
+    pub kind: String,
+}
+
+pub(crate) async fn held(
+    conn: &mut sqlx::PgConnection,
+    id: Uuid,
+    lease: &str,
+) -> Result<Option<Held>, ApiError> {
+    let row: Option<(i64, String, String, String)> = sqlx::query_as(
+        "SELECT s.id, s.project, s.name, u.kind FROM updates u JOIN stacks s ON s.id = u.stack_id
+         WHERE u.id = $1 AND u.lease_digest = $2 AND u.status = 'running'
+           AND u.lease_expires >= now()
+         FOR UPDATE OF u",
     )
     .bind(id)
     .bind(digest(lease))
-    .bind(result)
-    .execute(pool)
+    .fetch_optional(conn)
     .await?;
-    if ended.rows_affected() == 1 {
-        return Ok(());
-    }
-    let already: Option<(String,)> =
-        sqlx::query_as("SELECT status FROM updates WHERE id = $1 AND lease_digest = $2")
-            .bind(id)
-            .bind(digest(lease))
-            .fetch_optional(pool)
-            .await?;
-    match already {
-        Some((status,)) if status == result => Ok(()),
-        _ => Err(refused(pool, id, lease).await),
-    }
+    Ok(row.map(|(id, project, name, kind)| Held {
+        stack: StackKey { id, project, name },
+        kind,
+    }))
 }
 
-/// Ends the stack's running update at once (`plinth cancel`); returns it, if there was one.
-pub(crate) async fn cancel(pool: &PgPool, stack_id: i64) -> Result<Option<Uuid>, ApiError> {
+/// Records a phase of update `id` (a refresh, then the update) as a new version: from the
+/// journal batches since the last phase, or from `checkpoint` replacing the state. A retried
+/// phase (same number) answers the version it made.
+pub(crate) async fn phase(
+    pool: &PgPool,
+    id: Uuid,
+    lease: &str,
+    phase: i32,
+    entry: &serde_json::Value,
+    checkpoint: Option<Vec<u8>>,
+) -> Result<i64, ApiError> {
+    let mut tx = pool.begin().await?;
+    let Some(held) = held(&mut tx, id, lease).await? else {
+        tx.rollback().await?;
+        return Err(refused(pool, id, lease).await);
+    };
+    let done: Option<(i64,)> =
+        sqlx::query_as("SELECT version FROM versions WHERE update_id = $1 AND phase = $2")
+            .bind(id)
+            .bind(phase)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if let Some((version,)) = done {
+        return Ok(version);
+    }
+    let source = match checkpoint {
+        Some(bytes) => Source::Checkpoint(bytes),
+        None => Source::Journal,
+    };
+    let version = versions::fold(&mut tx, &held.stack, id, Some(phase), entry, source).await?;
+    tx.commit().await?;
+    Ok(version)
+}
+
+/// Ends the stack's running update at once (`plinth cancel`); returns it, if there was one. What
+/// it journaled becomes a version, its interrupted operations pending.
+pub(crate) async fn cancel(pool: &PgPool, key: &StackKey) -> Result<Option<Uuid>, ApiError> {
+    let mut tx = pool.begin().await?;
     let cancelled: Option<(Uuid,)> = sqlx::query_as(
         "UPDATE updates SET status = 'cancelled', ended = now()
          WHERE stack_id = $1 AND status = 'running' RETURNING id",
     )
-    .bind(stack_id)
-    .fetch_optional(pool)
+    .bind(key.id)
+    .fetch_optional(&mut *tx)
     .await?;
+    versions::fold_abandoned(&mut tx, key).await?;
+    tx.commit().await?;
     Ok(cancelled.map(|(id,)| id))
 }

@@ -2,156 +2,10 @@
 //! stack, tokens. Nothing waits on timing: a lease expiry is awaited as a condition, under a
 //! generous bound.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod common;
 
-use plinth_test_postgres::Postgres;
+use common::*;
 use serde_json::{Value, json};
-
-/// A database of its own on the shared test server.
-fn database() -> (Arc<Postgres>, String) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let server = Postgres::shared().expect("starting PostgreSQL");
-    let name = format!(
-        "leases_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    );
-    server.create_database(&name).unwrap();
-    let url = server.url(&name);
-    (server, url)
-}
-
-/// A running service; killed when dropped.
-struct Service {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(database: &str, extra: &[&str]) -> Service {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
-        .args(["--database", database, "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("the service did not start: {line:?}"))
-        .to_owned();
-    Service { child, url }
-}
-
-fn token(database: &str, user: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
-        .args(["token", "create", "--database", database, "--user", user])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// One request: its status and JSON body.
-fn call(
-    service: &Service,
-    method: &str,
-    path: &str,
-    token: Option<&str>,
-    lease: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let url = format!("{}/api/v1/{path}", service.url);
-    let mut request = ureq::http::Request::builder().method(method).uri(url);
-    if let Some(token) = token {
-        request = request.header("Authorization", format!("token {token}"));
-    }
-    if let Some(lease) = lease {
-        request = request.header("X-Plinth-Lease", lease);
-    }
-    let body = body.map_or_else(Vec::new, |b| serde_json::to_vec(&b).unwrap());
-    let request = request
-        .header("Content-Type", "application/json")
-        .body(body)
-        .unwrap();
-    let mut response = agent.run(request).unwrap();
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-fn begin(service: &Service, token: &str, stack: &str) -> (u16, Value) {
-    call(
-        service,
-        "POST",
-        &format!("stacks/p/{stack}/updates"),
-        Some(token),
-        None,
-        Some(json!({ "kind": "update" })),
-    )
-}
-
-fn lease_of(begun: &Value) -> (String, String) {
-    (
-        begun["update_id"].as_str().unwrap().to_owned(),
-        begun["lease_token"].as_str().unwrap().to_owned(),
-    )
-}
-
-fn on_update(
-    service: &Service,
-    token: &str,
-    (id, lease): &(String, String),
-    action: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    call(
-        service,
-        "POST",
-        &format!("updates/{id}/{action}"),
-        Some(token),
-        Some(lease),
-        body.or(Some(json!({}))),
-    )
-}
-
-fn create_stack(service: &Service, token: &str, stack: &str) {
-    let (status, body) = call(
-        service,
-        "POST",
-        &format!("stacks/p/{stack}"),
-        Some(token),
-        None,
-        None,
-    );
-    assert_eq!(status, 201, "{body}");
-}
 
 #[test]
 fn a_second_update_gets_409_naming_the_holder_until_the_first_completes() {
@@ -225,18 +79,6 @@ fn missing_or_wrong_tokens_get_401_and_one_updates_lease_acts_on_no_other() {
     );
     assert_eq!(status, 401, "a request on an update without its lease");
     assert_eq!(on_update(&service, &alice, &one, "renew", None).0, 200);
-}
-
-/// Polls `condition` until it holds, failing after a bound far above what it should take.
-fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -361,9 +203,13 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
     let alice = token(&db, "alice");
     create_stack(&service, &alice, "dev");
     let running = lease_of(&begin(&service, &alice, "dev").1);
+    // Each batch begins creating the named resources.
     let batch = |seq: u64, names: &[&str]| {
         let entries: Vec<Value> = (names.iter())
-            .map(|n| json!({ "entry": "begin", "seq": seq, "urn": n }))
+            .enumerate()
+            .flat_map(|(i, n)| {
+                creating(seq * 10 + i as u64, &resource(n, Default::default()), true)
+            })
             .collect();
         Some(json!({ "seq": seq, "entries": entries }))
     };
@@ -385,7 +231,21 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
     assert_eq!(status, 409, "{body}");
     let (status, _) = on_update(&service, &alice, &running, "journal", batch(2, &["c"]));
     assert_eq!(status, 200);
-    let too_many: Vec<Value> = (0..101).map(|i| json!({ "seq": i })).collect();
+    let (status, body) = on_update(
+        &service,
+        &alice,
+        &running,
+        "journal",
+        Some(json!({ "seq": 3, "entries": [{ "entry": "begin", "urn": "x" }] })),
+    );
+    assert_eq!(
+        status, 400,
+        "a malformed entry is refused when it arrives: {body}"
+    );
+    let too_many: Vec<Value> = (0..101)
+        .flat_map(|i| creating(i, &resource("many", Default::default()), true))
+        .take(101)
+        .collect();
     let (status, _) = on_update(
         &service,
         &alice,
@@ -399,7 +259,14 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
     let (status, body) = call(&service, "GET", &path, Some(&alice), None, None);
     assert_eq!(status, 200, "{body}");
     let urns: Vec<&str> = (body["entries"].as_array().unwrap().iter())
-        .map(|e| e["urn"].as_str().unwrap())
+        .map(|e| {
+            e["resource"]["urn"]
+                .as_str()
+                .unwrap()
+                .rsplit("::")
+                .next()
+                .unwrap()
+        })
         .collect();
     assert_eq!(urns, ["a", "b", "c"], "each batch once, in order");
 
