@@ -53,7 +53,7 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         .route("/api/v1/stacks/{project}", get(list_stacks))
         .route(
             "/api/v1/stacks/{project}/{stack}",
-            get(get_stack).post(create_stack),
+            get(get_stack).post(create_stack).delete(remove_stack),
         )
         .route(
             "/api/v1/stacks/{project}/{stack}/updates",
@@ -345,4 +345,23 @@ async fn export(
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         bytes,
     ))
+}
+
+#[derive(Deserialize)]
+struct RemoveQuery {
+    #[serde(default)]
+    force: bool,
+}
+
+/// Removes a stack with its versions and updates; one that still has resources only with
+/// `force`, and never one being updated.
+async fn remove_stack(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<RemoveQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let key = stack_key(&pool, &project, &stack).await?;
+    versions::remove(&pool, &key, query.force).await?;
+    Ok(Json(json!({})))
 }

@@ -225,3 +225,67 @@ pub(crate) async fn export(
         ))
     })
 }
+
+/// Removes `stack`, refusing while an update holds it or, unless `force`, while its latest
+/// version has resources (its root alone is an empty stack).
+pub(crate) async fn remove(pool: &PgPool, stack: &StackKey, force: bool) -> Result<(), ApiError> {
+    let mut tx = pool.begin().await?;
+    // Locking the stack's row makes an update that begins meanwhile wait for the outcome.
+    sqlx::query("SELECT id FROM stacks WHERE id = $1 FOR UPDATE")
+        .bind(stack.id)
+        .execute(&mut *tx)
+        .await?;
+    let running: Option<(String, String)> = sqlx::query_as(
+        "SELECT usr.name, u.kind FROM updates u JOIN users usr ON usr.id = u.user_id
+         WHERE u.stack_id = $1 AND u.status = 'running' AND u.lease_expires >= now()",
+    )
+    .bind(stack.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some((user, kind)) = running {
+        return Err(ApiError::Conflict(format!(
+            "stack `{}` is being updated by {user} ({kind}); wait for it, or `plinth cancel` it",
+            stack.name
+        )));
+    }
+    if !force {
+        let (_, latest) = latest(&mut tx, stack.id).await?;
+        let count = latest.as_deref().map_or(Ok(0), resource_count)?;
+        if count > 0 {
+            return Err(ApiError::Conflict(format!(
+                "stack `{}` still has {count} resources; destroy them first with `plinth \
+                 destroy`, or remove the stack and forget them with `--force`",
+                stack.name
+            )));
+        }
+    }
+    sqlx::query("DELETE FROM stacks WHERE id = $1")
+        .bind(stack.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The resources a checkpoint records, its stack's root aside.
+fn resource_count(checkpoint: &[u8]) -> Result<usize, ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Resource {
+        #[serde(rename = "type")]
+        ty: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Snapshot {
+        #[serde(default)]
+        resources: Vec<Resource>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Checkpoint {
+        snapshot: Snapshot,
+    }
+    let checkpoint: Checkpoint = serde_json::from_slice(checkpoint)
+        .map_err(|e| ApiError::Internal(format!("a stored checkpoint does not parse: {e}")))?;
+    Ok((checkpoint.snapshot.resources.iter())
+        .filter(|r| !plinth_engine::urn::is_stack_type(&r.ty))
+        .count())
+}

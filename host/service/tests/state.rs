@@ -198,3 +198,62 @@ fn a_checkpoint_that_is_not_one_is_refused_and_changes_nothing() {
     );
     assert_eq!((status, &page["total"]), (200, &json!(0)), "{page}");
 }
+
+#[test]
+fn a_stack_with_resources_is_removed_only_with_force_and_never_while_updated() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    let (status, body) = call(
+        &service,
+        "DELETE",
+        "stacks/p/dev?force=true",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 409, "an update holds it: {body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("alice"),
+        "{body}"
+    );
+    let entries = creating(1, &resource("a", Default::default()), false);
+    let batch = Some(json!({ "seq": 1, "entries": entries }));
+    assert_eq!(
+        on_update(&service, &alice, &running, "journal", batch).0,
+        200
+    );
+    let done = Some(json!({ "result": "succeeded", "entry": entry("update") }));
+    assert_eq!(
+        on_update(&service, &alice, &running, "complete", done).0,
+        200
+    );
+
+    let (status, body) = call(&service, "DELETE", "stacks/p/dev", Some(&alice), None, None);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("1 resources"),
+        "{body}"
+    );
+    let (status, body) = call(
+        &service,
+        "DELETE",
+        "stacks/p/dev?force=true",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = call(&service, "GET", "stacks/p/dev", Some(&alice), None, None);
+    assert_eq!(status, 404);
+    // The name is free again, with no state.
+    create_stack(&service, &alice, "dev");
+    let (status, begun) = begin(&service, &alice, "dev");
+    assert_eq!(
+        (status, &begun["base_version"]),
+        (200, &json!(0)),
+        "{begun}"
+    );
+}
