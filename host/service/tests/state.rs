@@ -257,3 +257,60 @@ fn a_stack_with_resources_is_removed_only_with_force_and_never_while_updated() {
         "{begun}"
     );
 }
+
+#[test]
+fn after_a_crashed_clients_lease_expires_the_next_update_starts_with_its_operation_pending() {
+    let (_server, db) = database();
+    let service = serve(&db, &["--lease", "1s"]);
+    let (alice, bob) = (token(&db, "alice"), token(&db, "bob"));
+    create_stack(&service, &alice, "dev");
+    // Alice's client begins creating `a`, then dies: it never renews nor completes. On a slow
+    // machine the short lease may expire before the batch arrives; then the scenario starts over
+    // (what is asserted never depends on how fast it ran).
+    loop {
+        let (status, begun) = begin(&service, &alice, "dev");
+        if status == 409 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        assert_eq!(status, 200, "{begun}");
+        let crashed = lease_of(&begun);
+        let entries = creating(1, &resource("a", Default::default()), true);
+        let batch = Some(json!({ "seq": 1, "entries": entries }));
+        match on_update(&service, &alice, &crashed, "journal", batch) {
+            (200, _) => break,
+            (403, _) => continue,
+            (status, body) => panic!("{status} {body}"),
+        }
+    }
+    let mut taken = None;
+    eventually("the lease expiring", || {
+        let (status, body) = begin(&service, &bob, "dev");
+        assert!(matches!(status, 200 | 409), "{status} {body}");
+        taken = (status == 200).then_some(body);
+        taken.is_some()
+    });
+    let taken = taken.unwrap();
+    let base: Value = serde_json::from_str(taken["base_checkpoint"].as_str().unwrap()).unwrap();
+    let pending = base["snapshot"]["pending_operations"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{base}");
+    assert!(
+        pending[0]["resource"]["urn"]
+            .as_str()
+            .unwrap()
+            .ends_with("::a")
+    );
+    let (_, history) = call(
+        &service,
+        "GET",
+        "stacks/p/dev/history",
+        Some(&bob),
+        None,
+        None,
+    );
+    assert_eq!(
+        history["versions"][0]["entry"]["result"], "failed",
+        "{history}"
+    );
+    assert_eq!(history["versions"][0]["user"], "alice", "{history}");
+}
