@@ -14,6 +14,7 @@ mod lock;
 mod logs;
 mod rebuild;
 pub mod secrets;
+pub mod service;
 mod transfer;
 mod upgrade;
 
