@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::*;
 use plinth_backend::Checkpoint;
 use plinth_backend::secrets::PassphraseCrypter;
-use plinth_backend::service::{ServiceError, ServicePersister, Transport};
+use plinth_backend::service::{LeaseKeeper, LeaseState, ServiceError, ServicePersister, Transport};
 use plinth_engine::journal::Persister;
 use plinth_engine::names::StackName;
 use plinth_engine::value::Value as PValue;
@@ -148,4 +148,41 @@ fn answers_are_typed_a_busy_stack_names_its_holder() {
     ));
     let answer: Value = bobs.call("GET", "user", None, None).unwrap();
     assert_eq!(answer["name"], "bob");
+}
+
+#[test]
+fn the_keeper_renews_the_lease_at_half_its_duration_and_learns_when_it_is_lost() {
+    let (_server, db) = database();
+    let service = serve(&db, &["--lease", "2s"]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let begun = transport
+        .call(
+            "POST",
+            "stacks/p/dev/updates",
+            None,
+            Some(&json!({ "kind": "update" })),
+        )
+        .unwrap();
+    let (update, lease) = lease_of(&begun);
+    let first = begun["lease_expires"].as_i64().unwrap();
+    let seconds = begun["lease_seconds"].as_f64().unwrap();
+    let keeper = LeaseKeeper::start(transport.clone(), &update, &lease, seconds, first);
+    eventually(
+        "a renewal extending the lease",
+        || matches!(keeper.state(), LeaseState::Held { expires } if expires > first),
+    );
+    let (status, _) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200);
+    eventually("the keeper learning the lease is lost", || {
+        matches!(keeper.state(), LeaseState::Lost(_))
+    });
 }
