@@ -12,6 +12,8 @@ mod grants;
 mod legacy;
 mod lifecycle;
 mod locking;
+mod login;
+mod logs;
 mod messages;
 mod names;
 mod numbers;

@@ -1,17 +1,24 @@
-//! State storage. The local backend keeps each stack's checkpoint, the journal of an update in
-//! progress, and the update lock as files under one state directory.
+//! State storage, behind one [`Backend`] interface. The local backend keeps each stack's
+//! checkpoint, the journal of an update in progress, and the update lock as files under one
+//! state directory.
 
+mod api;
 mod checkpoint;
 mod edit;
 mod error;
 mod history;
 mod journal_file;
 mod local;
+mod local_update;
 mod lock;
+mod logs;
+mod rebuild;
 pub mod secrets;
+pub mod service;
 mod transfer;
 mod upgrade;
 
+pub use api::{Backend, EventLog, Recording, StackRef, Update};
 pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
 pub use edit::StateEdit;
 pub use error::BackendError;
@@ -19,5 +26,7 @@ pub use history::{HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_file::write_atomically;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
+pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
+pub use rebuild::{check_entry, rebuild_sealed, seal_entry};
 pub use transfer::ImportReport;
 pub use upgrade::OLDEST_UPGRADED_SCHEMA;

@@ -4,6 +4,8 @@
 //! <root>/stacks/<project>/<stack>.json      checkpoint
 //! <root>/stacks/<project>/<stack>.journal   journal of the update in progress (or interrupted)
 //! <root>/stacks/<project>/<stack>.lock      held while an update runs
+//! <root>/stacks/<project>/<stack>.history   one line per update
+//! <root>/stacks/<project>/<stack>.logs/N.jsonl  the events of update N
 //! <root>/workspaces/<project>               the selected stack
 //! ```
 
@@ -22,7 +24,7 @@ use crate::lock::{LockHolder, StackLock};
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
 
 /// A stack's state as loaded.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LoadedStack {
     pub snapshot: Snapshot,
     /// A journal from an interrupted update was replayed on top of the checkpoint.
@@ -200,6 +202,7 @@ impl LocalBackend {
                 _ => {}
             }
         }
+        self.remove_logs(project, stack)?;
         if self.selected_stack(project).as_ref() == Some(stack) {
             let path = self.workspace_file(project);
             std::fs::remove_file(&path).map_err(BackendError::io("removing", &path))?;

@@ -1,6 +1,5 @@
 //! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
-use plinth_engine::names::StackName;
 use std::cell::Cell;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -9,16 +8,17 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
+use plinth_backend::{EventLog, LoadedStack, StackRef, Update};
 use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
-use plinth_backend::{LoadedStack, StackLock};
 use plinth_engine::deployment::{self, Options, Targets};
-use plinth_engine::events::{ChangeSummary, EventSink};
+use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::program::{EmptyProgram, Program};
 use plinth_engine::refresh::{self, RefreshOptions};
 use plinth_engine::value::Value;
 use plinth_runtime::{Limits, Runtime};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
@@ -290,7 +290,7 @@ struct Deployer<'a> {
     ws: &'a Workspace,
     /// The command it runs for, as the stack's lock names it.
     command: &'static str,
-    stack: StackName,
+    stack: StackRef,
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
     providers: Arc<PluginProviders>,
@@ -312,12 +312,12 @@ impl<'a> Deployer<'a> {
     /// starts.
     fn for_update(ws: &'a Workspace, command: &'static str) -> Result<Deployer<'a>> {
         let stack = ws.stack()?;
-        unlock_for_update(&ws.backend, &stack)?;
+        unlock_for_update(ws.backend.as_ref(), &stack)?;
         Deployer::new(ws, command, stack)
     }
 
-    fn new(ws: &'a Workspace, command: &'static str, stack: StackName) -> Result<Deployer<'a>> {
-        let config = ws.project.stack_config(&stack).values()?;
+    fn new(ws: &'a Workspace, command: &'static str, stack: StackRef) -> Result<Deployer<'a>> {
+        let config = ws.project.stack_config(&stack.name).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
         if let Some(note) = lockfile::verify(&ws.project.dir, &resolved)? {
@@ -370,14 +370,17 @@ impl<'a> Deployer<'a> {
             UpdateKind::Refresh => None,
             _ => Some(self.program(kind).await?),
         };
-        // Lock before loading: a snapshot loaded outside the lock could be overtaken by the
-        // update holding it, and written back over that update's work.
-        let lock = if preview {
+        // One call takes the stack and returns the state to start from; a preview takes
+        // nothing.
+        let mut update = if preview {
             None
         } else {
-            Some(backend.lock(project, &self.stack, self.command)?)
+            Some(backend.begin_update(&self.stack, self.command)?)
         };
-        let mut loaded = backend.load(project, &self.stack)?;
+        let mut loaded = match &mut update {
+            Some(update) => update.base()?.clone(),
+            None => backend.load(&self.stack)?,
+        };
         if loaded.recovered {
             eprintln!(
                 "{} stack `{}` had an interrupted update; its journal was replayed",
@@ -408,7 +411,7 @@ impl<'a> Deployer<'a> {
                 targets: targets.clone(),
                 adopt,
             };
-            let phase = self.phase(UpdateKind::Refresh, preview, lock.as_ref(), &loaded)?;
+            let phase = self.phase(UpdateKind::Refresh, preview, &mut update, &loaded)?;
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
@@ -422,15 +425,15 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&phase, &outcome.changes, &outcome.errors)?;
+            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors)?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
-            match outcome.snapshot {
+            match (outcome.snapshot, &mut update) {
                 // The update goes on from the checkpoint the refresh wrote.
-                Some(_) if lock.is_some() => loaded = backend.load(project, &self.stack)?,
-                Some(refreshed) => loaded.snapshot = refreshed,
-                None => {}
+                (Some(_), Some(update)) => loaded = update.base()?.clone(),
+                (Some(refreshed), None) => loaded.snapshot = refreshed,
+                (None, _) => {}
             }
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
@@ -444,7 +447,7 @@ impl<'a> Deployer<'a> {
                 replace,
                 continue_on_error: request.continue_on_error,
             };
-            let phase = self.phase(kind, preview, lock.as_ref(), &loaded)?;
+            let phase = self.phase(kind, preview, &mut update, &loaded)?;
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
@@ -459,13 +462,13 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&phase, &outcome.changes, &outcome.errors)?;
+            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors)?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
         }
         interrupts.abort();
-        drop(lock);
+        drop(update);
         let what = if preview {
             format!("the preview of the {kind}")
         } else {
@@ -482,7 +485,7 @@ impl<'a> Deployer<'a> {
         &self,
         kind: UpdateKind,
         preview: bool,
-        lock: Option<&StackLock>,
+        update: &mut Option<Box<dyn Update>>,
         loaded: &LoadedStack,
     ) -> Result<Phase> {
         let project = self.ws.project.name();
@@ -493,33 +496,35 @@ impl<'a> Deployer<'a> {
             style(project).bold()
         );
         pending::warn_pending(&loaded.snapshot);
-        let recorder = match lock {
-            None => None,
-            Some(lock) => {
-                let persister = self.ws.backend.begin_update_with_plugins(
-                    project,
-                    &self.stack,
-                    loaded,
-                    lock,
-                    self.used.clone(),
-                )?;
-                Some(SnapshotManager::start(loaded.snapshot.clone(), persister))
+        let (recorder, log) = match update {
+            None => (None, None),
+            Some(update) => {
+                let recording = update.record(self.used.clone())?;
+                let recorder = SnapshotManager::start(loaded.snapshot.clone(), recording.persister);
+                (Some(recorder), Some(recording.events))
             }
         };
         Ok(Phase {
             kind,
             preview,
             recorder,
+            log: std::sync::Mutex::new(log),
             started: SystemTime::now(),
             command_started: self.started.get(),
         })
     }
 
     /// Appends a recorded phase to the stack's history.
-    fn ended(&self, phase: &Phase, changes: &ChangeSummary, errors: &[String]) -> Result<()> {
-        if phase.recorder.is_none() {
+    fn ended(
+        &self,
+        update: &mut Option<Box<dyn Update>>,
+        phase: &Phase,
+        changes: &ChangeSummary,
+        errors: &[String],
+    ) -> Result<()> {
+        let Some(update) = update else {
             return Ok(());
-        }
+        };
         let result = if errors.is_empty() {
             UpdateResult::Succeeded
         } else {
@@ -527,11 +532,7 @@ impl<'a> Deployer<'a> {
         };
         let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
             .with_plugins(self.used.list());
-        let project = self.ws.project.name();
-        Ok(self
-            .ws
-            .backend
-            .append_history(project, &self.stack, &entry)?)
+        Ok(update.complete(&entry)?)
     }
 }
 
@@ -574,6 +575,8 @@ struct Phase {
     kind: UpdateKind,
     preview: bool,
     recorder: Option<SnapshotManager>,
+    /// Keeps the phase's events for `plinth logs`; taken when it runs.
+    log: std::sync::Mutex<Option<Box<dyn EventLog>>>,
     started: SystemTime,
     /// Where the duration shown at the end counts from.
     command_started: Instant,
@@ -603,6 +606,14 @@ impl Phase {
         start: impl FnOnce(EventSink) -> F,
     ) -> (T, Vec<String>) {
         let (events, receiver) = EventSink::new();
+        let log = self.log.lock().ok().and_then(|mut log| log.take());
+        let (receiver, logging) = match log {
+            Some(log) => {
+                let (receiver, logging) = logged(receiver, log);
+                (receiver, Some(logging))
+            }
+            None => (receiver, None),
+        };
         let words = match self.kind {
             UpdateKind::Refresh => display::RunKind::Refresh,
             _ => display::RunKind::Change,
@@ -615,9 +626,38 @@ impl Phase {
             self.command_started,
         ));
         let outcome = start(events).await;
+        if let Some(logging) = logging {
+            // The engine is done, so the events end and the log is made durable.
+            let _ = logging.await;
+        }
         let shown = display.await.unwrap_or_default();
         (outcome, shown)
     }
+}
+
+/// Passes events on to the display, keeping each in `log` on the way; the engine sends into
+/// an unbounded channel, so a slow log never slows its steps.
+fn logged(
+    mut events: mpsc::UnboundedReceiver<Event>,
+    mut log: Box<dyn EventLog>,
+) -> (mpsc::UnboundedReceiver<Event>, tokio::task::JoinHandle<()>) {
+    let (forward, display) = mpsc::unbounded_channel();
+    let logging = tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            log.record(&event);
+            // A display that stopped reading leaves the log to go on.
+            let _ = forward.send(event);
+        }
+        drop(forward);
+        let finished = tokio::task::spawn_blocking(move || log.finish()).await;
+        if let Ok(Err(e)) = finished {
+            eprintln!(
+                "{} the update's events were not all kept for `plinth logs`: {e:#}",
+                style("warning:").yellow().bold()
+            );
+        }
+    });
+    (display, logging)
 }
 
 /// First Ctrl-C: stop starting new steps. Second: abort at once; pending operations stay

@@ -1,6 +1,6 @@
 //! The plinth home: `PLINTH_HOME`, by default `~/.plinth`. The plugin store and the cache of
-//! precompiled plugins live there. (Stack state lives in the backend `PLINTH_BACKEND_URL` names,
-//! by default `~/.plinth` too.)
+//! precompiled plugins live there, and the backend `plinth login` chose. (Stack state lives in
+//! that backend, or in the one `PLINTH_BACKEND_URL` names; by default `~/.plinth` too.)
 
 use std::path::PathBuf;
 

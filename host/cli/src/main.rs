@@ -7,10 +7,13 @@ mod gen_sdk;
 mod grant_advice;
 mod guest;
 mod home;
+mod login;
+mod logs;
 mod pending;
 mod plugin;
 mod project;
 mod secrets;
+mod serve;
 mod stack;
 mod stack_config;
 mod state;
@@ -23,7 +26,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use plinth_backend::LocalBackend;
+use plinth_backend::{Backend, StackRef};
 
 use crate::project::Project;
 
@@ -73,6 +76,22 @@ enum Command {
     /// Install, list, inspect and remove plugins; pin the project's in Plinth.lock.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    /// Choose the backend that stores stacks: `file://<directory>` (default `file://~/.plinth`).
+    Login(login::LoginArgs),
+    /// Forget a backend chosen with `plinth login`; commands fall back to the default.
+    Logout(login::LogoutArgs),
+    /// Show the current user and backend.
+    Whoami,
+    /// Run the team backend: stacks in PostgreSQL behind any number of stateless replicas
+    /// (`plinth serve --database postgres://… [--listen ADDR] [--lease 5m]`,
+    /// `plinth serve token create --database postgres://… --user NAME`).
+    #[command(disable_help_flag = true)]
+    Serve {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Show the events of the stack's latest update (or of `--update N`).
+    Logs(logs::LogsArgs),
     /// Generate a typed SDK for a provider from its schema: a crate with a typed builder per
     /// resource type.
     GenSdk(gen_sdk::GenSdkArgs),
@@ -91,7 +110,7 @@ enum Command {
 /// What every command needs: the project, the backend, the chosen stack.
 pub struct Workspace {
     pub project: Project,
-    pub backend: LocalBackend,
+    pub backend: std::sync::Arc<dyn Backend>,
     stack_flag: Option<StackName>,
     /// When the command started: the duration it reports counts from here, builds included.
     pub started: std::time::Instant,
@@ -111,9 +130,8 @@ impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
         let started = std::time::Instant::now();
         let project = Project::find(&global.start_dir()?)?;
-        let url = std::env::var("PLINTH_BACKEND_URL").ok();
         let secrets = std::sync::Arc::new(secrets::PassphraseSecrets::new(&project));
-        let backend = LocalBackend::from_url(url.as_deref())?.with_secrets(secrets);
+        let backend = login::open_backend(secrets)?;
         Ok(Workspace {
             project,
             backend,
@@ -123,7 +141,7 @@ impl Workspace {
     }
 
     /// The stack named by `--stack`, or the selected one; it must exist.
-    pub fn stack(&self) -> Result<StackName> {
+    pub fn stack(&self) -> Result<StackRef> {
         let project = self.project.name();
         let stack = match &self.stack_flag {
             Some(s) => s.clone(),
@@ -133,10 +151,7 @@ impl Workspace {
                 )
             })?,
         };
-        if !self.backend.stack_exists(project, &stack) {
-            return Err(plinth_backend::BackendError::NoSuchStack(stack.to_string()).into());
-        }
-        Ok(stack)
+        Ok(self.backend.get_stack(project, &stack)?)
     }
 }
 
@@ -173,6 +188,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Up(args) => deploy::up(&open()?, args).await,
         Command::Destroy(args) => deploy::destroy(&open()?, args).await,
         Command::Refresh(args) => deploy::refresh(&open()?, args).await,
+        Command::Login(args) => login::login(args, &cli.global.start_dir()?),
+        Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
+        Command::Whoami => login::whoami(),
+        Command::Serve { args } => serve::serve(args),
+        Command::Logs(args) => logs::logs(&open()?, args),
         Command::State(cmd) => state::run_state(&open()?, cmd),
         Command::Cancel { yes } => cancel(&open()?, yes),
         Command::Plugin(cmd) => plugin::run(&cli.global.start_dir()?, cmd).await,
@@ -181,9 +201,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
-    let project = ws.project.name();
     let stack = ws.stack()?;
-    let Some(holder) = ws.backend.lock_holder(project, &stack)? else {
+    let Some(holder) = ws.backend.holder(&stack)? else {
         println!("Stack `{stack}` is not locked.");
         return Ok(ExitCode::SUCCESS);
     };
@@ -191,8 +210,7 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
         .info
         .map_or_else(|| "an unknown process".to_owned(), |info| info.to_string());
     if !holder.running {
-        // Taking the lock takes over the stale file, and releasing it removes it.
-        drop(ws.backend.lock(project, &stack, "cancel")?);
+        ws.backend.cancel(&stack)?;
         println!("Removed the lock of stack `{stack}` left by {who}, which no longer runs.");
         return Ok(ExitCode::SUCCESS);
     }
@@ -206,7 +224,7 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
         println!("Left the lock in place.");
         return Ok(ExitCode::FAILURE);
     }
-    ws.backend.break_lock(project, &stack)?;
+    ws.backend.cancel(&stack)?;
     println!("Broke the lock of stack `{stack}`.");
     Ok(ExitCode::SUCCESS)
 }

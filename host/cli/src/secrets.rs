@@ -7,10 +7,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use plinth_backend::LocalBackend;
 use plinth_backend::secrets::{
     Crypter, LazyCrypter, PassphraseCrypter, SecretsError, SecretsProvider,
 };
+use plinth_backend::{Backend, StackRef};
 use plinth_engine::value::Value;
 
 use crate::project::Project;
@@ -55,7 +55,7 @@ impl SecretsProvider for PassphraseSecrets {
 /// a secret (a provider's output, a value the program marks secret), and a secret that cannot
 /// be sealed halfway through would leave what was done unrecorded. Without the passphrase, the
 /// operation stops here, before it does anything.
-pub fn unlock_for_update(backend: &LocalBackend, stack: &str) -> Result<(), SecretsError> {
+pub fn unlock_for_update(backend: &dyn Backend, stack: &StackRef) -> Result<(), SecretsError> {
     backend.crypter(stack).unlock()
 }
 

@@ -95,7 +95,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
         }
         StackCommand::Ls => {
             let selected = ws.backend.selected_stack(project);
-            let stacks = ws.backend.stacks(project)?;
+            let stacks = ws.backend.list_stacks(project)?;
             if stacks.is_empty() {
                 println!("No stacks; create one with `plinth stack init NAME`.");
             }
@@ -112,11 +112,13 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             }
         }
         StackCommand::Select { name } => {
-            ws.backend.select_stack(project, &name)?;
+            ws.backend
+                .select_stack(&ws.backend.get_stack(project, &name)?)?;
             println!("Selected stack `{name}`.");
         }
         StackCommand::Rm { name, force } => {
-            ws.backend.remove_stack(project, &name, force)?;
+            ws.backend
+                .remove_stack(&ws.backend.get_stack(project, &name)?, force)?;
             println!("Removed stack `{name}`.");
         }
         StackCommand::Output {
@@ -127,14 +129,10 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             let stack = ws.stack()?;
             // Masked secrets need no passphrase.
             let outputs = if show_secrets {
-                let outputs = ws.backend.load(project, &stack)?.snapshot.outputs().clone();
+                let outputs = ws.backend.load(&stack)?.snapshot.outputs().clone();
                 outputs.into_iter().map(|(k, v)| (k, revealed(v))).collect()
             } else {
-                ws.backend
-                    .load_redacted(project, &stack)?
-                    .snapshot
-                    .outputs()
-                    .clone()
+                ws.backend.load_redacted(&stack)?.snapshot.outputs().clone()
             };
             let outputs = match name {
                 Some(name) => {
@@ -169,7 +167,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
         }
         StackCommand::Export { file } => {
             let stack = ws.stack()?;
-            let bytes = ws.backend.export(project, &stack)?;
+            let bytes = ws.backend.export(&stack)?;
             match file {
                 Some(file) => write_atomically(&file, &bytes)
                     .with_context(|| format!("cannot write {}", file.display()))?,
@@ -183,9 +181,8 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
 }
 
 fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
-    let project = ws.project.name();
     let stack = ws.stack()?;
-    unlock_for_update(&ws.backend, &stack)?;
+    unlock_for_update(ws.backend.as_ref(), &stack)?;
     let bytes = match &file {
         Some(file) => {
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?
@@ -197,15 +194,14 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
         }
     };
     let started = SystemTime::now();
-    let lock = ws.backend.lock(project, &stack, "stack import")?;
-    let report = ws.backend.import(project, &stack, &bytes, force, &lock)?;
+    let mut update = ws.backend.begin_update(&stack, "stack import")?;
     let entry = HistoryEntry::ended_now(
         UpdateKind::Import,
         started,
         UpdateResult::Succeeded,
         ChangeSummary::default(),
     );
-    ws.backend.append_history(project, &stack, &entry)?;
+    let report = update.import(&bytes, force, &entry)?;
     println!(
         "Imported {} resources into stack `{stack}`.",
         report.resources
@@ -220,9 +216,8 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
 }
 
 fn history(ws: &Workspace, json: bool) -> Result<()> {
-    let project = ws.project.name();
     let stack = ws.stack()?;
-    let entries = ws.backend.history(project, &stack)?;
+    let entries = ws.backend.history(&stack)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&entries)?);
         return Ok(());
@@ -292,7 +287,7 @@ fn plain(value: &plinth_engine::value::Value) -> String {
 
 pub fn run_config(ws: &Workspace, cmd: ConfigCommand) -> Result<ExitCode> {
     let stack = ws.stack()?;
-    let config = ws.project.stack_config(&stack);
+    let config = ws.project.stack_config(&stack.name);
     match cmd {
         ConfigCommand::Set { key, value, secret } => {
             if key.is_empty() || key.starts_with(':') || key.ends_with(':') {

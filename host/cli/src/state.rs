@@ -1,14 +1,13 @@
 //! `plinth state …`: edits of a stack's state by hand. No provider is called: the real
 //! resources stay as they are; only what plinth records about them changes.
 
-use plinth_engine::names::StackName;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Result, anyhow};
 use clap::Subcommand;
 use console::style;
-use plinth_backend::{HistoryEntry, StackLock, StateEdit, UpdateKind, UpdateResult};
+use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult};
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::snapshot::{PendingKind, Removal, StateEditError};
 use plinth_engine::urn::Urn;
@@ -52,12 +51,11 @@ impl StateCommand {
 }
 
 pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
-    let project = ws.project.name();
     let stack = ws.stack()?;
     let started = SystemTime::now();
     let command = cmd.name();
-    let lock = ws.backend.lock(project, &stack, command)?;
-    let mut edit = ws.backend.load_for_edit(project, &stack, &lock)?;
+    let mut update = ws.backend.begin_update(&stack, command)?;
+    let mut edit = update.load_for_edit()?;
     if edit.recovered() {
         eprintln!(
             "{} stack `{stack}` had an interrupted update; its journal was replayed",
@@ -75,7 +73,7 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
     let done = match cmd {
         StateCommand::Delete { force, yes, .. } => {
             let removal = edit.snapshot_mut().remove(&urn, force).map_err(explain)?;
-            describe(&stack, &removal);
+            describe(&stack.name, &removal);
             if !yes && !confirm("Remove it from the state?", "--yes")? {
                 println!("Cancelled; the state was not changed.");
                 return Ok(ExitCode::FAILURE);
@@ -113,31 +111,16 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
             )
         }
     };
-    save(ws, &stack, edit, &lock, started, format!("{command} {urn}"))?;
-    println!("{done}");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Writes the edited state and records the edit in the stack's history.
-fn save(
-    ws: &Workspace,
-    stack: &StackName,
-    edit: StateEdit,
-    lock: &StackLock,
-    started: SystemTime,
-    note: String,
-) -> Result<()> {
-    let project = ws.project.name();
-    ws.backend.save_edit(project, stack, edit, lock)?;
     let entry = HistoryEntry::ended_now(
         UpdateKind::StateEdit,
         started,
         UpdateResult::Succeeded,
         ChangeSummary::default(),
     )
-    .with_note(note);
-    ws.backend.append_history(project, stack, &entry)?;
-    Ok(())
+    .with_note(format!("{command} {urn}"));
+    update.save_edit(edit, &entry)?;
+    println!("{done}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Says what removing a resource from the state does, before asking.

@@ -1,0 +1,387 @@
+//! The file backend behind the [`Backend`] interface: an update holds the stack's lock file, its
+//! journal goes next to the checkpoint, its events to `<stack>.logs/<number>.jsonl`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use plinth_engine::names::{ProjectName, StackName};
+
+use crate::api::{Backend, Recording, StackRef, Update};
+use crate::checkpoint::UsedPlugins;
+use crate::edit::StateEdit;
+use crate::error::BackendError;
+use crate::history::HistoryEntry;
+use crate::local::{LoadedStack, LocalBackend, StackSummary};
+use crate::lock::{LockHolder, StackLock};
+use crate::logs::{FileEventLog, UpdateLog, read_log};
+use crate::secrets::Crypter;
+use crate::transfer::ImportReport;
+
+impl LocalBackend {
+    fn logs_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
+        self.project_dir(project).join(format!("{stack}.logs"))
+    }
+
+    /// Where the events of update `number` of the stack are logged.
+    pub(crate) fn log_path(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+        number: u64,
+    ) -> PathBuf {
+        self.logs_dir(project, stack)
+            .join(format!("{number}.jsonl"))
+    }
+
+    /// Removes the stack's event logs (with the stack).
+    pub(crate) fn remove_logs(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<(), BackendError> {
+        let dir = self.logs_dir(project, stack);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(BackendError::io("removing", &dir)(e))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn found(project: &ProjectName, name: &StackName) -> StackRef {
+    StackRef {
+        project: project.clone(),
+        name: name.clone(),
+    }
+}
+
+impl Backend for LocalBackend {
+    fn url(&self) -> String {
+        format!("file://{}", self.root().display())
+    }
+
+    fn user(&self) -> Result<String, BackendError> {
+        Ok(std::env::var("USER").unwrap_or_else(|_| "unknown".to_owned()))
+    }
+
+    /// A directory keeps no session.
+    fn logout(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn create_stack(
+        &self,
+        project: &ProjectName,
+        name: &StackName,
+    ) -> Result<StackRef, BackendError> {
+        LocalBackend::create_stack(self, project, name)?;
+        Ok(found(project, name))
+    }
+
+    fn get_stack(&self, project: &ProjectName, name: &StackName) -> Result<StackRef, BackendError> {
+        self.require_stack(project, name)?;
+        Ok(found(project, name))
+    }
+
+    fn list_stacks(&self, project: &ProjectName) -> Result<Vec<StackSummary>, BackendError> {
+        self.stacks(project)
+    }
+
+    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<(), BackendError> {
+        LocalBackend::remove_stack(self, &stack.project, &stack.name, force)
+    }
+
+    fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
+        LocalBackend::selected_stack(self, project)
+    }
+
+    fn select_stack(&self, stack: &StackRef) -> Result<(), BackendError> {
+        LocalBackend::select_stack(self, &stack.project, &stack.name)
+    }
+
+    fn crypter(&self, stack: &StackRef) -> Arc<dyn Crypter> {
+        LocalBackend::crypter(self, &stack.name)
+    }
+
+    fn load(&self, stack: &StackRef) -> Result<LoadedStack, BackendError> {
+        LocalBackend::load(self, &stack.project, &stack.name)
+    }
+
+    fn load_redacted(&self, stack: &StackRef) -> Result<LoadedStack, BackendError> {
+        LocalBackend::load_redacted(self, &stack.project, &stack.name)
+    }
+
+    /// Locks before loading: a snapshot loaded outside the lock could be overtaken by the
+    /// update holding it, and written back over that update's work.
+    fn begin_update(
+        &self,
+        stack: &StackRef,
+        command: &str,
+    ) -> Result<Box<dyn Update>, BackendError> {
+        let lock = self.lock(&stack.project, &stack.name, command)?;
+        Ok(Box::new(LocalUpdate {
+            backend: self.clone(),
+            stack: stack.clone(),
+            base: None,
+            lock,
+        }))
+    }
+
+    fn holder(&self, stack: &StackRef) -> Result<Option<LockHolder>, BackendError> {
+        self.lock_holder(&stack.project, &stack.name)
+    }
+
+    fn cancel(&self, stack: &StackRef) -> Result<(), BackendError> {
+        let StackRef { project, name } = stack;
+        match self.lock_holder(project, name)? {
+            // Taking a stale lock takes its file over, and releasing it removes it: a lock a
+            // new update took meanwhile is refused, not broken.
+            Some(holder) if !holder.running => {
+                drop(self.lock(project, name, "cancel")?);
+                Ok(())
+            }
+            Some(_) => self.break_lock(project, name),
+            None => Ok(()),
+        }
+    }
+
+    fn history(&self, stack: &StackRef) -> Result<Vec<HistoryEntry>, BackendError> {
+        LocalBackend::history(self, &stack.project, &stack.name)
+    }
+
+    fn logs(
+        &self,
+        stack: &StackRef,
+        number: Option<u64>,
+    ) -> Result<Option<UpdateLog>, BackendError> {
+        let history = LocalBackend::history(self, &stack.project, &stack.name)?;
+        let count = history.len() as u64;
+        let number = number.unwrap_or(count);
+        if number == 0 || number > count {
+            return Ok(None);
+        }
+        // Newest first: update `count` is at 0.
+        let entry = history[(count - number) as usize].clone();
+        let events = read_log(&self.log_path(&stack.project, &stack.name, number))?;
+        Ok(Some(UpdateLog {
+            number,
+            entry,
+            events,
+        }))
+    }
+
+    fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
+        LocalBackend::export(self, &stack.project, &stack.name)
+    }
+}
+
+/// A stack of the file backend, locked for a change.
+struct LocalUpdate {
+    backend: LocalBackend,
+    stack: StackRef,
+    /// Loaded on first use, under the lock.
+    base: Option<LoadedStack>,
+    lock: StackLock,
+}
+
+impl LocalUpdate {
+    /// The base, loaded if it was not yet.
+    fn take_base(&mut self) -> Result<LoadedStack, BackendError> {
+        match self.base.take() {
+            Some(base) => Ok(base),
+            None => self.backend.load(&self.stack.project, &self.stack.name),
+        }
+    }
+
+    fn append_history(&self, entry: &HistoryEntry) -> Result<(), BackendError> {
+        let StackRef { project, name } = &self.stack;
+        self.backend.append_history(project, name, entry)
+    }
+}
+
+impl Update for LocalUpdate {
+    fn base(&mut self) -> Result<&LoadedStack, BackendError> {
+        let base = self.take_base()?;
+        Ok(self.base.insert(base))
+    }
+
+    fn record(&mut self, plugins: UsedPlugins) -> Result<Recording, BackendError> {
+        let base = self.take_base()?;
+        let StackRef { project, name } = &self.stack;
+        let persister = self
+            .backend
+            .begin_update_with_plugins(project, name, &base, &self.lock, plugins);
+        self.base = Some(base);
+        let persister = persister?;
+        // The phase becomes the next entry of the history; the lock keeps anyone else from
+        // appending before it does.
+        let number = self.backend.history(project, name)?.len() as u64 + 1;
+        let events = FileEventLog::create(self.backend.log_path(project, name, number))?;
+        Ok(Recording {
+            persister,
+            events: Box::new(events),
+        })
+    }
+
+    fn complete(&mut self, entry: &HistoryEntry) -> Result<(), BackendError> {
+        self.append_history(entry)?;
+        // What the phase left is read anew when the next phase asks.
+        self.base = None;
+        Ok(())
+    }
+
+    fn load_for_edit(&mut self) -> Result<StateEdit, BackendError> {
+        let StackRef { project, name } = &self.stack;
+        self.backend.load_for_edit(project, name, &self.lock)
+    }
+
+    fn save_edit(&mut self, edit: StateEdit, entry: &HistoryEntry) -> Result<(), BackendError> {
+        let StackRef { project, name } = &self.stack;
+        self.backend.save_edit(project, name, edit, &self.lock)?;
+        self.append_history(entry)
+    }
+
+    fn import(
+        &mut self,
+        bytes: &[u8],
+        force: bool,
+        entry: &HistoryEntry,
+    ) -> Result<ImportReport, BackendError> {
+        let StackRef { project, name } = &self.stack;
+        let report = self
+            .backend
+            .import(project, name, bytes, force, &self.lock)?;
+        self.append_history(entry)?;
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use plinth_engine::events::{ChangeSummary, Event};
+    use plinth_engine::journal::JournalEntry;
+    use plinth_engine::resource::ResourceState;
+    use plinth_engine::snapshot::PendingKind;
+    use plinth_engine::urn::Urn;
+
+    use super::*;
+    use crate::history::{UpdateKind, UpdateResult};
+
+    fn backend() -> (tempfile::TempDir, Arc<dyn Backend>) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        (dir, Arc::new(LocalBackend::from_url(Some(&url)).unwrap()))
+    }
+
+    fn names() -> (ProjectName, StackName) {
+        (
+            ProjectName::new("p").unwrap(),
+            StackName::new("dev").unwrap(),
+        )
+    }
+
+    fn entry(kind: UpdateKind) -> HistoryEntry {
+        HistoryEntry::ended_now(
+            kind,
+            SystemTime::now(),
+            UpdateResult::Succeeded,
+            ChangeSummary::default(),
+        )
+    }
+
+    fn resource(name: &str) -> ResourceState {
+        ResourceState {
+            urn: Urn::new("dev", "p", None, "t:T", name),
+            ty: "t:T".into(),
+            custom: true,
+            id: format!("id-{name}"),
+            inputs: Default::default(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        }
+    }
+
+    #[test]
+    fn an_update_holds_the_stack_until_dropped() {
+        let (_dir, b) = backend();
+        let (p, dev) = names();
+        let stack = b.create_stack(&p, &dev).unwrap();
+        assert_eq!(b.get_stack(&p, &dev).unwrap(), stack);
+        let update = b.begin_update(&stack, "up").unwrap();
+        let err = b.begin_update(&stack, "destroy").err().unwrap();
+        assert!(matches!(err, BackendError::Locked { .. }), "{err}");
+        assert!(err.to_string().contains("`up`"), "{err}");
+        assert!(b.holder(&stack).unwrap().unwrap().running);
+        drop(update);
+        assert!(b.holder(&stack).unwrap().is_none());
+        b.begin_update(&stack, "up").unwrap();
+    }
+
+    #[test]
+    fn phases_are_journaled_logged_and_numbered_as_history_counts_them() {
+        let (_dir, b) = backend();
+        let (p, dev) = names();
+        let stack = b.create_stack(&p, &dev).unwrap();
+        assert!(b.logs(&stack, None).unwrap().is_none());
+        let mut update = b.begin_update(&stack, "up").unwrap();
+        assert!(update.base().unwrap().snapshot.resources.is_empty());
+        for (i, name) in ["a", "b"].into_iter().enumerate() {
+            let mut recording = update.record(UsedPlugins::default()).unwrap();
+            let begin = JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Creating,
+                resource: resource(name),
+                old: None,
+            };
+            recording.persister.append(&begin).unwrap();
+            let created = JournalEntry::Created {
+                seq: 1,
+                resource: resource(name),
+                replaces: None,
+            };
+            recording.persister.append(&created).unwrap();
+            recording.persister.sync().unwrap();
+            for _ in 0..=i {
+                recording.events.record(&Event::Cancelled);
+            }
+            recording.events.finish().unwrap();
+            update.complete(&entry(UpdateKind::Update)).unwrap();
+            // The next phase starts from what this one left.
+            assert_eq!(update.base().unwrap().snapshot.resources.len(), i + 1);
+        }
+        drop(update);
+        let latest = b.logs(&stack, None).unwrap().unwrap();
+        assert_eq!((latest.number, latest.events.len()), (2, 2));
+        assert_eq!(b.logs(&stack, Some(1)).unwrap().unwrap().events.len(), 1);
+        assert!(b.logs(&stack, Some(3)).unwrap().is_none());
+        assert_eq!(b.history(&stack).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn an_import_over_a_damaged_state_reads_nothing_of_it() {
+        let (dir, b) = backend();
+        let (p, dev) = names();
+        let stack = b.create_stack(&p, &dev).unwrap();
+        let good = b.export(&stack).unwrap();
+        let checkpoint = dir.path().join("stacks/p/dev.json");
+        std::fs::write(&checkpoint, b"{ damaged").unwrap();
+        assert!(b.load(&stack).is_err());
+        let mut update = b.begin_update(&stack, "stack import").unwrap();
+        let report = update
+            .import(&good, false, &entry(UpdateKind::Import))
+            .unwrap();
+        assert_eq!(report.resources, 0);
+        drop(update);
+        assert!(b.load(&stack).is_ok());
+        assert_eq!(b.history(&stack).unwrap()[0].kind, UpdateKind::Import);
+    }
+}

@@ -1,0 +1,299 @@
+//! The events of each update, kept for `plinth logs`: what ran, how long it took, what failed,
+//! what providers and programs said. Values are never logged, so no secret can leak into a log.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::api::EventLog;
+use crate::error::BackendError;
+use crate::history::HistoryEntry;
+
+/// One event of an update, as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Its place in the update's events, from 1.
+    pub seq: u64,
+    /// Milliseconds since the update's events began.
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub event: LoggedEvent,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum LoggedEvent {
+    StepStarted {
+        op: String,
+        urn: String,
+    },
+    StepDone {
+        op: String,
+        urn: String,
+        duration_ms: u64,
+    },
+    StepFailed {
+        op: String,
+        urn: String,
+        error: String,
+    },
+    Diagnostic {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        urn: Option<String>,
+        severity: String,
+        message: String,
+    },
+    Summary {
+        changes: ChangeSummary,
+        duration_ms: u64,
+        failed: bool,
+    },
+    Cancelled,
+}
+
+impl LoggedEvent {
+    /// The event as logged; `None` for what a log does not keep (the outputs: values).
+    pub fn of(event: &Event) -> Option<LoggedEvent> {
+        let op = |step: &StepInfo| {
+            serde_json::to_value(step.op)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        };
+        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        Some(match event {
+            Event::StepStarted(step) => LoggedEvent::StepStarted {
+                op: op(step),
+                urn: step.urn.to_string(),
+            },
+            Event::StepDone { step, duration, .. } => LoggedEvent::StepDone {
+                op: op(step),
+                urn: step.urn.to_string(),
+                duration_ms: millis(*duration),
+            },
+            Event::StepFailed { step, error } => LoggedEvent::StepFailed {
+                op: op(step),
+                urn: step.urn.to_string(),
+                error: error.clone(),
+            },
+            Event::Diagnostic {
+                urn,
+                severity,
+                message,
+            } => LoggedEvent::Diagnostic {
+                urn: urn.as_ref().map(ToString::to_string),
+                severity: match severity {
+                    Severity::Debug => "debug",
+                    Severity::Info => "info",
+                    Severity::Warning => "warning",
+                    Severity::Error => "error",
+                }
+                .to_owned(),
+                message: message.clone(),
+            },
+            Event::Summary {
+                changes,
+                duration,
+                failed,
+                ..
+            } => LoggedEvent::Summary {
+                changes: changes.clone(),
+                duration_ms: millis(*duration),
+                failed: *failed,
+            },
+            Event::Cancelled => LoggedEvent::Cancelled,
+            Event::Outputs { .. } | Event::ComponentOutputs { .. } => return None,
+        })
+    }
+}
+
+/// An update's events, with its history entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpdateLog {
+    /// The update's number, as history counts them (the first being 1).
+    pub number: u64,
+    pub entry: HistoryEntry,
+    pub events: Vec<LogEntry>,
+}
+
+/// Numbers logged events as they come.
+#[derive(Debug)]
+pub struct EventNumbering {
+    next: u64,
+    began: Instant,
+}
+
+impl Default for EventNumbering {
+    fn default() -> Self {
+        EventNumbering {
+            next: 1,
+            began: Instant::now(),
+        }
+    }
+}
+
+impl EventNumbering {
+    /// The event as logged, numbered; `None` for an event logs do not keep.
+    pub fn entry(&mut self, event: &Event) -> Option<LogEntry> {
+        let event = LoggedEvent::of(event)?;
+        let seq = self.next;
+        self.next += 1;
+        let at_ms = u64::try_from(self.began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Some(LogEntry { seq, at_ms, event })
+    }
+}
+
+/// The event log of an update of a stack on the file backend: JSON lines in
+/// `<stack>.logs/<number>.jsonl`, beside the stack's history.
+pub(crate) struct FileEventLog {
+    path: PathBuf,
+    out: BufWriter<File>,
+    numbering: EventNumbering,
+    /// The first failure to write, reported by `finish`.
+    failed: Option<std::io::Error>,
+}
+
+impl FileEventLog {
+    /// Starts the log at `path`, replacing one an interrupted update of the same number left.
+    pub(crate) fn create(path: PathBuf) -> Result<FileEventLog, BackendError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(BackendError::io("creating", dir))?;
+        }
+        let file = File::create(&path).map_err(BackendError::io("creating event log", &path))?;
+        Ok(FileEventLog {
+            path,
+            out: BufWriter::new(file),
+            numbering: EventNumbering::default(),
+            failed: None,
+        })
+    }
+}
+
+impl EventLog for FileEventLog {
+    fn record(&mut self, event: &Event) {
+        if self.failed.is_some() {
+            return;
+        }
+        let Some(entry) = self.numbering.entry(event) else {
+            return;
+        };
+        let mut line = serde_json::to_vec(&entry).expect("log entries serialize");
+        line.push(b'\n');
+        if let Err(e) = self.out.write_all(&line) {
+            self.failed = Some(e);
+        }
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), BackendError> {
+        let written = match self.failed.take() {
+            Some(e) => Err(e),
+            None => self
+                .out
+                .flush()
+                .and_then(|()| self.out.get_ref().sync_data()),
+        };
+        written.map_err(BackendError::io("writing event log", &self.path))
+    }
+}
+
+/// The events logged at `path`; none if there is no log (an import, an edit by hand). A torn
+/// last line (a crash mid-write) is skipped.
+pub(crate) fn read_log(path: &Path) -> Result<Vec<LogEntry>, BackendError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(BackendError::io("reading event log", path)(e)),
+    };
+    let lines: Vec<String> = BufReader::new(file)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(BackendError::io("reading event log", path))?;
+    let last = lines.len().saturating_sub(1);
+    let mut entries = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(entry) => entries.push(entry),
+            Err(_) if i == last => {}
+            Err(e) => {
+                return Err(BackendError::Corrupt {
+                    path: path.to_owned(),
+                    reason: format!("line {}: {e}", i + 1),
+                });
+            }
+        }
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plinth_engine::events::StepOp;
+    use plinth_engine::urn::Urn;
+
+    fn step() -> StepInfo {
+        StepInfo {
+            op: StepOp::Create,
+            urn: Urn::new("dev", "p", None, "t:T", "a"),
+            parent: None,
+            custom: true,
+            old_inputs: None,
+            new_inputs: Some(Default::default()),
+            changed: vec![],
+            replaces: vec![],
+        }
+    }
+
+    #[test]
+    fn events_round_trip_numbered_and_outputs_are_not_logged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/1.jsonl");
+        let mut log = Box::new(FileEventLog::create(path.clone()).unwrap());
+        log.record(&Event::StepStarted(step()));
+        log.record(&Event::Outputs {
+            old: Default::default(),
+            new: Default::default(),
+        });
+        log.record(&Event::StepFailed {
+            step: step(),
+            error: "disk full".into(),
+        });
+        log.finish().unwrap();
+        let entries = read_log(&path).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].seq, 1);
+        assert_eq!(entries[1].seq, 2);
+        assert_eq!(
+            entries[1].event,
+            LoggedEvent::StepFailed {
+                op: "create".into(),
+                urn: "urn:plinth:dev::p::t:T::a".into(),
+                error: "disk full".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_torn_last_line_is_skipped_and_garbage_before_it_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.jsonl");
+        std::fs::write(
+            &path,
+            "{\"seq\":1,\"at_ms\":0,\"event\":\"cancelled\"}\n{\"se",
+        )
+        .unwrap();
+        assert_eq!(read_log(&path).unwrap().len(), 1);
+        std::fs::write(
+            &path,
+            "garbage\n{\"seq\":1,\"at_ms\":0,\"event\":\"cancelled\"}\n",
+        )
+        .unwrap();
+        assert!(matches!(read_log(&path), Err(BackendError::Corrupt { .. })));
+        assert!(read_log(&dir.path().join("none.jsonl")).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,144 @@
+//! Rebuilding a new version of a stack's state from its base checkpoint and an update's journal
+//! entries, without any key: what a service that never sees plaintext does at completion. Every
+//! secret stays sealed as it came; the journal is replayed by the engine's own replay, so the
+//! service and the file backend cannot disagree about what a journal means.
+
+use std::path::Path;
+
+use plinth_engine::journal::{JournalEntry, replay};
+use plinth_engine::names::{ProjectName, StackName};
+use plinth_engine::snapshot::Snapshot;
+
+use crate::checkpoint::Checkpoint;
+use crate::error::BackendError;
+use crate::secrets::{Crypter, SecretsError};
+
+/// "Opens" a ciphertext as a JSON string holding it, and "seals" that string back to it: the
+/// sealed secrets of the base and of the entries pass through replay untouched.
+struct KeepSealed;
+
+impl Crypter for KeepSealed {
+    fn seal(&self, plaintext: &str) -> Result<String, SecretsError> {
+        serde_json::from_str(plaintext).map_err(|e| {
+            SecretsError::MalformedState(format!("a sealed secret was not kept as a string: {e}"))
+        })
+    }
+    fn open(&self, sealed: &str) -> Result<String, SecretsError> {
+        Ok(serde_json::Value::String(sealed.to_owned()).to_string())
+    }
+}
+
+/// The checkpoint `base` (none for a stack never updated) becomes once `entries` (journal
+/// entries as the client sent them, secrets sealed) are applied; secrets stay sealed. `origin`
+/// names where the base came from in errors.
+pub fn rebuild_sealed(
+    project: &ProjectName,
+    stack: &StackName,
+    base: Option<&[u8]>,
+    entries: &[serde_json::Value],
+    origin: &Path,
+) -> Result<Vec<u8>, BackendError> {
+    let checkpoint = match base {
+        Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed)?,
+        None => Checkpoint::new(project, stack, Snapshot::default()),
+    };
+    let mut decoded = Vec::with_capacity(entries.len());
+    for (index, entry) in entries.iter().enumerate() {
+        decoded.push(decode(entry).map_err(|reason| BackendError::Corrupt {
+            path: origin.to_owned(),
+            reason: format!("journal entry {}: {reason}", index + 1),
+        })?);
+    }
+    let plugins = checkpoint.plugins.clone();
+    let snapshot = replay(checkpoint.snapshot, decoded).map_err(|e| BackendError::Corrupt {
+        path: origin.to_owned(),
+        reason: format!("the journal does not apply to its base: {e}"),
+    })?;
+    Checkpoint::new(project, stack, snapshot)
+        .with_plugins(plugins)
+        .to_json(&KeepSealed)
+}
+
+/// Why `entry` is not a journal entry as a client sends it (secrets sealed), if it is not: for
+/// refusing a malformed entry when it arrives rather than when the state is rebuilt.
+pub fn check_entry(entry: &serde_json::Value) -> Result<(), String> {
+    decode(entry).map(drop)
+}
+
+fn decode(entry: &serde_json::Value) -> Result<JournalEntry, String> {
+    let mut entry = entry.clone();
+    crate::secrets::open_tree(&mut entry, &KeepSealed).map_err(|e| e.to_string())?;
+    serde_json::from_value(entry).map_err(|e| e.to_string())
+}
+
+/// The journal entry as the client sends it: JSON with every secret sealed by `crypter`.
+pub fn seal_entry(
+    entry: &JournalEntry,
+    crypter: &dyn Crypter,
+) -> Result<serde_json::Value, BackendError> {
+    let mut tree = serde_json::to_value(entry).map_err(|e| BackendError::Encode(e.to_string()))?;
+    crate::secrets::seal_tree(&mut tree, crypter)?;
+    Ok(tree)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secrets::PassphraseCrypter;
+    use plinth_engine::resource::ResourceState;
+    use plinth_engine::value::Value;
+
+    #[test]
+    fn a_journal_rebuilds_the_state_the_file_backend_would_and_secrets_stay_sealed() {
+        let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+        let project = ProjectName::new("p").unwrap();
+        let stack = StackName::new("dev").unwrap();
+        let resource = ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
+            ty: "t:T".into(),
+            custom: true,
+            id: "a-1".into(),
+            inputs: [(
+                "token".to_owned(),
+                Value::Secret(Box::new(Value::String("hunter2".into()))),
+            )]
+            .into(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        };
+        let entries = [
+            JournalEntry::Begin {
+                seq: 1,
+                kind: plinth_engine::snapshot::PendingKind::Creating,
+                resource: resource.clone(),
+                old: None,
+            },
+            JournalEntry::Created {
+                seq: 1,
+                resource: resource.clone(),
+                replaces: None,
+            },
+        ];
+        let sealed: Vec<_> = (entries.iter())
+            .map(|e| seal_entry(e, &crypter).unwrap())
+            .collect();
+        assert!(!serde_json::to_string(&sealed).unwrap().contains("hunter2"));
+        assert_eq!(sealed.iter().try_for_each(check_entry), Ok(()));
+        assert!(check_entry(&serde_json::json!({"entry": "begin", "urn": "a"})).is_err());
+        let bytes = rebuild_sealed(&project, &stack, None, &sealed, Path::new("service")).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("hunter2"));
+        let opened = Checkpoint::parse(&bytes, &stack, Path::new("x"), &crypter).unwrap();
+        assert_eq!(opened.snapshot.resources, vec![resource]);
+        // The version rebuilt is a base for the next update, again without a key.
+        let again =
+            rebuild_sealed(&project, &stack, Some(&bytes), &[], Path::new("service")).unwrap();
+        let opened = Checkpoint::parse(&again, &stack, Path::new("x"), &crypter).unwrap();
+        assert_eq!(opened.snapshot.resources.len(), 1);
+    }
+}

@@ -1,0 +1,111 @@
+//! The persister of an update on the service: the snapshot manager's entries are sealed, kept
+//! until the engine syncs, then sent in batches of at most [`MAX_BATCH`] numbered from 1 without
+//! gaps, so that a batch retried after a lost answer is stored once. The service rebuilds the
+//! state from them; compacting only makes sure every entry was sent.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use plinth_engine::journal::{JournalEntry, PersistError, Persister};
+use plinth_engine::snapshot::Snapshot;
+use serde_json::{Value, json};
+
+use super::transport::{ServiceError, Transport};
+use crate::rebuild::seal_entry;
+use crate::secrets::Crypter;
+
+/// The most entries one batch carries (the service refuses more).
+pub const MAX_BATCH: usize = 100;
+
+/// Sends the journal of update `update` holding lease `lease`.
+pub struct ServicePersister {
+    transport: Transport,
+    update: String,
+    lease: String,
+    crypter: Arc<dyn Crypter>,
+    /// Sealed entries appended since the last sync.
+    unsent: Vec<Value>,
+    /// The number of the last batch the service acknowledged.
+    sent: u64,
+    /// A batch whose answer never came: the service may have stored it. It is sent again,
+    /// under its number, before anything else, so that its number never carries other entries.
+    in_doubt: Option<Vec<Value>>,
+    /// Names the update in errors.
+    origin: PathBuf,
+}
+
+impl ServicePersister {
+    pub fn new(
+        transport: Transport,
+        update: &str,
+        lease: &str,
+        crypter: Arc<dyn Crypter>,
+    ) -> ServicePersister {
+        ServicePersister {
+            transport,
+            update: update.to_owned(),
+            lease: lease.to_owned(),
+            crypter,
+            unsent: Vec::new(),
+            sent: 0,
+            in_doubt: None,
+            origin: PathBuf::from(format!("update {update}")),
+        }
+    }
+
+    fn failure(&self, action: &'static str, error: ServiceError) -> PersistError {
+        match error {
+            // Worth trying again later: the service may come back.
+            ServiceError::Unavailable { .. } => PersistError::io(
+                action,
+                &self.origin,
+                std::io::Error::new(std::io::ErrorKind::TimedOut, error.to_string()),
+            ),
+            // A lost lease, a refused batch: the update must stop, recording nothing more.
+            other => PersistError::invalid(action, &self.origin, other),
+        }
+    }
+}
+
+impl ServicePersister {
+    /// Sends the next batch; one whose outcome is unknown is kept to be sent again.
+    fn send(&mut self, batch: Vec<Value>) -> Result<(), PersistError> {
+        let seq = self.sent + 1;
+        let body = json!({ "seq": seq, "entries": batch });
+        let path = format!("updates/{}/journal", self.update);
+        match (self.transport).call("POST", &path, Some(&self.lease), Some(&body)) {
+            Ok(_) => {
+                self.sent = seq;
+                Ok(())
+            }
+            Err(e) => {
+                if matches!(e, ServiceError::Unavailable { .. }) {
+                    self.in_doubt = Some(batch);
+                }
+                Err(self.failure("send the journal of", e))
+            }
+        }
+    }
+}
+
+impl Persister for ServicePersister {
+    fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
+        let sealed = seal_entry(entry, self.crypter.as_ref())
+            .map_err(|e| PersistError::invalid("seal a journal entry of", &self.origin, e))?;
+        self.unsent.push(sealed);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), PersistError> {
+        let unsent = std::mem::take(&mut self.unsent);
+        let batches = self.in_doubt.take().into_iter();
+        for batch in batches.chain(unsent.chunks(MAX_BATCH).map(<[Value]>::to_vec)) {
+            self.send(batch)?;
+        }
+        Ok(())
+    }
+
+    fn compact(&mut self, _: &Snapshot) -> Result<(), PersistError> {
+        self.sync()
+    }
+}

@@ -1,0 +1,135 @@
+//! One request to the service, retried with backoff through what may pass (a dropped connection,
+//! 502/503/504, 429), honouring `Retry-After`; every other answer is final and typed, so a caller
+//! tells a lost lease from an outage.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// How often a transient failure is tried again, and the longest wait between tries.
+const ATTEMPTS: u32 = 8;
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Why the service did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The service could not be reached or answered that it could not serve, every time.
+    #[error("the service at {url} is unavailable after {attempts} attempts: {last}")]
+    Unavailable {
+        url: String,
+        attempts: u32,
+        last: String,
+    },
+    #[error("{0}; log in again with `plinth login`")]
+    Unauthorized(String),
+    /// The update's lease is gone: it must stop, recording nothing more.
+    #[error("{0}")]
+    LeaseLost(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// Another update holds the stack (`holder` set), or the request conflicts with the state.
+    #[error("{message}")]
+    Conflict {
+        message: String,
+        holder: Option<Value>,
+    },
+    #[error("the service refused the request ({status}): {message}")]
+    Refused { status: u16, message: String },
+}
+
+/// A service and the access token requests carry.
+#[derive(Clone)]
+pub struct Transport {
+    base: String,
+    token: String,
+    agent: ureq::Agent,
+}
+
+impl Transport {
+    /// The service at `base` (`https://host[:port]`), acting with `token`.
+    pub fn new(base: &str, token: &str) -> Transport {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        Transport {
+            base: base.trim_end_matches('/').to_owned(),
+            token: token.to_owned(),
+            agent,
+        }
+    }
+
+    /// `method` on `/api/v1/{path}` with a JSON `body`, on an update's behalf with `lease`;
+    /// the JSON answer.
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<Value, ServiceError> {
+        let url = format!("{}/api/v1/{path}", self.base);
+        let body = body.map_or_else(Vec::new, |b| {
+            serde_json::to_vec(b).expect("JSON serializes")
+        });
+        let mut backoff = Duration::from_millis(100);
+        let mut last = String::new();
+        for attempt in 1..=ATTEMPTS {
+            let mut request = ureq::http::Request::builder()
+                .method(method)
+                .uri(&url)
+                .header("Authorization", format!("token {}", self.token))
+                .header("Content-Type", "application/json");
+            if let Some(lease) = lease {
+                request = request.header("X-Plinth-Lease", lease);
+            }
+            let request = request
+                .body(body.clone())
+                .map_err(|e| ServiceError::Refused {
+                    status: 0,
+                    message: format!("an invalid request to {url}: {e}"),
+                })?;
+            let wait = match self.agent.run(request) {
+                Err(e) => {
+                    last = e.to_string();
+                    backoff
+                }
+                Ok(mut response) => {
+                    let status = response.status().as_u16();
+                    let retry_after = (response.headers().get("Retry-After"))
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(Duration::from_secs);
+                    let text = response.body_mut().read_to_string().unwrap_or_default();
+                    let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                    let message = json["message"].as_str().unwrap_or(&text).to_owned();
+                    match status {
+                        200..=299 => return Ok(json),
+                        429 | 502..=504 => {
+                            last = format!("{status}: {message}");
+                            retry_after.unwrap_or(backoff).min(MAX_BACKOFF)
+                        }
+                        401 => return Err(ServiceError::Unauthorized(message)),
+                        403 => return Err(ServiceError::LeaseLost(message)),
+                        404 => return Err(ServiceError::NotFound(message)),
+                        409 => {
+                            let holder = json.get("holder").cloned();
+                            return Err(ServiceError::Conflict { message, holder });
+                        }
+                        _ => return Err(ServiceError::Refused { status, message }),
+                    }
+                }
+            };
+            if attempt < ATTEMPTS {
+                std::thread::sleep(wait);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+        Err(ServiceError::Unavailable {
+            url,
+            attempts: ATTEMPTS,
+            last,
+        })
+    }
+}

@@ -1,0 +1,367 @@
+//! The versioned HTTP protocol, `/api/v1/…`: JSON in and out, errors as `{ "message": … }`.
+
+use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::auth::{Lease, User};
+use crate::error::ApiError;
+use crate::versions::StackKey;
+use crate::{journal, updates, versions};
+
+/// How the service runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long a lease lasts unless renewed.
+    pub lease_seconds: f64,
+    /// The largest request body accepted; larger ones are answered 413.
+    pub body_limit: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            lease_seconds: 300.0,
+            body_limit: 64 << 20,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct App {
+    pub pool: PgPool,
+    pub options: Options,
+}
+
+impl FromRef<App> for PgPool {
+    fn from_ref(app: &App) -> PgPool {
+        app.pool.clone()
+    }
+}
+
+/// The service's routes over `pool`.
+pub fn router(pool: PgPool, options: Options) -> Router {
+    let limit = options.body_limit;
+    Router::new()
+        .route("/api/v1/health", get(|| async { "ok" }))
+        .route("/api/v1/user", get(user))
+        .route("/api/v1/stacks/{project}", get(list_stacks))
+        .route(
+            "/api/v1/stacks/{project}/{stack}",
+            get(get_stack).post(create_stack).delete(remove_stack),
+        )
+        .route(
+            "/api/v1/stacks/{project}/{stack}/updates",
+            post(begin_update),
+        )
+        .route("/api/v1/stacks/{project}/{stack}/cancel", post(cancel))
+        .route("/api/v1/stacks/{project}/{stack}/history", get(history))
+        .route("/api/v1/stacks/{project}/{stack}/export", get(export))
+        .route("/api/v1/updates/{id}/phases", post(record_phase))
+        .route("/api/v1/updates/{id}/renew", post(renew))
+        .route(
+            "/api/v1/updates/{id}/journal",
+            get(journal_entries).post(append_journal),
+        )
+        .route("/api/v1/updates/{id}/complete", post(complete))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(App { pool, options })
+}
+
+async fn user(user: User) -> Json<Value> {
+    Json(json!({ "name": user.name }))
+}
+
+/// Project and stack names as the CLI validates them: 1 to 100 letters, digits, `-`, `_` or
+/// `.`, not starting with `.`. (Checked here again, without the engine, so that the service
+/// does not rebuild when the engine changes.)
+fn check_name(what: &str, name: &str) -> Result<(), ApiError> {
+    let valid = (1..=100).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "invalid {what} name `{name}`: use 1 to 100 letters, digits, `-`, `_` or `.`, not starting with `.`"
+        )))
+    }
+}
+
+async fn stack_id(pool: &PgPool, project: &str, stack: &str) -> Result<i64, ApiError> {
+    let found: Option<(i64,)> =
+        sqlx::query_as("SELECT id FROM stacks WHERE project = $1 AND name = $2")
+            .bind(project)
+            .bind(stack)
+            .fetch_optional(pool)
+            .await?;
+    found.map(|(id,)| id).ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "stack `{stack}` does not exist; create it with `plinth stack init {stack}`"
+        ))
+    })
+}
+
+async fn stack_key(pool: &PgPool, project: &str, stack: &str) -> Result<StackKey, ApiError> {
+    Ok(StackKey {
+        id: stack_id(pool, project, stack).await?,
+        project: project.to_owned(),
+        name: stack.to_owned(),
+    })
+}
+
+async fn list_stacks(
+    _: User,
+    State(pool): State<PgPool>,
+    Path(project): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let stacks: Vec<(String, bool)> = sqlx::query_as(
+        "SELECT s.name, EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
+                                  AND u.status = 'running' AND u.lease_expires >= now())
+         FROM stacks s WHERE s.project = $1 ORDER BY s.name",
+    )
+    .bind(project)
+    .fetch_all(&pool)
+    .await?;
+    let stacks: Vec<Value> = (stacks.into_iter())
+        .map(|(name, locked)| json!({ "name": name, "locked": locked }))
+        .collect();
+    Ok(Json(json!({ "stacks": stacks })))
+}
+
+async fn get_stack(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    stack_id(&pool, &project, &stack).await?;
+    Ok(Json(json!({ "project": project, "name": stack })))
+}
+
+async fn create_stack(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    check_name("project", &project)?;
+    check_name("stack", &stack)?;
+    let created = sqlx::query(
+        "INSERT INTO stacks (project, name) VALUES ($1, $2) ON CONFLICT (project, name) DO NOTHING",
+    )
+    .bind(&project)
+    .bind(&stack)
+    .execute(&pool)
+    .await?;
+    if created.rows_affected() == 0 {
+        return Err(ApiError::Conflict(format!(
+            "stack `{stack}` already exists"
+        )));
+    }
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "project": project, "name": stack })),
+    ))
+}
+
+#[derive(Deserialize)]
+struct BeginRequest {
+    kind: String,
+}
+
+async fn begin_update(
+    user: User,
+    State(app): State<App>,
+    Path((project, stack)): Path<(String, String)>,
+    Json(request): Json<BeginRequest>,
+) -> Result<Json<updates::Begun>, ApiError> {
+    let key = stack_key(&app.pool, &project, &stack).await?;
+    let begun = updates::begin(
+        &app.pool,
+        &user,
+        &key,
+        &request.kind,
+        app.options.lease_seconds,
+    )
+    .await?;
+    Ok(Json(begun))
+}
+
+async fn cancel(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let key = stack_key(&pool, &project, &stack).await?;
+    let cancelled = updates::cancel(&pool, &key).await?;
+    Ok(Json(json!({ "cancelled": cancelled })))
+}
+
+async fn renew(
+    _: User,
+    Lease(lease): Lease,
+    State(app): State<App>,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Value>, ApiError> {
+    let expires = updates::renew(&app.pool, id, &lease, app.options.lease_seconds).await?;
+    Ok(Json(json!({ "lease_expires": expires })))
+}
+
+#[derive(Deserialize)]
+struct CompleteRequest {
+    result: String,
+    /// The history entry of journal batches no phase recorded yet.
+    #[serde(default)]
+    entry: Option<Value>,
+}
+
+async fn complete(
+    _: User,
+    Lease(lease): Lease,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+    Json(request): Json<CompleteRequest>,
+) -> Result<Json<Value>, ApiError> {
+    updates::complete(&pool, id, &lease, &request.result, request.entry.as_ref()).await?;
+    Ok(Json(json!({})))
+}
+
+#[derive(Deserialize)]
+struct JournalBatch {
+    seq: i64,
+    entries: Vec<Value>,
+}
+
+async fn append_journal(
+    _: User,
+    Lease(lease): Lease,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+    Json(batch): Json<JournalBatch>,
+) -> Result<Json<Value>, ApiError> {
+    let stored = journal::append(&pool, id, &lease, batch.seq, &batch.entries).await?;
+    Ok(Json(
+        json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
+    ))
+}
+
+/// What an update recorded, for recovery after a crash: its journal entries in order.
+async fn journal_entries(
+    _: User,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        json!({ "entries": journal::entries(&pool, id).await? }),
+    ))
+}
+
+#[derive(Deserialize)]
+struct PhaseRequest {
+    /// Phases of an update are numbered from 1; a retry repeats the number.
+    phase: i32,
+    /// The history entry, as the client's history records it.
+    entry: Value,
+    /// A whole checkpoint replacing the state (an import, an edit by hand) instead of the
+    /// journal.
+    #[serde(default)]
+    checkpoint: Option<String>,
+}
+
+async fn record_phase(
+    _: User,
+    Lease(lease): Lease,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+    Json(request): Json<PhaseRequest>,
+) -> Result<Json<Value>, ApiError> {
+    if request.phase < 1 {
+        return Err(ApiError::BadRequest(format!(
+            "phases are numbered from 1, not {}",
+            request.phase
+        )));
+    }
+    let checkpoint = request.checkpoint.map(String::into_bytes);
+    let version =
+        updates::phase(&pool, id, &lease, request.phase, &request.entry, checkpoint).await?;
+    Ok(Json(json!({ "version": version })))
+}
+
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default = "first_page")]
+    page: i64,
+    #[serde(default = "page_size")]
+    per_page: i64,
+}
+
+fn first_page() -> i64 {
+    1
+}
+
+fn page_size() -> i64 {
+    50
+}
+
+/// The stack's versions, newest first, a page at a time.
+async fn history(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(page): Query<Page>,
+) -> Result<Json<Value>, ApiError> {
+    if page.page < 1 || !(1..=500).contains(&page.per_page) {
+        return Err(ApiError::BadRequest(format!(
+            "page {} of {} per page: pages count from 1, with 1 to 500 entries",
+            page.page, page.per_page
+        )));
+    }
+    let id = stack_id(&pool, &project, &stack).await?;
+    let (listed, total) = versions::history(&pool, id, page.page, page.per_page).await?;
+    Ok(Json(json!({ "versions": listed, "total": total })))
+}
+
+#[derive(Deserialize)]
+struct ExportQuery {
+    version: Option<i64>,
+}
+
+/// A version's checkpoint (the latest by default), secrets sealed as the client sealed them.
+async fn export(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<ExportQuery>,
+) -> Result<([(axum::http::HeaderName, &'static str); 1], Vec<u8>), ApiError> {
+    let key = stack_key(&pool, &project, &stack).await?;
+    let bytes = versions::export(&pool, &key, query.version).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
+    ))
+}
+
+#[derive(Deserialize)]
+struct RemoveQuery {
+    #[serde(default)]
+    force: bool,
+}
+
+/// Removes a stack with its versions and updates; one that still has resources only with
+/// `force`, and never one being updated.
+async fn remove_stack(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<RemoveQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let key = stack_key(&pool, &project, &stack).await?;
+    versions::remove(&pool, &key, query.force).await?;
+    Ok(Json(json!({})))
+}

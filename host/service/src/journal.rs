@@ -1,0 +1,107 @@
+//! Journal batches: the snapshot manager's begin and end records, sent in numbered batches while
+//! an update runs. A batch is stored once: its retry (same number, same content) is answered as
+//! if new, and a different batch under a number already taken is refused.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::auth::digest;
+use crate::error::ApiError;
+
+/// The most entries one batch may carry (the client sends at most 100, or what 50 ms gathered).
+pub(crate) const MAX_ENTRIES: usize = 100;
+
+/// Whether a batch was new or a retry of one already stored.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Stored {
+    New,
+    Retry,
+}
+
+/// Stores batch `seq` of update `id`, whose lease `lease` must still hold the stack.
+pub(crate) async fn append(
+    pool: &PgPool,
+    id: Uuid,
+    lease: &str,
+    seq: i64,
+    entries: &[Value],
+) -> Result<Stored, ApiError> {
+    if entries.is_empty() || entries.len() > MAX_ENTRIES {
+        return Err(ApiError::BadRequest(format!(
+            "a journal batch carries 1 to {MAX_ENTRIES} entries, not {}",
+            entries.len()
+        )));
+    }
+    for (index, entry) in entries.iter().enumerate() {
+        plinth_backend::check_entry(entry).map_err(|reason| {
+            ApiError::BadRequest(format!(
+                "entry {} of journal batch {seq} is not a journal entry: {reason}",
+                index + 1
+            ))
+        })?;
+    }
+    // serde_json's maps are ordered by key, so equal batches serialize, and digest, alike.
+    let content = Sha256::digest(serde_json::to_vec(entries).expect("JSON serializes")).to_vec();
+    let mut tx = pool.begin().await?;
+    // Shares the update's row with other batches but not with its completion or cancellation:
+    // nothing is appended to an update that has ended.
+    let holds: Option<(i64,)> = sqlx::query_as(
+        "SELECT COALESCE((SELECT max(seq) FROM journal_batches WHERE update_id = $1), 0)
+         FROM updates WHERE id = $1 AND lease_digest = $2 AND status = 'running'
+           AND lease_expires >= now()
+         FOR SHARE",
+    )
+    .bind(id)
+    .bind(digest(lease))
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((last,)) = holds else {
+        tx.rollback().await?;
+        return Err(crate::updates::refused(pool, id, lease).await);
+    };
+    if seq <= last {
+        let (stored,): (Vec<u8>,) =
+            sqlx::query_as("SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $2")
+                .bind(id)
+                .bind(seq)
+                .fetch_one(&mut *tx)
+                .await?;
+        return if stored == content {
+            Ok(Stored::Retry)
+        } else {
+            Err(ApiError::Conflict(format!(
+                "journal batch {seq} of update {id} was already received with other entries; \
+                 a batch is never rewritten"
+            )))
+        };
+    }
+    if seq != last + 1 {
+        return Err(ApiError::Conflict(format!(
+            "journal batch {seq} of update {id} came before batch {}; batches are sent in order",
+            last + 1
+        )));
+    }
+    sqlx::query(
+        "INSERT INTO journal_batches (update_id, seq, digest, entries) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(id)
+    .bind(seq)
+    .bind(&content)
+    .bind(sqlx::types::Json(entries))
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Stored::New)
+}
+
+/// The update's journal entries, in order.
+pub(crate) async fn entries(pool: &PgPool, id: Uuid) -> Result<Vec<Value>, ApiError> {
+    let batches: Vec<(sqlx::types::Json<Vec<Value>>,)> =
+        sqlx::query_as("SELECT entries FROM journal_batches WHERE update_id = $1 ORDER BY seq")
+            .bind(id)
+            .fetch_all(pool)
+            .await?;
+    Ok(batches.into_iter().flat_map(|(batch,)| batch.0).collect())
+}

@@ -1,0 +1,14 @@
+//! `plinth serve`: the team backend. Every fact lives in PostgreSQL, so any number of replicas
+//! behind one database behave as one; the service keeps nothing in memory between requests.
+
+mod api;
+mod auth;
+mod db;
+mod error;
+mod journal;
+mod updates;
+mod versions;
+
+pub use api::{Options, router};
+pub use auth::create_token;
+pub use db::connect;

@@ -1,0 +1,107 @@
+//! `plinth-serve`: runs the service (`plinth serve` execs it), or creates an access token.
+
+use std::net::SocketAddr;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use plinth_service::{Options, connect, create_token, router};
+
+#[derive(Parser)]
+#[command(
+    name = "plinth serve",
+    bin_name = "plinth serve",
+    version,
+    about = "The plinth team backend: stacks in PostgreSQL, any number of stateless replicas",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(flatten)]
+    serve: ServeArgs,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DB.
+    #[arg(long, env = "PLINTH_DATABASE_URL")]
+    database: Option<String>,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// How long an update's lease lasts unless its client renews it (at half of it).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    lease: std::time::Duration,
+    /// The largest request body accepted, in bytes; larger ones are answered 413.
+    #[arg(long, default_value_t = Options::default().body_limit)]
+    body_limit: usize,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Manage access tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create an access token for a user (created if new) and print it; it is shown only once.
+    Create {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        #[arg(long)]
+        user: String,
+    },
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Some(Command::Token(TokenCommand::Create { database, user })) => {
+            let pool = connect(&database).await?;
+            println!("{}", create_token(&pool, &user).await?);
+            Ok(())
+        }
+        None => {
+            let args = cli.serve;
+            let database = args.database.context(
+                "no database: pass --database postgres://… (or set PLINTH_DATABASE_URL)",
+            )?;
+            let pool = connect(&database).await?;
+            let options = Options {
+                lease_seconds: args.lease.as_secs_f64(),
+                body_limit: args.body_limit,
+            };
+            let listener = tokio::net::TcpListener::bind(args.listen)
+                .await
+                .with_context(|| format!("cannot listen on {}", args.listen))?;
+            let local = listener.local_addr()?;
+            // Tests and scripts read the address from this line (useful with port 0).
+            println!("listening on http://{local}");
+            axum::serve(listener, router(pool, options))
+                .with_graceful_shutdown(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await
+                .context("the service failed")
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Updates and their leases. Whether a stack is free is decided by the database alone (the
+//! partial unique index on running updates), in one transaction per request.
+
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::auth::{User, digest, new_token};
+use crate::error::ApiError;
+use crate::versions::{self, Source, StackKey};
+
+/// A begun update, as its client gets it.
+#[derive(Debug, Serialize)]
+pub(crate) struct Begun {
+    pub update_id: Uuid,
+    /// Shown once: the client acts on the update with it.
+    pub lease_token: String,
+    /// Seconds since the Unix epoch.
+    pub lease_expires: i64,
+    /// How long a lease lasts; the client renews at half of it.
+    pub lease_seconds: f64,
+    /// The version the update starts from (0: the empty state) and its checkpoint, secrets
+    /// sealed as the client sealed them; none for version 0.
+    pub base_version: i64,
+    pub base_checkpoint: Option<String>,
+}
+
+/// Takes the stack for a new update of `kind`, unless another holds it, and returns the state to
+/// start from. A running update whose lease expired gives the stack up first, and what it
+/// journaled becomes the base, its interrupted operations pending.
+pub(crate) async fn begin(
+    pool: &PgPool,
+    user: &User,
+    key: &StackKey,
+    kind: &str,
+    lease_seconds: f64,
+) -> Result<Begun, ApiError> {
+    let (stack_id, stack) = (key.id, key.name.as_str());
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "UPDATE updates SET status = 'expired', ended = now()
+         WHERE stack_id = $1 AND status = 'running' AND lease_expires < now()",
+    )
+    .bind(stack_id)
+    .execute(&mut *tx)
+    .await?;
+    let update_id = Uuid::new_v4();
+    let lease_token = new_token();
+    let inserted: Option<(i64,)> = sqlx::query_as(
+        "INSERT INTO updates (id, stack_id, user_id, kind, status, lease_digest, lease_expires)
+         VALUES ($1, $2, $3, $4, 'running', $5, now() + make_interval(secs => $6))
+         ON CONFLICT (stack_id) WHERE status = 'running' DO NOTHING
+         RETURNING EXTRACT(EPOCH FROM lease_expires)::BIGINT",
+    )
+    .bind(update_id)
+    .bind(stack_id)
+    .bind(user.id)
+    .bind(kind)
+    .bind(digest(&lease_token))
+    .bind(lease_seconds)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((lease_expires,)) = inserted else {
+        tx.rollback().await?;
+        return Err(holder(pool, stack_id, stack).await);
+    };
+    // The new update holds the stack: nothing else folds or versions it meanwhile.
+    versions::fold_abandoned(&mut tx, key).await?;
+    let (base_version, base) = versions::latest(&mut tx, stack_id).await?;
+    sqlx::query("UPDATE updates SET folded_seq = 0 WHERE id = $1")
+        .bind(update_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    let base_checkpoint = match base {
+        Some(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
+            ApiError::Internal(format!("the checkpoint of stack `{stack}` is not UTF-8"))
+        })?),
+        None => None,
+    };
+    Ok(Begun {
+        update_id,
+        lease_token,
+        lease_expires,
+        lease_seconds,
+        base_version,
+        base_checkpoint,
+    })
+}
+
+/// The error naming who holds the stack.
+async fn holder(pool: &PgPool, stack_id: i64, stack: &str) -> ApiError {
+    let holder: Result<Option<(String, String, i64, i64)>, _> = sqlx::query_as(
+        "SELECT usr.name, upd.kind, EXTRACT(EPOCH FROM upd.started)::BIGINT,
+                EXTRACT(EPOCH FROM upd.lease_expires)::BIGINT
+         FROM updates upd JOIN users usr ON usr.id = upd.user_id
+         WHERE upd.stack_id = $1 AND upd.status = 'running'",
+    )
+    .bind(stack_id)
+    .fetch_optional(pool)
+    .await;
+    match holder {
+        Ok(Some((user, kind, started, lease_expires))) => ApiError::Busy {
+            stack: stack.to_owned(),
+            user,
+            kind,
+            started,
+            lease_expires,
+        },
+        // It ended between the two queries: the caller may try again at once.
+        Ok(None) => ApiError::Conflict(format!(
+            "stack `{stack}` was being updated a moment ago; try again"
+        )),
+        Err(e) => e.into(),
+    }
+}
+
+/// Why a request with `lease` on update `id` may not act on it: an unknown update, a token of
+/// another update (401), or a lease that is gone (403).
+pub(crate) async fn refused(pool: &PgPool, id: Uuid, lease: &str) -> ApiError {
+    let row: Result<Option<(Vec<u8>, String)>, _> =
+        sqlx::query_as("SELECT lease_digest, status FROM updates WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await;
+    match row {
+        Err(e) => e.into(),
+        Ok(None) => ApiError::NotFound(format!("there is no update {id}")),
+        Ok(Some((expected, _))) if expected != digest(lease) => ApiError::Unauthorized(format!(
+            "the lease token is not the one of update {id}: one update's token acts on no other"
+        )),
+        Ok(Some((_, status))) => ApiError::LeaseLost(format!(
+            "update {id} no longer holds its stack (it is {status}): it was cancelled, or its \
+             lease expired and another update may have taken the stack"
+        )),
+    }
+}
+
+/// Extends the lease of a running update; returns the new expiry.
+pub(crate) async fn renew(
+    pool: &PgPool,
+    id: Uuid,
+    lease: &str,
+    lease_seconds: f64,
+) -> Result<i64, ApiError> {
+    let renewed: Option<(i64,)> = sqlx::query_as(
+        "UPDATE updates SET lease_expires = now() + make_interval(secs => $3)
+         WHERE id = $1 AND lease_digest = $2 AND status = 'running' AND lease_expires >= now()
+         RETURNING EXTRACT(EPOCH FROM lease_expires)::BIGINT",
+    )
+    .bind(id)
+    .bind(digest(lease))
+    .bind(lease_seconds)
+    .fetch_optional(pool)
+    .await?;
+    match renewed {
+        Some((expires,)) => Ok(expires),
+        None => Err(refused(pool, id, lease).await),
+    }
+}
+
+/// Ends an update with `result`. Journal batches not folded into a version by a phase yet are
+/// folded now, recorded with `entry` (or, without one, as a failed update of its kind).
+/// Idempotent: completing it again the same way succeeds, so a client whose first answer was
+/// lost may retry.
+pub(crate) async fn complete(
+    pool: &PgPool,
+    id: Uuid,
+    lease: &str,
+    result: &str,
+    entry: Option<&serde_json::Value>,
+) -> Result<(), ApiError> {
+    if !matches!(result, "succeeded" | "failed") {
+        return Err(ApiError::BadRequest(format!(
+            "an update ends `succeeded` or `failed`, not `{result}`"
+        )));
+    }
+    let mut tx = pool.begin().await?;
+    let Some(key) = held(&mut tx, id, lease).await? else {
+        tx.rollback().await?;
+        let already: Option<(String,)> =
+            sqlx::query_as("SELECT status FROM updates WHERE id = $1 AND lease_digest = $2")
+                .bind(id)
+                .bind(digest(lease))
+                .fetch_optional(pool)
+                .await?;
+        return match already {
+            Some((status,)) if status == result => Ok(()),
+            _ => Err(refused(pool, id, lease).await),
+        };
+    };
+    let unfolded: (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM journal_batches b JOIN updates u ON u.id = b.update_id
+                        WHERE u.id = $1 AND b.seq > u.folded_seq)",
+    )
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if unfolded.0 {
+        let entry = match entry {
+            Some(entry) => entry.clone(),
+            None => {
+                serde_json::json!({ "kind": key.kind, "result": "failed", "note": "ended without a phase recorded" })
+            }
+        };
+        versions::fold(&mut tx, &key.stack, id, None, &entry, Source::Journal).await?;
+    }
+    sqlx::query("UPDATE updates SET status = $2, ended = now() WHERE id = $1")
+        .bind(id)
+        .bind(result)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The stack and kind of update `id`, locked for this transaction, if `lease` still holds it.
+pub(crate) struct Held {
+    pub stack: StackKey,
+    pub kind: String,
+}
+
+pub(crate) async fn held(
+    conn: &mut sqlx::PgConnection,
+    id: Uuid,
+    lease: &str,
+) -> Result<Option<Held>, ApiError> {
+    let row: Option<(i64, String, String, String)> = sqlx::query_as(
+        "SELECT s.id, s.project, s.name, u.kind FROM updates u JOIN stacks s ON s.id = u.stack_id
+         WHERE u.id = $1 AND u.lease_digest = $2 AND u.status = 'running'
+           AND u.lease_expires >= now()
+         FOR UPDATE OF u",
+    )
+    .bind(id)
+    .bind(digest(lease))
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|(id, project, name, kind)| Held {
+        stack: StackKey { id, project, name },
+        kind,
+    }))
+}
+
+/// Records a phase of update `id` (a refresh, then the update) as a new version: from the
+/// journal batches since the last phase, or from `checkpoint` replacing the state. A retried
+/// phase (same number) answers the version it made.
+pub(crate) async fn phase(
+    pool: &PgPool,
+    id: Uuid,
+    lease: &str,
+    phase: i32,
+    entry: &serde_json::Value,
+    checkpoint: Option<Vec<u8>>,
+) -> Result<i64, ApiError> {
+    let mut tx = pool.begin().await?;
+    let Some(held) = held(&mut tx, id, lease).await? else {
+        tx.rollback().await?;
+        return Err(refused(pool, id, lease).await);
+    };
+    let done: Option<(i64,)> =
+        sqlx::query_as("SELECT version FROM versions WHERE update_id = $1 AND phase = $2")
+            .bind(id)
+            .bind(phase)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if let Some((version,)) = done {
+        return Ok(version);
+    }
+    let source = match checkpoint {
+        Some(bytes) => Source::Checkpoint(bytes),
+        None => Source::Journal,
+    };
+    let version = versions::fold(&mut tx, &held.stack, id, Some(phase), entry, source).await?;
+    tx.commit().await?;
+    Ok(version)
+}
+
+/// Ends the stack's running update at once (`plinth cancel`); returns it, if there was one. What
+/// it journaled becomes a version, its interrupted operations pending.
+pub(crate) async fn cancel(pool: &PgPool, key: &StackKey) -> Result<Option<Uuid>, ApiError> {
+    let mut tx = pool.begin().await?;
+    let cancelled: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE updates SET status = 'cancelled', ended = now()
+         WHERE stack_id = $1 AND status = 'running' RETURNING id",
+    )
+    .bind(key.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    versions::fold_abandoned(&mut tx, key).await?;
+    tx.commit().await?;
+    Ok(cancelled.map(|(id,)| id))
+}

@@ -1,0 +1,291 @@
+//! The versions of a stack's state. A new version is rebuilt from the latest one and the
+//! journal batches an update sent since its last phase, by the backend crate's replay (the same
+//! code the file backend recovers with), so the service and the CLI cannot disagree about what
+//! a journal means. The service holds no key: secrets pass through replay sealed.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult};
+use plinth_engine::names::{ProjectName, StackName};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::error::ApiError;
+
+/// A stack as versions are made for it.
+pub(crate) struct StackKey {
+    pub id: i64,
+    pub project: String,
+    pub name: String,
+}
+
+/// The latest version of a stack and its checkpoint; version 0 (no checkpoint) before the first.
+pub(crate) async fn latest(
+    conn: &mut PgConnection,
+    stack_id: i64,
+) -> Result<(i64, Option<Vec<u8>>), ApiError> {
+    let row: Option<(i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT version, checkpoint FROM versions WHERE stack_id = $1
+         ORDER BY version DESC LIMIT 1",
+    )
+    .bind(stack_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(match row {
+        Some((version, checkpoint)) => (version, Some(checkpoint)),
+        None => (0, None),
+    })
+}
+
+/// What a new version is made of: the journal batches not folded yet, or a whole checkpoint
+/// (an import, an edit by hand) replacing the state.
+pub(crate) enum Source {
+    Journal,
+    Checkpoint(Vec<u8>),
+}
+
+/// Makes the next version of `stack` in `tx` from update `update`'s batches after those already
+/// folded (or from `source`'s checkpoint), recording `entry`; returns the version.
+pub(crate) async fn fold(
+    conn: &mut PgConnection,
+    stack: &StackKey,
+    update: Uuid,
+    phase: Option<i32>,
+    entry: &Value,
+    source: Source,
+) -> Result<i64, ApiError> {
+    let (folded,): (i64,) = sqlx::query_as("SELECT folded_seq FROM updates WHERE id = $1")
+        .bind(update)
+        .fetch_one(&mut *conn)
+        .await?;
+    let batches: Vec<(i64, sqlx::types::Json<Vec<Value>>)> = sqlx::query_as(
+        "SELECT seq, entries FROM journal_batches WHERE update_id = $1 AND seq > $2 ORDER BY seq",
+    )
+    .bind(update)
+    .bind(folded)
+    .fetch_all(&mut *conn)
+    .await?;
+    let through = batches.last().map_or(folded, |(seq, _)| *seq);
+    let entries: Vec<Value> = batches.into_iter().flat_map(|(_, b)| b.0).collect();
+    let (version, base) = latest(&mut *conn, stack.id).await?;
+    let checkpoint = match source {
+        Source::Journal => rebuild(stack, base, entries).await?,
+        // A replacement is checked as the file backend checks an import: parsed, verified and
+        // written back in its canonical form.
+        Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new()).await?,
+    };
+    let version = version + 1;
+    sqlx::query(
+        "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(stack.id)
+    .bind(version)
+    .bind(update)
+    .bind(phase)
+    .bind(&checkpoint)
+    .bind(sqlx::types::Json(entry))
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE updates SET folded_seq = $2 WHERE id = $1")
+        .bind(update)
+        .bind(through)
+        .execute(&mut *conn)
+        .await?;
+    Ok(version)
+}
+
+/// Replays `entries` over `base` off the async workers: it is CPU work, proportional to the
+/// state.
+async fn rebuild(
+    stack: &StackKey,
+    base: Option<Vec<u8>>,
+    entries: Vec<Value>,
+) -> Result<Vec<u8>, ApiError> {
+    let project = ProjectName::new(&stack.project)
+        .map_err(|e| ApiError::BadRequest(format!("project `{}`: {e}", stack.project)))?;
+    let name = StackName::new(&stack.name)
+        .map_err(|e| ApiError::BadRequest(format!("stack `{}`: {e}", stack.name)))?;
+    let origin = PathBuf::from(format!("service:{}/{}", stack.project, stack.name));
+    tokio::task::spawn_blocking(move || {
+        plinth_backend::rebuild_sealed(&project, &name, base.as_deref(), &entries, &origin)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("rebuilding the state: {e}")))?
+    .map_err(|e| ApiError::BadRequest(format!("the state cannot be rebuilt: {e}")))
+}
+
+/// Folds what updates of `stack` that ended without completing (their lease expired, or they
+/// were cancelled) journaled and left unfolded, so that the next update starts from it with the
+/// interrupted operations pending, as with the file backend.
+pub(crate) async fn fold_abandoned(
+    conn: &mut PgConnection,
+    stack: &StackKey,
+) -> Result<(), ApiError> {
+    let abandoned: Vec<(Uuid, String, i64)> = sqlx::query_as(
+        "SELECT u.id, u.kind, EXTRACT(EPOCH FROM u.started)::BIGINT FROM updates u
+         WHERE u.stack_id = $1 AND u.status IN ('expired', 'cancelled')
+           AND EXISTS (SELECT 1 FROM journal_batches b
+                       WHERE b.update_id = u.id AND b.seq > u.folded_seq)
+         ORDER BY u.started",
+    )
+    .bind(stack.id)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (id, kind, started) in abandoned {
+        let kind: UpdateKind =
+            serde_json::from_value(Value::String(kind)).unwrap_or(UpdateKind::Update);
+        let started = SystemTime::UNIX_EPOCH + Duration::from_secs(started.max(0) as u64);
+        let entry =
+            HistoryEntry::ended_now(kind, started, UpdateResult::Failed, Default::default())
+                .with_note("interrupted: its lease expired or it was cancelled");
+        let entry = serde_json::to_value(entry).expect("a history entry serializes");
+        fold(&mut *conn, stack, id, None, &entry, Source::Journal).await?;
+    }
+    Ok(())
+}
+
+/// One version, as history lists it.
+#[derive(Debug, Serialize)]
+pub(crate) struct Listed {
+    pub version: i64,
+    pub update_id: Option<Uuid>,
+    pub user: Option<String>,
+    pub entry: Value,
+}
+
+/// A page of the stack's versions, newest first.
+pub(crate) async fn history(
+    pool: &PgPool,
+    stack_id: i64,
+    page: i64,
+    per_page: i64,
+) -> Result<(Vec<Listed>, i64), ApiError> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        version: i64,
+        update_id: Option<Uuid>,
+        user: Option<String>,
+        entry: sqlx::types::Json<Value>,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT v.version, v.update_id, usr.name AS user, v.entry FROM versions v
+         LEFT JOIN updates u ON u.id = v.update_id
+         LEFT JOIN users usr ON usr.id = u.user_id
+         WHERE v.stack_id = $1 ORDER BY v.version DESC LIMIT $2 OFFSET $3",
+    )
+    .bind(stack_id)
+    .bind(per_page)
+    .bind((page - 1) * per_page)
+    .fetch_all(pool)
+    .await?;
+    let (total,): (i64,) = sqlx::query_as("SELECT count(*) FROM versions WHERE stack_id = $1")
+        .bind(stack_id)
+        .fetch_one(pool)
+        .await?;
+    let listed = (rows.into_iter())
+        .map(|row| Listed {
+            version: row.version,
+            update_id: row.update_id,
+            user: row.user,
+            entry: row.entry.0,
+        })
+        .collect();
+    Ok((listed, total))
+}
+
+/// The checkpoint of `version` (the latest if `None`); the empty state's for version 0.
+pub(crate) async fn export(
+    pool: &PgPool,
+    stack: &StackKey,
+    version: Option<i64>,
+) -> Result<Vec<u8>, ApiError> {
+    let mut conn = pool.acquire().await?;
+    let (latest_version, latest) = latest(&mut conn, stack.id).await?;
+    let wanted = version.unwrap_or(latest_version);
+    if wanted == latest_version {
+        return match latest {
+            Some(bytes) => Ok(bytes),
+            None => rebuild(stack, None, Vec::new()).await,
+        };
+    }
+    let row: Option<(Vec<u8>,)> =
+        sqlx::query_as("SELECT checkpoint FROM versions WHERE stack_id = $1 AND version = $2")
+            .bind(stack.id)
+            .bind(wanted)
+            .fetch_optional(&mut *conn)
+            .await?;
+    row.map(|(bytes,)| bytes).ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "stack `{}` has no version {wanted}: its versions are 1 to {latest_version}",
+            stack.name
+        ))
+    })
+}
+
+/// Removes `stack`, refusing while an update holds it or, unless `force`, while its latest
+/// version has resources (its root alone is an empty stack).
+pub(crate) async fn remove(pool: &PgPool, stack: &StackKey, force: bool) -> Result<(), ApiError> {
+    let mut tx = pool.begin().await?;
+    // Locking the stack's row makes an update that begins meanwhile wait for the outcome.
+    sqlx::query("SELECT id FROM stacks WHERE id = $1 FOR UPDATE")
+        .bind(stack.id)
+        .execute(&mut *tx)
+        .await?;
+    let running: Option<(String, String)> = sqlx::query_as(
+        "SELECT usr.name, u.kind FROM updates u JOIN users usr ON usr.id = u.user_id
+         WHERE u.stack_id = $1 AND u.status = 'running' AND u.lease_expires >= now()",
+    )
+    .bind(stack.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some((user, kind)) = running {
+        return Err(ApiError::Conflict(format!(
+            "stack `{}` is being updated by {user} ({kind}); wait for it, or `plinth cancel` it",
+            stack.name
+        )));
+    }
+    if !force {
+        let (_, latest) = latest(&mut tx, stack.id).await?;
+        let count = latest.as_deref().map_or(Ok(0), resource_count)?;
+        if count > 0 {
+            return Err(ApiError::Conflict(format!(
+                "stack `{}` still has {count} resources; destroy them first with `plinth \
+                 destroy`, or remove the stack and forget them with `--force`",
+                stack.name
+            )));
+        }
+    }
+    sqlx::query("DELETE FROM stacks WHERE id = $1")
+        .bind(stack.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The resources a checkpoint records, its stack's root aside.
+fn resource_count(checkpoint: &[u8]) -> Result<usize, ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Resource {
+        #[serde(rename = "type")]
+        ty: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Snapshot {
+        #[serde(default)]
+        resources: Vec<Resource>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Checkpoint {
+        snapshot: Snapshot,
+    }
+    let checkpoint: Checkpoint = serde_json::from_slice(checkpoint)
+        .map_err(|e| ApiError::Internal(format!("a stored checkpoint does not parse: {e}")))?;
+    Ok((checkpoint.snapshot.resources.iter())
+        .filter(|r| !plinth_engine::urn::is_stack_type(&r.ty))
+        .count())
+}

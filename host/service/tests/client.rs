@@ -1,0 +1,188 @@
+//! The backend crate's client of the protocol against a real `plinth-serve` on a real
+//! PostgreSQL: the journal goes in numbered batches of at most 100 and the service rebuilds the
+//! state from them, secrets sealed by the client's key; a lost lease stops the persister with an
+//! error that is not worth retrying.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::*;
+use plinth_backend::Checkpoint;
+use plinth_backend::secrets::PassphraseCrypter;
+use plinth_backend::service::{LeaseKeeper, LeaseState, ServiceError, ServicePersister, Transport};
+use plinth_engine::journal::Persister;
+use plinth_engine::names::StackName;
+use plinth_engine::value::Value as PValue;
+use serde_json::{Value, json};
+
+fn begin_through(transport: &Transport) -> (String, String) {
+    let begun = transport
+        .call(
+            "POST",
+            "stacks/p/dev/updates",
+            None,
+            Some(&json!({ "kind": "update" })),
+        )
+        .unwrap();
+    lease_of(&begun)
+}
+
+#[test]
+fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let (update, lease) = begin_through(&transport);
+    let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+    let crypter = Arc::new(crypter);
+    let mut persister = ServicePersister::new(transport.clone(), &update, &lease, crypter.clone());
+    let secret = PValue::Secret(Box::new(PValue::String("hunter2".into())));
+    for i in 0..125u64 {
+        let r = resource(
+            &format!("r{i}"),
+            [("token".to_owned(), secret.clone())].into(),
+        );
+        for entry in creating(i + 1, &r, false) {
+            persister
+                .append(&serde_json::from_value(entry).unwrap())
+                .unwrap();
+        }
+    }
+    persister.sync().unwrap();
+    // A sync with nothing new sends nothing.
+    persister.sync().unwrap();
+
+    let journal = transport
+        .call("GET", &format!("updates/{update}/journal"), None, None)
+        .unwrap();
+    assert_eq!(journal["entries"].as_array().unwrap().len(), 250);
+    let phase = json!({ "phase": 1, "entry": { "kind": "update", "started": 1, "ended": 2,
+        "result": "succeeded", "changes": {}, "plinth": "test" } });
+    let done = transport
+        .call(
+            "POST",
+            &format!("updates/{update}/phases"),
+            Some(&lease),
+            Some(&phase),
+        )
+        .unwrap();
+    assert_eq!(done["version"], 1);
+    let (status, checkpoint) = call(
+        &service,
+        "GET",
+        "stacks/p/dev/export",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200);
+    let text = checkpoint.to_string();
+    assert!(
+        !text.contains("hunter2"),
+        "the service never sees a secret in plaintext"
+    );
+    let stack = StackName::new("dev").unwrap();
+    let opened = Checkpoint::parse(
+        text.as_bytes(),
+        &stack,
+        Path::new("export"),
+        crypter.as_ref(),
+    )
+    .unwrap();
+    assert_eq!(opened.snapshot.resources.len(), 125);
+    assert_eq!(opened.snapshot.resources[0].inputs["token"], secret);
+
+    // The stack is cancelled under the update: its persister stops, not to be retried.
+    let (status, _) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200);
+    let r = resource("late", Default::default());
+    persister
+        .append(&serde_json::from_value(creating(200, &r, true).remove(0)).unwrap())
+        .unwrap();
+    let error = persister.sync().unwrap_err();
+    assert!(!error.is_transient(), "{error}");
+    assert!(
+        error.to_string().contains("no longer holds its stack"),
+        "{error}"
+    );
+}
+
+#[test]
+fn answers_are_typed_a_busy_stack_names_its_holder() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let (alice, bob) = (token(&db, "alice"), token(&db, "bob"));
+    create_stack(&service, &alice, "dev");
+    begin_through(&Transport::new(&service.url, &alice));
+    let bobs = Transport::new(&service.url, &bob);
+    match bobs.call(
+        "POST",
+        "stacks/p/dev/updates",
+        None,
+        Some(&json!({ "kind": "update" })),
+    ) {
+        Err(ServiceError::Conflict {
+            holder: Some(holder),
+            message,
+        }) => {
+            assert_eq!(holder["user"], "alice");
+            assert!(message.contains("alice"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let nobody = Transport::new(&service.url, "not-a-token");
+    assert!(matches!(
+        nobody.call("GET", "user", None, None),
+        Err(ServiceError::Unauthorized(_))
+    ));
+    let answer: Value = bobs.call("GET", "user", None, None).unwrap();
+    assert_eq!(answer["name"], "bob");
+}
+
+#[test]
+fn the_keeper_renews_the_lease_at_half_its_duration_and_learns_when_it_is_lost() {
+    let (_server, db) = database();
+    let service = serve(&db, &["--lease", "2s"]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let begun = transport
+        .call(
+            "POST",
+            "stacks/p/dev/updates",
+            None,
+            Some(&json!({ "kind": "update" })),
+        )
+        .unwrap();
+    let (update, lease) = lease_of(&begun);
+    let first = begun["lease_expires"].as_i64().unwrap();
+    let seconds = begun["lease_seconds"].as_f64().unwrap();
+    let keeper = LeaseKeeper::start(transport.clone(), &update, &lease, seconds, first);
+    eventually(
+        "a renewal extending the lease",
+        || matches!(keeper.state(), LeaseState::Held { expires } if expires > first),
+    );
+    let (status, _) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200);
+    eventually("the keeper learning the lease is lost", || {
+        matches!(keeper.state(), LeaseState::Lost(_))
+    });
+}

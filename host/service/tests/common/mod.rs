@@ -1,0 +1,210 @@
+//! What the service tests share: a database of their own on a real PostgreSQL, real
+//! `plinth-serve` processes, tokens and requests.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plinth_engine::journal::JournalEntry;
+use plinth_engine::resource::ResourceState;
+use plinth_engine::snapshot::PendingKind;
+use plinth_engine::urn::Urn;
+use plinth_test_postgres::Postgres;
+use serde_json::{Value, json};
+
+/// A database of its own on the shared test server.
+pub fn database() -> (Arc<Postgres>, String) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let server = Postgres::shared().expect("starting PostgreSQL");
+    let name = format!(
+        "service_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    server.create_database(&name).unwrap();
+    let url = server.url(&name);
+    (server, url)
+}
+
+/// A running service; killed when dropped.
+pub struct Service {
+    pub child: Child,
+    pub url: String,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn serve(database: &str, extra: &[&str]) -> Service {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
+        .args(["--database", database, "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the service did not start: {line:?}"))
+        .to_owned();
+    Service { child, url }
+}
+
+pub fn token(database: &str, user: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
+        .args(["token", "create", "--database", database, "--user", user])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// One request: its status and JSON body.
+pub fn call(
+    service: &Service,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    lease: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = format!("{}/api/v1/{path}", service.url);
+    let mut request = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(token) = token {
+        request = request.header("Authorization", format!("token {token}"));
+    }
+    if let Some(lease) = lease {
+        request = request.header("X-Plinth-Lease", lease);
+    }
+    let body = body.map_or_else(Vec::new, |b| serde_json::to_vec(&b).unwrap());
+    let request = request
+        .header("Content-Type", "application/json")
+        .body(body)
+        .unwrap();
+    let mut response = agent.run(request).unwrap();
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+pub fn begin(service: &Service, token: &str, stack: &str) -> (u16, Value) {
+    call(
+        service,
+        "POST",
+        &format!("stacks/p/{stack}/updates"),
+        Some(token),
+        None,
+        Some(json!({ "kind": "update" })),
+    )
+}
+
+pub fn lease_of(begun: &Value) -> (String, String) {
+    (
+        begun["update_id"].as_str().unwrap().to_owned(),
+        begun["lease_token"].as_str().unwrap().to_owned(),
+    )
+}
+
+pub fn on_update(
+    service: &Service,
+    token: &str,
+    (id, lease): &(String, String),
+    action: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    call(
+        service,
+        "POST",
+        &format!("updates/{id}/{action}"),
+        Some(token),
+        Some(lease),
+        body.or(Some(json!({}))),
+    )
+}
+
+pub fn create_stack(service: &Service, token: &str, stack: &str) {
+    let (status, body) = call(
+        service,
+        "POST",
+        &format!("stacks/p/{stack}"),
+        Some(token),
+        None,
+        None,
+    );
+    assert_eq!(status, 201, "{body}");
+}
+
+/// Polls `condition` until it holds, failing after a bound far above what it should take.
+pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A custom resource `name` of type `t:T` in stack `dev` of project `p`, with `inputs`.
+pub fn resource(name: &str, inputs: plinth_engine::value::PropertyMap) -> ResourceState {
+    ResourceState {
+        urn: Urn::new("dev", "p", None, "t:T", name),
+        ty: "t:T".into(),
+        custom: true,
+        id: format!("{name}-1"),
+        inputs,
+        outputs: Default::default(),
+        parent: None,
+        dependencies: vec![],
+        protect: false,
+        retain_on_delete: false,
+        delete: false,
+        provider: None,
+        custom_timeouts: None,
+    }
+}
+
+/// The journal entries of creating `resource` as operation `seq`: begun, and done unless
+/// `interrupted`.
+pub fn creating(seq: u64, resource: &ResourceState, interrupted: bool) -> Vec<Value> {
+    let mut entries = vec![JournalEntry::Begin {
+        seq,
+        kind: PendingKind::Creating,
+        resource: resource.clone(),
+        old: None,
+    }];
+    if !interrupted {
+        entries.push(JournalEntry::Created {
+            seq,
+            resource: resource.clone(),
+            replaces: None,
+        });
+    }
+    (entries.iter())
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect()
+}

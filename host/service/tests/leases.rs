@@ -1,0 +1,284 @@
+//! Real `plinth-serve` processes on a real PostgreSQL: leases, the one running update per
+//! stack, tokens. Nothing waits on timing: a lease expiry is awaited as a condition, under a
+//! generous bound.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+#[test]
+fn a_second_update_gets_409_naming_the_holder_until_the_first_completes() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let (alice, bob) = (token(&db, "alice"), token(&db, "bob"));
+    create_stack(&service, &alice, "dev");
+    let (status, first) = begin(&service, &alice, "dev");
+    assert_eq!(status, 200, "{first}");
+    let first = lease_of(&first);
+
+    let (status, refused) = begin(&service, &bob, "dev");
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["holder"]["user"], "alice");
+    assert_eq!(refused["holder"]["kind"], "update");
+    assert!(
+        refused["message"].as_str().unwrap().contains("alice"),
+        "{refused}"
+    );
+
+    let done = Some(json!({ "result": "succeeded" }));
+    let (status, body) = on_update(&service, &alice, &first, "complete", done.clone());
+    assert_eq!(status, 200, "{body}");
+    // A retried completion is accepted; a different one is not.
+    assert_eq!(on_update(&service, &alice, &first, "complete", done).0, 200);
+    let failed = Some(json!({ "result": "failed" }));
+    assert_eq!(
+        on_update(&service, &alice, &first, "complete", failed).0,
+        403
+    );
+    assert_eq!(begin(&service, &bob, "dev").0, 200);
+}
+
+#[test]
+fn missing_or_wrong_tokens_get_401_and_one_updates_lease_acts_on_no_other() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    let (status, body) = call(&service, "GET", "user", None, None, None);
+    assert_eq!(status, 401);
+    assert!(
+        body["message"].as_str().unwrap().contains("plinth login"),
+        "{body}"
+    );
+    let (status, body) = call(&service, "GET", "user", Some("not-a-token"), None, None);
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = call(&service, "GET", "user", Some(&alice), None, None);
+    assert_eq!((status, body["name"].as_str()), (200, Some("alice")));
+
+    create_stack(&service, &alice, "one");
+    create_stack(&service, &alice, "two");
+    let one = lease_of(&begin(&service, &alice, "one").1);
+    let two = lease_of(&begin(&service, &alice, "two").1);
+    let crossed = (one.0.clone(), two.1.clone());
+    let (status, body) = on_update(&service, &alice, &crossed, "renew", None);
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("acts on no other"),
+        "{body}"
+    );
+    let (status, _) = call(
+        &service,
+        "POST",
+        &format!("updates/{}/renew", one.0),
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 401, "a request on an update without its lease");
+    assert_eq!(on_update(&service, &alice, &one, "renew", None).0, 200);
+}
+
+#[test]
+fn an_expired_lease_lets_the_next_update_take_over_and_the_old_one_is_told_it_lost() {
+    let (_server, db) = database();
+    let service = serve(&db, &["--lease", "1s"]);
+    let (alice, bob) = (token(&db, "alice"), token(&db, "bob"));
+    create_stack(&service, &alice, "dev");
+    // Alice's client "crashes": it never renews.
+    let crashed = lease_of(&begin(&service, &alice, "dev").1);
+    let mut taken = None;
+    eventually("the lease expiring", || {
+        let (status, body) = begin(&service, &bob, "dev");
+        assert!(matches!(status, 200 | 409), "{status} {body}");
+        taken = (status == 200).then_some(body);
+        taken.is_some()
+    });
+    let (status, body) = on_update(&service, &alice, &crashed, "renew", None);
+    assert_eq!(status, 403, "{body}");
+    let done = Some(json!({ "result": "succeeded" }));
+    assert_eq!(
+        on_update(&service, &alice, &crashed, "complete", done).0,
+        403
+    );
+    let bobs = lease_of(&taken.unwrap());
+    assert_eq!(on_update(&service, &bob, &bobs, "renew", None).0, 200);
+}
+
+#[test]
+fn cancel_ends_the_running_update_at_once() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    let (status, body) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(
+        (status, body["cancelled"].as_str()),
+        (200, Some(running.0.as_str()))
+    );
+    assert_eq!(on_update(&service, &alice, &running, "renew", None).0, 403);
+    assert_eq!(begin(&service, &alice, "dev").0, 200);
+}
+
+#[test]
+fn two_replicas_on_one_database_behave_as_one() {
+    let (_server, db) = database();
+    let first = serve(&db, &[]);
+    let second = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&first, &alice, "dev");
+    let (status, body) = call(&second, "GET", "stacks/p/dev", Some(&alice), None, None);
+    assert_eq!(status, 200, "{body}");
+
+    // Begun at once through both: the database lets exactly one through.
+    let begins: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = [&first, &second, &first, &second]
+            .into_iter()
+            .map(|replica| scope.spawn(|| begin(replica, &alice, "dev")))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let winners: Vec<&Value> = (begins.iter())
+        .filter(|(s, _)| *s == 200)
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(winners.len(), 1, "{begins:?}");
+    assert!(
+        begins.iter().all(|(s, _)| matches!(s, 200 | 409)),
+        "{begins:?}"
+    );
+
+    // The replica it began through dies; the update completes through the other.
+    let running = lease_of(winners[0]);
+    drop(first);
+    let done = Some(json!({ "result": "succeeded" }));
+    assert_eq!(
+        on_update(&second, &alice, &running, "complete", done).0,
+        200
+    );
+    assert_eq!(begin(&second, &alice, "dev").0, 200);
+}
+
+#[test]
+fn a_body_over_the_limit_gets_413_and_bad_names_400() {
+    let (_server, db) = database();
+    let service = serve(&db, &["--body-limit", "1024"]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let big = json!({ "kind": "x".repeat(4096) });
+    let (status, _) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/updates",
+        Some(&alice),
+        None,
+        Some(big),
+    );
+    assert_eq!(status, 413);
+    let (status, body) = call(
+        &service,
+        "POST",
+        "stacks/p/.hidden",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 400, "{body}");
+}
+
+#[test]
+fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    // Each batch begins creating the named resources.
+    let batch = |seq: u64, names: &[&str]| {
+        let entries: Vec<Value> = (names.iter())
+            .enumerate()
+            .flat_map(|(i, n)| {
+                creating(seq * 10 + i as u64, &resource(n, Default::default()), true)
+            })
+            .collect();
+        Some(json!({ "seq": seq, "entries": entries }))
+    };
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "b"]));
+    assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
+    // The answer was lost and the client sends the batch again.
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "b"]));
+    assert_eq!((status, &body["retry"]), (200, &json!(true)), "{body}");
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "c"]));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("never rewritten"),
+        "{body}"
+    );
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(3, &["d"]));
+    assert_eq!(status, 409, "{body}");
+    let (status, _) = on_update(&service, &alice, &running, "journal", batch(2, &["c"]));
+    assert_eq!(status, 200);
+    let (status, body) = on_update(
+        &service,
+        &alice,
+        &running,
+        "journal",
+        Some(json!({ "seq": 3, "entries": [{ "entry": "begin", "urn": "x" }] })),
+    );
+    assert_eq!(
+        status, 400,
+        "a malformed entry is refused when it arrives: {body}"
+    );
+    let too_many: Vec<Value> = (0..101)
+        .flat_map(|i| creating(i, &resource("many", Default::default()), true))
+        .take(101)
+        .collect();
+    let (status, _) = on_update(
+        &service,
+        &alice,
+        &running,
+        "journal",
+        Some(json!({ "seq": 3, "entries": too_many })),
+    );
+    assert_eq!(status, 400);
+
+    let path = format!("updates/{}/journal", running.0);
+    let (status, body) = call(&service, "GET", &path, Some(&alice), None, None);
+    assert_eq!(status, 200, "{body}");
+    let urns: Vec<&str> = (body["entries"].as_array().unwrap().iter())
+        .map(|e| {
+            e["resource"]["urn"]
+                .as_str()
+                .unwrap()
+                .rsplit("::")
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(urns, ["a", "b", "c"], "each batch once, in order");
+
+    // Once the update no longer holds the stack, nothing more is appended.
+    call(
+        &service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(&alice),
+        None,
+        None,
+    );
+    let (status, _) = on_update(&service, &alice, &running, "journal", batch(3, &["d"]));
+    assert_eq!(status, 403);
+}
