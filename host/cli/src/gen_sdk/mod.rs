@@ -28,8 +28,9 @@ pub use model::{Package, Reserved};
 
 #[derive(Args)]
 pub struct GenSdkArgs {
-    /// The provider: an installed `name[@version]`, a .wasm file, or its Rust crate directory.
-    #[arg(value_name = "NAME[@VERSION] | FILE | CRATE-DIR")]
+    /// The provider: an installed `name[@version]`, a .wasm file, or its source directory (a
+    /// Rust crate, a TypeScript/JavaScript package or a Python project).
+    #[arg(value_name = "NAME[@VERSION] | FILE | SOURCE-DIR")]
     plugin: String,
     /// The language of the SDK.
     #[arg(long, value_enum)]

@@ -133,6 +133,8 @@ impl<'a> Code<'a> {
         self.line(0, "");
         self.line(0, "import plinth as sdk");
         self.line(0, "");
+        self.exports();
+        self.line(0, "");
         self.line(0, "_T = TypeVar(\"_T\")");
         self.line(0, "");
         self.line(0, "Input = Union[_T, sdk.Output[_T]]");
@@ -161,6 +163,21 @@ impl<'a> Code<'a> {
             "return {key: value for key, value in values.items() if value is not None}",
         );
         self.out
+    }
+
+    /// `__all__`: what `from plinth_<provider> import *` gives, not the `typing` names.
+    fn exports(&mut self) {
+        let package = self.package;
+        let mut names = vec!["Input".to_owned()];
+        names.extend(package.enums.iter().map(|e| type_ident(&e.name)));
+        names.extend(package.objects.iter().map(|o| type_ident(&o.name)));
+        names.extend(package.resources.iter().map(|r| type_ident(&r.name)));
+        names.extend(package.functions.iter().map(|f| field_ident(&f.name)));
+        self.line(0, "__all__ = [");
+        for name in names {
+            self.line(1, &format!("{},", py_string(&name)));
+        }
+        self.line(0, "]");
     }
 
     fn line(&mut self, indent: usize, text: &str) {

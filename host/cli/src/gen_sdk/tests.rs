@@ -459,6 +459,7 @@ fn python_types_follow_the_schema() {
         code,
         &[
             "import plinth as sdk",
+            "__all__ = [\n    \"Input\",\n    \"FirewallSettingsMode\",\n    \"RuleProtocol\",\n    \"FirewallSettings\",\n    \"Rule\",\n    \"Empty\",\n    \"Firewall\",\n    \"import_\",\n    \"lookup\",\n]",
             "Input = Union[_T, sdk.Output[_T]]",
             // Resources: a class with the token; required inputs are parameters, optional
             // ones keyword-only; inputs may be outputs, down to items and values.

@@ -9,6 +9,13 @@ from typing import Any, Dict, List, Literal, Optional, Required, TypedDict, Type
 
 import plinth as sdk
 
+__all__ = [
+    "Input",
+    "Directory",
+    "File",
+    "Template",
+]
+
 _T = TypeVar("_T")
 
 Input = Union[_T, sdk.Output[_T]]

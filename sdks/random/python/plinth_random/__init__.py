@@ -9,6 +9,15 @@ from typing import Any, Dict, List, Literal, Optional, Required, TypedDict, Type
 
 import plinth as sdk
 
+__all__ = [
+    "Input",
+    "RandomInteger",
+    "RandomPassword",
+    "RandomPet",
+    "RandomString",
+    "RandomUuid",
+]
+
 _T = TypeVar("_T")
 
 Input = Union[_T, sdk.Output[_T]]
