@@ -426,6 +426,69 @@ fn hello_ts_and_hello_py_go_up_on_generated_sdks() {
     }
 }
 
+/// A generated SDK a program depends on by path is part of its build: changing the SDK
+/// rebuilds the program, an unchanged one is taken from the cache.
+#[test]
+fn a_changed_generated_sdk_rebuilds_the_program() {
+    let random = guest("plinth-random");
+    let project = example("hello-ts", |yaml| {
+        yaml.replace(
+            &format!("{}/random", repo_root().join("plugins").display()),
+            &random.display().to_string(),
+        )
+    });
+    // The SDK copied beside the project, so that the test can change it.
+    let sdk = project.path().join("sdk");
+    copy_dir(&repo_root().join("sdks/random/ts"), &sdk);
+    let manifest = project.path().join("package.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = text.replace(
+        &format!("file:{}", repo_root().join("sdks/random/ts").display()),
+        "file:./sdk",
+    );
+    assert!(text.contains("file:./sdk"), "{text}");
+    std::fs::write(&manifest, text).unwrap();
+    let env = Env::in_dir(project.path().to_owned(), "dev");
+    building(|| env.ok(&["preview"]));
+    let unchanged = env.command(&["preview"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&unchanged.stderr);
+    assert!(!stderr.contains("Building program"), "{stderr}");
+
+    let index = sdk.join("index.ts");
+    let code = std::fs::read_to_string(&index).unwrap();
+    std::fs::write(&index, code + "// changed\n").unwrap();
+    let changed = building(|| env.command(&["preview"]).output().unwrap());
+    assert!(changed.status.success());
+    let stderr = String::from_utf8_lossy(&changed.stderr);
+    assert!(stderr.contains("Building program"), "{stderr}");
+}
+
+/// A path dependency that is not there is one clear error naming it and how to make it.
+#[test]
+fn a_missing_generated_sdk_is_named() {
+    for (name, manifest, needle) in [
+        ("hello-ts", "package.json", "@plinth/random"),
+        ("hello-py", "pyproject.toml", "[tool.plinth] paths"),
+    ] {
+        let project = example(name, |yaml| yaml);
+        let path = project.path().join(manifest);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text.replace(
+            &repo_root().join("sdks/random").display().to_string(),
+            "../nowhere",
+        );
+        std::fs::write(&path, text).unwrap();
+        let env = Env::in_dir(project.path().to_owned(), "dev");
+        let stderr = env.fails(&["preview"]);
+        assert!(
+            stderr.contains(needle)
+                && stderr.contains("nowhere")
+                && stderr.contains("plinth gen-sdk"),
+            "{name}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn a_guest_without_its_componentizer_is_one_clear_line() {
     let project = example("hello-py", |yaml| yaml);
