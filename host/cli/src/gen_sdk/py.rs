@@ -16,8 +16,9 @@ use super::{Emitter, GeneratedFile, Options};
 
 pub struct PyEmitter;
 
-/// What the module imports from `typing`: no generated type may take these names.
-const TYPING: &[&str] = &[
+/// The names the module declares or imports itself: no generated type may take them. The
+/// first ones are what it imports from `typing`.
+const MODULE_NAMES: &[&str] = &[
     "Any",
     "Dict",
     "List",
@@ -27,7 +28,10 @@ const TYPING: &[&str] = &[
     "TypedDict",
     "TypeVar",
     "Union",
+    "Input",
+    "sdk",
 ];
+const TYPING: &[&str] = MODULE_NAMES.split_at(9).0;
 
 impl Emitter for PyEmitter {
     fn reserved(&self) -> Reserved {
@@ -37,19 +41,7 @@ impl Emitter for PyEmitter {
             // `Resource`'s own members.
             output_names: &["id", "urn", "output", "handle"],
             type_suffixes: &[],
-            type_names: &[
-                "Any",
-                "Dict",
-                "List",
-                "Literal",
-                "Optional",
-                "Required",
-                "TypedDict",
-                "TypeVar",
-                "Union",
-                "Input",
-                "sdk",
-            ],
+            type_names: MODULE_NAMES,
         }
     }
 

@@ -98,7 +98,7 @@ impl<'a> Code<'a> {
             package.name, package.version
         );
         for line in header.lines() {
-            self.line(0, &format!("// {line}").trim_end().to_owned());
+            self.line(0, format!("// {line}").trim_end());
         }
         self.line(0, "import * as sdk from \"@plinth/sdk\";");
         self.line(0, "");
@@ -140,7 +140,7 @@ impl<'a> Code<'a> {
         }
         self.line(indent, "/**");
         for line in lines {
-            self.line(indent, &format!(" * {line}").trim_end().to_owned());
+            self.line(indent, format!(" * {line}").trim_end());
         }
         self.line(indent, " */");
     }
