@@ -11,13 +11,17 @@ use crate::support::{ConfigCleanup, Env, guest, repo_root};
 fn committed_sdks_are_up_to_date() {
     let env = Env::scenario();
     let root = repo_root();
-    for (package, sdk) in [
-        ("plinth-random", "sdks/random"),
-        ("plinth-file", "sdks/file"),
-        ("plinth-kv", "sdks/kv"),
-        ("plinth-shapes", "tests/sdks/shapes"),
-    ] {
-        let wasm = guest(package);
+    // Rust providers by their built component; the TypeScript and Python ones by their
+    // source directory, which plinth builds (once: the build cache keeps it).
+    let providers = [
+        (guest("plinth-random"), "sdks/random"),
+        (guest("plinth-file"), "sdks/file"),
+        (guest("plinth-kv"), "sdks/kv"),
+        (guest("plinth-shapes"), "tests/sdks/shapes"),
+        (root.join("plugins/rest"), "sdks/rest"),
+        (root.join("plugins/envfile"), "sdks/envfile"),
+    ];
+    for (wasm, sdk) in providers {
         // Each language's SDK, and the plinth SDK it depends on by path (Python's needs none).
         for (lang, sdk_path) in [
             ("rust", Some("sdk-guest")),

@@ -281,7 +281,7 @@ impl<'a> Code<'a> {
                 doc,
                 "\n\n`{}`: {}",
                 property.wire,
-                property_doc(property).replace('\n', " ")
+                one_line(&property_doc(property))
             );
         }
         self.docstring(0, &doc);
@@ -345,7 +345,7 @@ impl<'a> Code<'a> {
                 doc,
                 "\n\n`{}`: {}",
                 field_ident(&property.name),
-                property_doc(property).replace('\n', " ")
+                one_line(&property_doc(property))
             );
         }
         doc
@@ -473,6 +473,11 @@ fn field_ident(name: &Name) -> String {
 
 fn type_ident(name: &Name) -> String {
     ident(name.pascal())
+}
+
+/// `text` on one line, its paragraphs joined.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A Python string literal.

@@ -20,8 +20,8 @@ impl Emitter for TsEmitter {
             // `Resource`'s own members, and what every class has.
             output_names: &["id", "urn", "output", "handle", "constructor", "prototype"],
             type_suffixes: &["Args"],
-            // The module's own declarations.
-            type_names: &["Input", "sdk"],
+            // The module's own declarations, and the globals its code names.
+            type_names: &["Input", "sdk", "Array", "Record", "Promise"],
         }
     }
 

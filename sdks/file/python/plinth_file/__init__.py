@@ -41,7 +41,7 @@ class Directory(sdk.Resource):
     ) -> None:
         """Declares a `file:Directory` named `resource_name`; `opts` are its resource options.
 
-        `path`: Where the resource is, relative to the root; `..` and absolute paths are refused.  Changing it replaces the resource.
+        `path`: Where the resource is, relative to the root; `..` and absolute paths are refused. Changing it replaces the resource.
         """
         inputs = _present({
             "path": path,
@@ -75,7 +75,7 @@ class File(sdk.Resource):
     ) -> None:
         """Declares a `file:File` named `resource_name`; `opts` are its resource options.
 
-        `path`: Where the resource is, relative to the root; `..` and absolute paths are refused.  Changing it replaces the resource.
+        `path`: Where the resource is, relative to the root; `..` and absolute paths are refused. Changing it replaces the resource.
 
         `content`: The text of the file.
 
@@ -131,7 +131,7 @@ class Template(sdk.Resource):
     ) -> None:
         """Declares a `file:Template` named `resource_name`; `opts` are its resource options.
 
-        `path`: Where the resource is, relative to the root; `..` and absolute paths are refused.  Changing it replaces the resource.
+        `path`: Where the resource is, relative to the root; `..` and absolute paths are refused. Changing it replaces the resource.
 
         `template`: The text of the file with `{{ name }}` placeholders (Jinja syntax: filters, conditions and loops work). Nothing is escaped unless the template says so.
 

@@ -40,7 +40,7 @@ class Entry(sdk.Resource):
     ) -> None:
         """Declares a `kv:Entry` named `resource_name`; `opts` are its resource options.
 
-        `key`: The key: letters, digits, `-`, `_` and `.`. A new key is a new entry.  Changing it replaces the resource.
+        `key`: The key: letters, digits, `-`, `_` and `.`. A new key is a new entry. Changing it replaces the resource.
 
         `value`: The value stored under the key.
         """

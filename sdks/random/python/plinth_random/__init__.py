@@ -45,11 +45,11 @@ class RandomInteger(sdk.Resource):
     ) -> None:
         """Declares a `random:RandomInteger` named `resource_name`; `opts` are its resource options.
 
-        `min`: The smallest possible value.  Changing it replaces the resource.
+        `min`: The smallest possible value. Changing it replaces the resource.
 
-        `max`: The largest possible value.  Changing it replaces the resource.
+        `max`: The largest possible value. Changing it replaces the resource.
 
-        `keepers`: Arbitrary values that, when changed, generate a new value.  Changing it replaces the resource.
+        `keepers`: Arbitrary values that, when changed, generate a new value. Changing it replaces the resource.
         """
         inputs = _present({
             "min": min,
@@ -108,27 +108,27 @@ class RandomPassword(sdk.Resource):
     ) -> None:
         """Declares a `random:RandomPassword` named `resource_name`; `opts` are its resource options.
 
-        `length`: The number of characters.  Changing it replaces the resource.
+        `length`: The number of characters. Changing it replaces the resource.
 
-        `special`: Use special characters.  Default: `true`. Changing it replaces the resource.
+        `special`: Use special characters. Default: `true`. Changing it replaces the resource.
 
-        `upper`: Use upper-case letters.  Default: `true`. Changing it replaces the resource.
+        `upper`: Use upper-case letters. Default: `true`. Changing it replaces the resource.
 
-        `lower`: Use lower-case letters.  Default: `true`. Changing it replaces the resource.
+        `lower`: Use lower-case letters. Default: `true`. Changing it replaces the resource.
 
-        `numeric`: Use digits.  Default: `true`. Changing it replaces the resource.
+        `numeric`: Use digits. Default: `true`. Changing it replaces the resource.
 
-        `min_upper`: The least number of upper-case letters.  Default: `0`. Changing it replaces the resource.
+        `min_upper`: The least number of upper-case letters. Default: `0`. Changing it replaces the resource.
 
-        `min_lower`: The least number of lower-case letters.  Default: `0`. Changing it replaces the resource.
+        `min_lower`: The least number of lower-case letters. Default: `0`. Changing it replaces the resource.
 
-        `min_numeric`: The least number of digits.  Default: `0`. Changing it replaces the resource.
+        `min_numeric`: The least number of digits. Default: `0`. Changing it replaces the resource.
 
-        `min_special`: The least number of special characters.  Default: `0`. Changing it replaces the resource.
+        `min_special`: The least number of special characters. Default: `0`. Changing it replaces the resource.
 
-        `override_special`: The special characters to use instead of !@#$%&*()-_=+[]{}<>:?  Changing it replaces the resource.
+        `override_special`: The special characters to use instead of !@#$%&*()-_=+[]{}<>:? Changing it replaces the resource.
 
-        `keepers`: Arbitrary values that, when changed, generate a new value.  Changing it replaces the resource.
+        `keepers`: Arbitrary values that, when changed, generate a new value. Changing it replaces the resource.
         """
         inputs = _present({
             "length": length,
@@ -255,13 +255,13 @@ class RandomPet(sdk.Resource):
     ) -> None:
         """Declares a `random:RandomPet` named `resource_name`; `opts` are its resource options.
 
-        `length`: The number of words, from 1 to 255.  Default: `2`. Changing it replaces the resource.
+        `length`: The number of words, from 1 to 255. Default: `2`. Changing it replaces the resource.
 
-        `prefix`: A string to put before the words.  Changing it replaces the resource.
+        `prefix`: A string to put before the words. Changing it replaces the resource.
 
-        `separator`: The string between the words (and after the prefix).  Default: `"-"`. Changing it replaces the resource.
+        `separator`: The string between the words (and after the prefix). Default: `"-"`. Changing it replaces the resource.
 
-        `keepers`: Arbitrary values that, when changed, generate a new value.  Changing it replaces the resource.
+        `keepers`: Arbitrary values that, when changed, generate a new value. Changing it replaces the resource.
         """
         inputs = _present({
             "length": length,
@@ -332,27 +332,27 @@ class RandomString(sdk.Resource):
     ) -> None:
         """Declares a `random:RandomString` named `resource_name`; `opts` are its resource options.
 
-        `length`: The number of characters.  Changing it replaces the resource.
+        `length`: The number of characters. Changing it replaces the resource.
 
-        `special`: Use special characters.  Default: `true`. Changing it replaces the resource.
+        `special`: Use special characters. Default: `true`. Changing it replaces the resource.
 
-        `upper`: Use upper-case letters.  Default: `true`. Changing it replaces the resource.
+        `upper`: Use upper-case letters. Default: `true`. Changing it replaces the resource.
 
-        `lower`: Use lower-case letters.  Default: `true`. Changing it replaces the resource.
+        `lower`: Use lower-case letters. Default: `true`. Changing it replaces the resource.
 
-        `numeric`: Use digits.  Default: `true`. Changing it replaces the resource.
+        `numeric`: Use digits. Default: `true`. Changing it replaces the resource.
 
-        `min_upper`: The least number of upper-case letters.  Default: `0`. Changing it replaces the resource.
+        `min_upper`: The least number of upper-case letters. Default: `0`. Changing it replaces the resource.
 
-        `min_lower`: The least number of lower-case letters.  Default: `0`. Changing it replaces the resource.
+        `min_lower`: The least number of lower-case letters. Default: `0`. Changing it replaces the resource.
 
-        `min_numeric`: The least number of digits.  Default: `0`. Changing it replaces the resource.
+        `min_numeric`: The least number of digits. Default: `0`. Changing it replaces the resource.
 
-        `min_special`: The least number of special characters.  Default: `0`. Changing it replaces the resource.
+        `min_special`: The least number of special characters. Default: `0`. Changing it replaces the resource.
 
-        `override_special`: The special characters to use instead of !@#$%&*()-_=+[]{}<>:?  Changing it replaces the resource.
+        `override_special`: The special characters to use instead of !@#$%&*()-_=+[]{}<>:? Changing it replaces the resource.
 
-        `keepers`: Arbitrary values that, when changed, generate a new value.  Changing it replaces the resource.
+        `keepers`: Arbitrary values that, when changed, generate a new value. Changing it replaces the resource.
         """
         inputs = _present({
             "length": length,
@@ -473,7 +473,7 @@ class RandomUuid(sdk.Resource):
     ) -> None:
         """Declares a `random:RandomUuid` named `resource_name`; `opts` are its resource options.
 
-        `keepers`: Arbitrary values that, when changed, generate a new value.  Changing it replaces the resource.
+        `keepers`: Arbitrary values that, when changed, generate a new value. Changing it replaces the resource.
         """
         inputs = _present({
             "keepers": keepers,
