@@ -116,7 +116,8 @@ impl Arena {
                 .is_none_or(Vec::is_empty),
             "pending operations after the attack: {state:#}"
         );
-        for resource in state["snapshot"]["resources"].as_array().unwrap() {
+        let custom = state["snapshot"]["resources"].as_array().unwrap().iter();
+        for resource in custom.filter(|r| r["custom"] == true) {
             assert!(
                 resource["id"].as_str().is_some_and(|id| !id.is_empty()),
                 "a resource without an id: {resource}"
@@ -132,7 +133,8 @@ impl Arena {
     }
 }
 
-/// The names of the stack's resources, but its provider resources (`plinth:providers:*`).
+/// The names of the stack's resources, but its provider resources (`plinth:providers:*`) and
+/// its root.
 fn managed(env: &Env) -> Vec<String> {
     let state = env.export();
     let mut names: Vec<String> = state["snapshot"]["resources"]
@@ -142,7 +144,9 @@ fn managed(env: &Env) -> Vec<String> {
         .filter_map(|r| {
             let urn = r["urn"].as_str().unwrap();
             let (ty, name) = urn.rsplit_once("::").unwrap();
-            (!ty.contains("::plinth:providers:")).then(|| name.to_owned())
+            let configuration =
+                ty.contains("::plinth:providers:") || ty.ends_with("::plinth:plinth:Stack");
+            (!configuration).then(|| name.to_owned())
         })
         .collect();
     names.sort();

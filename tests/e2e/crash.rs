@@ -164,9 +164,11 @@ fn resource_ids(state: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-/// The records in `state` (provider resources, which have none, left out).
+/// The records in `state` (provider resources and the stack's root, which have none, left
+/// out).
 fn resources(state: &Value) -> Vec<&Value> {
     (state["snapshot"]["resources"].as_array().unwrap().iter())
+        .filter(|r| r["custom"] == true)
         .filter(|r| !r["type"].as_str().unwrap().starts_with("plinth:providers:"))
         .collect()
 }

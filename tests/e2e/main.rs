@@ -18,6 +18,7 @@ mod numbers;
 mod polyglot;
 mod reach;
 mod secrets;
+mod stack_root;
 mod state;
 mod state_edit;
 mod support;
@@ -78,7 +79,10 @@ fn hello_example_lifecycle() {
     // `destroy` leaves nothing.
     env.ok(&["destroy", "--yes"]);
     assert!(env.resources().is_empty());
-    assert_eq!(env.export()["snapshot"]["outputs"], serde_json::json!({}));
+    // The root went too, and with it the outputs.
+    let state = env.export();
+    assert_eq!(state["snapshot"]["resources"], serde_json::json!([]));
+    assert!(env.ok(&["stack", "output"]).contains("no outputs"));
 }
 
 #[test]

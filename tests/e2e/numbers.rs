@@ -49,7 +49,8 @@ fn integers_round_trip_through_a_provider_the_state_export_import_and_display() 
         out.lines()
             .rev()
             .filter_map(|l| l.split_once(':'))
-            .find(|(key, _)| key.trim() == name)
+            // An output's key may be marked added (`+`), changed (`~`) or removed (`-`).
+            .find(|(key, _)| key.trim().trim_start_matches(['+', '~', '-']).trim() == name)
             .unwrap_or_else(|| panic!("no output `{name}` in:\n{out}"))
             .1
             .trim()
@@ -76,7 +77,9 @@ fn integers_round_trip_through_a_provider_the_state_export_import_and_display() 
     let n = resource(&state, "n");
     assert!(n["outputs"]["result"].is_i64(), "{n}");
     assert!(n["inputs"]["min"].is_i64(), "{n}");
-    assert_eq!(state["snapshot"]["outputs"]["n"].as_i64(), Some(8402));
+    let root = &state["snapshot"]["resources"][0];
+    assert_eq!(root["type"], "plinth:plinth:Stack");
+    assert_eq!(root["outputs"]["n"].as_i64(), Some(8402));
     let text = env.ok(&["stack", "export"]);
     assert!(text.contains("\"result\": 8402"), "{text}");
 

@@ -217,13 +217,17 @@ impl Env {
     }
 
     /// (name, id) of every resource in the state, sorted: independent steps complete, and so
-    /// are recorded, in any order. Provider resources are left out: they are configuration.
+    /// are recorded, in any order. Provider resources are left out: they are configuration;
+    /// so is the stack's root.
     pub fn resources(&self) -> Vec<(String, String)> {
         let mut resources: Vec<(String, String)> = self.export()["snapshot"]["resources"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|r| !r["type"].as_str().unwrap().starts_with("plinth:providers:"))
+            .filter(|r| {
+                let ty = r["type"].as_str().unwrap();
+                !ty.starts_with("plinth:providers:") && ty != "plinth:plinth:Stack"
+            })
             .map(|r| {
                 let urn = r["urn"].as_str().unwrap();
                 let name = urn.rsplit("::").next().unwrap().to_owned();

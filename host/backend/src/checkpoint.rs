@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
+use crate::upgrade::{Decoded, OLDEST_UPGRADED_SCHEMA};
 
-/// The checkpoint schema this plinth writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The checkpoint schema this plinth writes and reads (it also reads older ones back to
+/// [`OLDEST_UPGRADED_SCHEMA`], upgrading them on load).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What a checkpoint file holds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -88,8 +90,19 @@ impl Checkpoint {
         path: &Path,
         crypter: &dyn Crypter,
     ) -> Result<Checkpoint, BackendError> {
-        let checkpoint = Checkpoint::parse_unverified(bytes, stack, path, crypter)?;
-        checkpoint
+        Ok(Checkpoint::decode_verified(bytes, stack, path, crypter)?.upgraded())
+    }
+
+    /// [`decode`](Self::decode), checking the snapshot's integrity.
+    pub(crate) fn decode_verified(
+        bytes: &[u8],
+        stack: &str,
+        path: &Path,
+        crypter: &dyn Crypter,
+    ) -> Result<Decoded, BackendError> {
+        let decoded = Checkpoint::decode(bytes, stack, path, crypter)?;
+        decoded
+            .checkpoint
             .snapshot
             .verify_integrity()
             .map_err(|e| BackendError::Corrupt {
@@ -98,16 +111,28 @@ impl Checkpoint {
                     "{e}; repair it with `plinth stack export --file F`, edit F, then `plinth stack import --file F`"
                 ),
             })?;
-        Ok(checkpoint)
+        Ok(decoded)
     }
 
-    /// Parses a checkpoint, checking its schema version but not the snapshot's integrity.
+    /// Parses a checkpoint, checking its schema version but not the snapshot's integrity. A
+    /// checkpoint of an older schema is upgraded (in memory only).
     pub fn parse_unverified(
         bytes: &[u8],
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
     ) -> Result<Checkpoint, BackendError> {
+        Ok(Checkpoint::decode(bytes, stack, path, crypter)?.upgraded())
+    }
+
+    /// Parses a checkpoint as its file holds it, checking its schema version and its fields,
+    /// without upgrading it: a journal left with it refers to it as it is.
+    pub(crate) fn decode(
+        bytes: &[u8],
+        stack: &str,
+        path: &Path,
+        crypter: &dyn Crypter,
+    ) -> Result<Decoded, BackendError> {
         let corrupt = |reason: String| BackendError::Corrupt {
             path: path.to_owned(),
             reason,
@@ -121,7 +146,7 @@ impl Checkpoint {
                 supported: SCHEMA_VERSION,
             });
         }
-        if version.version < SCHEMA_VERSION {
+        if version.version < OLDEST_UPGRADED_SCHEMA {
             return Err(BackendError::OlderSchema {
                 stack: stack.to_owned(),
                 found: version.version,
@@ -137,7 +162,13 @@ impl Checkpoint {
             .snapshot
             .check_fields()
             .map_err(|e| corrupt(e.to_string()))?;
-        Ok(checkpoint)
+        if version.version < SCHEMA_VERSION {
+            return Decoded::schema_one(checkpoint, bytes, crypter, path);
+        }
+        Ok(Decoded {
+            checkpoint,
+            legacy_outputs: None,
+        })
     }
 
     /// The checkpoint as JSON, with every secret sealed by `crypter`.
@@ -191,12 +222,15 @@ mod tests {
             .into_iter()
             .collect(),
         );
-        snapshot.outputs.insert("nested".into(), nested);
-        snapshot.outputs.insert(
-            "list".into(),
-            Value::Secret(Box::new(Value::Array(vec!["s3cr3t".into(), 1.5.into()]))),
-        );
-        snapshot.outputs.insert("plain".into(), "visible".into());
+        let outputs = [
+            ("nested".to_owned(), nested),
+            (
+                "list".to_owned(),
+                Value::Secret(Box::new(Value::Array(vec!["s3cr3t".into(), 1.5.into()]))),
+            ),
+            ("plain".to_owned(), "visible".into()),
+        ];
+        snapshot.adopt_root("p", "dev", outputs.into());
         let cp = Checkpoint::new(&p(), &dev(), snapshot);
         let json = cp.to_json(&crypter).unwrap();
         let text = String::from_utf8(json.clone()).unwrap();

@@ -186,7 +186,7 @@ mod tests {
             resources: vec![a, resource("b", &["a"])],
             ..Default::default()
         };
-        snapshot.outputs.insert("token".into(), secret.clone());
+        snapshot.adopt_root("p", "dev", [("token".to_owned(), secret.clone())].into());
         let (_dir, keyed, keyless) = stack_with(snapshot);
         let before = checkpoint_text(&keyed);
         assert!(!before.contains("hunter2"));
@@ -194,7 +194,7 @@ mod tests {
 
         let lock = keyless.lock(&p(), &dev(), "state delete").unwrap();
         let mut edit = keyless.load_for_edit(&p(), &dev(), &lock).unwrap();
-        let b = edit.snapshot().resources[1].urn.clone();
+        let b = edit.snapshot().resources[2].urn.clone();
         edit.snapshot_mut().remove(&b, false).unwrap();
         keyless.save_edit(&p(), &dev(), edit, &lock).unwrap();
         drop(lock);
@@ -202,9 +202,9 @@ mod tests {
         let after = checkpoint_text(&keyed);
         assert_eq!(ciphertexts(&after), ciphertexts(&before));
         let loaded = keyed.load(&p(), &dev()).unwrap().snapshot;
-        assert_eq!(loaded.resources.len(), 1);
-        assert_eq!(loaded.resources[0].outputs["token"], secret);
-        assert_eq!(loaded.outputs["token"], secret);
+        assert_eq!(loaded.resources.len(), 2);
+        assert_eq!(loaded.resources[1].outputs["token"], secret);
+        assert_eq!(loaded.outputs()["token"], secret);
         assert_eq!(keyed.backups(&p(), &dev()).unwrap().len(), 2);
     }
 

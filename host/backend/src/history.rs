@@ -283,8 +283,10 @@ mod tests {
         let path = keyless.path(&p, &dev, "json");
         let json = std::fs::read_to_string(&path).unwrap();
         let sealed = json.replace(
-            "\"outputs\": {}",
-            "\"outputs\": {\"token\": {\"plinth:sig\": \"secret\", \"ciphertext\": \"v1:AAAA\"}}",
+            "\"resources\": []",
+            "\"resources\": [{\"urn\": \"urn:plinth:dev::p::plinth:plinth:Stack::p-dev\", \
+             \"type\": \"plinth:plinth:Stack\", \"custom\": false, \"outputs\": \
+             {\"token\": {\"plinth:sig\": \"secret\", \"ciphertext\": \"v1:AAAA\"}}}]",
         );
         assert_ne!(sealed, json, "{json}");
         std::fs::write(&path, sealed).unwrap();

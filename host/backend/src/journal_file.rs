@@ -9,12 +9,14 @@ use std::sync::Arc;
 
 use plinth_engine::journal::{JournalEntry, PersistError, Persister};
 use plinth_engine::snapshot::Snapshot;
+use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::checkpoint::{Checkpoint, UsedPlugins};
 use crate::error::BackendError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
+use crate::upgrade::SchemaOneEntry;
 
 /// Appends journal entries for one update and compacts them into a checkpoint at the end,
 /// sealing every secret on the way.
@@ -151,18 +153,26 @@ fn digest(checkpoint: &[u8]) -> String {
     format!("sha256:{:x}", Sha256::digest(checkpoint))
 }
 
+/// What a journal holds: its entries and, from a journal a schema-1 plinth wrote, the last
+/// stack outputs it recorded (the current schema records them on the stack's root).
+pub(crate) struct JournalRead {
+    pub entries: Vec<JournalEntry>,
+    pub stack_outputs: Option<PropertyMap>,
+}
+
 /// Reads the entries of a journal left behind by an interrupted update of the checkpoint whose
 /// file holds `checkpoint`; `None` if the journal is of an update already compacted into it. A
 /// torn last line (the process died mid-write) is dropped; garbage anywhere else is an error.
 /// Sealed secrets are opened with `crypter`.
-pub(crate) fn read_entries(
+pub(crate) fn read_journal(
     path: &Path,
     checkpoint: &[u8],
     crypter: &dyn Crypter,
-) -> Result<Option<Vec<JournalEntry>>, BackendError> {
+) -> Result<Option<JournalRead>, BackendError> {
     let file = File::open(path).map_err(BackendError::io("opening journal", path))?;
     let mut lines = BufReader::new(file).split(b'\n').peekable();
     let mut entries = Vec::new();
+    let mut stack_outputs = None;
     let mut number = 0;
     while let Some(line) = lines.next() {
         number += 1;
@@ -179,16 +189,22 @@ pub(crate) fn read_entries(
         match from_sealed_json(&line, crypter) {
             Ok(entry) => entries.push(entry),
             Err(CodecError::Secrets(e)) => return Err(e.into()),
-            Err(_) if is_last => break,
-            Err(e) => {
-                return Err(BackendError::Corrupt {
-                    path: path.to_owned(),
-                    reason: format!("line {number}: {e}"),
-                });
-            }
+            Err(e) => match from_sealed_json::<SchemaOneEntry>(&line, crypter) {
+                Ok(SchemaOneEntry::StackOutputs { outputs }) => stack_outputs = Some(outputs),
+                Err(_) if is_last => break,
+                Err(_) => {
+                    return Err(BackendError::Corrupt {
+                        path: path.to_owned(),
+                        reason: format!("line {number}: {e}"),
+                    });
+                }
+            },
         }
     }
-    Ok(Some(entries))
+    Ok(Some(JournalRead {
+        entries,
+        stack_outputs,
+    }))
 }
 
 /// Replaces `path` with `bytes` so that a crash leaves either the old or the new file, whole.
@@ -236,9 +252,10 @@ mod tests {
     }
 
     fn entries_on_disk(journal: &JournalFile) -> Vec<JournalEntry> {
-        read_entries(&journal.journal_path, b"{}", &crate::secrets::Redacted)
+        read_journal(&journal.journal_path, b"{}", &crate::secrets::Redacted)
             .unwrap()
             .unwrap()
+            .entries
     }
 
     #[test]
@@ -292,7 +309,8 @@ mod tests {
     fn an_entry_that_cannot_be_sealed_is_not_appended() {
         let (_dir, mut journal) = journal();
         let secret = Value::Secret(Box::new("hunter2".into()));
-        let entry = JournalEntry::StackOutputs {
+        let entry = JournalEntry::ComponentOutputs {
+            urn: plinth_engine::urn::stack_urn("p", "dev"),
             outputs: [("token".to_owned(), secret)].into(),
         };
         // Redacted secrets cannot be sealed.

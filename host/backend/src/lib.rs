@@ -10,6 +10,7 @@ mod local;
 mod lock;
 pub mod secrets;
 mod transfer;
+mod upgrade;
 
 pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
 pub use edit::StateEdit;
@@ -19,3 +20,4 @@ pub use journal_file::write_atomically;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
 pub use transfer::ImportReport;
+pub use upgrade::OLDEST_UPGRADED_SCHEMA;

@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use plinth_engine::journal::{Persister, replay};
 use plinth_engine::snapshot::Snapshot;
-use plinth_engine::urn::provided_package;
+use plinth_engine::urn::{is_counted, is_stack_type};
 
 use crate::checkpoint::{Checkpoint, PluginUse, UsedPlugins};
 use crate::error::BackendError;
-use crate::journal_file::{JournalFile, read_entries, write_atomically};
+use crate::journal_file::{JournalFile, read_journal, write_atomically};
 use crate::lock::{LockHolder, StackLock};
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
 
@@ -156,7 +156,7 @@ impl LocalBackend {
             {
                 let snapshot = self.load_redacted(project, &name)?.snapshot;
                 let resources = (snapshot.resources.iter())
-                    .filter(|r| provided_package(r.urn.ty()).is_none())
+                    .filter(|r| is_counted(r.urn.ty()))
                     .count();
                 let lock = crate::lock::holder(&self.path(project, &name, "lock"))?;
                 let locked = lock.is_some_and(|holder| holder.running);
@@ -179,7 +179,11 @@ impl LocalBackend {
         force: bool,
     ) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
-        let count = self.load_redacted(project, stack)?.snapshot.resources.len();
+        let snapshot = self.load_redacted(project, stack)?.snapshot;
+        // The root alone is an empty stack.
+        let count = (snapshot.resources.iter())
+            .filter(|r| !is_stack_type(&r.ty))
+            .count();
         if count > 0 && !force {
             return Err(BackendError::StackNotEmpty {
                 stack: stack.to_string(),
@@ -233,14 +237,16 @@ impl LocalBackend {
         self.require_stack(project, stack)?;
         let path = self.path(project, stack, "json");
         let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
-        let checkpoint = Checkpoint::parse(&bytes, stack, &path, crypter)?;
+        // A journal refers to the checkpoint as written: replay first, then upgrade.
+        let decoded = Checkpoint::decode_verified(&bytes, stack, &path, crypter)?;
         let journal = self.path(project, stack, "journal");
-        let entries = if journal.exists() {
-            read_entries(&journal, &bytes, crypter)?
+        let read = if journal.exists() {
+            read_journal(&journal, &bytes, crypter)?
         } else {
             None
         };
-        let Some(entries) = entries else {
+        let Some(read) = read else {
+            let checkpoint = decoded.upgraded();
             return Ok(LoadedStack {
                 snapshot: checkpoint.snapshot,
                 recovered: false,
@@ -251,12 +257,19 @@ impl LocalBackend {
             path: journal.clone(),
             reason,
         };
-        let snapshot = replay(checkpoint.snapshot, entries).map_err(|e| corrupt(e.to_string()))?;
+        if read.stack_outputs.is_some() && decoded.legacy_outputs.is_none() {
+            return Err(corrupt(
+                "a `stack-outputs` entry, which only a checkpoint of schema 1 can have".into(),
+            ));
+        }
+        let base = decoded.checkpoint.snapshot.clone();
+        let snapshot = replay(base, read.entries).map_err(|e| corrupt(e.to_string()))?;
         snapshot
             .check_fields()
             .map_err(|e| corrupt(e.to_string()))?;
+        let checkpoint = decoded.upgrade(snapshot, read.stack_outputs);
         Ok(LoadedStack {
-            snapshot,
+            snapshot: checkpoint.snapshot,
             recovered: true,
             plugins: checkpoint.plugins,
         })

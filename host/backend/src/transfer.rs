@@ -2,6 +2,7 @@
 
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
+use plinth_engine::urn::is_stack_type;
 
 use crate::checkpoint::Checkpoint;
 use crate::error::BackendError;
@@ -53,16 +54,15 @@ impl LocalBackend {
         let Snapshot {
             resources,
             pending_operations,
-            outputs,
         } = checkpoint.snapshot;
         let report = ImportReport {
-            resources: resources.len(),
+            // The stack's root is the stack itself, not one of its resources.
+            resources: (resources.iter()).filter(|r| !is_stack_type(&r.ty)).count(),
             cleared_pending: pending_operations.len(),
         };
         let snapshot = Snapshot {
             resources,
             pending_operations: Vec::new(),
-            outputs,
         };
         let imported = Checkpoint::new(project, stack, snapshot).with_plugins(checkpoint.plugins);
         self.replace_checkpoint(project, stack, &imported.to_json(crypter.as_ref())?)?;

@@ -38,6 +38,13 @@ pub struct CommonArgs {
     /// Also list resources that do not change.
     #[arg(long)]
     show_sames: bool,
+    /// List resources one line each, as their steps finish (the default without a terminal).
+    #[arg(long, conflicts_with = "tree")]
+    flat: bool,
+    /// Show resources as a tree: the stack, its components, their children (the default on a
+    /// terminal).
+    #[arg(long)]
+    tree: bool,
     /// Change only this resource (a URN, or the name of a resource in the state); repeatable.
     /// Every other resource is left exactly as it is.
     #[arg(long = "target", value_name = "URN")]
@@ -45,6 +52,15 @@ pub struct CommonArgs {
     /// Also target every resource that depends on a targeted one.
     #[arg(long, requires = "targets")]
     target_dependents: bool,
+}
+
+impl CommonArgs {
+    fn view(&self) -> display::View {
+        display::View {
+            show_sames: self.show_sames,
+            tree: display::tree_wanted(self.flat, self.tree),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -394,7 +410,7 @@ impl<'a> Deployer<'a> {
             };
             let phase = self.phase(UpdateKind::Refresh, preview, lock.as_ref(), &loaded)?;
             let (outcome, shown_now) = phase
-                .run(common.show_sames, |events| {
+                .run(common.view(), |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     refresh::run(
                         options,
@@ -430,7 +446,7 @@ impl<'a> Deployer<'a> {
             };
             let phase = self.phase(kind, preview, lock.as_ref(), &loaded)?;
             let (outcome, shown_now) = phase
-                .run(common.show_sames, |events| {
+                .run(common.view(), |events| {
                     let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     deployment::run(
                         options,
@@ -583,7 +599,7 @@ impl Phase {
     /// outcome and the step failures the display showed.
     async fn run<T, F: Future<Output = T>>(
         &self,
-        show_sames: bool,
+        view: display::View,
         start: impl FnOnce(EventSink) -> F,
     ) -> (T, Vec<String>) {
         let (events, receiver) = EventSink::new();
@@ -594,7 +610,7 @@ impl Phase {
         let display = tokio::spawn(display::render(
             receiver,
             self.preview,
-            show_sames,
+            view,
             words,
             self.command_started,
         ));

@@ -1,6 +1,13 @@
 //! Renders engine events for a person: the plan, progress while steps run, outputs and a
 //! summary. Secrets render as `[secret]`, unknowns as `[unknown]`.
+//!
+//! Two layouts: a tree (the stack's root, its components, their children, indented), printed
+//! once the phase is over, while a spinner names the steps in progress; or flat, one line per
+//! step as it finishes, which reads better in logs. The tree is the default on a terminal.
 
+mod tree;
+
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use console::{Style, style};
@@ -18,16 +25,32 @@ pub enum RunKind {
     Refresh,
 }
 
+/// How steps are shown.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    /// Also list steps that change nothing.
+    pub show_sames: bool,
+    /// As a tree, printed at the end of the phase; otherwise flat, as steps finish.
+    pub tree: bool,
+}
+
+/// The layout `--flat` and `--tree` ask for: a tree on a terminal, flat lines otherwise.
+pub fn tree_wanted(flat: bool, tree: bool) -> bool {
+    tree || (!flat && std::io::stdout().is_terminal())
+}
+
 /// Prints events until the summary (or until the channel closes). Returns the step failures it
 /// showed, as the engine words them in its errors (`URN: message`, or the message alone), so
 /// the command's error need not repeat them.
 pub async fn render(
     mut events: mpsc::UnboundedReceiver<Event>,
     preview: bool,
-    show_sames: bool,
+    view: View,
     kind: RunKind,
     command_started: Instant,
 ) -> Vec<String> {
+    let show_sames = view.show_sames;
+    let mut tree = view.tree.then(tree::Tree::default);
     let mut shown = Vec::new();
     let spinner = ProgressBar::new_spinner();
     spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
@@ -46,11 +69,24 @@ pub async fn render(
                 duration,
             } => {
                 running = running.saturating_sub(1);
-                if step.op.is_change() || show_sames {
-                    print(step_line(&step, (!preview).then_some(duration)));
+                let duration = (!preview).then_some(duration);
+                if let Some(tree) = &mut tree {
+                    let details = detail_lines(&step, outputs.as_ref(), preview);
+                    tree.step(step, duration, details);
+                } else if step.op.is_change() || show_sames {
+                    print(step_line(&step, duration));
                     for line in detail_lines(&step, outputs.as_ref(), preview) {
                         print(line);
                     }
+                }
+            }
+            Event::ComponentOutputs { urn, old, new } => {
+                let lines = output_lines(&old, &new, "       ");
+                if let Some(tree) = &mut tree {
+                    tree.outputs(urn, lines, old != new);
+                } else if old != new || show_sames {
+                    print(format!("     {} {} outputs:", urn.ty(), urn.name()));
+                    lines.into_iter().for_each(print);
                 }
             }
             Event::StepFailed { step, error } => {
@@ -81,14 +117,16 @@ pub async fn render(
                 let origin = urn.map(|u| format!(" {}", u.name())).unwrap_or_default();
                 print(format!("  {label}{origin}: {message}"));
             }
-            Event::Outputs(outputs) if !outputs.is_empty() => {
-                print(format!("\n{}", style("Outputs:").bold()));
-                let width = outputs.keys().map(String::len).max().unwrap_or(0);
-                for (k, v) in &outputs {
-                    print(format!("    {k:width$}: {}", render_value(v)));
+            Event::Outputs { old, new } => {
+                if let Some(tree) = tree.take() {
+                    tree.lines(show_sames).into_iter().for_each(print);
+                }
+                let lines = output_lines(&old, &new, "  ");
+                if !lines.is_empty() {
+                    print(format!("\n{}", style("Outputs:").bold()));
+                    lines.into_iter().for_each(print);
                 }
             }
-            Event::Outputs(_) => {}
             Event::Summary {
                 changes,
                 preview,
@@ -96,6 +134,9 @@ pub async fn render(
                 ..
             } => {
                 spinner.finish_and_clear();
+                if let Some(tree) = tree.take() {
+                    tree.lines(show_sames).into_iter().for_each(|l| println!("{l}"));
+                }
                 println!("\n{}", summary_line(&changes, preview, kind, failed));
                 let verdict = if failed {
                     style("failed").red().bold()
@@ -138,16 +179,57 @@ fn op_style(op: StepOp) -> (&'static str, &'static str, &'static str, Style) {
 
 /// One line per step; `duration` is set for steps that ran (not for a plan).
 fn step_line(step: &StepInfo, duration: Option<Duration>) -> String {
+    step_line_in_tree(step, duration, "", 28)
+}
+
+/// A step's line, its type after the tree's `branch` and padded to `width` with it.
+fn step_line_in_tree(
+    step: &StepInfo,
+    duration: Option<Duration>,
+    branch: &str,
+    width: usize,
+) -> String {
     let (symbol, planned, done, style) = op_style(step.op);
     let verb = if duration.is_some() { done } else { planned };
     let took = duration.map_or(String::new(), |d| format!(" ({:.2}s)", d.as_secs_f64()));
+    let ty = format!("{branch}{}", step.urn.ty());
+    let width = width.max(ty.chars().count());
+    let pad = width - ty.chars().count();
     style
         .apply_to(format!(
-            "  {symbol:2} {:28} {:20} {verb}{took}",
-            step.urn.ty(),
+            "  {symbol:2} {ty}{:pad$} {:20} {verb}{took}",
+            "",
             step.urn.name()
         ))
         .to_string()
+}
+
+/// Outputs as they change: `+` added, `~` changed (old => new), `-` removed, and unchanged ones
+/// as they are, keys aligned; each line starts with `indent`.
+fn output_lines(old: &PropertyMap, new: &PropertyMap, indent: &str) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let width = keys.iter().map(|k| k.chars().count()).max().unwrap_or(0);
+    keys.into_iter()
+        .map(|k| match (old.get(k), new.get(k)) {
+            (None, Some(v)) => style(format!("{indent}+ {k:width$}: {}", render_value(v)))
+                .green()
+                .to_string(),
+            (Some(o), None) => style(format!("{indent}- {k:width$}: {}", render_value(o)))
+                .red()
+                .to_string(),
+            (Some(o), Some(v)) if o != v => style(format!(
+                "{indent}~ {k:width$}: {} => {}",
+                render_value(o),
+                render_value(v)
+            ))
+            .yellow()
+            .to_string(),
+            (_, v) => format!(
+                "{indent}  {k:width$}: {}",
+                v.map_or(String::new(), render_value)
+            ),
+        })
+        .collect()
 }
 
 /// What changed: old → new for updates and replacements; for creates, the inputs they will
@@ -283,6 +365,7 @@ mod tests {
         let step = StepInfo {
             op: StepOp::Create,
             urn: plinth_engine::urn::Urn::new("dev", "p", None, "file:File", "notes"),
+            parent: None,
             custom: true,
             old_inputs: None,
             new_inputs: Some(inputs.clone()),
@@ -302,6 +385,35 @@ mod tests {
         );
         // Once created, only the outputs that are not inputs are shown.
         assert_eq!(detail_lines(&step, Some(&outputs), false).len(), 1);
+    }
+
+    #[test]
+    fn output_changes_are_marked_and_secrets_masked() {
+        console::set_colors_enabled(false);
+        let secret = |s: &str| Value::Secret(Box::new(Value::String(s.into())));
+        let old: PropertyMap = [
+            ("kept".to_owned(), Value::from(1.0)),
+            ("gone".to_owned(), Value::from("x")),
+            ("token".to_owned(), secret("old-pw")),
+        ]
+        .into();
+        let new: PropertyMap = [
+            ("kept".to_owned(), Value::from(1.0)),
+            ("added".to_owned(), secret("new-pw")),
+            ("token".to_owned(), secret("changed-pw")),
+        ]
+        .into();
+        let lines = output_lines(&old, &new, "  ");
+        assert_eq!(
+            lines,
+            [
+                "  + added: [secret]",
+                "  - gone : \"x\"",
+                "    kept : 1.0",
+                "  ~ token: [secret] => [secret]",
+            ]
+        );
+        assert!(lines.iter().all(|l| !l.contains("pw")));
     }
 
     #[test]

@@ -127,10 +127,14 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             let stack = ws.stack()?;
             // Masked secrets need no passphrase.
             let outputs = if show_secrets {
-                let outputs = ws.backend.load(project, &stack)?.snapshot.outputs;
+                let outputs = ws.backend.load(project, &stack)?.snapshot.outputs().clone();
                 outputs.into_iter().map(|(k, v)| (k, revealed(v))).collect()
             } else {
-                ws.backend.load_redacted(project, &stack)?.snapshot.outputs
+                ws.backend
+                    .load_redacted(project, &stack)?
+                    .snapshot
+                    .outputs()
+                    .clone()
             };
             let outputs = match name {
                 Some(name) => {

@@ -250,6 +250,7 @@ impl StepContext {
         let info = StepInfo {
             op,
             urn: old.urn.clone(),
+            parent: old.parent.clone(),
             custom: old.custom,
             old_inputs: Some(old.inputs.clone()),
             new_inputs: None,

@@ -38,6 +38,8 @@ impl StepOp {
 pub struct StepInfo {
     pub op: StepOp,
     pub urn: Urn,
+    /// The parent resource: displays list children under it.
+    pub parent: Option<Urn>,
     pub custom: bool,
     /// Old and new inputs of a step that changes something (`None` for `Same`).
     pub old_inputs: Option<PropertyMap>,
@@ -106,8 +108,18 @@ pub enum Event {
         severity: Severity,
         message: String,
     },
-    /// The stack outputs after the run.
-    Outputs(PropertyMap),
+    /// The outputs a component registered (`register_outputs`), beside those it had.
+    ComponentOutputs {
+        urn: Urn,
+        old: PropertyMap,
+        new: PropertyMap,
+    },
+    /// The stack's outputs (its root's) before and after the run; in preview, what they would
+    /// be.
+    Outputs {
+        old: PropertyMap,
+        new: PropertyMap,
+    },
     Summary {
         changes: ChangeSummary,
         duration: Duration,

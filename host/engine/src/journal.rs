@@ -57,34 +57,22 @@ pub enum JournalEntry {
         old: usize,
     },
     /// The operation failed without changing anything.
-    Failed {
-        seq: u64,
-    },
+    Failed { seq: u64 },
     /// A base resource is carried over; `resource` is set when its recorded state changed.
     Same {
         old: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resource: Option<ResourceState>,
     },
-    /// The outputs of a component resource recorded earlier in this operation.
-    ComponentOutputs {
-        urn: Urn,
-        outputs: PropertyMap,
-    },
-    StackOutputs {
-        outputs: PropertyMap,
-    },
+    /// The outputs of a component resource recorded earlier in this operation (the stack's
+    /// outputs are its root's).
+    ComponentOutputs { urn: Urn, outputs: PropertyMap },
     /// A base resource found gone out of band leaves the snapshot, and the references other
     /// states hold to it are dropped.
-    Forgotten {
-        old: usize,
-    },
+    Forgotten { old: usize },
     /// A pending operation an earlier, interrupted operation left is resolved: dropped, or (a
     /// create) adopted by a `Created` entry of its own.
-    ResolvePending {
-        kind: PendingKind,
-        urn: Urn,
-    },
+    ResolvePending { kind: PendingKind, urn: Urn },
 }
 
 /// Why the snapshot manager could not record a mutation.
@@ -137,12 +125,13 @@ pub struct JournalState {
     referrers: HashMap<Urn, usize>,
     carried_pending: Vec<PendingOperation>,
     pending: BTreeMap<u64, PendingOperation>,
-    outputs: PropertyMap,
     /// Base URNs carried over under a new URN (an alias): references to the old one in states
     /// not recorded yet mean the new one.
     renamed: HashMap<Urn, Urn>,
     /// URNs of resources found gone: references to them are dropped.
     forgotten: HashSet<Urn>,
+    /// The stack's root in the base, if it has one.
+    root: Option<Urn>,
     /// The changes made since the last commit, to roll back.
     undo: Vec<undo::Undo>,
 }
@@ -155,6 +144,7 @@ impl JournalState {
                 *referrers.entry(p.clone()).or_insert(0) += 1;
             }
         }
+        let root = base.root().map(|r| r.urn.clone());
         let base_live = base
             .resources
             .iter()
@@ -181,9 +171,9 @@ impl JournalState {
             referrers,
             carried_pending: base.pending_operations,
             pending: BTreeMap::new(),
-            outputs: base.outputs,
             renamed: HashMap::new(),
             forgotten: HashSet::new(),
+            root,
             undo: Vec::new(),
         }
     }
@@ -277,7 +267,6 @@ impl JournalState {
                     .ok_or_else(|| SnapshotError::Inconsistent(urn.to_string()))?;
                 self.set_component_outputs(i, outputs.clone());
             }
-            JournalEntry::StackOutputs { outputs } => self.set_stack_outputs(outputs.clone()),
             JournalEntry::ResolvePending { kind, urn } => {
                 let at = (self.carried_pending.iter())
                     .position(|op| op.kind == *kind && op.resource.urn == *urn)
@@ -383,7 +372,8 @@ impl JournalState {
                 .as_ref()
                 .is_some_and(|p| self.forgotten.contains(p))
             {
-                state.parent = None;
+                // What had a parent that is gone now stands directly under the stack.
+                state.parent = self.root.clone();
             }
             if (state.provider.as_ref()).is_some_and(|p| self.forgotten.contains(&p.urn)) {
                 state.provider = None;
@@ -515,7 +505,6 @@ impl JournalState {
         Snapshot {
             resources,
             pending_operations,
-            outputs: self.outputs.clone(),
         }
     }
 }

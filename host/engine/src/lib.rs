@@ -15,6 +15,7 @@ pub mod provider;
 mod provider_step;
 pub mod refresh;
 pub mod resource;
+mod root;
 pub mod schema;
 pub mod snapshot;
 mod step;

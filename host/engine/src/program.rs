@@ -30,6 +30,12 @@ pub trait Program: Send {
         apply: u64,
         inputs: Vec<Value>,
     ) -> Result<Value, ProgramError>;
+    /// Whether the engine registers the stack's root resource for this program: every program
+    /// that declares resources has one; the empty program of `destroy` does not, so the root
+    /// goes with everything else.
+    fn registers_root(&self) -> bool {
+        true
+    }
 }
 
 /// A program that declares nothing: `destroy` runs it, so every resource is deleted.
@@ -47,6 +53,9 @@ impl Program for EmptyProgram {
         _: Vec<Value>,
     ) -> Result<Value, ProgramError> {
         Err(ProgramError(format!("no apply {apply} was registered")))
+    }
+    fn registers_root(&self) -> bool {
+        false
     }
 }
 

@@ -23,7 +23,7 @@ use crate::provider::{ProviderSource, ReadResult};
 use crate::resource::ResourceState;
 use crate::snapshot::{PendingKind, Snapshot};
 use crate::target::TargetSet;
-use crate::urn::{Urn, package_of, provided_package};
+use crate::urn::{Urn, is_counted, package_of, provided_package};
 use crate::value::PropertyMap;
 
 /// How a refresh runs.
@@ -280,6 +280,7 @@ impl<'a> Plan<'a> {
         StepInfo {
             op,
             urn: old.urn.clone(),
+            parent: old.parent.clone(),
             custom: old.custom,
             old_inputs: Some(old_view),
             new_inputs: new_view,
@@ -289,7 +290,7 @@ impl<'a> Plan<'a> {
     }
 
     fn show(&mut self, info: StepInfo) {
-        if provided_package(info.urn.ty()).is_none() {
+        if is_counted(info.urn.ty()) {
             self.changes.record(info.op);
         }
         self.events.emit(Event::StepDone {
@@ -309,6 +310,8 @@ impl<'a> Plan<'a> {
             .map(|(&i, _)| i)
             .collect();
         let gone_urns: HashSet<&Urn> = gone.iter().map(|&i| &base[i].urn).collect();
+        // What had a parent that is gone now stands directly under the stack.
+        let root = self.base.root().map(|r| r.urn.clone());
         let mut entries = Vec::new();
         let mut forgotten: Vec<usize> = gone.iter().copied().collect();
         forgotten.sort_unstable_by_key(|&i| std::cmp::Reverse(i));
@@ -324,7 +327,7 @@ impl<'a> Plan<'a> {
             let mut state = old.clone();
             state.dependencies.retain(|d| !gone_urns.contains(d));
             if state.parent.as_ref().is_some_and(|p| gone_urns.contains(p)) {
-                state.parent = None;
+                state.parent = root.clone();
             }
             let read = self.found.get(&i).cloned().flatten();
             if let Some(read) = &read {
@@ -379,13 +382,15 @@ impl<'a> Plan<'a> {
         for mut state in std::mem::take(&mut self.adopted) {
             state.dependencies.retain(|d| live.contains(d));
             if state.parent.as_ref().is_some_and(|p| !live.contains(p)) {
-                state.parent = None;
+                state.parent =
+                    (self.base.root().map(|r| r.urn.clone())).filter(|r| live.contains(r));
             }
             let urn = state.urn.clone();
             self.events.emit(Event::StepDone {
                 step: StepInfo {
                     op: StepOp::Import,
                     urn: urn.clone(),
+                    parent: state.parent.clone(),
                     custom: true,
                     old_inputs: None,
                     new_inputs: Some(state.inputs.clone()),

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::resource::{FieldError, ResourceState};
 use crate::urn::Urn;
-use crate::value::PropertyMap;
 
 /// A provider call that was started but whose outcome is not recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,9 +33,6 @@ pub struct Snapshot {
     pub resources: Vec<ResourceState>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_operations: Vec<PendingOperation>,
-    /// The stack's outputs.
-    #[serde(default)]
-    pub outputs: PropertyMap,
 }
 
 /// Why a snapshot is not valid.
@@ -304,6 +300,7 @@ fn check_before(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::value::PropertyMap;
 
     pub fn state(name: &str, deps: &[&str]) -> ResourceState {
         ResourceState {

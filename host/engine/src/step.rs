@@ -19,7 +19,7 @@ use crate::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::PendingKind;
 use crate::target::TargetSet;
-use crate::urn::{Urn, package_of, provided_package};
+use crate::urn::{Urn, is_counted, is_stack_type, package_of, provided_package};
 use crate::value::{PropertyMap, Value};
 
 /// Why a step failed: a resource's own failure, or one of the plugin it needs (reported once,
@@ -362,10 +362,12 @@ impl StepContext {
             provider: step.provider.as_ref().map(|b| b.reference.clone()),
             custom_timeouts: opts.custom_timeouts,
         };
-        // Provider resources are always targeted: they change nothing in the real world.
+        // Provider resources are always targeted: they change nothing in the real world; nor
+        // does the stack's root, which no target needs to name.
         let is_provider = provided_package(&state.ty).is_some();
         if let Some(targets) = &self.targets
             && !is_provider
+            && !is_stack_type(&state.ty)
             && !targets.includes(&state.urn, state.predecessors())
         {
             return self.untargeted(state, old).await;
@@ -617,6 +619,7 @@ impl StepContext {
         StepInfo {
             op,
             urn: state.urn.clone(),
+            parent: state.parent.clone(),
             custom: state.custom,
             old_inputs: old.filter(|_| shown).map(|o| o.inputs.clone()),
             new_inputs: shown.then(|| state.inputs.clone()),
@@ -626,8 +629,8 @@ impl StepContext {
     }
 
     pub(crate) fn done(&self, info: StepInfo, outputs: &PropertyMap, started: Instant) {
-        // Summaries count real resources; provider resources are configuration.
-        if provided_package(info.urn.ty()).is_none() {
+        // Summaries count real resources: not provider resources, nor the stack's root.
+        if is_counted(info.urn.ty()) {
             self.count(info.op);
         }
         let outputs = (info.op == StepOp::Create).then(|| outputs.clone());

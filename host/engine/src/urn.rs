@@ -144,6 +144,13 @@ impl Urn {
         self.parts()[3]
     }
 
+    /// What this resource's children qualify their type with: its qualified type, except for
+    /// the stack's root, which is no part of its children's URNs (so that the resources of a
+    /// stack written before the root existed keep their URNs).
+    pub fn type_for_children(&self) -> Option<&str> {
+        (!is_stack_type(self.ty())).then(|| self.qualified_type())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -184,6 +191,31 @@ pub fn provided_package(ty: &str) -> Option<&str> {
     ty.strip_prefix(PROVIDER_TYPE_PREFIX)
 }
 
+/// The type of a stack's root resource, the parent of every resource registered without one.
+pub const STACK_TYPE: &str = "plinth:plinth:Stack";
+
+/// Whether `ty` is the type of a stack's root resource.
+pub fn is_stack_type(ty: &str) -> bool {
+    ty == STACK_TYPE
+}
+
+/// The URN of the root resource of `stack` of `project`, named `<project>-<stack>`.
+pub fn stack_urn(project: &str, stack: &str) -> Urn {
+    Urn::new(
+        stack,
+        project,
+        None,
+        STACK_TYPE,
+        &format!("{project}-{stack}"),
+    )
+}
+
+/// Whether run summaries count resources of type `ty`: provider resources are configuration and
+/// the stack's root is the stack itself.
+pub fn is_counted(ty: &str) -> bool {
+    provided_package(ty).is_none() && !is_stack_type(ty)
+}
+
 /// The type of the provider resources of `package`.
 pub fn provider_type(package: &str) -> String {
     format!("{PROVIDER_TYPE_PREFIX}{package}")
@@ -192,6 +224,21 @@ pub fn provider_type(package: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_root_is_no_part_of_its_childrens_urns() {
+        let root = stack_urn("hello", "dev");
+        assert_eq!(
+            root.as_str(),
+            "urn:plinth:dev::hello::plinth:plinth:Stack::hello-dev"
+        );
+        assert!(root.validate().is_ok());
+        assert_eq!(root.type_for_children(), None);
+        let group = Urn::new("dev", "hello", None, "my:Group", "g");
+        assert_eq!(group.type_for_children(), Some("my:Group"));
+        assert!(!is_counted(STACK_TYPE) && !is_counted("plinth:providers:random"));
+        assert!(is_counted("random:RandomPet"));
+    }
 
     #[test]
     fn builds_and_splits() {

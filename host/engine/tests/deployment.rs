@@ -158,7 +158,7 @@ async fn destroy_deletes_everything_in_reverse_order() {
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     assert_eq!(outcome.changes.delete, 4);
     assert!(h.snapshot.resources.is_empty());
-    assert!(h.snapshot.outputs.is_empty());
+    assert!(h.snapshot.outputs().is_empty());
     assert!(h.provider.world.lock().unwrap().is_empty());
     let calls = h.provider.calls();
     let pos = |n: &str| {

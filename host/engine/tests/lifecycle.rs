@@ -6,9 +6,11 @@ mod support;
 use std::collections::{BTreeMap, HashSet};
 
 use plinth_engine::deployment::{Options, Targets};
+use plinth_engine::events::Event;
 use plinth_engine::program::{CustomTimeouts, EmptyProgram};
 use plinth_engine::refresh::RefreshOptions;
 use plinth_engine::snapshot::{PendingKind, PendingOperation};
+use plinth_engine::urn::{STACK_TYPE, stack_urn};
 use plinth_engine::value::{PropertyMap, Value};
 use support::*;
 
@@ -728,4 +730,284 @@ async fn with_parallel_one_steps_start_in_registration_order() {
         let expected: Vec<String> = names.iter().map(|n| format!("create {n}")).collect();
         assert_eq!(created, expected);
     }
+}
+
+// The stack's root resource.
+
+fn root_urn() -> plinth_engine::urn::Urn {
+    stack_urn("proj", "dev")
+}
+
+/// Stack outputs `greeting` (always) plus `extra` on `a` when given.
+fn with_outputs(extra: Option<Input>) -> Vec<Decl> {
+    let mut a = decl("a").input("v", "1");
+    if let Some(extra) = extra {
+        a = a.export("extra", extra);
+    }
+    vec![
+        a,
+        component("web").output("port", 8080.0),
+        decl("child").parent("web").input("v", "2"),
+    ]
+}
+
+/// The stack-outputs event of the last run: (old, new).
+fn outputs_event(h: &Harness) -> (PropertyMap, PropertyMap) {
+    (h.events.iter())
+        .find_map(|e| match e {
+            Event::Outputs { old, new } => Some((old.clone(), new.clone())),
+            _ => None,
+        })
+        .expect("an outputs event")
+}
+
+#[tokio::test]
+async fn a_new_stack_has_a_root_that_parents_every_top_level_resource_but_providers() {
+    let mut h = Harness::new();
+    let outcome = h.up(with_outputs(None)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    // The root is not counted: a, web and child are.
+    assert_eq!(outcome.changes.create, 3);
+
+    let root = &h.snapshot.resources[0];
+    assert_eq!(
+        (root.urn.clone(), root.ty.as_str()),
+        (root_urn(), STACK_TYPE)
+    );
+    assert_eq!(root.urn.name(), "proj-dev");
+    assert!(!root.custom && root.parent.is_none());
+    for r in h.snapshot.resources.iter().skip(1) {
+        let expected = match r.urn.name() {
+            "default" => None,
+            "child" => Some(h.state("web").urn.clone()),
+            _ => Some(root_urn()),
+        };
+        assert_eq!(r.parent, expected, "{}", r.urn);
+    }
+    // URNs keep their shape: the root's type is no part of its children's.
+    assert_eq!(h.state("a").urn, Harness::urn("a"));
+    assert_eq!(
+        h.state("child").urn.as_str(),
+        "urn:plinth:dev::proj::fake:Group$fake:Thing::child"
+    );
+    // The stack's outputs are the root's; a component keeps what it registered.
+    assert_eq!(h.snapshot.outputs(), &outcome.outputs);
+    assert_eq!(root.outputs, outcome.outputs);
+    assert_eq!(h.state("web").outputs["port"], Value::from(8080.0));
+    // The root was created first, before anything else was registered.
+    let created: Vec<&str> = (h.events.iter())
+        .filter_map(|e| match e {
+            Event::StepStarted(step) => Some(step.urn.name()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created.first(), Some(&"proj-dev"), "{created:?}");
+    // The component's registered outputs were announced, with what it had before.
+    let announced = (h.events.iter()).any(|e| {
+        matches!(e, Event::ComponentOutputs { urn, old, new }
+            if urn.name() == "web" && old.is_empty() && new["port"] == Value::from(8080.0))
+    });
+    assert!(announced);
+
+    // A second run changes nothing, the root included.
+    let outcome = h.up(with_outputs(None)).await;
+    assert_eq!(outcome.changes.changes(), 0, "{:?}", outcome.changes);
+    assert_eq!(outcome.changes.same, 3);
+}
+
+#[tokio::test]
+async fn output_changes_show_in_preview_and_land_on_the_root() {
+    let mut h = fresh(with_outputs(None)).await;
+    let before = h.snapshot.clone();
+    let secret = Value::Secret(Box::new("s3cr3t".into()));
+
+    // Added (a secret): the preview shows it and records nothing.
+    let program = ScriptProgram {
+        decls: with_outputs(Some(Input::Value(secret.clone()))),
+        apply_runs: Default::default(),
+    };
+    let outcome = h.run(Box::new(program), true).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let (old, new) = outputs_event(&h);
+    assert!(!old.contains_key("extra"));
+    assert_eq!(new["extra"], secret);
+    assert_eq!(h.snapshot, before);
+
+    h.up(with_outputs(Some(Input::Value(secret.clone())))).await;
+    assert_eq!(h.snapshot.outputs()["extra"], secret);
+    assert_eq!(h.snapshot.root().unwrap().outputs["extra"], secret);
+
+    // Changed.
+    let program = ScriptProgram {
+        decls: with_outputs(Some(Input::Value("plain".into()))),
+        apply_runs: Default::default(),
+    };
+    h.run(Box::new(program), true).await;
+    let (old, new) = outputs_event(&h);
+    assert_eq!(
+        (&old["extra"], &new["extra"]),
+        (&secret, &Value::from("plain"))
+    );
+    h.up(with_outputs(Some(Input::Value("plain".into())))).await;
+    assert_eq!(h.snapshot.outputs()["extra"], Value::from("plain"));
+
+    // Removed.
+    let program = ScriptProgram {
+        decls: with_outputs(None),
+        apply_runs: Default::default(),
+    };
+    h.run(Box::new(program), true).await;
+    let (old, new) = outputs_event(&h);
+    assert!(old.contains_key("extra") && !new.contains_key("extra"));
+    let outcome = h.up(with_outputs(None)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(!h.snapshot.outputs().contains_key("extra"));
+    assert!(h.snapshot.outputs().contains_key("greeting"));
+}
+
+#[tokio::test]
+async fn a_stack_recorded_before_roots_existed_previews_no_changes_and_is_upgraded_by_up() {
+    // Recorded as a plinth without roots recorded it: parentless resources, outputs apart.
+    let mut h = fresh(with_outputs(None)).await;
+    let outputs = h.snapshot.outputs().clone();
+    let mut legacy = h.snapshot.clone();
+    legacy.resources.remove(0);
+    for r in &mut legacy.resources {
+        if r.parent.as_ref() == Some(&root_urn()) {
+            r.parent = None;
+        }
+    }
+    let urns: Vec<_> = legacy.resources.iter().map(|r| r.urn.clone()).collect();
+
+    // Loading upgrades it to exactly what the program would record.
+    legacy.adopt_root("proj", "dev", outputs);
+    assert_eq!(legacy, h.snapshot);
+    assert_eq!(
+        legacy.resources[1..]
+            .iter()
+            .map(|r| r.urn.clone())
+            .collect::<Vec<_>>(),
+        urns
+    );
+    h.snapshot = legacy.clone();
+    let program = ScriptProgram {
+        decls: with_outputs(None),
+        apply_runs: Default::default(),
+    };
+    let outcome = h.run(Box::new(program), true).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.changes(), 0, "{:?}", outcome.changes);
+    let (old, new) = outputs_event(&h);
+    assert_eq!(
+        old.keys().collect::<Vec<_>>(),
+        new.keys().collect::<Vec<_>>()
+    );
+    let changed =
+        (h.events.iter()).any(|e| matches!(e, Event::StepDone { step, .. } if step.op.is_change()));
+    assert!(!changed);
+
+    let outcome = h.up(with_outputs(None)).await;
+    assert_eq!(outcome.changes.changes(), 0);
+    assert!(h.provider.calls().iter().all(|c| !c.starts_with("create")));
+    // The same states, in an order as topological as before (steps finish in any order).
+    let by_urn = |s: &plinth_engine::snapshot::Snapshot| {
+        let mut states = s.resources.clone();
+        states.sort_by(|a, b| a.urn.cmp(&b.urn));
+        states
+    };
+    assert_eq!(by_urn(&h.snapshot), by_urn(&legacy));
+}
+
+#[tokio::test]
+async fn destroy_deletes_the_root_last_and_leaves_nothing() {
+    let mut h = fresh(with_outputs(None)).await;
+    let outcome = h.run(Box::new(EmptyProgram), false).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    // The root is not counted.
+    assert_eq!(outcome.changes.delete, 3);
+    assert!(h.snapshot.resources.is_empty());
+    let deleted: Vec<&str> = (h.events.iter())
+        .filter_map(|e| match e {
+            Event::StepDone { step, .. } => Some(step.urn.name()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted.last(), Some(&"proj-dev"), "{deleted:?}");
+    assert_eq!(deleted.len(), 5, "{deleted:?}");
+    // The outputs are gone with it.
+    let (old, new) = outputs_event(&h);
+    assert!(!old.is_empty() && new.is_empty());
+}
+
+#[tokio::test]
+async fn targets_never_name_the_root_and_refresh_leaves_it_as_it_is() {
+    let mut h = Harness::new();
+    let options = Options {
+        targets: targets(&["a"], false),
+        ..Default::default()
+    };
+    let outcome = h.up_with(with_outputs(None), options).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.names(), ["a"]);
+    assert_eq!(h.state("a").parent, Some(root_urn()));
+    assert_eq!(h.snapshot.root().map(|r| r.urn.clone()), Some(root_urn()));
+
+    // A targeted child of a parent that does not exist is refused, saying what to target.
+    let options = Options {
+        targets: targets(&["a"], false),
+        ..Default::default()
+    };
+    let mut decls = with_outputs(None);
+    decls[2] = decl("child")
+        .parent("web")
+        .input("v", "2")
+        .from("prev", "a");
+    let mut child_targets = targets(&["a"], true).unwrap();
+    child_targets.urns.insert(plinth_engine::urn::Urn::new(
+        "dev",
+        "proj",
+        Some("fake:Group"),
+        "fake:Thing",
+        "child",
+    ));
+    let outcome = h
+        .up_with(
+            decls,
+            Options {
+                targets: Some(child_targets),
+                ..options
+            },
+        )
+        .await;
+    assert!(
+        outcome
+            .errors
+            .iter()
+            .any(|e| e.contains("its parent") && e.contains("target it too")),
+        "{:?}",
+        outcome.errors
+    );
+    assert!(h.snapshot.pending_operations.is_empty());
+
+    let before = h.snapshot.root().cloned();
+    let outcome = h.refresh(RefreshOptions::default()).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.snapshot.root().cloned(), before);
+}
+
+#[tokio::test]
+async fn a_targeted_destroy_keeps_the_root_and_the_outputs() {
+    let mut h = fresh(with_outputs(None)).await;
+    let outputs = h.snapshot.outputs().clone();
+    let options = Options {
+        targets: targets(&["a"], false),
+        ..Default::default()
+    };
+    let outcome = h.run_with(Box::new(EmptyProgram), false, options).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.delete, 1);
+    assert_eq!(h.sorted_names(), ["child", "web"]);
+    assert_eq!(h.snapshot.outputs(), &outputs);
+    let (old, new) = outputs_event(&h);
+    assert_eq!(old, new);
 }

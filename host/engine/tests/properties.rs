@@ -1,6 +1,8 @@
-//! Generated scenarios: random programs, prior states, provider failures and operations. Every
-//! snapshot persisted along the way is checked (`CheckingPersister`), preview must change
-//! nothing, and the provider's real world must always match the state.
+//! Generated scenarios: random programs (with components, nested parents and resources parented
+//! by other resources), prior states, provider failures and operations. Every snapshot persisted
+//! along the way is checked (`CheckingPersister`), preview must change nothing, the provider's
+//! real world must always match the state, and every stack has one root that parents whatever
+//! has no other parent and holds the stack's outputs.
 //!
 //! 1,000 cases by default; set `PROPTEST_CASES` for more.
 
@@ -12,7 +14,8 @@ use std::sync::Arc;
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::program::EmptyProgram;
 use plinth_engine::refresh::RefreshOptions;
-use plinth_engine::urn::PROVIDER_TYPE_PREFIX;
+use plinth_engine::resource::ResourceState;
+use plinth_engine::urn::{PROVIDER_TYPE_PREFIX, STACK_TYPE, is_counted, stack_urn};
 use plinth_engine::value::Value;
 use proptest::prelude::*;
 use support::*;
@@ -32,7 +35,13 @@ struct Spec {
     dbr: bool,
     /// Its diff lets other tasks run first this many times: varies which step gets where first.
     diff_yields: u8,
+    /// Its parent: an earlier resource (by index), or [`GROUPS`] components `g0` (index 8) or
+    /// `g1` (9, a child of `g0`); none is the stack's root.
+    parent: Option<usize>,
 }
+
+/// The components a program may put resources in: `g1` is nested in `g0`.
+const GROUPS: [&str; 2] = ["g0", "g1"];
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -106,9 +115,10 @@ fn spec() -> impl Strategy<Value = Spec> {
         prop::bool::weighted(0.05),
         prop::bool::weighted(0.2),
         prop_oneof![Just(0u8), Just(8), Just(64)],
+        prop::option::weighted(0.4, 0usize..10),
     )
         .prop_map(
-            |(present, value, replace_key, feeds_from, depends_on, fails, dbr, diff_yields)| Spec {
+            |(
                 present,
                 value,
                 replace_key,
@@ -117,6 +127,19 @@ fn spec() -> impl Strategy<Value = Spec> {
                 fails,
                 dbr,
                 diff_yields,
+                parent,
+            )| {
+                Spec {
+                    present,
+                    value,
+                    replace_key,
+                    feeds_from,
+                    depends_on,
+                    fails,
+                    dbr,
+                    diff_yields,
+                    parent,
+                }
             },
         )
 }
@@ -159,6 +182,24 @@ fn op() -> impl Strategy<Value = Op> {
 /// The declarations a spec list describes; references only point at earlier present resources.
 fn program(specs: &[Spec]) -> Vec<Decl> {
     let mut decls = Vec::new();
+    // The components go first, when anything is in them; each reports how many children it has.
+    let in_group = |g: usize| {
+        (specs.iter())
+            .filter(|s| s.present && s.parent == Some(8 + g))
+            .count()
+    };
+    let (n0, n1) = (in_group(0), in_group(1));
+    if n0 + n1 > 0 {
+        let children = n0 + usize::from(n1 > 0);
+        decls.push(component(GROUPS[0]).output("children", children as f64));
+    }
+    if n1 > 0 {
+        decls.push(
+            component(GROUPS[1])
+                .parent(GROUPS[0])
+                .output("children", n1 as f64),
+        );
+    }
     for (i, s) in specs.iter().enumerate() {
         if !s.present {
             continue;
@@ -182,6 +223,17 @@ fn program(specs: &[Spec]) -> Vec<Decl> {
         if let Some(j) = earlier(s.depends_on) {
             d.depends_on.push(NAMES[j]);
         }
+        match s.parent {
+            Some(g @ 8..) => d = d.parent(GROUPS[g - 8]),
+            parent => {
+                if let Some(j) = earlier(parent) {
+                    d = d.parent(NAMES[j]);
+                }
+            }
+        }
+        if s.value == 2 {
+            d = d.export(NAMES[i], Input::Out(NAMES[i]));
+        }
         decls.push(d);
     }
     decls
@@ -191,7 +243,7 @@ fn program(specs: &[Spec]) -> Vec<Decl> {
 fn assert_world_matches_state(h: &Harness, errors: &[String]) {
     let world: BTreeSet<String> = h.provider.world.lock().unwrap().keys().cloned().collect();
     let state: BTreeSet<String> = (h.snapshot.resources.iter())
-        .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
+        .filter(|r| r.custom && is_counted(&r.ty))
         .map(|r| r.id.clone())
         .collect();
     assert_eq!(
@@ -206,6 +258,30 @@ fn assert_world_matches_state(h: &Harness, errors: &[String]) {
             .collect::<Vec<_>>()
     );
     assert!(h.snapshot.pending_operations.is_empty());
+}
+
+/// The stack's root: at most one; the parent of every resource that has no other (provider
+/// resources excepted), so present whenever anything else is; first among the resources it
+/// parents.
+fn assert_rooted(h: &Harness) {
+    let live: Vec<&ResourceState> = h.snapshot.live_resources().collect();
+    let roots: Vec<&&ResourceState> = live.iter().filter(|r| r.ty == STACK_TYPE).collect();
+    assert!(roots.len() <= 1, "several roots: {roots:?}");
+    let root = stack_urn("proj", "dev");
+    if let Some(r) = roots.first() {
+        assert_eq!(r.urn, root);
+        assert_eq!(r.parent, None);
+    }
+    for r in h.snapshot.resources.iter().filter(|r| is_counted(&r.ty)) {
+        let parent = r.parent.as_ref();
+        assert!(parent.is_some(), "{} has no parent", r.urn);
+        if parent == Some(&root) {
+            // Children of the root keep URNs without the root's type.
+            assert!(!r.urn.qualified_type().contains(STACK_TYPE), "{}", r.urn);
+        }
+    }
+    let providers_only = live.iter().all(|r| !is_counted(&r.ty));
+    assert!(!roots.is_empty() || providers_only, "resources but no root");
 }
 
 fn run_ops(ops: Vec<Op>) {
@@ -247,10 +323,17 @@ async fn run_scenario(ops: Vec<Op>, parallel: usize) {
                     if outcome.errors.is_empty() {
                         let wanted: BTreeSet<&str> = decls.iter().map(|d| d.name).collect();
                         let live: BTreeSet<&str> = (h.snapshot.live_resources())
-                            .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
+                            .filter(|r| is_counted(&r.ty))
                             .map(|r| r.urn.name())
                             .collect();
                         assert_eq!(live, wanted);
+                        // The stack's outputs are the root's.
+                        assert_eq!(h.snapshot.outputs(), &outcome.outputs);
+                        // A component's outputs are what it registered.
+                        for d in decls.iter().filter(|d| d.component) {
+                            let state = h.state(d.name);
+                            assert_eq!(state.outputs.len(), d.outputs.len(), "{}", state.urn);
+                        }
                         assert!(h.snapshot.resources.iter().all(|r| !r.delete));
                     } else {
                         assert!(any_fails, "unexpected errors: {:?}", outcome.errors);
@@ -293,6 +376,8 @@ async fn run_scenario(ops: Vec<Op>, parallel: usize) {
                         for old in before.live_resources() {
                             if targets.contains(&old.urn)
                                 || old.ty.starts_with(PROVIDER_TYPE_PREFIX)
+                                // The stack's outputs are recorded by any successful update.
+                                || old.ty == STACK_TYPE
                             {
                                 continue;
                             }
@@ -310,7 +395,7 @@ async fn run_scenario(ops: Vec<Op>, parallel: usize) {
                 }
                 Op::Refresh(gone, edited) => {
                     let live: Vec<(String, String)> = (h.snapshot.live_resources())
-                        .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
+                        .filter(|r| r.custom && is_counted(&r.ty))
                         .map(|r| (r.urn.name().to_owned(), r.id.clone()))
                         .collect();
                     let pick = |i: usize| live.get(i % live.len().max(1)).cloned();
@@ -333,6 +418,7 @@ async fn run_scenario(ops: Vec<Op>, parallel: usize) {
                 }
             }
             h.snapshot.verify_integrity().unwrap();
+            assert_rooted(&h);
         }
     }
 }
@@ -387,6 +473,7 @@ fn s(
         fails: false,
         dbr,
         diff_yields: 0,
+        parent: None,
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod limit;
 mod node;
+mod root;
 mod scheduler;
 mod start;
 mod unclaimed;
@@ -24,7 +25,7 @@ use crate::provider_step::reference;
 use crate::snapshot::{PendingKind, Snapshot};
 use crate::step::StepContext;
 use crate::target::TargetSet;
-use crate::urn::{Urn, provided_package};
+use crate::urn::{Urn, provided_package, stack_urn};
 use crate::value::{PropertyMap, Value};
 
 /// How a deployment runs.
@@ -77,6 +78,7 @@ pub async fn run(
 ) -> Outcome {
     let started = Instant::now();
     let mut errors = Vec::new();
+    let old_outputs = base.outputs().clone();
     if let Err(e) = drop_interrupted(&base, recorder.as_ref(), &events).await {
         errors.push(e.to_string());
     }
@@ -133,17 +135,26 @@ pub async fn run(
             "cancelled: steps in flight finished and were recorded; no new step started".into(),
         );
     }
-    let outputs = scheduler.stack_outputs.take().unwrap_or_default();
-    if errors.is_empty() && !ctx.preview {
-        let outputs = outputs.clone();
-        if let Err(e) = ctx
-            .record_entry(JournalEntry::StackOutputs { outputs })
-            .await
-        {
+    // The stack's outputs are its root's: the ones the program registered, or none.
+    let outputs = match scheduler.stack_outputs.take() {
+        Some(outputs) => outputs,
+        // A targeted destroy keeps the root, and with it the outputs.
+        None if !scheduler.has_root && scheduler.options.targets.is_some() => old_outputs.clone(),
+        None => PropertyMap::new(),
+    };
+    if scheduler.has_root && errors.is_empty() && !ctx.preview {
+        let entry = JournalEntry::ComponentOutputs {
+            urn: stack_urn(&scheduler.options.project, &scheduler.options.stack),
+            outputs: outputs.clone(),
+        };
+        if let Err(e) = ctx.record_entry(entry).await {
             errors.push(e.to_string());
         }
     }
-    events.emit(Event::Outputs(outputs.clone()));
+    events.emit(Event::Outputs {
+        old: old_outputs,
+        new: outputs.clone(),
+    });
     let snapshot = match recorder {
         Some(recorder) => match recorder.finish().await {
             Ok(snapshot) => Some(snapshot),

@@ -20,6 +20,8 @@ pub(super) struct Resolved {
     pub(super) dependencies: Vec<Urn>,
     /// The resource's step replaced it (create-before-delete or delete-before-replace).
     pub(super) replaced: bool,
+    /// The resource does not exist: not targeted, it was not created.
+    pub(super) absent: bool,
 }
 
 pub(super) enum Slot {
@@ -92,6 +94,19 @@ pub(super) fn resolved_value(value: Value, dependencies: Vec<Urn>) -> Resolved {
         urn: None,
         dependencies,
         replaced: false,
+        absent: false,
+    }
+}
+
+/// What an untargeted resource that was not created makes known: nothing.
+pub(super) fn absent(urn: Urn) -> Resolved {
+    Resolved {
+        value: Value::Unknown,
+        id: Value::Unknown,
+        urn: Some(urn),
+        dependencies: Vec::new(),
+        replaced: false,
+        absent: true,
     }
 }
 

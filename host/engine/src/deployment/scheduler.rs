@@ -27,6 +27,8 @@ pub(super) struct Scheduler {
     pub(super) replaced: Vec<usize>,
     /// Handles of the default provider resources registered so far, by package.
     pub(super) default_providers: HashMap<String, u64>,
+    /// The root resource was registered: registrations without a parent are its children.
+    pub(super) has_root: bool,
     pub(super) stack_outputs: Option<PropertyMap>,
     pub(super) errors: Vec<String>,
     /// The errors recorded so far, to record each once.
@@ -56,6 +58,7 @@ impl Scheduler {
             registered: HashSet::new(),
             replaced: Vec::new(),
             default_providers: HashMap::new(),
+            has_root: false,
             stack_outputs: None,
             errors: Vec::new(),
             seen_errors: HashSet::new(),
@@ -75,6 +78,9 @@ impl Scheduler {
     ) {
         // The program runs in its own task, one call at a time: its body, then apply closures
         // as their inputs resolve. It never waits for the engine, nor the engine for it.
+        if program.registers_root() {
+            self.register_root();
+        }
         let (resume_tx, mut resumes) = mpsc::unbounded_channel::<ResumeRequest>();
         self.resume_tx = Some(resume_tx);
         let done = self.completions_tx.clone();
@@ -129,6 +135,9 @@ impl Scheduler {
                 if request.custom && request.options.provider.is_none() {
                     request.options.provider = self.default_provider(&request.ty);
                 }
+                if request.options.parent.is_none() {
+                    request.options.parent = self.implicit_parent(&request.ty);
+                }
                 let mut refs = Vec::new();
                 request
                     .inputs
@@ -145,9 +154,12 @@ impl Scheduler {
                 name,
                 id,
                 inputs,
-                options,
+                mut options,
             } => {
                 let provider = options.provider.or_else(|| self.default_provider(&ty));
+                if options.parent.is_none() {
+                    options.parent = self.implicit_parent(&ty);
+                }
                 let mut refs = Vec::new();
                 inputs.values().for_each(|v| collect_handles(v, &mut refs));
                 refs.extend(options.parent);
@@ -172,6 +184,7 @@ impl Scheduler {
                 self.add_node(Some(handle), Work::Apply(inputs), refs);
             }
             Registration::Outputs { handle, outputs } => {
+                let handle = self.outputs_target(handle);
                 let mut refs = Vec::new();
                 outputs.values().for_each(|v| collect_handles(v, &mut refs));
                 refs.extend(handle);
@@ -335,6 +348,7 @@ impl Scheduler {
                         urn: Some(urn),
                         dependencies,
                         replaced: result.replaced.is_some(),
+                        absent: result.absent,
                     },
                 );
             }

@@ -2,7 +2,9 @@
 //! registration into a step on its own task.
 
 use super::node::*;
+use super::root::ROOT_HANDLE;
 use super::scheduler::Scheduler;
+use crate::events::{Event, Severity};
 use crate::journal::JournalEntry;
 use crate::provider_step::reference;
 use crate::step::{ProviderBinding, ResourceStep};
@@ -80,6 +82,11 @@ impl Scheduler {
         }
     }
 
+    /// Whether the resource registered as `handle` does not exist (an untargeted create).
+    fn is_absent(&self, handle: u64) -> bool {
+        matches!(self.slots.get(&handle), Some(Slot::Resolved(r)) if r.absent)
+    }
+
     pub(super) fn handle_dependencies(&self, handle: u64) -> Vec<Urn> {
         match self.slots.get(&handle) {
             Some(Slot::Resolved(r)) => r.dependencies.clone(),
@@ -109,7 +116,7 @@ impl Scheduler {
                 let inputs = self.substitute_map(inputs, &mut deps);
                 let parent_type = parent
                     .and_then(|p| self.handle_urn(p))
-                    .map(|u| u.qualified_type().to_owned());
+                    .and_then(|u| u.type_for_children().map(str::to_owned));
                 let urn = Urn::new(
                     &self.options.stack,
                     &self.options.project,
@@ -172,9 +179,20 @@ impl Scheduler {
                 let mut deps = Vec::new();
                 let outputs = self.substitute_map(outputs, &mut deps);
                 match target.and_then(|h| self.handle_urn(h)) {
-                    None if target.is_none() => self.stack_outputs = Some(outputs),
+                    // The root's outputs are the stack's: recorded once the program is done.
+                    _ if target == Some(ROOT_HANDLE) => self.stack_outputs = Some(outputs),
+                    // Not targeted, so not created: it has no state to hold them.
+                    _ if target.is_some_and(|h| self.is_absent(h)) => {}
                     None => {}
                     Some(urn) => {
+                        let old = (self.ctx.base_live.get(&urn))
+                            .map(|&i| self.ctx.base[i].outputs.clone())
+                            .unwrap_or_default();
+                        self.events.emit(Event::ComponentOutputs {
+                            urn: urn.clone(),
+                            old,
+                            new: outputs.clone(),
+                        });
                         if self.ctx.preview {
                             return;
                         }
@@ -210,10 +228,11 @@ impl Scheduler {
                 format!("{}: its parent is not a resource", request.name),
             );
         }
+
         let urn = Urn::new(
             &self.options.stack,
             &self.options.project,
-            parent.as_ref().map(|p| p.qualified_type()),
+            parent.as_ref().and_then(|p| p.type_for_children()),
             &request.ty,
             &request.name,
         );
@@ -251,6 +270,25 @@ impl Scheduler {
         }
         dependencies.retain(|d| Some(d) != parent.as_ref() && *d != urn);
         dedup_in_order(&mut dependencies);
+        // A parent that was not created (not targeted) cannot have children: a targeted child
+        // fails, naming it; an untargeted one is not created either.
+        if let (Some(parent), Some(handle)) = (&parent, request.options.parent)
+            && self.is_absent(handle)
+        {
+            let predecessors = std::iter::once(parent).chain(&dependencies);
+            if (self.ctx.targets.as_ref()).is_some_and(|t| t.includes(&urn, predecessors)) {
+                return self.fail(
+                    index,
+                    format!(
+                        "{urn}: its parent {parent} does not exist (not targeted, so not \
+                         created); target it too"
+                    ),
+                );
+            }
+            self.events
+                .diagnostic(Some(&urn), Severity::Info, "not targeted: not created");
+            return self.resolve(index, absent(urn));
+        }
         let step = ResourceStep {
             urn: urn.clone(),
             request,

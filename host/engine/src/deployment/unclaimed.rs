@@ -8,7 +8,7 @@ use tokio::task::JoinSet;
 use super::Scheduler;
 use crate::events::{Severity, StepOp};
 use crate::step::StepError;
-use crate::urn::Urn;
+use crate::urn::{Urn, is_stack_type};
 
 impl Scheduler {
     /// Deletes base resources the program did not declare and those it replaced, each after
@@ -85,6 +85,15 @@ impl Scheduler {
                         blockers[target] += 1;
                         unblocks[slot].push(target);
                     }
+                }
+            }
+        }
+        // The stack's root goes last, after every other delete, provider resources included.
+        if let Some(root) = (doomed.iter()).position(|(i, _)| is_stack_type(&base[*i].ty)) {
+            for slot in (0..doomed.len()).filter(|&s| s != root) {
+                if !unblocks[slot].contains(&root) {
+                    blockers[root] += 1;
+                    unblocks[slot].push(root);
                 }
             }
         }

@@ -24,7 +24,6 @@ pub(super) enum Undo {
     /// A URN was added to the forgotten ones.
     Forgotten(Urn),
     ComponentOutputs(usize, PropertyMap),
-    StackOutputs(PropertyMap),
     /// A carried pending operation was resolved (removed at this index).
     ResolvedPending(usize, PendingOperation),
 }
@@ -95,7 +94,6 @@ impl JournalState {
                 self.forgotten.remove(&urn);
             }
             Undo::ComponentOutputs(i, outputs) => self.recorded[i].outputs = outputs,
-            Undo::StackOutputs(outputs) => self.outputs = outputs,
             Undo::ResolvedPending(at, op) => self.carried_pending.insert(at, op),
         }
     }
@@ -152,11 +150,6 @@ impl JournalState {
     pub(super) fn set_component_outputs(&mut self, i: usize, outputs: PropertyMap) {
         let previous = std::mem::replace(&mut self.recorded[i].outputs, outputs);
         self.undo.push(Undo::ComponentOutputs(i, previous));
-    }
-
-    pub(super) fn set_stack_outputs(&mut self, outputs: PropertyMap) {
-        let previous = std::mem::replace(&mut self.outputs, outputs);
-        self.undo.push(Undo::StackOutputs(previous));
     }
 
     pub(super) fn resolve_carried_pending(&mut self, at: usize) {

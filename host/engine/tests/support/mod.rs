@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use plinth_engine::deployment::{self, Options, Outcome};
-use plinth_engine::events::EventSink;
+use plinth_engine::events::{Event, EventSink};
 use plinth_engine::journal::{
     JournalEntry, PersistError, Persister, SnapshotError, SnapshotManager, replay,
 };
@@ -16,7 +16,7 @@ use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest, Re
 use plinth_engine::provider::*;
 use plinth_engine::refresh::{self, RefreshOptions, RefreshOutcome};
 use plinth_engine::snapshot::Snapshot;
-use plinth_engine::urn::{PROVIDER_TYPE_PREFIX, Urn};
+use plinth_engine::urn::{Urn, is_counted};
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -314,6 +314,12 @@ pub struct Decl {
     pub ty: Option<&'static str>,
     /// An earlier declaration of a provider resource that manages this one.
     pub provider: Option<&'static str>,
+    /// A component resource (registered with `custom` false): it only groups its children.
+    pub component: bool,
+    /// Outputs it registers (`register_outputs`) once registered: a component's.
+    pub outputs: Vec<(&'static str, Input)>,
+    /// Stack outputs this declaration adds.
+    pub exports: Vec<(&'static str, Input)>,
 }
 
 #[derive(Clone)]
@@ -333,7 +339,18 @@ pub fn decl(name: &'static str) -> Decl {
         options: ResourceOptions::default(),
         ty: None,
         provider: None,
+        component: false,
+        outputs: vec![],
+        exports: vec![],
     }
+}
+
+/// A component resource of type `fake:Group`.
+pub fn component(name: &'static str) -> Decl {
+    let mut d = decl(name);
+    d.ty = Some("fake:Group");
+    d.component = true;
+    d
 }
 
 /// A provider resource for the fake package, configured with `config`.
@@ -353,6 +370,20 @@ impl Decl {
     }
     pub fn from(mut self, key: &'static str, other: &'static str) -> Decl {
         self.inputs.push((key, Input::Out(other)));
+        self
+    }
+    pub fn parent(mut self, parent: &'static str) -> Decl {
+        self.parent = Some(parent);
+        self
+    }
+    /// Registers output `key` of this (component) resource.
+    pub fn output(mut self, key: &'static str, value: impl Into<Value>) -> Decl {
+        self.outputs.push((key, Input::Value(value.into())));
+        self
+    }
+    /// Adds stack output `key`.
+    pub fn export(mut self, key: &'static str, value: Input) -> Decl {
+        self.exports.push((key, value));
         self
     }
 }
@@ -375,18 +406,20 @@ fn out_ref(handle: u64) -> Value {
 impl Program for ScriptProgram {
     async fn run(&mut self, monitor: &Monitor) -> Result<(), ProgramError> {
         let mut handles: HashMap<&str, u64> = HashMap::new();
+        let mut exports = PropertyMap::new();
         for d in &self.decls {
-            let inputs = d
-                .inputs
-                .iter()
-                .map(|(k, v)| {
-                    let v = match v {
-                        Input::Value(v) => v.clone(),
-                        Input::Out(other) => out_ref(handles[other]),
-                    };
-                    (k.to_string(), v)
-                })
-                .collect();
+            let values = |list: &[(&str, Input)], handles: &HashMap<&str, u64>| -> PropertyMap {
+                list.iter()
+                    .map(|(k, v)| {
+                        let v = match v {
+                            Input::Value(v) => v.clone(),
+                            Input::Out(other) => out_ref(handles[other]),
+                        };
+                        (k.to_string(), v)
+                    })
+                    .collect()
+            };
+            let inputs = values(&d.inputs, &handles);
             let options = ResourceOptions {
                 depends_on: d.depends_on.iter().map(|o| handles[o]).collect(),
                 parent: d.parent.map(|p| handles[p]),
@@ -397,13 +430,17 @@ impl Program for ScriptProgram {
             let h = monitor.register_resource(RegisterRequest {
                 ty: d.ty.unwrap_or("fake:Thing").into(),
                 name: d.name.into(),
-                custom: true,
+                custom: !d.component,
                 inputs,
                 options,
             });
             handles.insert(d.name, h);
+            if !d.outputs.is_empty() {
+                monitor.register_outputs(Some(h), values(&d.outputs, &handles));
+            }
+            exports.extend(values(&d.exports, &handles));
         }
-        let mut outputs = PropertyMap::new();
+        let mut outputs = exports;
         if let Some(first) = self.decls.first() {
             let apply = monitor.register_apply(vec![out_ref(handles[first.name])]);
             outputs.insert(
@@ -467,6 +504,8 @@ pub struct Harness {
     pub checks: Arc<Mutex<usize>>,
     /// Cancels the runs (a fresh token each `Harness::new`).
     pub cancel: CancellationToken,
+    /// The events of the last deployment, in order.
+    pub events: Vec<Event>,
 }
 
 impl Default for Harness {
@@ -483,6 +522,7 @@ impl Harness {
             snapshot: Snapshot::default(),
             checks: Arc::new(Mutex::new(0)),
             cancel: CancellationToken::new(),
+            events: Vec::new(),
         }
     }
 
@@ -516,16 +556,21 @@ impl Harness {
             parallel: self.parallel,
             ..options
         };
+        let (events, mut received) = EventSink::new();
         let outcome = deployment::run(
             options,
             self.snapshot.clone(),
             program,
             Arc::new(FakeProviders(self.provider.clone())),
             recorder,
-            EventSink::discard(),
+            events,
             self.cancel.clone(),
         )
         .await;
+        self.events.clear();
+        while let Ok(event) = received.try_recv() {
+            self.events.push(event);
+        }
         if let Some(snapshot) = saved.lock().unwrap().take() {
             snapshot.verify_integrity().unwrap();
             self.snapshot = snapshot;
@@ -607,7 +652,7 @@ impl Harness {
         self.snapshot
             .resources
             .iter()
-            .filter(|r| !r.ty.starts_with(PROVIDER_TYPE_PREFIX))
+            .filter(|r| is_counted(&r.ty))
             .map(|r| format!("{}{}", r.urn.name(), if r.delete { "(delete)" } else { "" }))
             .collect()
     }

@@ -1,0 +1,204 @@
+//! Reading checkpoints of an older schema this plinth still understands, and bringing them to
+//! the current one. Only the next update writes the upgraded checkpoint back, so reading a
+//! stack never changes its files.
+//!
+//! Schema 1 kept the stack's outputs beside the resources and had no root resource; schema 2
+//! gives every stack a root (`plinth:plinth:Stack`) that holds the outputs and parents every
+//! resource registered without a parent.
+
+use std::path::Path;
+
+use plinth_engine::snapshot::Snapshot;
+use plinth_engine::value::PropertyMap;
+use serde::Deserialize;
+
+use crate::checkpoint::{Checkpoint, SCHEMA_VERSION};
+use crate::error::BackendError;
+use crate::secrets::{CodecError, Crypter, from_sealed_json};
+
+/// The oldest schema this plinth upgrades on load.
+pub const OLDEST_UPGRADED_SCHEMA: u32 = 1;
+
+/// A checkpoint as its file holds it, before any upgrade.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    pub checkpoint: Checkpoint,
+    /// The stack outputs of a schema-1 file, kept beside the resources; `None` for a file of
+    /// the current schema.
+    pub legacy_outputs: Option<PropertyMap>,
+}
+
+/// The part of a schema-1 checkpoint the current schema keeps elsewhere.
+#[derive(Deserialize)]
+struct SchemaOne {
+    snapshot: SchemaOneSnapshot,
+}
+
+#[derive(Deserialize)]
+struct SchemaOneSnapshot {
+    #[serde(default)]
+    outputs: PropertyMap,
+}
+
+/// A journal entry only a schema-1 plinth writes: the stack's outputs.
+#[derive(Deserialize)]
+#[serde(tag = "entry", rename_all = "kebab-case")]
+pub(crate) enum SchemaOneEntry {
+    StackOutputs { outputs: PropertyMap },
+}
+
+impl Decoded {
+    /// Reads the stack outputs of a schema-1 file, which the checkpoint itself ignores.
+    pub fn schema_one(
+        checkpoint: Checkpoint,
+        bytes: &[u8],
+        crypter: &dyn Crypter,
+        path: &Path,
+    ) -> Result<Decoded, BackendError> {
+        let one: SchemaOne = from_sealed_json(bytes, crypter).map_err(|e| match e {
+            CodecError::Json(e) => BackendError::Corrupt {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            },
+            CodecError::Secrets(e) => e.into(),
+        })?;
+        Ok(Decoded {
+            checkpoint,
+            legacy_outputs: Some(one.snapshot.outputs),
+        })
+    }
+
+    /// The checkpoint in the current schema, with `snapshot` (this checkpoint's, or what a
+    /// journal made of it) in place of its own; `journal_outputs` are stack outputs a
+    /// schema-1 journal recorded after the checkpoint.
+    pub fn upgrade(self, snapshot: Snapshot, journal_outputs: Option<PropertyMap>) -> Checkpoint {
+        let mut checkpoint = Checkpoint {
+            snapshot,
+            ..self.checkpoint
+        };
+        if let Some(outputs) = journal_outputs.or(self.legacy_outputs) {
+            let (project, stack) = (checkpoint.project.clone(), checkpoint.stack.clone());
+            checkpoint.snapshot.adopt_root(&project, &stack, outputs);
+        }
+        checkpoint.version = SCHEMA_VERSION;
+        checkpoint
+    }
+
+    /// [`upgrade`](Self::upgrade) of the checkpoint's own snapshot.
+    pub fn upgraded(self) -> Checkpoint {
+        let snapshot = self.checkpoint.snapshot.clone();
+        self.upgrade(snapshot, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plinth_engine::names::{ProjectName, StackName};
+    use plinth_engine::urn::{STACK_TYPE, Urn, stack_urn};
+    use sha2::{Digest, Sha256};
+
+    use crate::{BackendError, LocalBackend};
+
+    /// A checkpoint of schema 1 written by plinth before stacks had roots.
+    const FIXTURE: &str = include_str!("../../../tests/e2e/fixtures/schema-1/legacy.json");
+
+    fn scenario() -> (ProjectName, StackName) {
+        (
+            ProjectName::new("scenario").unwrap(),
+            StackName::new("legacy").unwrap(),
+        )
+    }
+
+    /// A state directory holding `checkpoint` as stack `legacy` of project `scenario`.
+    fn state_with(checkpoint: &str) -> (tempfile::TempDir, LocalBackend, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let stacks = dir.path().join("stacks/scenario");
+        std::fs::create_dir_all(&stacks).unwrap();
+        let path = stacks.join("legacy.json");
+        std::fs::write(&path, checkpoint).unwrap();
+        let backend = LocalBackend::from_url(Some(&format!("file://{}", dir.path().display())));
+        (dir, backend.unwrap(), path)
+    }
+
+    #[test]
+    fn a_schema_1_checkpoint_loads_with_a_root_and_its_file_is_left_as_it_was() {
+        let (_dir, backend, path) = state_with(FIXTURE);
+        let (project, stack) = scenario();
+        let snapshot = backend.load_redacted(&project, &stack).unwrap().snapshot;
+        snapshot.verify_integrity().unwrap();
+
+        let root = &snapshot.resources[0];
+        assert_eq!(root.urn, stack_urn("scenario", "legacy"));
+        assert_eq!(root.ty, STACK_TYPE);
+        let mut keys: Vec<&str> = snapshot.outputs().keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(keys, ["count", "names", "password"]);
+        // URNs are those the file holds; parents are what the next update would record.
+        let old: serde_json::Value = serde_json::from_str(FIXTURE).unwrap();
+        let old_urns: Vec<Urn> = (old["snapshot"]["resources"].as_array().unwrap().iter())
+            .map(|r| Urn::parse(r["urn"].as_str().unwrap()).unwrap())
+            .collect();
+        let urns: Vec<Urn> = snapshot.resources[1..]
+            .iter()
+            .map(|r| r.urn.clone())
+            .collect();
+        assert_eq!(urns, old_urns);
+        for r in &snapshot.resources[1..] {
+            let parent = r.parent.as_ref().map(|p| p.name());
+            let expected = match (r.ty.as_str(), r.urn.name()) {
+                (t, _) if t.starts_with("plinth:providers:") => None,
+                ("testkit:Echo", _) => Some("grp"),
+                _ => Some("scenario-legacy"),
+            };
+            assert_eq!(parent, expected, "{}", r.urn);
+        }
+        // Reading never writes: only the next update writes the upgraded checkpoint.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), FIXTURE);
+    }
+
+    #[test]
+    fn a_schema_1_journal_is_replayed_before_the_upgrade_and_its_outputs_land_on_the_root() {
+        let (_dir, backend, path) = state_with(FIXTURE);
+        let (project, stack) = scenario();
+        let digest = format!("sha256:{:x}", Sha256::digest(FIXTURE.as_bytes()));
+        // What an interrupted schema-1 update left: the first resource carried over, then the
+        // stack's outputs.
+        let journal = format!(
+            "{{\"base\":\"{digest}\"}}\n{{\"entry\":\"same\",\"old\":0}}\n\
+             {{\"entry\":\"stack-outputs\",\"outputs\":{{\"count\":3.0}}}}\n"
+        );
+        std::fs::write(path.with_extension("journal"), journal).unwrap();
+        let loaded = backend.load_redacted(&project, &stack).unwrap();
+        assert!(loaded.recovered);
+        let snapshot = loaded.snapshot;
+        snapshot.verify_integrity().unwrap();
+        assert_eq!(snapshot.resources[0].ty, STACK_TYPE);
+        assert_eq!(snapshot.outputs().keys().collect::<Vec<_>>(), ["count"]);
+        assert_eq!(snapshot.resources.len(), 7);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_naming_its_version() {
+        let newer = FIXTURE.replace("\"version\": 1\n", "\"version\": 3\n");
+        assert_ne!(newer, FIXTURE);
+        let (_dir, backend, _) = state_with(&newer);
+        let (project, stack) = scenario();
+        let error = backend.load_redacted(&project, &stack).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                BackendError::NewerSchema {
+                    found: 3,
+                    supported: 2,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let message = error.to_string();
+        assert!(
+            message.contains("schema 3") && message.contains("upgrade plinth"),
+            "{message}"
+        );
+    }
+}
