@@ -437,16 +437,19 @@ fn a_changed_generated_sdk_rebuilds_the_program() {
             &random.display().to_string(),
         )
     });
-    // The SDK copied beside the project, so that the test can change it.
-    let sdk = project.path().join("sdk");
+    // A copy of the SDK outside the project (whose own files are part of the key anyway), so
+    // that the test can change it.
+    let outside = tempfile::tempdir().unwrap();
+    let sdk = outside.path().join("random-ts");
     copy_dir(&repo_root().join("sdks/random/ts"), &sdk);
     let manifest = project.path().join("package.json");
     let text = std::fs::read_to_string(&manifest).unwrap();
+    let dependency = format!("file:{}", sdk.display());
     let text = text.replace(
         &format!("file:{}", repo_root().join("sdks/random/ts").display()),
-        "file:./sdk",
+        &dependency,
     );
-    assert!(text.contains("file:./sdk"), "{text}");
+    assert!(text.contains(&dependency), "{text}");
     std::fs::write(&manifest, text).unwrap();
     let env = Env::in_dir(project.path().to_owned(), "dev");
     building(|| env.ok(&["preview"]));
@@ -456,7 +459,9 @@ fn a_changed_generated_sdk_rebuilds_the_program() {
 
     let index = sdk.join("index.ts");
     let code = std::fs::read_to_string(&index).unwrap();
-    std::fs::write(&index, code + "// changed\n").unwrap();
+    // A change no earlier run made (the build cache outlives the test's directory).
+    let change = format!("// changed in {}\n", project.path().display());
+    std::fs::write(&index, code + &change).unwrap();
     let changed = building(|| env.command(&["preview"]).output().unwrap());
     assert!(changed.status.success());
     let stderr = String::from_utf8_lossy(&changed.stderr);
