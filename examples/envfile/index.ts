@@ -10,10 +10,14 @@
 //   plinth config set replicas 3 && plinth up    # the file is rewritten in place
 //   plinth refresh                               # shows edits made to the file out of band
 //   plinth destroy
+//
+// `File` comes from the SDK generated from the Python provider's schema
+// (`plinth gen-sdk ../../plugins/envfile --lang ts`, in sdks/envfile/ts): typed in TypeScript.
 import type { Context } from "@plinth/sdk";
+import { File } from "@plinth/envfile";
 
 export default function main(ctx: Context): void {
-  const env = ctx.resource("envfile:File", "app", {
+  const env = new File(ctx, "app", {
     path: `${ctx.stack}/app.env`,
     vars: {
       APP_NAME: ctx.config("name") ?? "demo",
@@ -21,6 +25,6 @@ export default function main(ctx: Context): void {
     },
     secrets: { DB_PASSWORD: ctx.requireSecretConfig("db_password") },
   });
-  ctx.export("path", env.output("path"));
-  ctx.export("lines", env.output("lines"));
+  ctx.export("path", env.path);
+  ctx.export("lines", env.lines);
 }

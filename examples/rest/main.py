@@ -12,9 +12,13 @@ Plinth.yaml), then:
     plinth config set replicas 3 && plinth up    # updated in place
     plinth refresh                               # shows edits made to the document out of band
     plinth destroy
+
+`Object` comes from the SDK generated from the TypeScript provider's schema
+(`plinth gen-sdk ../../plugins/rest --lang python`, in sdks/rest/python): typed in Python.
 """
 
 from plinth import Context
+from plinth_rest import Object
 
 
 def main(ctx: Context) -> None:
@@ -22,9 +26,7 @@ def main(ctx: Context) -> None:
     replicas = ctx.config_int("replicas", 1)
     # A secret stays one through the TypeScript provider: the document's data in state is sealed.
     password = ctx.require_secret_config("password")
-    settings = ctx.resource("rest:Object", "settings", {
-        "path": f"apps/{name}",
-        "data": {"name": name, "replicas": replicas, "password": password},
-    })
-    ctx.export("url", settings.output("url"))
-    ctx.export("data", settings.output("data"))
+    settings = Object(ctx, "settings", path=f"apps/{name}",
+                      data={"name": name, "replicas": replicas, "password": password})
+    ctx.export("url", settings.url)
+    ctx.export("data", settings.data)

@@ -11,33 +11,52 @@ use crate::support::{ConfigCleanup, Env, guest, repo_root};
 fn committed_sdks_are_up_to_date() {
     let env = Env::scenario();
     let root = repo_root();
-    let sdk_path = root.join("sdk-guest");
-    for (package, sdk) in [
-        ("plinth-random", "sdks/random"),
-        ("plinth-file", "sdks/file"),
-        ("plinth-kv", "sdks/kv"),
-        ("plinth-shapes", "tests/sdks/shapes"),
-    ] {
-        let out = root.join(sdk).join("rust");
-        let wasm = guest(package);
-        let args = [
-            "gen-sdk",
-            wasm.to_str().unwrap(),
-            "--lang",
-            "rust",
-            "--out",
-            out.to_str().unwrap(),
-            "--sdk-path",
-            sdk_path.to_str().unwrap(),
-            "--check",
-        ];
-        let output = env.run(&args);
-        assert!(
-            output.status.success(),
-            "{sdk}/rust is out of date: run `plinth gen-sdk {} --lang rust --out {sdk}/rust --sdk-path sdk-guest`\n{}",
-            wasm.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
+    // Rust providers by their built component; the TypeScript and Python ones by their
+    // source directory, which plinth builds (once: the build cache keeps it).
+    let providers = [
+        (guest("plinth-random"), "sdks/random"),
+        (guest("plinth-file"), "sdks/file"),
+        (guest("plinth-kv"), "sdks/kv"),
+        (guest("plinth-shapes"), "tests/sdks/shapes"),
+        (root.join("plugins/rest"), "sdks/rest"),
+        (root.join("plugins/envfile"), "sdks/envfile"),
+    ];
+    for (wasm, sdk) in providers {
+        // Each language's SDK, and the plinth SDK it depends on by path (Python's needs none).
+        for (lang, sdk_path) in [
+            ("rust", Some("sdk-guest")),
+            ("ts", Some("sdk-guest/js")),
+            ("python", None),
+        ] {
+            let out = root.join(sdk).join(lang);
+            let mut args = vec![
+                "gen-sdk".to_owned(),
+                wasm.display().to_string(),
+                "--lang".to_owned(),
+                lang.to_owned(),
+                "--out".to_owned(),
+                out.display().to_string(),
+                "--check".to_owned(),
+            ];
+            let mut regenerate = format!(
+                "plinth gen-sdk {} --lang {lang} --out {sdk}/{lang}",
+                wasm.display()
+            );
+            if let Some(path) = sdk_path {
+                args.extend([
+                    "--sdk-path".to_owned(),
+                    root.join(path).display().to_string(),
+                ]);
+                regenerate.push_str(&format!(" --sdk-path {path}"));
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let output = env.run(&args);
+            assert!(
+                output.status.success(),
+                "{sdk}/{lang} is out of date: run `{regenerate}`\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
     }
 }
 

@@ -30,10 +30,21 @@ fn count_line(stdout: &str) -> &str {
 }
 
 /// A copy of `examples/<name>` in a temporary directory, with `Plinth.yaml` rewritten by `edit`
-/// (plugin paths made absolute first).
+/// (plugin paths made absolute first, as are the paths to the generated SDKs it uses).
 fn example(name: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&repo_root().join("examples").join(name), dir.path());
+    for manifest in ["package.json", "pyproject.toml"] {
+        let path = dir.path().join(manifest);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let sdks = repo_root().join("sdks");
+            std::fs::write(
+                &path,
+                text.replace("../../sdks", &sdks.display().to_string()),
+            )
+            .unwrap();
+        }
+    }
     let yaml = std::fs::read_to_string(dir.path().join("Plinth.yaml")).unwrap();
     let plugins = repo_root().join("plugins");
     let yaml = yaml.replace("../../plugins", &plugins.display().to_string());
@@ -368,6 +379,119 @@ fn an_exception_in_a_program_names_its_file_and_line() {
         stderr.contains(&format!("index.ts:{line}:")),
         "line {line}:\n{stderr}"
     );
+}
+
+/// examples/hello-ts and examples/hello-py, on the TypeScript and Python SDKs generated from
+/// the `random` provider's schema (sdks/random), go up against the real provider: typed
+/// classes register the resources with the provider's own input names, typed outputs flow into
+/// inputs and stack outputs, and the password stays a secret.
+#[test]
+fn hello_ts_and_hello_py_go_up_on_generated_sdks() {
+    let random = guest("plinth-random");
+    for name in ["hello-ts", "hello-py"] {
+        let project = example(name, |yaml| {
+            yaml.replace(
+                &format!("{}/random", repo_root().join("plugins").display()),
+                &random.display().to_string(),
+            )
+        });
+        let env = Env::in_dir(project.path().to_owned(), "dev");
+        let out = building(|| env.ok(&["up", "--yes"]));
+        assert!(count_line(&out).contains("4 created"), "{name}: {out}");
+        let outputs: serde_json::Value =
+            serde_json::from_str(&env.ok(&["stack", "output", "--json"])).unwrap();
+        let port = outputs["port"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{name}: {outputs}"));
+        assert!((8000..=8999).contains(&port), "{name}: {outputs}");
+        assert_eq!(outputs["password"], "[secret]", "{name}");
+        let greeting = outputs["greeting"].as_str().unwrap();
+        let pet = greeting
+            .strip_prefix("Hello, ")
+            .and_then(|g| g.strip_suffix('!'));
+        let pet = pet.unwrap_or_else(|| panic!("{name}: {outputs}"));
+        let hostname = outputs["hostname"].as_str().unwrap();
+        let suffix = hostname.strip_prefix(&format!("{pet}-"));
+        assert_eq!(suffix.map(str::len), Some(6), "{name}: {outputs}");
+        // The SDK's camelCase and keyword arguments reach the provider by its own names.
+        let state = env.export();
+        let password = (state["snapshot"]["resources"].as_array().unwrap().iter())
+            .find(|r| r["urn"].as_str().unwrap().ends_with("::password"))
+            .unwrap();
+        assert_eq!(password["inputs"]["min_special"], 2, "{name}: {password}");
+        assert_eq!(password["inputs"]["length"], 20, "{name}: {password}");
+        // Unchanged, a second run changes nothing.
+        let out = env.ok(&["up", "--yes"]);
+        assert!(count_line(&out).contains("no changes"), "{name}: {out}");
+    }
+}
+
+/// A generated SDK a program depends on by path is part of its build: changing the SDK
+/// rebuilds the program, an unchanged one is taken from the cache.
+#[test]
+fn a_changed_generated_sdk_rebuilds_the_program() {
+    let random = guest("plinth-random");
+    let project = example("hello-ts", |yaml| {
+        yaml.replace(
+            &format!("{}/random", repo_root().join("plugins").display()),
+            &random.display().to_string(),
+        )
+    });
+    // A copy of the SDK outside the project (whose own files are part of the key anyway), so
+    // that the test can change it.
+    let outside = tempfile::tempdir().unwrap();
+    let sdk = outside.path().join("random-ts");
+    copy_dir(&repo_root().join("sdks/random/ts"), &sdk);
+    let manifest = project.path().join("package.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let dependency = format!("file:{}", sdk.display());
+    let text = text.replace(
+        &format!("file:{}", repo_root().join("sdks/random/ts").display()),
+        &dependency,
+    );
+    assert!(text.contains(&dependency), "{text}");
+    std::fs::write(&manifest, text).unwrap();
+    let env = Env::in_dir(project.path().to_owned(), "dev");
+    building(|| env.ok(&["preview"]));
+    let unchanged = env.command(&["preview"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&unchanged.stderr);
+    assert!(!stderr.contains("Building program"), "{stderr}");
+
+    let index = sdk.join("index.ts");
+    let code = std::fs::read_to_string(&index).unwrap();
+    // A change no earlier run made (the build cache outlives the test's directory).
+    let change = format!("// changed in {}\n", project.path().display());
+    std::fs::write(&index, code + &change).unwrap();
+    let changed = building(|| env.command(&["preview"]).output().unwrap());
+    assert!(changed.status.success());
+    let stderr = String::from_utf8_lossy(&changed.stderr);
+    assert!(stderr.contains("Building program"), "{stderr}");
+}
+
+/// A path dependency that is not there is one clear error naming it and how to make it.
+#[test]
+fn a_missing_generated_sdk_is_named() {
+    for (name, manifest, needle) in [
+        ("hello-ts", "package.json", "@plinth/random"),
+        ("hello-py", "pyproject.toml", "[tool.plinth] paths"),
+    ] {
+        let project = example(name, |yaml| yaml);
+        let path = project.path().join(manifest);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text.replace(
+            &repo_root().join("sdks/random").display().to_string(),
+            "../nowhere",
+        );
+        std::fs::write(&path, text).unwrap();
+        let env = Env::in_dir(project.path().to_owned(), "dev");
+        let stderr = env.fails(&["preview"]);
+        assert!(
+            stderr.contains(needle)
+                && stderr.contains("nowhere")
+                && stderr.contains("plinth gen-sdk"),
+            "{name}: {stderr}"
+        );
+    }
 }
 
 #[test]

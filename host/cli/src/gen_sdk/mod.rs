@@ -6,12 +6,14 @@
 //! types whose names are split into words, unique among their siblings and kept apart from the
 //! names the emitter's own code uses ([`Emitter::reserved`]); an [`Emitter`] cases those words
 //! its language's way, spells its keywords, and writes the files. To add a language, write an
-//! emitter (see `rust.rs`), add it to [`Lang`], and give [`model::Name`] the casing it needs
-//! (it has snake and Pascal case, what Rust uses). Unit tests of an emitter run it on
+//! emitter (see `rust.rs`, `ts.rs`, `py.rs`), add it to [`Lang`], and give [`model::Name`] the casing it needs
+//! (it has snake, camel and Pascal case). Unit tests of an emitter run it on
 //! `tests.rs`'s `kitchen_sink` schema; the e2e tests check committed SDKs with `--check`.
 
 mod model;
+mod py;
 mod rust;
+mod ts;
 
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
@@ -26,8 +28,9 @@ pub use model::{Package, Reserved};
 
 #[derive(Args)]
 pub struct GenSdkArgs {
-    /// The provider: an installed `name[@version]`, a .wasm file, or its Rust crate directory.
-    #[arg(value_name = "NAME[@VERSION] | FILE | CRATE-DIR")]
+    /// The provider: an installed `name[@version]`, a .wasm file, or its source directory (a
+    /// Rust crate, a TypeScript/JavaScript package or a Python project).
+    #[arg(value_name = "NAME[@VERSION] | FILE | SOURCE-DIR")]
     plugin: String,
     /// The language of the SDK.
     #[arg(long, value_enum)]
@@ -36,7 +39,8 @@ pub struct GenSdkArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// The plinth SDK of the language to depend on by path (for Rust, the `plinth-sdk` crate's
-    /// directory); by default the SDK is a versioned dependency.
+    /// directory; for TypeScript, `sdk-guest/js`); by default the SDK is a versioned
+    /// dependency. A Python SDK needs none: plinth provides `plinth` when it builds a program.
     #[arg(long, value_name = "DIR")]
     sdk_path: Option<PathBuf>,
     /// Write nothing; fail if the files in the output directory differ from what would be
@@ -49,18 +53,27 @@ pub struct GenSdkArgs {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Lang {
     Rust,
+    /// TypeScript (and JavaScript, through the same package).
+    #[value(alias = "typescript")]
+    Ts,
+    #[value(alias = "py")]
+    Python,
 }
 
 impl Lang {
     fn emitter(self) -> &'static dyn Emitter {
         match self {
             Lang::Rust => &rust::RustEmitter,
+            Lang::Ts => &ts::TsEmitter,
+            Lang::Python => &py::PyEmitter,
         }
     }
 
     fn dir_name(self) -> &'static str {
         match self {
             Lang::Rust => "rust",
+            Lang::Ts => "ts",
+            Lang::Python => "python",
         }
     }
 }

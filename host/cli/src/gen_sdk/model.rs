@@ -49,6 +49,13 @@ impl Name {
         self.words.join("_")
     }
 
+    /// `minUpper`.
+    pub fn camel(&self) -> String {
+        let mut words = self.words.iter();
+        let first = words.next().cloned().unwrap_or_default();
+        first + &words.map(|w| capitalized(w)).collect::<String>()
+    }
+
     /// `MinUpper`.
     pub fn pascal(&self) -> String {
         self.words.iter().map(|w| capitalized(w)).collect()
@@ -74,6 +81,9 @@ pub struct Reserved {
     /// Suffixes the emitter appends to a resource's or function's type name (`Args`): a named
     /// type must not take `<Resource><Suffix>`.
     pub type_suffixes: &'static [&'static str],
+    /// Type-level names the generated module declares or imports itself (`Input`): no
+    /// resource, function or named type takes them.
+    pub type_names: &'static [&'static str],
 }
 
 /// A provider's SDK, ready to emit in any language.
@@ -174,7 +184,7 @@ impl Package {
     pub fn new(info: &ProviderInfo, reserved: Reserved) -> Package {
         let mut builder = Builder {
             reserved,
-            taken: BTreeSet::new(),
+            taken: reserved.type_names.iter().map(|n| Name::split(n)).collect(),
             objects: Vec::new(),
             object_keys: BTreeMap::new(),
             enums: Vec::new(),
@@ -291,7 +301,13 @@ impl Builder {
 
     fn function(&mut self, schema: &FunctionSchema, name: Name) -> Function {
         let owner = format!("function `{}`", schema.token);
-        let inputs = self.properties(&owner, "argument", &name, &schema.inputs, &[]);
+        let inputs = self.properties(
+            &owner,
+            "argument",
+            &name,
+            &schema.inputs,
+            self.reserved.input_names,
+        );
         let output = self.type_ref(&name.with("result"), &schema.output);
         Function {
             token: schema.token.clone(),
@@ -523,6 +539,7 @@ mod tests {
         input_names: &["register"],
         output_names: &["id", "urn"],
         type_suffixes: &["Args"],
+        type_names: &[],
     };
 
     fn prop(name: &str, ty: PropertyType) -> PropertySchema {
@@ -551,8 +568,8 @@ mod tests {
         for text in ["minUpper", "min_upper", "min-upper", "MinUpper"] {
             let name = Name::split(text);
             assert_eq!(
-                (name.snake(), name.pascal()),
-                ("min_upper".into(), "MinUpper".into()),
+                (name.snake(), name.pascal(), name.camel()),
+                ("min_upper".into(), "MinUpper".into(), "minUpper".into()),
                 "{text}"
             );
         }

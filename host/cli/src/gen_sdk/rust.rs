@@ -26,6 +26,7 @@ impl Emitter for RustEmitter {
             // The handle's own methods.
             output_names: &["id", "urn", "resource", "builder", "new"],
             type_suffixes: &["Args", "Builder"],
+            type_names: &[],
         }
     }
 
@@ -625,7 +626,7 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
 }
 
 /// A property's description, with what the schema says beyond its type.
-fn property_doc(property: &Property) -> String {
+pub(super) fn property_doc(property: &Property) -> String {
     let mut doc = property.description.trim().to_owned();
     let mut facts = Vec::new();
     if let Some(default) = &property.default {

@@ -115,14 +115,26 @@ fn kitchen_sink() -> ProviderInfo {
                 ..ResourceSchema::default()
             },
         ],
-        functions: vec![FunctionSchema {
-            token: "net:lookup".into(),
-            description: "Looks a host up.".into(),
-            inputs: vec![required("host", PropertyType::String)],
-            output: PropertyType::Array {
-                items: Box::new(PropertyType::String),
+        functions: vec![
+            FunctionSchema {
+                token: "net:lookup".into(),
+                description: "Looks a host up.".into(),
+                inputs: vec![required("host", PropertyType::String)],
+                output: PropertyType::Array {
+                    items: Box::new(PropertyType::String),
+                },
             },
-        }],
+            // Keywords of TypeScript and Python as a function's and its arguments' names.
+            FunctionSchema {
+                token: "net:import".into(),
+                description: String::new(),
+                inputs: vec![
+                    required("from", PropertyType::String),
+                    prop("class", PropertyType::Integer),
+                ],
+                output: PropertyType::Boolean,
+            },
+        ],
     }
 }
 
@@ -131,6 +143,14 @@ fn library(files: &[GeneratedFile]) -> &str {
         .iter()
         .find(|f| f.path == "src/lib.rs")
         .unwrap()
+        .contents
+}
+
+fn file<'a>(files: &'a [GeneratedFile], path: &str) -> &'a str {
+    &files
+        .iter()
+        .find(|f| f.path == path)
+        .unwrap_or_else(|| panic!("no {path} among {files:?}"))
         .contents
 }
 
@@ -296,4 +316,216 @@ fn rust_code_is_rustfmt_clean() {
             context(&formatted)
         );
     }
+}
+
+fn assert_contains(code: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(code.contains(needle), "missing\n{needle}\nin:\n{code}");
+    }
+}
+
+fn typescript(info: &ProviderInfo) -> Vec<GeneratedFile> {
+    generate(info, Lang::Ts, &Options::default()).0
+}
+
+#[test]
+fn typescript_types_follow_the_schema() {
+    let files = typescript(&kitchen_sink());
+    let code = file(&files, "index.ts");
+    assert_contains(
+        code,
+        &[
+            "import * as sdk from \"@plinth/sdk\";",
+            "export type Input<T> = T | sdk.Output<T>;",
+            // Resources: a class with the token, an args interface of inputs.
+            "export class Firewall extends sdk.Resource {",
+            "static readonly TYPE = \"net:Firewall\";",
+            "constructor(ctx: sdk.Context, name: string, args: FirewallArgs, options?: sdk.ResourceOptions) {",
+            "export interface FirewallArgs {",
+            // Required inputs are required fields, optional ones optional; inputs may be
+            // outputs, down to the items of arrays and values of maps.
+            "  name: Input<string>;",
+            "  rules: Input<Array<Input<Rule>>>;",
+            "  labels?: Input<Record<string, Input<string>>>;",
+            "  retries?: Input<number>;",
+            "  ratio?: Input<number>;",
+            "  enabled?: Input<boolean>;",
+            "  extra?: Input<unknown>;",
+            // Secrets are said to be secrets.
+            "Always a secret.",
+            // Outputs are typed getters; optional ones may be undefined.
+            "get token(): sdk.Output<string> {",
+            "return this.output(\"token\");",
+            "get firstRule(): sdk.Output<Rule | undefined> {",
+            "return this.output(\"first_rule\");",
+            // camelCase in TypeScript, the provider's names on the wire.
+            "  fooBar?: Input<string>;",
+            "  fooBar2?: Input<string>;",
+            "      fooBar: args.fooBar,",
+            "      foo_bar: args.fooBar2,",
+            "      a_long_input_name_that_wraps_signatures: args.aLongInputNameThatWrapsSignatures,",
+            // Nested objects are interfaces keyed as their values travel; anonymous ones
+            // are named after where they are.
+            "export interface Rule {",
+            "  port: number;",
+            "  protocol?: RuleProtocol;",
+            "  settings?: Input<FirewallSettings>;",
+            "export interface FirewallSettings {",
+            "  mode?: FirewallSettingsMode;",
+            // Enums are string unions.
+            "export type RuleProtocol = \"tcp\" | \"udp\";",
+            "export type FirewallSettingsMode = \"0644\" | \"read-only\";",
+            // Descriptions, defaults and replacement are documented.
+            "   * The firewall's name.\n   *\n   * Changing it replaces the resource.",
+            "Default: `3`.",
+            "/**\n * A firewall.\n *\n * It filters packets.",
+            // Functions are typed calls.
+            "export function lookup(ctx: sdk.Context, args: LookupArgs): Promise<Array<string>> {",
+            "return ctx.invoke<Array<string>>(\"net:lookup\", {",
+            // A resource without inputs takes no args.
+            "constructor(ctx: sdk.Context, name: string, args: EmptyArgs = {}, options?: sdk.ResourceOptions) {",
+        ],
+    );
+}
+
+#[test]
+fn typescript_keywords_and_collisions_become_valid_distinct_names() {
+    let files = typescript(&kitchen_sink());
+    let code = file(&files, "index.ts");
+    assert_contains(
+        code,
+        &[
+            // Keywords may name properties, not functions.
+            "  type?: string;",
+            "  match?: Input<string>;",
+            "  self?: Input<string>;",
+            "export function import_(ctx: sdk.Context, args: ImportArgs): Promise<boolean> {",
+            "  from: string;",
+            "  class?: number;",
+            // `Resource`'s own members are not outputs' names.
+            "get idValue(): sdk.Output<string> {",
+            "return this.output(\"id\");",
+        ],
+    );
+    // Keys that are not identifiers are quoted.
+    let mut info = kitchen_sink();
+    info.resources[0]
+        .outputs
+        .push(prop("with-dash", PropertyType::String));
+    let files = typescript(&info);
+    assert_contains(
+        file(&files, "index.ts"),
+        &["return this.output(\"with-dash\");", "get withDash()"],
+    );
+}
+
+#[test]
+fn the_typescript_package_depends_on_the_sdk_by_path_or_version() {
+    let (files, _) = generate(
+        &kitchen_sink(),
+        Lang::Ts,
+        &Options {
+            sdk_path: Some("../../../sdk-guest/js".into()),
+        },
+    );
+    let manifest: serde_json::Value = serde_json::from_str(file(&files, "package.json")).unwrap();
+    assert_eq!(manifest["name"], "@plinth/net");
+    assert_eq!(manifest["main"], "index.ts");
+    assert_eq!(
+        manifest["peerDependencies"]["@plinth/sdk"],
+        "file:../../../sdk-guest/js"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(file(&typescript(&kitchen_sink()), "package.json")).unwrap();
+    assert!(
+        (manifest["peerDependencies"]["@plinth/sdk"]
+            .as_str()
+            .unwrap())
+        .starts_with('^'),
+        "{manifest}"
+    );
+}
+
+fn python(info: &ProviderInfo) -> Vec<GeneratedFile> {
+    generate(info, Lang::Python, &Options::default()).0
+}
+
+#[test]
+fn python_types_follow_the_schema() {
+    let files = python(&kitchen_sink());
+    assert!(file(&files, "pyproject.toml").contains("name = \"plinth-net\""));
+    let code = file(&files, "plinth_net/__init__.py");
+    assert_contains(
+        code,
+        &[
+            "import plinth as sdk",
+            "__all__ = [\n    \"Input\",\n    \"FirewallSettingsMode\",\n    \"RuleProtocol\",\n    \"FirewallSettings\",\n    \"Rule\",\n    \"Empty\",\n    \"Firewall\",\n    \"import_\",\n    \"lookup\",\n]",
+            "Input = Union[_T, sdk.Output[_T]]",
+            // Resources: a class with the token; required inputs are parameters, optional
+            // ones keyword-only; inputs may be outputs, down to items and values.
+            "class Firewall(sdk.Resource):",
+            "    TYPE = \"net:Firewall\"",
+            "            self,\n            ctx: sdk.Context,\n            resource_name: str,\n            name: Input[str],\n            rules: Input[List[Input[Rule]]],\n            *,\n",
+            "            labels: Optional[Input[Dict[str, Input[str]]]] = None,",
+            "            retries: Optional[Input[int]] = None,",
+            "            ratio: Optional[Input[float]] = None,",
+            "            enabled: Optional[Input[bool]] = None,",
+            "            extra: Optional[Input[Any]] = None,",
+            "            opts: Optional[sdk.ResourceOptions] = None,\n    ) -> None:",
+            // Absent inputs are not sent; the provider's names are.
+            "inputs = _present({",
+            "            \"fooBar\": foo_bar,",
+            "            \"foo_bar\": foo_bar_2,",
+            // Secrets are said to be secrets.
+            "Always a secret.",
+            // Outputs are typed properties.
+            "    @property\n    def token(self) -> sdk.Output[str]:",
+            "    def first_rule(self) -> sdk.Output[Optional[Rule]]:",
+            "        return self.output(\"first_rule\")",
+            // Nested objects are TypedDicts keyed as their values travel, required keys
+            // marked; anonymous ones are named after where they are.
+            "Rule = TypedDict(\"Rule\", {",
+            "    \"port\": Required[int],",
+            "    \"protocol\": RuleProtocol,",
+            "    \"type\": str,",
+            "}, total=False)",
+            "FirewallSettings = TypedDict(\"FirewallSettings\", {",
+            // Enums are Literals.
+            "RuleProtocol = Literal[\"tcp\", \"udp\"]",
+            "FirewallSettingsMode = Literal[\"0644\", \"read-only\"]",
+            // Functions are typed calls.
+            "def lookup(\n        ctx: sdk.Context,\n        host: str,\n) -> List[str]:",
+            "return ctx.invoke(\"net:lookup\", _present({",
+        ],
+    );
+}
+
+#[test]
+fn python_keywords_and_collisions_become_valid_distinct_names() {
+    let files = python(&kitchen_sink());
+    let code = file(&files, "plinth_net/__init__.py");
+    assert_contains(
+        code,
+        &[
+            // Keywords get a `_`; soft keywords stay.
+            "def import_(\n        ctx: sdk.Context,\n        from_: str,\n        *,\n        class_: Optional[int] = None,\n) -> bool:",
+            "        \"from\": from_,",
+            "            match: Optional[Input[str]] = None,",
+            // Names the SDK uses itself are renamed.
+            "            self_value: Optional[Input[str]] = None,",
+            "            \"self\": self_value,",
+            "            register: Optional[Input[bool]] = None,",
+            "    def id_value(self) -> sdk.Output[str]:",
+        ],
+    );
+}
+
+#[test]
+fn typescript_and_python_generation_is_deterministic_whatever_the_schema_order() {
+    let info = kitchen_sink();
+    let mut reversed = info.clone();
+    reversed.resources.reverse();
+    reversed.functions.reverse();
+    assert_eq!(typescript(&info), typescript(&reversed));
+    assert_eq!(python(&info), python(&reversed));
 }

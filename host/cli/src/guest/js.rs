@@ -3,15 +3,16 @@
 //! that into a component. The bundle carries its source map so that the SDK can name the
 //! source file and line of an exception.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use super::Role;
 use super::run::run;
 use super::sdk::Sdk;
 use super::tools::Toolchain;
+use super::{Dependency, Role};
 
 /// The program world's import, left for componentize-js to bind.
 const MONITOR: &str = "plinth:plugin/monitor@0.3.0";
@@ -19,6 +20,45 @@ const MONITOR: &str = "plinth:plugin/monitor@0.3.0";
 #[derive(Deserialize)]
 struct PackageJson {
     main: Option<String>,
+    #[serde(default)]
+    dependencies: BTreeMap<String, String>,
+    #[serde(default, rename = "devDependencies")]
+    dev_dependencies: BTreeMap<String, String>,
+}
+
+/// The SDK itself: the bundler resolves it to the SDK plinth ships, wherever it is.
+const SDK_PACKAGE: &str = "@plinth/sdk";
+
+/// The packages the guest depends on by path (`"@plinth/random": "file:../sdks/random/ts"`,
+/// what `npm install` links): the bundler resolves each name to its directory, and their
+/// sources are part of the build's cache key. Other dependencies are left to node_modules.
+pub fn dependencies(dir: &Path, what: &str) -> Result<Vec<Dependency>> {
+    let manifest = dir.join("package.json");
+    let text = std::fs::read_to_string(&manifest)?;
+    let package: PackageJson = serde_json::from_str(&text)
+        .with_context(|| format!("{what}: {} is not valid JSON", manifest.display()))?;
+    let mut found = Vec::new();
+    for (name, spec) in package.dependencies.iter().chain(&package.dev_dependencies) {
+        let Some(path) = spec.strip_prefix("file:") else {
+            continue;
+        };
+        if name == SDK_PACKAGE {
+            continue;
+        }
+        let path = dir.join(path);
+        if !path.join("package.json").is_file() {
+            bail!(
+                "{what}: the dependency {name:?} in {} is {spec:?}, but {} is not a package                  directory (it has no package.json); generate it with `plinth gen-sdk <plugin>                  --lang ts --out <dir>`, or fix the path",
+                manifest.display(),
+                path.display()
+            );
+        }
+        found.push(Dependency {
+            name: name.clone(),
+            dir: path.canonicalize()?,
+        });
+    }
+    Ok(found)
 }
 
 /// The module whose default export is the program's `main` or the provider.
@@ -51,6 +91,7 @@ fn entry(dir: &Path, what: &str) -> Result<PathBuf> {
 
 pub fn build(
     dir: &Path,
+    dependencies: &[Dependency],
     role: Role,
     sdk: &Sdk,
     tools: &Toolchain,
@@ -60,6 +101,16 @@ pub fn build(
     let work = out
         .parent()
         .expect("the output is in the staging directory");
+    // Each path dependency resolves to its entry module.
+    let aliases = (dependencies.iter())
+        .map(|d| {
+            Ok(format!(
+                "--alias:{}={}",
+                d.name,
+                entry(&d.dir, what)?.display()
+            ))
+        })
+        .collect::<Result<Vec<String>>>()?;
     let entry = entry(dir, what)?;
     let js = |path: PathBuf| serde_json::to_string(&path.to_string_lossy()).expect("a string");
     let wrapper = match role {
@@ -99,9 +150,10 @@ pub fn build(
             sdk.js().join("no-monitor.ts").display()
         ));
     }
+    command.args(prefix);
+    command.args(&aliases);
     run(
         command
-            .args(prefix)
             .arg(&wrapper_path)
             .args([
                 "--bundle",

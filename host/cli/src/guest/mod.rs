@@ -61,20 +61,37 @@ impl Language {
     }
 }
 
+/// A directory the guest depends on by path, outside its own: a generated SDK.
+#[derive(Debug, Clone)]
+pub struct Dependency {
+    /// The package name (JavaScript) or the path as written (Python).
+    name: String,
+    dir: PathBuf,
+}
+
 /// Builds the guest in `dir` (or finds it in the cache) and returns its component.
 pub fn build(dir: &Path, language: Language, role: Role, what: &str) -> Result<PathBuf> {
     let dir = dir.canonicalize()?;
+    let dependencies = match language {
+        Language::JavaScript => js::dependencies(&dir, what)?,
+        Language::Python => python::dependencies(&dir, what)?,
+    };
     let sdk = sdk::materialize()?;
     let toolchain = match language {
         Language::JavaScript => tools::javascript(what)?,
         Language::Python => tools::python(what)?,
     };
     let cache = ComponentCache::open()?;
-    let key = cache::Key::new(language.name())
+    let mut key = cache::Key::new(language.name())
         .with("role", role.world())
         .with("sdk", &sdk.hash)
         .with("toolchain", &toolchain.version)
         .with_sources(&dir, |path| sources::is_source(language, path))?;
+    for dependency in &dependencies {
+        key = key
+            .with("dependency", &dependency.name)
+            .with_sources(&dependency.dir, |path| sources::is_source(language, path))?;
+    }
     cache.get_or_build(&key, |out| {
         // Componentizing takes seconds; say so, and how long it took.
         eprintln!(
@@ -85,8 +102,12 @@ pub fn build(dir: &Path, language: Language, role: Role, what: &str) -> Result<P
         );
         let started = Instant::now();
         match language {
-            Language::JavaScript => js::build(&dir, role, &sdk, &toolchain, out, what)?,
-            Language::Python => python::build(&dir, role, &sdk, &toolchain, out, what)?,
+            Language::JavaScript => {
+                js::build(&dir, &dependencies, role, &sdk, &toolchain, out, what)?
+            }
+            Language::Python => {
+                python::build(&dir, &dependencies, role, &sdk, &toolchain, out, what)?
+            }
         }
         eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
         Ok(())

@@ -6,10 +6,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use super::Role;
 use super::run::run;
 use super::sdk::Sdk;
 use super::tools::Toolchain;
+use super::{Dependency, Role};
 
 #[derive(Deserialize, Default)]
 struct PyProject {
@@ -27,13 +27,41 @@ struct Tools {
 struct PlinthSettings {
     /// The module that defines `main` (a program) or `provider` (a provider).
     module: Option<String>,
+    /// More directories on the module search path, relative to the project: generated SDKs
+    /// (`../sdks/random/python`) or shared code.
+    #[serde(default)]
+    paths: Vec<String>,
 }
 
-fn module(dir: &Path, what: &str) -> Result<String> {
+fn settings(dir: &Path, what: &str) -> Result<PlinthSettings> {
     let manifest = dir.join("pyproject.toml");
     let project: PyProject = toml::from_str(&std::fs::read_to_string(&manifest)?)
         .with_context(|| format!("{what}: {} is malformed", manifest.display()))?;
-    let module = project.tool.plinth.module.unwrap_or_else(|| "main".into());
+    Ok(project.tool.plinth)
+}
+
+/// The directories `[tool.plinth] paths` adds to the module search path: their sources are
+/// part of the build's cache key.
+pub fn dependencies(dir: &Path, what: &str) -> Result<Vec<Dependency>> {
+    let mut found = Vec::new();
+    for path in settings(dir, what)?.paths {
+        let full = dir.join(&path);
+        if !full.is_dir() {
+            bail!(
+                "{what}: [tool.plinth] paths in {} names {path:?}, which is not a directory;                  generate an SDK there with `plinth gen-sdk <plugin> --lang python --out <dir>`,                  or fix the path",
+                dir.join("pyproject.toml").display()
+            );
+        }
+        found.push(Dependency {
+            name: path,
+            dir: full.canonicalize()?,
+        });
+    }
+    Ok(found)
+}
+
+fn module(dir: &Path, what: &str) -> Result<String> {
+    let module = settings(dir, what)?.module.unwrap_or_else(|| "main".into());
     let valid = !module.is_empty()
         && module.split('.').all(|part| {
             part.chars()
@@ -59,6 +87,7 @@ fn module(dir: &Path, what: &str) -> Result<String> {
 
 pub fn build(
     dir: &Path,
+    dependencies: &[Dependency],
     role: Role,
     sdk: &Sdk,
     tools: &Toolchain,
@@ -93,15 +122,20 @@ pub fn build(
         ),
     )?;
     let (componentizer, prefix) = &tools.componentizer;
+    let mut command = std::process::Command::new(componentizer);
+    command
+        .args(prefix)
+        .arg("-d")
+        .arg(sdk.wit())
+        .args(["-w", role.world(), "componentize", "-p"])
+        .arg(work)
+        .arg("-p")
+        .arg(dir);
+    for dependency in dependencies {
+        command.arg("-p").arg(&dependency.dir);
+    }
     run(
-        std::process::Command::new(componentizer)
-            .args(prefix)
-            .arg("-d")
-            .arg(sdk.wit())
-            .args(["-w", role.world(), "componentize", "-p"])
-            .arg(work)
-            .arg("-p")
-            .arg(dir)
+        command
             .arg("-p")
             .arg(sdk.python())
             .args(["plinth_app", "-o"])
