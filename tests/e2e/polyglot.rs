@@ -280,26 +280,27 @@ fn a_python_provider_driven_by_a_typescript_program() {
     assert!(env.resources().is_empty());
 }
 
-/// A project running the faults TypeScript provider under tight limits.
-fn faults_project() -> tempfile::TempDir {
+/// A project running a faults provider (`faults-ts` or `faults-py`) under tight limits. Python's
+/// interpreter needs more memory to start than a JS engine, hence the limit per guest.
+fn faults_project(provider: &str, memory: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let guests = repo_root().join("tests/guests");
     std::fs::write(
         dir.path().join("Plinth.yaml"),
         format!(
             "name: misbehaving\nprogram: {}\nplugins:\n  faults:\n    path: {}\n    limits:\n      \
-             memory: 64MiB\n      call-timeout: 3s\n",
+             memory: {memory}\n      call-timeout: 3s\n",
             guests.join("faults-program-ts").display(),
-            guests.join("faults-ts").display()
+            guests.join(provider).display()
         ),
     )
     .unwrap();
     dir
 }
 
-#[test]
-fn a_typescript_provider_that_throws_loops_or_allocates_is_contained() {
-    let project = faults_project();
+/// Each fault of the provider in `project` fails its step, naming the resource and the plugin,
+/// and leaves a valid, empty state.
+fn assert_faults_are_contained(project: tempfile::TempDir) {
     let env = Env::in_dir(project.path().to_owned(), "dev");
     for (fault, expect) in [
         ("Throw", "thrown on purpose by the faults provider"),
@@ -322,6 +323,16 @@ fn a_typescript_provider_that_throws_loops_or_allocates_is_contained() {
         assert!(env.export()["snapshot"]["resources"].is_array());
         assert!(env.resources().is_empty(), "{fault}");
     }
+}
+
+#[test]
+fn a_typescript_provider_that_throws_loops_or_allocates_is_contained() {
+    assert_faults_are_contained(faults_project("faults-ts", "64MiB"));
+}
+
+#[test]
+fn a_python_provider_that_throws_loops_or_allocates_is_contained() {
+    assert_faults_are_contained(faults_project("faults-py", "128MiB"));
 }
 
 /// `examples/<name>` with `line` (1-based) of `file` replaced by `code`.
