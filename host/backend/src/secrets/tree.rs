@@ -68,12 +68,19 @@ pub(crate) fn from_sealed_json<T: DeserializeOwned>(
     crypter: &dyn Crypter,
 ) -> Result<T, CodecError> {
     if !contains(bytes, &format!("\"{SEALED}\"")) {
-        let mut document = serde_json::Deserializer::from_slice(bytes);
-        return Ok(serde_path_to_error::deserialize(&mut document).map_err(naming_the_field)?);
+        // Tracking the path costs most of the parse: it is done again only to explain a failure.
+        return serde_json::from_slice(bytes)
+            .or_else(|_| {
+                let mut document = serde_json::Deserializer::from_slice(bytes);
+                serde_path_to_error::deserialize(&mut document).map_err(naming_the_field)
+            })
+            .map_err(CodecError::from);
     }
     let mut tree: Value = serde_json::from_slice(bytes)?;
     open_tree(&mut tree, crypter)?;
-    Ok(serde_path_to_error::deserialize(tree).map_err(naming_the_field)?)
+    T::deserialize(&tree)
+        .or_else(|_| serde_path_to_error::deserialize(&tree).map_err(naming_the_field))
+        .map_err(CodecError::from)
 }
 
 /// A decoding error that says which field was wrong (`snapshot.resources[2].urn: ...`).

@@ -2,13 +2,13 @@
 //! `.d` file beside the component) lists every file the component was built from — the crate's
 //! and its path dependencies' sources, the plinth SDK and the WIT it includes, registry crates.
 //! plinth records those files' sizes and modification times (and their directories'), with the
-//! manifests and lock files around them, the toolchain and the flags, next to a copy of the
-//! component. While all of
-//! that is unchanged, the copy is the component and cargo is not run at all (a no-op cargo
-//! build still costs a noticeable part of a second).
+//! manifests and lock files around them and the files that decide which toolchain builds (rustup's
+//! settings and toolchains, `rust-toolchain` files, present or absent), next to a copy of the
+//! component. While all of that is unchanged, the copy is the component and neither cargo nor
+//! rustc is run at all (a no-op cargo build still costs a noticeable part of a second, and even
+//! `rustc -vV` through rustup's proxy some tens of milliseconds).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::UNIX_EPOCH;
 
 use anyhow::{Context, Result};
@@ -21,6 +21,8 @@ use crate::home::plinth_home;
 #[derive(Serialize, Deserialize, PartialEq)]
 struct Record {
     files: Vec<Fingerprint>,
+    /// Files whose appearance would change the build (a `rust-toolchain.toml`, say).
+    absent: Vec<PathBuf>,
 }
 
 #[derive(Serialize, Deserialize, PartialEq)]
@@ -58,7 +60,10 @@ impl CrateCache {
         for part in [
             manifest.to_string_lossy().into_owned(),
             target.to_owned(),
-            toolchain(),
+            // Which rustc runs, unless the files the record lists decide it.
+            std::env::var("RUSTC").unwrap_or_default(),
+            std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_default(),
+            std::env::var("PATH").unwrap_or_default(),
             std::env::var("CARGO_TARGET_DIR").unwrap_or_default(),
             std::env::var("RUSTFLAGS").unwrap_or_default(),
             std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default(),
@@ -77,7 +82,9 @@ impl CrateCache {
     /// The component of the last build, if nothing it was made from has changed since.
     pub fn fresh(&self) -> Option<PathBuf> {
         let record: Record = serde_json::from_slice(&std::fs::read(&self.record).ok()?).ok()?;
-        let unchanged = !record.files.is_empty() && record.files.iter().all(Fingerprint::unchanged);
+        let unchanged = !record.files.is_empty()
+            && record.files.iter().all(Fingerprint::unchanged)
+            && !record.absent.iter().any(|p| p.exists());
         (unchanged && self.component.is_file()).then(|| self.component.clone())
     }
 
@@ -97,6 +104,8 @@ impl CrateCache {
             // module cargo would pick up). Not the project directory: plinth writes there.
             paths.push(dir.to_owned());
         }
+        let (toolchain, absent) = toolchain_files(manifest);
+        paths.extend(toolchain);
         paths.sort();
         paths.dedup();
         let files = paths
@@ -112,20 +121,53 @@ impl CrateCache {
         std::fs::copy(component, copy.path())?;
         copy.persist(&self.component)?;
         let record = tempfile::NamedTempFile::new_in(dir)?;
-        std::fs::write(record.path(), serde_json::to_vec(&Record { files })?)?;
+        std::fs::write(
+            record.path(),
+            serde_json::to_vec(&Record { files, absent })?,
+        )?;
         record.persist(&self.record)?;
         Ok(())
     }
 }
 
-/// `rustc -vV`: a new toolchain builds anew.
-fn toolchain() -> String {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    Command::new(rustc)
-        .arg("-vV")
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
-        .unwrap_or_default()
+/// The files that decide which toolchain builds `manifest` and what it is: rustup's settings
+/// (the default toolchain, overrides) and each installed toolchain's `rustc` (an update rewrites
+/// it), with the directories listing them; and the `rust-toolchain` files beside the crate and
+/// its ancestors — those present, and, separately, those absent, whose appearance is a change.
+fn toolchain_files(manifest: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut present = Vec::new();
+    let mut absent = Vec::new();
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::home_dir().map(|home| home.join(".rustup")));
+    if let Some(home) = rustup_home.filter(|h| h.is_dir()) {
+        let toolchains = home.join("toolchains");
+        if let Ok(entries) = std::fs::read_dir(&toolchains) {
+            present.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path().join("bin").join("rustc"))
+                    .filter(|rustc| rustc.is_file()),
+            );
+            present.push(toolchains);
+        }
+        let settings = home.join("settings.toml");
+        if settings.is_file() {
+            present.push(settings);
+        }
+        present.push(home);
+    }
+    for dir in manifest.parent().unwrap_or(manifest).ancestors() {
+        for name in ["rust-toolchain", "rust-toolchain.toml"] {
+            let file = dir.join(name);
+            if file.is_file() {
+                present.push(file);
+            } else {
+                absent.push(file);
+            }
+        }
+    }
+    (present, absent)
 }
 
 /// The files a Makefile-style dep-info line lists after `target:` (spaces escaped as `\ `).
@@ -198,5 +240,17 @@ mod tests {
         assert!(!print.unchanged());
         std::fs::remove_file(&file).unwrap();
         assert!(!print.unchanged());
+    }
+
+    #[test]
+    fn a_new_rust_toolchain_file_is_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("guest/Cargo.toml");
+        let (_, absent) = toolchain_files(&manifest);
+        let pin = dir.path().join("rust-toolchain.toml");
+        assert!(absent.contains(&pin), "{absent:?}");
+        std::fs::write(&pin, "[toolchain]\nchannel = \"nightly\"\n").unwrap();
+        let (present, absent) = toolchain_files(&manifest);
+        assert!(present.contains(&pin) && !absent.contains(&pin));
     }
 }
