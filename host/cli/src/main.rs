@@ -229,6 +229,11 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+// The engine allocates and frees many small values per resource: mimalloc spends less time and
+// memory on that than the system allocator (measured by plinth-bench).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // `plinth stack history | head`: a closed pipe ends plinth quietly, as it does other Unix
     // tools, instead of making `println!` panic.
