@@ -448,9 +448,11 @@ impl<'a> Deployer<'a> {
                 continue_on_error: request.continue_on_error,
             };
             let phase = self.phase(kind, preview, &mut update, &loaded)?;
+            // The last phase: the engine takes the loaded state rather than a copy of it.
+            let base = std::mem::take(&mut loaded.snapshot);
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
-                    let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
+                    let providers = self.providers.clone();
                     deployment::run(
                         options,
                         base,

@@ -37,7 +37,8 @@ pub enum NameProblem {
     Forbidden(char),
 }
 
-fn check(kind: &'static str, name: &str) -> Result<(), NameError> {
+/// Checks `name` against the rule without taking ownership, so URN validation allocates nothing.
+pub(crate) fn check(kind: &'static str, name: &str) -> Result<(), NameError> {
     let problem = if name.is_empty() {
         Some(NameProblem::Empty)
     } else if name.chars().count() > MAX_NAME_LEN {

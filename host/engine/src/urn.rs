@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::names::{NameProblem, ProjectName, StackName};
+use crate::names::{self, NameProblem};
 
 /// The name of a resource, unique within a stack. The type part carries the types of the
 /// resource's ancestors, `parentType$childType`, so a child's name only needs to be unique under
@@ -54,11 +54,12 @@ pub struct TypeTokenError {
 
 /// Checks the shape of a type token: `package:Type` or `package:module:Type`.
 pub fn check_type_token(token: &str) -> Result<(), TypeTokenError> {
-    let parts: Vec<&str> = token.split(':').collect();
-    let well_formed = (2..=3).contains(&parts.len())
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && !p.contains(|c: char| c.is_whitespace() || c == '$'));
+    let part_ok = |p: &str| !p.is_empty() && !p.contains(|c: char| c.is_whitespace() || c == '$');
+    let mut parts = 0;
+    let well_formed = token.split(':').all(|p| {
+        parts += 1;
+        parts <= 3 && part_ok(p)
+    }) && parts >= 2;
     if well_formed {
         Ok(())
     } else {
@@ -97,13 +98,15 @@ impl Urn {
         let rest = self
             .0
             .strip_prefix(PREFIX)
-            .ok_or(error(UrnProblem::Prefix))?;
-        let parts: Vec<&str> = rest.splitn(4, "::").collect();
-        let [stack, project, qualified, name] = parts[..] else {
+            .ok_or_else(|| error(UrnProblem::Prefix))?;
+        let mut parts = rest.splitn(4, "::");
+        let (Some(stack), Some(project), Some(qualified), Some(name)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return Err(error(UrnProblem::Shape));
         };
-        StackName::new(stack).map_err(|e| error(UrnProblem::Stack(e.problem)))?;
-        ProjectName::new(project).map_err(|e| error(UrnProblem::Project(e.problem)))?;
+        names::check("stack", stack).map_err(|e| error(UrnProblem::Stack(e.problem)))?;
+        names::check("project", project).map_err(|e| error(UrnProblem::Project(e.problem)))?;
         for token in qualified.split('$') {
             check_type_token(token).map_err(|e| error(UrnProblem::Type(e)))?;
         }
