@@ -68,12 +68,30 @@ pub(crate) fn from_sealed_json<T: DeserializeOwned>(
     crypter: &dyn Crypter,
 ) -> Result<T, CodecError> {
     if !contains(bytes, &format!("\"{SEALED}\"")) {
-        let mut document = serde_json::Deserializer::from_slice(bytes);
-        return Ok(serde_path_to_error::deserialize(&mut document).map_err(naming_the_field)?);
+        return serde_json::from_slice(bytes).map_err(|error| {
+            with_path::<T, _>(error, || {
+                serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(bytes))
+            })
+            .into()
+        });
     }
     let mut tree: Value = serde_json::from_slice(bytes)?;
     open_tree(&mut tree, crypter)?;
-    Ok(serde_path_to_error::deserialize(tree).map_err(naming_the_field)?)
+    T::deserialize(&tree)
+        .map_err(|error| with_path::<T, _>(error, || serde_path_to_error::deserialize(tree)).into())
+}
+
+/// Tracking the path costs most of a parse: documents are parsed without it, and again with
+/// it only to name the field of an error. Should the second parse succeed, the first error
+/// stands.
+fn with_path<T, F>(error: serde_json::Error, reparse: F) -> serde_json::Error
+where
+    F: FnOnce() -> Result<T, serde_path_to_error::Error<serde_json::Error>>,
+{
+    match reparse() {
+        Err(with_path) => naming_the_field(with_path),
+        Ok(_) => error,
+    }
 }
 
 /// A decoding error that says which field was wrong (`snapshot.resources[2].urn: ...`).
