@@ -239,7 +239,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("visible") && text.contains("\"ciphertext\": \"v1:"),
+            text.contains("visible") && text.contains("\"ciphertext\":\"v1:"),
             "{text}"
         );
 
@@ -252,7 +252,7 @@ mod tests {
             Checkpoint::parse(&json, "dev", Path::new("x"), &other),
             Err(BackendError::Secrets(SecretsError::Undecryptable(_)))
         ));
-        let tampered = text.replacen("\"ciphertext\": \"v1:", "\"ciphertext\": \"v1:AAAA", 1);
+        let tampered = text.replacen("\"ciphertext\":\"v1:", "\"ciphertext\":\"v1:AAAA", 1);
         assert!(matches!(
             Checkpoint::parse(tampered.as_bytes(), "dev", Path::new("x"), &again),
             Err(BackendError::Secrets(_))

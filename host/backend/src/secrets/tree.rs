@@ -37,13 +37,14 @@ impl Crypter for Redacted {
     }
 }
 
-/// Serializes `data` as JSON (`pretty` or on one line) with every secret sealed.
+/// Serializes `data` as JSON (`outlined` as [`crate::layout`] describes, or on one line) with
+/// every secret sealed.
 pub(crate) fn to_sealed_json<T: Serialize>(
     data: &T,
     crypter: &dyn Crypter,
-    pretty: bool,
+    outlined: bool,
 ) -> Result<Vec<u8>, CodecError> {
-    let text = write(data, pretty)?;
+    let text = write(data, outlined)?;
     // A secret always serializes as an object with the signature key; its absence is proof
     // there is nothing to seal (inside a JSON string, the quotes would be escaped).
     if !contains(&text, &format!("\"{SIG_KEY}\"")) {
@@ -51,12 +52,12 @@ pub(crate) fn to_sealed_json<T: Serialize>(
     }
     let mut tree = serde_json::to_value(data)?;
     seal_tree(&mut tree, crypter)?;
-    Ok(write(&tree, pretty)?)
+    Ok(write(&tree, outlined)?)
 }
 
-fn write<T: Serialize + ?Sized>(data: &T, pretty: bool) -> serde_json::Result<Vec<u8>> {
-    if pretty {
-        serde_json::to_vec_pretty(data)
+fn write<T: Serialize + ?Sized>(data: &T, outlined: bool) -> serde_json::Result<Vec<u8>> {
+    if outlined {
+        crate::layout::to_outlined_json(data)
     } else {
         serde_json::to_vec(data)
     }
