@@ -81,7 +81,7 @@ fn integers_round_trip_through_a_provider_the_state_export_import_and_display() 
     assert_eq!(root["type"], "plinth:plinth:Stack");
     assert_eq!(root["outputs"]["n"].as_i64(), Some(8402));
     let text = env.ok(&["stack", "export"]);
-    assert!(text.contains("\"result\": 8402"), "{text}");
+    assert!(text.contains("\"result\":8402"), "{text}");
 
     // Export, import, export: the same document, and nothing to change.
     let file = dir.path().join("exported.json");

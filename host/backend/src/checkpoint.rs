@@ -173,6 +173,51 @@ impl Checkpoint {
 
     /// The checkpoint as JSON, with every secret sealed by `crypter`.
     pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, BackendError> {
+        CheckpointView {
+            version: self.version,
+            project: &self.project,
+            stack: &self.stack,
+            plinth: &self.plinth,
+            plugins: &self.plugins,
+            snapshot: &self.snapshot,
+        }
+        .to_json(crypter)
+    }
+}
+
+/// A [`Checkpoint`] of a borrowed snapshot, serialized the same way: an update's last snapshot
+/// is written without being copied.
+#[derive(Serialize)]
+pub(crate) struct CheckpointView<'a> {
+    pub version: u32,
+    pub project: &'a ProjectName,
+    pub stack: &'a StackName,
+    pub plinth: &'a str,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub plugins: &'a [PluginUse],
+    pub snapshot: &'a Snapshot,
+}
+
+impl<'a> CheckpointView<'a> {
+    /// The view of a checkpoint this plinth writes now.
+    pub fn current(
+        project: &'a ProjectName,
+        stack: &'a StackName,
+        plugins: &'a [PluginUse],
+        snapshot: &'a Snapshot,
+    ) -> CheckpointView<'a> {
+        CheckpointView {
+            version: SCHEMA_VERSION,
+            project,
+            stack,
+            plinth: env!("CARGO_PKG_VERSION"),
+            plugins,
+            snapshot,
+        }
+    }
+
+    /// [`Checkpoint::to_json`].
+    pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, BackendError> {
         let mut bytes = to_sealed_json(self, crypter, true).map_err(|e| match e {
             CodecError::Json(e) => BackendError::Encode(e.to_string()),
             CodecError::Secrets(e) => e.into(),
@@ -239,7 +284,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("visible") && text.contains("\"ciphertext\": \"v1:"),
+            text.contains("visible") && text.contains("\"ciphertext\":\"v1:"),
             "{text}"
         );
 
@@ -252,7 +297,7 @@ mod tests {
             Checkpoint::parse(&json, "dev", Path::new("x"), &other),
             Err(BackendError::Secrets(SecretsError::Undecryptable(_)))
         ));
-        let tampered = text.replacen("\"ciphertext\": \"v1:", "\"ciphertext\": \"v1:AAAA", 1);
+        let tampered = text.replacen("\"ciphertext\":\"v1:", "\"ciphertext\":\"v1:AAAA", 1);
         assert!(matches!(
             Checkpoint::parse(tampered.as_bytes(), "dev", Path::new("x"), &again),
             Err(BackendError::Secrets(_))

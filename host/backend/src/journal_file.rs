@@ -13,7 +13,7 @@ use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::checkpoint::{Checkpoint, UsedPlugins};
+use crate::checkpoint::{CheckpointView, UsedPlugins};
 use crate::error::BackendError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 use crate::upgrade::SchemaOneEntry;
@@ -127,8 +127,8 @@ impl Persister for JournalFile {
 
     fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
         const ACTION: &str = "write the checkpoint";
-        let checkpoint = Checkpoint::new(&self.project, &self.stack, snapshot.clone())
-            .with_plugins(self.plugins.list());
+        let plugins = self.plugins.list();
+        let checkpoint = CheckpointView::current(&self.project, &self.stack, &plugins, snapshot);
         let json = (checkpoint.to_json(self.crypter.as_ref()))
             .map_err(|e| PersistError::invalid(ACTION, &self.checkpoint_path, e))?;
         write_atomically(&self.checkpoint_path, &json)

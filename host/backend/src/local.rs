@@ -17,7 +17,7 @@ use plinth_engine::journal::{Persister, replay};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::urn::{is_counted, is_stack_type};
 
-use crate::checkpoint::{Checkpoint, PluginUse, UsedPlugins};
+use crate::checkpoint::{Checkpoint, CheckpointView, PluginUse, UsedPlugins};
 use crate::error::BackendError;
 use crate::journal_file::{JournalFile, read_journal, write_atomically};
 use crate::lock::{LockHolder, StackLock};
@@ -339,8 +339,8 @@ impl LocalBackend {
         let checkpoint_path = self.path(project, stack, "json");
         let crypter = self.crypter(stack);
         if loaded.recovered {
-            let checkpoint = Checkpoint::new(project, stack, loaded.snapshot.clone())
-                .with_plugins(loaded.plugins.clone());
+            let checkpoint =
+                CheckpointView::current(project, stack, &loaded.plugins, &loaded.snapshot);
             write_atomically(&checkpoint_path, &checkpoint.to_json(crypter.as_ref())?)
                 .map_err(BackendError::io("writing", &checkpoint_path))?;
         }

@@ -37,13 +37,14 @@ impl Crypter for Redacted {
     }
 }
 
-/// Serializes `data` as JSON (`pretty` or on one line) with every secret sealed.
+/// Serializes `data` as JSON (`outlined` as [`crate::layout`] describes, or on one line) with
+/// every secret sealed.
 pub(crate) fn to_sealed_json<T: Serialize>(
     data: &T,
     crypter: &dyn Crypter,
-    pretty: bool,
+    outlined: bool,
 ) -> Result<Vec<u8>, CodecError> {
-    let text = write(data, pretty)?;
+    let text = write(data, outlined)?;
     // A secret always serializes as an object with the signature key; its absence is proof
     // there is nothing to seal (inside a JSON string, the quotes would be escaped).
     if !contains(&text, &format!("\"{SIG_KEY}\"")) {
@@ -51,12 +52,12 @@ pub(crate) fn to_sealed_json<T: Serialize>(
     }
     let mut tree = serde_json::to_value(data)?;
     seal_tree(&mut tree, crypter)?;
-    Ok(write(&tree, pretty)?)
+    Ok(write(&tree, outlined)?)
 }
 
-fn write<T: Serialize + ?Sized>(data: &T, pretty: bool) -> serde_json::Result<Vec<u8>> {
-    if pretty {
-        serde_json::to_vec_pretty(data)
+fn write<T: Serialize + ?Sized>(data: &T, outlined: bool) -> serde_json::Result<Vec<u8>> {
+    if outlined {
+        crate::layout::to_outlined_json(data)
     } else {
         serde_json::to_vec(data)
     }
@@ -68,19 +69,30 @@ pub(crate) fn from_sealed_json<T: DeserializeOwned>(
     crypter: &dyn Crypter,
 ) -> Result<T, CodecError> {
     if !contains(bytes, &format!("\"{SEALED}\"")) {
-        // Tracking the path costs most of the parse: it is done again only to explain a failure.
-        return serde_json::from_slice(bytes)
-            .or_else(|_| {
-                let mut document = serde_json::Deserializer::from_slice(bytes);
-                serde_path_to_error::deserialize(&mut document).map_err(naming_the_field)
+        return serde_json::from_slice(bytes).map_err(|error| {
+            with_path::<T, _>(error, || {
+                serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(bytes))
             })
-            .map_err(CodecError::from);
+            .into()
+        });
     }
     let mut tree: Value = serde_json::from_slice(bytes)?;
     open_tree(&mut tree, crypter)?;
     T::deserialize(&tree)
-        .or_else(|_| serde_path_to_error::deserialize(&tree).map_err(naming_the_field))
-        .map_err(CodecError::from)
+        .map_err(|error| with_path::<T, _>(error, || serde_path_to_error::deserialize(tree)).into())
+}
+
+/// Tracking the path costs most of a parse: documents are parsed without it, and again with
+/// it only to name the field of an error. Should the second parse succeed, the first error
+/// stands.
+fn with_path<T, F>(error: serde_json::Error, reparse: F) -> serde_json::Error
+where
+    F: FnOnce() -> Result<T, serde_path_to_error::Error<serde_json::Error>>,
+{
+    match reparse() {
+        Err(with_path) => naming_the_field(with_path),
+        Ok(_) => error,
+    }
 }
 
 /// A decoding error that says which field was wrong (`snapshot.resources[2].urn: ...`).
