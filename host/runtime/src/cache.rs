@@ -3,7 +3,8 @@
 //!
 //! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>.cwasm`: the content hash
 //! names the component, and the fingerprint (see [`crate::engine::fingerprint`]) the wasmtime
-//! version and configuration it was compiled for.
+//! version and configuration it was compiled for. Loading by path first looks the file's hash up
+//! by its fingerprint (see [`crate::file_index`]), and reads and hashes the file only on a miss.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use wasmtime::component::Component;
 
 use crate::bytes::ComponentBytes;
 use crate::error::LoadError;
+use crate::file_index::{FileIndex, Fingerprint};
 
 /// How a component was loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +24,8 @@ pub struct LoadStats {
     pub sha256: String,
     /// A precompiled artifact was reused; otherwise the component was compiled.
     pub cache_hit: bool,
-    /// Reading and hashing the `.wasm` file (once, by [`ComponentBytes`]).
+    /// Reading and hashing the `.wasm` file (once, by [`ComponentBytes`]), or finding its hash
+    /// by the file's fingerprint.
     pub read: Duration,
     /// Loading the precompiled artifact on a hit; compiling on a miss.
     pub load: Duration,
@@ -35,14 +38,57 @@ pub struct LoadStats {
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
     fingerprint: String,
+    hashes: FileIndex,
 }
 
 impl ArtifactCache {
     pub(crate) fn new(dir: PathBuf, engine: &Engine) -> ArtifactCache {
         ArtifactCache {
+            hashes: FileIndex::new(dir.join("hashes")),
             dir,
             fingerprint: crate::engine::fingerprint(engine),
         }
+    }
+
+    /// Loads the component at `path`. When the file is unchanged since its hash was recorded
+    /// and its artifact is in the cache, the file is not read at all; otherwise it is read and
+    /// hashed, and loaded as by [`load`](Self::load).
+    pub(crate) fn load_path(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> Result<(Component, LoadStats), LoadError> {
+        let started = Instant::now();
+        let before = Fingerprint::of(path);
+        if let Some(sha256) = before.and_then(|print| self.hashes.lookup(path, &print)) {
+            let read = started.elapsed();
+            let started = Instant::now();
+            if let Some(component) = self.load_artifact(engine, &self.artifact(&sha256)) {
+                let stats = LoadStats {
+                    sha256,
+                    cache_hit: true,
+                    read,
+                    load: started.elapsed(),
+                    write: None,
+                };
+                tracing::debug!(
+                    path = %path.display(),
+                    load = ?stats.load,
+                    "unchanged component loaded from the precompiled cache"
+                );
+                return Ok((component, stats));
+            }
+        }
+        let wasm = ComponentBytes::read(path)?;
+        let loaded = self.load(engine, &wasm)?;
+        self.hashes
+            .record(path, before, Fingerprint::of(path), wasm.sha256());
+        Ok(loaded)
+    }
+
+    fn artifact(&self, sha256: &str) -> PathBuf {
+        self.dir
+            .join(format!("{sha256}-{}.cwasm", self.fingerprint))
     }
 
     /// Loads the component `wasm`, from its precompiled artifact when there is one, found by
@@ -56,9 +102,7 @@ impl ArtifactCache {
         let path = wasm.path();
         check_is_component(path, wasm.bytes())?;
         let sha256 = wasm.sha256().to_owned();
-        let artifact = self
-            .dir
-            .join(format!("{sha256}-{}.cwasm", self.fingerprint));
+        let artifact = self.artifact(&sha256);
         let read = wasm.read_time();
 
         let started = Instant::now();

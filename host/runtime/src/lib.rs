@@ -36,6 +36,7 @@ mod engine;
 mod env;
 mod epoch;
 mod error;
+mod file_index;
 mod grants;
 mod http;
 mod inspect;

@@ -89,7 +89,7 @@ impl Runtime {
     /// to seconds: async callers should prefer [`load_provider`](Self::load_provider) and
     /// [`load_program`](Self::load_program), which do it on a blocking thread.
     pub fn load_component(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
-        self.cache.load(&self.engine, &ComponentBytes::read(path)?)
+        self.cache.load_path(&self.engine, path)
     }
 
     /// Loads and starts the provider `name` from the component at `path`, with `grants` (a
@@ -104,9 +104,7 @@ impl Runtime {
     ) -> Result<Arc<dyn Provider>, LoadError> {
         let started = Instant::now();
         grants.validate(name)?;
-        // Read, hash and load in one trip to a blocking thread.
-        let (engine, cache, owned) = (self.engine.clone(), self.cache.clone(), path.to_owned());
-        let loaded = off_thread(move || cache.load(&engine, &ComponentBytes::read(&owned)?)).await;
+        let loaded = self.load_path_off_thread(path).await;
         self.start_provider(name, path, loaded?, limits, grants, started)
             .await
     }
@@ -170,8 +168,7 @@ impl Runtime {
         limits: Limits,
     ) -> Result<Box<dyn Program>, LoadError> {
         let started = Instant::now();
-        let wasm = read_off_thread(path).await?;
-        let (component, stats) = self.load_off_thread(wasm).await?;
+        let (component, stats) = self.load_path_off_thread(path).await?;
         let version = versions::detect(&self.engine, &component, path, Kind::Program)?;
         let pre = ProgramPre::new(&self.program_linker, &component, version)
             .map_err(link_error(path, Kind::Program))?;
@@ -191,8 +188,7 @@ impl Runtime {
     /// against, its hash and size and, for a provider, its `info` and the capabilities it asks
     /// for, read from an instance in the bare sandbox (granted nothing).
     pub async fn inspect(&self, path: &Path) -> Result<ComponentInfo, LoadError> {
-        let wasm = read_off_thread(path).await?;
-        let (component, stats) = self.load_off_thread(wasm).await?;
+        let (component, stats) = self.load_path_off_thread(path).await?;
         let (kind, version) = versions::classify(&self.engine, &component, path)?;
         match kind {
             Kind::Provider => {
@@ -220,12 +216,13 @@ impl Runtime {
         let (engine, cache) = (self.engine.clone(), self.cache.clone());
         off_thread(move || cache.load(&engine, &wasm)).await
     }
-}
 
-/// Reads and hashes the component at `path` on a blocking thread.
-async fn read_off_thread(path: &Path) -> Result<ComponentBytes, LoadError> {
-    let path = path.to_owned();
-    off_thread(move || ComponentBytes::read(&path)).await
+    /// Loads the component at `path` (reading and hashing it only if it changed since it was
+    /// last hashed) on a blocking thread: one trip for the whole load.
+    async fn load_path_off_thread(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
+        let (engine, cache, path) = (self.engine.clone(), self.cache.clone(), path.to_owned());
+        off_thread(move || cache.load_path(&engine, &path)).await
+    }
 }
 
 /// Runs `work` on a blocking thread; a panic there is resumed here.
