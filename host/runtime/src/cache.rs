@@ -33,6 +33,18 @@ pub struct LoadStats {
     pub write: Option<Duration>,
 }
 
+impl LoadStats {
+    fn hit(sha256: String, read: Duration, load: Duration) -> LoadStats {
+        LoadStats {
+            sha256,
+            cache_hit: true,
+            read,
+            load,
+            write: None,
+        }
+    }
+}
+
 /// The directory of precompiled artifacts for one engine configuration.
 #[derive(Debug, Clone)]
 pub(crate) struct ArtifactCache {
@@ -64,13 +76,7 @@ impl ArtifactCache {
             let read = started.elapsed();
             let started = Instant::now();
             if let Some(component) = self.load_artifact(engine, &self.artifact(&sha256)) {
-                let stats = LoadStats {
-                    sha256,
-                    cache_hit: true,
-                    read,
-                    load: started.elapsed(),
-                    write: None,
-                };
+                let stats = LoadStats::hit(sha256, read, started.elapsed());
                 tracing::debug!(
                     path = %path.display(),
                     load = ?stats.load,
@@ -107,13 +113,7 @@ impl ArtifactCache {
 
         let started = Instant::now();
         if let Some(component) = self.load_artifact(engine, &artifact) {
-            let stats = LoadStats {
-                sha256,
-                cache_hit: true,
-                read,
-                load: started.elapsed(),
-                write: None,
-            };
+            let stats = LoadStats::hit(sha256, read, started.elapsed());
             tracing::debug!(
                 path = %path.display(),
                 read = ?stats.read,
