@@ -216,9 +216,23 @@ mod tests {
         file
     }
 
+    /// Held while a test forks, and while a test releases a file lock and takes it again: a
+    /// child forked by another test thread shares every open file until it execs, file locks
+    /// included, so a release could otherwise stay unseen for that moment.
+    static FORKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn no_fork_in_flight() -> std::sync::MutexGuard<'static, ()> {
+        FORKING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The info of a process that has exited.
     fn exited() -> LockInfo {
+        let forking = no_fork_in_flight();
         let mut child = std::process::Command::new("true").spawn().unwrap();
+        // `spawn` returns once the child has exec'd: it no longer shares our files.
+        drop(forking);
         child.wait().unwrap();
         LockInfo {
             pid: child.id(),
@@ -256,6 +270,7 @@ mod tests {
         assert!(seen.running);
         assert_eq!(seen.info, Some(gone));
         // Released (the holder ends): taken over.
+        let _no_fork = no_fork_in_flight();
         drop(held);
         StackLock::acquire(path.clone(), "dev", "up").unwrap();
     }
@@ -269,6 +284,7 @@ mod tests {
         assert!(err.to_string().contains("`up`"), "{err}");
         // Only the lock itself: the file it was written as is gone.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let _no_fork = no_fork_in_flight();
         drop(held);
         assert!(!path.exists());
         StackLock::acquire(path.clone(), "dev", "destroy").unwrap();
@@ -283,6 +299,7 @@ mod tests {
         held.try_lock().unwrap();
         let err = StackLock::acquire(path.clone(), "dev", "up").unwrap_err();
         assert!(err.to_string().contains("cannot be read"), "{err}");
+        let _no_fork = no_fork_in_flight();
         drop(held);
         StackLock::acquire(path.clone(), "dev", "up").unwrap();
     }
@@ -313,6 +330,7 @@ mod tests {
         let looking = File::open(&path).unwrap();
         looking.try_lock_shared().unwrap();
         assert!(matches!(take_over(&path, &ours), Ok(TakeOver::Retry)));
+        let _no_fork = no_fork_in_flight();
         drop(looking);
         assert!(matches!(take_over(&path, &ours), Ok(TakeOver::Done)));
         assert_eq!(read(&path).unwrap().pid, std::process::id());
