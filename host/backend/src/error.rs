@@ -52,6 +52,11 @@ pub enum BackendError {
     Secrets(#[from] SecretsError),
     #[error("cannot encode the state: {0}")]
     Encode(String),
+    /// What the service answered, when it did not do what was asked.
+    #[error(transparent)]
+    Service(#[from] crate::service::ServiceError),
+    #[error("the service's answer to {request} is not understood: {reason}")]
+    UnexpectedAnswer { request: String, reason: String },
     #[error("{action} {path}")]
     Io {
         action: &'static str,
