@@ -13,7 +13,9 @@ pub enum BackendError {
         "stack `{stack}` still has {count} resources; run `plinth destroy` first, or pass --force to forget them"
     )]
     StackNotEmpty { stack: String, count: usize },
-    #[error("unsupported backend URL `{0}`: use file://<directory>")]
+    #[error(
+        "unsupported backend URL `{0}`: use file://<directory>, or http(s)://HOST for a `plinth serve` service"
+    )]
     UnsupportedUrl(String),
     #[error(
         "cannot find a home directory for the default state directory; set PLINTH_BACKEND_URL=file://<dir>"

@@ -299,7 +299,7 @@ impl Backend for ServiceBackend {
         let kind = update_kind(command);
         // The same id goes with every retry of this request: a retry whose first answer was
         // lost gets the update that request began, not a 409 naming it.
-        let body = json!({ "kind": kind, "request_id": uuid::Uuid::new_v4() });
+        let body = json!({ "kind": kind, "request_id": uuid::Uuid::new_v4().to_string() });
         let path = ServiceBackend::stack_path(stack, "/updates");
         let answer = match self.transport.call("POST", &path, None, Some(&body)) {
             Ok(answer) => answer,
