@@ -73,6 +73,12 @@ fn login_whoami_up_and_destroy_on_the_service() {
         ok && out.contains("update") && out.contains("succeeded"),
         "{out}"
     );
+    // The state lives in the service's database: one version, made by that update.
+    let db = &service.database;
+    let versions = (db.server)
+        .psql(&db.name, "SELECT count(*) FROM versions")
+        .unwrap();
+    assert_eq!(versions.trim(), "1");
 
     // Another update holds the stack: `up` is refused, naming it.
     let bob = service.database.token("bob");
