@@ -1,7 +1,7 @@
-//! The CLI on a real `plinth serve` (a real PostgreSQL behind it): `plinth login URL` checks the
-//! token before storing it, `whoami` names the user and the service, `up` and `destroy` keep
-//! the stack's state on the service, a stack another update holds is refused naming its holder,
-//! and a service without a token is a clear error.
+//! The CLI on a real `plinth serve` (a real PostgreSQL behind it), as a user meets it: `plinth
+//! login URL` checks the token before storing it, `whoami` names the user and the service, `up`
+//! and `destroy` keep the stack's state on the service, a stack another update holds is refused
+//! naming its holder, and a service without a token is a clear error.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -9,17 +9,14 @@ use plinth_backend::service::Transport;
 use serde_json::json;
 
 use crate::count_line;
-use crate::support::service::TestService;
-use crate::support::{Env, ServiceLogin};
+use crate::support::Env;
+use crate::support::service::{Team, USER, create_token};
 
 #[test]
 fn login_whoami_up_and_destroy_on_the_service() {
-    let service = TestService::start();
-    let url = service.url().to_owned();
-    let env = Env::scenario_on(ServiceLogin {
-        url: url.clone(),
-        token: service.token.clone(),
-    });
+    let team = Team::start(1, "300s");
+    let url = team.replicas[0].url.clone();
+    let env = Env::scenario_with_world_on(team.backend(0));
     let home = tempfile::tempdir().unwrap();
     // As a user runs plinth: no variable names the backend or the token; the login does.
     let plinth = |args: &[&str]| {
@@ -41,10 +38,10 @@ fn login_whoami_up_and_destroy_on_the_service() {
     let credentials = home.path().join("credentials.json");
     assert!(!credentials.exists());
 
-    let (ok, out, err) = plinth(&["login", &format!("{url}/"), "--token", &service.token]);
+    let (ok, out, err) = plinth(&["login", &format!("{url}/"), "--token", &team.token]);
     assert!(ok, "{err}");
     assert!(
-        out.contains(&format!("Logged in to {url} as alice.")),
+        out.contains(&format!("Logged in to {url} as {USER}.")),
         "{out}"
     );
     let mode = std::fs::metadata(&credentials)
@@ -55,7 +52,7 @@ fn login_whoami_up_and_destroy_on_the_service() {
     let (ok, out, err) = plinth(&["whoami"]);
     assert!(ok, "{err}");
     assert!(
-        out.contains("User: alice") && out.contains(&format!("Backend: {url}")),
+        out.contains(&format!("User: {USER}")) && out.contains(&format!("Backend: {url}")),
         "{out}"
     );
 
@@ -64,8 +61,7 @@ fn login_whoami_up_and_destroy_on_the_service() {
     let (ok, out, err) = plinth(&["up", "--yes"]);
     assert!(ok, "{out}{err}");
     assert!(count_line(&out).contains("created"), "{out}");
-    let created = env.resources();
-    assert!(!created.is_empty());
+    assert!(!env.resources().is_empty());
     let (ok, out, err) = plinth(&["preview", "--expect-no-changes"]);
     assert!(ok, "{out}{err}");
     let (ok, out, _) = plinth(&["stack", "history"]);
@@ -74,15 +70,14 @@ fn login_whoami_up_and_destroy_on_the_service() {
         "{out}"
     );
     // The state lives in the service's database: one version, made by that update.
-    let db = &service.database;
-    let versions = (db.server)
-        .psql(&db.name, "SELECT count(*) FROM versions")
-        .unwrap();
-    assert_eq!(versions.trim(), "1");
+    assert_eq!(
+        team.database.query("SELECT count(*) FROM versions").trim(),
+        "1"
+    );
 
-    // Another update holds the stack: `up` is refused, naming it.
-    let bob = service.database.token("bob");
-    let held = Transport::new(&url, &bob)
+    // Another update holds the stack: `up` is refused, naming it, and exits non-zero.
+    let bob = create_token(&team.database, "bob");
+    Transport::new(&url, &bob)
         .call(
             "POST",
             "stacks/scenario/dev/updates",
@@ -98,7 +93,6 @@ fn login_whoami_up_and_destroy_on_the_service() {
     );
     let (ok, out, err) = plinth(&["cancel", "--yes"]);
     assert!(ok && out.contains("bob"), "{out}{err}");
-    drop(held);
 
     let (ok, out, err) = plinth(&["destroy", "--yes"]);
     assert!(ok, "{out}{err}");

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use plinth_engine::journal::{JournalEntry, PersistError, Persister};
 use plinth_engine::snapshot::Snapshot;
@@ -32,6 +33,9 @@ pub struct ServicePersister {
     in_doubt: Option<Vec<Value>>,
     /// Names the update in errors.
     origin: PathBuf,
+    /// The number of the last batch acknowledged, shared with the next phase's persister:
+    /// batches are numbered through the whole update.
+    numbering: Option<Arc<AtomicU64>>,
 }
 
 impl ServicePersister {
@@ -50,6 +54,17 @@ impl ServicePersister {
             sent: 0,
             in_doubt: None,
             origin: PathBuf::from(format!("update {update}")),
+            numbering: None,
+        }
+    }
+
+    /// The persister of a later phase of the update: it numbers its batches after the last
+    /// one `numbering` counts, and counts its own there.
+    pub fn continuing(self, numbering: Arc<AtomicU64>) -> ServicePersister {
+        ServicePersister {
+            sent: numbering.load(Ordering::SeqCst),
+            numbering: Some(numbering),
+            ..self
         }
     }
 
@@ -76,6 +91,9 @@ impl ServicePersister {
         match (self.transport).call("POST", &path, Some(&self.lease), Some(&body)) {
             Ok(_) => {
                 self.sent = seq;
+                if let Some(numbering) = &self.numbering {
+                    numbering.store(seq, Ordering::SeqCst);
+                }
                 Ok(())
             }
             Err(e) => {
