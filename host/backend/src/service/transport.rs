@@ -35,6 +35,9 @@ pub enum ServiceError {
     },
     #[error("the service refused the request ({status}): {message}")]
     Refused { status: u16, message: String },
+    /// The service answered something this client does not understand (another version?).
+    #[error("the service's answer to {request} is not understood: {reason}")]
+    Unreadable { request: String, reason: String },
 }
 
 /// A service and the access token requests carry.
