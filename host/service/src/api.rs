@@ -1,4 +1,5 @@
-//! The versioned HTTP protocol, `/api/v1/…`: JSON in and out, errors as `{ "message": … }`.
+//! The versioned HTTP protocol, `/api/v1/…`: JSON in and out (gzipped either way when the
+//! client says so), errors as `{ "message": … }`.
 
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
@@ -7,6 +8,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use tower_http::compression::CompressionLayer;
+use tower_http::decompression::RequestDecompressionLayer;
 use uuid::Uuid;
 
 use crate::auth::{Lease, User};
@@ -71,7 +74,10 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         )
         .route("/api/v1/updates/{id}/events", post(append_events))
         .route("/api/v1/updates/{id}/complete", post(complete))
+        // The limit holds for a body as decompressed: a small gzip bomb is refused (413).
         .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestDecompressionLayer::new())
+        .layer(CompressionLayer::new())
         .with_state(App { pool, options })
 }
 

@@ -1,8 +1,14 @@
 //! One request to the service, retried with backoff through what may pass (a dropped connection,
 //! 502/503/504, 429), honouring `Retry-After`; every other answer is final and typed, so a caller
-//! tells a lost lease from an outage.
+//! tells a lost lease from an outage. Bodies over 1 KiB go gzipped, and answers may come so.
 
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
 
 use serde_json::Value;
 
@@ -40,12 +46,30 @@ pub enum ServiceError {
     Unreadable { request: String, reason: String },
 }
 
+/// Request bodies larger than this go gzipped; smaller ones gain too little to be worth it.
+const GZIP_ABOVE: usize = 1024;
+
 /// A service and the access token requests carry.
 #[derive(Clone)]
 pub struct Transport {
     base: String,
     token: String,
     agent: ureq::Agent,
+    traffic: Arc<Counters>,
+}
+
+/// What a transport sent, retries included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Traffic {
+    pub requests: u64,
+    /// Request body bytes as they went on the wire (gzipped when they were).
+    pub body_bytes: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    body_bytes: AtomicU64,
 }
 
 impl Transport {
@@ -60,6 +84,15 @@ impl Transport {
             base: base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             agent,
+            traffic: Arc::default(),
+        }
+    }
+
+    /// What this transport and its clones sent so far.
+    pub fn traffic(&self) -> Traffic {
+        Traffic {
+            requests: self.traffic.requests.load(Ordering::Relaxed),
+            body_bytes: self.traffic.body_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -73,9 +106,7 @@ impl Transport {
         body: Option<&Value>,
     ) -> Result<Value, ServiceError> {
         let url = format!("{}/api/v1/{path}", self.base);
-        let body = body.map_or_else(Vec::new, |b| {
-            serde_json::to_vec(b).expect("JSON serializes")
-        });
+        let (body, gzipped) = encode(body);
         let mut backoff = Duration::from_millis(100);
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {
@@ -87,6 +118,11 @@ impl Transport {
             if let Some(lease) = lease {
                 request = request.header("X-Plinth-Lease", lease);
             }
+            if gzipped {
+                request = request.header("Content-Encoding", "gzip");
+            }
+            self.traffic.requests.fetch_add(1, Ordering::Relaxed);
+            (self.traffic.body_bytes).fetch_add(body.len() as u64, Ordering::Relaxed);
             let request = request
                 .body(body.clone())
                 .map_err(|e| ServiceError::Refused {
@@ -135,4 +171,18 @@ impl Transport {
             last,
         })
     }
+}
+
+/// The request body: JSON, gzipped (and said so) when large enough to gain from it.
+fn encode(body: Option<&Value>) -> (Vec<u8>, bool) {
+    let json = body.map_or_else(Vec::new, |b| {
+        serde_json::to_vec(b).expect("JSON serializes")
+    });
+    if json.len() <= GZIP_ABOVE {
+        return (json, false);
+    }
+    // The fastest level: JSON compresses well at any level, and the CPU is the update's.
+    let mut encoder = GzEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
+    let gzipped = encoder.write_all(&json).and_then(|()| encoder.finish());
+    (gzipped.expect("writing to memory never fails"), true)
 }
