@@ -46,6 +46,10 @@ pub enum ServiceError {
     Unreadable { request: String, reason: String },
 }
 
+/// The largest answer read, as it comes on the wire (gzipped, when the service gzips it): a
+/// large stack's checkpoint is tens of megabytes of JSON.
+const MAX_ANSWER: u64 = 1 << 30;
+
 /// Request bodies larger than this go gzipped; smaller ones gain too little to be worth it.
 const GZIP_ABOVE: usize = 1024;
 
@@ -134,13 +138,25 @@ impl Transport {
                     last = e.to_string();
                     backoff
                 }
-                Ok(mut response) => {
+                Ok(mut response) => 'answer: {
                     let status = response.status().as_u16();
                     let retry_after = (response.headers().get("Retry-After"))
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs);
-                    let text = response.body_mut().read_to_string().unwrap_or_default();
+                    // A connection dropped mid-answer is tried again like one that never
+                    // answered, rather than read as an empty answer.
+                    let read = (response.body_mut().with_config())
+                        .limit(MAX_ANSWER)
+                        .lossy_utf8(true)
+                        .read_to_string();
+                    let text = match read {
+                        Ok(text) => text,
+                        Err(e) => {
+                            last = format!("reading the answer: {e}");
+                            break 'answer backoff;
+                        }
+                    };
                     let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                     let message = json["message"].as_str().unwrap_or(&text).to_owned();
                     match status {
@@ -185,4 +201,79 @@ fn encode(body: Option<&Value>) -> (Vec<u8>, bool) {
     let mut encoder = GzEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
     let gzipped = encoder.write_all(&json).and_then(|()| encoder.finish());
     (gzipped.expect("writing to memory never fails"), true)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Read};
+    use std::net::{TcpListener, TcpStream};
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// Reads one request from `stream`: its head, lowercased, and its body.
+    fn read_request(stream: &TcpStream) -> (String, Vec<u8>) {
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line.to_ascii_lowercase());
+        }
+        let length = (head.lines())
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .map_or(0, |n| n.trim().parse().unwrap());
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        (head, body)
+    }
+
+    #[test]
+    fn large_bodies_go_gzipped_and_an_answer_cut_short_is_asked_again() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let mut requests = Vec::new();
+            // The first answer ends after ten of its hundred bytes; the second is whole.
+            for answer in [
+                "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{\"cut\": sh",
+                "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"ok\":true}",
+            ] {
+                let (mut stream, _) = listener.accept().unwrap();
+                requests.push(read_request(&stream));
+                stream.write_all(answer.as_bytes()).unwrap();
+            }
+            requests
+        });
+        let transport = Transport::new(&base, "t");
+        let body = json!({ "padding": "x".repeat(4096) });
+        let answer = transport.call("POST", "p", None, Some(&body)).unwrap();
+        assert_eq!(answer, json!({ "ok": true }));
+        let requests = server.join().unwrap();
+        assert_eq!(requests.len(), 2);
+        let (head, sent) = &requests[1];
+        assert!(head.contains("content-encoding: gzip"), "{head}");
+        assert!(head.contains("accept-encoding: gzip"), "{head}");
+        let mut json = Vec::new();
+        flate2::read::GzDecoder::new(&sent[..])
+            .read_to_end(&mut json)
+            .unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&json).unwrap(), body);
+        let traffic = transport.traffic();
+        assert_eq!(traffic.requests, 2);
+        assert_eq!(traffic.body_bytes, 2 * sent.len() as u64);
+        assert!(sent.len() < 200, "4 KiB of one letter gzip small");
+    }
+
+    #[test]
+    fn small_bodies_go_as_they_are() {
+        let (body, gzipped) = encode(Some(&json!({ "kind": "update" })));
+        assert!(!gzipped);
+        assert_eq!(body, br#"{"kind":"update"}"#);
+        assert_eq!(encode(None), (Vec::new(), false));
+    }
 }
