@@ -15,10 +15,10 @@ use crate::auth::digest;
 use crate::error::ApiError;
 use crate::journal::Stored;
 
-/// The most events one batch may carry (the client sends 50, or what 4 s gathered).
-pub(crate) const MAX_EVENTS: usize = 50;
-/// How many batches a client may have in flight at once.
-pub(crate) const MAX_IN_FLIGHT: i64 = 3;
+/// The most events one batch may carry (the client sends this many, or what 4 s gathered).
+const MAX_EVENTS: usize = plinth_backend::service::BATCH_EVENTS;
+/// How many batches a client may have in flight at once: the client's own bound.
+const MAX_IN_FLIGHT: i64 = plinth_backend::service::IN_FLIGHT as i64;
 /// The most batches one page of a log carries: at most 1,000 events.
 const PAGE_BATCHES: i64 = 20;
 

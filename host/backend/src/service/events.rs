@@ -24,7 +24,7 @@ use crate::logs::{EventNumbering, LogEntry, UpdateLog};
 /// The most events one batch carries.
 pub const BATCH_EVENTS: usize = 50;
 /// The longest an event waits for its batch to fill.
-pub const BATCH_WAIT: Duration = Duration::from_secs(4);
+const BATCH_WAIT: Duration = Duration::from_secs(4);
 /// The most batches being sent at once.
 pub const IN_FLIGHT: usize = 3;
 

@@ -6,7 +6,7 @@ mod lease;
 mod persister;
 mod transport;
 
-pub use events::{BATCH_EVENTS, BATCH_WAIT, IN_FLIGHT, ServiceEventLog, fetch_log};
+pub use events::{BATCH_EVENTS, IN_FLIGHT, ServiceEventLog, fetch_log};
 pub use lease::{LeaseKeeper, LeaseState};
 pub use persister::{MAX_BATCH, ServicePersister};
 pub use transport::{ServiceError, Transport};
