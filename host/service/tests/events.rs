@@ -338,3 +338,39 @@ fn recording_never_waits_for_the_service_and_finish_reports_a_failure() {
         .unwrap_or_default();
     assert!(source.contains("unavailable"), "{message}: {source}");
 }
+
+#[test]
+fn a_lost_lease_stops_the_client_log_and_finish_says_so() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let (update, lease) = begin_through(&transport);
+    let (status, _) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200);
+
+    let before = transport.traffic();
+    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease));
+    for n in 1..=500 {
+        log.record(&diagnostic(n));
+    }
+    let error = log.finish().unwrap_err();
+    let source = std::error::Error::source(&error)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        source.contains("no longer holds its stack"),
+        "{error}: {source}"
+    );
+    // The first refusal stopped the sender: of ten batches, only those already in flight went.
+    let sent = transport.traffic().requests - before.requests;
+    assert!((1..=3).contains(&sent), "{sent} batches sent");
+}
