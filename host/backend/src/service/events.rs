@@ -1,6 +1,6 @@
 //! An update's engine events on the service, for `plinth logs`. Recording hands each event to a
 //! sender thread through an unbounded channel, so it never waits on the network; the sender
-//! sends batches of [`BATCH_EVENTS`], or what [`BATCH_WAIT`] gathered, numbered from 1, with at
+//! sends batches of [`BATCH_EVENTS`], or what 4 s gathered, numbered from 1, with at
 //! most [`IN_FLIGHT`] requests at once (batch N goes only once batch N − 3 is answered, which is
 //! what the service checks). After a failure nothing more is sent, and `finish` reports it.
 
