@@ -16,10 +16,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::events::{ServiceEventLog, fetch_log};
 use super::lease::{LeaseKeeper, LeaseState};
 use super::persister::ServicePersister;
 use super::transport::{ServiceError, Transport};
-use crate::api::{Backend, EventLog, Recording, StackRef, Update};
+use crate::api::{Backend, Recording, StackRef, Update};
 use crate::checkpoint::{Checkpoint, UsedPlugins};
 use crate::edit::StateEdit;
 use crate::error::BackendError;
@@ -109,9 +110,11 @@ fn stack_error(error: ServiceError, stack: &StackRef) -> BackendError {
 
 /// The answer to `request`, as `T`.
 fn decode<T: DeserializeOwned>(answer: Value, request: &str) -> Result<T, BackendError> {
-    serde_json::from_value(answer).map_err(|e| BackendError::UnexpectedAnswer {
-        request: request.to_owned(),
-        reason: e.to_string(),
+    serde_json::from_value(answer).map_err(|e| {
+        BackendError::Service(ServiceError::Unreadable {
+            request: request.to_owned(),
+            reason: e.to_string(),
+        })
     })
 }
 
@@ -233,11 +236,12 @@ impl Backend for ServiceBackend {
         let listed: Stacks = decode(answer, &request)?;
         (listed.stacks.into_iter())
             .map(|stack| {
-                let name =
-                    StackName::new(&stack.name).map_err(|e| BackendError::UnexpectedAnswer {
+                let name = StackName::new(&stack.name).map_err(|e| {
+                    BackendError::Service(ServiceError::Unreadable {
                         request: request.clone(),
                         reason: format!("stack `{}`: {e}", stack.name),
-                    })?;
+                    })
+                })?;
                 Ok(StackSummary {
                     name,
                     resources: stack.resources,
@@ -309,10 +313,10 @@ impl Backend for ServiceBackend {
                 message,
             }) => {
                 let holder = serde_json::from_value::<Holder>(holder).map_err(|e| {
-                    BackendError::UnexpectedAnswer {
+                    BackendError::Service(ServiceError::Unreadable {
                         request: format!("POST {path}"),
                         reason: format!("{message}; its holder: {e}"),
-                    }
+                    })
                 })?;
                 return Err(BackendError::Locked {
                     stack: stack.name.to_string(),
@@ -399,15 +403,10 @@ impl Backend for ServiceBackend {
     fn logs(
         &self,
         stack: &StackRef,
-        _number: Option<u64>,
+        number: Option<u64>,
     ) -> Result<Option<UpdateLog>, BackendError> {
-        Err(BackendError::Service(ServiceError::Refused {
-            status: 501,
-            message: format!(
-                "the service at {} does not keep the events of stack `{stack}`'s updates yet",
-                self.url
-            ),
-        }))
+        fetch_log(&self.transport, &stack.project, &stack.name, number)
+            .map_err(|e| stack_error(e, stack))
     }
 
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
@@ -548,9 +547,10 @@ impl Update for ServiceUpdate {
             self.crypter.clone(),
         )
         .continuing(self.batches.clone());
+        let events = ServiceEventLog::start(self.transport.clone(), &self.id, &self.lease);
         Ok(Recording {
             persister: Box::new(persister),
-            events: Box::new(Discarded),
+            events: Box::new(events),
         })
     }
 
@@ -614,16 +614,5 @@ impl Drop for ServiceUpdate {
         };
         let body = json!({ "result": result, "entry": entry });
         let _ = self.call("complete", &body);
-    }
-}
-
-/// Keeps no events (the service does not store them yet).
-struct Discarded;
-
-impl EventLog for Discarded {
-    fn record(&mut self, _: &plinth_engine::events::Event) {}
-
-    fn finish(self: Box<Self>) -> Result<(), BackendError> {
-        Ok(())
     }
 }
