@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::auth::{Lease, User};
 use crate::error::ApiError;
-use crate::versions::StackKey;
+use crate::versions::{Source, StackKey};
 use crate::{events, journal, updates, versions};
 
 /// How the service runs.
@@ -348,6 +348,9 @@ struct PhaseRequest {
     /// journal.
     #[serde(default)]
     checkpoint: Option<String>,
+    /// The plugins the phase used, for its checkpoint to record (the base's if absent).
+    #[serde(default)]
+    plugins: Option<Vec<plinth_backend::PluginUse>>,
 }
 
 async fn record_phase(
@@ -363,9 +366,13 @@ async fn record_phase(
             request.phase
         )));
     }
-    let checkpoint = request.checkpoint.map(String::into_bytes);
-    let version =
-        updates::phase(&pool, id, &lease, request.phase, &request.entry, checkpoint).await?;
+    let source = match request.checkpoint {
+        Some(text) => Source::Checkpoint(text.into_bytes()),
+        None => Source::Journal {
+            plugins: request.plugins,
+        },
+    };
+    let version = updates::phase(&pool, id, &lease, request.phase, &request.entry, source).await?;
     Ok(Json(json!({ "version": version })))
 }
 

@@ -10,7 +10,9 @@ use std::time::SystemTime;
 use common::*;
 use plinth_backend::secrets::{Crypter, PassphraseCrypter, SecretsProvider};
 use plinth_backend::service::ServiceBackend;
-use plinth_backend::{Backend, BackendError, HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
+use plinth_backend::{
+    Backend, BackendError, HistoryEntry, PluginUse, UpdateKind, UpdateResult, UsedPlugins,
+};
 use plinth_engine::journal::JournalEntry;
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::resource::ResourceState;
@@ -67,6 +69,14 @@ fn journal(seq: u64, name: &str, secret: bool) -> Vec<JournalEntry> {
         .collect()
 }
 
+fn plugin(name: &str) -> PluginUse {
+    PluginUse {
+        name: name.to_owned(),
+        version: "1.0.0".to_owned(),
+        sha256: "ab".repeat(32),
+    }
+}
+
 /// The resource of `snapshot` named `name`.
 fn named<'a>(snapshot: &'a Snapshot, name: &str) -> &'a ResourceState {
     (snapshot.resources.iter())
@@ -111,7 +121,10 @@ fn phases_become_versions_and_the_next_phase_starts_from_the_last() {
     assert!(b.list_stacks(&p).unwrap()[0].locked);
 
     for (i, name) in ["a", "b"].into_iter().enumerate() {
-        let mut recording = update.record(UsedPlugins::default()).unwrap();
+        let used = UsedPlugins::default();
+        let mut recording = update.record(used.clone()).unwrap();
+        // Plugins load while the phase runs; its checkpoint records them.
+        used.record(plugin(name));
         for e in journal(i as u64 + 1, name, i == 0) {
             recording.persister.append(&e).unwrap();
         }
@@ -138,7 +151,9 @@ fn phases_become_versions_and_the_next_phase_starts_from_the_last() {
     assert_eq!((listed[0].resources, listed[0].locked), (2, false));
     let exported = b.export(&stack).unwrap();
     assert!(!String::from_utf8_lossy(&exported).contains("hunter2"));
-    assert_eq!(b.load_redacted(&stack).unwrap().snapshot.resources.len(), 2);
+    let loaded = b.load_redacted(&stack).unwrap();
+    assert_eq!(loaded.snapshot.resources.len(), 2);
+    assert_eq!(loaded.plugins, [plugin("b")]);
 
     // An edit by hand keeps secrets sealed; an import replaces the state.
     let mut update = b.begin_update(&stack, "state protect").unwrap();

@@ -444,8 +444,8 @@ struct ServiceUpdate {
     phases: i32,
     /// Journal batches acknowledged so far: numbered from 1 through the whole update.
     batches: Arc<AtomicU64>,
-    /// When the phase being recorded, not completed yet, started.
-    open_phase: Option<SystemTime>,
+    /// When the phase being recorded, not completed yet, started, and the plugins it loads.
+    open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
     last_result: Option<UpdateResult>,
 }
@@ -480,9 +480,19 @@ impl ServiceUpdate {
         }
         let phase = self.phases + 1;
         let mut body = json!({ "phase": phase, "entry": entry });
-        if let Some(bytes) = checkpoint {
-            let text = String::from_utf8(bytes).map_err(|e| BackendError::Encode(e.to_string()))?;
-            body["checkpoint"] = Value::String(text);
+        match checkpoint {
+            Some(bytes) => {
+                let text =
+                    String::from_utf8(bytes).map_err(|e| BackendError::Encode(e.to_string()))?;
+                body["checkpoint"] = Value::String(text);
+            }
+            // The checkpoint the journal makes records the plugins the phase loaded, as the
+            // file backend's does.
+            None => {
+                if let Some((_, plugins)) = &self.open_phase {
+                    body["plugins"] = json!(plugins.list());
+                }
+            }
         }
         let answer = self.call("phases", &body)?;
         let recorded: Recorded = decode(answer, &format!("POST updates/{}/phases", self.id))?;
@@ -537,9 +547,9 @@ impl Update for ServiceUpdate {
         }
     }
 
-    fn record(&mut self, _plugins: UsedPlugins) -> Result<Recording, BackendError> {
+    fn record(&mut self, plugins: UsedPlugins) -> Result<Recording, BackendError> {
         self.check_lease()?;
-        self.open_phase = Some(SystemTime::now());
+        self.open_phase = Some((SystemTime::now(), plugins));
         let persister = ServicePersister::new(
             self.transport.clone(),
             &self.id,
@@ -599,11 +609,11 @@ impl Update for ServiceUpdate {
 /// with whatever its journal holds. If the lease is gone meanwhile, there is nothing to end.
 impl Drop for ServiceUpdate {
     fn drop(&mut self) {
-        let (result, entry) = match self.open_phase {
-            Some(started) => {
+        let (result, entry) = match &self.open_phase {
+            Some((started, _)) => {
                 let entry = HistoryEntry::ended_now(
                     self.kind,
-                    started,
+                    *started,
                     UpdateResult::Failed,
                     ChangeSummary::default(),
                 )
