@@ -345,7 +345,7 @@ impl Backend for ServiceBackend {
             base: Base::Sent(begun.base_checkpoint),
             recovered: begun.recovered,
             phases: 0,
-            batches: Arc::new(AtomicU64::new(0)),
+            journal_batches: Arc::default(),
             open_phase: None,
             last_result: None,
         }))
@@ -442,8 +442,8 @@ struct ServiceUpdate {
     recovered: bool,
     /// Phases recorded so far; the service numbers them from 1.
     phases: i32,
-    /// Journal batches acknowledged so far: numbered from 1 through the whole update.
-    batches: Arc<AtomicU64>,
+    /// Journal batches the service acknowledged, numbered across phases.
+    journal_batches: Arc<AtomicU64>,
     /// When the phase being recorded, not completed yet, started, and the plugins it loads.
     open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
@@ -556,7 +556,7 @@ impl Update for ServiceUpdate {
             &self.lease,
             self.crypter.clone(),
         )
-        .continuing(self.batches.clone());
+        .continuing(self.journal_batches.clone());
         let events = ServiceEventLog::start(self.transport.clone(), &self.id, &self.lease);
         Ok(Recording {
             persister: Box::new(persister),
