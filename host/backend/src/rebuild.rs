@@ -151,7 +151,7 @@ mod tests {
         assert!(!String::from_utf8_lossy(&bytes).contains("hunter2"));
         let opened = Checkpoint::parse(&bytes, &stack, Path::new("x"), &crypter).unwrap();
         assert_eq!(opened.snapshot.resources, vec![resource]);
-        assert_eq!(opened.plugins, [used.clone()]);
+        assert_eq!(opened.plugins, std::slice::from_ref(&used));
         // The version rebuilt is a base for the next update, again without a key.
         // ... and keeps the plugins the base records unless told others.
         let again = rebuild_sealed(
