@@ -3,7 +3,7 @@
 
 use std::process::Output;
 
-use crate::support::{ConfigCleanup, Env, guest, repo_root};
+use crate::support::{ConfigCleanup, Env, PASSPHRASE, guest, repo_root};
 
 /// Everything plinth printed, on stdout and stderr.
 fn printed(out: &Output) -> String {
@@ -297,4 +297,101 @@ fn secrets_printed_by_a_program_or_a_plugin_are_masked() {
     assert_nowhere(&env, &password, &log);
     run(&env, &["destroy", "--yes"], &mut log);
     assert_nowhere(&env, token, &log);
+}
+
+/// A stack moved to another project directory and backend whose secrets are sealed under
+/// another passphrase: the import opens each secret with the passphrase it was exported under
+/// and seals it under the target's; without that passphrase it fails naming the variable to
+/// set, and writes nothing.
+#[test]
+fn an_import_reseals_secrets_for_a_stack_with_another_passphrase() {
+    let source = Env::scenario();
+    let token = "tok-5e1d-moved-secret";
+    source.ok(&["config", "set", "token_a", token, "--secret"]);
+    source.ok(&["up", "--yes"]);
+    let exported = source.state.path().join("exported.json");
+    source.ok(&["stack", "export", "--file", exported.to_str().unwrap()]);
+    let stamp = std::fs::read_to_string(&exported).unwrap();
+    let stamp: serde_json::Value = serde_json::from_str(&stamp).unwrap();
+    assert_eq!(stamp["secrets_provider"]["type"], "passphrase", "{stamp}");
+    assert!(stamp["secrets_provider"]["salt"].is_string(), "{stamp}");
+    let exported = exported.to_str().unwrap();
+
+    // The same project elsewhere, on its own backend, with a passphrase of its own.
+    let target = Env::project(&std::fs::read_to_string(source.project.join("Plinth.yaml")).unwrap());
+    let other = "another passphrase";
+    let as_target = |args: &[&str]| {
+        let mut command = target.command(args);
+        command.env("PLINTH_CONFIG_PASSPHRASE", other);
+        command
+    };
+    let target_config = target.project.join("Plinth.dev.yaml");
+    let config_before = std::fs::read(&target_config).ok();
+    let out = as_target(&["stack", "import", "--file", exported])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("PLINTH_SOURCE_PASSPHRASE") && stderr.contains("exported state"),
+        "{stderr}"
+    );
+    assert_eq!(target.resources(), vec![], "nothing was imported");
+    assert!(target.ok(&["stack", "history"]).contains("no history"));
+    assert_eq!(std::fs::read(&target_config).ok(), config_before, "nor a salt written");
+
+    let out = as_target(&["stack", "import", "--file", exported])
+        .env("PLINTH_SOURCE_PASSPHRASE", PASSPHRASE)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", printed(&out));
+    assert_eq!(target.resources(), source.resources());
+    // The secret is sealed under the target's key now: it opens with the target's passphrase
+    // alone, into the same plaintext (the same config gives no changes).
+    let sealed = |env: &Env| {
+        let state = env.export();
+        let a = state["snapshot"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["urn"].as_str().unwrap().ends_with("::a"))
+            .unwrap()
+            .clone();
+        a["inputs"]["token"]["ciphertext"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_ne!(sealed(&target), sealed(&source));
+    let set = as_target(&["config", "set", "token_a", token, "--secret"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", printed(&set));
+    let preview = as_target(&["preview", "--expect-no-changes"])
+        .output()
+        .unwrap();
+    assert!(preview.status.success(), "{}", printed(&preview));
+    let wrong = target.command(&["preview"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("incorrect passphrase for stack `dev`"),
+        "{}",
+        printed(&wrong)
+    );
+    let text = std::fs::read_to_string(&target_config).unwrap();
+    assert!(!text.contains(token));
+
+    // Back into the source: sealed under the source's passphrase again.
+    let back = target.state.path().join("back.json");
+    as_target(&["stack", "export", "--file", back.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let out = source
+        .command(&["stack", "import", "--file", back.to_str().unwrap()])
+        .env("PLINTH_SOURCE_PASSPHRASE", other)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", printed(&out));
+    source.ok(&["preview", "--expect-no-changes"]);
+    source.ok(&["destroy", "--yes"]);
 }

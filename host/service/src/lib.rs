@@ -6,9 +6,11 @@ mod auth;
 mod db;
 mod error;
 mod journal;
+mod secrets;
 mod updates;
 mod versions;
 
 pub use api::{Options, router};
 pub use auth::create_token;
 pub use db::connect;
+pub use secrets::MasterKey;

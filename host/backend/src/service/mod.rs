@@ -1,10 +1,13 @@
 //! The client side of `plinth serve`'s protocol (`/api/v1/…`): requests retried through
-//! transient failures, the keeper renewing an update's lease, and the persister that sends an update's journal in numbered batches.
+//! transient failures, the keeper renewing an update's lease, the persister that sends an
+//! update's journal in numbered batches, and the crypter of service-managed secrets.
 
+mod crypter;
 mod lease;
 mod persister;
 mod transport;
 
+pub use crypter::ServiceCrypter;
 pub use lease::{LeaseKeeper, LeaseState};
 pub use persister::{MAX_BATCH, ServicePersister};
 pub use transport::{ServiceError, Transport};
