@@ -346,24 +346,28 @@ fn an_import_reseals_secrets_for_a_stack_with_another_passphrase() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", printed(&out));
-    assert_eq!(target.resources(), source.resources());
     // The secret is sealed under the target's key now: it opens with the target's passphrase
     // alone, into the same plaintext (the same config gives no changes).
-    let sealed = |env: &Env| {
-        let state = env.export();
-        let a = state["snapshot"]["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["urn"].as_str().unwrap().ends_with("::a"))
-            .unwrap()
-            .clone();
-        a["inputs"]["token"]["ciphertext"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+    let export = |mut command: std::process::Command| -> serde_json::Value {
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", printed(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
     };
-    assert_ne!(sealed(&target), sealed(&source));
+    let sealed = |state: &serde_json::Value| {
+        let resources = state["snapshot"]["resources"].as_array().unwrap();
+        let a = (resources.iter())
+            .find(|r| r["urn"].as_str().unwrap().ends_with("::a"))
+            .unwrap();
+        a["inputs"]["token"]["ciphertext"].as_str().unwrap().to_owned()
+    };
+    let moved = export(as_target(&["stack", "export"]));
+    let original = export(source.command(&["stack", "export"]));
+    assert_eq!(
+        moved["snapshot"]["resources"].as_array().unwrap().len(),
+        original["snapshot"]["resources"].as_array().unwrap().len()
+    );
+    assert_ne!(sealed(&moved), sealed(&original));
+    assert_ne!(moved["secrets_provider"], original["secrets_provider"]);
     let set = as_target(&["config", "set", "token_a", token, "--secret"])
         .output()
         .unwrap();
