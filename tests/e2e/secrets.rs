@@ -318,7 +318,8 @@ fn an_import_reseals_secrets_for_a_stack_with_another_passphrase() {
     let exported = exported.to_str().unwrap();
 
     // The same project elsewhere, on its own backend, with a passphrase of its own.
-    let target = Env::project(&std::fs::read_to_string(source.project.join("Plinth.yaml")).unwrap());
+    let target =
+        Env::project(&std::fs::read_to_string(source.project.join("Plinth.yaml")).unwrap());
     let other = "another passphrase";
     let as_target = |args: &[&str]| {
         let mut command = target.command(args);
@@ -339,7 +340,11 @@ fn an_import_reseals_secrets_for_a_stack_with_another_passphrase() {
     );
     assert_eq!(target.resources(), vec![], "nothing was imported");
     assert!(target.ok(&["stack", "history"]).contains("no history"));
-    assert_eq!(std::fs::read(&target_config).ok(), config_before, "nor a salt written");
+    assert_eq!(
+        std::fs::read(&target_config).ok(),
+        config_before,
+        "nor a salt written"
+    );
 
     let out = as_target(&["stack", "import", "--file", exported])
         .env("PLINTH_SOURCE_PASSPHRASE", PASSPHRASE)
@@ -358,7 +363,10 @@ fn an_import_reseals_secrets_for_a_stack_with_another_passphrase() {
         let a = (resources.iter())
             .find(|r| r["urn"].as_str().unwrap().ends_with("::a"))
             .unwrap();
-        a["inputs"]["token"]["ciphertext"].as_str().unwrap().to_owned()
+        a["inputs"]["token"]["ciphertext"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
     let moved = export(as_target(&["stack", "export"]));
     let original = export(source.command(&["stack", "export"]));

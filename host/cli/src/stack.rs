@@ -16,8 +16,8 @@ use crate::Workspace;
 use crate::display::{local_time, render_value, whole_seconds};
 use crate::plugin::short;
 use crate::secrets::{ProviderKind, unlock_for_update};
-use crate::stack_transfer;
 use crate::stack_config::ConfigValue;
+use crate::stack_transfer;
 
 #[derive(Subcommand)]
 pub enum StackCommand {

@@ -6,9 +6,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use plinth_backend::secrets::{
-    Crypter, LazyCrypter, PassphraseCrypter, SecretsError, reseal,
-};
+use plinth_backend::secrets::{Crypter, LazyCrypter, PassphraseCrypter, SecretsError, reseal};
 use plinth_backend::service::ServiceCrypter;
 use serde::{Deserialize, Serialize};
 
@@ -178,16 +176,15 @@ fn source_passphrase(what: &str) -> Result<String, SecretsError> {
             });
         }
     }
-    ask_passphrase(
-        &format!("Enter the passphrase of {what}: "),
-        || SecretsError::Foreign {
+    ask_passphrase(&format!("Enter the passphrase of {what}: "), || {
+        SecretsError::Foreign {
             what: what.to_owned(),
             reason: format!(
                 "no passphrase: set {SOURCE_PASSPHRASE_VAR} to the passphrase of the stack it was \
                  exported from (or run on a terminal to be asked)"
             ),
-        },
-    )
+        }
+    })
 }
 
 /// Refuses `--secrets-provider service` on a backend that is not a service.
@@ -212,7 +209,7 @@ mod tests {
             salt: Some("v1:abc:v1:def".into()),
         };
         let stamped = stamp(export, &by).unwrap();
-        assert_eq!(read_stamp(&stamped).unwrap(), Some(by));
+        assert_eq!(read_stamp(&stamped).unwrap(), Some(by.clone()));
         let text = String::from_utf8(stamped).unwrap();
         assert!(text.ends_with("\n  \"version\": 2,\n  \"snapshot\": {\"resources\": []}\n}\n"));
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -69,7 +69,10 @@ impl MasterKey {
     pub fn load(path: &Path) -> anyhow::Result<MasterKey> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the master key {}", path.display()))?;
-        let key = BASE64.decode(text.trim()).ok().filter(|k| k.len() == KEY_LEN);
+        let key = BASE64
+            .decode(text.trim())
+            .ok()
+            .filter(|k| k.len() == KEY_LEN);
         let Some(key) = key else {
             bail!(
                 "{} is not a plinth master key (32 bytes in base64); create one with \

@@ -79,7 +79,11 @@ fn values_round_trip_per_stack_and_a_dump_of_the_database_holds_no_plaintext() {
     let values: Vec<String> = (0..50).map(|i| format!("\"{SECRET}-{i}\"")).collect();
     let sealed = dev.seal_all(&values).unwrap();
     assert_eq!(sealed.len(), 50);
-    assert!(sealed.iter().all(|s| s.starts_with("v1:") && !s.contains(SECRET)));
+    assert!(
+        sealed
+            .iter()
+            .all(|s| s.starts_with("v1:") && !s.contains(SECRET))
+    );
     assert_ne!(dev.seal(&values[0]).unwrap(), sealed[0]);
     assert_eq!(dev.open_all(&sealed).unwrap(), values);
 
@@ -137,15 +141,18 @@ fn values_round_trip_per_stack_and_a_dump_of_the_database_holds_no_plaintext() {
     assert_eq!(status, 200);
     let stack = StackName::new("dev").unwrap();
     let text = export.to_string();
-    let opened = Checkpoint::parse(text.as_bytes(), &stack, Path::new("export"), dev.as_ref())
-        .unwrap();
+    let opened =
+        Checkpoint::parse(text.as_bytes(), &stack, Path::new("export"), dev.as_ref()).unwrap();
     assert_eq!(opened.snapshot.resources[0].inputs["password"], secret);
 
     // The dump: no secret, no data key, no master key, in any encoding.
-    let dump = server.dump(&db.rsplit('/').next().unwrap()).unwrap();
+    let dump = server.dump(db.rsplit('/').next().unwrap()).unwrap();
     let dump = String::from_utf8(dump).unwrap();
     assert!(dump.contains("stack_keys"), "the dump covers the key table");
-    assert!(!dump.contains(SECRET), "a secret's plaintext is in the dump");
+    assert!(
+        !dump.contains(SECRET),
+        "a secret's plaintext is in the dump"
+    );
     let master = std::fs::read_to_string(&key).unwrap();
     let master = BASE64.decode(master.trim()).unwrap();
     let rows = server
@@ -161,15 +168,18 @@ fn values_round_trip_per_stack_and_a_dump_of_the_database_holds_no_plaintext() {
         })
         .collect();
     assert_eq!(rows.len(), 2, "dev and prod each got a data key: {rows:?}");
-    for key in [master.clone()]
-        .into_iter()
-        .chain(rows.iter().map(|(id, sealed)| data_key(&master, *id, sealed)))
-    {
+    for key in [master.clone()].into_iter().chain(
+        rows.iter()
+            .map(|(id, sealed)| data_key(&master, *id, sealed)),
+    ) {
         for form in [hex::encode(&key), BASE64.encode(&key)] {
             assert!(!dump.contains(&form), "a key is in the dump as {form}");
         }
         assert!(
-            !dump.as_bytes().windows(key.len()).any(|w| w == key.as_slice()),
+            !dump
+                .as_bytes()
+                .windows(key.len())
+                .any(|w| w == key.as_slice()),
             "a key is in the dump as raw bytes"
         );
     }

@@ -122,7 +122,11 @@ pub(crate) fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), S
         return Ok(());
     }
     let plaintexts: Vec<String> = (secrets.iter_mut())
-        .map(|map| map.remove(PLAIN).expect("collected for its value").to_string())
+        .map(|map| {
+            map.remove(PLAIN)
+                .expect("collected for its value")
+                .to_string()
+        })
         .collect();
     let sealed = crypter.seal_all(&plaintexts)?;
     for (map, sealed) in secrets.into_iter().zip(sealed) {
@@ -160,7 +164,11 @@ pub(crate) fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), S
 
 /// The secrets in `tree` that have a `field` (their plaintext or their ciphertext), in document
 /// order.
-fn collect_secrets<'a>(tree: &'a mut Value, field: &str, out: &mut Vec<&'a mut Map<String, Value>>) {
+fn collect_secrets<'a>(
+    tree: &'a mut Value,
+    field: &str,
+    out: &mut Vec<&'a mut Map<String, Value>>,
+) {
     match tree {
         Value::Object(map) => {
             if !is_secret(map) {
@@ -221,11 +229,13 @@ mod tests {
             panic!("one value at a time")
         }
         fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
-            self.batches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             plaintexts.iter().map(|p| self.inner.seal(p)).collect()
         }
         fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
-            self.batches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             sealed.iter().map(|s| self.inner.open(s)).collect()
         }
     }
