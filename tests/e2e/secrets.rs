@@ -407,3 +407,36 @@ fn an_import_reseals_secrets_for_a_stack_with_another_passphrase() {
     source.ok(&["preview", "--expect-no-changes"]);
     source.ok(&["destroy", "--yes"]);
 }
+
+/// A stack's secrets provider is chosen at `stack init` and recorded in its config file; the
+/// service's provider needs a service, and a provider plinth does not know is a clear error.
+#[test]
+fn the_secrets_provider_is_chosen_at_init_and_recorded() {
+    let env = Env::scenario();
+    let stderr = env.fails(&["stack", "init", "prod", "--secrets-provider", "service"]);
+    assert!(
+        stderr.contains("needs a service backend")
+            && stderr.contains("--secrets-provider passphrase"),
+        "{stderr}"
+    );
+    assert!(
+        !env.ok(&["stack", "ls"]).contains("prod"),
+        "nothing created"
+    );
+
+    let out = env.ok(&["stack", "init", "prod", "--secrets-provider", "passphrase"]);
+    assert!(out.contains("sealed by the passphrase provider"), "{out}");
+    let config = env.project.join("Plinth.prod.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("secretsprovider: passphrase"), "{text}");
+    env.ok(&["--stack", "prod", "config", "set", "k", "v", "--secret"]);
+    let shown = env.ok(&["--stack", "prod", "config", "get", "k", "--show-secrets"]);
+    assert_eq!(shown.trim(), "v");
+
+    std::fs::write(&config, "secretsprovider: vault\n").unwrap();
+    let stderr = env.fails(&["--stack", "prod", "config", "set", "k", "v", "--secret"]);
+    assert!(
+        stderr.contains("`secretsprovider: vault` is not a secrets provider"),
+        "{stderr}"
+    );
+}

@@ -246,18 +246,26 @@ fn unavailable(stack: &str, reason: &str) -> SecretsError {
 }
 
 /// The configuration as the program and providers see it: plain values as strings, sealed ones
-/// opened into secrets.
+/// opened into secrets (all in one batch: one request when a service opens them).
 pub fn open_config(
     config: BTreeMap<String, ConfigValue>,
     crypter: &dyn Crypter,
 ) -> Result<BTreeMap<String, Value>, SecretsError> {
+    let sealed: Vec<String> = (config.values())
+        .filter_map(|value| match value {
+            ConfigValue::Sealed(sealed) => Some(sealed.clone()),
+            ConfigValue::Plain(_) => None,
+        })
+        .collect();
+    let mut opened = crypter.open_all(&sealed)?.into_iter();
     config
         .into_iter()
         .map(|(key, value)| {
             let value = match value {
                 ConfigValue::Plain(text) => Value::String(text),
-                ConfigValue::Sealed(sealed) => {
-                    Value::Secret(Box::new(Value::String(crypter.open(&sealed)?)))
+                ConfigValue::Sealed(_) => {
+                    let text = opened.next().expect("one opened value per sealed one");
+                    Value::Secret(Box::new(Value::String(text)))
                 }
             };
             Ok((key, value))
