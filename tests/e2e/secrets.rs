@@ -3,7 +3,8 @@
 
 use std::process::Output;
 
-use crate::support::{ConfigCleanup, Env, PASSPHRASE, guest, repo_root};
+use crate::support::service::TestService;
+use crate::support::{ConfigCleanup, Env, PASSPHRASE, ServiceLogin, guest, repo_root};
 
 /// Everything plinth printed, on stdout and stderr.
 fn printed(out: &Output) -> String {
@@ -439,4 +440,96 @@ fn the_secrets_provider_is_chosen_at_init_and_recorded() {
         stderr.contains("`secretsprovider: vault` is not a secrets provider"),
         "{stderr}"
     );
+}
+
+/// A stack moved from files to a service and back: on the service its secrets are sealed by the
+/// service's provider (no passphrase needed there), back on files by the passphrase again. A
+/// service's secrets open only for a caller logged in to it.
+#[test]
+fn a_stack_moves_from_files_to_a_service_and_back_its_secrets_resealed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Started with a master key, as every test service is.
+    let service = TestService::start();
+    let source = Env::scenario();
+    let token = "tok-9b3e-travelling-secret";
+    source.ok(&["config", "set", "token_a", token, "--secret"]);
+    source.ok(&["up", "--yes"]);
+    let to_service = dir.path().join("to-service.json");
+    source.ok(&["stack", "export", "--file", to_service.to_str().unwrap()]);
+
+    let target = Env::scenario_on(ServiceLogin {
+        url: service.url().to_owned(),
+        token: service.token.clone(),
+    });
+    let no_passphrase = |env: &Env, args: &[&str]| {
+        let out = env
+            .command(args)
+            .env_remove("PLINTH_CONFIG_PASSPHRASE")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", printed(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    target.ok(&["stack", "import", "--file", to_service.to_str().unwrap()]);
+    let moved: serde_json::Value =
+        serde_json::from_str(&no_passphrase(&target, &["stack", "export"])).unwrap();
+    assert_eq!(
+        moved["secrets_provider"]["type"], "service",
+        "{}",
+        moved["secrets_provider"]
+    );
+    assert_eq!(moved["secrets_provider"]["url"], service.url());
+    // The same config, sealed by the service too, gives no changes: the moved secret opened
+    // into the same plaintext, and nothing needed a passphrase.
+    no_passphrase(&target, &["config", "set", "token_a", token, "--secret"]);
+    no_passphrase(&target, &["preview", "--expect-no-changes"]);
+    let config = std::fs::read_to_string(target.project.join("Plinth.dev.yaml")).unwrap();
+    assert!(
+        !config.contains(token) && !config.contains("encryptionsalt"),
+        "{config}"
+    );
+    let dump = service
+        .database
+        .server
+        .dump(&service.database.name)
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&dump).contains(token),
+        "the secret is in a dump of the service's database"
+    );
+
+    // Back to files: the service opens what it sealed for a caller logged in to it.
+    let back = dir.path().join("back.json");
+    no_passphrase(
+        &target,
+        &["stack", "export", "--file", back.to_str().unwrap()],
+    );
+    let home = tempfile::tempdir().unwrap();
+    let import_back = || {
+        source
+            .command(&["stack", "import", "--file", back.to_str().unwrap()])
+            .env("PLINTH_HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let refused = import_back();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains(&format!("plinth login {}", service.url())),
+        "{stderr}"
+    );
+    let login = source
+        .command(&["login", service.url(), "--token", &service.token])
+        .env("PLINTH_HOME", home.path())
+        .env_remove("PLINTH_BACKEND_URL")
+        .output()
+        .unwrap();
+    assert!(login.status.success(), "{}", printed(&login));
+    let out = import_back();
+    assert!(out.status.success(), "{}", printed(&out));
+    let state = source.export();
+    assert_eq!(state["secrets_provider"]["type"], "passphrase");
+    source.ok(&["preview", "--expect-no-changes"]);
+    source.ok(&["destroy", "--yes"]);
 }

@@ -135,7 +135,8 @@ impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
         let started = std::time::Instant::now();
         let project = Project::find(&global.start_dir()?)?;
-        let secrets = std::sync::Arc::new(secrets::ProjectSecrets::new(&project, None));
+        let service = login::current_service()?;
+        let secrets = std::sync::Arc::new(secrets::ProjectSecrets::new(&project, service));
         let backend = login::open_backend(secrets.clone())?;
         Ok(Workspace {
             project,

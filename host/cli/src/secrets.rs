@@ -105,11 +105,13 @@ impl ProjectSecrets {
         &self.project
     }
 
-    /// How to reach the service at `url`, if it is this backend.
+    /// How to reach the service at `url`: as this backend if it is the one, else with the token
+    /// `plinth login` stored for it.
     pub fn transport_for(&self, url: &str) -> Option<Transport> {
-        (self.service.as_ref())
-            .filter(|s| s.url == url)
-            .map(|s| s.transport.clone())
+        match &self.service {
+            Some(service) if service.url == url => Some(service.transport.clone()),
+            _ => crate::login::stored_service(url),
+        }
     }
 
     fn make(&self, stack: &str) -> Arc<dyn Crypter> {
