@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
 use plinth_engine::events::ChangeSummary;
@@ -340,6 +341,7 @@ impl Backend for ServiceBackend {
             base: Base::Sent(begun.base_checkpoint),
             recovered: begun.recovered,
             phases: 0,
+            journal_batches: Arc::default(),
             open_phase: None,
             last_result: None,
         }))
@@ -441,6 +443,8 @@ struct ServiceUpdate {
     recovered: bool,
     /// Phases recorded so far; the service numbers them from 1.
     phases: i32,
+    /// Journal batches the service acknowledged, numbered across phases.
+    journal_batches: Arc<AtomicU64>,
     /// When the phase being recorded, not completed yet, started.
     open_phase: Option<SystemTime>,
     /// How the last completed phase ended.
@@ -542,7 +546,8 @@ impl Update for ServiceUpdate {
             &self.id,
             &self.lease,
             self.crypter.clone(),
-        );
+        )
+        .continuing(self.journal_batches.clone());
         Ok(Recording {
             persister: Box::new(persister),
             events: Box::new(Discarded),
