@@ -1,8 +1,7 @@
-//! The CLI on a real `plinth serve` (a real PostgreSQL behind it), as a user meets it: `plinth
-//! login URL` checks the token before storing it, `whoami` names the user and the service, `up`
-//! and `destroy` keep the stack's state (and `logs` the update's events) on the service, a stack
-//! another update holds is refused naming its holder, and a service without a token is a clear
-//! error.
+//! The CLI on a real `plinth serve` (a real PostgreSQL behind it): `plinth login URL` checks the
+//! token before storing it, `whoami` names the user and the service, `up` and `destroy` keep
+//! the stack's state on the service, a stack another update holds is refused naming its holder,
+//! and a service without a token is a clear error.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -10,14 +9,17 @@ use plinth_backend::service::Transport;
 use serde_json::json;
 
 use crate::count_line;
-use crate::support::Env;
-use crate::support::service::{Team, USER, create_token};
+use crate::support::service::TestService;
+use crate::support::{Env, ServiceLogin};
 
 #[test]
 fn login_whoami_up_and_destroy_on_the_service() {
-    let team = Team::start(1, "300s");
-    let url = team.replicas[0].url.clone();
-    let env = Env::scenario_with_world_on(team.backend(0));
+    let service = TestService::start();
+    let url = service.url().to_owned();
+    let env = Env::scenario_on(ServiceLogin {
+        url: url.clone(),
+        token: service.token.clone(),
+    });
     let home = tempfile::tempdir().unwrap();
     // As a user runs plinth: no variable names the backend or the token; the login does.
     let plinth = |args: &[&str]| {
@@ -39,10 +41,10 @@ fn login_whoami_up_and_destroy_on_the_service() {
     let credentials = home.path().join("credentials.json");
     assert!(!credentials.exists());
 
-    let (ok, out, err) = plinth(&["login", &format!("{url}/"), "--token", &team.token]);
+    let (ok, out, err) = plinth(&["login", &format!("{url}/"), "--token", &service.token]);
     assert!(ok, "{err}");
     assert!(
-        out.contains(&format!("Logged in to {url} as {USER}.")),
+        out.contains(&format!("Logged in to {url} as alice.")),
         "{out}"
     );
     let mode = std::fs::metadata(&credentials)
@@ -53,7 +55,7 @@ fn login_whoami_up_and_destroy_on_the_service() {
     let (ok, out, err) = plinth(&["whoami"]);
     assert!(ok, "{err}");
     assert!(
-        out.contains(&format!("User: {USER}")) && out.contains(&format!("Backend: {url}")),
+        out.contains("User: alice") && out.contains(&format!("Backend: {url}")),
         "{out}"
     );
 
@@ -62,7 +64,8 @@ fn login_whoami_up_and_destroy_on_the_service() {
     let (ok, out, err) = plinth(&["up", "--yes"]);
     assert!(ok, "{out}{err}");
     assert!(count_line(&out).contains("created"), "{out}");
-    assert!(!env.resources().is_empty());
+    let created = env.resources();
+    assert!(!created.is_empty());
     let (ok, out, err) = plinth(&["preview", "--expect-no-changes"]);
     assert!(ok, "{out}{err}");
     let (ok, out, _) = plinth(&["stack", "history"]);
@@ -78,14 +81,15 @@ fn login_whoami_up_and_destroy_on_the_service() {
         "{out}"
     );
     // The state lives in the service's database: one version, made by that update.
-    assert_eq!(
-        team.database.query("SELECT count(*) FROM versions").trim(),
-        "1"
-    );
+    let db = &service.database;
+    let versions = (db.server)
+        .psql(&db.name, "SELECT count(*) FROM versions")
+        .unwrap();
+    assert_eq!(versions.trim(), "1");
 
-    // Another update holds the stack: `up` is refused, naming it, and exits non-zero.
-    let bob = create_token(&team.database, "bob");
-    Transport::new(&url, &bob)
+    // Another update holds the stack: `up` is refused, naming it.
+    let bob = service.database.token("bob");
+    let held = Transport::new(&url, &bob)
         .call(
             "POST",
             "stacks/scenario/dev/updates",
@@ -101,6 +105,7 @@ fn login_whoami_up_and_destroy_on_the_service() {
     );
     let (ok, out, err) = plinth(&["cancel", "--yes"]);
     assert!(ok && out.contains("bob"), "{out}{err}");
+    drop(held);
 
     let (ok, out, err) = plinth(&["destroy", "--yes"]);
     assert!(ok, "{out}{err}");

@@ -12,8 +12,7 @@ use plinth_engine::snapshot::Snapshot;
 use serde_json::{Value, json};
 
 use super::transport::{ServiceError, Transport};
-use crate::rebuild::seal_entry;
-use crate::secrets::Crypter;
+use crate::secrets::{Crypter, seal_tree};
 
 /// The most entries one batch carries (the service refuses more).
 pub const MAX_BATCH: usize = 100;
@@ -24,7 +23,8 @@ pub struct ServicePersister {
     update: String,
     lease: String,
     crypter: Arc<dyn Crypter>,
-    /// Sealed entries appended since the last sync.
+    /// Entries appended since the last sync, their secrets sealed at the sync: all of them in
+    /// one batch, which is one request when the service seals them.
     unsent: Vec<Value>,
     /// The number of the last batch the service acknowledged. The service numbers an update's
     /// batches across its phases, so every phase's persister shares this count.
@@ -99,14 +99,19 @@ impl ServicePersister {
 
 impl Persister for ServicePersister {
     fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
-        let sealed = seal_entry(entry, self.crypter.as_ref())
-            .map_err(|e| PersistError::invalid("seal a journal entry of", &self.origin, e))?;
-        self.unsent.push(sealed);
+        let tree = serde_json::to_value(entry)
+            .map_err(|e| PersistError::invalid("encode a journal entry of", &self.origin, e))?;
+        self.unsent.push(tree);
         Ok(())
     }
 
     fn sync(&mut self) -> Result<(), PersistError> {
-        let unsent = std::mem::take(&mut self.unsent);
+        let mut unsent = Value::Array(std::mem::take(&mut self.unsent));
+        seal_tree(&mut unsent, self.crypter.as_ref())
+            .map_err(|e| PersistError::invalid("seal the journal entries of", &self.origin, e))?;
+        let Value::Array(unsent) = unsent else {
+            unreachable!("sealing keeps an array an array")
+        };
         let batches = self.in_doubt.take().into_iter();
         for batch in batches.chain(unsent.chunks(MAX_BATCH).map(<[Value]>::to_vec)) {
             self.send(batch)?;
