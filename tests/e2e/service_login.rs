@@ -1,7 +1,7 @@
 //! The CLI on a real `plinth serve` (a real PostgreSQL behind it): `plinth login URL` checks the
 //! token before storing it, `whoami` names the user and the service, `up` and `destroy` keep
-//! the stack's state on the service, a stack another update holds is refused naming its holder,
-//! and a service without a token is a clear error.
+//! the stack's state (and `logs` the update's events) on the service, a stack another update
+//! holds is refused naming its holder, and a service without a token is a clear error.
 
 use std::os::unix::fs::PermissionsExt;
 
