@@ -16,6 +16,7 @@ mod logs;
 mod rebuild;
 pub mod secrets;
 pub mod service;
+mod stored;
 mod transfer;
 mod upgrade;
 
