@@ -8,6 +8,7 @@ mod edit;
 mod error;
 mod history;
 mod journal_file;
+mod journal_short;
 mod layout;
 mod local;
 mod local_update;
