@@ -1,9 +1,9 @@
 //! How a checkpoint of schema 3 stores its snapshot: each resource with the fields the engine
 //! records, less what is implied.
 //!
-//! - `parent` is left out when it is the stack's root, which parents most resources. The root
-//!   is the first resource, when that is a stack root (`plinth:plinth:Stack`) without a parent;
-//!   a resource with no parent at all (the root itself aside) says `"parent": null`.
+//! - `parent` is left out when it is the stack's root, which parents most resources: the first
+//!   stack root (`plinth:plinth:Stack` without a parent) above it in the list. Below the root, a
+//!   resource with no parent at all says `"parent": null`.
 //! - `inputs` and `outputs` are left out when empty.
 //!
 //! Every other field is written as the engine's own serialization writes it, so a checkpoint
@@ -27,11 +27,9 @@ pub(crate) fn serialize<S: Serializer>(
     StoredSnapshotRef(snapshot).serialize(serializer)
 }
 
-/// The stack's root as schema 3 implies it: the first resource, if it is a root.
-fn implied_root(first: Option<&ResourceState>) -> Option<&Urn> {
-    first
-        .filter(|r| r.parent.is_none() && is_stack_type(&r.ty))
-        .map(|r| &r.urn)
+/// The parent schema 3 implies for the resources below `state`, if `state` is the first root.
+fn root_after<'a>(root: Option<&'a Urn>, state: &'a ResourceState) -> Option<&'a Urn> {
+    root.or_else(|| (state.parent.is_none() && is_stack_type(&state.ty)).then_some(&state.urn))
 }
 
 /// A snapshot as schema 3 writes it.
@@ -43,13 +41,16 @@ impl Serialize for StoredSnapshotRef<'_> {
             resources,
             pending_operations,
         } = self.0;
-        let root = implied_root(resources.first());
-        // The first resource is read before the root is known: nothing is implied for it.
-        let implied = |index| if index == 0 { None } else { root };
+        let mut root = None;
+        let resources = (resources.iter())
+            .map(|state| {
+                let stored = StoredRef::of(state, root);
+                root = root_after(root, state);
+                stored
+            })
+            .collect();
         Shape {
-            resources: (resources.iter().enumerate())
-                .map(|(index, state)| StoredRef::of(state, implied(index)))
-                .collect(),
+            resources,
             pending_operations: (pending_operations.iter())
                 .map(|PendingOperation { kind, resource }| Pending {
                     kind: *kind,
@@ -159,12 +160,12 @@ impl StoredSnapshot {
             resources,
             pending_operations,
         } = self.0;
-        let mut root = None;
+        let mut root: Option<Urn> = None;
         let mut states = Vec::with_capacity(resources.len());
         for stored in resources {
             let state = stored.into_state(root.as_ref());
-            if states.is_empty() {
-                root = implied_root(Some(&state)).cloned();
+            if root.is_none() {
+                root = root_after(None, &state).cloned();
             }
             states.push(state);
         }
@@ -346,23 +347,32 @@ mod tests {
     }
 
     #[test]
-    fn without_a_root_first_no_parent_is_implied() {
+    fn the_root_is_implied_only_below_it() {
         let root = stack_urn("p", "dev");
-        // A root that is not first, and a state whose first resource is not a root.
+        // A provider recorded before the root, and one after it; no parent is implied above
+        // the root.
         let snapshot = Snapshot {
             resources: vec![
                 state("plinth:providers:t", "default", None),
                 state(STACK_TYPE, "p-dev", None),
                 state("t:T", "a", Some(&root)),
+                state("plinth:providers:u", "default", None),
             ],
             ..Default::default()
         };
-        // Nothing is implied: the parent is written where there is one.
         let lines = lines(&snapshot);
-        let parents: Vec<bool> = lines.iter().map(|l| l.contains("\"parent\":")).collect();
-        assert_eq!(parents, [false, false, true], "{lines:?}");
+        let parents: Vec<Option<&str>> = (lines.iter())
+            .map(|l| l.split_once("\"parent\":").map(|(_, rest)| &rest[..4]))
+            .collect();
+        assert_eq!(parents, [None, None, None, Some("null")], "{lines:?}");
         assert_eq!(round_trip(&snapshot), snapshot);
         assert_eq!(round_trip(&Snapshot::default()), Snapshot::default());
+        // Without a root, every parent is written.
+        let rootless = Snapshot {
+            resources: vec![state("t:T", "b", None), state("t:T", "c", Some(&root))],
+            ..Default::default()
+        };
+        assert_eq!(round_trip(&rootless), rootless);
     }
 
     #[test]
