@@ -21,6 +21,7 @@ mod polyglot;
 mod postgres;
 mod reach;
 mod secrets;
+mod service_login;
 mod stack_root;
 mod state;
 mod state_edit;

@@ -1,5 +1,7 @@
 //! Drives the real `plinth` binary on real components built from source.
 
+pub mod service;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -79,6 +81,15 @@ fn tools_dir() -> PathBuf {
         .expect("HOME is set")
 }
 
+/// The `Plinth.yaml` of a scenario project whose `testkit` plugin entry ends with `plugin_yaml`.
+fn scenario_yaml(plugin_yaml: &str) -> String {
+    format!(
+        "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",
+        guest("plinth-scenario").display(),
+        guest("plinth-testkit").display()
+    )
+}
+
 /// The passphrase of every stack's secrets in the tests.
 pub const PASSPHRASE: &str = "e2e passphrase";
 
@@ -89,6 +100,16 @@ pub struct Env {
     /// Keeps a temporary project directory alive.
     _project_dir: Option<tempfile::TempDir>,
     pub stack: String,
+    /// The `plinth serve` service the commands store stacks in, instead of `state`.
+    pub service: Option<ServiceLogin>,
+}
+
+/// A service's URL and the access token commands use on it (as `PLINTH_BACKEND_URL` and
+/// `PLINTH_ACCESS_TOKEN`).
+#[derive(Debug, Clone)]
+pub struct ServiceLogin {
+    pub url: String,
+    pub token: String,
 }
 
 impl Env {
@@ -133,16 +154,22 @@ impl Env {
     /// A scenario project whose `testkit` plugin entry ends with `plugin_yaml`, which may also
     /// add other plugins (entries indented by two spaces).
     pub fn scenario_with(plugin_yaml: &str) -> Env {
-        Env::project(&format!(
-            "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",
-            guest("plinth-scenario").display(),
-            guest("plinth-testkit").display()
-        ))
+        Env::project(&scenario_yaml(plugin_yaml))
     }
 
     /// A fresh project whose `Plinth.yaml` is `yaml` (its name must be `scenario`), with the
     /// stack `dev` initialized.
     pub fn project(yaml: &str) -> Env {
+        Env::project_on(yaml, None)
+    }
+
+    /// [`scenario`](Self::scenario), its stacks on the service `service` names.
+    pub fn scenario_on(service: ServiceLogin) -> Env {
+        Env::project_on(&scenario_yaml(""), Some(service))
+    }
+
+    /// [`project`](Self::project), its stacks on `service` if given.
+    pub fn project_on(yaml: &str, service: Option<ServiceLogin>) -> Env {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("Plinth.yaml"), yaml).unwrap();
         let env = Env {
@@ -150,6 +177,7 @@ impl Env {
             state: tempfile::tempdir().unwrap(),
             _project_dir: Some(dir),
             stack: "dev".into(),
+            service,
         };
         env.ok(&["stack", "init", "dev"]);
         env
@@ -163,6 +191,7 @@ impl Env {
             state: tempfile::tempdir().unwrap(),
             _project_dir: None,
             stack: stack.into(),
+            service: None,
         };
         env.ok(&["stack", "init", stack]);
         env
@@ -170,12 +199,19 @@ impl Env {
 
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_plinth"));
+        let backend = match &self.service {
+            Some(service) => {
+                cmd.env("PLINTH_ACCESS_TOKEN", &service.token);
+                service.url.clone()
+            }
+            None => {
+                cmd.env_remove("PLINTH_ACCESS_TOKEN");
+                format!("file://{}", self.state.path().display())
+            }
+        };
         cmd.args(args)
             .current_dir(&self.project)
-            .env(
-                "PLINTH_BACKEND_URL",
-                format!("file://{}", self.state.path().display()),
-            )
+            .env("PLINTH_BACKEND_URL", backend)
             .env("PLINTH_HOME", repo_root().join("target/e2e-home"))
             .env("PLINTH_TOOLS", tools_dir())
             .env("PLINTH_STACK", &self.stack)

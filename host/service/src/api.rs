@@ -1,4 +1,5 @@
-//! The versioned HTTP protocol, `/api/v1/…`: JSON in and out, errors as `{ "message": … }`.
+//! The versioned HTTP protocol, `/api/v1/…`: JSON in and out (gzipped either way when the
+//! client says so), errors as `{ "message": … }`.
 
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
@@ -7,12 +8,14 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use tower_http::compression::CompressionLayer;
+use tower_http::decompression::RequestDecompressionLayer;
 use uuid::Uuid;
 
 use crate::auth::{Lease, User};
 use crate::error::ApiError;
 use crate::versions::StackKey;
-use crate::{journal, updates, versions};
+use crate::{events, journal, updates, versions};
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -62,14 +65,19 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         .route("/api/v1/stacks/{project}/{stack}/cancel", post(cancel))
         .route("/api/v1/stacks/{project}/{stack}/history", get(history))
         .route("/api/v1/stacks/{project}/{stack}/export", get(export))
+        .route("/api/v1/stacks/{project}/{stack}/logs", get(logs))
         .route("/api/v1/updates/{id}/phases", post(record_phase))
         .route("/api/v1/updates/{id}/renew", post(renew))
         .route(
             "/api/v1/updates/{id}/journal",
             get(journal_entries).post(append_journal),
         )
+        .route("/api/v1/updates/{id}/events", post(append_events))
         .route("/api/v1/updates/{id}/complete", post(complete))
+        // The limit holds for a body as decompressed: a small gzip bomb is refused (413).
         .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestDecompressionLayer::new())
+        .layer(CompressionLayer::new())
         .with_state(App { pool, options })
 }
 
@@ -122,27 +130,44 @@ async fn list_stacks(
     State(pool): State<PgPool>,
     Path(project): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let stacks: Vec<(String, bool)> = sqlx::query_as(
-        "SELECT s.name, EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
-                                  AND u.status = 'running' AND u.lease_expires >= now())
+    let stacks: Vec<(String, bool, Option<Vec<u8>>)> = sqlx::query_as(
+        "SELECT s.name,
+                EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
+                          AND u.status = 'running' AND u.lease_expires >= now()),
+                (SELECT v.checkpoint FROM versions v WHERE v.stack_id = s.id
+                 ORDER BY v.version DESC LIMIT 1)
          FROM stacks s WHERE s.project = $1 ORDER BY s.name",
     )
     .bind(project)
     .fetch_all(&pool)
     .await?;
-    let stacks: Vec<Value> = (stacks.into_iter())
-        .map(|(name, locked)| json!({ "name": name, "locked": locked }))
-        .collect();
+    // Counting parses each latest checkpoint: CPU work, off the async workers.
+    let stacks = tokio::task::spawn_blocking(move || {
+        (stacks.into_iter())
+            .map(|(name, locked, checkpoint)| {
+                let resources = checkpoint
+                    .as_deref()
+                    .map_or(Ok(0), versions::listed_resources)?;
+                Ok(json!({ "name": name, "locked": locked, "resources": resources }))
+            })
+            .collect::<Result<Vec<Value>, ApiError>>()
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("counting resources: {e}")))??;
     Ok(Json(json!({ "stacks": stacks })))
 }
 
+/// The stack, and the update running on it if there is one.
 async fn get_stack(
     _: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    stack_id(&pool, &project, &stack).await?;
-    Ok(Json(json!({ "project": project, "name": stack })))
+    let id = stack_id(&pool, &project, &stack).await?;
+    let holder = updates::running(&pool, id).await?;
+    Ok(Json(
+        json!({ "project": project, "name": stack, "holder": holder }),
+    ))
 }
 
 async fn create_stack(
@@ -173,6 +198,9 @@ async fn create_stack(
 #[derive(Deserialize)]
 struct BeginRequest {
     kind: String,
+    /// Chosen by the client and sent again with a retry, which then gets the same update.
+    #[serde(default)]
+    request_id: Option<Uuid>,
 }
 
 async fn begin_update(
@@ -187,6 +215,7 @@ async fn begin_update(
         &user,
         &key,
         &request.kind,
+        request.request_id,
         app.options.lease_seconds,
     )
     .await?;
@@ -260,6 +289,53 @@ async fn journal_entries(
     Ok(Json(
         json!({ "entries": journal::entries(&pool, id).await? }),
     ))
+}
+
+#[derive(Deserialize)]
+struct EventBatch {
+    seq: i64,
+    events: Vec<Value>,
+}
+
+async fn append_events(
+    _: User,
+    Lease(lease): Lease,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+    Json(batch): Json<EventBatch>,
+) -> Result<Json<Value>, ApiError> {
+    let stored = events::append(&pool, id, &lease, batch.seq, &batch.events).await?;
+    Ok(Json(
+        json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
+    ))
+}
+
+#[derive(Deserialize)]
+struct LogsQuery {
+    /// The update, as history counts them; the latest if absent.
+    update: Option<i64>,
+    /// The page after the one that answered this `next`.
+    #[serde(default)]
+    after: i64,
+}
+
+/// A page of the events of one of the stack's updates (the latest by default).
+async fn logs(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<LogsQuery>,
+) -> Result<Json<events::Page>, ApiError> {
+    let id = stack_id(&pool, &project, &stack).await?;
+    match events::page(&pool, id, query.update, query.after).await? {
+        Some(page) => Ok(Json(page)),
+        None => Err(ApiError::NotFound(match query.update {
+            None => format!("stack `{stack}` has no updates yet"),
+            Some(number) => format!(
+                "stack `{stack}` has no update {number}: `plinth stack history` lists its updates"
+            ),
+        })),
+    }
 }
 
 #[derive(Deserialize)]

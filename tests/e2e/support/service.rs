@@ -1,0 +1,152 @@
+//! A real `plinth serve` for the tests that drive the CLI against the service: a database of its
+//! own on the shared test PostgreSQL, real `plinth-serve` processes (any number of replicas on
+//! that database), tokens made by `plinth-serve token create`.
+//!
+//! `plinth serve` execs the `plinth-serve` binary; the tests run that binary themselves, built
+//! once per test process apart from the outer `cargo test`'s target directory (whose lock that
+//! command holds while the tests run), so it is always the service of the sources under test.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+
+use plinth_test_postgres::Postgres;
+
+use super::repo_root;
+
+/// The `plinth-serve` binary of the sources under test, built on first use.
+pub fn serve_binary() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let target = repo_root().join("target/e2e-service");
+            let status = Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "plinth-service",
+                    "--bin",
+                    "plinth-serve",
+                ])
+                .env("CARGO_TARGET_DIR", &target)
+                .current_dir(repo_root())
+                .status()
+                .expect("running cargo");
+            assert!(status.success(), "building plinth-serve failed");
+            target.join("debug/plinth-serve")
+        })
+        .clone()
+}
+
+/// A database of its own for one test's service, on the shared test server.
+pub struct ServiceDatabase {
+    pub server: Arc<Postgres>,
+    /// Its name on the server (for `server.psql(name, …)`).
+    pub name: String,
+    /// Its `postgres://` URL, as `plinth serve --database` takes it.
+    pub url: String,
+}
+
+impl ServiceDatabase {
+    pub fn new() -> ServiceDatabase {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let server = Postgres::shared().expect("a PostgreSQL server for the tests");
+        let name = format!(
+            "e2e_service_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        server.create_database(&name).unwrap();
+        let url = server.url(&name);
+        ServiceDatabase { server, name, url }
+    }
+
+    /// Starts a service (a replica, if one runs already) on this database on a free loopback
+    /// port, with `extra` arguments (`--lease 2s`, say).
+    pub fn serve(&self, extra: &[&str]) -> ServiceProcess {
+        let mut child = Command::new(serve_binary())
+            .args(["--database", &self.url, "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting plinth-serve");
+        // The service prints the address it listens on once it accepts connections.
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = (line.trim().strip_prefix("listening on "))
+            .unwrap_or_else(|| panic!("plinth-serve did not start: {line:?}"))
+            .to_owned();
+        ServiceProcess { child, url }
+    }
+
+    /// A new access token for `user` (created if new), as `plinth serve token create` prints it.
+    pub fn token(&self, user: &str) -> String {
+        let out = Command::new(serve_binary())
+            .args(["token", "create", "--database", &self.url, "--user", user])
+            .output()
+            .expect("running plinth-serve token create");
+        assert!(
+            out.status.success(),
+            "plinth serve token create failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+}
+
+/// A running `plinth-serve`; killed when dropped.
+pub struct ServiceProcess {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl ServiceProcess {
+    /// Kills the service at once (SIGKILL), as a crashed replica.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServiceProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A service on a database of its own, and a token of user `alice` on it: what most tests on
+/// the service start from.
+pub struct TestService {
+    pub database: ServiceDatabase,
+    pub process: ServiceProcess,
+    pub token: String,
+}
+
+impl TestService {
+    pub fn start() -> TestService {
+        TestService::start_with(&[])
+    }
+
+    /// [`start`](Self::start), the service given `extra` arguments.
+    pub fn start_with(extra: &[&str]) -> TestService {
+        let database = ServiceDatabase::new();
+        let process = database.serve(extra);
+        let token = database.token("alice");
+        TestService {
+            database,
+            process,
+            token,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.process.url
+    }
+}
