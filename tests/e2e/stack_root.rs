@@ -6,13 +6,16 @@ use std::path::Path;
 
 use crate::support::{Env, guest, repo_root};
 
-fn fixture(name: &str) -> std::path::PathBuf {
-    repo_root().join("tests/e2e/fixtures/schema-1").join(name)
+fn fixture(schema: &str, name: &str) -> std::path::PathBuf {
+    repo_root()
+        .join("tests/e2e/fixtures")
+        .join(schema)
+        .join(name)
 }
 
-/// A scenario project with the `random` plugin, whose stack `legacy` holds the schema-1
-/// fixture (and its configuration, sealed with the e2e passphrase).
-fn legacy_env() -> Env {
+/// A scenario project with the `random` plugin, whose stack `legacy` holds the fixture of
+/// `schema` (and its configuration, sealed with the e2e passphrase).
+fn legacy_env(schema: &str) -> Env {
     let random = format!(
         "  random:\n    path: {}\n",
         guest("plinth-random").display()
@@ -20,9 +23,9 @@ fn legacy_env() -> Env {
     let mut env = Env::scenario_with(&random);
     env.stack = "legacy".into();
     let stacks = env.state.path().join("stacks/scenario");
-    std::fs::copy(fixture("legacy.json"), stacks.join("legacy.json")).unwrap();
+    std::fs::copy(fixture(schema, "legacy.json"), stacks.join("legacy.json")).unwrap();
     std::fs::copy(
-        fixture("Plinth.legacy.yaml"),
+        fixture(schema, "Plinth.legacy.yaml"),
         env.project.join("Plinth.legacy.yaml"),
     )
     .unwrap();
@@ -67,7 +70,7 @@ fn unsealed(mut value: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn a_schema_1_stack_previews_no_changes_and_the_next_up_upgrades_it() {
-    let env = legacy_env();
+    let env = legacy_env("schema-1");
     let before = checkpoint(&env);
     assert_eq!(before["version"], 1);
 
@@ -83,7 +86,7 @@ fn a_schema_1_stack_previews_no_changes_and_the_next_up_upgrades_it() {
     let up = env.ok(&["up", "--yes"]);
     assert!(up.contains("Resources: no changes"), "{up}");
     let after = checkpoint(&env);
-    assert_eq!(after["version"], 2);
+    assert_eq!(after["version"], 3);
     let resources = after["snapshot"]["resources"].as_array().unwrap();
     assert_eq!(resources[0]["type"], "plinth:plinth:Stack");
     assert_eq!(
@@ -99,13 +102,13 @@ fn a_schema_1_stack_previews_no_changes_and_the_next_up_upgrades_it() {
     old.sort();
     new.sort();
     assert_eq!(new, old);
+    // A parent that is the root is implied (left out); no parent is `null`.
     for r in &resources[1..] {
         let ty = r["type"].as_str().unwrap();
-        let parent = r["parent"].as_str().unwrap_or_default();
         match ty {
-            t if t.starts_with("plinth:providers:") => assert_eq!(parent, ""),
-            "testkit:Echo" => assert!(parent.ends_with("::grp"), "{r}"),
-            _ => assert!(parent.ends_with("::scenario-legacy"), "{r}"),
+            t if t.starts_with("plinth:providers:") => assert!(r["parent"].is_null(), "{r}"),
+            "testkit:Echo" => assert!(r["parent"].as_str().unwrap().ends_with("::grp"), "{r}"),
+            _ => assert!(r.get("parent").is_none(), "{r}"),
         }
     }
     let shown = env.ok(&["stack", "output", "password", "--show-secrets"]);
@@ -144,6 +147,36 @@ fn a_schema_1_stack_previews_no_changes_and_the_next_up_upgrades_it() {
             .is_empty()
     );
     assert!(env.ok(&["stack", "output"]).contains("no outputs"));
+}
+
+#[test]
+fn a_schema_2_stack_previews_no_changes_and_the_next_up_writes_it_in_schema_3() {
+    let env = legacy_env("schema-2");
+    let before = checkpoint(&env);
+    assert_eq!(before["version"], 2);
+    let preview = env.ok(&["preview", "--expect-no-changes"]);
+    assert!(preview.contains("Resources: no changes"), "{preview}");
+    assert_eq!(checkpoint(&env), before);
+
+    let up = env.ok(&["up", "--yes"]);
+    assert!(up.contains("Resources: no changes"), "{up}");
+    let after = checkpoint(&env);
+    assert_eq!(after["version"], 3);
+    assert_eq!(urns(&after), urns(&before));
+    // Every parent means what it meant: left out for the root, `null` for none.
+    let root = "urn:plinth:legacy::scenario::plinth:plinth:Stack::scenario-legacy";
+    let resources = |c: &serde_json::Value| c["snapshot"]["resources"].as_array().unwrap().clone();
+    for (new, old) in resources(&after).iter().zip(&resources(&before)).skip(1) {
+        let parent = match new.get("parent") {
+            None => Some(root),
+            Some(parent) => parent.as_str(),
+        };
+        assert_eq!(parent, old["parent"].as_str(), "{new}");
+    }
+    assert!(
+        env.ok(&["stack", "output"]).contains("password  [secret]"),
+        "the root's outputs are kept"
+    );
 }
 
 #[test]

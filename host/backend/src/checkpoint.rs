@@ -10,14 +10,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
-use crate::upgrade::{Decoded, OLDEST_UPGRADED_SCHEMA};
+use crate::stored::{STORED_SINCE, StoredSnapshot};
+use crate::upgrade::{Decoded, OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE};
 
 /// The checkpoint schema this plinth writes and reads (it also reads older ones back to
 /// [`OLDEST_UPGRADED_SCHEMA`], upgrading them on load).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// What a checkpoint file holds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Checkpoint {
     pub version: u32,
     pub project: ProjectName,
@@ -25,9 +26,33 @@ pub struct Checkpoint {
     /// The plinth version that wrote the file.
     pub plinth: String,
     /// The plugins of the update that wrote the file (none in files from older plinths).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugins: Vec<PluginUse>,
     pub snapshot: Snapshot,
+}
+
+/// A checkpoint file as read, its snapshot in the form its schema stores it in.
+#[derive(Deserialize)]
+struct CheckpointFile<S> {
+    version: u32,
+    project: ProjectName,
+    stack: StackName,
+    plinth: String,
+    #[serde(default)]
+    plugins: Vec<PluginUse>,
+    snapshot: S,
+}
+
+impl<S> CheckpointFile<S> {
+    fn into_checkpoint(self, snapshot: impl FnOnce(S) -> Snapshot) -> Checkpoint {
+        Checkpoint {
+            version: self.version,
+            project: self.project,
+            stack: self.stack,
+            plinth: self.plinth,
+            plugins: self.plugins,
+            snapshot: snapshot(self.snapshot),
+        }
+    }
 }
 
 /// A plugin an update used, as its checkpoint and history entry record it.
@@ -153,16 +178,25 @@ impl Checkpoint {
                 supported: SCHEMA_VERSION,
             });
         }
-        let checkpoint: Checkpoint = from_sealed_json(bytes, crypter).map_err(|e| match e {
+        let read = |e| match e {
             CodecError::Json(e) => corrupt(e.to_string()),
-            CodecError::Secrets(e) => e.into(),
-        })?;
+            CodecError::Secrets(e) => BackendError::from(e),
+        };
+        let checkpoint = if version.version >= STORED_SINCE {
+            from_sealed_json::<CheckpointFile<StoredSnapshot>>(bytes, crypter)
+                .map_err(read)?
+                .into_checkpoint(StoredSnapshot::into_snapshot)
+        } else {
+            from_sealed_json::<CheckpointFile<Snapshot>>(bytes, crypter)
+                .map_err(read)?
+                .into_checkpoint(|snapshot| snapshot)
+        };
         // Even a state imported with `--force` holds only fields plinth could have written.
         checkpoint
             .snapshot
             .check_fields()
             .map_err(|e| corrupt(e.to_string()))?;
-        if version.version < SCHEMA_VERSION {
+        if version.version < ROOTED_SINCE {
             return Decoded::schema_one(checkpoint, bytes, crypter, path);
         }
         Ok(Decoded {
@@ -195,6 +229,7 @@ pub(crate) struct CheckpointView<'a> {
     pub plinth: &'a str,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub plugins: &'a [PluginUse],
+    #[serde(serialize_with = "crate::stored::serialize")]
     pub snapshot: &'a Snapshot,
 }
 

@@ -144,6 +144,7 @@ mod tests {
     use plinth_engine::value::Value;
 
     use super::*;
+    use crate::checkpoint::CheckpointView;
 
     fn p() -> ProjectName {
         ProjectName::new("p").unwrap()
@@ -249,14 +250,12 @@ mod tests {
         );
         let (_dir, keyed, keyless) = stack_with(Snapshot::default());
         // As an older plinth wrote it: the secret in the clear.
-        let legacy = Checkpoint::new(
-            &p(),
-            &dev(),
-            Snapshot {
-                resources: vec![a],
-                ..Default::default()
-            },
-        );
+        let snapshot = Snapshot {
+            resources: vec![a],
+            ..Default::default()
+        };
+        let (project, stack) = (p(), dev());
+        let legacy = CheckpointView::current(&project, &stack, &[], &snapshot);
         let path = keyed.path(&p(), &dev(), "json");
         std::fs::write(&path, serde_json::to_vec(&legacy).unwrap()).unwrap();
 

@@ -180,7 +180,11 @@ impl LocalBackend {
         Ok(entries)
     }
 
-    /// Copies the current checkpoint into the stack's backups, named by the time of the copy.
+    /// Keeps the current checkpoint in the stack's backups, named by the time it was kept.
+    ///
+    /// A hard link keeps it without writing it again: a checkpoint is never written in place,
+    /// only replaced ([`write_atomically`](crate::write_atomically)), so the backup keeps the
+    /// contents it had. Where the file system has no hard links, it is copied.
     pub(crate) fn backup_checkpoint(
         &self,
         project: &ProjectName,
@@ -193,8 +197,12 @@ impl LocalBackend {
             .map_or(0, |d| d.as_nanos());
         let target = dir.join(format!("{stack}.{nanos}.json"));
         let source = self.path(project, stack, "json");
-        std::fs::copy(&source, &target).map_err(BackendError::io("backing up", &source))?;
-        Ok(())
+        std::fs::hard_link(&source, &target)
+            .or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::AlreadyExists => Err(e),
+                _ => std::fs::copy(&source, &target).map(drop),
+            })
+            .map_err(BackendError::io("backing up", &source))
     }
 
     /// The stack's checkpoint backups, oldest first.
@@ -256,6 +264,121 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].plugins, [plugin]);
         assert!(entries[1].plugins.is_empty());
+    }
+
+    /// Backups are hard links to the checkpoints they keep, which is sound only as long as
+    /// nothing writes a checkpoint in place. Every way plinth writes one (an update's
+    /// compaction, a journal an interrupted update left folded in, an edit by hand, an import)
+    /// must give the checkpoint a new file and leave each backup as it was when taken.
+    #[test]
+    fn every_write_replaces_the_checkpoint_and_leaves_each_backup_as_it_was_taken() {
+        use std::collections::BTreeMap;
+        use std::os::unix::fs::MetadataExt;
+
+        use plinth_engine::journal::{JournalEntry, Persister};
+        use plinth_engine::resource::ResourceState;
+        use plinth_engine::snapshot::{PendingKind, Snapshot};
+        use plinth_engine::urn::Urn;
+
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let b = LocalBackend::from_url(Some(&url)).unwrap();
+        b.create_stack(&p(), &dev()).unwrap();
+        let path = b.path(&p(), &dev(), "json");
+        let mut kept: BTreeMap<PathBuf, Vec<u8>> = BTreeMap::new();
+        // Runs `change`, then checks the checkpoint and every backup.
+        let mut step = |writes_checkpoint: bool, change: &mut dyn FnMut()| {
+            let before = std::fs::read(&path).unwrap();
+            let inode = std::fs::metadata(&path).unwrap().ino();
+            change();
+            let now = std::fs::metadata(&path).unwrap().ino();
+            assert_eq!(now != inode, writes_checkpoint, "inode {inode} → {now}");
+            for backup in b.backups(&p(), &dev()).unwrap() {
+                let kept = kept.entry(backup.clone()).or_insert_with(|| before.clone());
+                assert_eq!(
+                    &std::fs::read(&backup).unwrap(),
+                    kept,
+                    "{}",
+                    backup.display()
+                );
+            }
+        };
+        let created = |name: &str| {
+            let resource = ResourceState {
+                urn: Urn::new("dev", "p", None, "t:T", name),
+                ty: "t:T".into(),
+                custom: true,
+                id: format!("id-{name}"),
+                inputs: Default::default(),
+                outputs: Default::default(),
+                parent: None,
+                dependencies: vec![],
+                protect: false,
+                retain_on_delete: false,
+                delete: false,
+                provider: None,
+                custom_timeouts: None,
+            };
+            [
+                JournalEntry::Begin {
+                    seq: 1,
+                    kind: PendingKind::Creating,
+                    resource: resource.clone(),
+                    old: None,
+                },
+                JournalEntry::Created {
+                    seq: 1,
+                    resource,
+                    replaces: None,
+                },
+            ]
+        };
+        let record = |persister: &mut dyn Persister, entries: &[JournalEntry]| {
+            entries.iter().for_each(|e| persister.append(e).unwrap());
+            persister.sync().unwrap();
+        };
+
+        // An update, compacted.
+        step(true, &mut || {
+            let lock = b.lock(&p(), &dev(), "up").unwrap();
+            let loaded = b.load(&p(), &dev()).unwrap();
+            let mut persister = b.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
+            let entries = created("a");
+            record(persister.as_mut(), &entries);
+            let snapshot = plinth_engine::journal::replay(loaded.snapshot, entries).unwrap();
+            persister.compact(&snapshot).unwrap();
+        });
+        // An update killed before its end: its journal stays, the checkpoint is not written.
+        step(false, &mut || {
+            let lock = b.lock(&p(), &dev(), "up").unwrap();
+            let loaded = b.load(&p(), &dev()).unwrap();
+            let mut persister = b.begin_update(&p(), &dev(), &loaded, &lock).unwrap();
+            record(persister.as_mut(), &created("b"));
+        });
+        // The next update folds that journal into the checkpoint first.
+        step(true, &mut || {
+            let lock = b.lock(&p(), &dev(), "up").unwrap();
+            let loaded = b.load(&p(), &dev()).unwrap();
+            assert!(loaded.recovered);
+            drop(b.begin_update(&p(), &dev(), &loaded, &lock).unwrap());
+        });
+        // An edit by hand.
+        step(true, &mut || {
+            let lock = b.lock(&p(), &dev(), "state protect").unwrap();
+            let mut edit = b.load_for_edit(&p(), &dev(), &lock).unwrap();
+            let urn = edit.snapshot().resources[0].urn.clone();
+            edit.snapshot_mut().set_protect(&urn, true).unwrap();
+            b.save_edit(&p(), &dev(), edit, &lock).unwrap();
+        });
+        // An import.
+        step(true, &mut || {
+            let exported = b.export(&p(), &dev()).unwrap();
+            let lock = b.lock(&p(), &dev(), "stack import").unwrap();
+            b.import(&p(), &dev(), &exported, false, &lock).unwrap();
+        });
+        let snapshot: Snapshot = b.load(&p(), &dev()).unwrap().snapshot;
+        assert_eq!(snapshot.resources.len(), 2);
+        assert_eq!(b.backups(&p(), &dev()).unwrap().len(), 5);
     }
 
     #[test]

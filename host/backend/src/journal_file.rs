@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::checkpoint::{CheckpointView, UsedPlugins};
 use crate::error::BackendError;
+use crate::journal_short::{Begun, CreatedAsBegun};
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 use crate::upgrade::SchemaOneEntry;
 
@@ -37,6 +38,10 @@ pub(crate) struct JournalFile {
     crypter: Arc<dyn Crypter>,
     /// Named in the checkpoint the update ends with.
     plugins: UsedPlugins,
+    /// The creates begun and not ended, whose ends are written short.
+    begun: Begun,
+    /// The sequence numbers begun by entries appended since the last sync.
+    begun_unsynced: Vec<u64>,
 }
 
 impl JournalFile {
@@ -72,6 +77,8 @@ impl JournalFile {
             stack: stack.clone(),
             crypter,
             plugins,
+            begun: Begun::default(),
+            begun_unsynced: Vec::new(),
         })
     }
 
@@ -98,10 +105,18 @@ impl Persister for JournalFile {
     fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
         const ACTION: &str = "append to the journal";
         self.refuse_if_broken(ACTION)?;
-        let line = to_sealed_json(entry, self.crypter.as_ref(), false)
-            .map_err(|e| PersistError::invalid(ACTION, &self.journal_path, e))?;
+        let crypter = self.crypter.as_ref();
+        let line = match self.begun.shorten(entry) {
+            Some(short) => to_sealed_json(&short, crypter, false),
+            None => to_sealed_json(entry, crypter, false),
+        }
+        .map_err(|e| PersistError::invalid(ACTION, &self.journal_path, e))?;
         self.unsynced.extend_from_slice(&line);
         self.unsynced.push(b'\n');
+        if let JournalEntry::Begin { seq, .. } = entry {
+            self.begun_unsynced.push(*seq);
+        }
+        self.begun.follow(entry);
         Ok(())
     }
 
@@ -116,9 +131,12 @@ impl Persister for JournalFile {
         match written {
             Ok(()) => {
                 self.synced_len += appended.len() as u64;
+                self.begun_unsynced.clear();
                 Ok(())
             }
             Err(e) => {
+                // What those entries began is not in the journal: no end may refer to it.
+                self.begun.forget(self.begun_unsynced.drain(..));
                 self.broken = self.cut_back().is_err();
                 Err(PersistError::io(ACTION, &self.journal_path, e))
             }
@@ -172,6 +190,7 @@ pub(crate) fn read_journal(
     let file = File::open(path).map_err(BackendError::io("opening journal", path))?;
     let mut lines = BufReader::new(file).split(b'\n').peekable();
     let mut entries = Vec::new();
+    let mut begun = Begun::default();
     let mut stack_outputs = None;
     let mut number = 0;
     while let Some(line) = lines.next() {
@@ -186,19 +205,30 @@ pub(crate) fn read_journal(
             }
             continue;
         }
+        let corrupt = |reason: String| BackendError::Corrupt {
+            path: path.to_owned(),
+            reason: format!("line {number}: {reason}"),
+        };
         match from_sealed_json(&line, crypter) {
-            Ok(entry) => entries.push(entry),
+            Ok(entry) => {
+                begun.follow(&entry);
+                entries.push(entry);
+            }
             Err(CodecError::Secrets(e)) => return Err(e.into()),
-            Err(e) => match from_sealed_json::<SchemaOneEntry>(&line, crypter) {
-                Ok(SchemaOneEntry::StackOutputs { outputs }) => stack_outputs = Some(outputs),
-                Err(_) if is_last => break,
-                Err(_) => {
-                    return Err(BackendError::Corrupt {
-                        path: path.to_owned(),
-                        reason: format!("line {number}: {e}"),
-                    });
+            Err(e) => {
+                if let Ok(short) = from_sealed_json::<CreatedAsBegun>(&line, crypter) {
+                    let entry = begun.complete(short).ok_or_else(|| {
+                        corrupt("the end of a create that no earlier line began".to_owned())
+                    })?;
+                    entries.push(entry);
+                    continue;
                 }
-            },
+                match from_sealed_json::<SchemaOneEntry>(&line, crypter) {
+                    Ok(SchemaOneEntry::StackOutputs { outputs }) => stack_outputs = Some(outputs),
+                    Err(_) if is_last => break,
+                    Err(_) => return Err(corrupt(e.to_string())),
+                }
+            }
         }
     }
     Ok(Some(JournalRead {
@@ -223,6 +253,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use plinth_engine::journal::PersistCause;
+    use plinth_engine::resource::ResourceState;
+    use plinth_engine::snapshot::PendingKind;
     use plinth_engine::value::Value;
 
     use super::*;
@@ -303,6 +335,94 @@ mod tests {
         journal.append(&carried(1)).unwrap();
         journal.sync().unwrap();
         assert_eq!(entries_on_disk(&journal), [carried(0), carried(1)]);
+    }
+
+    fn item(name: &str) -> ResourceState {
+        ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", name),
+            ty: "t:T".into(),
+            custom: true,
+            id: String::new(),
+            inputs: [(
+                "payload".to_owned(),
+                Value::from(format!("payload of {name}")),
+            )]
+            .into(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        }
+    }
+
+    fn lines_on_disk(journal: &JournalFile) -> Vec<String> {
+        let text = std::fs::read_to_string(&journal.journal_path).unwrap();
+        text.lines().skip(1).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_end_of_a_create_is_written_as_what_it_adds_to_its_begin_and_read_back_whole() {
+        let (_dir, mut journal) = journal();
+        let begun = item("a");
+        let mut created = begun.clone();
+        created.id = "a-1".into();
+        created.outputs = [("result".to_owned(), Value::from("r"))].into();
+        // Another create whose end changes more than the id and outputs.
+        let other = item("b");
+        let mut moved = other.clone();
+        moved.id = "b-1".into();
+        moved.inputs.clear();
+        let entries = [
+            JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Creating,
+                resource: begun,
+                old: None,
+            },
+            JournalEntry::Begin {
+                seq: 2,
+                kind: PendingKind::Creating,
+                resource: other,
+                old: None,
+            },
+            JournalEntry::Created {
+                seq: 2,
+                resource: moved,
+                replaces: None,
+            },
+            JournalEntry::Created {
+                seq: 1,
+                resource: created,
+                replaces: Some(3),
+            },
+        ];
+        for entry in &entries {
+            journal.append(entry).unwrap();
+        }
+        journal.sync().unwrap();
+        let lines = lines_on_disk(&journal);
+        assert!(lines[2].starts_with("{\"entry\":\"created\""), "{lines:?}");
+        assert_eq!(
+            lines[3],
+            r#"{"entry":"created-as-begun","seq":1,"replaces":3,"id":"a-1","outputs":{"result":"r"}}"#
+        );
+        assert_eq!(entries_on_disk(&journal), entries);
+
+        // An end whose begin is not in the journal is an error, not a guess.
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(&journal.journal_path)
+            .unwrap();
+        writeln!(file, r#"{{"entry":"created-as-begun","seq":9,"id":"x"}}"#).unwrap();
+        writeln!(file, r#"{{"entry":"failed","seq":2}}"#).unwrap();
+        let error = read_journal(&journal.journal_path, b"{}", &crate::secrets::Redacted)
+            .map(drop)
+            .unwrap_err();
+        assert!(error.to_string().contains("line 6: "), "{error}");
     }
 
     #[test]

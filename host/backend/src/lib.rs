@@ -8,6 +8,7 @@ mod edit;
 mod error;
 mod history;
 mod journal_file;
+mod journal_short;
 mod layout;
 mod local;
 mod local_update;
@@ -16,6 +17,7 @@ mod logs;
 mod rebuild;
 pub mod secrets;
 pub mod service;
+mod stored;
 mod transfer;
 mod upgrade;
 

@@ -4,7 +4,9 @@
 //!
 //! Schema 1 kept the stack's outputs beside the resources and had no root resource; schema 2
 //! gives every stack a root (`plinth:plinth:Stack`) that holds the outputs and parents every
-//! resource registered without a parent.
+//! resource registered without a parent. Schema 3 stores the same snapshot with less: what is
+//! implied (a parent that is the root, empty property maps) is left out (see `stored.rs`); a
+//! schema-2 file needs nothing more than being read.
 
 use std::path::Path;
 
@@ -18,6 +20,9 @@ use crate::secrets::{CodecError, Crypter, from_sealed_json};
 
 /// The oldest schema this plinth upgrades on load.
 pub const OLDEST_UPGRADED_SCHEMA: u32 = 1;
+
+/// The first schema whose stacks have a root resource.
+pub(crate) const ROOTED_SINCE: u32 = 2;
 
 /// A checkpoint as its file holds it, before any upgrade.
 #[derive(Debug)]
@@ -177,9 +182,44 @@ mod tests {
         assert_eq!(snapshot.resources.len(), 7);
     }
 
+    /// A checkpoint of schema 2: the schema-1 fixture as plinth upgraded and exported it
+    /// before schema 3.
+    const SCHEMA_2: &str = include_str!("../../../tests/e2e/fixtures/schema-2/legacy.json");
+
+    #[test]
+    fn a_schema_2_checkpoint_loads_as_written_and_is_written_back_in_schema_3_unchanged() {
+        let (_dir, backend, path) = state_with(SCHEMA_2);
+        let (project, stack) = scenario();
+        let snapshot = backend.load_redacted(&project, &stack).unwrap().snapshot;
+        snapshot.verify_integrity().unwrap();
+        // Every resource and parent as the file holds them, providers without one.
+        let old: serde_json::Value = serde_json::from_str(SCHEMA_2).unwrap();
+        let old = old["snapshot"]["resources"].as_array().unwrap();
+        assert_eq!(snapshot.resources.len(), old.len());
+        for (r, old) in snapshot.resources.iter().zip(old) {
+            assert_eq!(r.urn.as_str(), old["urn"].as_str().unwrap());
+            assert_eq!(r.parent.as_ref().map(Urn::as_str), old["parent"].as_str());
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), SCHEMA_2);
+
+        // Written back (here as the service does, keeping secrets sealed): schema 3, smaller,
+        // with no parent that is the root, and the same state.
+        let written =
+            crate::rebuild_sealed(&project, &stack, Some(SCHEMA_2.as_bytes()), &[], &path).unwrap();
+        let text = String::from_utf8(written).unwrap();
+        let root = stack_urn("scenario", "legacy");
+        assert!(text.contains("\"version\": 3"), "{text}");
+        assert!(!text.contains(&format!("\"parent\":\"{root}\"")), "{text}");
+        assert!(text.contains("\"parent\":null"), "{text}");
+        assert!(text.len() < SCHEMA_2.len());
+        let (_dir, rewritten, _) = state_with(&text);
+        let again = rewritten.load_redacted(&project, &stack).unwrap().snapshot;
+        assert_eq!(again, snapshot);
+    }
+
     #[test]
     fn a_newer_schema_is_refused_naming_its_version() {
-        let newer = FIXTURE.replace("\"version\": 1\n", "\"version\": 3\n");
+        let newer = FIXTURE.replace("\"version\": 1\n", "\"version\": 4\n");
         assert_ne!(newer, FIXTURE);
         let (_dir, backend, _) = state_with(&newer);
         let (project, stack) = scenario();
@@ -188,8 +228,8 @@ mod tests {
             matches!(
                 error,
                 BackendError::NewerSchema {
-                    found: 3,
-                    supported: 2,
+                    found: 4,
+                    supported: 3,
                     ..
                 }
             ),
@@ -197,7 +237,7 @@ mod tests {
         );
         let message = error.to_string();
         assert!(
-            message.contains("schema 3") && message.contains("upgrade plinth"),
+            message.contains("schema 4") && message.contains("upgrade plinth"),
             "{message}"
         );
     }

@@ -1,0 +1,414 @@
+//! How a checkpoint of schema 3 stores its snapshot: each resource with the fields the engine
+//! records, less what is implied.
+//!
+//! - `parent` is left out when it is the stack's root, which parents most resources: the first
+//!   stack root (`plinth:plinth:Stack` without a parent) above it in the list. Below the root, a
+//!   resource with no parent at all says `"parent": null`.
+//! - `inputs` and `outputs` are left out when empty.
+//!
+//! Every other field is written as the engine's own serialization writes it, so a checkpoint
+//! stays a file anyone can read and diff, one resource per line.
+
+use plinth_engine::program::CustomTimeouts;
+use plinth_engine::resource::{ProviderRef, ResourceState};
+use plinth_engine::snapshot::{PendingKind, PendingOperation, Snapshot};
+use plinth_engine::urn::{Urn, is_stack_type};
+use plinth_engine::value::PropertyMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The first schema that stores snapshots this way.
+pub(crate) const STORED_SINCE: u32 = 3;
+
+/// Serializes `snapshot` as schema 3 stores it (for `#[serde(serialize_with)]`).
+pub(crate) fn serialize<S: Serializer>(
+    snapshot: &&Snapshot,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    StoredSnapshotRef(snapshot).serialize(serializer)
+}
+
+/// The parent schema 3 implies for the resources below `state`, if `state` is the first root.
+fn root_after<'a>(root: Option<&'a Urn>, state: &'a ResourceState) -> Option<&'a Urn> {
+    root.or_else(|| (state.parent.is_none() && is_stack_type(&state.ty)).then_some(&state.urn))
+}
+
+/// A snapshot as schema 3 writes it.
+pub(crate) struct StoredSnapshotRef<'a>(pub &'a Snapshot);
+
+impl Serialize for StoredSnapshotRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Snapshot {
+            resources,
+            pending_operations,
+        } = self.0;
+        let mut root = None;
+        let resources = (resources.iter())
+            .map(|state| {
+                let stored = StoredRef::of(state, root);
+                root = root_after(root, state);
+                stored
+            })
+            .collect();
+        Shape {
+            resources,
+            pending_operations: (pending_operations.iter())
+                .map(|PendingOperation { kind, resource }| Pending {
+                    kind: *kind,
+                    resource: StoredRef::of(resource, root),
+                })
+                .collect(),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// The fields of a snapshot, over either form of resource.
+#[derive(Serialize, Deserialize)]
+#[serde(bound(deserialize = "R: Deserialize<'de>"))]
+struct Shape<R> {
+    #[serde(default)]
+    resources: Vec<R>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pending_operations: Vec<Pending<R>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Pending<R> {
+    kind: PendingKind,
+    resource: R,
+}
+
+/// A resource as schema 3 writes it: the fields of [`ResourceState`], in its order.
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    urn: &'a Urn,
+    #[serde(rename = "type")]
+    ty: &'a str,
+    custom: bool,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    id: &'a str,
+    #[serde(skip_serializing_if = "PropertyMap::is_empty")]
+    inputs: &'a PropertyMap,
+    #[serde(skip_serializing_if = "PropertyMap::is_empty")]
+    outputs: &'a PropertyMap,
+    /// `None`: the implied root; `Some(None)`: no parent, written as `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<Option<&'a Urn>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    dependencies: &'a [Urn],
+    #[serde(skip_serializing_if = "is_false")]
+    protect: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    retain_on_delete: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    delete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<&'a ProviderRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom_timeouts: Option<&'a CustomTimeouts>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
+}
+
+impl<'a> StoredRef<'a> {
+    fn of(state: &'a ResourceState, root: Option<&'a Urn>) -> StoredRef<'a> {
+        // Every field named, so that a field the engine adds cannot be left out unnoticed.
+        let ResourceState {
+            urn,
+            ty,
+            custom,
+            id,
+            inputs,
+            outputs,
+            parent,
+            dependencies,
+            protect,
+            retain_on_delete,
+            delete,
+            provider,
+            custom_timeouts,
+        } = state;
+        let parent = parent.as_ref();
+        StoredRef {
+            urn,
+            ty,
+            custom: *custom,
+            id,
+            inputs,
+            outputs,
+            parent: (parent != root).then_some(parent),
+            dependencies,
+            protect: *protect,
+            retain_on_delete: *retain_on_delete,
+            delete: *delete,
+            provider: provider.as_ref(),
+            custom_timeouts: custom_timeouts.as_ref(),
+        }
+    }
+}
+
+/// A snapshot as schema 3 stores it, read back.
+#[derive(Deserialize)]
+#[serde(transparent)]
+pub(crate) struct StoredSnapshot(Shape<Stored>);
+
+impl StoredSnapshot {
+    pub fn into_snapshot(self) -> Snapshot {
+        let Shape {
+            resources,
+            pending_operations,
+        } = self.0;
+        let mut root: Option<Urn> = None;
+        let mut states = Vec::with_capacity(resources.len());
+        for stored in resources {
+            let state = stored.into_state(root.as_ref());
+            if root.is_none() {
+                root = root_after(None, &state).cloned();
+            }
+            states.push(state);
+        }
+        let pending_operations = (pending_operations.into_iter())
+            .map(|Pending { kind, resource }| PendingOperation {
+                kind,
+                resource: resource.into_state(root.as_ref()),
+            })
+            .collect();
+        Snapshot {
+            resources: states,
+            pending_operations,
+        }
+    }
+}
+
+/// A resource as schema 3 stores it, read back.
+#[derive(Deserialize)]
+struct Stored {
+    urn: Urn,
+    #[serde(rename = "type")]
+    ty: String,
+    custom: bool,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    inputs: PropertyMap,
+    #[serde(default)]
+    outputs: PropertyMap,
+    /// `None` when left out (the implied root), `Some(None)` for `null`.
+    #[serde(default, deserialize_with = "present")]
+    parent: Option<Option<Urn>>,
+    #[serde(default)]
+    dependencies: Vec<Urn>,
+    #[serde(default)]
+    protect: bool,
+    #[serde(default)]
+    retain_on_delete: bool,
+    #[serde(default)]
+    delete: bool,
+    #[serde(default)]
+    provider: Option<ProviderRef>,
+    #[serde(default)]
+    custom_timeouts: Option<CustomTimeouts>,
+}
+
+/// A field that is present, `null` or not.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<Urn>>, D::Error> {
+    Option::<Urn>::deserialize(d).map(Some)
+}
+
+impl Stored {
+    fn into_state(self, root: Option<&Urn>) -> ResourceState {
+        let Stored {
+            urn,
+            ty,
+            custom,
+            id,
+            inputs,
+            outputs,
+            parent,
+            dependencies,
+            protect,
+            retain_on_delete,
+            delete,
+            provider,
+            custom_timeouts,
+        } = self;
+        ResourceState {
+            urn,
+            ty,
+            custom,
+            id,
+            inputs,
+            outputs,
+            parent: parent.unwrap_or_else(|| root.cloned()),
+            dependencies,
+            protect,
+            retain_on_delete,
+            delete,
+            provider,
+            custom_timeouts,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plinth_engine::names::{ProjectName, StackName};
+    use plinth_engine::urn::{STACK_TYPE, stack_urn};
+    use plinth_engine::value::Value;
+
+    use super::*;
+
+    fn state(ty: &str, name: &str, parent: Option<&Urn>) -> ResourceState {
+        ResourceState {
+            urn: Urn::new("dev", "p", None, ty, name),
+            ty: ty.into(),
+            custom: ty != STACK_TYPE,
+            id: if ty == STACK_TYPE {
+                String::new()
+            } else {
+                format!("{name}-1")
+            },
+            inputs: PropertyMap::new(),
+            outputs: PropertyMap::new(),
+            parent: parent.cloned(),
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        }
+    }
+
+    /// The lines of the resources, as a checkpoint lays them out.
+    fn lines(snapshot: &Snapshot) -> Vec<String> {
+        let (project, stack) = (
+            ProjectName::new("p").unwrap(),
+            StackName::new("dev").unwrap(),
+        );
+        let file = crate::checkpoint::CheckpointView::current(&project, &stack, &[], snapshot);
+        let json = crate::layout::to_outlined_json(&file).unwrap();
+        (String::from_utf8(json).unwrap().lines())
+            .map(|l| l.trim().trim_end_matches(','))
+            .filter(|l| l.starts_with("{\"urn\""))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn round_trip(snapshot: &Snapshot) -> Snapshot {
+        let json = serde_json::to_vec(&StoredSnapshotRef(snapshot)).unwrap();
+        serde_json::from_slice::<StoredSnapshot>(&json)
+            .unwrap()
+            .into_snapshot()
+    }
+
+    #[test]
+    fn parents_that_are_the_root_are_implied_and_every_other_one_is_written() {
+        let root = state(STACK_TYPE, "p-dev", None);
+        let provider = state("plinth:providers:t", "default", None);
+        let group = state("t:Group", "g", Some(&root.urn));
+        let child = state("t:T", "c", Some(&group.urn));
+        let snapshot = Snapshot {
+            resources: vec![root.clone(), provider, group.clone(), child.clone()],
+            pending_operations: vec![PendingOperation {
+                kind: PendingKind::Creating,
+                resource: state("t:T", "new", Some(&root.urn)),
+            }],
+        };
+        let urn = |r: &ResourceState| r.urn.to_string();
+        assert_eq!(
+            lines(&snapshot),
+            [
+                format!(
+                    r#"{{"urn":"{}","type":"{STACK_TYPE}","custom":false}}"#,
+                    urn(&root)
+                ),
+                r#"{"urn":"urn:plinth:dev::p::plinth:providers:t::default","type":"plinth:providers:t","custom":true,"id":"default-1","parent":null}"#
+                    .to_owned(),
+                format!(
+                    r#"{{"urn":"{}","type":"t:Group","custom":true,"id":"g-1"}}"#,
+                    urn(&group)
+                ),
+                format!(
+                    r#"{{"urn":"{}","type":"t:T","custom":true,"id":"c-1","parent":"{}"}}"#,
+                    urn(&child),
+                    urn(&group)
+                ),
+            ]
+        );
+        let json = serde_json::to_value(StoredSnapshotRef(&snapshot)).unwrap();
+        assert_eq!(
+            json["pending_operations"][0]["resource"].get("parent"),
+            None
+        );
+        assert_eq!(round_trip(&snapshot), snapshot);
+    }
+
+    #[test]
+    fn the_root_is_implied_only_below_it() {
+        let root = stack_urn("p", "dev");
+        // A provider recorded before the root, and one after it; no parent is implied above
+        // the root.
+        let snapshot = Snapshot {
+            resources: vec![
+                state("plinth:providers:t", "default", None),
+                state(STACK_TYPE, "p-dev", None),
+                state("t:T", "a", Some(&root)),
+                state("plinth:providers:u", "default", None),
+            ],
+            ..Default::default()
+        };
+        let lines = lines(&snapshot);
+        let parents: Vec<Option<&str>> = (lines.iter())
+            .map(|l| l.split_once("\"parent\":").map(|(_, rest)| &rest[..4]))
+            .collect();
+        assert_eq!(parents, [None, None, None, Some("null")], "{lines:?}");
+        assert_eq!(round_trip(&snapshot), snapshot);
+        assert_eq!(round_trip(&Snapshot::default()), Snapshot::default());
+        // Without a root, every parent is written.
+        let rootless = Snapshot {
+            resources: vec![state("t:T", "b", None), state("t:T", "c", Some(&root))],
+            ..Default::default()
+        };
+        assert_eq!(round_trip(&rootless), rootless);
+    }
+
+    #[test]
+    fn every_field_round_trips() {
+        let root = state(STACK_TYPE, "p-dev", None);
+        let provider = state("plinth:providers:t", "default", None);
+        // Every field set to something other than its default.
+        let full = ResourceState {
+            urn: Urn::new("dev", "p", None, "t:T", "full"),
+            ty: "t:T".into(),
+            custom: true,
+            id: "full-1".into(),
+            inputs: [("a".to_owned(), Value::from("x"))].into(),
+            outputs: [("b".to_owned(), Value::Secret(Box::new(1.5.into())))].into(),
+            parent: Some(root.urn.clone()),
+            dependencies: vec![provider.urn.clone()],
+            protect: true,
+            retain_on_delete: true,
+            delete: true,
+            provider: Some(ProviderRef {
+                urn: provider.urn.clone(),
+                id: provider.id.clone(),
+            }),
+            custom_timeouts: Some(CustomTimeouts {
+                create_seconds: Some(1),
+                update_seconds: None,
+                delete_seconds: Some(3),
+            }),
+        };
+        let snapshot = Snapshot {
+            resources: vec![root, provider, full.clone()],
+            pending_operations: vec![PendingOperation {
+                kind: PendingKind::Deleting,
+                resource: full,
+            }],
+        };
+        assert_eq!(round_trip(&snapshot), snapshot);
+    }
+}
