@@ -220,7 +220,8 @@ fn a_new_stack_shows_its_tree_and_output_changes() {
     let moved = env.ok(&["up", "--yes", "--flat"]);
     assert!(moved.contains("Resources:"), "{moved}");
     let state = env.export();
-    let root = &state["snapshot"]["resources"][0];
-    assert_eq!(root["type"], "plinth:plinth:Stack");
+    let root = (state["snapshot"]["resources"].as_array().unwrap().iter())
+        .find(|r| r["type"] == "plinth:plinth:Stack")
+        .expect("the stack's root resource");
     assert_eq!(root["outputs"]["names"], "v");
 }
