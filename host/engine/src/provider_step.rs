@@ -134,7 +134,7 @@ impl StepContext {
         match &old.provider {
             Some(reference) if reference.urn != binding.reference.urn => {
                 let old_config =
-                    (self.base_providers.get(reference)).map(|&i| &self.base[i].outputs);
+                    (self.base_providers.get(reference)).map(|&i| &self.base.resources[i].outputs);
                 old_config != Some(&binding.config)
             }
             _ => false,

@@ -17,7 +17,7 @@ use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
 use crate::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use crate::resource::{ProviderRef, ResourceState};
-use crate::snapshot::PendingKind;
+use crate::snapshot::{PendingKind, Snapshot};
 use crate::target::TargetSet;
 use crate::urn::{Urn, is_counted, is_stack_type, package_of, provided_package};
 use crate::value::{PropertyMap, Value};
@@ -43,7 +43,8 @@ pub(crate) struct StepContext {
     pub providers: Arc<dyn ProviderSource>,
     pub recorder: Option<SnapshotManager>,
     pub events: EventSink,
-    pub base: Vec<ResourceState>,
+    /// The state the deployment started from, shared with the snapshot manager.
+    pub base: Arc<Snapshot>,
     /// Live base resources by URN.
     pub base_live: HashMap<Urn, usize>,
     /// Base resources naming a URN as parent or dependency, by that URN.
@@ -174,7 +175,7 @@ impl StepContext {
         let config = config.or_else(|| {
             let reference = state.provider.as_ref()?;
             let &index = self.base_providers.get(reference)?;
-            Some(&self.base[index].outputs)
+            Some(&self.base.resources[index].outputs)
         });
         match config {
             Some(config) => self.providers.configured(package, config).await,
@@ -260,7 +261,7 @@ impl StepContext {
                     claims.claimed.insert(index, watcher);
                     return Ok(Some(Claimed {
                         index,
-                        state: &self.base[index],
+                        state: &self.base.resources[index],
                         guard: ClaimGuard(outcome, ClaimOutcome::Failed),
                     }));
                 }
@@ -311,7 +312,9 @@ impl StepContext {
         if self.is_halted() {
             return Err(StepError::Halted);
         }
-        let result = self.run_permitted(step).await;
+        // Boxed: the work after the permit is a large future, and most steps wait for their
+        // turn; only the steps running at once hold one.
+        let result = Box::pin(self.run_permitted(step)).await;
         self.halt_on_failure(&result);
         result
     }

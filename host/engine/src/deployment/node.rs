@@ -57,7 +57,8 @@ pub(super) enum Work {
 
 pub(super) struct Node {
     pub(super) handle: Option<u64>,
-    pub(super) work: Option<Work>,
+    /// Boxed: a node outlives its work, and the scheduler keeps a node per registration.
+    pub(super) work: Option<Box<Work>>,
     pub(super) missing: usize,
 }
 

@@ -210,7 +210,7 @@ impl Scheduler {
         }
         self.nodes.push(Node {
             handle,
-            work: Some(work),
+            work: Some(Box::new(work)),
             missing: 0,
         });
         let mut seen = HashSet::new();
