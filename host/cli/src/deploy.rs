@@ -419,7 +419,7 @@ impl<'a> Deployer<'a> {
                 .run(common.view(), |events| {
                     refresh::run(
                         options,
-                        base.clone(),
+                        base,
                         self.providers.clone(),
                         phase.recorder.clone(),
                         events,
@@ -431,13 +431,10 @@ impl<'a> Deployer<'a> {
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
-            drop(phase);
             // The update goes on from the refreshed state: recorded, it is the checkpoint the
-            // refresh wrote, so it need not be read back.
-            loaded.snapshot = match outcome.snapshot {
-                Some(refreshed) => refreshed,
-                None => Arc::unwrap_or_clone(base),
-            };
+            // refresh wrote, so it need not be read back. (Without it, the refresh failed, and
+            // no update follows.)
+            loaded.snapshot = outcome.snapshot.unwrap_or_default();
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
             let options = Options {

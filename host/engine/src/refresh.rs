@@ -64,30 +64,30 @@ pub async fn run(
     let targets = (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources));
     let wanted = |r: &ResourceState| targets.as_ref().is_none_or(|t| t.contains(&r.urn));
     let by_reference = providers_by_reference(&base.resources);
-    let config = |r: &ResourceState| {
-        let &i = by_reference.get(r.provider.as_ref()?)?;
-        Some(base.resources[i].outputs.clone())
-    };
+    let provider = |r: &ResourceState| by_reference.get(r.provider.as_ref()?).copied();
     // Provider resources are nothing real: there is nothing to read back.
     let reads: Vec<Read> = (base.resources.iter().enumerate())
         .filter(|(_, r)| r.custom && !r.delete && wanted(r) && provided_package(&r.ty).is_none())
-        .map(|(i, r)| Read::of_base(i, config(r)))
-        .chain(adoptions(&options, &base, &mut errors, config))
+        .map(|(i, r)| Read::of_base(i, provider(r)))
+        .chain(adoptions(&options, &base, &mut errors, provider))
         .collect();
-    let results = read_all(reads, &base, &providers, options.parallel, &events, &cancel).await;
     let mut plan = Plan::new(&base, &events);
-    for (read, result) in results {
-        match result {
-            Ok(found) => plan.found(read, found),
-            Err(e) => {
-                events.emit(Event::StepFailed {
-                    step: plan.step_info(StepOp::Same, read.state(&base), None),
-                    error: e.clone(),
-                });
-                errors.push(format!("{}: read failed: {e}", read.state(&base).urn));
-            }
+    // Each result is taken as it comes: a state read back unchanged is dropped at once.
+    let on_result = |read: Read, result: Result<_, String>| match result {
+        Ok(found) => plan.found(read, found),
+        Err(e) => {
+            events.emit(Event::StepFailed {
+                step: plan.step_info(StepOp::Same, read.state(&base), None),
+                error: e.clone(),
+            });
+            errors.push(format!("{}: read failed: {e}", read.state(&base).urn));
         }
-    }
+    };
+    let parallel = options.parallel;
+    read_all(
+        reads, &base, &providers, parallel, &events, &cancel, on_result,
+    )
+    .await;
     let entries = plan.entries(&options);
     let changes = plan.changes;
     let mut state = JournalState::new(base);
@@ -129,8 +129,9 @@ pub async fn run(
 /// One resource to read: a state's, or a pending create's to adopt.
 struct Read {
     subject: Subject,
-    /// The configuration of the provider resource that manages it, if it records one.
-    config: Option<PropertyMap>,
+    /// The base's provider resource that manages it, if it records one: its outputs are the
+    /// provider's configuration.
+    provider: Option<usize>,
 }
 
 enum Subject {
@@ -141,10 +142,10 @@ enum Subject {
 }
 
 impl Read {
-    fn of_base(index: usize, config: Option<PropertyMap>) -> Read {
+    fn of_base(index: usize, provider: Option<usize>) -> Read {
         Read {
             subject: Subject::Base(index),
-            config,
+            provider,
         }
     }
 
@@ -162,7 +163,7 @@ fn adoptions(
     options: &RefreshOptions,
     base: &Snapshot,
     errors: &mut Vec<String>,
-    config: impl Fn(&ResourceState) -> Option<PropertyMap>,
+    provider: impl Fn(&ResourceState) -> Option<usize>,
 ) -> Vec<Read> {
     let mut reads = Vec::new();
     for (urn, id) in &options.adopt {
@@ -174,7 +175,7 @@ fn adoptions(
                     id: id.clone(),
                     ..op.resource.clone()
                 }),
-                config: config(&op.resource),
+                provider: provider(&op.resource),
             }),
             None => errors.push(format!(
                 "{urn}: there is no pending create of it to adopt (see the pending operations \
@@ -185,8 +186,9 @@ fn adoptions(
     reads
 }
 
-/// Reads every resource of `reads`, at most `parallel` at once; stops starting reads once
-/// `cancel` fires.
+/// Reads every resource of `reads` (from `base`, through `providers`), at most `parallel` at
+/// once, handing each result to `on_result` as it comes; stops starting reads once `cancel`
+/// fires.
 async fn read_all(
     reads: Vec<Read>,
     base: &Arc<Snapshot>,
@@ -194,7 +196,8 @@ async fn read_all(
     parallel: usize,
     events: &EventSink,
     cancel: &CancellationToken,
-) -> Vec<(Read, Result<Option<ReadResult>, String>)> {
+    mut on_result: impl FnMut(Read, Result<Option<ReadResult>, String>),
+) {
     let limit = Arc::new(Semaphore::new(parallel.max(1)));
     let mut tasks = JoinSet::new();
     for read in reads {
@@ -207,8 +210,8 @@ async fn read_all(
             };
             let r = read.state(&base);
             let package = package_of(&r.ty);
-            let provider = match &read.config {
-                Some(config) => providers.configured(package, config).await,
+            let provider = match read.provider {
+                Some(i) => (providers.configured(package, &base.resources[i].outputs)).await,
                 None => providers.provider(package).await,
             };
             let result = match provider {
@@ -220,11 +223,10 @@ async fn read_all(
             Some((read, result))
         });
     }
-    let mut results = Vec::new();
     let mut cancelled = false;
     while let Some(joined) = tasks.join_next().await {
         match joined.expect("read task panicked") {
-            Some(done) => results.push(done),
+            Some((read, result)) => on_result(read, result),
             None if !cancelled => {
                 cancelled = true;
                 events.emit(Event::Cancelled);
@@ -232,7 +234,6 @@ async fn read_all(
             None => {}
         }
     }
-    results
 }
 
 /// What the reads found, turned into journal entries.
@@ -259,6 +260,14 @@ impl<'a> Plan<'a> {
     fn found(&mut self, read: Read, found: Option<ReadResult>) {
         match read.subject {
             Subject::Base(i) => {
+                // Read back as recorded, it changes nothing, as if it had not been read: it is
+                // not kept.
+                let old = &self.base.resources[i];
+                if let Some(r) = &found
+                    && (r.id == old.id && r.inputs == old.inputs && r.outputs == old.outputs)
+                {
+                    return;
+                }
                 self.found.insert(i, found);
             }
             Subject::Pending(state) => match found {

@@ -145,10 +145,18 @@ pub(crate) struct ProviderBinding {
     pub replaced: bool,
 }
 
+/// A finished step's outputs.
+pub(crate) enum StepOutputs {
+    Own(PropertyMap),
+    /// Those base resource `i` recorded, unchanged: dependents read them from the base rather
+    /// than from a copy kept for the rest of the deployment.
+    Base(usize),
+}
+
 /// What a finished resource step makes known to dependents.
 pub(crate) struct StepResult {
     pub id: Value,
-    pub outputs: PropertyMap,
+    pub outputs: StepOutputs,
     /// A base resource this step replaced, to delete at the end (create-before-delete).
     pub replaced: Option<usize>,
     /// The resource does not exist (an untargeted create): its outputs are unknown.
@@ -584,7 +592,7 @@ impl StepContext {
         state: ResourceState,
         old: Option<(usize, &ResourceState)>,
     ) -> Result<StepResult, StepError> {
-        let Some((_, old)) = old else {
+        let Some((old_index, old)) = old else {
             self.events.diagnostic(
                 Some(&state.urn),
                 Severity::Info,
@@ -592,7 +600,7 @@ impl StepContext {
             );
             return Ok(StepResult {
                 id: Value::Unknown,
-                outputs: PropertyMap::new(),
+                outputs: StepOutputs::Own(PropertyMap::new()),
                 replaced: None,
                 absent: true,
             });
@@ -603,7 +611,7 @@ impl StepContext {
         self.done(info, &old.outputs, Instant::now());
         Ok(StepResult {
             id: Value::String(old.id.clone()),
-            outputs: old.outputs.clone(),
+            outputs: StepOutputs::Base(old_index),
             replaced: None,
             absent: false,
         })
@@ -707,7 +715,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id: Value::Null,
-            outputs,
+            outputs: StepOutputs::Own(outputs),
             replaced: None,
             absent: false,
         })
@@ -723,7 +731,8 @@ impl StepContext {
         let started = Instant::now();
         // An unchanged state is not journaled: it stays where it is in the snapshot, and is
         // carried forward if something recorded later depends on it.
-        if *old != state {
+        let changed = *old != state;
+        if changed {
             self.record(|| JournalEntry::Same {
                 old: old_index,
                 resource: Some(state.clone()),
@@ -732,9 +741,14 @@ impl StepContext {
             .map_err(|e| self.persist_error(&state.urn, e))?;
         }
         self.done(info, &state.outputs, started);
+        let outputs = if changed {
+            StepOutputs::Own(state.outputs)
+        } else {
+            StepOutputs::Base(old_index)
+        };
         Ok(StepResult {
             id: Value::String(state.id),
-            outputs: state.outputs,
+            outputs,
             replaced: None,
             absent: false,
         })
@@ -817,7 +831,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id,
-            outputs,
+            outputs: StepOutputs::Own(outputs),
             replaced: replaces,
             absent: false,
         })
@@ -870,7 +884,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id: Value::String(state.id),
-            outputs,
+            outputs: StepOutputs::Own(outputs),
             replaced: None,
             absent: false,
         })
@@ -898,7 +912,7 @@ impl StepContext {
         match provider.read(urn, id, inputs, &PropertyMap::new()).await {
             Ok(Some(read)) => Ok(StepResult {
                 id: Value::String(read.id),
-                outputs: read.outputs,
+                outputs: StepOutputs::Own(read.outputs),
                 replaced: None,
                 absent: false,
             }),

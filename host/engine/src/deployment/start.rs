@@ -9,7 +9,7 @@ use crate::journal::JournalEntry;
 use crate::provider_step::reference;
 use crate::step::{ProviderBinding, ResourceStep};
 use crate::urn::{Urn, package_of, provided_package, provider_type};
-use crate::value::{OutputField, OutputRef, PropertyMap, Value};
+use crate::value::{OutputField, OutputRef, PropertyMap, Value, object_at_path};
 
 impl Scheduler {
     /// Substitutes resolved values for output references, collecting what they derive from.
@@ -20,7 +20,12 @@ impl Scheduler {
             };
             dependencies.extend(res.dependencies.iter().cloned());
             match &r.field {
-                OutputField::Property(path) => res.value.at_path(path),
+                OutputField::Property(path) => match &res.value {
+                    ResolvedValue::Value(value) => value.at_path(path),
+                    ResolvedValue::BaseOutputs(i) => {
+                        object_at_path(&self.ctx.base.resources[*i].outputs, path)
+                    }
+                },
                 OutputField::Id => res.id.clone(),
                 OutputField::Urn => res
                     .urn
@@ -65,8 +70,9 @@ impl Scheduler {
             return None;
         };
         let config = match &resolved.value {
-            Value::Object(config) => config.clone(),
-            _ => PropertyMap::new(),
+            ResolvedValue::Value(Value::Object(config)) => config.clone(),
+            ResolvedValue::BaseOutputs(i) => self.ctx.base.resources[*i].outputs.clone(),
+            ResolvedValue::Value(_) => PropertyMap::new(),
         };
         Some(ProviderBinding {
             reference: reference(resolved.urn.clone()?, &resolved.id),
