@@ -720,6 +720,60 @@ mod tests {
     }
 
     #[test]
+    fn the_final_snapshot_is_the_same_whether_the_base_is_shared_or_taken() {
+        // `a` is carried under a new name (so the untouched `b` that depends on it is renamed in
+        // the snapshot) and `c` is replaced, its old state kept marked for deletion.
+        let base = Snapshot {
+            resources: vec![state("a", &[]), state("b", &["a"]), state("c", &[])],
+            ..Default::default()
+        };
+        let mut new_c = state("c", &[]);
+        new_c.id = "id-c2".into();
+        let entries = [
+            JournalEntry::Same {
+                old: 0,
+                resource: Some(state("a2", &[])),
+            },
+            JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Creating,
+                resource: new_c.clone(),
+                old: Some(2),
+            },
+            JournalEntry::Created {
+                seq: 1,
+                resource: new_c,
+                replaces: Some(2),
+            },
+        ];
+        let shared = Arc::new(base.clone());
+        let mut sharing = JournalState::new(shared.clone());
+        let mut owning = JournalState::new(base);
+        for entry in &entries {
+            sharing.apply(entry).unwrap();
+            owning.apply(entry).unwrap();
+        }
+        let expected = sharing.snapshot();
+        let names: Vec<_> = (expected.resources.iter())
+            .map(|r| (r.urn.name(), r.dependencies.len(), r.delete))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a2", 0, false),
+                ("c", 0, false),
+                ("b", 1, false),
+                ("c", 0, true)
+            ]
+        );
+        assert_eq!(expected.resources[2].dependencies, [urn("a2")]);
+        assert_eq!(sharing.into_snapshot(), expected);
+        assert_eq!(owning.into_snapshot(), expected);
+        // The shared base is left as it was.
+        assert_eq!(shared.resources[1].dependencies, [urn("a")]);
+    }
+
+    #[test]
     fn refuses_to_delete_a_resource_others_depend_on() {
         let err = replay(base(), [JournalEntry::Deleted { seq: None, old: 0 }]).unwrap_err();
         assert!(err.to_string().contains("depend"), "{err}");
