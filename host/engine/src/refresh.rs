@@ -138,7 +138,7 @@ enum Subject {
     /// The base resource at this index (read from the base, not copied).
     Base(usize),
     /// A pending create, with the id to read it by.
-    Pending(ResourceState),
+    Pending(Box<ResourceState>),
 }
 
 impl Read {
@@ -171,10 +171,10 @@ fn adoptions(
             .find(|op| op.kind == PendingKind::Creating && op.resource.urn == *urn);
         match pending {
             Some(op) => reads.push(Read {
-                subject: Subject::Pending(ResourceState {
+                subject: Subject::Pending(Box::new(ResourceState {
                     id: id.clone(),
                     ..op.resource.clone()
-                }),
+                })),
                 provider: provider(&op.resource),
             }),
             None => errors.push(format!(
@@ -274,7 +274,7 @@ impl<'a> Plan<'a> {
                 Some(found) => self.adopted.push(ResourceState {
                     id: found.id,
                     outputs: found.outputs,
-                    ..state
+                    ..*state
                 }),
                 None => self.events.diagnostic(
                     Some(&state.urn),
