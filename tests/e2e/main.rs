@@ -21,6 +21,8 @@ mod polyglot;
 mod postgres;
 mod reach;
 mod secrets;
+mod service;
+mod stack_life;
 mod stack_root;
 mod state;
 mod state_edit;
