@@ -2,6 +2,8 @@
 //! snapshot, check it, write it back. Secrets are never opened: their ciphertext is carried
 //! through as it is, so an edit needs no passphrase and no plaintext exists at any point.
 
+use std::path::Path;
+
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
@@ -12,8 +14,8 @@ use crate::local::{LoadedStack, LocalBackend};
 use crate::lock::StackLock;
 use crate::secrets::{Crypter, SecretsError};
 
-/// A stack's state loaded for an edit, its secrets still sealed. Only
-/// [`LocalBackend::save_edit`] can write it back.
+/// A stack's state loaded for an edit, its secrets still sealed. Only the update it was loaded
+/// by can write it back.
 #[derive(Debug)]
 pub struct StateEdit {
     loaded: LoadedStack,
@@ -63,6 +65,48 @@ impl Crypter for Verbatim<'_> {
     }
 }
 
+impl StateEdit {
+    /// The state of checkpoint `bytes` (named `origin` in errors), for an edit: its secrets stay
+    /// sealed.
+    pub(crate) fn parse(
+        bytes: &[u8],
+        stack: &StackName,
+        origin: &Path,
+        crypter: &dyn Crypter,
+        recovered: bool,
+    ) -> Result<StateEdit, BackendError> {
+        let checkpoint = Checkpoint::parse(bytes, stack, origin, &Verbatim(crypter))?;
+        Ok(StateEdit {
+            loaded: LoadedStack {
+                snapshot: checkpoint.snapshot,
+                recovered,
+                plugins: checkpoint.plugins,
+            },
+        })
+    }
+
+    /// The edited state as checkpoint JSON, if it passes the integrity checks.
+    pub(crate) fn into_checkpoint(
+        self,
+        project: &ProjectName,
+        stack: &StackName,
+        crypter: &dyn Crypter,
+    ) -> Result<Vec<u8>, BackendError> {
+        let LoadedStack {
+            snapshot, plugins, ..
+        } = self.loaded;
+        snapshot
+            .verify_integrity()
+            .map_err(|error| BackendError::InvalidEdit {
+                stack: stack.to_string(),
+                error,
+            })?;
+        Checkpoint::new(project, stack, snapshot)
+            .with_plugins(plugins)
+            .to_json(&Verbatim(crypter))
+    }
+}
+
 impl LocalBackend {
     /// Loads the stack's state for an edit (under its lock), replaying any journal left by an
     /// interrupted update.
@@ -86,19 +130,7 @@ impl LocalBackend {
         edit: StateEdit,
         _lock: &StackLock,
     ) -> Result<(), BackendError> {
-        let LoadedStack {
-            snapshot, plugins, ..
-        } = edit.loaded;
-        snapshot
-            .verify_integrity()
-            .map_err(|error| BackendError::InvalidEdit {
-                stack: stack.to_string(),
-                error,
-            })?;
-        let crypter = self.crypter(stack);
-        let json = Checkpoint::new(project, stack, snapshot)
-            .with_plugins(plugins)
-            .to_json(&Verbatim(crypter.as_ref()))?;
+        let json = edit.into_checkpoint(project, stack, self.crypter(stack).as_ref())?;
         self.replace_checkpoint(project, stack, &json)
     }
 }

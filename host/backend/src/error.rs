@@ -13,7 +13,9 @@ pub enum BackendError {
         "stack `{stack}` still has {count} resources; run `plinth destroy` first, or pass --force to forget them"
     )]
     StackNotEmpty { stack: String, count: usize },
-    #[error("unsupported backend URL `{0}`: use file://<directory>")]
+    #[error(
+        "unsupported backend URL `{0}`: use file://<directory>, or http(s)://HOST for a `plinth serve` service"
+    )]
     UnsupportedUrl(String),
     #[error(
         "cannot find a home directory for the default state directory; set PLINTH_BACKEND_URL=file://<dir>"
@@ -52,6 +54,11 @@ pub enum BackendError {
     Secrets(#[from] SecretsError),
     #[error("cannot encode the state: {0}")]
     Encode(String),
+    /// What the service answered, when it did not do what was asked.
+    #[error(transparent)]
+    Service(#[from] crate::service::ServiceError),
+    #[error("the service's answer to {request} is not understood: {reason}")]
+    UnexpectedAnswer { request: String, reason: String },
     #[error("{action} {path}")]
     Io {
         action: &'static str,

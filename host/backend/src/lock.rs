@@ -21,6 +21,11 @@ pub struct LockInfo {
     pub command: String,
     /// Seconds since the Unix epoch.
     pub started: u64,
+    /// When the holder's lease on a service runs out unless renewed, in seconds since the Unix
+    /// epoch; `None` for a lock file, which its holder keeps for as long as it runs. (The pid
+    /// and host of a lease are the service's to know: 0 and the service's URL.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_expires: Option<u64>,
 }
 
 impl LockInfo {
@@ -33,17 +38,32 @@ impl LockInfo {
             started: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            lease_expires: None,
         }
     }
 }
 
 impl std::fmt::Display for LockInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "`{}` by {}@{} (pid {}, started at unix time {})",
-            self.command, self.user, self.host, self.pid, self.started
-        )
+        let time = |seconds: u64| {
+            humantime::format_rfc3339_seconds(UNIX_EPOCH + std::time::Duration::from_secs(seconds))
+        };
+        match self.lease_expires {
+            Some(expires) => write!(
+                f,
+                "`{}` by {} on {} (started {}, its lease expires {} unless renewed)",
+                self.command,
+                self.user,
+                self.host,
+                time(self.started),
+                time(expires)
+            ),
+            None => write!(
+                f,
+                "`{}` by {}@{} (pid {}, started at unix time {})",
+                self.command, self.user, self.host, self.pid, self.started
+            ),
+        }
     }
 }
 

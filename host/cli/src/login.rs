@@ -1,21 +1,26 @@
 //! `plinth login`, `logout` and `whoami`: which backend the commands store stacks in. The choice
-//! is remembered in `PLINTH_HOME/credentials.json` (mode 0600: it is where a backend's access
-//! token is kept), one account per backend URL; `PLINTH_BACKEND_URL` overrides it.
+//! is remembered in `PLINTH_HOME/credentials.json` (mode 0600: it is where a service's access
+//! token is kept), one account per backend URL; `PLINTH_BACKEND_URL` overrides it. A backend is
+//! a directory (`file://`) or a `plinth serve` service (`http(s)://`); the commands get one
+//! [`Backend`] and never ask which.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use plinth_backend::secrets::SecretsProvider;
+use plinth_backend::secrets::{NoSecrets, SecretsProvider};
+use plinth_backend::service::ServiceBackend;
 use plinth_backend::{Backend, LocalBackend, write_atomically};
 use serde::{Deserialize, Serialize};
 
 use crate::home::plinth_home;
 
 pub const BACKEND_URL_VAR: &str = "PLINTH_BACKEND_URL";
+pub const ACCESS_TOKEN_VAR: &str = "PLINTH_ACCESS_TOKEN";
 
 /// What `plinth login` remembered.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -34,6 +39,9 @@ struct Account {
     user: String,
     /// When, in seconds since the Unix epoch.
     logged_in: u64,
+    /// A service's access token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
 }
 
 impl Credentials {
@@ -73,37 +81,77 @@ impl Credentials {
 /// The URL of the backend to use: `PLINTH_BACKEND_URL`, the one logged in to, or none for the
 /// default (`file://~/.plinth`).
 fn current_url() -> Result<Option<String>> {
-    if let Some(url) = std::env::var(BACKEND_URL_VAR)
-        .ok()
-        .filter(|u| !u.is_empty())
-    {
+    if let Some(url) = non_empty_var(BACKEND_URL_VAR) {
         return Ok(Some(url));
     }
     Ok(Credentials::load()?.current)
 }
 
+fn non_empty_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
 /// Opens the backend commands use, its stacks' secrets sealed by `secrets`.
 pub fn open_backend(secrets: Arc<dyn SecretsProvider>) -> Result<Arc<dyn Backend>> {
     let url = current_url()?;
-    open_url(url.as_deref(), Some(secrets))
+    open_url(url.as_deref(), secrets)
 }
 
-/// Opens the backend at `url` (the default if `None`); without `secrets`, for commands that
-/// open no secret.
-fn open_url(
-    url: Option<&str>,
-    secrets: Option<Arc<dyn SecretsProvider>>,
-) -> Result<Arc<dyn Backend>> {
-    let backend = LocalBackend::from_url(url)?;
-    Ok(match secrets {
-        Some(secrets) => Arc::new(backend.with_secrets(secrets)),
-        None => Arc::new(backend),
+/// Whether `url` names a `plinth serve` service.
+fn is_service(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+/// Opens the backend at `url` (the default if `None`), its stacks' secrets sealed by `secrets`.
+fn open_url(url: Option<&str>, secrets: Arc<dyn SecretsProvider>) -> Result<Arc<dyn Backend>> {
+    match url {
+        Some(url) if is_service(url) => {
+            let token = access_token(url)?;
+            Ok(Arc::new(service(url, &token, secrets)?))
+        }
+        url => Ok(Arc::new(LocalBackend::from_url(url)?.with_secrets(secrets))),
+    }
+}
+
+fn service(url: &str, token: &str, secrets: Arc<dyn SecretsProvider>) -> Result<ServiceBackend> {
+    Ok(ServiceBackend::new(url, token, secrets, workspaces(url)?))
+}
+
+/// Where the stack each project selected on the service at `url` is remembered: the service
+/// keeps no such thing, since every user and runner chooses their own.
+fn workspaces(url: &str) -> Result<PathBuf> {
+    let name: String = (url.chars())
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    Ok(plinth_home()?.join("workspaces").join(name))
+}
+
+/// The access token for the service at `url`: `PLINTH_ACCESS_TOKEN`, else the one `plinth
+/// login` stored.
+fn access_token(url: &str) -> Result<String> {
+    if let Some(token) = non_empty_var(ACCESS_TOKEN_VAR) {
+        return Ok(token);
+    }
+    let stored = Credentials::load()?
+        .accounts
+        .remove(url)
+        .and_then(|account| account.token);
+    stored.with_context(|| {
+        format!("no access token for {url}: run `plinth login {url}`, or set {ACCESS_TOKEN_VAR}")
     })
 }
 
 /// The URL as stored: a `file://` path made absolute, so that it means the same directory from
-/// anywhere.
+/// anywhere; a service's without a trailing `/`.
 fn canonical(url: &str, cwd: &Path) -> Result<String> {
+    if is_service(url) {
+        let parsed = url::Url::parse(url).with_context(|| format!("`{url}` is not a valid URL"))?;
+        anyhow::ensure!(
+            parsed.host_str().is_some_and(|h| !h.is_empty()),
+            "`{url}` names no host: use http(s)://HOST[:PORT]"
+        );
+        return Ok(url.trim_end_matches('/').to_owned());
+    }
     match url.strip_prefix("file://") {
         Some("") => anyhow::bail!("`{url}` names no directory: use file://<directory>"),
         Some(path) => Ok(format!("file://{}", cwd.join(path).display())),
@@ -113,8 +161,13 @@ fn canonical(url: &str, cwd: &Path) -> Result<String> {
 
 #[derive(Args)]
 pub struct LoginArgs {
-    /// The backend: `file://<directory>` (default: `file://~/.plinth`).
+    /// The backend: `file://<directory>` (default: `file://~/.plinth`) or the `plinth serve`
+    /// service at `http(s)://HOST[:PORT]`.
     url: Option<String>,
+    /// The service's access token (from `plinth serve token create`); else PLINTH_ACCESS_TOKEN,
+    /// else it is asked for.
+    #[arg(long)]
+    token: Option<String>,
 }
 
 #[derive(Args)]
@@ -126,16 +179,47 @@ pub struct LogoutArgs {
     all: bool,
 }
 
+/// The token to log in to `url` with: `--token`, `PLINTH_ACCESS_TOKEN`, or asked for without
+/// echo on a terminal.
+fn login_token(url: &str, given: Option<String>) -> Result<String> {
+    if let Some(token) = given.or_else(|| non_empty_var(ACCESS_TOKEN_VAR)) {
+        return Ok(token);
+    }
+    anyhow::ensure!(
+        std::io::stdin().is_terminal(),
+        "no access token for {url}: pass --token TOKEN or set {ACCESS_TOKEN_VAR} (an administrator \
+         creates one with `plinth serve token create`)"
+    );
+    let token = rpassword::prompt_password(format!("Access token for {url}: "))
+        .context("cannot read the access token")?;
+    let token = token.trim().to_owned();
+    anyhow::ensure!(!token.is_empty(), "no access token given");
+    Ok(token)
+}
+
 pub fn login(args: LoginArgs, cwd: &Path) -> Result<ExitCode> {
     let url = match args.url {
         Some(url) => canonical(&url, cwd)?,
         None => LocalBackend::from_url(None)?.url(),
     };
-    let backend = open_url(Some(&url), None)?;
-    if let Some(dir) = url.strip_prefix("file://") {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {dir}"))?;
-    }
-    let user = backend.user()?;
+    let (user, token) = if is_service(&url) {
+        let token = login_token(&url, args.token)?;
+        // Checked before it is stored: a mistyped token is refused here, not on first use.
+        let user = service(&url, &token, Arc::new(NoSecrets))?
+            .user()
+            .with_context(|| format!("cannot log in to {url}"))?;
+        (user, Some(token))
+    } else {
+        anyhow::ensure!(
+            args.token.is_none(),
+            "a file:// backend takes no access token; --token is for http(s):// services"
+        );
+        let backend = LocalBackend::from_url(Some(&url))?;
+        if let Some(dir) = url.strip_prefix("file://") {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {dir}"))?;
+        }
+        (backend.user()?, None)
+    };
     let mut credentials = Credentials::load()?;
     credentials.accounts.insert(
         url.clone(),
@@ -144,13 +228,13 @@ pub fn login(args: LoginArgs, cwd: &Path) -> Result<ExitCode> {
             logged_in: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            token,
         },
     );
     credentials.current = Some(url.clone());
     credentials.save()?;
     println!("Logged in to {url} as {user}.");
-    if let Ok(other) = std::env::var(BACKEND_URL_VAR)
-        && !other.is_empty()
+    if let Some(other) = non_empty_var(BACKEND_URL_VAR)
         && other != url
     {
         println!("Note: {BACKEND_URL_VAR} is set, so commands use {other} until it is unset.");
@@ -173,7 +257,10 @@ pub fn logout(args: LogoutArgs, cwd: &Path) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for url in urls {
-        open_url(Some(&url), None)?.logout()?;
+        // Nothing to tell a service: forgetting its token here is the logout.
+        if !is_service(&url) {
+            LocalBackend::from_url(Some(&url))?.logout()?;
+        }
         credentials.accounts.remove(&url);
         if credentials.current.as_ref() == Some(&url) {
             credentials.current = None;
@@ -185,7 +272,7 @@ pub fn logout(args: LogoutArgs, cwd: &Path) -> Result<ExitCode> {
 }
 
 pub fn whoami() -> Result<ExitCode> {
-    let backend = open_url(current_url()?.as_deref(), None)?;
+    let backend = open_url(current_url()?.as_deref(), Arc::new(NoSecrets))?;
     println!("User: {}", backend.user()?);
     println!("Backend: {}", backend.url());
     Ok(ExitCode::SUCCESS)
@@ -204,5 +291,10 @@ mod tests {
         );
         assert_eq!(canonical("file:///abs", cwd).unwrap(), "file:///abs");
         assert!(canonical("file://", cwd).is_err());
+        assert_eq!(
+            canonical("https://plinth.example.com:8443/", cwd).unwrap(),
+            "https://plinth.example.com:8443"
+        );
+        assert!(canonical("http://", cwd).is_err());
     }
 }

@@ -76,7 +76,9 @@ enum Command {
     /// Install, list, inspect and remove plugins; pin the project's in Plinth.lock.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
-    /// Choose the backend that stores stacks: `file://<directory>` (default `file://~/.plinth`).
+    /// Choose the backend that stores stacks: `file://<directory>` (default `file://~/.plinth`),
+    /// or a `plinth serve` service at `http(s)://HOST[:PORT]` (with `--token`,
+    /// PLINTH_ACCESS_TOKEN, or a token asked for).
     Login(login::LoginArgs),
     /// Forget a backend chosen with `plinth login`; commands fall back to the default.
     Logout(login::LogoutArgs),

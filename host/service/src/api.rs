@@ -122,27 +122,44 @@ async fn list_stacks(
     State(pool): State<PgPool>,
     Path(project): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let stacks: Vec<(String, bool)> = sqlx::query_as(
-        "SELECT s.name, EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
-                                  AND u.status = 'running' AND u.lease_expires >= now())
+    let stacks: Vec<(String, bool, Option<Vec<u8>>)> = sqlx::query_as(
+        "SELECT s.name,
+                EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
+                          AND u.status = 'running' AND u.lease_expires >= now()),
+                (SELECT v.checkpoint FROM versions v WHERE v.stack_id = s.id
+                 ORDER BY v.version DESC LIMIT 1)
          FROM stacks s WHERE s.project = $1 ORDER BY s.name",
     )
     .bind(project)
     .fetch_all(&pool)
     .await?;
-    let stacks: Vec<Value> = (stacks.into_iter())
-        .map(|(name, locked)| json!({ "name": name, "locked": locked }))
-        .collect();
+    // Counting parses each latest checkpoint: CPU work, off the async workers.
+    let stacks = tokio::task::spawn_blocking(move || {
+        (stacks.into_iter())
+            .map(|(name, locked, checkpoint)| {
+                let resources = checkpoint
+                    .as_deref()
+                    .map_or(Ok(0), versions::listed_resources)?;
+                Ok(json!({ "name": name, "locked": locked, "resources": resources }))
+            })
+            .collect::<Result<Vec<Value>, ApiError>>()
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("counting resources: {e}")))??;
     Ok(Json(json!({ "stacks": stacks })))
 }
 
+/// The stack, and the update running on it if there is one.
 async fn get_stack(
     _: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    stack_id(&pool, &project, &stack).await?;
-    Ok(Json(json!({ "project": project, "name": stack })))
+    let id = stack_id(&pool, &project, &stack).await?;
+    let holder = updates::running(&pool, id).await?;
+    Ok(Json(
+        json!({ "project": project, "name": stack, "holder": holder }),
+    ))
 }
 
 async fn create_stack(
@@ -173,6 +190,9 @@ async fn create_stack(
 #[derive(Deserialize)]
 struct BeginRequest {
     kind: String,
+    /// Chosen by the client and sent again with a retry, which then gets the same update.
+    #[serde(default)]
+    request_id: Option<Uuid>,
 }
 
 async fn begin_update(
@@ -187,6 +207,7 @@ async fn begin_update(
         &user,
         &key,
         &request.kind,
+        request.request_id,
         app.options.lease_seconds,
     )
     .await?;

@@ -23,16 +23,22 @@ pub(crate) struct Begun {
     /// sealed as the client sealed them; none for version 0.
     pub base_version: i64,
     pub base_checkpoint: Option<String>,
+    /// The base holds what an update that ended without completing (its lease expired, or it
+    /// was cancelled) journaled: its interrupted operations are pending.
+    pub recovered: bool,
 }
 
 /// Takes the stack for a new update of `kind`, unless another holds it, and returns the state to
 /// start from. A running update whose lease expired gives the stack up first, and what it
-/// journaled becomes the base, its interrupted operations pending.
+/// journaled becomes the base, its interrupted operations pending. A begin retried under the
+/// same `request_id` (its answer was lost) gets the update it began back, under a new lease
+/// token: the first one never reached the client.
 pub(crate) async fn begin(
     pool: &PgPool,
     user: &User,
     key: &StackKey,
     kind: &str,
+    request_id: Option<Uuid>,
     lease_seconds: f64,
 ) -> Result<Begun, ApiError> {
     let (stack_id, stack) = (key.id, key.name.as_str());
@@ -44,12 +50,21 @@ pub(crate) async fn begin(
     .bind(stack_id)
     .execute(&mut *tx)
     .await?;
+    if let Some(request_id) = request_id
+        && let Some(again) = begun_again(&mut tx, user, key, request_id, lease_seconds).await?
+    {
+        tx.commit().await?;
+        return Ok(again);
+    }
     let update_id = Uuid::new_v4();
     let lease_token = new_token();
+    // No conflict target: a stack already held and a request id already used both insert
+    // nothing.
     let inserted: Option<(i64,)> = sqlx::query_as(
-        "INSERT INTO updates (id, stack_id, user_id, kind, status, lease_digest, lease_expires)
-         VALUES ($1, $2, $3, $4, 'running', $5, now() + make_interval(secs => $6))
-         ON CONFLICT (stack_id) WHERE status = 'running' DO NOTHING
+        "INSERT INTO updates (id, stack_id, user_id, kind, status, lease_digest, lease_expires,
+                              request_id)
+         VALUES ($1, $2, $3, $4, 'running', $5, now() + make_interval(secs => $6), $7)
+         ON CONFLICT DO NOTHING
          RETURNING EXTRACT(EPOCH FROM lease_expires)::BIGINT",
     )
     .bind(update_id)
@@ -58,60 +73,160 @@ pub(crate) async fn begin(
     .bind(kind)
     .bind(digest(&lease_token))
     .bind(lease_seconds)
+    .bind(request_id)
     .fetch_optional(&mut *tx)
     .await?;
     let Some((lease_expires,)) = inserted else {
         tx.rollback().await?;
+        // The same request, sent twice at once, may have begun the update meanwhile.
+        if let Some(request_id) = request_id {
+            let mut tx = pool.begin().await?;
+            if let Some(again) = begun_again(&mut tx, user, key, request_id, lease_seconds).await? {
+                tx.commit().await?;
+                return Ok(again);
+            }
+        }
         return Err(holder(pool, stack_id, stack).await);
     };
     // The new update holds the stack: nothing else folds or versions it meanwhile.
-    versions::fold_abandoned(&mut tx, key).await?;
+    let recovered = versions::fold_abandoned(&mut tx, key).await?;
     let (base_version, base) = versions::latest(&mut tx, stack_id).await?;
     sqlx::query("UPDATE updates SET folded_seq = 0 WHERE id = $1")
         .bind(update_id)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    let base_checkpoint = match base {
-        Some(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
-            ApiError::Internal(format!("the checkpoint of stack `{stack}` is not UTF-8"))
-        })?),
-        None => None,
-    };
     Ok(Begun {
         update_id,
         lease_token,
         lease_expires,
         lease_seconds,
         base_version,
-        base_checkpoint,
+        base_checkpoint: utf8_checkpoint(base, stack)?,
+        recovered,
     })
 }
 
-/// The error naming who holds the stack.
-async fn holder(pool: &PgPool, stack_id: i64, stack: &str) -> ApiError {
-    let holder: Result<Option<(String, String, i64, i64)>, _> = sqlx::query_as(
+fn utf8_checkpoint(base: Option<Vec<u8>>, stack: &str) -> Result<Option<String>, ApiError> {
+    base.map(|bytes| {
+        String::from_utf8(bytes).map_err(|_| {
+            ApiError::Internal(format!("the checkpoint of stack `{stack}` is not UTF-8"))
+        })
+    })
+    .transpose()
+}
+
+/// The update `user` began on `key` with request `request_id`, answered again under a new lease
+/// token, if there is one; an error if it has ended since.
+async fn begun_again(
+    tx: &mut sqlx::PgConnection,
+    user: &User,
+    key: &StackKey,
+    request_id: Uuid,
+    lease_seconds: f64,
+) -> Result<Option<Begun>, ApiError> {
+    let found: Option<(Uuid, String)> = sqlx::query_as(
+        "SELECT id, status FROM updates WHERE stack_id = $1 AND request_id = $2 AND user_id = $3
+         FOR UPDATE",
+    )
+    .bind(key.id)
+    .bind(request_id)
+    .bind(user.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((update_id, status)) = found else {
+        return Ok(None);
+    };
+    if status != "running" {
+        return Err(ApiError::Conflict(format!(
+            "update {update_id}, begun by request {request_id}, has already ended ({status}); \
+             begin a new update"
+        )));
+    }
+    let lease_token = new_token();
+    let (lease_expires,): (i64,) = sqlx::query_as(
+        "UPDATE updates SET lease_digest = $2, lease_expires = now() + make_interval(secs => $3)
+         WHERE id = $1 RETURNING EXTRACT(EPOCH FROM lease_expires)::BIGINT",
+    )
+    .bind(update_id)
+    .bind(digest(&lease_token))
+    .bind(lease_seconds)
+    .fetch_one(&mut *tx)
+    .await?;
+    // The client never acted on the update (the answer that would have let it was lost), so
+    // the latest version is still the one it began from.
+    let (base_version, base) = versions::latest(&mut *tx, key.id).await?;
+    // Abandoned updates were folded in the transaction that began this one: at its start time.
+    let (recovered,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM versions v JOIN updates a ON a.id = v.update_id
+                        JOIN updates u ON u.id = $2
+                        WHERE v.stack_id = $1 AND a.id <> u.id AND v.created = u.started
+                          AND a.status IN ('expired', 'cancelled'))",
+    )
+    .bind(key.id)
+    .bind(update_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    Ok(Some(Begun {
+        update_id,
+        lease_token,
+        lease_expires,
+        lease_seconds,
+        base_version,
+        base_checkpoint: utf8_checkpoint(base, &key.name)?,
+        recovered,
+    }))
+}
+
+/// The update running on a stack, as others see it.
+#[derive(Debug, Serialize)]
+pub(crate) struct Holder {
+    pub user: String,
+    pub kind: String,
+    /// Unix times.
+    pub started: i64,
+    pub lease_expires: i64,
+    /// Its lease has expired: the next update takes the stack over.
+    pub expired: bool,
+}
+
+/// The update running on the stack, if any.
+pub(crate) async fn running(pool: &PgPool, stack_id: i64) -> Result<Option<Holder>, ApiError> {
+    let row: Option<(String, String, i64, i64, bool)> = sqlx::query_as(
         "SELECT usr.name, upd.kind, EXTRACT(EPOCH FROM upd.started)::BIGINT,
-                EXTRACT(EPOCH FROM upd.lease_expires)::BIGINT
+                EXTRACT(EPOCH FROM upd.lease_expires)::BIGINT, upd.lease_expires < now()
          FROM updates upd JOIN users usr ON usr.id = upd.user_id
          WHERE upd.stack_id = $1 AND upd.status = 'running'",
     )
     .bind(stack_id)
     .fetch_optional(pool)
-    .await;
-    match holder {
-        Ok(Some((user, kind, started, lease_expires))) => ApiError::Busy {
-            stack: stack.to_owned(),
+    .await?;
+    Ok(
+        row.map(|(user, kind, started, lease_expires, expired)| Holder {
             user,
             kind,
             started,
             lease_expires,
+            expired,
+        }),
+    )
+}
+
+/// The error naming who holds the stack.
+async fn holder(pool: &PgPool, stack_id: i64, stack: &str) -> ApiError {
+    match running(pool, stack_id).await {
+        Ok(Some(holder)) => ApiError::Busy {
+            stack: stack.to_owned(),
+            user: holder.user,
+            kind: holder.kind,
+            started: holder.started,
+            lease_expires: holder.lease_expires,
         },
         // It ended between the two queries: the caller may try again at once.
         Ok(None) => ApiError::Conflict(format!(
             "stack `{stack}` was being updated a moment ago; try again"
         )),
-        Err(e) => e.into(),
+        Err(e) => e,
     }
 }
 
@@ -200,7 +315,7 @@ pub(crate) async fn complete(
         let entry = match entry {
             Some(entry) => entry.clone(),
             None => {
-                serde_json::json!({ "kind": key.kind, "result": "failed", "note": "ended without a phase recorded" })
+                versions::failed_entry(&key.kind, key.started, "ended without a phase recorded")
             }
         };
         versions::fold(&mut tx, &key.stack, id, None, &entry, Source::Journal).await?;
@@ -218,6 +333,8 @@ pub(crate) async fn complete(
 pub(crate) struct Held {
     pub stack: StackKey,
     pub kind: String,
+    /// Unix time.
+    pub started: i64,
 }
 
 pub(crate) async fn held(
@@ -225,8 +342,9 @@ pub(crate) async fn held(
     id: Uuid,
     lease: &str,
 ) -> Result<Option<Held>, ApiError> {
-    let row: Option<(i64, String, String, String)> = sqlx::query_as(
-        "SELECT s.id, s.project, s.name, u.kind FROM updates u JOIN stacks s ON s.id = u.stack_id
+    let row: Option<(i64, String, String, String, i64)> = sqlx::query_as(
+        "SELECT s.id, s.project, s.name, u.kind, EXTRACT(EPOCH FROM u.started)::BIGINT
+         FROM updates u JOIN stacks s ON s.id = u.stack_id
          WHERE u.id = $1 AND u.lease_digest = $2 AND u.status = 'running'
            AND u.lease_expires >= now()
          FOR UPDATE OF u",
@@ -235,9 +353,10 @@ pub(crate) async fn held(
     .bind(digest(lease))
     .fetch_optional(conn)
     .await?;
-    Ok(row.map(|(id, project, name, kind)| Held {
+    Ok(row.map(|(id, project, name, kind, started)| Held {
         stack: StackKey { id, project, name },
         kind,
+        started,
     }))
 }
 

@@ -120,11 +120,11 @@ async fn rebuild(
 
 /// Folds what updates of `stack` that ended without completing (their lease expired, or they
 /// were cancelled) journaled and left unfolded, so that the next update starts from it with the
-/// interrupted operations pending, as with the file backend.
+/// interrupted operations pending, as with the file backend. Says whether there was any.
 pub(crate) async fn fold_abandoned(
     conn: &mut PgConnection,
     stack: &StackKey,
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
     let abandoned: Vec<(Uuid, String, i64)> = sqlx::query_as(
         "SELECT u.id, u.kind, EXTRACT(EPOCH FROM u.started)::BIGINT FROM updates u
          WHERE u.stack_id = $1 AND u.status IN ('expired', 'cancelled')
@@ -135,17 +135,27 @@ pub(crate) async fn fold_abandoned(
     .bind(stack.id)
     .fetch_all(&mut *conn)
     .await?;
+    let folded = !abandoned.is_empty();
     for (id, kind, started) in abandoned {
-        let kind: UpdateKind =
-            serde_json::from_value(Value::String(kind)).unwrap_or(UpdateKind::Update);
-        let started = SystemTime::UNIX_EPOCH + Duration::from_secs(started.max(0) as u64);
-        let entry =
-            HistoryEntry::ended_now(kind, started, UpdateResult::Failed, Default::default())
-                .with_note("interrupted: its lease expired or it was cancelled");
-        let entry = serde_json::to_value(entry).expect("a history entry serializes");
+        let entry = failed_entry(
+            &kind,
+            started,
+            "interrupted: its lease expired or it was cancelled",
+        );
         fold(&mut *conn, stack, id, None, &entry, Source::Journal).await?;
     }
-    Ok(())
+    Ok(folded)
+}
+
+/// The history entry of an update of `kind` begun at Unix time `started` that ended now
+/// without recording one of its own, as `note` says.
+pub(crate) fn failed_entry(kind: &str, started: i64, note: &str) -> Value {
+    let kind: UpdateKind =
+        serde_json::from_value(Value::String(kind.to_owned())).unwrap_or(UpdateKind::Update);
+    let started = SystemTime::UNIX_EPOCH + Duration::from_secs(started.max(0) as u64);
+    let entry = HistoryEntry::ended_now(kind, started, UpdateResult::Failed, Default::default())
+        .with_note(note);
+    serde_json::to_value(entry).expect("a history entry serializes")
 }
 
 /// One version, as history lists it.
@@ -269,6 +279,16 @@ pub(crate) async fn remove(pool: &PgPool, stack: &StackKey, force: bool) -> Resu
 
 /// The resources a checkpoint records, its stack's root aside.
 fn resource_count(checkpoint: &[u8]) -> Result<usize, ApiError> {
+    count_resources(checkpoint, |ty| !plinth_engine::urn::is_stack_type(ty))
+}
+
+/// The resources a checkpoint records as `plinth stack ls` counts them: its providers and its
+/// stack's root aside.
+pub(crate) fn listed_resources(checkpoint: &[u8]) -> Result<usize, ApiError> {
+    count_resources(checkpoint, plinth_engine::urn::is_counted)
+}
+
+fn count_resources(checkpoint: &[u8], counted: fn(&str) -> bool) -> Result<usize, ApiError> {
     #[derive(serde::Deserialize)]
     struct Resource {
         #[serde(rename = "type")]
@@ -286,6 +306,6 @@ fn resource_count(checkpoint: &[u8]) -> Result<usize, ApiError> {
     let checkpoint: Checkpoint = serde_json::from_slice(checkpoint)
         .map_err(|e| ApiError::Internal(format!("a stored checkpoint does not parse: {e}")))?;
     Ok((checkpoint.snapshot.resources.iter())
-        .filter(|r| !plinth_engine::urn::is_stack_type(&r.ty))
+        .filter(|r| counted(&r.ty))
         .count())
 }

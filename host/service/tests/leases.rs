@@ -282,3 +282,53 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
     let (status, _) = on_update(&service, &alice, &running, "journal", batch(3, &["d"]));
     assert_eq!(status, 403);
 }
+
+#[test]
+fn a_begin_retried_under_its_request_id_gets_its_own_update_back() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let (alice, bob) = (token(&db, "alice"), token(&db, "bob"));
+    create_stack(&service, &alice, "dev");
+    let begin_as = |token: &str, request: &str| {
+        call(
+            &service,
+            "POST",
+            "stacks/p/dev/updates",
+            Some(token),
+            None,
+            Some(json!({ "kind": "update", "request_id": request })),
+        )
+    };
+    let request = "6f1d3c52-8a0e-4f4e-9b57-2d2b8f0c9a11";
+    let (status, first) = begin_as(&alice, request);
+    assert_eq!(status, 200, "{first}");
+    // The answer was lost: the client sends the same request again.
+    let (status, again) = begin_as(&alice, request);
+    assert_eq!(
+        status, 200,
+        "a retry is not refused as its own holder: {again}"
+    );
+    assert_eq!(again["update_id"], first["update_id"]);
+    assert_eq!(again["base_version"], first["base_version"]);
+    let (first, again) = (lease_of(&first), lease_of(&again));
+    assert_ne!(first.1, again.1, "the retry gets a lease token of its own");
+    // Only the token the client got acts on the update.
+    assert_eq!(on_update(&service, &alice, &first, "renew", None).0, 401);
+    assert_eq!(on_update(&service, &alice, &again, "renew", None).0, 200);
+    // Anyone else, or another request, still finds the stack held.
+    assert_eq!(begin_as(&bob, request).0, 409);
+    assert_eq!(begin(&service, &alice, "dev").0, 409);
+    let other = "0b6c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d0e";
+    assert_eq!(begin_as(&alice, other).0, 409);
+
+    let done = Some(json!({ "result": "succeeded" }));
+    assert_eq!(on_update(&service, &alice, &again, "complete", done).0, 200);
+    // A request whose update has ended begins nothing more.
+    let (status, body) = begin_as(&alice, request);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("already ended"),
+        "{body}"
+    );
+    assert_eq!(begin_as(&alice, other).0, 200);
+}

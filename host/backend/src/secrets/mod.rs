@@ -38,7 +38,7 @@ pub trait SecretsProvider: Send + Sync {
 }
 
 /// The provider of a backend that was given none: any secret is an error.
-pub(crate) struct NoSecrets;
+pub struct NoSecrets;
 
 impl SecretsProvider for NoSecrets {
     fn crypter(&self, stack: &str) -> Arc<dyn Crypter> {

@@ -1,0 +1,624 @@
+//! `plinth serve` behind the [`Backend`] interface. A stack is resolved with one request; an
+//! update begins with one more, which returns its lease and the state to start from; its journal
+//! goes to the service in numbered batches and each phase becomes a version there. The service
+//! never sees a secret in plaintext: everything is sealed here by the stack's crypter. Which
+//! stack a project has selected is the client's own business, kept under `workspaces`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use plinth_engine::events::ChangeSummary;
+use plinth_engine::names::{ProjectName, StackName};
+use plinth_engine::snapshot::Snapshot;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::lease::{LeaseKeeper, LeaseState};
+use super::persister::ServicePersister;
+use super::transport::{ServiceError, Transport};
+use crate::api::{Backend, EventLog, Recording, StackRef, Update};
+use crate::checkpoint::{Checkpoint, UsedPlugins};
+use crate::edit::StateEdit;
+use crate::error::BackendError;
+use crate::history::{HistoryEntry, UpdateKind, UpdateResult};
+use crate::journal_file::write_atomically;
+use crate::local::{LoadedStack, StackSummary};
+use crate::lock::{LockHolder, LockInfo};
+use crate::logs::UpdateLog;
+use crate::secrets::{Crypter, Redacted, SecretsProvider};
+use crate::transfer::{ImportReport, imported_checkpoint};
+
+/// The most history entries one request asks for (the service's page limit).
+const HISTORY_PAGE: usize = 500;
+
+/// Stacks kept by a `plinth serve` service.
+pub struct ServiceBackend {
+    url: String,
+    transport: Transport,
+    secrets: Arc<dyn SecretsProvider>,
+    /// One file per project, naming its selected stack.
+    workspaces: PathBuf,
+}
+
+impl ServiceBackend {
+    /// The service at `url` (`http(s)://host[:port]`), acting with access token `token`; the
+    /// stacks' secrets sealed by `secrets`, the selected stacks remembered under `workspaces`.
+    pub fn new(
+        url: &str,
+        token: &str,
+        secrets: Arc<dyn SecretsProvider>,
+        workspaces: PathBuf,
+    ) -> ServiceBackend {
+        ServiceBackend {
+            url: url.trim_end_matches('/').to_owned(),
+            transport: Transport::new(url, token),
+            secrets,
+            workspaces,
+        }
+    }
+
+    fn stack_path(stack: &StackRef, tail: &str) -> String {
+        format!("stacks/{}/{}{tail}", stack.project, stack.name)
+    }
+
+    fn workspace_file(&self, project: &ProjectName) -> PathBuf {
+        self.workspaces.join(project.as_str())
+    }
+
+    /// Where a stack's state comes from, in errors.
+    fn origin(&self, stack: &StackRef) -> PathBuf {
+        PathBuf::from(format!(
+            "{}/api/v1/{}",
+            self.url,
+            ServiceBackend::stack_path(stack, "")
+        ))
+    }
+
+    /// The checkpoint of the stack's latest version, its secrets opened by `crypter`.
+    fn load_with(
+        &self,
+        stack: &StackRef,
+        crypter: &dyn Crypter,
+    ) -> Result<LoadedStack, BackendError> {
+        let bytes = self.checkpoint(stack, None)?;
+        loaded(&bytes, stack, &self.origin(stack), crypter, false)
+    }
+
+    /// The checkpoint of `version` of the stack (the latest if `None`), as the service keeps it.
+    fn checkpoint(&self, stack: &StackRef, version: Option<i64>) -> Result<Vec<u8>, BackendError> {
+        let query = version.map_or_else(String::new, |v| format!("?version={v}"));
+        let path = ServiceBackend::stack_path(stack, &format!("/export{query}"));
+        let answer =
+            (self.transport.call("GET", &path, None, None)).map_err(|e| stack_error(e, stack))?;
+        let mut bytes = serde_json::to_vec(&answer).expect("JSON serializes");
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+/// `error`, a stack not found being the stack's own error.
+fn stack_error(error: ServiceError, stack: &StackRef) -> BackendError {
+    match error {
+        ServiceError::NotFound(_) => BackendError::NoSuchStack(stack.name.to_string()),
+        other => other.into(),
+    }
+}
+
+/// The answer to `request`, as `T`.
+fn decode<T: DeserializeOwned>(answer: Value, request: &str) -> Result<T, BackendError> {
+    serde_json::from_value(answer).map_err(|e| BackendError::UnexpectedAnswer {
+        request: request.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// The state in checkpoint `bytes`.
+fn loaded(
+    bytes: &[u8],
+    stack: &StackRef,
+    origin: &Path,
+    crypter: &dyn Crypter,
+    recovered: bool,
+) -> Result<LoadedStack, BackendError> {
+    let checkpoint = Checkpoint::parse(bytes, &stack.name, origin, crypter)?;
+    Ok(LoadedStack {
+        snapshot: checkpoint.snapshot,
+        recovered,
+        plugins: checkpoint.plugins,
+    })
+}
+
+/// The update running on a stack, as the service describes it.
+#[derive(Deserialize)]
+struct Holder {
+    user: String,
+    kind: String,
+    started: u64,
+    lease_expires: u64,
+    #[serde(default)]
+    expired: bool,
+}
+
+impl Holder {
+    fn info(self, url: &str) -> LockInfo {
+        LockInfo {
+            pid: 0,
+            host: url.to_owned(),
+            user: self.user,
+            command: self.kind,
+            started: self.started,
+            lease_expires: Some(self.lease_expires),
+        }
+    }
+}
+
+/// The kind of update a command makes, as the service records it (and names it to others).
+fn update_kind(command: &str) -> UpdateKind {
+    match command {
+        "destroy" => UpdateKind::Destroy,
+        "refresh" => UpdateKind::Refresh,
+        "stack import" => UpdateKind::Import,
+        _ if command.starts_with("state ") => UpdateKind::StateEdit,
+        _ => UpdateKind::Update,
+    }
+}
+
+impl Backend for ServiceBackend {
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    fn user(&self) -> Result<String, BackendError> {
+        #[derive(Deserialize)]
+        struct User {
+            name: String,
+        }
+        let answer = self.transport.call("GET", "user", None, None)?;
+        Ok(decode::<User>(answer, "GET user")?.name)
+    }
+
+    /// The token stays valid on the service (revoking it is an administrator's act); the
+    /// caller forgets it.
+    fn logout(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn create_stack(
+        &self,
+        project: &ProjectName,
+        name: &StackName,
+    ) -> Result<StackRef, BackendError> {
+        let stack = StackRef {
+            project: project.clone(),
+            name: name.clone(),
+        };
+        let path = ServiceBackend::stack_path(&stack, "");
+        match self.transport.call("POST", &path, None, None) {
+            Ok(_) => {}
+            Err(ServiceError::Conflict { .. }) => {
+                return Err(BackendError::StackExists(name.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.select_stack(&stack)?;
+        Ok(stack)
+    }
+
+    fn get_stack(&self, project: &ProjectName, name: &StackName) -> Result<StackRef, BackendError> {
+        let stack = StackRef {
+            project: project.clone(),
+            name: name.clone(),
+        };
+        let path = ServiceBackend::stack_path(&stack, "");
+        (self.transport.call("GET", &path, None, None)).map_err(|e| stack_error(e, &stack))?;
+        Ok(stack)
+    }
+
+    fn list_stacks(&self, project: &ProjectName) -> Result<Vec<StackSummary>, BackendError> {
+        #[derive(Deserialize)]
+        struct Listed {
+            name: String,
+            resources: usize,
+            locked: bool,
+        }
+        #[derive(Deserialize)]
+        struct Stacks {
+            stacks: Vec<Listed>,
+        }
+        let request = format!("stacks/{project}");
+        let answer = self.transport.call("GET", &request, None, None)?;
+        let listed: Stacks = decode(answer, &request)?;
+        (listed.stacks.into_iter())
+            .map(|stack| {
+                let name =
+                    StackName::new(&stack.name).map_err(|e| BackendError::UnexpectedAnswer {
+                        request: request.clone(),
+                        reason: format!("stack `{}`: {e}", stack.name),
+                    })?;
+                Ok(StackSummary {
+                    name,
+                    resources: stack.resources,
+                    locked: stack.locked,
+                })
+            })
+            .collect()
+    }
+
+    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<(), BackendError> {
+        let path = ServiceBackend::stack_path(stack, &format!("?force={force}"));
+        (self.transport.call("DELETE", &path, None, None)).map_err(|e| stack_error(e, stack))?;
+        if self.selected_stack(&stack.project).as_ref() == Some(&stack.name) {
+            let file = self.workspace_file(&stack.project);
+            std::fs::remove_file(&file).map_err(BackendError::io("removing", &file))?;
+        }
+        Ok(())
+    }
+
+    fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
+        std::fs::read_to_string(self.workspace_file(project))
+            .ok()
+            .and_then(|s| StackName::new(s.trim()).ok())
+    }
+
+    fn select_stack(&self, stack: &StackRef) -> Result<(), BackendError> {
+        std::fs::create_dir_all(&self.workspaces)
+            .map_err(BackendError::io("creating", &self.workspaces))?;
+        let file = self.workspace_file(&stack.project);
+        write_atomically(&file, stack.name.as_bytes()).map_err(BackendError::io("writing", &file))
+    }
+
+    fn crypter(&self, stack: &StackRef) -> Arc<dyn Crypter> {
+        self.secrets.crypter(&stack.name)
+    }
+
+    fn load(&self, stack: &StackRef) -> Result<LoadedStack, BackendError> {
+        self.load_with(stack, self.crypter(stack).as_ref())
+    }
+
+    fn load_redacted(&self, stack: &StackRef) -> Result<LoadedStack, BackendError> {
+        self.load_with(stack, &Redacted)
+    }
+
+    fn begin_update(
+        &self,
+        stack: &StackRef,
+        command: &str,
+    ) -> Result<Box<dyn Update>, BackendError> {
+        #[derive(Deserialize)]
+        struct Begun {
+            update_id: String,
+            lease_token: String,
+            lease_expires: i64,
+            lease_seconds: f64,
+            base_checkpoint: Option<String>,
+            #[serde(default)]
+            recovered: bool,
+        }
+        let kind = update_kind(command);
+        // The same id goes with every retry of this request: a retry whose first answer was
+        // lost gets the update that request began, not a 409 naming it.
+        let body = json!({ "kind": kind, "request_id": uuid::Uuid::new_v4().to_string() });
+        let path = ServiceBackend::stack_path(stack, "/updates");
+        let answer = match self.transport.call("POST", &path, None, Some(&body)) {
+            Ok(answer) => answer,
+            Err(ServiceError::Conflict {
+                holder: Some(holder),
+                message,
+            }) => {
+                let holder = serde_json::from_value::<Holder>(holder).map_err(|e| {
+                    BackendError::UnexpectedAnswer {
+                        request: format!("POST {path}"),
+                        reason: format!("{message}; its holder: {e}"),
+                    }
+                })?;
+                return Err(BackendError::Locked {
+                    stack: stack.name.to_string(),
+                    holder: holder.info(&self.url).to_string(),
+                });
+            }
+            Err(e) => return Err(stack_error(e, stack)),
+        };
+        let begun: Begun = decode(answer, &format!("POST {path}"))?;
+        let keeper = LeaseKeeper::start(
+            self.transport.clone(),
+            &begun.update_id,
+            &begun.lease_token,
+            begun.lease_seconds,
+            begun.lease_expires,
+        );
+        Ok(Box::new(ServiceUpdate {
+            transport: self.transport.clone(),
+            stack: stack.clone(),
+            origin: self.origin(stack),
+            crypter: self.crypter(stack),
+            kind,
+            id: begun.update_id,
+            lease: begun.lease_token,
+            keeper,
+            base: Base::Sent(begun.base_checkpoint),
+            recovered: begun.recovered,
+            phases: 0,
+            open_phase: None,
+            last_result: None,
+        }))
+    }
+
+    fn holder(&self, stack: &StackRef) -> Result<Option<LockHolder>, BackendError> {
+        #[derive(Deserialize)]
+        struct Found {
+            holder: Option<Holder>,
+        }
+        let path = ServiceBackend::stack_path(stack, "");
+        let answer =
+            (self.transport.call("GET", &path, None, None)).map_err(|e| stack_error(e, stack))?;
+        let found: Found = decode(answer, &format!("GET {path}"))?;
+        Ok(found.holder.map(|holder| LockHolder {
+            running: !holder.expired,
+            info: Some(holder.info(&self.url)),
+        }))
+    }
+
+    fn cancel(&self, stack: &StackRef) -> Result<(), BackendError> {
+        let path = ServiceBackend::stack_path(stack, "/cancel");
+        (self.transport.call("POST", &path, None, None)).map_err(|e| stack_error(e, stack))?;
+        Ok(())
+    }
+
+    fn history(&self, stack: &StackRef) -> Result<Vec<HistoryEntry>, BackendError> {
+        #[derive(Deserialize)]
+        struct Version {
+            entry: HistoryEntry,
+        }
+        #[derive(Deserialize)]
+        struct Page {
+            versions: Vec<Version>,
+            total: usize,
+        }
+        let mut entries = Vec::new();
+        for page in 1.. {
+            let path = ServiceBackend::stack_path(
+                stack,
+                &format!("/history?page={page}&per_page={HISTORY_PAGE}"),
+            );
+            let answer = (self.transport.call("GET", &path, None, None))
+                .map_err(|e| stack_error(e, stack))?;
+            let page: Page = decode(answer, &format!("GET {path}"))?;
+            let last = page.versions.is_empty();
+            entries.extend(page.versions.into_iter().map(|v| v.entry));
+            if last || entries.len() >= page.total {
+                break;
+            }
+        }
+        Ok(entries)
+    }
+
+    fn logs(
+        &self,
+        stack: &StackRef,
+        _number: Option<u64>,
+    ) -> Result<Option<UpdateLog>, BackendError> {
+        Err(BackendError::Service(ServiceError::Refused {
+            status: 501,
+            message: format!(
+                "the service at {} does not keep the events of stack `{stack}`'s updates yet",
+                self.url
+            ),
+        }))
+    }
+
+    fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
+        self.checkpoint(stack, None)
+    }
+}
+
+/// Where an update's base comes from.
+enum Base {
+    /// The checkpoint the service sent when the update began (none: the empty state).
+    Sent(Option<String>),
+    /// A version a phase of the update made.
+    Version(i64),
+    /// Opened.
+    Loaded(LoadedStack),
+}
+
+/// A stack held under a lease for a change. Each phase (a refresh, then the update; an import;
+/// an edit by hand) becomes a version on the service; dropping it ends the update.
+struct ServiceUpdate {
+    transport: Transport,
+    stack: StackRef,
+    /// Names the stack's state in errors.
+    origin: PathBuf,
+    crypter: Arc<dyn Crypter>,
+    kind: UpdateKind,
+    id: String,
+    lease: String,
+    /// Renews the lease until the update ends.
+    keeper: LeaseKeeper,
+    base: Base,
+    /// The base holds what an interrupted update journaled.
+    recovered: bool,
+    /// Phases recorded so far; the service numbers them from 1.
+    phases: i32,
+    /// When the phase being recorded, not completed yet, started.
+    open_phase: Option<SystemTime>,
+    /// How the last completed phase ended.
+    last_result: Option<UpdateResult>,
+}
+
+impl ServiceUpdate {
+    /// `POST updates/ID/{action}` with the update's lease.
+    fn call(&self, action: &str, body: &Value) -> Result<Value, ServiceError> {
+        let path = format!("updates/{}/{action}", self.id);
+        self.transport
+            .call("POST", &path, Some(&self.lease), Some(body))
+    }
+
+    /// Fails once the keeper learned that the lease is lost: nothing more may be recorded.
+    fn check_lease(&self) -> Result<(), BackendError> {
+        match self.keeper.state() {
+            LeaseState::Held { .. } => Ok(()),
+            LeaseState::Lost(message) => Err(ServiceError::LeaseLost(message).into()),
+        }
+    }
+
+    /// Records phase `self.phases + 1` as the stack's next version, from the journal sent
+    /// since the last phase or from `checkpoint` replacing the state; its version becomes the
+    /// base.
+    fn record_phase(
+        &mut self,
+        entry: &HistoryEntry,
+        checkpoint: Option<Vec<u8>>,
+    ) -> Result<(), BackendError> {
+        #[derive(Deserialize)]
+        struct Recorded {
+            version: i64,
+        }
+        let phase = self.phases + 1;
+        let mut body = json!({ "phase": phase, "entry": entry });
+        if let Some(bytes) = checkpoint {
+            let text = String::from_utf8(bytes).map_err(|e| BackendError::Encode(e.to_string()))?;
+            body["checkpoint"] = Value::String(text);
+        }
+        let answer = self.call("phases", &body)?;
+        let recorded: Recorded = decode(answer, &format!("POST updates/{}/phases", self.id))?;
+        self.phases = phase;
+        self.open_phase = None;
+        self.last_result = Some(entry.result);
+        self.base = Base::Version(recorded.version);
+        self.recovered = false;
+        Ok(())
+    }
+
+    /// The base's checkpoint as the service keeps it; `None` for the empty state.
+    fn base_bytes(&self) -> Result<Option<Vec<u8>>, BackendError> {
+        let version = match &self.base {
+            Base::Sent(text) => return Ok(text.as_ref().map(|t| t.as_bytes().to_vec())),
+            Base::Version(version) => format!("?version={version}"),
+            // Read again, for an edit, which keeps secrets sealed: the update holds the stack,
+            // so its latest version is still the base.
+            Base::Loaded(_) => String::new(),
+        };
+        let StackRef { project, name } = &self.stack;
+        let path = format!("stacks/{project}/{name}/export{version}");
+        let answer = self.transport.call("GET", &path, None, None)?;
+        let mut bytes = serde_json::to_vec(&answer).expect("JSON serializes");
+        bytes.push(b'\n');
+        Ok(Some(bytes))
+    }
+}
+
+impl Update for ServiceUpdate {
+    fn base(&mut self) -> Result<&LoadedStack, BackendError> {
+        if !matches!(self.base, Base::Loaded(_)) {
+            let loaded = match self.base_bytes()? {
+                Some(bytes) => loaded(
+                    &bytes,
+                    &self.stack,
+                    &self.origin,
+                    self.crypter.as_ref(),
+                    self.recovered,
+                )?,
+                None => LoadedStack {
+                    snapshot: Snapshot::default(),
+                    recovered: false,
+                    plugins: Vec::new(),
+                },
+            };
+            self.base = Base::Loaded(loaded);
+        }
+        match &self.base {
+            Base::Loaded(loaded) => Ok(loaded),
+            _ => unreachable!("the base was just opened"),
+        }
+    }
+
+    fn record(&mut self, _plugins: UsedPlugins) -> Result<Recording, BackendError> {
+        self.check_lease()?;
+        self.open_phase = Some(SystemTime::now());
+        let persister = ServicePersister::new(
+            self.transport.clone(),
+            &self.id,
+            &self.lease,
+            self.crypter.clone(),
+        );
+        Ok(Recording {
+            persister: Box::new(persister),
+            events: Box::new(Discarded),
+        })
+    }
+
+    fn complete(&mut self, entry: &HistoryEntry) -> Result<(), BackendError> {
+        self.record_phase(entry, None)
+    }
+
+    fn load_for_edit(&mut self) -> Result<StateEdit, BackendError> {
+        let bytes = match self.base_bytes()? {
+            Some(bytes) => bytes,
+            None => Checkpoint::new(&self.stack.project, &self.stack.name, Snapshot::default())
+                .to_json(self.crypter.as_ref())?,
+        };
+        StateEdit::parse(
+            &bytes,
+            &self.stack.name,
+            &self.origin,
+            self.crypter.as_ref(),
+            self.recovered,
+        )
+    }
+
+    fn save_edit(&mut self, edit: StateEdit, entry: &HistoryEntry) -> Result<(), BackendError> {
+        self.check_lease()?;
+        let StackRef { project, name } = &self.stack;
+        let json = edit.into_checkpoint(project, name, self.crypter.as_ref())?;
+        self.record_phase(entry, Some(json))
+    }
+
+    fn import(
+        &mut self,
+        bytes: &[u8],
+        force: bool,
+        entry: &HistoryEntry,
+    ) -> Result<ImportReport, BackendError> {
+        self.check_lease()?;
+        let StackRef { project, name } = &self.stack;
+        let (json, report) =
+            imported_checkpoint(project, name, bytes, force, self.crypter.as_ref())?;
+        self.record_phase(entry, Some(json))?;
+        Ok(report)
+    }
+}
+
+/// Ends the update: a phase left open (the command stopped halfway) is recorded as failed,
+/// with whatever its journal holds. If the lease is gone meanwhile, there is nothing to end.
+impl Drop for ServiceUpdate {
+    fn drop(&mut self) {
+        let (result, entry) = match self.open_phase {
+            Some(started) => {
+                let entry = HistoryEntry::ended_now(
+                    self.kind,
+                    started,
+                    UpdateResult::Failed,
+                    ChangeSummary::default(),
+                )
+                .with_note("stopped before its end was recorded");
+                (UpdateResult::Failed, Some(entry))
+            }
+            None => (self.last_result.unwrap_or(UpdateResult::Succeeded), None),
+        };
+        let body = json!({ "result": result, "entry": entry });
+        let _ = self.call("complete", &body);
+    }
+}
+
+/// Keeps no events (the service does not store them yet).
+struct Discarded;
+
+impl EventLog for Discarded {
+    fn record(&mut self, _: &plinth_engine::events::Event) {}
+
+    fn finish(self: Box<Self>) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
