@@ -22,6 +22,7 @@ mod postgres;
 mod reach;
 mod secrets;
 mod service;
+mod service_login;
 mod stack_life;
 mod stack_root;
 mod state;

@@ -8,27 +8,84 @@
 //! the test writes (the record's `wait_for` input): no test depends on how long anything takes.
 
 use std::process::{Child, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::stack_life::whole_life;
-use crate::support::service::{Database, Team, USER, eventually};
-use crate::support::{Backend, Env};
+use crate::support::service::{ServiceDatabase, ServiceProcess};
+use crate::support::{Env, ServiceLogin};
 
 /// Far above what any awaited condition takes; only a hang reaches it.
 const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The user the tests' token is made for; a refused update names it as the holder.
+const USER: &str = "e2e-user";
+
+/// Replicas of the service on one database, and a token of [`USER`].
+struct Team {
+    replicas: Vec<ServiceProcess>,
+    token: String,
+    /// Dropped last: the replicas stop before their database goes.
+    database: ServiceDatabase,
+}
+
+impl Team {
+    /// `replicas` services on a database of their own on the shared server, leases lasting
+    /// `lease` (`300s` is the service's default; tests of expiry use a short one).
+    fn start(replicas: usize, lease: &str) -> Team {
+        Team::on(ServiceDatabase::new(), replicas, lease)
+    }
+
+    fn on(database: ServiceDatabase, replicas: usize, lease: &str) -> Team {
+        let token = database.token(USER);
+        let replicas = (0..replicas)
+            .map(|_| database.serve(&["--lease", lease]))
+            .collect();
+        Team {
+            replicas,
+            token,
+            database,
+        }
+    }
+
+    /// The service as `plinth` reaches it through replica `i`.
+    fn login(&self, i: usize) -> Option<ServiceLogin> {
+        Some(ServiceLogin {
+            url: self.replicas[i].url.clone(),
+            token: self.token.clone(),
+        })
+    }
+
+    /// One query's rows on the service's database, as `psql -At` prints them.
+    fn query(&self, sql: &str) -> String {
+        self.database.server.psql(&self.database.name, sql).unwrap()
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds, failing after [`PATIENCE`] (only a hang
+/// reaches it).
+fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen in {PATIENCE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 
 const SLOW_URN: &str = "urn:plinth:dev::scenario::testkit:Record::slow";
 
 #[test]
 fn a_stack_lives_from_init_to_removal_on_the_service() {
     let team = Team::start(1, "300s");
-    whole_life(team.backend(0));
+    whole_life(team.login(0));
 }
 
-/// A project on `backend` whose one record, `slow`, waits in each operation until the test
-/// writes `world/go`.
-fn gated(backend: Backend) -> Env {
-    let env = Env::scenario_with_world_on(backend);
+/// A project on the service `service` names (the file backend if none) whose one record,
+/// `slow`, waits in each operation until the test writes `world/go`.
+fn gated(service: Option<ServiceLogin>) -> Env {
+    let env = Env::scenario_with_world_on(service);
     env.config("kind", "record");
     env.config("resources", "slow");
     env.config("inputs_slow", "wait_for=/world/go");
@@ -43,7 +100,7 @@ fn up_held(env: &Env, stdio: fn() -> Stdio) -> Child {
         .stderr(stdio())
         .spawn()
         .unwrap();
-    eventually("the create of `slow` reaching its gate", PATIENCE, || {
+    eventually("the create of `slow` reaching its gate", || {
         env.world().join("slow.waiting").exists()
     });
     child
@@ -86,7 +143,7 @@ fn succeeded(n: usize) -> Vec<(String, String)> {
 /// True once the service holds the journal entry that begins the create of `slow`: an update
 /// killed after it leaves that create pending.
 fn create_begun_on_the_service(team: &Team) -> bool {
-    let batches = team.database.query(
+    let batches = team.query(
         "SELECT count(*) FROM journal_batches
          WHERE entries::text LIKE '%\"begin\"%' AND entries::text LIKE '%Record::slow%'",
     );
@@ -96,7 +153,7 @@ fn create_begun_on_the_service(team: &Team) -> bool {
 #[test]
 fn a_second_up_from_another_process_is_refused_naming_the_holder() {
     let team = Team::start(2, "300s");
-    let env = gated(team.backend(0));
+    let env = gated(team.login(0));
     let first = up_held(&env, Stdio::piped);
     let before = env.ok(&["stack", "export"]);
 
@@ -138,14 +195,14 @@ fn a_second_up_from_another_process_is_refused_naming_the_holder() {
 /// interrupted create, the state stays valid and a refresh clears the pending operation.
 fn killed_mid_update_then_taken_over(env: &Env, begun: &dyn Fn() -> bool, held: &str) {
     let mut first = up_held(env, Stdio::null);
-    eventually("the create of `slow` recorded as begun", PATIENCE, begun);
+    eventually("the create of `slow` recorded as begun", begun);
     first.kill().unwrap();
     first.wait().unwrap();
     release(env);
 
     let mut refusals = 0;
     let mut taken_over = None;
-    eventually("an up taking the stack over", PATIENCE, || {
+    eventually("an up taking the stack over", || {
         let out = env.run(&["up", "--yes", "--skip-preview"]);
         if out.status.success() {
             taken_over = Some(out);
@@ -175,7 +232,7 @@ fn killed_mid_update_then_taken_over(env: &Env, begun: &dyn Fn() -> bool, held: 
 
 #[test]
 fn a_killed_cli_leaves_its_create_pending_and_the_next_up_takes_over_on_the_file_backend() {
-    let env = gated(Backend::File);
+    let env = gated(None);
     let begun = || {
         std::fs::read_to_string(env.journal())
             .is_ok_and(|j| j.contains("\"begin\"") && j.contains("testkit:Record::slow"))
@@ -186,21 +243,27 @@ fn a_killed_cli_leaves_its_create_pending_and_the_next_up_takes_over_on_the_file
 #[test]
 fn a_killed_cli_leaves_its_create_pending_and_the_next_up_takes_over_once_its_lease_expired() {
     let team = Team::start(1, "3s");
-    let env = gated(team.backend(0));
+    let env = gated(team.login(0));
     let begun = || create_begun_on_the_service(&team);
     killed_mid_update_then_taken_over(&env, &begun, USER);
-    let expired = team
-        .database
-        .query("SELECT count(*) FROM updates WHERE status = 'expired'");
+    let expired = team.query("SELECT count(*) FROM updates WHERE status = 'expired'");
     assert_eq!(expired.trim(), "1", "the killed update's lease expired");
 }
 
 #[test]
 fn an_update_rides_out_a_database_restart() {
-    let team = Team::on(Database::own_server(), 1, "300s");
-    let env = gated(team.backend(0));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let database = ServiceDatabase::on_own_server();
+    let token = database.token(USER);
+    let replica = database.serve_logging(&[], log.reopen().unwrap());
+    let team = Team {
+        replicas: vec![replica],
+        token,
+        database,
+    };
+    let env = gated(team.login(0));
     let up = up_held(&env, Stdio::piped);
-    eventually("the create of `slow` recorded as begun", PATIENCE, || {
+    eventually("the create of `slow` recorded as begun", || {
         create_begun_on_the_service(&team)
     });
 
@@ -208,12 +271,12 @@ fn an_update_rides_out_a_database_restart() {
     // client sends meanwhile (the create's end, a lease renewal); once it met the outage, the
     // database comes back. A clean shutdown: the test cluster commits asynchronously, so an
     // immediate stop would lose batches it acknowledged, as no durable server does.
-    team.database.server().shut_down().unwrap();
+    team.database.server.shut_down().unwrap();
     release(&env);
-    eventually("the service meeting the stopped database", PATIENCE, || {
-        team.replicas[0].logged().contains("database error")
+    eventually("the service meeting the stopped database", || {
+        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("database error"))
     });
-    team.database.server().resume().unwrap();
+    team.database.server.resume().unwrap();
 
     let out = up.wait_with_output().unwrap();
     let err = stderr(&out);
@@ -281,7 +344,7 @@ fn up_all_at_once(env: &Env, team: &Team, stacks: &[String]) {
 #[test]
 fn twenty_stacks_updated_at_once_through_two_replicas_lose_no_update() {
     let team = Team::start(2, "300s");
-    let env = Env::scenario_with_world_on(team.backend(0));
+    let env = Env::scenario_with_world_on(team.login(0));
     let stacks: Vec<String> = (0..20).map(|i| format!("s{i:02}")).collect();
     for stack in &stacks {
         env.ok(&["stack", "init", stack]);
@@ -337,8 +400,6 @@ fn twenty_stacks_updated_at_once_through_two_replicas_lose_no_update() {
             .count();
         assert_eq!(echoes, 5, "{stack}");
     }
-    let running = team
-        .database
-        .query("SELECT count(*) FROM updates WHERE status <> 'succeeded'");
+    let running = team.query("SELECT count(*) FROM updates WHERE status <> 'succeeded'");
     assert_eq!(running.trim(), "0", "every update completed");
 }

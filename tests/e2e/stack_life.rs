@@ -3,7 +3,7 @@
 //! history, destroy and removal. The file backend runs it here; the service runs the same
 //! function in `service.rs`.
 
-use crate::support::{Backend, Env};
+use crate::support::{Env, ServiceLogin};
 
 /// The plaintext of the stack's one secret; it must reach no export.
 const SECRET: &str = "tok-5d1e-lifecycle-secret";
@@ -41,9 +41,10 @@ fn rows(rows: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs a stack's whole life on `backend`, checking each step.
-pub fn whole_life(backend: Backend) {
-    let env = Env::scenario_with_world_on(backend);
+/// Runs a stack's whole life on the service `service` names (the file backend if none),
+/// checking each step.
+pub fn whole_life(service: Option<ServiceLogin>) {
+    let env = Env::scenario_with_world_on(service);
     env.config("kind", "record");
     env.config("chain", "true");
     env.ok(&["config", "set", "--secret", "token_a", SECRET]);
@@ -135,5 +136,5 @@ pub fn whole_life(backend: Backend) {
 
 #[test]
 fn a_stack_lives_from_init_to_removal_on_the_file_backend() {
-    whole_life(Backend::File);
+    whole_life(None);
 }

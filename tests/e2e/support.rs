@@ -81,32 +81,36 @@ fn tools_dir() -> PathBuf {
         .expect("HOME is set")
 }
 
+/// The `Plinth.yaml` of a scenario project whose `testkit` plugin entry ends with `plugin_yaml`.
+fn scenario_yaml(plugin_yaml: &str) -> String {
+    format!(
+        "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",
+        guest("plinth-scenario").display(),
+        guest("plinth-testkit").display()
+    )
+}
+
 /// The passphrase of every stack's secrets in the tests.
 pub const PASSPHRASE: &str = "e2e passphrase";
-
-/// Where a test's stacks live, as `plinth` is told through its environment.
-#[derive(Debug, Clone)]
-pub enum Backend {
-    /// The file backend, in the test's own state directory.
-    File,
-    /// A `plinth serve` at `url`, reached with an access token.
-    Service { url: String, token: String },
-}
 
 /// A project directory, a state directory and the stack to run plinth against.
 pub struct Env {
     pub project: PathBuf,
-    /// The file backend's directory; scratch space for a test on another backend.
     pub state: tempfile::TempDir,
-    pub backend: Backend,
     /// Keeps a temporary project directory alive.
     _project_dir: Option<tempfile::TempDir>,
     pub stack: String,
+    /// The `plinth serve` service the commands store stacks in, instead of `state`.
+    pub service: Option<ServiceLogin>,
 }
 
-/// What the testkit plugin's entry in `Plinth.yaml` adds to grant it the project's `world`.
-const WORLD_GRANT: &str =
-    "    grants:\n      dirs:\n        - { host: ./world, guest: /world, access: read-write }\n";
+/// A service's URL and the access token commands use on it (as `PLINTH_BACKEND_URL` and
+/// `PLINTH_ACCESS_TOKEN`).
+#[derive(Debug, Clone)]
+pub struct ServiceLogin {
+    pub url: String,
+    pub token: String,
+}
 
 impl Env {
     /// A fresh project running the `scenario` program on the `testkit` provider.
@@ -117,12 +121,17 @@ impl Env {
     /// [`scenario`](Self::scenario), with the testkit plugin granted the project's `world`
     /// directory read-write at `/world`, where `testkit:Record` resources live.
     pub fn scenario_with_world() -> Env {
-        Env::scenario_with_world_on(Backend::File)
+        Env::scenario_with_world_on(None)
     }
 
-    /// [`scenario_with_world`](Self::scenario_with_world), its stacks on `backend`.
-    pub fn scenario_with_world_on(backend: Backend) -> Env {
-        let env = Env::project_on(&Env::scenario_yaml(WORLD_GRANT), backend);
+    /// [`scenario_with_world`](Self::scenario_with_world), its stacks on `service` if given.
+    pub fn scenario_with_world_on(service: Option<ServiceLogin>) -> Env {
+        let env = Env::project_on(
+            &scenario_yaml(
+                "    grants:\n      dirs:\n        - { host: ./world, guest: /world, access: read-write }\n",
+            ),
+            service,
+        );
         std::fs::create_dir(env.world()).unwrap();
         env
     }
@@ -153,33 +162,30 @@ impl Env {
     /// A scenario project whose `testkit` plugin entry ends with `plugin_yaml`, which may also
     /// add other plugins (entries indented by two spaces).
     pub fn scenario_with(plugin_yaml: &str) -> Env {
-        Env::project(&Env::scenario_yaml(plugin_yaml))
-    }
-
-    fn scenario_yaml(plugin_yaml: &str) -> String {
-        format!(
-            "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n{plugin_yaml}",
-            guest("plinth-scenario").display(),
-            guest("plinth-testkit").display()
-        )
+        Env::project(&scenario_yaml(plugin_yaml))
     }
 
     /// A fresh project whose `Plinth.yaml` is `yaml` (its name must be `scenario`), with the
     /// stack `dev` initialized.
     pub fn project(yaml: &str) -> Env {
-        Env::project_on(yaml, Backend::File)
+        Env::project_on(yaml, None)
     }
 
-    /// [`project`](Self::project), its stacks on `backend`.
-    pub fn project_on(yaml: &str, backend: Backend) -> Env {
+    /// [`scenario`](Self::scenario), its stacks on the service `service` names.
+    pub fn scenario_on(service: ServiceLogin) -> Env {
+        Env::project_on(&scenario_yaml(""), Some(service))
+    }
+
+    /// [`project`](Self::project), its stacks on `service` if given.
+    pub fn project_on(yaml: &str, service: Option<ServiceLogin>) -> Env {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("Plinth.yaml"), yaml).unwrap();
         let env = Env {
             project: dir.path().to_owned(),
             state: tempfile::tempdir().unwrap(),
-            backend,
             _project_dir: Some(dir),
             stack: "dev".into(),
+            service,
         };
         env.ok(&["stack", "init", "dev"]);
         env
@@ -191,9 +197,9 @@ impl Env {
         let env = Env {
             project,
             state: tempfile::tempdir().unwrap(),
-            backend: Backend::File,
             _project_dir: None,
             stack: stack.into(),
+            service: None,
         };
         env.ok(&["stack", "init", stack]);
         env
@@ -201,19 +207,19 @@ impl Env {
 
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_plinth"));
-        match &self.backend {
-            Backend::File => cmd
-                .env(
-                    "PLINTH_BACKEND_URL",
-                    format!("file://{}", self.state.path().display()),
-                )
-                .env_remove("PLINTH_ACCESS_TOKEN"),
-            Backend::Service { url, token } => cmd
-                .env("PLINTH_BACKEND_URL", url)
-                .env("PLINTH_ACCESS_TOKEN", token),
+        let backend = match &self.service {
+            Some(service) => {
+                cmd.env("PLINTH_ACCESS_TOKEN", &service.token);
+                service.url.clone()
+            }
+            None => {
+                cmd.env_remove("PLINTH_ACCESS_TOKEN");
+                format!("file://{}", self.state.path().display())
+            }
         };
         cmd.args(args)
             .current_dir(&self.project)
+            .env("PLINTH_BACKEND_URL", backend)
             .env("PLINTH_HOME", repo_root().join("target/e2e-home"))
             .env("PLINTH_TOOLS", tools_dir())
             .env("PLINTH_STACK", &self.stack)

@@ -1,4 +1,5 @@
-//! The versioned HTTP protocol, `/api/v1/…`: JSON in and out, errors as `{ "message": … }`.
+//! The versioned HTTP protocol, `/api/v1/…`: JSON in and out (gzipped either way when the
+//! client says so), errors as `{ "message": … }`.
 
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
@@ -7,12 +8,14 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use tower_http::compression::CompressionLayer;
+use tower_http::decompression::RequestDecompressionLayer;
 use uuid::Uuid;
 
 use crate::auth::{Lease, User};
 use crate::error::ApiError;
 use crate::versions::StackKey;
-use crate::{journal, updates, versions};
+use crate::{events, journal, updates, versions};
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -62,14 +65,19 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         .route("/api/v1/stacks/{project}/{stack}/cancel", post(cancel))
         .route("/api/v1/stacks/{project}/{stack}/history", get(history))
         .route("/api/v1/stacks/{project}/{stack}/export", get(export))
+        .route("/api/v1/stacks/{project}/{stack}/logs", get(logs))
         .route("/api/v1/updates/{id}/phases", post(record_phase))
         .route("/api/v1/updates/{id}/renew", post(renew))
         .route(
             "/api/v1/updates/{id}/journal",
             get(journal_entries).post(append_journal),
         )
+        .route("/api/v1/updates/{id}/events", post(append_events))
         .route("/api/v1/updates/{id}/complete", post(complete))
+        // The limit holds for a body as decompressed: a small gzip bomb is refused (413).
         .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestDecompressionLayer::new())
+        .layer(CompressionLayer::new())
         .with_state(App { pool, options })
 }
 
@@ -281,6 +289,53 @@ async fn journal_entries(
     Ok(Json(
         json!({ "entries": journal::entries(&pool, id).await? }),
     ))
+}
+
+#[derive(Deserialize)]
+struct EventBatch {
+    seq: i64,
+    events: Vec<Value>,
+}
+
+async fn append_events(
+    _: User,
+    Lease(lease): Lease,
+    State(pool): State<PgPool>,
+    Path(id): Path<Uuid>,
+    Json(batch): Json<EventBatch>,
+) -> Result<Json<Value>, ApiError> {
+    let stored = events::append(&pool, id, &lease, batch.seq, &batch.events).await?;
+    Ok(Json(
+        json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
+    ))
+}
+
+#[derive(Deserialize)]
+struct LogsQuery {
+    /// The update, as history counts them; the latest if absent.
+    update: Option<i64>,
+    /// The page after the one that answered this `next`.
+    #[serde(default)]
+    after: i64,
+}
+
+/// A page of the events of one of the stack's updates (the latest by default).
+async fn logs(
+    _: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<LogsQuery>,
+) -> Result<Json<events::Page>, ApiError> {
+    let id = stack_id(&pool, &project, &stack).await?;
+    match events::page(&pool, id, query.update, query.after).await? {
+        Some(page) => Ok(Json(page)),
+        None => Err(ApiError::NotFound(match query.update {
+            None => format!("stack `{stack}` has no updates yet"),
+            Some(number) => format!(
+                "stack `{stack}` has no update {number}: `plinth stack history` lists its updates"
+            ),
+        })),
+    }
 }
 
 #[derive(Deserialize)]

@@ -5,6 +5,7 @@ mod api;
 mod auth;
 mod db;
 mod error;
+mod events;
 mod journal;
 mod updates;
 mod versions;

@@ -17,18 +17,6 @@ use plinth_engine::names::StackName;
 use plinth_engine::value::Value as PValue;
 use serde_json::{Value, json};
 
-fn begin_through(transport: &Transport) -> (String, String) {
-    let begun = transport
-        .call(
-            "POST",
-            "stacks/p/dev/updates",
-            None,
-            Some(&json!({ "kind": "update" })),
-        )
-        .unwrap();
-    lease_of(&begun)
-}
-
 #[test]
 fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed() {
     let (_server, db) = database();

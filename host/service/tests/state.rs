@@ -8,11 +8,6 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 
-fn entry(kind: &str) -> Value {
-    json!({ "kind": kind, "started": 1, "ended": 2, "result": "succeeded",
-            "changes": {}, "plinth": "test" })
-}
-
 fn export(service: &Service, token: &str, version: Option<u64>) -> (u16, Value) {
     let query = version.map_or_else(String::new, |v| format!("?version={v}"));
     call(
@@ -66,7 +61,7 @@ fn versions_are_rebuilt_from_the_journal_and_an_interrupted_operation_stays_pend
     }
     let batch = Some(json!({ "seq": 1, "entries": entries }));
     assert_eq!(on_update(&service, &alice, &first, "journal", batch).0, 200);
-    let phase = Some(json!({ "phase": 1, "entry": entry("update") }));
+    let phase = Some(json!({ "phase": 1, "entry": history_entry("update") }));
     let (status, body) = on_update(&service, &alice, &first, "phases", phase.clone());
     assert_eq!((status, &body["version"]), (200, &json!(1)), "{body}");
     // A retried phase makes no second version.
@@ -134,7 +129,7 @@ fn versions_are_rebuilt_from_the_journal_and_an_interrupted_operation_stays_pend
     // Import: version 1 replaces the state, as a phase of an update.
     let import = lease_of(&begun);
     let (_, first_version) = export(&service, &alice, Some(1));
-    let phase = json!({ "phase": 1, "entry": entry("import"),
+    let phase = json!({ "phase": 1, "entry": history_entry("import"),
                         "checkpoint": first_version.to_string() });
     let (status, body) = on_update(&service, &alice, &import, "phases", Some(phase));
     assert_eq!((status, &body["version"]), (200, &json!(3)), "{body}");
@@ -185,7 +180,8 @@ fn a_checkpoint_that_is_not_one_is_refused_and_changes_nothing() {
     let alice = token(&db, "alice");
     create_stack(&service, &alice, "dev");
     let running = lease_of(&begin(&service, &alice, "dev").1);
-    let phase = json!({ "phase": 1, "entry": entry("import"), "checkpoint": "{\"version\": 99}" });
+    let phase =
+        json!({ "phase": 1, "entry": history_entry("import"), "checkpoint": "{\"version\": 99}" });
     let (status, body) = on_update(&service, &alice, &running, "phases", Some(phase));
     assert_eq!(status, 400, "{body}");
     let (status, page) = call(
@@ -225,7 +221,7 @@ fn a_stack_with_resources_is_removed_only_with_force_and_never_while_updated() {
         on_update(&service, &alice, &running, "journal", batch).0,
         200
     );
-    let done = Some(json!({ "result": "succeeded", "entry": entry("update") }));
+    let done = Some(json!({ "result": "succeeded", "entry": history_entry("update") }));
     assert_eq!(
         on_update(&service, &alice, &running, "complete", done).0,
         200

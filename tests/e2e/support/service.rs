@@ -1,231 +1,168 @@
-//! The team backend for the tests: a real PostgreSQL (a database of the test's own on the
-//! shared server, or a server of its own for a test that stops it) and real `plinth serve`
-//! processes on free loopback ports, run through the CLI as a user runs them, with an access
-//! token made by `plinth serve token create`. Everything stops when the test drops it.
+//! A real `plinth serve` for the tests that drive the CLI against the service: a database of its
+//! own on the shared test PostgreSQL, real `plinth-serve` processes (any number of replicas on
+//! that database), tokens made by `plinth-serve token create`.
+//!
+//! `plinth serve` execs the `plinth-serve` binary; the tests run that binary themselves, built
+//! once per test process apart from the outer `cargo test`'s target directory (whose lock that
+//! command holds while the tests run), so it is always the service of the sources under test.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 
 use plinth_test_postgres::Postgres;
 
-use super::{Backend, repo_root};
+use super::repo_root;
 
-/// The user the tests' tokens are made for; a refused update names it as the holder.
-pub const USER: &str = "e2e-user";
-
-/// Where the service binary is built: apart from the outer `cargo test`'s target dir, whose
-/// lock that command holds while the tests run.
-fn service_target_dir() -> PathBuf {
-    repo_root().join("target/e2e-service")
-}
-
-/// The directory holding `plinth-serve`, built from source once per test process, so that
-/// `plinth serve` (which runs the binary from its PATH) runs the service of this source tree.
-fn service_bin_dir() -> &'static PathBuf {
+/// The `plinth-serve` binary of the sources under test, built on first use.
+pub fn serve_binary() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "plinth-service", "--bin"])
-            .arg("plinth-serve")
-            .env("CARGO_TARGET_DIR", service_target_dir())
-            .current_dir(repo_root())
-            .status()
-            .expect("running cargo");
-        assert!(status.success(), "building plinth-serve failed");
-        service_target_dir().join("debug")
-    })
+    BUILT
+        .get_or_init(|| {
+            let target = repo_root().join("target/e2e-service");
+            let status = Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "plinth-service",
+                    "--bin",
+                    "plinth-serve",
+                ])
+                .env("CARGO_TARGET_DIR", &target)
+                .current_dir(repo_root())
+                .status()
+                .expect("running cargo");
+            assert!(status.success(), "building plinth-serve failed");
+            target.join("debug/plinth-serve")
+        })
+        .clone()
 }
 
-/// `plinth serve ARGS`: the real CLI, finding the service binary on its PATH.
-fn plinth_serve(args: &[&str]) -> Command {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let path = std::env::join_paths(
-        std::iter::once(service_bin_dir().clone()).chain(std::env::split_paths(&path)),
-    )
-    .unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_plinth"));
-    command
-        .arg("serve")
-        .args(args)
-        .env("PATH", path)
-        .env_remove("PLINTH_DATABASE_URL")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
-    command
-}
-
-/// A database for one test, on the shared server or on a server of its own.
-pub struct Database {
-    server: Arc<Postgres>,
-    pub url: String,
+/// A database of its own for one test's service, on the shared test server.
+pub struct ServiceDatabase {
+    pub server: Arc<Postgres>,
+    /// Its name on the server (for `server.psql(name, …)`).
     pub name: String,
+    /// Its `postgres://` URL, as `plinth serve --database` takes it.
+    pub url: String,
 }
 
-impl Database {
-    /// A database of its own on the server the tests of this process share.
-    pub fn shared() -> Database {
-        Database::on(Postgres::shared().expect("starting PostgreSQL"))
+impl ServiceDatabase {
+    pub fn new() -> ServiceDatabase {
+        ServiceDatabase::on(Postgres::shared().expect("a PostgreSQL server for the tests"))
     }
 
     /// A database on a server of its own, which the test may stop and start.
-    pub fn own_server() -> Database {
-        Database::on(Arc::new(Postgres::start().expect("starting PostgreSQL")))
+    pub fn on_own_server() -> ServiceDatabase {
+        ServiceDatabase::on(Arc::new(
+            Postgres::start().expect("a PostgreSQL server for the test"),
+        ))
     }
 
-    fn on(server: Arc<Postgres>) -> Database {
+    fn on(server: Arc<Postgres>) -> ServiceDatabase {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let name = format!(
-            "e2e_{}_{}",
+            "e2e_service_{}_{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::SeqCst)
         );
         server.create_database(&name).unwrap();
         let url = server.url(&name);
-        Database { server, url, name }
+        ServiceDatabase { server, name, url }
     }
 
-    pub fn server(&self) -> &Postgres {
-        &self.server
+    /// Starts a service (a replica, if one runs already) on this database on a free loopback
+    /// port, with `extra` arguments (`--lease 2s`, say).
+    pub fn serve(&self, extra: &[&str]) -> ServiceProcess {
+        self.serve_logging(extra, Stdio::inherit())
     }
 
-    /// One query's rows, as `psql -At` prints them.
-    pub fn query(&self, sql: &str) -> String {
-        self.server.psql(&self.name, sql).unwrap()
-    }
-}
-
-/// One `plinth serve` process; killed when dropped.
-pub struct Replica {
-    child: Child,
-    /// Kept open: the service never meets a closed stdout.
-    _stdout: BufReader<ChildStdout>,
-    pub url: String,
-    /// What the service logged (warnings: the database errors it answered 503).
-    pub log: PathBuf,
-    _log_dir: tempfile::TempDir,
-}
-
-impl Replica {
-    /// Starts a replica on `database`, on a free loopback port, leases lasting `lease`.
-    pub fn start(database: &Database, lease: &str) -> Replica {
-        let log_dir = tempfile::tempdir().unwrap();
-        let log = log_dir.path().join("serve.log");
-        let mut child = plinth_serve(&["--database", &database.url])
-            .args(["--listen", "127.0.0.1:0", "--lease", lease])
+    /// [`serve`](Self::serve), what the service logs (its warnings: the database errors it
+    /// answered 503) going to `log`.
+    pub fn serve_logging(&self, extra: &[&str], log: impl Into<Stdio>) -> ServiceProcess {
+        let mut child = Command::new(serve_binary())
+            .args(["--database", &self.url, "--listen", "127.0.0.1:0"])
+            .args(extra)
             .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
+            .stderr(log)
             .spawn()
-            .expect("starting plinth serve");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+            .expect("starting plinth-serve");
+        // The service prints the address it listens on once it accepts connections.
         let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let Some(url) = line.trim().strip_prefix("listening on ") else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "plinth serve did not start: {line:?}\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        };
-        Replica {
-            url: url.to_owned(),
-            child,
-            _stdout: stdout,
-            log,
-            _log_dir: log_dir,
-        }
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = (line.trim().strip_prefix("listening on "))
+            .unwrap_or_else(|| panic!("plinth-serve did not start: {line:?}"))
+            .to_owned();
+        ServiceProcess { child, url }
     }
 
-    /// Kills the process at once (SIGKILL), as a crashed machine would stop it.
+    /// A new access token for `user` (created if new), as `plinth serve token create` prints it.
+    pub fn token(&self, user: &str) -> String {
+        let out = Command::new(serve_binary())
+            .args(["token", "create", "--database", &self.url, "--user", user])
+            .output()
+            .expect("running plinth-serve token create");
+        assert!(
+            out.status.success(),
+            "plinth serve token create failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+}
+
+/// A running `plinth-serve`; killed when dropped.
+pub struct ServiceProcess {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl ServiceProcess {
+    /// Kills the service at once (SIGKILL), as a crashed replica.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-
-    /// What the replica logged so far.
-    pub fn logged(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
 }
 
-impl Drop for Replica {
+impl Drop for ServiceProcess {
     fn drop(&mut self) {
         self.kill();
     }
 }
 
-/// `plinth serve token create`: a new access token for `user`, printed once.
-pub fn create_token(database: &Database, user: &str) -> String {
-    let out = plinth_serve(&[
-        "token",
-        "create",
-        "--database",
-        &database.url,
-        "--user",
-        user,
-    ])
-    .output()
-    .expect("running plinth serve token create");
-    assert!(
-        out.status.success(),
-        "plinth serve token create failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    assert!(!token.is_empty(), "no token printed");
-    token
-}
-
-/// A database, replicas of the service in front of it, and a token of [`USER`].
-pub struct Team {
-    pub replicas: Vec<Replica>,
+/// A service on a database of its own, and a token of user `alice` on it: what most tests on
+/// the service start from.
+pub struct TestService {
+    pub database: ServiceDatabase,
+    pub process: ServiceProcess,
     pub token: String,
-    /// Dropped last: the replicas stop before their database goes.
-    pub database: Database,
 }
 
-impl Team {
-    /// `replicas` services on a database of their own on the shared server, leases lasting
-    /// `lease` (`300s` is the service's default; tests of expiry use a short one).
-    pub fn start(replicas: usize, lease: &str) -> Team {
-        Team::on(Database::shared(), replicas, lease)
+impl TestService {
+    pub fn start() -> TestService {
+        TestService::start_with(&[])
     }
 
-    /// [`start`](Self::start) on `database`.
-    pub fn on(database: Database, replicas: usize, lease: &str) -> Team {
-        let token = create_token(&database, USER);
-        let replicas = (0..replicas)
-            .map(|_| Replica::start(&database, lease))
-            .collect();
-        Team {
-            replicas,
-            token,
+    /// [`start`](Self::start), the service given `extra` arguments.
+    pub fn start_with(extra: &[&str]) -> TestService {
+        let database = ServiceDatabase::new();
+        let process = database.serve(extra);
+        let token = database.token("alice");
+        TestService {
             database,
+            process,
+            token,
         }
     }
 
-    /// The backend as `plinth` reaches it through replica `i`.
-    pub fn backend(&self, i: usize) -> Backend {
-        Backend::Service {
-            url: self.replicas[i].url.clone(),
-            token: self.token.clone(),
-        }
-    }
-}
-
-/// Polls `condition` every 20 ms until it holds, failing after `limit` (far above what it
-/// should take: the limit only tells a hang from a slow machine).
-pub fn eventually(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen in {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+    pub fn url(&self) -> &str {
+        &self.process.url
     }
 }

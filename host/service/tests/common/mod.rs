@@ -128,6 +128,32 @@ pub fn lease_of(begun: &Value) -> (String, String) {
     )
 }
 
+/// Begins an update of stack `dev` through the client's transport: its id and lease token.
+pub fn begin_through(transport: &plinth_backend::service::Transport) -> (String, String) {
+    let begun = transport
+        .call(
+            "POST",
+            "stacks/p/dev/updates",
+            None,
+            Some(&json!({ "kind": "update" })),
+        )
+        .unwrap();
+    lease_of(&begun)
+}
+
+/// A history entry of `kind` (`update`, `import`…), as a client records a phase with.
+pub fn history_entry(kind: &str) -> Value {
+    use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult};
+    let kind: UpdateKind = serde_json::from_value(json!(kind)).unwrap();
+    let entry = HistoryEntry::ended_now(
+        kind,
+        std::time::SystemTime::now(),
+        UpdateResult::Succeeded,
+        Default::default(),
+    );
+    serde_json::to_value(entry).unwrap()
+}
+
 pub fn on_update(
     service: &Service,
     token: &str,

@@ -1,0 +1,196 @@
+//! Engine events of updates, kept for `plinth logs`. A client sends them in numbered batches
+//! while its update runs, up to [`MAX_IN_FLIGHT`] at once: a batch may arrive before the one
+//! ahead of it, but never more than that many ahead of what is stored. A batch is stored once:
+//! its retry (same number, same content) is answered as if new, and a different batch under a
+//! number already taken is refused.
+
+use plinth_backend::LogEntry;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::auth::digest;
+use crate::error::ApiError;
+use crate::journal::Stored;
+
+/// The most events one batch may carry (the client sends this many, or what 4 s gathered).
+const MAX_EVENTS: usize = plinth_backend::service::BATCH_EVENTS;
+/// How many batches a client may have in flight at once: the client's own bound.
+const MAX_IN_FLIGHT: i64 = plinth_backend::service::IN_FLIGHT as i64;
+/// The most batches one page of a log carries: at most 1,000 events.
+const PAGE_BATCHES: i64 = 20;
+
+/// Stores batch `seq` of update `id`'s events, whose lease `lease` must still hold the stack.
+pub(crate) async fn append(
+    pool: &PgPool,
+    id: Uuid,
+    lease: &str,
+    seq: i64,
+    events: &[Value],
+) -> Result<Stored, ApiError> {
+    if seq < 1 {
+        return Err(ApiError::BadRequest(format!(
+            "event batches are numbered from 1, not {seq}"
+        )));
+    }
+    let events = checked(seq, events)?;
+    // Stored as parsed: only what a log keeps reaches the database.
+    let events = serde_json::to_value(&events).expect("log entries serialize");
+    let content = Sha256::digest(serde_json::to_vec(&events).expect("JSON serializes")).to_vec();
+    let mut tx = pool.begin().await?;
+    // Shares the update's row with other batches but not with its phases, completion or
+    // cancellation: the phase a batch belongs to cannot change under it.
+    let holds: Option<(i64,)> = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM versions WHERE update_id = $1) + 1
+         FROM updates WHERE id = $1 AND lease_digest = $2 AND status = 'running'
+           AND lease_expires >= now()
+         FOR SHARE",
+    )
+    .bind(id)
+    .bind(digest(lease))
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((phase,)) = holds else {
+        tx.rollback().await?;
+        return Err(crate::updates::refused(pool, id, lease).await);
+    };
+    let phase = i32::try_from(phase)
+        .map_err(|_| ApiError::Internal(format!("update {id} has too many phases")))?;
+    let (stored,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM event_batches WHERE update_id = $1 AND phase = $2")
+            .bind(id)
+            .bind(phase)
+            .fetch_one(&mut *tx)
+            .await?;
+    let inserted = sqlx::query(
+        "INSERT INTO event_batches (update_id, phase, seq, digest, events)
+         SELECT $1, $2, $3, $4, $5 WHERE $3 <= $6
+         ON CONFLICT (update_id, phase, seq) DO NOTHING",
+    )
+    .bind(id)
+    .bind(phase)
+    .bind(seq)
+    .bind(&content)
+    .bind(sqlx::types::Json(&events))
+    .bind(stored + MAX_IN_FLIGHT)
+    .execute(&mut *tx)
+    .await?;
+    if inserted.rows_affected() == 1 {
+        tx.commit().await?;
+        return Ok(Stored::New);
+    }
+    let taken: Option<(Vec<u8>,)> = sqlx::query_as(
+        "SELECT digest FROM event_batches WHERE update_id = $1 AND phase = $2 AND seq = $3",
+    )
+    .bind(id)
+    .bind(phase)
+    .bind(seq)
+    .fetch_optional(&mut *tx)
+    .await?;
+    match taken {
+        Some((stored,)) if stored == content => Ok(Stored::Retry),
+        Some(_) => Err(ApiError::Conflict(format!(
+            "event batch {seq} of update {id} was already received with other events; a batch \
+             is never rewritten"
+        ))),
+        None => Err(ApiError::Conflict(format!(
+            "event batch {seq} of update {id} came too early: {stored} batches are stored, and \
+             a client has at most {MAX_IN_FLIGHT} in flight"
+        ))),
+    }
+}
+
+/// The batch's events, each a log entry, numbered in increasing order.
+fn checked(seq: i64, events: &[Value]) -> Result<Vec<LogEntry>, ApiError> {
+    if events.is_empty() || events.len() > MAX_EVENTS {
+        return Err(ApiError::BadRequest(format!(
+            "an event batch carries 1 to {MAX_EVENTS} events, not {}",
+            events.len()
+        )));
+    }
+    let mut parsed: Vec<LogEntry> = Vec::with_capacity(events.len());
+    for (index, event) in events.iter().enumerate() {
+        let entry: LogEntry = serde_json::from_value(event.clone()).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "event {} of event batch {seq} is not a logged event: {e}",
+                index + 1
+            ))
+        })?;
+        if let Some(previous) = parsed.last().filter(|p| p.seq >= entry.seq) {
+            return Err(ApiError::BadRequest(format!(
+                "event batch {seq} numbers event {} after event {}: events are numbered in order",
+                entry.seq, previous.seq
+            )));
+        }
+        parsed.push(entry);
+    }
+    Ok(parsed)
+}
+
+/// A page of the events of one version of a stack, for `plinth logs`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Page {
+    /// The version, as history counts them.
+    pub number: i64,
+    /// Its history entry.
+    pub entry: Value,
+    pub events: Vec<Value>,
+    /// Where the next page starts (the `after` to ask with), if there is more.
+    pub next: Option<i64>,
+}
+
+/// The events of version `number` of stack `stack_id` (the latest if `None`) after batch
+/// `after`; `None` if there is no such version.
+pub(crate) async fn page(
+    pool: &PgPool,
+    stack_id: i64,
+    number: Option<i64>,
+    after: i64,
+) -> Result<Option<Page>, ApiError> {
+    // The phase of its update that made the version: its place among that update's versions.
+    let version: Option<(i64, Option<Uuid>, sqlx::types::Json<Value>, i64)> = sqlx::query_as(
+        "SELECT v.version, v.update_id, v.entry,
+                (SELECT count(*) FROM versions w
+                 WHERE w.update_id = v.update_id AND w.version <= v.version)
+         FROM versions v
+         WHERE v.stack_id = $1
+           AND v.version = COALESCE($2, (SELECT max(version) FROM versions WHERE stack_id = $1))",
+    )
+    .bind(stack_id)
+    .bind(number)
+    .fetch_optional(pool)
+    .await?;
+    let Some((number, update, entry, phase)) = version else {
+        return Ok(None);
+    };
+    let batches: Vec<(i64, sqlx::types::Json<Vec<Value>>)> = match update {
+        // A version whose update is gone (a version made before updates were kept) has none.
+        Some(update) => {
+            sqlx::query_as(
+                "SELECT seq, events FROM event_batches
+                 WHERE update_id = $1 AND phase = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+            )
+            .bind(update)
+            .bind(i32::try_from(phase).unwrap_or(i32::MAX))
+            .bind(after)
+            .bind(PAGE_BATCHES + 1)
+            .fetch_all(pool)
+            .await?
+        }
+        None => Vec::new(),
+    };
+    let more = batches.len() > PAGE_BATCHES as usize;
+    let batches = &batches[..batches.len().min(PAGE_BATCHES as usize)];
+    let next = more.then(|| batches.last().map_or(after, |(seq, _)| *seq));
+    let events = (batches.iter())
+        .flat_map(|(_, events)| events.0.iter().cloned())
+        .collect();
+    Ok(Some(Page {
+        number,
+        entry: entry.0,
+        events,
+        next,
+    }))
+}

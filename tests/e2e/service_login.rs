@@ -1,0 +1,127 @@
+//! The CLI on a real `plinth serve` (a real PostgreSQL behind it): `plinth login URL` checks the
+//! token before storing it, `whoami` names the user and the service, `up` and `destroy` keep
+//! the stack's state on the service, a stack another update holds is refused naming its holder,
+//! and a service without a token is a clear error.
+
+use std::os::unix::fs::PermissionsExt;
+
+use plinth_backend::service::Transport;
+use serde_json::json;
+
+use crate::count_line;
+use crate::support::service::TestService;
+use crate::support::{Env, ServiceLogin};
+
+#[test]
+fn login_whoami_up_and_destroy_on_the_service() {
+    let service = TestService::start();
+    let url = service.url().to_owned();
+    let env = Env::scenario_on(ServiceLogin {
+        url: url.clone(),
+        token: service.token.clone(),
+    });
+    let home = tempfile::tempdir().unwrap();
+    // As a user runs plinth: no variable names the backend or the token; the login does.
+    let plinth = |args: &[&str]| {
+        let mut cmd = env.command(args);
+        cmd.env("PLINTH_HOME", home.path())
+            .env_remove("PLINTH_BACKEND_URL")
+            .env_remove("PLINTH_ACCESS_TOKEN");
+        let out = cmd.output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+
+    // No token, and no terminal to ask on.
+    let (ok, _, err) = plinth(&["login", &url]);
+    assert!(!ok && err.contains("pass --token"), "{err}");
+    // A wrong token is refused before anything is stored.
+    let (ok, _, err) = plinth(&["login", &format!("{url}/"), "--token", "not-a-token"]);
+    assert!(!ok && err.contains("not valid"), "{err}");
+    let credentials = home.path().join("credentials.json");
+    assert!(!credentials.exists());
+
+    let (ok, out, err) = plinth(&["login", &format!("{url}/"), "--token", &service.token]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!("Logged in to {url} as alice.")),
+        "{out}"
+    );
+    let mode = std::fs::metadata(&credentials)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "credentials must be private");
+    let (ok, out, err) = plinth(&["whoami"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("User: alice") && out.contains(&format!("Backend: {url}")),
+        "{out}"
+    );
+
+    let (ok, out, err) = plinth(&["stack", "ls"]);
+    assert!(ok && out.contains("dev"), "{out}{err}");
+    let (ok, out, err) = plinth(&["up", "--yes"]);
+    assert!(ok, "{out}{err}");
+    assert!(count_line(&out).contains("created"), "{out}");
+    let created = env.resources();
+    assert!(!created.is_empty());
+    let (ok, out, err) = plinth(&["preview", "--expect-no-changes"]);
+    assert!(ok, "{out}{err}");
+    let (ok, out, _) = plinth(&["stack", "history"]);
+    assert!(
+        ok && out.contains("update") && out.contains("succeeded"),
+        "{out}"
+    );
+    // The state lives in the service's database: one version, made by that update.
+    let db = &service.database;
+    let versions = (db.server)
+        .psql(&db.name, "SELECT count(*) FROM versions")
+        .unwrap();
+    assert_eq!(versions.trim(), "1");
+
+    // Another update holds the stack: `up` is refused, naming it.
+    let bob = service.database.token("bob");
+    let held = Transport::new(&url, &bob)
+        .call(
+            "POST",
+            "stacks/scenario/dev/updates",
+            None,
+            Some(&json!({ "kind": "update" })),
+        )
+        .unwrap();
+    let (ok, _, err) = plinth(&["up", "--yes"]);
+    assert!(!ok, "a held stack is not updated");
+    assert!(
+        err.contains("`update` by bob") && err.contains("lease expires"),
+        "{err}"
+    );
+    let (ok, out, err) = plinth(&["cancel", "--yes"]);
+    assert!(ok && out.contains("bob"), "{out}{err}");
+    drop(held);
+
+    let (ok, out, err) = plinth(&["destroy", "--yes"]);
+    assert!(ok, "{out}{err}");
+    assert!(count_line(&out).contains("deleted"), "{out}");
+    assert!(env.resources().is_empty());
+    let (ok, _, err) = plinth(&["stack", "rm", "dev"]);
+    assert!(ok, "{err}");
+    let (ok, out, _) = plinth(&["stack", "ls"]);
+    assert!(ok && !out.contains("dev"), "{out}");
+
+    let (ok, out, _) = plinth(&["logout"]);
+    assert!(ok && out.contains(&format!("Logged out of {url}")), "{out}");
+    // The variable still names the service; without a login or a token, a clear line.
+    let mut cmd = env.command(&["stack", "ls"]);
+    cmd.env("PLINTH_HOME", home.path())
+        .env_remove("PLINTH_ACCESS_TOKEN");
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!(
+            "run `plinth login {url}`, or set PLINTH_ACCESS_TOKEN"
+        )),
+        "{err}"
+    );
+}
