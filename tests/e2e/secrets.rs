@@ -3,7 +3,8 @@
 
 use std::process::Output;
 
-use crate::support::{ConfigCleanup, Env, guest, repo_root};
+use crate::support::service::TestService;
+use crate::support::{ConfigCleanup, Env, PASSPHRASE, ServiceLogin, guest, repo_root};
 
 /// Everything plinth printed, on stdout and stderr.
 fn printed(out: &Output) -> String {
@@ -297,4 +298,238 @@ fn secrets_printed_by_a_program_or_a_plugin_are_masked() {
     assert_nowhere(&env, &password, &log);
     run(&env, &["destroy", "--yes"], &mut log);
     assert_nowhere(&env, token, &log);
+}
+
+/// A stack moved to another project directory and backend whose secrets are sealed under
+/// another passphrase: the import opens each secret with the passphrase it was exported under
+/// and seals it under the target's; without that passphrase it fails naming the variable to
+/// set, and writes nothing.
+#[test]
+fn an_import_reseals_secrets_for_a_stack_with_another_passphrase() {
+    let source = Env::scenario();
+    let token = "tok-5e1d-moved-secret";
+    source.ok(&["config", "set", "token_a", token, "--secret"]);
+    source.ok(&["up", "--yes"]);
+    let exported = source.state.path().join("exported.json");
+    source.ok(&["stack", "export", "--file", exported.to_str().unwrap()]);
+    let stamp = std::fs::read_to_string(&exported).unwrap();
+    let stamp: serde_json::Value = serde_json::from_str(&stamp).unwrap();
+    assert_eq!(stamp["secrets_provider"]["type"], "passphrase", "{stamp}");
+    assert!(stamp["secrets_provider"]["salt"].is_string(), "{stamp}");
+    let exported = exported.to_str().unwrap();
+
+    // The same project elsewhere, on its own backend, with a passphrase of its own.
+    let target =
+        Env::project(&std::fs::read_to_string(source.project.join("Plinth.yaml")).unwrap());
+    let other = "another passphrase";
+    let as_target = |args: &[&str]| {
+        let mut command = target.command(args);
+        command.env("PLINTH_CONFIG_PASSPHRASE", other);
+        command
+    };
+    let target_config = target.project.join("Plinth.dev.yaml");
+    let config_before = std::fs::read(&target_config).ok();
+    let out = as_target(&["stack", "import", "--file", exported])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("PLINTH_SOURCE_PASSPHRASE") && stderr.contains("exported state"),
+        "{stderr}"
+    );
+    assert_eq!(target.resources(), vec![], "nothing was imported");
+    assert!(target.ok(&["stack", "history"]).contains("no history"));
+    assert_eq!(
+        std::fs::read(&target_config).ok(),
+        config_before,
+        "nor a salt written"
+    );
+
+    let out = as_target(&["stack", "import", "--file", exported])
+        .env("PLINTH_SOURCE_PASSPHRASE", PASSPHRASE)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", printed(&out));
+    // The secret is sealed under the target's key now: it opens with the target's passphrase
+    // alone, into the same plaintext (the same config gives no changes).
+    let export = |mut command: std::process::Command| -> serde_json::Value {
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", printed(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let sealed = |state: &serde_json::Value| {
+        let resources = state["snapshot"]["resources"].as_array().unwrap();
+        let a = (resources.iter())
+            .find(|r| r["urn"].as_str().unwrap().ends_with("::a"))
+            .unwrap();
+        a["inputs"]["token"]["ciphertext"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let moved = export(as_target(&["stack", "export"]));
+    let original = export(source.command(&["stack", "export"]));
+    assert_eq!(
+        moved["snapshot"]["resources"].as_array().unwrap().len(),
+        original["snapshot"]["resources"].as_array().unwrap().len()
+    );
+    assert_ne!(sealed(&moved), sealed(&original));
+    assert_ne!(moved["secrets_provider"], original["secrets_provider"]);
+    let set = as_target(&["config", "set", "token_a", token, "--secret"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", printed(&set));
+    let preview = as_target(&["preview", "--expect-no-changes"])
+        .output()
+        .unwrap();
+    assert!(preview.status.success(), "{}", printed(&preview));
+    let wrong = target.command(&["preview"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("incorrect passphrase for stack `dev`"),
+        "{}",
+        printed(&wrong)
+    );
+    let text = std::fs::read_to_string(&target_config).unwrap();
+    assert!(!text.contains(token));
+
+    // Back into the source: sealed under the source's passphrase again.
+    let back = target.state.path().join("back.json");
+    as_target(&["stack", "export", "--file", back.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let out = source
+        .command(&["stack", "import", "--file", back.to_str().unwrap()])
+        .env("PLINTH_SOURCE_PASSPHRASE", other)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", printed(&out));
+    source.ok(&["preview", "--expect-no-changes"]);
+    source.ok(&["destroy", "--yes"]);
+}
+
+/// A stack's secrets provider is chosen at `stack init` and recorded in its config file; the
+/// service's provider needs a service, and a provider plinth does not know is a clear error.
+#[test]
+fn the_secrets_provider_is_chosen_at_init_and_recorded() {
+    let env = Env::scenario();
+    let stderr = env.fails(&["stack", "init", "prod", "--secrets-provider", "service"]);
+    assert!(
+        stderr.contains("needs a service backend")
+            && stderr.contains("--secrets-provider passphrase"),
+        "{stderr}"
+    );
+    assert!(
+        !env.ok(&["stack", "ls"]).contains("prod"),
+        "nothing created"
+    );
+
+    let out = env.ok(&["stack", "init", "prod", "--secrets-provider", "passphrase"]);
+    assert!(out.contains("sealed by the passphrase provider"), "{out}");
+    let config = env.project.join("Plinth.prod.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("secretsprovider: passphrase"), "{text}");
+    env.ok(&["--stack", "prod", "config", "set", "k", "v", "--secret"]);
+    let shown = env.ok(&["--stack", "prod", "config", "get", "k", "--show-secrets"]);
+    assert_eq!(shown.trim(), "v");
+
+    std::fs::write(&config, "secretsprovider: vault\n").unwrap();
+    let stderr = env.fails(&["--stack", "prod", "config", "set", "k", "v", "--secret"]);
+    assert!(
+        stderr.contains("`secretsprovider: vault` is not a secrets provider"),
+        "{stderr}"
+    );
+}
+
+/// A stack moved from files to a service and back: on the service its secrets are sealed by the
+/// service's provider (no passphrase needed there), back on files by the passphrase again. A
+/// service's secrets open only for a caller logged in to it.
+#[test]
+fn a_stack_moves_from_files_to_a_service_and_back_its_secrets_resealed() {
+    let dir = tempfile::tempdir().unwrap();
+    // Started with a master key, as every test service is.
+    let service = TestService::start();
+    let source = Env::scenario();
+    let token = "tok-9b3e-travelling-secret";
+    source.ok(&["config", "set", "token_a", token, "--secret"]);
+    source.ok(&["up", "--yes"]);
+    let to_service = dir.path().join("to-service.json");
+    source.ok(&["stack", "export", "--file", to_service.to_str().unwrap()]);
+
+    let target = Env::scenario_on(ServiceLogin {
+        url: service.url().to_owned(),
+        token: service.token.clone(),
+    });
+    let no_passphrase = |env: &Env, args: &[&str]| {
+        let out = env
+            .command(args)
+            .env_remove("PLINTH_CONFIG_PASSPHRASE")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", printed(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    target.ok(&["stack", "import", "--file", to_service.to_str().unwrap()]);
+    let moved: serde_json::Value =
+        serde_json::from_str(&no_passphrase(&target, &["stack", "export"])).unwrap();
+    assert_eq!(
+        moved["secrets_provider"]["type"], "service",
+        "{}",
+        moved["secrets_provider"]
+    );
+    assert_eq!(moved["secrets_provider"]["url"], service.url());
+    // The same config, sealed by the service too, gives no changes: the moved secret opened
+    // into the same plaintext, and nothing needed a passphrase.
+    no_passphrase(&target, &["config", "set", "token_a", token, "--secret"]);
+    no_passphrase(&target, &["preview", "--expect-no-changes"]);
+    let config = std::fs::read_to_string(target.project.join("Plinth.dev.yaml")).unwrap();
+    assert!(
+        !config.contains(token) && !config.contains("encryptionsalt"),
+        "{config}"
+    );
+    let dump = service
+        .database
+        .server
+        .dump(&service.database.name)
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&dump).contains(token),
+        "the secret is in a dump of the service's database"
+    );
+
+    // Back to files: the service opens what it sealed for a caller logged in to it.
+    let back = dir.path().join("back.json");
+    no_passphrase(
+        &target,
+        &["stack", "export", "--file", back.to_str().unwrap()],
+    );
+    let home = tempfile::tempdir().unwrap();
+    let import_back = || {
+        source
+            .command(&["stack", "import", "--file", back.to_str().unwrap()])
+            .env("PLINTH_HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let refused = import_back();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains(&format!("plinth login {}", service.url())),
+        "{stderr}"
+    );
+    let login = source
+        .command(&["login", service.url(), "--token", &service.token])
+        .env("PLINTH_HOME", home.path())
+        .env_remove("PLINTH_BACKEND_URL")
+        .output()
+        .unwrap();
+    assert!(login.status.success(), "{}", printed(&login));
+    let out = import_back();
+    assert!(out.status.success(), "{}", printed(&out));
+    let state = source.export();
+    assert_eq!(state["secrets_provider"]["type"], "passphrase");
+    source.ok(&["preview", "--expect-no-changes"]);
+    source.ok(&["destroy", "--yes"]);
 }

@@ -1,7 +1,7 @@
 //! The CLI on a real `plinth serve` (a real PostgreSQL behind it): `plinth login URL` checks the
 //! token before storing it, `whoami` names the user and the service, `up` and `destroy` keep
-//! the stack's state on the service, a stack another update holds is refused naming its holder,
-//! and a service without a token is a clear error.
+//! the stack's state (and `logs` the update's events) on the service, a stack another update
+//! holds is refused naming its holder, and a service without a token is a clear error.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -71,6 +71,13 @@ fn login_whoami_up_and_destroy_on_the_service() {
     let (ok, out, _) = plinth(&["stack", "history"]);
     assert!(
         ok && out.contains("update") && out.contains("succeeded"),
+        "{out}"
+    );
+    // The update's events are on the service too, for `plinth logs`.
+    let (ok, out, err) = plinth(&["logs"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("create urn:plinth:dev::scenario::") && out.contains("done after"),
         "{out}"
     );
     // The state lives in the service's database: one version, made by that update.

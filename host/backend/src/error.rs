@@ -57,8 +57,6 @@ pub enum BackendError {
     /// What the service answered, when it did not do what was asked.
     #[error(transparent)]
     Service(#[from] crate::service::ServiceError),
-    #[error("the service's answer to {request} is not understood: {reason}")]
-    UnexpectedAnswer { request: String, reason: String },
     #[error("{action} {path}")]
     Io {
         action: &'static str,

@@ -9,7 +9,7 @@ use plinth_engine::journal::{JournalEntry, replay};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, PluginUse};
 use crate::error::BackendError;
 use crate::secrets::{Crypter, SecretsError};
 
@@ -29,13 +29,15 @@ impl Crypter for KeepSealed {
 }
 
 /// The checkpoint `base` (none for a stack never updated) becomes once `entries` (journal
-/// entries as the client sent them, secrets sealed) are applied; secrets stay sealed. `origin`
-/// names where the base came from in errors.
+/// entries as the client sent them, secrets sealed) are applied; secrets stay sealed. It records
+/// `plugins` as the update's (the base's if `None`). `origin` names where the base came from in
+/// errors.
 pub fn rebuild_sealed(
     project: &ProjectName,
     stack: &StackName,
     base: Option<&[u8]>,
     entries: &[serde_json::Value],
+    plugins: Option<Vec<PluginUse>>,
     origin: &Path,
 ) -> Result<Vec<u8>, BackendError> {
     let checkpoint = match base {
@@ -49,7 +51,7 @@ pub fn rebuild_sealed(
             reason: format!("journal entry {}: {reason}", index + 1),
         })?);
     }
-    let plugins = checkpoint.plugins.clone();
+    let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
     let snapshot = replay(checkpoint.snapshot, decoded).map_err(|e| BackendError::Corrupt {
         path: origin.to_owned(),
         reason: format!("the journal does not apply to its base: {e}"),
@@ -131,14 +133,38 @@ mod tests {
         assert!(!serde_json::to_string(&sealed).unwrap().contains("hunter2"));
         assert_eq!(sealed.iter().try_for_each(check_entry), Ok(()));
         assert!(check_entry(&serde_json::json!({"entry": "begin", "urn": "a"})).is_err());
-        let bytes = rebuild_sealed(&project, &stack, None, &sealed, Path::new("service")).unwrap();
+        let used = PluginUse {
+            name: "t".into(),
+            version: "1.0.0".into(),
+            sha256: "00".into(),
+        };
+        let plugins = Some(vec![used.clone()]);
+        let bytes = rebuild_sealed(
+            &project,
+            &stack,
+            None,
+            &sealed,
+            plugins,
+            Path::new("service"),
+        )
+        .unwrap();
         assert!(!String::from_utf8_lossy(&bytes).contains("hunter2"));
         let opened = Checkpoint::parse(&bytes, &stack, Path::new("x"), &crypter).unwrap();
         assert_eq!(opened.snapshot.resources, vec![resource]);
+        assert_eq!(opened.plugins, std::slice::from_ref(&used));
         // The version rebuilt is a base for the next update, again without a key.
-        let again =
-            rebuild_sealed(&project, &stack, Some(&bytes), &[], Path::new("service")).unwrap();
+        // ... and keeps the plugins the base records unless told others.
+        let again = rebuild_sealed(
+            &project,
+            &stack,
+            Some(&bytes),
+            &[],
+            None,
+            Path::new("service"),
+        )
+        .unwrap();
         let opened = Checkpoint::parse(&again, &stack, Path::new("x"), &crypter).unwrap();
         assert_eq!(opened.snapshot.resources.len(), 1);
+        assert_eq!(opened.plugins, [used]);
     }
 }

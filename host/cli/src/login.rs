@@ -13,11 +13,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Args;
 use plinth_backend::secrets::{NoSecrets, SecretsProvider};
-use plinth_backend::service::ServiceBackend;
+use plinth_backend::service::{ServiceBackend, Transport};
 use plinth_backend::{Backend, LocalBackend, write_atomically};
 use serde::{Deserialize, Serialize};
 
 use crate::home::plinth_home;
+use crate::secrets::ServiceAccess;
 
 pub const BACKEND_URL_VAR: &str = "PLINTH_BACKEND_URL";
 pub const ACCESS_TOKEN_VAR: &str = "PLINTH_ACCESS_TOKEN";
@@ -95,6 +96,27 @@ fn non_empty_var(name: &str) -> Option<String> {
 pub fn open_backend(secrets: Arc<dyn SecretsProvider>) -> Result<Arc<dyn Backend>> {
     let url = current_url()?;
     open_url(url.as_deref(), secrets)
+}
+
+/// The service commands use, with the token they act with on it; `None` on a file backend. Its
+/// stacks' secrets may be sealed by it.
+pub fn current_service() -> Result<Option<ServiceAccess>> {
+    match current_url()? {
+        Some(url) if is_service(&url) => {
+            let token = access_token(&url)?;
+            let url = url.trim_end_matches('/').to_owned();
+            let transport = Transport::new(&url, &token);
+            Ok(Some(ServiceAccess { url, transport }))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The service at `url` as the token `plinth login` stored for it reaches it, if one is stored:
+/// to open the secrets of a state exported from there.
+pub fn stored_service(url: &str) -> Option<Transport> {
+    let token = Credentials::load().ok()?.accounts.remove(url)?.token?;
+    Some(Transport::new(url, &token))
 }
 
 /// Whether `url` names a `plinth serve` service.

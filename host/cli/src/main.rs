@@ -16,6 +16,7 @@ mod secrets;
 mod serve;
 mod stack;
 mod stack_config;
+mod stack_transfer;
 mod state;
 mod targets;
 
@@ -113,6 +114,8 @@ enum Command {
 pub struct Workspace {
     pub project: Project,
     pub backend: std::sync::Arc<dyn Backend>,
+    /// The providers of the stacks' secrets (the backend seals with them too).
+    pub secrets: std::sync::Arc<secrets::ProjectSecrets>,
     stack_flag: Option<StackName>,
     /// When the command started: the duration it reports counts from here, builds included.
     pub started: std::time::Instant,
@@ -132,11 +135,13 @@ impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
         let started = std::time::Instant::now();
         let project = Project::find(&global.start_dir()?)?;
-        let secrets = std::sync::Arc::new(secrets::PassphraseSecrets::new(&project));
-        let backend = login::open_backend(secrets)?;
+        let service = login::current_service()?;
+        let secrets = std::sync::Arc::new(secrets::ProjectSecrets::new(&project, service));
+        let backend = login::open_backend(secrets.clone())?;
         Ok(Workspace {
             project,
             backend,
+            secrets,
             stack_flag: global.stack.clone(),
             started,
         })

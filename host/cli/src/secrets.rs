@@ -1,6 +1,12 @@
-//! The passphrase secrets provider: a stack's key is derived from `PLINTH_CONFIG_PASSPHRASE` (or
-//! a passphrase asked for on the terminal) and the salt kept in its `Plinth.<stack>.yaml`,
-//! once per command and only when a secret is first sealed or opened.
+//! The secrets providers of a project's stacks. Each stack's `Plinth.<stack>.yaml` may name its
+//! provider (`secretsprovider: passphrase` or `service`); one that does not uses the passphrase
+//! provider if it has a salt already, else its backend's default: the service's own provider
+//! on a service, the passphrase provider on files.
+//!
+//! The passphrase provider derives a stack's key from `PLINTH_CONFIG_PASSPHRASE` (or a
+//! passphrase asked for on the terminal) and the salt kept in its `Plinth.<stack>.yaml`, once
+//! per command and only when a secret is first sealed or opened. The service provider asks the
+//! service to seal and open values with a key that never leaves it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
@@ -10,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use plinth_backend::secrets::{
     Crypter, LazyCrypter, PassphraseCrypter, SecretsError, SecretsProvider,
 };
+use plinth_backend::service::{ServiceCrypter, Transport};
 use plinth_backend::{Backend, StackRef};
 use plinth_engine::value::Value;
 
@@ -18,34 +25,148 @@ use crate::stack_config::{ConfigValue, StackConfig};
 
 pub const PASSPHRASE_VAR: &str = "PLINTH_CONFIG_PASSPHRASE";
 
-/// Hands out one lazily unlocked crypter per stack of a project.
-pub struct PassphraseSecrets {
-    /// The project directory, where the stacks' configuration files are.
-    project_dir: PathBuf,
-    crypters: Mutex<HashMap<String, Arc<LazyCrypter>>>,
+/// Which provider seals a stack's secrets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderKind {
+    /// A key derived from a passphrase (`PLINTH_CONFIG_PASSPHRASE`) and the stack's salt.
+    Passphrase,
+    /// A key the service keeps for the stack, sealed by its master key; no passphrase to share.
+    Service,
 }
 
-impl PassphraseSecrets {
-    pub fn new(project: &Project) -> PassphraseSecrets {
-        PassphraseSecrets {
-            project_dir: project.dir.clone(),
-            crypters: Mutex::new(HashMap::new()),
+impl ProviderKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Passphrase => "passphrase",
+            ProviderKind::Service => "service",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ProviderKind> {
+        match name {
+            "passphrase" => Some(ProviderKind::Passphrase),
+            "service" => Some(ProviderKind::Service),
+            _ => None,
         }
     }
 }
 
-impl SecretsProvider for PassphraseSecrets {
+/// The service a backend is, for its stacks' service-managed secrets.
+#[derive(Clone)]
+pub struct ServiceAccess {
+    pub url: String,
+    pub transport: Transport,
+}
+
+/// The provider of stack `config`'s secrets: the one its configuration names; else the
+/// passphrase provider if it has a salt (it has sealed something with it); else the backend's
+/// default (`on_service`).
+pub fn provider_of(config: &StackConfig, on_service: bool) -> anyhow::Result<ProviderKind> {
+    if let Some(kind) = config.secrets_provider()? {
+        return Ok(kind);
+    }
+    if config.encryption_salt()?.is_some() || !on_service {
+        return Ok(ProviderKind::Passphrase);
+    }
+    Ok(ProviderKind::Service)
+}
+
+/// Hands out one crypter per stack of a project, from the provider the stack uses.
+pub struct ProjectSecrets {
+    /// The project directory, where the stacks' configuration files are.
+    project_dir: PathBuf,
+    project: String,
+    service: Option<ServiceAccess>,
+    crypters: Mutex<HashMap<String, Arc<dyn Crypter>>>,
+}
+
+impl ProjectSecrets {
+    /// The secrets of `project`'s stacks on a backend that is `service`, or files if `None`.
+    pub fn new(project: &Project, service: Option<ServiceAccess>) -> ProjectSecrets {
+        ProjectSecrets {
+            project_dir: project.dir.clone(),
+            project: project.name().to_string(),
+            service,
+            crypters: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The provider stack `config` uses on this backend.
+    pub fn kind_of(&self, config: &StackConfig) -> anyhow::Result<ProviderKind> {
+        provider_of(config, self.service.is_some())
+    }
+
+    /// The URL of the backend if it is a service.
+    pub fn service_url(&self) -> Option<&str> {
+        self.service.as_ref().map(|s| s.url.as_str())
+    }
+
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
+    /// How to reach the service at `url`: as this backend if it is the one, else with the token
+    /// `plinth login` stored for it.
+    pub fn transport_for(&self, url: &str) -> Option<Transport> {
+        match &self.service {
+            Some(service) if service.url == url => Some(service.transport.clone()),
+            _ => crate::login::stored_service(url),
+        }
+    }
+
+    fn make(&self, stack: &str) -> Arc<dyn Crypter> {
+        let config = StackConfig::of_stack(&self.project_dir, stack);
+        match self.kind_of(&config) {
+            Ok(ProviderKind::Passphrase) => passphrase_crypter(config, stack),
+            Ok(ProviderKind::Service) => match &self.service {
+                Some(service) => Arc::new(ServiceCrypter::new(
+                    service.transport.clone(),
+                    &self.project,
+                    stack,
+                )),
+                None => Arc::new(Refusing(unavailable(
+                    stack,
+                    &format!(
+                        "it uses the service-managed secrets provider (`secretsprovider: service` in \
+                         Plinth.{stack}.yaml), which only a service backend has: log in to it with \
+                         `plinth login https://…`"
+                    ),
+                ))),
+            },
+            Err(e) => Arc::new(Refusing(unavailable(stack, &format!("{e:#}")))),
+        }
+    }
+}
+
+impl SecretsProvider for ProjectSecrets {
     fn crypter(&self, stack: &str) -> Arc<dyn Crypter> {
         let mut crypters = self
             .crypters
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let crypter = crypters.entry(stack.to_owned()).or_insert_with(|| {
-            let config = StackConfig::of_stack(&self.project_dir, stack);
-            let stack = stack.to_owned();
-            Arc::new(LazyCrypter::new(move || unlock(&config, &stack)))
-        });
+        let crypter = (crypters.entry(stack.to_owned())).or_insert_with(|| self.make(stack));
         crypter.clone()
+    }
+}
+
+/// The passphrase crypter of a stack, unlocked on first use.
+fn passphrase_crypter(config: StackConfig, stack: &str) -> Arc<dyn Crypter> {
+    let stack = stack.to_owned();
+    Arc::new(LazyCrypter::new(move || unlock(&config, &stack)))
+}
+
+/// A crypter whose every use fails the same way: a stack whose provider cannot be used.
+pub struct Refusing(pub SecretsError);
+
+impl Crypter for Refusing {
+    fn seal(&self, _: &str) -> Result<String, SecretsError> {
+        Err(self.0.clone())
+    }
+    fn open(&self, _: &str) -> Result<String, SecretsError> {
+        Err(self.0.clone())
+    }
+    fn unlock(&self) -> Result<(), SecretsError> {
+        Err(self.0.clone())
     }
 }
 
@@ -91,21 +212,32 @@ fn passphrase(stack: &str, new: bool) -> Result<String, SecretsError> {
             &format!("no passphrase: set {PASSPHRASE_VAR} (or run on a terminal to be asked)"),
         )
     };
-    if !std::io::stdin().is_terminal() {
-        return Err(no_passphrase());
-    }
-    let ask = |prompt: &str| rpassword::prompt_password(prompt).map_err(|_| no_passphrase());
     if !new {
-        return ask(&format!("Enter the passphrase of stack `{stack}`: "));
+        return ask_passphrase(
+            &format!("Enter the passphrase of stack `{stack}`: "),
+            no_passphrase,
+        );
     }
-    let first = ask(&format!(
-        "Enter a new passphrase for the secrets of stack `{stack}`: "
-    ))?;
-    let second = ask("Re-enter the passphrase: ")?;
+    let first = ask_passphrase(
+        &format!("Enter a new passphrase for the secrets of stack `{stack}`: "),
+        no_passphrase,
+    )?;
+    let second = ask_passphrase("Re-enter the passphrase: ", no_passphrase)?;
     if first != second {
         return Err(unavailable(stack, "the passphrases did not match"));
     }
     Ok(first)
+}
+
+/// A passphrase asked for without echo on the terminal; `no_passphrase` without one.
+pub fn ask_passphrase(
+    prompt: &str,
+    no_passphrase: impl Fn() -> SecretsError,
+) -> Result<String, SecretsError> {
+    if !std::io::stdin().is_terminal() {
+        return Err(no_passphrase());
+    }
+    rpassword::prompt_password(prompt).map_err(|_| no_passphrase())
 }
 
 fn unavailable(stack: &str, reason: &str) -> SecretsError {
@@ -116,18 +248,26 @@ fn unavailable(stack: &str, reason: &str) -> SecretsError {
 }
 
 /// The configuration as the program and providers see it: plain values as strings, sealed ones
-/// opened into secrets.
+/// opened into secrets (all in one batch: one request when a service opens them).
 pub fn open_config(
     config: BTreeMap<String, ConfigValue>,
     crypter: &dyn Crypter,
 ) -> Result<BTreeMap<String, Value>, SecretsError> {
+    let sealed: Vec<String> = (config.values())
+        .filter_map(|value| match value {
+            ConfigValue::Sealed(sealed) => Some(sealed.clone()),
+            ConfigValue::Plain(_) => None,
+        })
+        .collect();
+    let mut opened = crypter.open_all(&sealed)?.into_iter();
     config
         .into_iter()
         .map(|(key, value)| {
             let value = match value {
                 ConfigValue::Plain(text) => Value::String(text),
-                ConfigValue::Sealed(sealed) => {
-                    Value::Secret(Box::new(Value::String(crypter.open(&sealed)?)))
+                ConfigValue::Sealed(_) => {
+                    let text = opened.next().expect("one opened value per sealed one");
+                    Value::Secret(Box::new(Value::String(text)))
                 }
             };
             Ok((key, value))

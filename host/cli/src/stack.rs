@@ -15,13 +15,20 @@ use plinth_engine::events::ChangeSummary;
 use crate::Workspace;
 use crate::display::{local_time, render_value, whole_seconds};
 use crate::plugin::short;
-use crate::secrets::unlock_for_update;
+use crate::secrets::{ProviderKind, unlock_for_update};
 use crate::stack_config::ConfigValue;
+use crate::stack_transfer;
 
 #[derive(Subcommand)]
 pub enum StackCommand {
     /// Create a stack and select it.
-    Init { name: StackName },
+    Init {
+        name: StackName,
+        /// What seals the stack's secrets (default: `service` on a service backend,
+        /// `passphrase` on files); recorded in its `Plinth.<stack>.yaml`.
+        #[arg(long, value_enum)]
+        secrets_provider: Option<ProviderKind>,
+    },
     /// List the project's stacks.
     Ls,
     /// Select the stack later commands operate on.
@@ -89,10 +96,10 @@ pub enum ConfigCommand {
 pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
     let project = ws.project.name();
     match cmd {
-        StackCommand::Init { name } => {
-            ws.backend.create_stack(project, &name)?;
-            println!("Created stack `{name}` (selected).");
-        }
+        StackCommand::Init {
+            name,
+            secrets_provider,
+        } => init(ws, &name, secrets_provider)?,
         StackCommand::Ls => {
             let selected = ws.backend.selected_stack(project);
             let stacks = ws.backend.list_stacks(project)?;
@@ -167,7 +174,9 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
         }
         StackCommand::Export { file } => {
             let stack = ws.stack()?;
-            let bytes = ws.backend.export(&stack)?;
+            let config = ws.project.stack_config(&stack.name);
+            let sealed_by = stack_transfer::sealed_by(&ws.secrets, &config, &stack.name)?;
+            let bytes = stack_transfer::stamp(&ws.backend.export(&stack)?, &sealed_by)?;
             match file {
                 Some(file) => write_atomically(&file, &bytes)
                     .with_context(|| format!("cannot write {}", file.display()))?,
@@ -180,9 +189,38 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Creates stack `name`, its secrets sealed by `provider` if one is chosen.
+fn init(ws: &Workspace, name: &StackName, provider: Option<ProviderKind>) -> Result<()> {
+    let config = ws.project.stack_config(name);
+    if let Some(kind) = provider {
+        stack_transfer::check_available(kind, &ws.secrets)?;
+        let current = ws.secrets.kind_of(&config)?;
+        let sealed = (config.values()?.values()).any(|v| matches!(v, ConfigValue::Sealed(_)));
+        if kind != current && sealed {
+            bail!(
+                "{} holds config values sealed by the {} provider, which the {} provider cannot \
+                 open: remove them (`plinth config rm KEY`) or keep `--secrets-provider {}`",
+                config.path().display(),
+                current.name(),
+                kind.name(),
+                current.name()
+            );
+        }
+    }
+    let stack = ws.backend.create_stack(ws.project.name(), name)?;
+    if let Some(kind) = provider {
+        config.set_secrets_provider(kind)?;
+    }
+    let kind = ws.secrets.kind_of(&config)?;
+    println!(
+        "Created stack `{stack}` (selected); its secrets are sealed by the {} provider.",
+        kind.name()
+    );
+    Ok(())
+}
+
 fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
     let stack = ws.stack()?;
-    unlock_for_update(ws.backend.as_ref(), &stack)?;
     let bytes = match &file {
         Some(file) => {
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?
@@ -193,6 +231,13 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
             bytes
         }
     };
+    // Secrets sealed by another provider are opened and sealed again before anything is
+    // written: one that does not open leaves the stack as it was.
+    let config = ws.project.stack_config(&stack.name);
+    let target = stack_transfer::sealed_by(&ws.secrets, &config, &stack.name)?;
+    let crypter = ws.backend.crypter(&stack);
+    let bytes = stack_transfer::reseal_for(&bytes, &target, crypter.as_ref(), &ws.secrets)?;
+    unlock_for_update(ws.backend.as_ref(), &stack)?;
     let started = SystemTime::now();
     let mut update = ws.backend.begin_update(&stack, "stack import")?;
     let entry = HistoryEntry::ended_now(

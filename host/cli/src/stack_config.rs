@@ -9,6 +9,8 @@ use plinth_backend::write_atomically;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value as Yaml;
 
+use crate::secrets::ProviderKind;
+
 /// The key under which a sealed configuration value is stored.
 const SECURE: &str = "secure";
 
@@ -29,6 +31,10 @@ pub struct StackConfig {
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StackConfigFile {
+    /// The provider that seals the stack's secrets (`passphrase` or `service`); when absent,
+    /// the backend's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    secretsprovider: Option<String>,
     /// The salt of the stack's passphrase key and a sealed check value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     encryptionsalt: Option<String>,
@@ -81,6 +87,32 @@ impl StackConfig {
     /// The stack's `encryptionsalt`, once a secret has been sealed for it.
     pub fn encryption_salt(&self) -> Result<Option<String>> {
         Ok(self.read()?.encryptionsalt)
+    }
+
+    /// The secrets provider the stack's configuration names, if it names one.
+    pub fn secrets_provider(&self) -> Result<Option<ProviderKind>> {
+        match self.read()?.secretsprovider {
+            None => Ok(None),
+            Some(name) => match ProviderKind::parse(&name) {
+                Some(kind) => Ok(Some(kind)),
+                None => bail!(
+                    "{} is malformed: `secretsprovider: {name}` is not a secrets provider \
+                     (use `passphrase` or `service`)",
+                    self.path.display()
+                ),
+            },
+        }
+    }
+
+    pub fn set_secrets_provider(&self, kind: ProviderKind) -> Result<()> {
+        let mut file = self.read()?;
+        file.secretsprovider = Some(kind.name().to_owned());
+        self.write(&file)
+    }
+
+    /// The file, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     pub fn set_encryption_salt(&self, salt: String) -> Result<()> {

@@ -1,6 +1,8 @@
 //! The versioned HTTP protocol, `/api/v1/…`: JSON in and out (gzipped either way when the
 //! client says so), errors as `{ "message": … }`.
 
+use std::sync::Arc;
+
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -14,8 +16,9 @@ use uuid::Uuid;
 
 use crate::auth::{Lease, User};
 use crate::error::ApiError;
-use crate::versions::StackKey;
-use crate::{events, journal, updates, versions};
+use crate::secrets::MasterKey;
+use crate::versions::{Source, StackKey};
+use crate::{events, journal, secrets, updates, versions};
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -24,6 +27,8 @@ pub struct Options {
     pub lease_seconds: f64,
     /// The largest request body accepted; larger ones are answered 413.
     pub body_limit: usize,
+    /// Seals the stacks' data keys; without it, requests to seal or open secrets are refused.
+    pub master_key: Option<Arc<MasterKey>>,
 }
 
 impl Default for Options {
@@ -31,6 +36,7 @@ impl Default for Options {
         Options {
             lease_seconds: 300.0,
             body_limit: 64 << 20,
+            master_key: None,
         }
     }
 }
@@ -65,6 +71,8 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         .route("/api/v1/stacks/{project}/{stack}/cancel", post(cancel))
         .route("/api/v1/stacks/{project}/{stack}/history", get(history))
         .route("/api/v1/stacks/{project}/{stack}/export", get(export))
+        .route("/api/v1/stacks/{project}/{stack}/secrets/seal", post(seal))
+        .route("/api/v1/stacks/{project}/{stack}/secrets/open", post(open))
         .route("/api/v1/stacks/{project}/{stack}/logs", get(logs))
         .route("/api/v1/updates/{id}/phases", post(record_phase))
         .route("/api/v1/updates/{id}/renew", post(renew))
@@ -348,6 +356,9 @@ struct PhaseRequest {
     /// journal.
     #[serde(default)]
     checkpoint: Option<String>,
+    /// The plugins the phase used, for its checkpoint to record (the base's if absent).
+    #[serde(default)]
+    plugins: Option<Vec<plinth_backend::PluginUse>>,
 }
 
 async fn record_phase(
@@ -363,9 +374,13 @@ async fn record_phase(
             request.phase
         )));
     }
-    let checkpoint = request.checkpoint.map(String::into_bytes);
-    let version =
-        updates::phase(&pool, id, &lease, request.phase, &request.entry, checkpoint).await?;
+    let source = match request.checkpoint {
+        Some(text) => Source::Checkpoint(text.into_bytes()),
+        None => Source::Journal {
+            plugins: request.plugins,
+        },
+    };
+    let version = updates::phase(&pool, id, &lease, request.phase, &request.entry, source).await?;
     Ok(Json(json!({ "version": version })))
 }
 
@@ -440,4 +455,41 @@ async fn remove_stack(
     let key = stack_key(&pool, &project, &stack).await?;
     versions::remove(&pool, &key, query.force).await?;
     Ok(Json(json!({})))
+}
+
+#[derive(Deserialize)]
+struct SealRequest {
+    plaintexts: Vec<String>,
+}
+
+/// Seals a batch of values with the stack's data key (made on first use).
+async fn seal(
+    _: User,
+    State(app): State<App>,
+    Path((project, stack)): Path<(String, String)>,
+    Json(request): Json<SealRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let id = stack_id(&app.pool, &project, &stack).await?;
+    let master = app.options.master_key.as_deref();
+    let sealed = secrets::seal_values(&app.pool, master, id, &request.plaintexts).await?;
+    Ok(Json(json!({ "ciphertexts": sealed })))
+}
+
+#[derive(Deserialize)]
+struct OpenRequest {
+    ciphertexts: Vec<String>,
+}
+
+/// Opens a batch of values the stack's data key sealed; an empty batch checks that the stack's
+/// secrets can be opened at all.
+async fn open(
+    _: User,
+    State(app): State<App>,
+    Path((project, stack)): Path<(String, String)>,
+    Json(request): Json<OpenRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let id = stack_id(&app.pool, &project, &stack).await?;
+    let master = app.options.master_key.as_deref();
+    let opened = secrets::open_values(&app.pool, master, id, &stack, &request.ciphertexts).await?;
+    Ok(Json(json!({ "plaintexts": opened })))
 }

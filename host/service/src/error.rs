@@ -30,6 +30,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     BadRequest(String),
+    /// The service was not set up for the request (secrets without a master key).
+    #[error("{0}")]
+    NotConfigured(String),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("database: {0}")]
@@ -44,6 +47,8 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) | ApiError::Busy { .. } => StatusCode::CONFLICT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            // Not 503: retrying cannot help until the service is started otherwise.
+            ApiError::NotConfigured(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             // The database may be restarting: the client retries.
             ApiError::Database(e) => {

@@ -7,9 +7,11 @@ mod db;
 mod error;
 mod events;
 mod journal;
+mod secrets;
 mod updates;
 mod versions;
 
 pub use api::{Options, router};
 pub use auth::create_token;
 pub use db::connect;
+pub use secrets::MasterKey;

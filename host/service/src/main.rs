@@ -4,7 +4,10 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use plinth_service::{Options, connect, create_token, router};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use plinth_service::{MasterKey, Options, connect, create_token, router};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +38,10 @@ struct ServeArgs {
     /// The largest request body accepted, in bytes; larger ones are answered 413.
     #[arg(long, default_value_t = Options::default().body_limit)]
     body_limit: usize,
+    /// The master key file (from `plinth serve key create`) that seals each stack's data key;
+    /// without one, service-managed secrets are refused.
+    #[arg(long, env = "PLINTH_MASTER_KEY_FILE")]
+    master_key: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -42,6 +49,15 @@ enum Command {
     /// Manage access tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Manage the master key of service-managed secrets.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Write a new random master key to FILE (readable by its owner only); never overwrites.
+    Create { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -62,15 +78,34 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{}", create_token(&pool, &user).await?);
             Ok(())
         }
+        Some(Command::Key(KeyCommand::Create { file })) => {
+            MasterKey::create(&file)?;
+            println!(
+                "Created the master key {}: start the service with `--master-key {}`, and keep \
+                 a copy somewhere safe; without it no service-managed secret can be opened.",
+                file.display(),
+                file.display()
+            );
+            Ok(())
+        }
         None => {
             let args = cli.serve;
             let database = args.database.context(
                 "no database: pass --database postgres://… (or set PLINTH_DATABASE_URL)",
             )?;
             let pool = connect(&database).await?;
+            let master_key = match &args.master_key {
+                Some(path) => {
+                    let key = MasterKey::load(path)?;
+                    key.check(&pool).await?;
+                    Some(Arc::new(key))
+                }
+                None => None,
+            };
             let options = Options {
                 lease_seconds: args.lease.as_secs_f64(),
                 body_limit: args.body_limit,
+                master_key,
             };
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await

@@ -318,7 +318,8 @@ pub(crate) async fn complete(
                 versions::failed_entry(&key.kind, key.started, "ended without a phase recorded")
             }
         };
-        versions::fold(&mut tx, &key.stack, id, None, &entry, Source::Journal).await?;
+        let source = Source::Journal { plugins: None };
+        versions::fold(&mut tx, &key.stack, id, None, &entry, source).await?;
     }
     sqlx::query("UPDATE updates SET status = $2, ended = now() WHERE id = $1")
         .bind(id)
@@ -360,16 +361,16 @@ pub(crate) async fn held(
     }))
 }
 
-/// Records a phase of update `id` (a refresh, then the update) as a new version: from the
-/// journal batches since the last phase, or from `checkpoint` replacing the state. A retried
-/// phase (same number) answers the version it made.
+/// Records a phase of update `id` (a refresh, then the update) as a new version made from
+/// `source`: the journal batches since the last phase, or a checkpoint replacing the state. A
+/// retried phase (same number) answers the version it made.
 pub(crate) async fn phase(
     pool: &PgPool,
     id: Uuid,
     lease: &str,
     phase: i32,
     entry: &serde_json::Value,
-    checkpoint: Option<Vec<u8>>,
+    source: Source,
 ) -> Result<i64, ApiError> {
     let mut tx = pool.begin().await?;
     let Some(held) = held(&mut tx, id, lease).await? else {
@@ -385,10 +386,6 @@ pub(crate) async fn phase(
     if let Some((version,)) = done {
         return Ok(version);
     }
-    let source = match checkpoint {
-        Some(bytes) => Source::Checkpoint(bytes),
-        None => Source::Journal,
-    };
     let version = versions::fold(&mut tx, &held.stack, id, Some(phase), entry, source).await?;
     tx.commit().await?;
     Ok(version)

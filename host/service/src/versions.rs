@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult};
+use plinth_backend::{HistoryEntry, PluginUse, UpdateKind, UpdateResult};
 use plinth_engine::names::{ProjectName, StackName};
 use serde::Serialize;
 use serde_json::Value;
@@ -43,7 +43,10 @@ pub(crate) async fn latest(
 /// What a new version is made of: the journal batches not folded yet, or a whole checkpoint
 /// (an import, an edit by hand) replacing the state.
 pub(crate) enum Source {
-    Journal,
+    /// With the plugins the phase used, for its checkpoint to record (the base's if `None`).
+    Journal {
+        plugins: Option<Vec<PluginUse>>,
+    },
     Checkpoint(Vec<u8>),
 }
 
@@ -72,10 +75,10 @@ pub(crate) async fn fold(
     let entries: Vec<Value> = batches.into_iter().flat_map(|(_, b)| b.0).collect();
     let (version, base) = latest(&mut *conn, stack.id).await?;
     let checkpoint = match source {
-        Source::Journal => rebuild(stack, base, entries).await?,
+        Source::Journal { plugins } => rebuild(stack, base, entries, plugins).await?,
         // A replacement is checked as the file backend checks an import: parsed, verified and
         // written back in its canonical form.
-        Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new()).await?,
+        Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new(), None).await?,
     };
     let version = version + 1;
     sqlx::query(
@@ -104,6 +107,7 @@ async fn rebuild(
     stack: &StackKey,
     base: Option<Vec<u8>>,
     entries: Vec<Value>,
+    plugins: Option<Vec<PluginUse>>,
 ) -> Result<Vec<u8>, ApiError> {
     let project = ProjectName::new(&stack.project)
         .map_err(|e| ApiError::BadRequest(format!("project `{}`: {e}", stack.project)))?;
@@ -111,7 +115,7 @@ async fn rebuild(
         .map_err(|e| ApiError::BadRequest(format!("stack `{}`: {e}", stack.name)))?;
     let origin = PathBuf::from(format!("service:{}/{}", stack.project, stack.name));
     tokio::task::spawn_blocking(move || {
-        plinth_backend::rebuild_sealed(&project, &name, base.as_deref(), &entries, &origin)
+        plinth_backend::rebuild_sealed(&project, &name, base.as_deref(), &entries, plugins, &origin)
     })
     .await
     .map_err(|e| ApiError::Internal(format!("rebuilding the state: {e}")))?
@@ -142,7 +146,8 @@ pub(crate) async fn fold_abandoned(
             started,
             "interrupted: its lease expired or it was cancelled",
         );
-        fold(&mut *conn, stack, id, None, &entry, Source::Journal).await?;
+        let source = Source::Journal { plugins: None };
+        fold(&mut *conn, stack, id, None, &entry, source).await?;
     }
     Ok(folded)
 }
@@ -219,7 +224,7 @@ pub(crate) async fn export(
     if wanted == latest_version {
         return match latest {
             Some(bytes) => Ok(bytes),
-            None => rebuild(stack, None, Vec::new()).await,
+            None => rebuild(stack, None, Vec::new(), None).await,
         };
     }
     let row: Option<(Vec<u8>,)> =

@@ -10,9 +10,13 @@ use std::time::SystemTime;
 use common::*;
 use plinth_backend::secrets::{Crypter, PassphraseCrypter, SecretsProvider};
 use plinth_backend::service::ServiceBackend;
-use plinth_backend::{Backend, BackendError, HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
+use plinth_backend::{
+    Backend, BackendError, HistoryEntry, PluginUse, UpdateKind, UpdateResult, UsedPlugins,
+};
 use plinth_engine::journal::JournalEntry;
 use plinth_engine::names::{ProjectName, StackName};
+use plinth_engine::resource::ResourceState;
+use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::Value as PValue;
 
 /// One key for every stack.
@@ -65,6 +69,21 @@ fn journal(seq: u64, name: &str, secret: bool) -> Vec<JournalEntry> {
         .collect()
 }
 
+fn plugin(name: &str) -> PluginUse {
+    PluginUse {
+        name: name.to_owned(),
+        version: "1.0.0".to_owned(),
+        sha256: "ab".repeat(32),
+    }
+}
+
+/// The resource of `snapshot` named `name`.
+fn named<'a>(snapshot: &'a Snapshot, name: &str) -> &'a ResourceState {
+    (snapshot.resources.iter())
+        .find(|r| r.urn.name() == name)
+        .unwrap_or_else(|| panic!("no {name} in {:?}", snapshot.resources))
+}
+
 #[test]
 fn phases_become_versions_and_the_next_phase_starts_from_the_last() {
     let (_server, db) = database();
@@ -102,7 +121,10 @@ fn phases_become_versions_and_the_next_phase_starts_from_the_last() {
     assert!(b.list_stacks(&p).unwrap()[0].locked);
 
     for (i, name) in ["a", "b"].into_iter().enumerate() {
-        let mut recording = update.record(UsedPlugins::default()).unwrap();
+        let used = UsedPlugins::default();
+        let mut recording = update.record(used.clone()).unwrap();
+        // Plugins load while the phase runs; its checkpoint records them.
+        used.record(plugin(name));
         for e in journal(i as u64 + 1, name, i == 0) {
             recording.persister.append(&e).unwrap();
         }
@@ -112,8 +134,10 @@ fn phases_become_versions_and_the_next_phase_starts_from_the_last() {
         let base = update.base().unwrap();
         assert_eq!(base.snapshot.resources.len(), i + 1);
         assert_eq!(
-            base.snapshot.resources[0].inputs["token"],
-            PValue::Secret(Box::new(PValue::String("hunter2".into())))
+            named(&base.snapshot, "a").inputs.get("token"),
+            Some(&PValue::Secret(Box::new(PValue::String("hunter2".into())))),
+            "{:?}",
+            base.snapshot.resources
         );
     }
     drop(update);
@@ -127,22 +151,24 @@ fn phases_become_versions_and_the_next_phase_starts_from_the_last() {
     assert_eq!((listed[0].resources, listed[0].locked), (2, false));
     let exported = b.export(&stack).unwrap();
     assert!(!String::from_utf8_lossy(&exported).contains("hunter2"));
-    assert_eq!(b.load_redacted(&stack).unwrap().snapshot.resources.len(), 2);
+    let loaded = b.load_redacted(&stack).unwrap();
+    assert_eq!(loaded.snapshot.resources.len(), 2);
+    assert_eq!(loaded.plugins, [plugin("b")]);
 
     // An edit by hand keeps secrets sealed; an import replaces the state.
     let mut update = b.begin_update(&stack, "state protect").unwrap();
     let mut edit = update.load_for_edit().unwrap();
-    let urn = edit.snapshot().resources[1].urn.clone();
+    let urn = named(edit.snapshot(), "b").urn.clone();
     assert_eq!(edit.snapshot_mut().set_protect(&urn, true).unwrap(), 1);
     update
         .save_edit(edit, &entry(UpdateKind::StateEdit))
         .unwrap();
     drop(update);
     let loaded = b.load(&stack).unwrap();
-    assert!(loaded.snapshot.resources[1].protect);
+    assert!(named(&loaded.snapshot, "b").protect);
     assert_eq!(
-        loaded.snapshot.resources[0].inputs["token"],
-        PValue::Secret(Box::new(PValue::String("hunter2".into())))
+        named(&loaded.snapshot, "a").inputs.get("token"),
+        Some(&PValue::Secret(Box::new(PValue::String("hunter2".into()))))
     );
     let mut update = b.begin_update(&stack, "stack import").unwrap();
     let report = update
@@ -150,7 +176,7 @@ fn phases_become_versions_and_the_next_phase_starts_from_the_last() {
         .unwrap();
     assert_eq!(report.resources, 2);
     drop(update);
-    assert!(!b.load(&stack).unwrap().snapshot.resources[1].protect);
+    assert!(!named(&b.load(&stack).unwrap().snapshot, "b").protect);
     let kinds: Vec<_> = b.history(&stack).unwrap().iter().map(|e| e.kind).collect();
     assert_eq!(
         kinds,

@@ -47,6 +47,10 @@ pub struct ServiceDatabase {
     pub name: String,
     /// Its `postgres://` URL, as `plinth serve --database` takes it.
     pub url: String,
+    /// The master key every replica on this database is given, so that stacks on the service
+    /// use its secrets provider by default, as a team's would.
+    pub master_key: PathBuf,
+    _key_dir: tempfile::TempDir,
 }
 
 impl ServiceDatabase {
@@ -71,7 +75,25 @@ impl ServiceDatabase {
         );
         server.create_database(&name).unwrap();
         let url = server.url(&name);
-        ServiceDatabase { server, name, url }
+        let key_dir = tempfile::tempdir().unwrap();
+        let master_key = key_dir.path().join("master.key");
+        let out = Command::new(serve_binary())
+            .args(["key", "create"])
+            .arg(&master_key)
+            .output()
+            .expect("running plinth-serve key create");
+        assert!(
+            out.status.success(),
+            "plinth serve key create failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ServiceDatabase {
+            server,
+            name,
+            url,
+            master_key,
+            _key_dir: key_dir,
+        }
     }
 
     /// Starts a service (a replica, if one runs already) on this database on a free loopback
@@ -85,6 +107,8 @@ impl ServiceDatabase {
     pub fn serve_logging(&self, extra: &[&str], log: impl Into<Stdio>) -> ServiceProcess {
         let mut child = Command::new(serve_binary())
             .args(["--database", &self.url, "--listen", "127.0.0.1:0"])
+            .arg("--master-key")
+            .arg(&self.master_key)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(log)

@@ -19,6 +19,10 @@ pub enum SecretsError {
     KeyDerivation { stack: String, reason: String },
     #[error("cannot draw random bytes: {0}")]
     Random(String),
+    /// The secrets of something other than a stack of this backend: an exported state sealed
+    /// by another provider, say.
+    #[error("cannot open the secrets of {what}: {reason}")]
+    Foreign { what: String, reason: String },
     #[error("redacted secrets cannot be sealed again")]
     Redacted,
 }

@@ -24,11 +24,33 @@ pub(crate) use tree::{
 pub trait Crypter: Send + Sync {
     fn seal(&self, plaintext: &str) -> Result<String, SecretsError>;
     fn open(&self, sealed: &str) -> Result<String, SecretsError>;
+    /// Seals many values at once: a crypter that asks a service makes one request of them.
+    fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
+        plaintexts.iter().map(|text| self.seal(text)).collect()
+    }
+    /// Opens many values at once: a crypter that asks a service makes one request of them.
+    fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
+        sealed.iter().map(|text| self.open(text)).collect()
+    }
     /// Makes sure secrets can be sealed and opened (a passphrase asked for, a key derived) now,
     /// so that a failure shows before any work starts.
     fn unlock(&self) -> Result<(), SecretsError> {
         Ok(())
     }
+}
+
+/// Re-seals every secret of a JSON document (an exported checkpoint): all opened with `from`,
+/// then all sealed with `to`, each in one batch, so that nothing is sealed unless everything
+/// opened. A document without secrets comes back as it was.
+pub fn reseal(bytes: &[u8], from: &dyn Crypter, to: &dyn Crypter) -> Result<Vec<u8>, SecretsError> {
+    if memchr::memmem::find(bytes, b"\"ciphertext\"").is_none() {
+        return Ok(bytes.to_vec());
+    }
+    let malformed = |e: serde_json::Error| SecretsError::MalformedState(e.to_string());
+    let mut tree: serde_json::Value = serde_json::from_slice(bytes).map_err(malformed)?;
+    open_tree(&mut tree, from)?;
+    seal_tree(&mut tree, to)?;
+    serde_json::to_vec(&tree).map_err(malformed)
 }
 
 /// Hands out each stack's [`Crypter`]. Getting one must be cheap: a passphrase is asked for and a

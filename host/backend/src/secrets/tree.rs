@@ -114,44 +114,71 @@ fn is_secret(map: &Map<String, Value>) -> bool {
     map.get(SIG_KEY).and_then(Value::as_str) == Some(SECRET)
 }
 
-/// Replaces each plaintext secret in `tree` with its sealed form.
+/// Replaces each plaintext secret in `tree` with its sealed form, all sealed in one batch.
 pub(crate) fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
-    match tree {
-        Value::Object(map) if is_secret(map) => {
-            if let Some(plain) = map.remove(PLAIN) {
-                map.insert(
-                    SEALED.to_owned(),
-                    Value::String(crypter.seal(&plain.to_string())?),
-                );
-            }
-            Ok(())
-        }
-        Value::Object(map) => map.values_mut().try_for_each(|v| seal_tree(v, crypter)),
-        Value::Array(items) => items.iter_mut().try_for_each(|v| seal_tree(v, crypter)),
-        _ => Ok(()),
+    let mut secrets = Vec::new();
+    collect_secrets(tree, PLAIN, &mut secrets);
+    if secrets.is_empty() {
+        return Ok(());
     }
+    let plaintexts: Vec<String> = (secrets.iter_mut())
+        .map(|map| {
+            map.remove(PLAIN)
+                .expect("collected for its value")
+                .to_string()
+        })
+        .collect();
+    let sealed = crypter.seal_all(&plaintexts)?;
+    for (map, sealed) in secrets.into_iter().zip(sealed) {
+        map.insert(SEALED.to_owned(), Value::String(sealed));
+    }
+    Ok(())
 }
 
-/// Replaces each sealed secret in `tree` with its plaintext form. A secret without ciphertext
-/// (state written before secrets were sealed) is left as it is.
+/// Replaces each sealed secret in `tree` with its plaintext form, all opened in one batch. A
+/// secret without ciphertext (state written before secrets were sealed) is left as it is.
 pub(crate) fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
+    let mut secrets = Vec::new();
+    collect_secrets(tree, SEALED, &mut secrets);
+    if secrets.is_empty() {
+        return Ok(());
+    }
+    let sealed = (secrets.iter())
+        .map(|map| match &map[SEALED] {
+            Value::String(sealed) => Ok(sealed.clone()),
+            _ => Err(SecretsError::MalformedState(
+                "`ciphertext` is not a string".to_owned(),
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let opened = crypter.open_all(&sealed)?;
+    for (map, plain) in secrets.into_iter().zip(opened) {
+        let plain: Value = serde_json::from_str(&plain).map_err(|e| {
+            SecretsError::MalformedState(format!("an opened secret is not JSON: {e}"))
+        })?;
+        map.remove(SEALED);
+        map.insert(PLAIN.to_owned(), plain);
+    }
+    Ok(())
+}
+
+/// The secrets in `tree` that have a `field` (their plaintext or their ciphertext), in document
+/// order.
+fn collect_secrets<'a>(
+    tree: &'a mut Value,
+    field: &str,
+    out: &mut Vec<&'a mut Map<String, Value>>,
+) {
     match tree {
-        Value::Object(map) if is_secret(map) => {
-            if let Some(sealed) = map.remove(SEALED) {
-                let sealed = sealed.as_str().ok_or_else(|| {
-                    SecretsError::MalformedState("`ciphertext` is not a string".to_owned())
-                })?;
-                let plain = crypter.open(sealed)?;
-                let plain: Value = serde_json::from_str(&plain).map_err(|e| {
-                    SecretsError::MalformedState(format!("an opened secret is not JSON: {e}"))
-                })?;
-                map.insert(PLAIN.to_owned(), plain);
+        Value::Object(map) => {
+            if !is_secret(map) {
+                (map.values_mut()).for_each(|v| collect_secrets(v, field, out));
+            } else if map.contains_key(field) {
+                out.push(map);
             }
-            Ok(())
         }
-        Value::Object(map) => map.values_mut().try_for_each(|v| open_tree(v, crypter)),
-        Value::Array(items) => items.iter_mut().try_for_each(|v| open_tree(v, crypter)),
-        _ => Ok(()),
+        Value::Array(items) => (items.iter_mut()).for_each(|v| collect_secrets(v, field, out)),
+        _ => {}
     }
 }
 
@@ -186,6 +213,52 @@ mod tests {
         assert_eq!(token.get(PLAIN), None);
         open_tree(&mut tree, &crypter).unwrap();
         assert_eq!(tree, plain);
+    }
+
+    /// Counts the batches it is asked for, as a service would count requests.
+    struct Counting {
+        inner: PassphraseCrypter,
+        batches: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Crypter for Counting {
+        fn seal(&self, _: &str) -> Result<String, SecretsError> {
+            panic!("one value at a time")
+        }
+        fn open(&self, _: &str) -> Result<String, SecretsError> {
+            panic!("one value at a time")
+        }
+        fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            plaintexts.iter().map(|p| self.inner.seal(p)).collect()
+        }
+        fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
+            self.batches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            sealed.iter().map(|s| self.inner.open(s)).collect()
+        }
+    }
+
+    #[test]
+    fn a_tree_is_sealed_and_opened_in_one_batch_each() {
+        let crypter = Counting {
+            inner: PassphraseCrypter::create("pw", "dev").unwrap().0,
+            batches: Default::default(),
+        };
+        let secrets: Vec<Value> = (0..40)
+            .map(|i| json!({"r": i, "v": {SIG_KEY: SECRET, PLAIN: format!("s{i}")}}))
+            .collect();
+        let plain = json!({"resources": secrets, "other": {SIG_KEY: SECRET, PLAIN: [1, 2]}});
+        let mut tree = plain.clone();
+        seal_tree(&mut tree, &crypter).unwrap();
+        assert!(!tree.to_string().contains("\"s1\""));
+        open_tree(&mut tree, &crypter).unwrap();
+        assert_eq!(tree, plain);
+        assert_eq!(crypter.batches.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // Nothing to seal or open: no batch at all.
+        open_tree(&mut tree, &crypter).unwrap();
+        assert_eq!(crypter.batches.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 
     #[test]

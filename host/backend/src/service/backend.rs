@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::SystemTime;
 
 use plinth_engine::events::ChangeSummary;
@@ -15,10 +16,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::events::{ServiceEventLog, fetch_log};
 use super::lease::{LeaseKeeper, LeaseState};
 use super::persister::ServicePersister;
 use super::transport::{ServiceError, Transport};
-use crate::api::{Backend, EventLog, Recording, StackRef, Update};
+use crate::api::{Backend, Recording, StackRef, Update};
 use crate::checkpoint::{Checkpoint, UsedPlugins};
 use crate::edit::StateEdit;
 use crate::error::BackendError;
@@ -108,9 +110,11 @@ fn stack_error(error: ServiceError, stack: &StackRef) -> BackendError {
 
 /// The answer to `request`, as `T`.
 fn decode<T: DeserializeOwned>(answer: Value, request: &str) -> Result<T, BackendError> {
-    serde_json::from_value(answer).map_err(|e| BackendError::UnexpectedAnswer {
-        request: request.to_owned(),
-        reason: e.to_string(),
+    serde_json::from_value(answer).map_err(|e| {
+        BackendError::Service(ServiceError::Unreadable {
+            request: request.to_owned(),
+            reason: e.to_string(),
+        })
     })
 }
 
@@ -232,11 +236,12 @@ impl Backend for ServiceBackend {
         let listed: Stacks = decode(answer, &request)?;
         (listed.stacks.into_iter())
             .map(|stack| {
-                let name =
-                    StackName::new(&stack.name).map_err(|e| BackendError::UnexpectedAnswer {
+                let name = StackName::new(&stack.name).map_err(|e| {
+                    BackendError::Service(ServiceError::Unreadable {
                         request: request.clone(),
                         reason: format!("stack `{}`: {e}", stack.name),
-                    })?;
+                    })
+                })?;
                 Ok(StackSummary {
                     name,
                     resources: stack.resources,
@@ -308,10 +313,10 @@ impl Backend for ServiceBackend {
                 message,
             }) => {
                 let holder = serde_json::from_value::<Holder>(holder).map_err(|e| {
-                    BackendError::UnexpectedAnswer {
+                    BackendError::Service(ServiceError::Unreadable {
                         request: format!("POST {path}"),
                         reason: format!("{message}; its holder: {e}"),
-                    }
+                    })
                 })?;
                 return Err(BackendError::Locked {
                     stack: stack.name.to_string(),
@@ -340,6 +345,7 @@ impl Backend for ServiceBackend {
             base: Base::Sent(begun.base_checkpoint),
             recovered: begun.recovered,
             phases: 0,
+            journal_batches: Arc::default(),
             open_phase: None,
             last_result: None,
         }))
@@ -397,15 +403,10 @@ impl Backend for ServiceBackend {
     fn logs(
         &self,
         stack: &StackRef,
-        _number: Option<u64>,
+        number: Option<u64>,
     ) -> Result<Option<UpdateLog>, BackendError> {
-        Err(BackendError::Service(ServiceError::Refused {
-            status: 501,
-            message: format!(
-                "the service at {} does not keep the events of stack `{stack}`'s updates yet",
-                self.url
-            ),
-        }))
+        fetch_log(&self.transport, &stack.project, &stack.name, number)
+            .map_err(|e| stack_error(e, stack))
     }
 
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
@@ -441,8 +442,10 @@ struct ServiceUpdate {
     recovered: bool,
     /// Phases recorded so far; the service numbers them from 1.
     phases: i32,
-    /// When the phase being recorded, not completed yet, started.
-    open_phase: Option<SystemTime>,
+    /// Journal batches the service acknowledged, numbered across phases.
+    journal_batches: Arc<AtomicU64>,
+    /// When the phase being recorded, not completed yet, started, and the plugins it loads.
+    open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
     last_result: Option<UpdateResult>,
 }
@@ -477,9 +480,19 @@ impl ServiceUpdate {
         }
         let phase = self.phases + 1;
         let mut body = json!({ "phase": phase, "entry": entry });
-        if let Some(bytes) = checkpoint {
-            let text = String::from_utf8(bytes).map_err(|e| BackendError::Encode(e.to_string()))?;
-            body["checkpoint"] = Value::String(text);
+        match checkpoint {
+            Some(bytes) => {
+                let text =
+                    String::from_utf8(bytes).map_err(|e| BackendError::Encode(e.to_string()))?;
+                body["checkpoint"] = Value::String(text);
+            }
+            // The checkpoint the journal makes records the plugins the phase loaded, as the
+            // file backend's does.
+            None => {
+                if let Some((_, plugins)) = &self.open_phase {
+                    body["plugins"] = json!(plugins.list());
+                }
+            }
         }
         let answer = self.call("phases", &body)?;
         let recorded: Recorded = decode(answer, &format!("POST updates/{}/phases", self.id))?;
@@ -534,18 +547,20 @@ impl Update for ServiceUpdate {
         }
     }
 
-    fn record(&mut self, _plugins: UsedPlugins) -> Result<Recording, BackendError> {
+    fn record(&mut self, plugins: UsedPlugins) -> Result<Recording, BackendError> {
         self.check_lease()?;
-        self.open_phase = Some(SystemTime::now());
+        self.open_phase = Some((SystemTime::now(), plugins));
         let persister = ServicePersister::new(
             self.transport.clone(),
             &self.id,
             &self.lease,
             self.crypter.clone(),
-        );
+        )
+        .continuing(self.journal_batches.clone());
+        let events = ServiceEventLog::start(self.transport.clone(), &self.id, &self.lease);
         Ok(Recording {
             persister: Box::new(persister),
-            events: Box::new(Discarded),
+            events: Box::new(events),
         })
     }
 
@@ -594,11 +609,11 @@ impl Update for ServiceUpdate {
 /// with whatever its journal holds. If the lease is gone meanwhile, there is nothing to end.
 impl Drop for ServiceUpdate {
     fn drop(&mut self) {
-        let (result, entry) = match self.open_phase {
-            Some(started) => {
+        let (result, entry) = match &self.open_phase {
+            Some((started, _)) => {
                 let entry = HistoryEntry::ended_now(
                     self.kind,
-                    started,
+                    *started,
                     UpdateResult::Failed,
                     ChangeSummary::default(),
                 )
@@ -609,16 +624,5 @@ impl Drop for ServiceUpdate {
         };
         let body = json!({ "result": result, "entry": entry });
         let _ = self.call("complete", &body);
-    }
-}
-
-/// Keeps no events (the service does not store them yet).
-struct Discarded;
-
-impl EventLog for Discarded {
-    fn record(&mut self, _: &plinth_engine::events::Event) {}
-
-    fn finish(self: Box<Self>) -> Result<(), BackendError> {
-        Ok(())
     }
 }

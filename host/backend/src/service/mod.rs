@@ -1,15 +1,17 @@
 //! The client side of `plinth serve`'s protocol (`/api/v1/…`): the [`Backend`](crate::Backend)
 //! over it, requests retried through transient failures, the keeper renewing an update's lease,
-//! the persister that sends an update's journal in numbered batches, and the log that sends its
-//! engine events.
+//! the persister that sends an update's journal in numbered batches, the log that sends its
+//! engine events, and the crypter of service-managed secrets.
 
 mod backend;
+mod crypter;
 mod events;
 mod lease;
 mod persister;
 mod transport;
 
 pub use backend::ServiceBackend;
+pub use crypter::ServiceCrypter;
 pub use events::{BATCH_EVENTS, IN_FLIGHT, ServiceEventLog, fetch_log};
 pub use lease::{LeaseKeeper, LeaseState};
 pub use persister::{MAX_BATCH, ServicePersister};

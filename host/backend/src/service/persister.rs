@@ -5,14 +5,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use plinth_engine::journal::{JournalEntry, PersistError, Persister};
 use plinth_engine::snapshot::Snapshot;
 use serde_json::{Value, json};
 
 use super::transport::{ServiceError, Transport};
-use crate::rebuild::seal_entry;
-use crate::secrets::Crypter;
+use crate::secrets::{Crypter, seal_tree};
 
 /// The most entries one batch carries (the service refuses more).
 pub const MAX_BATCH: usize = 100;
@@ -23,10 +23,12 @@ pub struct ServicePersister {
     update: String,
     lease: String,
     crypter: Arc<dyn Crypter>,
-    /// Sealed entries appended since the last sync.
+    /// Entries appended since the last sync, their secrets sealed at the sync: all of them in
+    /// one batch, which is one request when the service seals them.
     unsent: Vec<Value>,
-    /// The number of the last batch the service acknowledged.
-    sent: u64,
+    /// The number of the last batch the service acknowledged. The service numbers an update's
+    /// batches across its phases, so every phase's persister shares this count.
+    sent: Arc<AtomicU64>,
     /// A batch whose answer never came: the service may have stored it. It is sent again,
     /// under its number, before anything else, so that its number never carries other entries.
     in_doubt: Option<Vec<Value>>,
@@ -47,10 +49,17 @@ impl ServicePersister {
             lease: lease.to_owned(),
             crypter,
             unsent: Vec::new(),
-            sent: 0,
+            sent: Arc::new(AtomicU64::new(0)),
             in_doubt: None,
             origin: PathBuf::from(format!("update {update}")),
         }
+    }
+
+    /// Numbers batches after those counted by `sent`, and counts its own there: a later phase of
+    /// the same update goes on from where this one stopped.
+    pub fn continuing(mut self, sent: Arc<AtomicU64>) -> ServicePersister {
+        self.sent = sent;
+        self
     }
 
     fn failure(&self, action: &'static str, error: ServiceError) -> PersistError {
@@ -70,12 +79,12 @@ impl ServicePersister {
 impl ServicePersister {
     /// Sends the next batch; one whose outcome is unknown is kept to be sent again.
     fn send(&mut self, batch: Vec<Value>) -> Result<(), PersistError> {
-        let seq = self.sent + 1;
+        let seq = self.sent.load(Ordering::Acquire) + 1;
         let body = json!({ "seq": seq, "entries": batch });
         let path = format!("updates/{}/journal", self.update);
         match (self.transport).call("POST", &path, Some(&self.lease), Some(&body)) {
             Ok(_) => {
-                self.sent = seq;
+                self.sent.store(seq, Ordering::Release);
                 Ok(())
             }
             Err(e) => {
@@ -90,14 +99,19 @@ impl ServicePersister {
 
 impl Persister for ServicePersister {
     fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
-        let sealed = seal_entry(entry, self.crypter.as_ref())
-            .map_err(|e| PersistError::invalid("seal a journal entry of", &self.origin, e))?;
-        self.unsent.push(sealed);
+        let tree = serde_json::to_value(entry)
+            .map_err(|e| PersistError::invalid("encode a journal entry of", &self.origin, e))?;
+        self.unsent.push(tree);
         Ok(())
     }
 
     fn sync(&mut self) -> Result<(), PersistError> {
-        let unsent = std::mem::take(&mut self.unsent);
+        let mut unsent = Value::Array(std::mem::take(&mut self.unsent));
+        seal_tree(&mut unsent, self.crypter.as_ref())
+            .map_err(|e| PersistError::invalid("seal the journal entries of", &self.origin, e))?;
+        let Value::Array(unsent) = unsent else {
+            unreachable!("sealing keeps an array an array")
+        };
         let batches = self.in_doubt.take().into_iter();
         for batch in batches.chain(unsent.chunks(MAX_BATCH).map(<[Value]>::to_vec)) {
             self.send(batch)?;

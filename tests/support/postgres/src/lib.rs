@@ -138,6 +138,19 @@ impl Postgres {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
+    /// What `pg_dump` makes of `database` (plain SQL, data included), as a backup would hold it.
+    pub fn dump(&self, database: &str) -> Result<Vec<u8>> {
+        let output = Command::new(self.bindir.join("pg_dump"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", SUPERUSER, "-d", database])
+            .env("PGPASSWORD", &self.password)
+            .env("PGCONNECT_TIMEOUT", "30")
+            .output()
+            .map_err(|e| Error(format!("cannot run pg_dump: {e}")))?;
+        checked("pg_dump", &output)?;
+        Ok(output.stdout)
+    }
+
     /// Creates a database owned by the superuser, for a test of its own.
     pub fn create_database(&self, name: &str) -> Result<()> {
         let quoted = format!("\"{}\"", name.replace('"', "\"\""));
