@@ -3,13 +3,16 @@
 //!
 //! ```text
 //! cargo run --release -p plinth-bench -- --sizes 100,1000,10000,30000
+//! cargo run --release -p plinth-bench -- --sizes 1000,10000 --service
 //! ```
 
 mod grpc;
 mod measure;
 mod plugins;
+mod proxy;
 mod report;
 mod scenario;
+mod service;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,6 +53,14 @@ struct Args {
     /// Skip the plugin start and call figures.
     #[arg(long)]
     no_plugins: bool,
+    /// Also run every scenario on the service (PostgreSQL and one `plinth serve`, over
+    /// loopback through a proxy counting requests and bytes), compared with the file backend.
+    #[arg(long)]
+    service: bool,
+    /// The `plinth-serve` binary for `--service`; by default `target/release/plinth-serve`,
+    /// built first.
+    #[arg(long)]
+    plinth_serve: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -84,6 +95,23 @@ fn main() -> anyhow::Result<()> {
             repo.join("target/release/plinth")
         }
     };
+    let service = if args.service {
+        let serve = match &args.plinth_serve {
+            Some(serve) => std::fs::canonicalize(serve)
+                .with_context(|| format!("the plinth-serve binary {}", serve.display()))?,
+            None => {
+                cargo(
+                    &repo,
+                    &["build", "--release", "--quiet", "-p", "plinth-service"],
+                    None,
+                )?;
+                repo.join("target/release/plinth-serve")
+            }
+        };
+        Some(service::Service::start(&serve, &work.join("serve.log"))?)
+    } else {
+        None
+    };
     let (program, provider) = build_guests(&repo)?;
     let setup = scenario::Setup {
         plinth,
@@ -108,11 +136,18 @@ fn main() -> anyhow::Result<()> {
         Some(tokio.block_on(plugins::measure(&setup.provider, &grpc, &cache, repeats))?)
     };
 
+    let mut backends = vec![scenario::Backend::File];
+    backends.extend(service.as_ref().map(scenario::Backend::Service));
     let mut scenarios = Vec::new();
     for &count in &args.sizes {
         for shape in &args.shapes {
-            eprintln!("plinth-bench: {count} resources, {shape}");
-            scenarios.push(scenario::run(&setup, shape, count)?);
+            for &backend in &backends {
+                eprintln!(
+                    "plinth-bench: {count} resources, {shape}, {} backend",
+                    backend.name()
+                );
+                scenarios.push(scenario::run(&setup, backend, shape, count)?);
+            }
         }
     }
     let report = report::Report::new(scenarios, plugins);

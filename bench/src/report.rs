@@ -34,16 +34,27 @@ impl Report {
             .map(|s| {
                 let steps: Vec<_> = (s.steps.iter())
                     .map(|step| {
-                        json!({
+                        let mut figures = json!({
                             "step": step.step,
                             "wall_s": step.cost.wall.as_secs_f64(),
                             "peak_rss_bytes": step.cost.peak_rss,
                             "write_bytes": step.cost.write_bytes,
                             "checkpoint_bytes": step.checkpoint_bytes,
-                        })
+                        });
+                        if let Some(traffic) = &step.traffic {
+                            figures["requests"] = traffic.requests.into();
+                            figures["bytes_sent"] = traffic.bytes_sent.into();
+                            figures["bytes_received"] = traffic.bytes_received.into();
+                        }
+                        figures
                     })
                     .collect();
-                json!({ "shape": s.shape, "resources": s.resources, "steps": steps })
+                json!({
+                    "backend": s.backend,
+                    "shape": s.shape,
+                    "resources": s.resources,
+                    "steps": steps,
+                })
             })
             .collect();
         json!({
@@ -61,7 +72,7 @@ impl Report {
         header
             .extend(["peak RSS", "checkpoint", "written by up", "÷ checkpoint"].map(str::to_owned));
         let mut rows = vec![header];
-        for s in &self.scenarios {
+        for s in self.on("file") {
             let mut row = vec![s.shape.clone(), thousands(s.resources)];
             row.extend(s.steps.iter().map(|step| seconds(step.cost.wall)));
             let peak = (s.steps.iter()).map(|step| step.cost.peak_rss).max();
@@ -81,6 +92,7 @@ impl Report {
             "\nwall time per command; peak RSS: the largest of the commands; written by up: \
              write_bytes of the `up` process (/proc/<pid>/io); MB = 10^6 bytes"
         );
+        self.service_table(&mut out);
         if let Some(p) = &self.plugins {
             let rows = vec![
                 vec![
@@ -112,6 +124,57 @@ impl Report {
             markdown(&mut out, &rows);
         }
         out
+    }
+}
+
+impl Report {
+    fn on<'a>(&'a self, backend: &'a str) -> impl Iterator<Item = &'a Scenario> {
+        self.scenarios.iter().filter(move |s| s.backend == backend)
+    }
+
+    /// Each step on the service beside the same step on the file backend, with what crossed
+    /// the wire.
+    fn service_table(&self, out: &mut String) {
+        let mut rows = vec![
+            [
+                "shape", "N", "step", "file", "service", "÷ file", "requests", "sent", "received",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        ];
+        for s in self.on("service") {
+            let file = self
+                .on("file")
+                .find(|f| f.shape == s.shape && f.resources == s.resources);
+            for step in &s.steps {
+                let traffic = step.traffic.unwrap_or_default();
+                let on_file = file.map(|f| f.step(step.step).cost.wall);
+                rows.push(vec![
+                    s.shape.clone(),
+                    thousands(s.resources),
+                    step.step.to_owned(),
+                    on_file.map_or("—".to_owned(), seconds),
+                    seconds(step.cost.wall),
+                    on_file.map_or("—".to_owned(), |f| {
+                        format!("{:.2}", ratio(step.cost.wall, f))
+                    }),
+                    thousands(traffic.requests),
+                    megabytes(traffic.bytes_sent),
+                    megabytes(traffic.bytes_received),
+                ]);
+            }
+        }
+        if rows.len() == 1 {
+            return;
+        }
+        out.push('\n');
+        markdown(out, &rows);
+        let _ = writeln!(
+            out,
+            "\nthe service: PostgreSQL (fsync off) and one plinth serve on this machine, over \
+             loopback; requests and bytes (HTTP heads and bodies) counted by a proxy between the \
+             CLI and the service"
+        );
     }
 }
 

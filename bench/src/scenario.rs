@@ -7,6 +7,8 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 use crate::measure::{self, Cost};
+use crate::proxy::Traffic;
+use crate::service::Service;
 
 /// The steps, in the order they run, with the arguments given to `plinth`.
 pub const STEPS: &[(&str, &[&str])] = &[
@@ -32,6 +34,24 @@ pub struct Setup {
     pub work: PathBuf,
 }
 
+/// Where a scenario's stack lives.
+#[derive(Clone, Copy)]
+pub enum Backend<'a> {
+    /// The file backend, in a directory of the scenario's own.
+    File,
+    /// The service, through its counting proxy.
+    Service(&'a Service),
+}
+
+impl Backend<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::File => "file",
+            Backend::Service(_) => "service",
+        }
+    }
+}
+
 /// What one step cost, and the checkpoint it left.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Step {
@@ -39,11 +59,15 @@ pub struct Step {
     #[serde(flatten)]
     pub cost: Cost,
     pub checkpoint_bytes: u64,
+    /// What crossed the wire to and from the service (none on the file backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
 }
 
 /// The measured run of one shape and size.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Scenario {
+    pub backend: &'static str,
     pub shape: String,
     pub resources: u64,
     pub steps: Vec<Step>,
@@ -57,26 +81,35 @@ impl Scenario {
     }
 }
 
-/// A project directory with its own state, driven by the CLI.
+/// A project directory with its own stack, driven by the CLI.
 struct Project<'a> {
     setup: &'a Setup,
+    backend: Backend<'a>,
     dir: PathBuf,
+    /// The file backend's directory.
     state: PathBuf,
+    /// The stack's name: the service holds every scenario's stack in one project.
+    stack: String,
     log: PathBuf,
 }
 
 impl Project<'_> {
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.setup.plinth);
+        match self.backend {
+            Backend::File => command.env(
+                "PLINTH_BACKEND_URL",
+                format!("file://{}", self.state.display()),
+            ),
+            Backend::Service(service) => command
+                .env("PLINTH_BACKEND_URL", &service.url)
+                .env("PLINTH_ACCESS_TOKEN", &service.token),
+        };
         command
             .args(args)
             .current_dir(&self.dir)
-            .env(
-                "PLINTH_BACKEND_URL",
-                format!("file://{}", self.state.display()),
-            )
             .env("PLINTH_HOME", &self.setup.home)
-            .env("PLINTH_STACK", "bench")
+            .env("PLINTH_STACK", &self.stack)
             .env("PLINTH_CONFIG_PASSPHRASE", "benchmark passphrase")
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG");
@@ -88,19 +121,29 @@ impl Project<'_> {
         measure::run(self.command(args), &self.log).map(drop)
     }
 
-    fn checkpoint(&self) -> PathBuf {
-        self.state.join("stacks/bench/bench.json")
+    /// The stack's checkpoint: the file the file backend keeps, or the service's export.
+    fn checkpoint(&self) -> anyhow::Result<Vec<u8>> {
+        match self.backend {
+            Backend::File => {
+                let path = self.state.join(format!("stacks/bench/{}.json", self.stack));
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+            }
+            Backend::Service(_) => {
+                let out = self.command(&["stack", "export"]).output()?;
+                if !out.status.success() {
+                    bail!(
+                        "plinth stack export failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                Ok(out.stdout)
+            }
+        }
     }
 
-    fn checkpoint_bytes(&self) -> u64 {
-        std::fs::metadata(self.checkpoint()).map_or(0, |m| m.len())
-    }
-
-    /// The items the checkpoint records, and how many of them have a changed payload.
-    fn recorded(&self) -> anyhow::Result<(usize, usize)> {
-        let path = self.checkpoint();
-        let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let checkpoint: serde_json::Value = serde_json::from_slice(&text)?;
+    /// The items `checkpoint` records, and how many of them have a changed payload.
+    fn recorded(checkpoint: &[u8]) -> anyhow::Result<(usize, usize)> {
+        let checkpoint: serde_json::Value = serde_json::from_slice(checkpoint)?;
         let resources = checkpoint["snapshot"]["resources"]
             .as_array()
             .context("the checkpoint has no resource list")?;
@@ -114,9 +157,14 @@ impl Project<'_> {
     }
 }
 
-/// Runs every step on a new project of `count` items of `shape`.
-pub fn run(setup: &Setup, shape: &str, count: u64) -> anyhow::Result<Scenario> {
-    let name = format!("{shape}-{count}");
+/// Runs every step on a new project of `count` items of `shape`, its stack on `backend`.
+pub fn run(
+    setup: &Setup,
+    backend: Backend<'_>,
+    shape: &str,
+    count: u64,
+) -> anyhow::Result<Scenario> {
+    let name = format!("{}-{shape}-{count}", backend.name());
     let dir = setup.work.join("projects").join(&name);
     let state = setup.work.join("state").join(&name);
     for fresh in [&dir, &state] {
@@ -129,12 +177,17 @@ pub fn run(setup: &Setup, shape: &str, count: u64) -> anyhow::Result<Scenario> {
     write_project(&dir, setup)?;
     let project = Project {
         setup,
+        backend,
         log: setup.work.join(format!("{name}.log")),
         dir,
         state,
+        stack: match backend {
+            Backend::File => "bench".to_owned(),
+            Backend::Service(_) => format!("{shape}-{count}"),
+        },
     };
     let _ = std::fs::remove_file(&project.log);
-    project.run(&["stack", "init", "bench"])?;
+    project.run(&["stack", "init", &project.stack])?;
     project.run(&["config", "set", "count", &count.to_string()])?;
     project.run(&["config", "set", "shape", shape])?;
 
@@ -143,11 +196,22 @@ pub fn run(setup: &Setup, shape: &str, count: u64) -> anyhow::Result<Scenario> {
         if *step == FIRST_CHANGED_STEP {
             project.run(&["config", "set", "changed", "10"])?;
         }
+        let service = match backend {
+            Backend::Service(service) => Some(service),
+            Backend::File => None,
+        };
+        if let Some(service) = service {
+            // What the setup commands sent is not the step's.
+            service.traffic();
+        }
         let cost = measure::run(project.command(args), &project.log)?;
+        let traffic = service.map(Service::traffic);
+        let checkpoint = project.checkpoint()?;
         steps.push(Step {
             step,
             cost,
-            checkpoint_bytes: project.checkpoint_bytes(),
+            checkpoint_bytes: checkpoint.len() as u64,
+            traffic,
         });
         let expected = match *step {
             "destroy" => (0, 0),
@@ -155,7 +219,7 @@ pub fn run(setup: &Setup, shape: &str, count: u64) -> anyhow::Result<Scenario> {
             "up 10%" | "refresh" => (count as usize, count.div_ceil(10) as usize),
             _ => (count as usize, 0),
         };
-        let recorded = project.recorded()?;
+        let recorded = Project::recorded(&checkpoint)?;
         if recorded != expected {
             bail!(
                 "after `{step}` of {name}, the checkpoint records {} items ({} changed) instead \
@@ -169,6 +233,7 @@ pub fn run(setup: &Setup, shape: &str, count: u64) -> anyhow::Result<Scenario> {
         }
     }
     Ok(Scenario {
+        backend: backend.name(),
         shape: shape.to_owned(),
         resources: count,
         steps,

@@ -5,15 +5,20 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn debug_plinth() -> PathBuf {
+/// A debug binary of the workspace beside the bench's, built by `package`.
+fn debug_binary(name: &str, package: &str) -> PathBuf {
     let bench = PathBuf::from(env!("CARGO_BIN_EXE_plinth-bench"));
-    let plinth = bench.with_file_name("plinth");
+    let binary = bench.with_file_name(name);
     assert!(
-        plinth.is_file(),
-        "{} is missing: build it first (cargo build -p plinth-cli)",
-        plinth.display()
+        binary.is_file(),
+        "{} is missing: build it first (cargo build -p {package})",
+        binary.display()
     );
-    plinth
+    binary
+}
+
+fn debug_plinth() -> PathBuf {
+    debug_binary("plinth", "plinth-cli")
 }
 
 #[test]
@@ -74,4 +79,56 @@ fn a_tiny_run_measures_every_step_and_both_plugins() {
             "{figure}: {plugins}"
         );
     }
+}
+
+#[test]
+fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
+    let work = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_plinth-bench"))
+        .args([
+            "--sizes",
+            "12",
+            "--shapes",
+            "chains",
+            "--json",
+            "--no-plugins",
+        ])
+        .arg("--service")
+        .arg("--plinth")
+        .arg(debug_plinth())
+        .arg("--plinth-serve")
+        .arg(debug_binary("plinth-serve", "plinth-service"))
+        .arg("--work")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let backends: Vec<&str> = (scenarios.iter())
+        .map(|s| s["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["file", "service"]);
+    let on_service = scenarios[1]["steps"].as_array().unwrap();
+    assert_eq!(on_service.len(), 7);
+    for step in on_service {
+        assert!(step["requests"].as_u64().unwrap() >= 1, "{step}");
+        assert!(step["bytes_sent"].as_u64().unwrap() > 100, "{step}");
+        assert!(step["bytes_received"].as_u64().unwrap() > 100, "{step}");
+    }
+    let up = &on_service[0];
+    assert!(up["checkpoint_bytes"].as_u64().unwrap() > 1_000, "{up}");
+    // The journal of 12 created items went over the wire.
+    assert!(
+        up["bytes_sent"].as_u64().unwrap() > up["checkpoint_bytes"].as_u64().unwrap() / 2,
+        "{up}"
+    );
+    assert!(
+        scenarios[0]["steps"][0].get("requests").is_none(),
+        "no traffic on the file backend"
+    );
 }

@@ -121,8 +121,16 @@ impl Env {
     /// [`scenario`](Self::scenario), with the testkit plugin granted the project's `world`
     /// directory read-write at `/world`, where `testkit:Record` resources live.
     pub fn scenario_with_world() -> Env {
-        let env = Env::scenario_with(
-            "    grants:\n      dirs:\n        - { host: ./world, guest: /world, access: read-write }\n",
+        Env::scenario_with_world_on(None)
+    }
+
+    /// [`scenario_with_world`](Self::scenario_with_world), its stacks on `service` if given.
+    pub fn scenario_with_world_on(service: Option<ServiceLogin>) -> Env {
+        let env = Env::project_on(
+            &scenario_yaml(
+                "    grants:\n      dirs:\n        - { host: ./world, guest: /world, access: read-write }\n",
+            ),
+            service,
         );
         std::fs::create_dir(env.world()).unwrap();
         env

@@ -55,9 +55,19 @@ pub struct ServiceDatabase {
 
 impl ServiceDatabase {
     pub fn new() -> ServiceDatabase {
+        ServiceDatabase::on(Postgres::shared().expect("a PostgreSQL server for the tests"))
+    }
+
+    /// A database on a server of its own, which the test may stop and start.
+    pub fn on_own_server() -> ServiceDatabase {
+        ServiceDatabase::on(Arc::new(
+            Postgres::start().expect("a PostgreSQL server for the test"),
+        ))
+    }
+
+    fn on(server: Arc<Postgres>) -> ServiceDatabase {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let server = Postgres::shared().expect("a PostgreSQL server for the tests");
         let name = format!(
             "e2e_service_{}_{}",
             std::process::id(),
@@ -89,13 +99,19 @@ impl ServiceDatabase {
     /// Starts a service (a replica, if one runs already) on this database on a free loopback
     /// port, with `extra` arguments (`--lease 2s`, say).
     pub fn serve(&self, extra: &[&str]) -> ServiceProcess {
+        self.serve_logging(extra, Stdio::inherit())
+    }
+
+    /// [`serve`](Self::serve), what the service logs (its warnings: the database errors it
+    /// answered 503) going to `log`.
+    pub fn serve_logging(&self, extra: &[&str], log: impl Into<Stdio>) -> ServiceProcess {
         let mut child = Command::new(serve_binary())
             .args(["--database", &self.url, "--listen", "127.0.0.1:0"])
             .arg("--master-key")
             .arg(&self.master_key)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("starting plinth-serve");
         // The service prints the address it listens on once it accepts connections.

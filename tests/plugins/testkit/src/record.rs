@@ -1,7 +1,9 @@
 //! `testkit:Record`: a resource that exists outside the engine, as a file `/world/<id>.json`
 //! in the directory granted to the plugin at `/world`. The file holds the resource's URN, name
 //! and inputs. A `delay_ms` input (default 0) makes create, update and delete sleep that long
-//! before and after touching the file, so that a test can interrupt them mid-call.
+//! before and after touching the file, so that a test can interrupt them mid-call. A `wait_for`
+//! input (a file under `/world`) holds them instead until the test says so: each first writes
+//! `/world/<name>.waiting`, then waits until that file exists, before touching the record.
 //!
 //! Files are written to `/world/<id>.<name>.tmp` first and renamed into place, so a
 //! `<id>.json` file is always whole; an interrupted write leaves only a `.tmp` file, whose name
@@ -32,6 +34,10 @@ impl ResourceType for Record {
                     .of(Type::Integer)
                     .describe("Sleep this long before and after touching the file (default 0)."),
             )
+            .input(PropertySchema::new("wait_for").describe(
+                "A file under /world: write /world/<name>.waiting, then wait until this file \
+                 exists before touching the record.",
+            ))
             .output(PropertySchema::new("file").describe("The file, as the plugin sees it."))
     }
 
@@ -44,6 +50,7 @@ impl ResourceType for Record {
             String::new()
         } else {
             let id = uuid::Uuid::new_v4().to_string();
+            gate(ctx, &inputs)?;
             slowly(&inputs, || write(ctx, &id, &inputs))?;
             log("create", ctx, &id)?;
             id
@@ -79,6 +86,7 @@ impl ResourceType for Record {
         new_inputs: PropertyMap,
     ) -> Result<PropertyMap, ProviderError> {
         if !ctx.preview() {
+            gate(ctx, &new_inputs)?;
             slowly(&new_inputs, || {
                 if !file(id).exists() {
                     return Err(ProviderError::NotFound);
@@ -96,6 +104,7 @@ impl ResourceType for Record {
         inputs: PropertyMap,
         _outputs: PropertyMap,
     ) -> Result<(), ProviderError> {
+        gate(ctx, &inputs)?;
         slowly(&inputs, || {
             match std::fs::remove_file(leftover(ctx, id)) {
                 Err(e) if e.kind() != ErrorKind::NotFound => {
@@ -124,6 +133,22 @@ fn leftover(ctx: &ResourceContext<'_>, id: &str) -> PathBuf {
 fn with_file(mut outputs: PropertyMap, id: &str) -> PropertyMap {
     outputs.insert("file".to_owned(), file(id).display().to_string().into());
     outputs
+}
+
+/// If the `wait_for` input names a file, says that the operation on this resource is waiting
+/// (`/world/<name>.waiting`), then waits until that file exists: the test decides when the
+/// operation goes on.
+fn gate(ctx: &ResourceContext<'_>, inputs: &PropertyMap) -> Result<(), ProviderError> {
+    let Some(release) = inputs.get("wait_for").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let waiting = format!("{WORLD}/{}.waiting", ctx.name());
+    std::fs::write(&waiting, "")
+        .map_err(|e| ProviderError::failed(format!("writing {waiting}: {e}")))?;
+    while !std::path::Path::new(release).exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
 }
 
 /// Runs `action` between two sleeps of the `delay_ms` input.

@@ -1,0 +1,101 @@
+//! The team backend for the benchmark: a PostgreSQL cluster of its own, one `plinth serve` on
+//! it, and the counting proxy in front, all on loopback; an access token for the runs.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use plinth_test_postgres::Postgres;
+
+use crate::proxy::{Counters, Traffic};
+
+/// What the CLI is given to reach the service.
+pub struct Service {
+    /// The proxy's URL: every request the CLI makes crosses it.
+    pub url: String,
+    pub token: String,
+    counters: Arc<Counters>,
+    serve: Child,
+    _stdout: BufReader<ChildStdout>,
+    /// Runs the proxy until the service is dropped.
+    _runtime: tokio::runtime::Runtime,
+    /// Dropped last: the cluster is stopped and removed after the service.
+    _postgres: Postgres,
+}
+
+impl Service {
+    /// Starts PostgreSQL, `serve` (the `plinth-serve` binary) on it, and the proxy; the
+    /// service's warnings go to `log`.
+    pub fn start(serve: &Path, log: &Path) -> anyhow::Result<Service> {
+        let postgres = Postgres::start().map_err(|e| anyhow::anyhow!("{e}"))?;
+        postgres
+            .create_database("plinth")
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let database = postgres.url("plinth");
+        let token = Command::new(serve)
+            .args([
+                "token",
+                "create",
+                "--database",
+                &database,
+                "--user",
+                "bench",
+            ])
+            .output()
+            .with_context(|| format!("running {}", serve.display()))?;
+        if !token.status.success() {
+            bail!(
+                "plinth serve token create failed: {}",
+                String::from_utf8_lossy(&token.stderr)
+            );
+        }
+        let token = String::from_utf8(token.stdout)?.trim().to_owned();
+
+        let mut child = Command::new(serve)
+            .args(["--database", &database, "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log)?)
+            .spawn()
+            .with_context(|| format!("starting {}", serve.display()))?;
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        stdout.read_line(&mut line)?;
+        let Some(listening) = line.trim().strip_prefix("listening on http://") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "plinth serve did not start ({line:?}); see {}",
+                log.display()
+            );
+        };
+        let upstream = listening
+            .parse()
+            .with_context(|| format!("the service's address {listening:?}"))?;
+        let runtime = tokio::runtime::Runtime::new()?;
+        let (proxy, counters) = runtime.block_on(crate::proxy::start(upstream))?;
+        Ok(Service {
+            url: format!("http://{proxy}"),
+            token,
+            counters,
+            serve: child,
+            _stdout: stdout,
+            _runtime: runtime,
+            _postgres: postgres,
+        })
+    }
+
+    /// The traffic since the last call.
+    pub fn traffic(&self) -> Traffic {
+        self.counters.take()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.serve.kill();
+        let _ = self.serve.wait();
+    }
+}

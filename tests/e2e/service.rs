@@ -1,0 +1,405 @@
+//! The team backend through the real CLI: real `plinth serve` replicas on a real PostgreSQL.
+//! A stack lives the same life there as on the file backend; one update holds a stack at a time
+//! and a second is refused naming the holder; a killed CLI's lease expires and the next update
+//! takes over, the interrupted operation pending; an update rides out a database restart;
+//! twenty stacks updated at once through two replicas lose nothing.
+//!
+//! Where a test must hold an update mid-way, the `testkit:Record` it creates waits for a file
+//! the test writes (the record's `wait_for` input): no test depends on how long anything takes.
+
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::stack_life::whole_life;
+use crate::support::service::{ServiceDatabase, ServiceProcess};
+use crate::support::{Env, ServiceLogin};
+
+/// Far above what any awaited condition takes; only a hang reaches it.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The user the tests' token is made for; a refused update names it as the holder.
+const USER: &str = "e2e-user";
+
+/// Replicas of the service on one database, and a token of [`USER`].
+struct Team {
+    replicas: Vec<ServiceProcess>,
+    token: String,
+    /// Dropped last: the replicas stop before their database goes.
+    database: ServiceDatabase,
+}
+
+impl Team {
+    /// `replicas` services on a database of their own on the shared server, leases lasting
+    /// `lease` (`300s` is the service's default; tests of expiry use a short one).
+    fn start(replicas: usize, lease: &str) -> Team {
+        Team::on(ServiceDatabase::new(), replicas, lease)
+    }
+
+    fn on(database: ServiceDatabase, replicas: usize, lease: &str) -> Team {
+        let token = database.token(USER);
+        let replicas = (0..replicas)
+            .map(|_| database.serve(&["--lease", lease]))
+            .collect();
+        Team {
+            replicas,
+            token,
+            database,
+        }
+    }
+
+    /// The service as `plinth` reaches it through replica `i`.
+    fn login(&self, i: usize) -> Option<ServiceLogin> {
+        Some(ServiceLogin {
+            url: self.replicas[i].url.clone(),
+            token: self.token.clone(),
+        })
+    }
+
+    /// One query's rows on the service's database, as `psql -At` prints them.
+    fn query(&self, sql: &str) -> String {
+        self.database.server.psql(&self.database.name, sql).unwrap()
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds, failing after [`PATIENCE`] (only a hang
+/// reaches it).
+fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen in {PATIENCE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+const SLOW_URN: &str = "urn:plinth:dev::scenario::testkit:Record::slow";
+
+#[test]
+fn a_stack_lives_from_init_to_removal_on_the_service() {
+    let team = Team::start(1, "300s");
+    whole_life(team.login(0));
+}
+
+/// A project on the service `service` names (the file backend if none) whose one record,
+/// `slow`, waits in each operation until the test writes `world/go`.
+fn gated(service: Option<ServiceLogin>) -> Env {
+    let env = Env::scenario_with_world_on(service);
+    env.config("kind", "record");
+    env.config("resources", "slow");
+    env.config("inputs_slow", "wait_for=/world/go");
+    env
+}
+
+/// Starts `up` of a [`gated`] project and returns once its create of `slow` waits at the gate.
+fn up_held(env: &Env, stdio: fn() -> Stdio) -> Child {
+    let child = env
+        .command(&["up", "--yes", "--skip-preview"])
+        .stdout(stdio())
+        .stderr(stdio())
+        .spawn()
+        .unwrap();
+    eventually("the create of `slow` reaching its gate", || {
+        env.world().join("slow.waiting").exists()
+    });
+    child
+}
+
+fn release(env: &Env) {
+    std::fs::write(env.world().join("go"), "").unwrap();
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The record files in the world.
+fn records(env: &Env) -> Vec<String> {
+    let mut names: Vec<String> = (std::fs::read_dir(env.world()).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// (kind, result) of each update in the history, newest first.
+fn history(env: &Env) -> Vec<(String, String)> {
+    let history: serde_json::Value =
+        serde_json::from_str(&env.ok(&["stack", "history", "--json"])).unwrap();
+    (history.as_array().unwrap().iter())
+        .map(|e| {
+            let field = |k: &str| e[k].as_str().unwrap().to_owned();
+            (field("kind"), field("result"))
+        })
+        .collect()
+}
+
+fn succeeded(n: usize) -> Vec<(String, String)> {
+    vec![("update".to_owned(), "succeeded".to_owned()); n]
+}
+
+/// True once the service holds the journal entry that begins the create of `slow`: an update
+/// killed after it leaves that create pending.
+fn create_begun_on_the_service(team: &Team) -> bool {
+    let batches = team.query(
+        "SELECT count(*) FROM journal_batches
+         WHERE entries::text LIKE '%\"begin\"%' AND entries::text LIKE '%Record::slow%'",
+    );
+    batches.trim() != "0"
+}
+
+#[test]
+fn a_second_up_from_another_process_is_refused_naming_the_holder() {
+    let team = Team::start(2, "300s");
+    let env = gated(team.login(0));
+    let first = up_held(&env, Stdio::piped);
+    let before = env.ok(&["stack", "export"]);
+
+    // Another process, through the other replica: the database, not a replica's memory, says
+    // who holds the stack.
+    let second = env
+        .command(&["up", "--yes", "--skip-preview"])
+        .env("PLINTH_BACKEND_URL", &team.replicas[1].url)
+        .output()
+        .unwrap();
+    let err = stderr(&second);
+    assert!(!second.status.success(), "the second up ran:\n{err}");
+    assert!(
+        err.contains(USER) && err.contains("`dev`") && err.contains("update"),
+        "the refusal does not name the holder:\n{err}"
+    );
+    assert_eq!(
+        env.ok(&["stack", "export"]),
+        before,
+        "the refused up changed the state"
+    );
+    assert!(records(&env).is_empty(), "the refused up changed the world");
+
+    release(&env);
+    let first = first.wait_with_output().unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["slow"]);
+    assert_eq!(records(&env).len(), 1);
+    assert_eq!(history(&env), succeeded(1));
+    // The stack is free again: an update through either replica runs.
+    env.ok(&["up", "--yes"]);
+}
+
+/// Kills (SIGKILL) an `up` of a [`gated`] project while its create of `slow` waits, once
+/// `begun` says the create's beginning is recorded; then `up` until it takes the stack over
+/// (at once on the file backend, whose lock dies with its holder; once the lease expired on
+/// the service, each refusal before naming the holder). The taking over `up` warns of the
+/// interrupted create, the state stays valid and a refresh clears the pending operation.
+fn killed_mid_update_then_taken_over(env: &Env, begun: &dyn Fn() -> bool, held: &str) {
+    let mut first = up_held(env, Stdio::null);
+    eventually("the create of `slow` recorded as begun", begun);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    release(env);
+
+    let mut refusals = 0;
+    let mut taken_over = None;
+    eventually("an up taking the stack over", || {
+        let out = env.run(&["up", "--yes", "--skip-preview"]);
+        if out.status.success() {
+            taken_over = Some(out);
+            return true;
+        }
+        let err = stderr(&out);
+        assert!(err.contains(held), "not refused for the holder:\n{err}");
+        refusals += 1;
+        false
+    });
+    let out = taken_over.unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("a create of {SLOW_URN} was interrupted")),
+        "the interrupted create is not reported:\n{err}"
+    );
+    let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["slow"]);
+    let pending = &env.export()["snapshot"]["pending_operations"];
+    assert_eq!(pending[0]["kind"], "creating", "{pending}");
+    assert_eq!(pending[0]["resource"]["urn"], SLOW_URN, "{pending}");
+    env.ok(&["refresh", "--yes"]);
+    assert!(env.export()["snapshot"]["pending_operations"].is_null());
+    env.ok(&["preview", "--expect-no-changes"]);
+    println!("taken over after {refusals} refusals");
+}
+
+#[test]
+fn a_killed_cli_leaves_its_create_pending_and_the_next_up_takes_over_on_the_file_backend() {
+    let env = gated(None);
+    let begun = || {
+        std::fs::read_to_string(env.journal())
+            .is_ok_and(|j| j.contains("\"begin\"") && j.contains("testkit:Record::slow"))
+    };
+    killed_mid_update_then_taken_over(&env, &begun, "locked");
+}
+
+#[test]
+fn a_killed_cli_leaves_its_create_pending_and_the_next_up_takes_over_once_its_lease_expired() {
+    let team = Team::start(1, "3s");
+    let env = gated(team.login(0));
+    let begun = || create_begun_on_the_service(&team);
+    killed_mid_update_then_taken_over(&env, &begun, USER);
+    let expired = team.query("SELECT count(*) FROM updates WHERE status = 'expired'");
+    assert_eq!(expired.trim(), "1", "the killed update's lease expired");
+}
+
+#[test]
+fn an_update_rides_out_a_database_restart() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let database = ServiceDatabase::on_own_server();
+    let token = database.token(USER);
+    let replica = database.serve_logging(&[], log.reopen().unwrap());
+    let team = Team {
+        replicas: vec![replica],
+        token,
+        database,
+    };
+    let env = gated(team.login(0));
+    let up = up_held(&env, Stdio::piped);
+    eventually("the create of `slow` recorded as begun", || {
+        create_begun_on_the_service(&team)
+    });
+
+    // The database goes away while the create runs; the service answers 503 to what the
+    // client sends meanwhile (the create's end, a lease renewal); once it met the outage, the
+    // database comes back. A clean shutdown: the test cluster commits asynchronously, so an
+    // immediate stop would lose batches it acknowledged, as no durable server does.
+    team.database.server.shut_down().unwrap();
+    release(&env);
+    eventually("the service meeting the stopped database", || {
+        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("database error"))
+    });
+    team.database.server.resume().unwrap();
+
+    let out = up.wait_with_output().unwrap();
+    let err = stderr(&out);
+    if out.status.success() {
+        // The client retried through the outage: the update is recorded once, whole.
+        assert_eq!(history(&env), succeeded(1), "{err}");
+        assert_eq!(records(&env).len(), 1);
+        assert!(env.export()["snapshot"]["pending_operations"].is_null());
+    } else {
+        // It gave up: cleanly, saying why, and the next update knows what it left.
+        assert!(err.contains("unavailable"), "{err}");
+    }
+    let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
+    let recovered = env.ok(&["up", "--yes"]);
+    if out.status.success() {
+        assert_eq!(names, ["slow"]);
+        assert!(recovered.contains("no changes"), "{recovered}");
+    }
+    env.ok(&["refresh", "--yes"]);
+    env.ok(&["preview", "--expect-no-changes"]);
+    let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["slow"]);
+    println!(
+        "the update {} through the database restart",
+        if out.status.success() {
+            "completed"
+        } else {
+            "failed cleanly"
+        }
+    );
+}
+
+/// `plinth ARGS` on `stack`, through `url`.
+fn on_stack(env: &Env, stack: &str, url: &str, args: &[&str]) -> std::process::Command {
+    let mut command = env.command(args);
+    command
+        .env("PLINTH_STACK", stack)
+        .env("PLINTH_BACKEND_URL", url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Runs `up` on every stack at once, stack `i` through replica `i % 2`; all must succeed.
+fn up_all_at_once(env: &Env, team: &Team, stacks: &[String]) {
+    let running: Vec<(&String, Child)> = (stacks.iter().enumerate())
+        .map(|(i, stack)| {
+            let url = &team.replicas[i % 2].url;
+            let child = on_stack(env, stack, url, &["up", "--yes", "--skip-preview"])
+                .spawn()
+                .unwrap();
+            (stack, child)
+        })
+        .collect();
+    for (stack, child) in running {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "up of {stack} failed:\n{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn twenty_stacks_updated_at_once_through_two_replicas_lose_no_update() {
+    let team = Team::start(2, "300s");
+    let env = Env::scenario_with_world_on(team.login(0));
+    let stacks: Vec<String> = (0..20).map(|i| format!("s{i:02}")).collect();
+    for stack in &stacks {
+        env.ok(&["stack", "init", stack]);
+        let url = &team.replicas[0].url;
+        let set = |key: &str, value: &str| {
+            let out = on_stack(&env, stack, url, &["config", "set", key, value])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        };
+        set("resources", "a,b,c,d,e");
+        set("chain", "true");
+        set("value_a", &format!("{stack}-1"));
+    }
+    up_all_at_once(&env, &team, &stacks);
+    for stack in &stacks {
+        let url = &team.replicas[1].url;
+        let out = on_stack(&env, stack, url, &["config", "set", "value_a"])
+            .arg(format!("{stack}-2"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    up_all_at_once(&env, &team, &stacks);
+
+    // Every stack has both updates and the resources the second left, read through the
+    // replica that did not run its updates.
+    for (i, stack) in stacks.iter().enumerate() {
+        let url = &team.replicas[(i + 1) % 2].url;
+        let read = |args: &[&str]| {
+            let out = on_stack(&env, stack, url, args).output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let history: serde_json::Value =
+            serde_json::from_str(&read(&["stack", "history", "--json"])).unwrap();
+        let results: Vec<&str> = (history.as_array().unwrap().iter())
+            .map(|e| e["result"].as_str().unwrap())
+            .collect();
+        assert_eq!(results, ["succeeded", "succeeded"], "{stack}: {history}");
+        assert_eq!(history[1]["changes"]["create"], 5, "{stack}: {history}");
+        // `a`'s value changed, and `b`'s input that derives from it.
+        assert_eq!(history[0]["changes"]["update"], 2, "{stack}: {history}");
+        let names = read(&["stack", "output", "names"]);
+        assert_eq!(
+            names.trim(),
+            format!("{stack}-2,v,v,v,v"),
+            "{stack}: the second update's value is recorded"
+        );
+        let state: serde_json::Value = serde_json::from_str(&read(&["stack", "export"])).unwrap();
+        let echoes = (state["snapshot"]["resources"].as_array().unwrap().iter())
+            .filter(|r| r["type"] == "testkit:Echo")
+            .count();
+        assert_eq!(echoes, 5, "{stack}");
+    }
+    let running = team.query("SELECT count(*) FROM updates WHERE status <> 'succeeded'");
+    assert_eq!(running.trim(), "0", "every update completed");
+}
