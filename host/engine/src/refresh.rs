@@ -48,71 +48,63 @@ pub struct RefreshOutcome {
     pub snapshot: Option<Snapshot>,
 }
 
-/// Refreshes `base` (shared with the `recorder`, if it was started on the same one). With a
-/// `recorder`, the refreshed state is recorded as the new checkpoint.
+/// Refreshes `base`. With a `recorder`, the refreshed state is recorded as the new checkpoint.
 pub async fn run(
     options: RefreshOptions,
-    base: impl Into<Arc<Snapshot>>,
+    base: Snapshot,
     providers: Arc<dyn ProviderSource>,
     recorder: Option<SnapshotManager>,
     events: EventSink,
     cancel: CancellationToken,
 ) -> RefreshOutcome {
     let started = Instant::now();
-    let base: Arc<Snapshot> = base.into();
     let mut errors = Vec::new();
     let targets = (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources));
     let wanted = |r: &ResourceState| targets.as_ref().is_none_or(|t| t.contains(&r.urn));
     let by_reference = providers_by_reference(&base.resources);
-    let provider = |r: &ResourceState| by_reference.get(r.provider.as_ref()?).copied();
+    let config = |r: &ResourceState| {
+        let &i = by_reference.get(r.provider.as_ref()?)?;
+        Some(base.resources[i].outputs.clone())
+    };
     // Provider resources are nothing real: there is nothing to read back.
     let reads: Vec<Read> = (base.resources.iter().enumerate())
         .filter(|(_, r)| r.custom && !r.delete && wanted(r) && provided_package(&r.ty).is_none())
-        .map(|(i, r)| Read::of_base(i, provider(r)))
-        .chain(adoptions(&options, &base, &mut errors, provider))
+        .map(|(i, r)| Read::of_state(i, r, config(r)))
+        .chain(adoptions(&options, &base, &mut errors, config))
         .collect();
+    let results = read_all(reads, &providers, options.parallel, &events, &cancel).await;
     let mut plan = Plan::new(&base, &events);
-    // Each result is taken as it comes: a state read back unchanged is dropped at once.
-    let on_result = |read: Read, result: Result<_, String>| match result {
-        Ok(found) => plan.found(read, found),
-        Err(e) => {
-            events.emit(Event::StepFailed {
-                step: plan.step_info(StepOp::Same, read.state(&base), None),
-                error: e.clone(),
-            });
-            errors.push(format!("{}: read failed: {e}", read.state(&base).urn));
+    for (read, result) in results {
+        match result {
+            Ok(found) => plan.found(read, found),
+            Err(e) => {
+                events.emit(Event::StepFailed {
+                    step: plan.step_info(StepOp::Same, &read.state, None),
+                    error: e.clone(),
+                });
+                errors.push(format!("{}: read failed: {e}", read.state.urn));
+            }
         }
-    };
-    let parallel = options.parallel;
-    read_all(
-        reads, &base, &providers, parallel, &events, &cancel, on_result,
-    )
-    .await;
+    }
     let entries = plan.entries(&options);
     let changes = plan.changes;
     let mut state = JournalState::new(base);
-    let valid = entries.iter().try_for_each(|e| state.apply(e));
-    let snapshot = match (valid, recorder) {
-        (Err(e), _) => {
-            errors.push(format!("the refreshed state would be invalid: {e}"));
-            None
-        }
-        (Ok(()), None) => Some(state.into_snapshot()),
-        (Ok(()), Some(recorder)) => {
-            // The recorder builds the same state: this one only kept an invalid state from
-            // being recorded, and is not kept beside it.
-            drop(state);
-            // All at once: one flush, not one per resource.
-            let recorded = recorder.record_all(entries).await;
-            match recorded.and(recorder.finish().await) {
-                Ok(finished) => Some(finished),
-                Err(e) => {
-                    errors.push(e.to_string());
-                    None
-                }
+    let mut snapshot = None;
+    match entries.iter().try_for_each(|e| state.apply(e)) {
+        Err(e) => errors.push(format!("the refreshed state would be invalid: {e}")),
+        Ok(()) => snapshot = Some(state.snapshot()),
+    }
+    if let (Some(recorder), true) = (recorder, snapshot.is_some()) {
+        // All at once: one flush, not one per resource.
+        let recorded = recorder.record_all(entries).await;
+        match recorded.and(recorder.finish().await) {
+            Ok(finished) => snapshot = Some(finished),
+            Err(e) => {
+                errors.push(e.to_string());
+                snapshot = None;
             }
         }
-    };
+    }
     events.emit(Event::Summary {
         changes: changes.clone(),
         duration: started.elapsed(),
@@ -128,32 +120,19 @@ pub async fn run(
 
 /// One resource to read: a state's, or a pending create's to adopt.
 struct Read {
-    subject: Subject,
-    /// The base's provider resource that manages it, if it records one: its outputs are the
-    /// provider's configuration.
-    provider: Option<usize>,
-}
-
-enum Subject {
-    /// The base resource at this index (read from the base, not copied).
-    Base(usize),
-    /// A pending create, with the id to read it by.
-    Pending(Box<ResourceState>),
+    /// The base resource, or `None` for a pending create.
+    index: Option<usize>,
+    state: ResourceState,
+    /// The configuration of the provider resource that manages it, if it records one.
+    config: Option<PropertyMap>,
 }
 
 impl Read {
-    fn of_base(index: usize, provider: Option<usize>) -> Read {
+    fn of_state(index: usize, state: &ResourceState, config: Option<PropertyMap>) -> Read {
         Read {
-            subject: Subject::Base(index),
-            provider,
-        }
-    }
-
-    /// The state it reads.
-    fn state<'a>(&'a self, base: &'a Snapshot) -> &'a ResourceState {
-        match &self.subject {
-            Subject::Base(i) => &base.resources[*i],
-            Subject::Pending(state) => state,
+            index: Some(index),
+            state: state.clone(),
+            config,
         }
     }
 }
@@ -163,7 +142,7 @@ fn adoptions(
     options: &RefreshOptions,
     base: &Snapshot,
     errors: &mut Vec<String>,
-    provider: impl Fn(&ResourceState) -> Option<usize>,
+    config: impl Fn(&ResourceState) -> Option<PropertyMap>,
 ) -> Vec<Read> {
     let mut reads = Vec::new();
     for (urn, id) in &options.adopt {
@@ -171,11 +150,12 @@ fn adoptions(
             .find(|op| op.kind == PendingKind::Creating && op.resource.urn == *urn);
         match pending {
             Some(op) => reads.push(Read {
-                subject: Subject::Pending(Box::new(ResourceState {
+                index: None,
+                state: ResourceState {
                     id: id.clone(),
                     ..op.resource.clone()
-                })),
-                provider: provider(&op.resource),
+                },
+                config: config(&op.resource),
             }),
             None => errors.push(format!(
                 "{urn}: there is no pending create of it to adopt (see the pending operations \
@@ -186,32 +166,28 @@ fn adoptions(
     reads
 }
 
-/// Reads every resource of `reads` (from `base`, through `providers`), at most `parallel` at
-/// once, handing each result to `on_result` as it comes; stops starting reads once `cancel`
-/// fires.
+/// Reads every resource of `reads`, at most `parallel` at once; stops starting reads once
+/// `cancel` fires.
 async fn read_all(
     reads: Vec<Read>,
-    base: &Arc<Snapshot>,
     providers: &Arc<dyn ProviderSource>,
     parallel: usize,
     events: &EventSink,
     cancel: &CancellationToken,
-    mut on_result: impl FnMut(Read, Result<Option<ReadResult>, String>),
-) {
+) -> Vec<(Read, Result<Option<ReadResult>, String>)> {
     let limit = Arc::new(Semaphore::new(parallel.max(1)));
     let mut tasks = JoinSet::new();
     for read in reads {
         let (limit, providers, cancel) = (limit.clone(), providers.clone(), cancel.clone());
-        let base = base.clone();
         tasks.spawn(async move {
             let _permit = tokio::select! {
                 permit = limit.acquire_owned() => permit.expect("read limiter closed"),
                 () = cancel.cancelled() => return None,
             };
-            let r = read.state(&base);
+            let r = &read.state;
             let package = package_of(&r.ty);
-            let provider = match read.provider {
-                Some(i) => (providers.configured(package, &base.resources[i].outputs)).await,
+            let provider = match &read.config {
+                Some(config) => providers.configured(package, config).await,
                 None => providers.provider(package).await,
             };
             let result = match provider {
@@ -223,10 +199,11 @@ async fn read_all(
             Some((read, result))
         });
     }
+    let mut results = Vec::new();
     let mut cancelled = false;
     while let Some(joined) = tasks.join_next().await {
         match joined.expect("read task panicked") {
-            Some((read, result)) => on_result(read, result),
+            Some(done) => results.push(done),
             None if !cancelled => {
                 cancelled = true;
                 events.emit(Event::Cancelled);
@@ -234,6 +211,7 @@ async fn read_all(
             None => {}
         }
     }
+    results
 }
 
 /// What the reads found, turned into journal entries.
@@ -258,31 +236,23 @@ impl<'a> Plan<'a> {
     }
 
     fn found(&mut self, read: Read, found: Option<ReadResult>) {
-        match read.subject {
-            Subject::Base(i) => {
-                // Read back as recorded, it changes nothing, as if it had not been read: it is
-                // not kept.
-                let old = &self.base.resources[i];
-                if let Some(r) = &found
-                    && (r.id == old.id && r.inputs == old.inputs && r.outputs == old.outputs)
-                {
-                    return;
-                }
+        match read.index {
+            Some(i) => {
                 self.found.insert(i, found);
             }
-            Subject::Pending(state) => match found {
+            None => match found {
                 Some(found) => self.adopted.push(ResourceState {
                     id: found.id,
                     outputs: found.outputs,
-                    ..*state
+                    ..read.state
                 }),
                 None => self.events.diagnostic(
-                    Some(&state.urn),
+                    Some(&read.state.urn),
                     Severity::Warning,
                     format!(
                         "cannot adopt it: its provider finds no resource with id `{}`; its \
                          pending create is cleared",
-                        state.id
+                        read.state.id
                     ),
                 ),
             },
@@ -291,19 +261,6 @@ impl<'a> Plan<'a> {
 
     /// Inputs and outputs together, as a refresh shows them: what exists.
     fn step_info(&self, op: StepOp, old: &ResourceState, new: Option<&ReadResult>) -> StepInfo {
-        if op == StepOp::Same {
-            // Nothing to show: no property trees copied into its event.
-            return StepInfo {
-                op,
-                urn: old.urn.clone(),
-                parent: old.parent.clone(),
-                custom: old.custom,
-                old_inputs: None,
-                new_inputs: None,
-                changed: Vec::new(),
-                replaces: Vec::new(),
-            };
-        }
         let view = |inputs: &PropertyMap, outputs: &PropertyMap| {
             let mut all = inputs.clone();
             all.extend(outputs.clone());
@@ -372,16 +329,16 @@ impl<'a> Plan<'a> {
             if state.parent.as_ref().is_some_and(|p| gone_urns.contains(p)) {
                 state.parent = root.clone();
             }
-            let read = self.found.get(&i).and_then(Option::as_ref);
-            if let Some(read) = read {
-                state.id.clone_from(&read.id);
-                state.inputs.clone_from(&read.inputs);
-                state.outputs.clone_from(&read.outputs);
+            let read = self.found.get(&i).cloned().flatten();
+            if let Some(read) = &read {
+                state.id = read.id.clone();
+                state.inputs = read.inputs.clone();
+                state.outputs = read.outputs.clone();
             }
             let drifted =
                 read.is_some() && (state.inputs != old.inputs || state.outputs != old.outputs);
             let op = if drifted { StepOp::Drift } else { StepOp::Same };
-            let info = self.step_info(op, old, read);
+            let info = self.step_info(op, old, read.as_ref());
             self.show(info);
             if state != *old {
                 entries.push(JournalEntry::Same {

@@ -28,9 +28,8 @@ pub struct SnapshotManager {
 }
 
 impl SnapshotManager {
-    /// Starts the writer for an operation on `base`, which it shares rather than copies.
-    pub fn start(base: impl Into<Arc<Snapshot>>, persister: Box<dyn Persister>) -> SnapshotManager {
-        let base = base.into();
+    /// Starts the writer for an operation on `base`.
+    pub fn start(base: Snapshot, persister: Box<dyn Persister>) -> SnapshotManager {
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("plinth-snapshot-writer".into())
@@ -172,15 +171,10 @@ impl Writer {
     }
 
     /// Verifies the final snapshot and writes it as the new checkpoint.
-    fn finish(self) -> Result<Snapshot, SnapshotError> {
-        let Writer {
-            state,
-            mut persister,
-            ..
-        } = self;
-        let snapshot = state.into_snapshot();
+    fn finish(&mut self) -> Result<Snapshot, SnapshotError> {
+        let snapshot = self.state.snapshot();
         snapshot.verify_integrity()?;
-        persister.compact(&snapshot)?;
+        self.persister.compact(&snapshot)?;
         Ok(snapshot)
     }
 }
