@@ -212,8 +212,9 @@ impl Update for LocalUpdate {
         let persister = self
             .backend
             .begin_update_with_plugins(project, name, &base, &self.lock, plugins);
-        self.base = Some(base);
-        let persister = persister?;
+        // Once recording started, the caller works on the copy of the base it took, and the
+        // next phase reads what this one left: keeping this one would hold the state twice.
+        let persister = persister.inspect_err(|_| self.base = Some(base))?;
         // The phase becomes the next entry of the history; the lock keeps anyone else from
         // appending before it does.
         let number = self.backend.history(project, name)?.len() as u64 + 1;

@@ -8,13 +8,14 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
-use plinth_backend::{EventLog, LoadedStack, StackRef, Update};
+use plinth_backend::{EventLog, StackRef, Update};
 use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::program::{EmptyProgram, Program};
 use plinth_engine::refresh::{self, RefreshOptions};
+use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::Value;
 use plinth_runtime::{Limits, Runtime};
 use tokio::signal::unix::{SignalKind, signal};
@@ -411,14 +412,15 @@ impl<'a> Deployer<'a> {
                 targets: targets.clone(),
                 adopt,
             };
-            let phase = self.phase(UpdateKind::Refresh, preview, &mut update, &loaded)?;
+            // One copy of the state, shared by the engine and the snapshot manager.
+            let base = Arc::new(std::mem::take(&mut loaded.snapshot));
+            let phase = self.phase(UpdateKind::Refresh, preview, &mut update, &base)?;
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
-                    let (base, providers) = (loaded.snapshot.clone(), self.providers.clone());
                     refresh::run(
                         options,
                         base,
-                        providers,
+                        self.providers.clone(),
                         phase.recorder.clone(),
                         events,
                         cancel.clone(),
@@ -429,12 +431,10 @@ impl<'a> Deployer<'a> {
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
-            match (outcome.snapshot, &mut update) {
-                // The update goes on from the checkpoint the refresh wrote.
-                (Some(_), Some(update)) => loaded = update.base()?.clone(),
-                (Some(refreshed), None) => loaded.snapshot = refreshed,
-                (None, _) => {}
-            }
+            // The update goes on from the refreshed state: recorded, it is the checkpoint the
+            // refresh wrote, so it need not be read back. (Without it, the refresh failed, and
+            // no update follows.)
+            loaded.snapshot = outcome.snapshot.unwrap_or_default();
         }
         if let (Some(program), true) = (program, errors.is_empty()) {
             let options = Options {
@@ -447,9 +447,10 @@ impl<'a> Deployer<'a> {
                 replace,
                 continue_on_error: request.continue_on_error,
             };
-            let phase = self.phase(kind, preview, &mut update, &loaded)?;
-            // The last phase: the engine takes the loaded state rather than a copy of it.
-            let base = std::mem::take(&mut loaded.snapshot);
+            // The last phase: the engine and the snapshot manager share the loaded state
+            // rather than each taking a copy of it.
+            let base = Arc::new(std::mem::take(&mut loaded.snapshot));
+            let phase = self.phase(kind, preview, &mut update, &base)?;
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
                     let providers = self.providers.clone();
@@ -488,7 +489,7 @@ impl<'a> Deployer<'a> {
         kind: UpdateKind,
         preview: bool,
         update: &mut Option<Box<dyn Update>>,
-        loaded: &LoadedStack,
+        base: &Arc<Snapshot>,
     ) -> Result<Phase> {
         let project = self.ws.project.name();
         println!(
@@ -497,12 +498,12 @@ impl<'a> Deployer<'a> {
             style(&self.stack).bold(),
             style(project).bold()
         );
-        pending::warn_pending(&loaded.snapshot);
+        pending::warn_pending(base);
         let (recorder, log) = match update {
             None => (None, None),
             Some(update) => {
                 let recording = update.record(self.used.clone())?;
-                let recorder = SnapshotManager::start(loaded.snapshot.clone(), recording.persister);
+                let recorder = SnapshotManager::start(base.clone(), recording.persister);
                 (Some(recorder), Some(recording.events))
             }
         };

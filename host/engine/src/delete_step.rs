@@ -94,7 +94,7 @@ impl StepContext {
         let mut seen = HashSet::new();
         let mut stack = vec![index];
         while let Some(i) = stack.pop() {
-            let dependents = self.base_dependents.get(&self.base[i].urn);
+            let dependents = self.base_dependents.get(&self.base.resources[i].urn);
             for &j in dependents.into_iter().flatten() {
                 if j <= i || !seen.insert(j) {
                     continue;
@@ -109,23 +109,23 @@ impl StepContext {
                 }
             }
         }
-        if let Some(&p) = doomed.iter().find(|&&j| self.base[j].protect) {
+        if let Some(&p) = doomed.iter().find(|&&j| self.base.resources[j].protect) {
             return Err(self.fail(
-                &self.base[index].urn,
+                &self.base.resources[index].urn,
                 format!(
                     "cannot replace it (delete first): it would delete {}, which is protected",
-                    self.base[p].urn
+                    self.base.resources[p].urn
                 ),
             ));
         }
         if let Some(targets) = &self.targets
             && let Some(&u) = doomed
                 .iter()
-                .find(|&&j| !targets.contains(&self.base[j].urn))
+                .find(|&&j| !targets.contains(&self.base.resources[j].urn))
         {
-            let other = &self.base[u].urn;
+            let other = &self.base.resources[u].urn;
             return Err(self.fail(
-                &self.base[index].urn,
+                &self.base.resources[index].urn,
                 format!(
                     "cannot replace it (delete first): it would delete {other}, which is not \
                      targeted; add `--target {other}` or `--target-dependents`"
@@ -170,7 +170,7 @@ impl StepContext {
         info: &StepInfo,
         timeout: Option<u32>,
     ) -> Result<(), StepError> {
-        let old = &self.base[index];
+        let old = &self.base.resources[index];
         let urn = &old.urn;
         if old.protect {
             let error = self.fail(
@@ -245,7 +245,7 @@ impl StepContext {
 
     /// `run_delete` for a caller that already holds a permit.
     async fn run_delete_unlimited(&self, index: usize, op: StepOp) -> Result<(), StepError> {
-        let old = &self.base[index];
+        let old = &self.base.resources[index];
         let started = Instant::now();
         let info = StepInfo {
             op,

@@ -10,6 +10,7 @@ mod persist;
 mod undo;
 mod writer;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -115,7 +116,8 @@ enum Fate {
 /// The snapshot a base and a sequence of journal entries describe.
 #[derive(Debug)]
 pub struct JournalState {
-    base: Vec<ResourceState>,
+    /// Shared with the engine's steps, which read the same base.
+    base: Arc<Snapshot>,
     fate: Vec<Fate>,
     recorded: Vec<ResourceState>,
     recorded_index: HashMap<Urn, usize>,
@@ -137,7 +139,8 @@ pub struct JournalState {
 }
 
 impl JournalState {
-    pub fn new(base: Snapshot) -> JournalState {
+    pub fn new(base: impl Into<Arc<Snapshot>>) -> JournalState {
+        let base: Arc<Snapshot> = base.into();
         let mut referrers = HashMap::new();
         for r in &base.resources {
             for p in r.predecessors() {
@@ -164,17 +167,17 @@ impl JournalState {
                     }
                 })
                 .collect(),
-            base: base.resources,
             recorded: Vec::new(),
             recorded_index: HashMap::new(),
             base_live,
             referrers,
-            carried_pending: base.pending_operations,
+            carried_pending: base.pending_operations.clone(),
             pending: BTreeMap::new(),
             renamed: HashMap::new(),
             forgotten: HashSet::new(),
             root,
             undo: Vec::new(),
+            base,
         }
     }
 
@@ -234,7 +237,7 @@ impl JournalState {
                 self.end(*seq)?;
                 if let Some(old) = replaces {
                     self.expect_live_base(*old)?;
-                    self.remove_base_live(&self.base[*old].urn.clone());
+                    self.remove_base_live(&self.base.resources[*old].urn.clone());
                     self.set_fate(*old, Fate::MarkedForDeletion);
                 }
                 self.record(resource.clone())?;
@@ -246,7 +249,7 @@ impl JournalState {
             JournalEntry::Same { old, resource } => {
                 let state = match resource {
                     Some(state) => state.clone(),
-                    None => self.renaming(self.base.get(*old).ok_or_else(|| {
+                    None => self.renaming(self.base.resources.get(*old).ok_or_else(|| {
                         SnapshotError::Inconsistent(format!("base resource #{old}"))
                     })?),
                 };
@@ -302,7 +305,7 @@ impl JournalState {
     /// have a new URN (the resource was renamed, with an alias).
     fn carry(&mut self, old: usize, state: ResourceState) -> Result<(), SnapshotError> {
         self.expect_live_base(old)?;
-        let old_urn = self.base[old].urn.clone();
+        let old_urn = self.base.resources[old].urn.clone();
         if state.urn != old_urn && self.knows(&state.urn) {
             return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
         }
@@ -331,7 +334,7 @@ impl JournalState {
         for i in untouched {
             // Pulling an earlier one forward may have pulled this one already.
             if self.fate[i] == Fate::Untouched {
-                let carried = self.renaming(&self.base[i]);
+                let carried = self.renaming(&self.base.resources[i]);
                 self.carry(i, carried)?;
             }
         }
@@ -344,7 +347,7 @@ impl JournalState {
             Some(Fate::Untouched | Fate::MarkedForDeletion) => {}
             _ => return Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
         }
-        let urn = self.base[old].urn.clone();
+        let urn = self.base.resources[old].urn.clone();
         if self.fate[old] == Fate::Untouched {
             self.remove_base_live(&urn);
         }
@@ -364,7 +367,11 @@ impl JournalState {
     /// A base state with its references to renamed resources updated, and those to forgotten
     /// ones dropped.
     fn renaming(&self, state: &ResourceState) -> ResourceState {
-        let mut state = state.clone();
+        self.renamed_state(state.clone())
+    }
+
+    /// [`renaming`](Self::renaming), of a state it may change in place.
+    fn renamed_state(&self, mut state: ResourceState) -> ResourceState {
         if !self.forgotten.is_empty() {
             state.dependencies.retain(|d| !self.forgotten.contains(d));
             if state
@@ -395,7 +402,7 @@ impl JournalState {
     }
 
     fn forget_references(&mut self, old: usize) {
-        let predecessors: Vec<Urn> = self.base[old].predecessors().cloned().collect();
+        let predecessors: Vec<Urn> = self.base.resources[old].predecessors().cloned().collect();
         for p in predecessors {
             if let Some(&n) = self.referrers.get(&p) {
                 self.set_referrers(&p, Some(n.saturating_sub(1)));
@@ -455,7 +462,7 @@ impl JournalState {
             Some(Fate::Untouched | Fate::MarkedForDeletion) => {}
             _ => return Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
         }
-        let urn = &self.base[old].urn;
+        let urn = &self.base.resources[old].urn;
         let was_live = self.fate[old] == Fate::Untouched;
         let still_named = self.recorded_index.contains_key(urn)
             || (!was_live && self.base_live.contains_key(urn));
@@ -467,7 +474,7 @@ impl JournalState {
 
     fn delete(&mut self, old: usize) -> Result<(), SnapshotError> {
         self.check_deletable(old)?;
-        let urn = self.base[old].urn.clone();
+        let urn = self.base.resources[old].urn.clone();
         let was_live = self.fate[old] == Fate::Untouched;
         if was_live {
             self.remove_base_live(&urn);
@@ -479,13 +486,39 @@ impl JournalState {
 
     /// The snapshot as of the last applied entry.
     pub fn snapshot(&self) -> Snapshot {
-        let mut resources = self.recorded.clone();
-        for (r, fate) in self.base.iter().zip(&self.fate) {
+        let base = self.base.resources.iter().map(Cow::Borrowed);
+        self.snapshot_with(self.recorded.clone(), base)
+    }
+
+    /// The snapshot as of the last applied entry, taking the recorded states rather than
+    /// copying them, and the base's too unless something else still shares the base.
+    pub fn into_snapshot(mut self) -> Snapshot {
+        let recorded = std::mem::take(&mut self.recorded);
+        match Arc::try_unwrap(std::mem::take(&mut self.base)) {
+            Ok(base) => self.snapshot_with(recorded, base.resources.into_iter().map(Cow::Owned)),
+            Err(shared) => {
+                let base = shared.resources.iter().map(Cow::Borrowed);
+                self.snapshot_with(recorded, base)
+            }
+        }
+    }
+
+    /// The snapshot whose recorded part is `resources`, and whose base resources are `base`.
+    fn snapshot_with<'a>(
+        &self,
+        mut resources: Vec<ResourceState>,
+        base: impl Iterator<Item = Cow<'a, ResourceState>>,
+    ) -> Snapshot {
+        let kept = (self.fate.iter())
+            .filter(|f| matches!(f, Fate::Untouched | Fate::MarkedForDeletion))
+            .count();
+        resources.reserve_exact(kept);
+        for (r, fate) in base.zip(&self.fate) {
             match fate {
-                Fate::Untouched => resources.push(self.renaming(r)),
+                Fate::Untouched => resources.push(self.renamed_state(r.into_owned())),
                 Fate::MarkedForDeletion => resources.push(ResourceState {
                     delete: true,
-                    ..self.renaming(r)
+                    ..self.renamed_state(r.into_owned())
                 }),
                 Fate::Carried | Fate::Deleted => {}
             }
@@ -518,7 +551,7 @@ pub fn replay(
     for entry in entries {
         state.apply(&entry)?;
     }
-    let snapshot = state.snapshot();
+    let snapshot = state.into_snapshot();
     snapshot.verify_integrity()?;
     Ok(snapshot)
 }
@@ -684,6 +717,60 @@ mod tests {
             journal.apply(entry).unwrap();
         }
         assert_eq!(journal.snapshot(), replay(base(), accepted).unwrap());
+    }
+
+    #[test]
+    fn the_final_snapshot_is_the_same_whether_the_base_is_shared_or_taken() {
+        // `a` is carried under a new name (so the untouched `b` that depends on it is renamed in
+        // the snapshot) and `c` is replaced, its old state kept marked for deletion.
+        let base = Snapshot {
+            resources: vec![state("a", &[]), state("b", &["a"]), state("c", &[])],
+            ..Default::default()
+        };
+        let mut new_c = state("c", &[]);
+        new_c.id = "id-c2".into();
+        let entries = [
+            JournalEntry::Same {
+                old: 0,
+                resource: Some(state("a2", &[])),
+            },
+            JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Creating,
+                resource: new_c.clone(),
+                old: Some(2),
+            },
+            JournalEntry::Created {
+                seq: 1,
+                resource: new_c,
+                replaces: Some(2),
+            },
+        ];
+        let shared = Arc::new(base.clone());
+        let mut sharing = JournalState::new(shared.clone());
+        let mut owning = JournalState::new(base);
+        for entry in &entries {
+            sharing.apply(entry).unwrap();
+            owning.apply(entry).unwrap();
+        }
+        let expected = sharing.snapshot();
+        let names: Vec<_> = (expected.resources.iter())
+            .map(|r| (r.urn.name(), r.dependencies.len(), r.delete))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a2", 0, false),
+                ("c", 0, false),
+                ("b", 1, false),
+                ("c", 0, true)
+            ]
+        );
+        assert_eq!(expected.resources[2].dependencies, [urn("a2")]);
+        assert_eq!(sharing.into_snapshot(), expected);
+        assert_eq!(owning.into_snapshot(), expected);
+        // The shared base is left as it was.
+        assert_eq!(shared.resources[1].dependencies, [urn("a")]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::events::StepOp;
 use crate::journal::JournalEntry;
 use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::PendingKind;
-use crate::step::{ProviderBinding, StepContext, StepError, StepResult};
+use crate::step::{ProviderBinding, StepContext, StepError, StepOutputs, StepResult};
 use crate::urn::provided_package;
 use crate::value::{PropertyMap, Value};
 
@@ -111,7 +111,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id,
-            outputs,
+            outputs: StepOutputs::Own(outputs),
             replaced,
             absent: false,
         })
@@ -134,7 +134,7 @@ impl StepContext {
         match &old.provider {
             Some(reference) if reference.urn != binding.reference.urn => {
                 let old_config =
-                    (self.base_providers.get(reference)).map(|&i| &self.base[i].outputs);
+                    (self.base_providers.get(reference)).map(|&i| &self.base.resources[i].outputs);
                 old_config != Some(&binding.config)
             }
             _ => false,

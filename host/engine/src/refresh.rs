@@ -48,63 +48,71 @@ pub struct RefreshOutcome {
     pub snapshot: Option<Snapshot>,
 }
 
-/// Refreshes `base`. With a `recorder`, the refreshed state is recorded as the new checkpoint.
+/// Refreshes `base` (shared with the `recorder`, if it was started on the same one). With a
+/// `recorder`, the refreshed state is recorded as the new checkpoint.
 pub async fn run(
     options: RefreshOptions,
-    base: Snapshot,
+    base: impl Into<Arc<Snapshot>>,
     providers: Arc<dyn ProviderSource>,
     recorder: Option<SnapshotManager>,
     events: EventSink,
     cancel: CancellationToken,
 ) -> RefreshOutcome {
     let started = Instant::now();
+    let base: Arc<Snapshot> = base.into();
     let mut errors = Vec::new();
     let targets = (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources));
     let wanted = |r: &ResourceState| targets.as_ref().is_none_or(|t| t.contains(&r.urn));
     let by_reference = providers_by_reference(&base.resources);
-    let config = |r: &ResourceState| {
-        let &i = by_reference.get(r.provider.as_ref()?)?;
-        Some(base.resources[i].outputs.clone())
-    };
+    let provider = |r: &ResourceState| by_reference.get(r.provider.as_ref()?).copied();
     // Provider resources are nothing real: there is nothing to read back.
     let reads: Vec<Read> = (base.resources.iter().enumerate())
         .filter(|(_, r)| r.custom && !r.delete && wanted(r) && provided_package(&r.ty).is_none())
-        .map(|(i, r)| Read::of_state(i, r, config(r)))
-        .chain(adoptions(&options, &base, &mut errors, config))
+        .map(|(i, r)| Read::of_base(i, provider(r)))
+        .chain(adoptions(&options, &base, &mut errors, provider))
         .collect();
-    let results = read_all(reads, &providers, options.parallel, &events, &cancel).await;
     let mut plan = Plan::new(&base, &events);
-    for (read, result) in results {
-        match result {
-            Ok(found) => plan.found(read, found),
-            Err(e) => {
-                events.emit(Event::StepFailed {
-                    step: plan.step_info(StepOp::Same, &read.state, None),
-                    error: e.clone(),
-                });
-                errors.push(format!("{}: read failed: {e}", read.state.urn));
-            }
+    // Each result is taken as it comes: a state read back unchanged is dropped at once.
+    let on_result = |read: Read, result: Result<_, String>| match result {
+        Ok(found) => plan.found(read, found),
+        Err(e) => {
+            events.emit(Event::StepFailed {
+                step: plan.step_info(StepOp::Same, read.state(&base), None),
+                error: e.clone(),
+            });
+            errors.push(format!("{}: read failed: {e}", read.state(&base).urn));
         }
-    }
+    };
+    let parallel = options.parallel;
+    read_all(
+        reads, &base, &providers, parallel, &events, &cancel, on_result,
+    )
+    .await;
     let entries = plan.entries(&options);
     let changes = plan.changes;
     let mut state = JournalState::new(base);
-    let mut snapshot = None;
-    match entries.iter().try_for_each(|e| state.apply(e)) {
-        Err(e) => errors.push(format!("the refreshed state would be invalid: {e}")),
-        Ok(()) => snapshot = Some(state.snapshot()),
-    }
-    if let (Some(recorder), true) = (recorder, snapshot.is_some()) {
-        // All at once: one flush, not one per resource.
-        let recorded = recorder.record_all(entries).await;
-        match recorded.and(recorder.finish().await) {
-            Ok(finished) => snapshot = Some(finished),
-            Err(e) => {
-                errors.push(e.to_string());
-                snapshot = None;
+    let valid = entries.iter().try_for_each(|e| state.apply(e));
+    let snapshot = match (valid, recorder) {
+        (Err(e), _) => {
+            errors.push(format!("the refreshed state would be invalid: {e}"));
+            None
+        }
+        (Ok(()), None) => Some(state.into_snapshot()),
+        (Ok(()), Some(recorder)) => {
+            // The recorder builds the same state: this one only kept an invalid state from
+            // being recorded, and is not kept beside it.
+            drop(state);
+            // All at once: one flush, not one per resource.
+            let recorded = recorder.record_all(entries).await;
+            match recorded.and(recorder.finish().await) {
+                Ok(finished) => Some(finished),
+                Err(e) => {
+                    errors.push(e.to_string());
+                    None
+                }
             }
         }
-    }
+    };
     events.emit(Event::Summary {
         changes: changes.clone(),
         duration: started.elapsed(),
@@ -120,19 +128,32 @@ pub async fn run(
 
 /// One resource to read: a state's, or a pending create's to adopt.
 struct Read {
-    /// The base resource, or `None` for a pending create.
-    index: Option<usize>,
-    state: ResourceState,
-    /// The configuration of the provider resource that manages it, if it records one.
-    config: Option<PropertyMap>,
+    subject: Subject,
+    /// The base's provider resource that manages it, if it records one: its outputs are the
+    /// provider's configuration.
+    provider: Option<usize>,
+}
+
+enum Subject {
+    /// The base resource at this index (read from the base, not copied).
+    Base(usize),
+    /// A pending create, with the id to read it by.
+    Pending(Box<ResourceState>),
 }
 
 impl Read {
-    fn of_state(index: usize, state: &ResourceState, config: Option<PropertyMap>) -> Read {
+    fn of_base(index: usize, provider: Option<usize>) -> Read {
         Read {
-            index: Some(index),
-            state: state.clone(),
-            config,
+            subject: Subject::Base(index),
+            provider,
+        }
+    }
+
+    /// The state it reads.
+    fn state<'a>(&'a self, base: &'a Snapshot) -> &'a ResourceState {
+        match &self.subject {
+            Subject::Base(i) => &base.resources[*i],
+            Subject::Pending(state) => state,
         }
     }
 }
@@ -142,7 +163,7 @@ fn adoptions(
     options: &RefreshOptions,
     base: &Snapshot,
     errors: &mut Vec<String>,
-    config: impl Fn(&ResourceState) -> Option<PropertyMap>,
+    provider: impl Fn(&ResourceState) -> Option<usize>,
 ) -> Vec<Read> {
     let mut reads = Vec::new();
     for (urn, id) in &options.adopt {
@@ -150,12 +171,11 @@ fn adoptions(
             .find(|op| op.kind == PendingKind::Creating && op.resource.urn == *urn);
         match pending {
             Some(op) => reads.push(Read {
-                index: None,
-                state: ResourceState {
+                subject: Subject::Pending(Box::new(ResourceState {
                     id: id.clone(),
                     ..op.resource.clone()
-                },
-                config: config(&op.resource),
+                })),
+                provider: provider(&op.resource),
             }),
             None => errors.push(format!(
                 "{urn}: there is no pending create of it to adopt (see the pending operations \
@@ -166,28 +186,32 @@ fn adoptions(
     reads
 }
 
-/// Reads every resource of `reads`, at most `parallel` at once; stops starting reads once
-/// `cancel` fires.
+/// Reads every resource of `reads` (from `base`, through `providers`), at most `parallel` at
+/// once, handing each result to `on_result` as it comes; stops starting reads once `cancel`
+/// fires.
 async fn read_all(
     reads: Vec<Read>,
+    base: &Arc<Snapshot>,
     providers: &Arc<dyn ProviderSource>,
     parallel: usize,
     events: &EventSink,
     cancel: &CancellationToken,
-) -> Vec<(Read, Result<Option<ReadResult>, String>)> {
+    mut on_result: impl FnMut(Read, Result<Option<ReadResult>, String>),
+) {
     let limit = Arc::new(Semaphore::new(parallel.max(1)));
     let mut tasks = JoinSet::new();
     for read in reads {
         let (limit, providers, cancel) = (limit.clone(), providers.clone(), cancel.clone());
+        let base = base.clone();
         tasks.spawn(async move {
             let _permit = tokio::select! {
                 permit = limit.acquire_owned() => permit.expect("read limiter closed"),
                 () = cancel.cancelled() => return None,
             };
-            let r = &read.state;
+            let r = read.state(&base);
             let package = package_of(&r.ty);
-            let provider = match &read.config {
-                Some(config) => providers.configured(package, config).await,
+            let provider = match read.provider {
+                Some(i) => (providers.configured(package, &base.resources[i].outputs)).await,
                 None => providers.provider(package).await,
             };
             let result = match provider {
@@ -199,11 +223,10 @@ async fn read_all(
             Some((read, result))
         });
     }
-    let mut results = Vec::new();
     let mut cancelled = false;
     while let Some(joined) = tasks.join_next().await {
         match joined.expect("read task panicked") {
-            Some(done) => results.push(done),
+            Some((read, result)) => on_result(read, result),
             None if !cancelled => {
                 cancelled = true;
                 events.emit(Event::Cancelled);
@@ -211,7 +234,6 @@ async fn read_all(
             None => {}
         }
     }
-    results
 }
 
 /// What the reads found, turned into journal entries.
@@ -236,23 +258,31 @@ impl<'a> Plan<'a> {
     }
 
     fn found(&mut self, read: Read, found: Option<ReadResult>) {
-        match read.index {
-            Some(i) => {
+        match read.subject {
+            Subject::Base(i) => {
+                // Read back as recorded, it changes nothing, as if it had not been read: it is
+                // not kept.
+                let old = &self.base.resources[i];
+                if let Some(r) = &found
+                    && (r.id == old.id && r.inputs == old.inputs && r.outputs == old.outputs)
+                {
+                    return;
+                }
                 self.found.insert(i, found);
             }
-            None => match found {
+            Subject::Pending(state) => match found {
                 Some(found) => self.adopted.push(ResourceState {
                     id: found.id,
                     outputs: found.outputs,
-                    ..read.state
+                    ..*state
                 }),
                 None => self.events.diagnostic(
-                    Some(&read.state.urn),
+                    Some(&state.urn),
                     Severity::Warning,
                     format!(
                         "cannot adopt it: its provider finds no resource with id `{}`; its \
                          pending create is cleared",
-                        read.state.id
+                        state.id
                     ),
                 ),
             },
@@ -261,6 +291,19 @@ impl<'a> Plan<'a> {
 
     /// Inputs and outputs together, as a refresh shows them: what exists.
     fn step_info(&self, op: StepOp, old: &ResourceState, new: Option<&ReadResult>) -> StepInfo {
+        if op == StepOp::Same {
+            // Nothing to show: no property trees copied into its event.
+            return StepInfo {
+                op,
+                urn: old.urn.clone(),
+                parent: old.parent.clone(),
+                custom: old.custom,
+                old_inputs: None,
+                new_inputs: None,
+                changed: Vec::new(),
+                replaces: Vec::new(),
+            };
+        }
         let view = |inputs: &PropertyMap, outputs: &PropertyMap| {
             let mut all = inputs.clone();
             all.extend(outputs.clone());
@@ -329,16 +372,16 @@ impl<'a> Plan<'a> {
             if state.parent.as_ref().is_some_and(|p| gone_urns.contains(p)) {
                 state.parent = root.clone();
             }
-            let read = self.found.get(&i).cloned().flatten();
-            if let Some(read) = &read {
-                state.id = read.id.clone();
-                state.inputs = read.inputs.clone();
-                state.outputs = read.outputs.clone();
+            let read = self.found.get(&i).and_then(Option::as_ref);
+            if let Some(read) = read {
+                state.id.clone_from(&read.id);
+                state.inputs.clone_from(&read.inputs);
+                state.outputs.clone_from(&read.outputs);
             }
             let drifted =
                 read.is_some() && (state.inputs != old.inputs || state.outputs != old.outputs);
             let op = if drifted { StepOp::Drift } else { StepOp::Same };
-            let info = self.step_info(op, old, read.as_ref());
+            let info = self.step_info(op, old, read);
             self.show(info);
             if state != *old {
                 entries.push(JournalEntry::Same {

@@ -17,7 +17,7 @@ use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
 use crate::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use crate::resource::{ProviderRef, ResourceState};
-use crate::snapshot::PendingKind;
+use crate::snapshot::{PendingKind, Snapshot};
 use crate::target::TargetSet;
 use crate::urn::{Urn, is_counted, is_stack_type, package_of, provided_package};
 use crate::value::{PropertyMap, Value};
@@ -43,7 +43,8 @@ pub(crate) struct StepContext {
     pub providers: Arc<dyn ProviderSource>,
     pub recorder: Option<SnapshotManager>,
     pub events: EventSink,
-    pub base: Vec<ResourceState>,
+    /// The state the deployment started from, shared with the snapshot manager.
+    pub base: Arc<Snapshot>,
     /// Live base resources by URN.
     pub base_live: HashMap<Urn, usize>,
     /// Base resources naming a URN as parent or dependency, by that URN.
@@ -144,10 +145,18 @@ pub(crate) struct ProviderBinding {
     pub replaced: bool,
 }
 
+/// A finished step's outputs.
+pub(crate) enum StepOutputs {
+    Own(PropertyMap),
+    /// Those base resource `i` recorded, unchanged: dependents read them from the base rather
+    /// than from a copy kept for the rest of the deployment.
+    Base(usize),
+}
+
 /// What a finished resource step makes known to dependents.
 pub(crate) struct StepResult {
     pub id: Value,
-    pub outputs: PropertyMap,
+    pub outputs: StepOutputs,
     /// A base resource this step replaced, to delete at the end (create-before-delete).
     pub replaced: Option<usize>,
     /// The resource does not exist (an untargeted create): its outputs are unknown.
@@ -174,7 +183,7 @@ impl StepContext {
         let config = config.or_else(|| {
             let reference = state.provider.as_ref()?;
             let &index = self.base_providers.get(reference)?;
-            Some(&self.base[index].outputs)
+            Some(&self.base.resources[index].outputs)
         });
         match config {
             Some(config) => self.providers.configured(package, config).await,
@@ -260,7 +269,7 @@ impl StepContext {
                     claims.claimed.insert(index, watcher);
                     return Ok(Some(Claimed {
                         index,
-                        state: &self.base[index],
+                        state: &self.base.resources[index],
                         guard: ClaimGuard(outcome, ClaimOutcome::Failed),
                     }));
                 }
@@ -311,7 +320,9 @@ impl StepContext {
         if self.is_halted() {
             return Err(StepError::Halted);
         }
-        let result = self.run_permitted(step).await;
+        // Boxed: the work after the permit is a large future, and most steps wait for their
+        // turn; only the steps running at once hold one.
+        let result = Box::pin(self.run_permitted(step)).await;
         self.halt_on_failure(&result);
         result
     }
@@ -581,7 +592,7 @@ impl StepContext {
         state: ResourceState,
         old: Option<(usize, &ResourceState)>,
     ) -> Result<StepResult, StepError> {
-        let Some((_, old)) = old else {
+        let Some((old_index, old)) = old else {
             self.events.diagnostic(
                 Some(&state.urn),
                 Severity::Info,
@@ -589,7 +600,7 @@ impl StepContext {
             );
             return Ok(StepResult {
                 id: Value::Unknown,
-                outputs: PropertyMap::new(),
+                outputs: StepOutputs::Own(PropertyMap::new()),
                 replaced: None,
                 absent: true,
             });
@@ -600,7 +611,7 @@ impl StepContext {
         self.done(info, &old.outputs, Instant::now());
         Ok(StepResult {
             id: Value::String(old.id.clone()),
-            outputs: old.outputs.clone(),
+            outputs: StepOutputs::Base(old_index),
             replaced: None,
             absent: false,
         })
@@ -704,7 +715,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id: Value::Null,
-            outputs,
+            outputs: StepOutputs::Own(outputs),
             replaced: None,
             absent: false,
         })
@@ -720,7 +731,8 @@ impl StepContext {
         let started = Instant::now();
         // An unchanged state is not journaled: it stays where it is in the snapshot, and is
         // carried forward if something recorded later depends on it.
-        if *old != state {
+        let changed = *old != state;
+        if changed {
             self.record(|| JournalEntry::Same {
                 old: old_index,
                 resource: Some(state.clone()),
@@ -729,9 +741,14 @@ impl StepContext {
             .map_err(|e| self.persist_error(&state.urn, e))?;
         }
         self.done(info, &state.outputs, started);
+        let outputs = if changed {
+            StepOutputs::Own(state.outputs)
+        } else {
+            StepOutputs::Base(old_index)
+        };
         Ok(StepResult {
             id: Value::String(state.id),
-            outputs: state.outputs,
+            outputs,
             replaced: None,
             absent: false,
         })
@@ -814,7 +831,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id,
-            outputs,
+            outputs: StepOutputs::Own(outputs),
             replaced: replaces,
             absent: false,
         })
@@ -867,7 +884,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id: Value::String(state.id),
-            outputs,
+            outputs: StepOutputs::Own(outputs),
             replaced: None,
             absent: false,
         })
@@ -895,7 +912,7 @@ impl StepContext {
         match provider.read(urn, id, inputs, &PropertyMap::new()).await {
             Ok(Some(read)) => Ok(StepResult {
                 id: Value::String(read.id),
-                outputs: read.outputs,
+                outputs: StepOutputs::Own(read.outputs),
                 replaced: None,
                 absent: false,
             }),

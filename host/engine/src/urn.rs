@@ -1,6 +1,7 @@
 //! Uniform resource names: `urn:plinth:<stack>::<project>::<type>::<name>`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,9 +13,12 @@ use crate::names::{self, NameProblem};
 ///
 /// Deserializing goes through [`Urn::parse`], so a URN read from a state file has its whole
 /// shape checked; the accessors never panic, whatever the string.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Urn(String);
+///
+/// Shared, not copied, when cloned: a state names its parent, dependencies and provider by URN,
+/// and the engine keys its maps by them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Urn(Arc<str>);
 
 const PREFIX: &str = "urn:plinth:";
 
@@ -77,12 +81,12 @@ impl Urn {
             Some(parent) => format!("{parent}${ty}"),
             None => ty.to_owned(),
         };
-        Urn(format!("{PREFIX}{stack}::{project}::{qualified}::{name}"))
+        Urn(format!("{PREFIX}{stack}::{project}::{qualified}::{name}").into())
     }
 
     /// Parses a URN, checking its whole shape.
     pub fn parse(s: &str) -> Result<Urn, UrnError> {
-        let urn = Urn(s.to_owned());
+        let urn = Urn(s.into());
         urn.validate()?;
         Ok(urn)
     }
@@ -92,7 +96,7 @@ impl Urn {
     /// non-empty name.
     pub fn validate(&self) -> Result<(), UrnError> {
         let error = |problem| UrnError {
-            urn: self.0.clone(),
+            urn: self.0.to_string(),
             problem,
         };
         let rest = self
@@ -162,7 +166,7 @@ impl Urn {
 impl TryFrom<String> for Urn {
     type Error = UrnError;
     fn try_from(s: String) -> Result<Urn, UrnError> {
-        let urn = Urn(s);
+        let urn = Urn(s.into());
         urn.validate()?;
         Ok(urn)
     }
@@ -170,7 +174,14 @@ impl TryFrom<String> for Urn {
 
 impl From<Urn> for String {
     fn from(urn: Urn) -> String {
-        urn.0
+        urn.0.to_string()
+    }
+}
+
+/// As its string, without copying it first.
+impl Serialize for Urn {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
     }
 }
 

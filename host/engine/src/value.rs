@@ -374,6 +374,14 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 }
 
+/// [`Value::at_path`] of an object held as a map, without wrapping (and so copying) it first.
+pub fn object_at_path(map: &PropertyMap, path: &[String]) -> Value {
+    match path.split_first() {
+        None => Value::Object(map.clone()),
+        Some((first, rest)) => map.get(first).map_or(Value::Null, |v| v.at_path(rest)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

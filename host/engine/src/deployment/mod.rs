@@ -65,11 +65,12 @@ pub struct Outcome {
     pub snapshot: Option<Snapshot>,
 }
 
-/// Runs a deployment of `program` against `base`. With a `recorder`, every mutation is recorded
-/// and the final snapshot written as the new checkpoint.
+/// Runs a deployment of `program` against `base` (shared with the `recorder`, if it was started
+/// on the same one). With a `recorder`, every mutation is recorded and the final snapshot
+/// written as the new checkpoint.
 pub async fn run(
     options: Options,
-    base: Snapshot,
+    base: impl Into<Arc<Snapshot>>,
     program: Box<dyn Program>,
     providers: Arc<dyn ProviderSource>,
     recorder: Option<SnapshotManager>,
@@ -77,6 +78,7 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Outcome {
     let started = Instant::now();
+    let base: Arc<Snapshot> = base.into();
     let mut errors = Vec::new();
     let old_outputs = base.outputs().clone();
     if let Err(e) = drop_interrupted(&base, recorder.as_ref(), &events).await {
@@ -104,7 +106,7 @@ pub async fn run(
         targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
         replace: options.replace.clone(),
         base_providers: providers_by_reference(&base.resources),
-        base: base.resources,
+        base,
         changes: Mutex::new(ChangeSummary::default()),
     });
     let info = StackInfo {
@@ -114,11 +116,15 @@ pub async fn run(
     };
     let (monitor, registrations) = Monitor::new(info, options.config.clone(), providers);
     // Cancellation: no new step starts; steps in flight finish and are recorded.
+    // It holds the context weakly: an aborted task is dropped later, and must not keep the
+    // base alive when the final snapshot is built.
     let watcher = tokio::spawn({
-        let (ctx, events, cancel) = (ctx.clone(), events.clone(), cancel.clone());
+        let (ctx, events, cancel) = (Arc::downgrade(&ctx), events.clone(), cancel.clone());
         async move {
             cancel.cancelled().await;
-            ctx.halt();
+            if let Some(ctx) = ctx.upgrade() {
+                ctx.halt();
+            }
             events.emit(Event::Cancelled);
         }
     });
@@ -155,6 +161,13 @@ pub async fn run(
         old: old_outputs,
         new: outputs.clone(),
     });
+    let changes = ctx.changes.lock().expect("change counter").clone();
+    let preview = ctx.preview;
+    // Every step is done and let go of the context: dropping it and the scheduler frees what
+    // they kept per resource, and leaves the snapshot manager alone with the base, so the
+    // final snapshot takes the base's states instead of copying them.
+    drop(scheduler);
+    drop(ctx);
     let snapshot = match recorder {
         Some(recorder) => match recorder.finish().await {
             Ok(snapshot) => Some(snapshot),
@@ -165,11 +178,10 @@ pub async fn run(
         },
         None => None,
     };
-    let changes = ctx.changes.lock().expect("change counter").clone();
     events.emit(Event::Summary {
         changes: changes.clone(),
         duration: started.elapsed(),
-        preview: ctx.preview,
+        preview,
         failed: !errors.is_empty(),
     });
     Outcome {

@@ -13,7 +13,7 @@ use crate::value::{PropertyMap, Value};
 #[derive(Debug, Clone)]
 pub(super) struct Resolved {
     /// A resource's outputs object, or an apply's result.
-    pub(super) value: Value,
+    pub(super) value: ResolvedValue,
     pub(super) id: Value,
     pub(super) urn: Option<Urn>,
     /// The recorded resources this value derives from: dependents depend on these.
@@ -22,6 +22,14 @@ pub(super) struct Resolved {
     pub(super) replaced: bool,
     /// The resource does not exist: not targeted, it was not created.
     pub(super) absent: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum ResolvedValue {
+    Value(Value),
+    /// The outputs object base resource `i` recorded, unchanged: read from the base, which the
+    /// deployment holds anyway, rather than copied for every resource.
+    BaseOutputs(usize),
 }
 
 pub(super) enum Slot {
@@ -57,7 +65,8 @@ pub(super) enum Work {
 
 pub(super) struct Node {
     pub(super) handle: Option<u64>,
-    pub(super) work: Option<Work>,
+    /// Boxed: a node outlives its work, and the scheduler keeps a node per registration.
+    pub(super) work: Option<Box<Work>>,
     pub(super) missing: usize,
 }
 
@@ -89,7 +98,7 @@ pub(super) struct ResumeRequest {
 
 pub(super) fn resolved_value(value: Value, dependencies: Vec<Urn>) -> Resolved {
     Resolved {
-        value,
+        value: ResolvedValue::Value(value),
         id: Value::Null,
         urn: None,
         dependencies,
@@ -101,7 +110,7 @@ pub(super) fn resolved_value(value: Value, dependencies: Vec<Urn>) -> Resolved {
 /// What an untargeted resource that was not created makes known: nothing.
 pub(super) fn absent(urn: Urn) -> Resolved {
     Resolved {
-        value: Value::Unknown,
+        value: ResolvedValue::Value(Value::Unknown),
         id: Value::Unknown,
         urn: Some(urn),
         dependencies: Vec::new(),

@@ -11,7 +11,7 @@ use super::Options;
 use super::node::*;
 use crate::events::EventSink;
 use crate::program::{Monitor, Program, Registration};
-use crate::step::{StepContext, StepError};
+use crate::step::{StepContext, StepError, StepOutputs};
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};
 
@@ -210,7 +210,7 @@ impl Scheduler {
         }
         self.nodes.push(Node {
             handle,
-            work: Some(work),
+            work: Some(Box::new(work)),
             missing: 0,
         });
         let mut seen = HashSet::new();
@@ -333,12 +333,16 @@ impl Scheduler {
                 }
                 // What depends on a resource that exists depends on its state; an absent one
                 // (not created because not targeted) is no dependency, and its outputs unknown.
+                let outputs = match result.outputs {
+                    StepOutputs::Own(outputs) => ResolvedValue::Value(Value::Object(outputs)),
+                    StepOutputs::Base(i) => ResolvedValue::BaseOutputs(i),
+                };
                 let (value, dependencies) = if result.absent {
-                    (Value::Unknown, Vec::new())
+                    (ResolvedValue::Value(Value::Unknown), Vec::new())
                 } else if record {
-                    (Value::Object(result.outputs), vec![urn.clone()])
+                    (outputs, vec![urn.clone()])
                 } else {
-                    (Value::Object(result.outputs), Vec::new())
+                    (outputs, Vec::new())
                 };
                 self.resolve(
                     node,

@@ -9,7 +9,7 @@ use crate::journal::JournalEntry;
 use crate::provider_step::reference;
 use crate::step::{ProviderBinding, ResourceStep};
 use crate::urn::{Urn, package_of, provided_package, provider_type};
-use crate::value::{OutputField, OutputRef, PropertyMap, Value};
+use crate::value::{OutputField, OutputRef, PropertyMap, Value, object_at_path};
 
 impl Scheduler {
     /// Substitutes resolved values for output references, collecting what they derive from.
@@ -20,7 +20,12 @@ impl Scheduler {
             };
             dependencies.extend(res.dependencies.iter().cloned());
             match &r.field {
-                OutputField::Property(path) => res.value.at_path(path),
+                OutputField::Property(path) => match &res.value {
+                    ResolvedValue::Value(value) => value.at_path(path),
+                    ResolvedValue::BaseOutputs(i) => {
+                        object_at_path(&self.ctx.base.resources[*i].outputs, path)
+                    }
+                },
                 OutputField::Id => res.id.clone(),
                 OutputField::Urn => res
                     .urn
@@ -65,8 +70,9 @@ impl Scheduler {
             return None;
         };
         let config = match &resolved.value {
-            Value::Object(config) => config.clone(),
-            _ => PropertyMap::new(),
+            ResolvedValue::Value(Value::Object(config)) => config.clone(),
+            ResolvedValue::BaseOutputs(i) => self.ctx.base.resources[*i].outputs.clone(),
+            ResolvedValue::Value(_) => PropertyMap::new(),
         };
         Some(ProviderBinding {
             reference: reference(resolved.urn.clone()?, &resolved.id),
@@ -97,11 +103,11 @@ impl Scheduler {
         let Some(work) = self.nodes[index].work.take() else {
             return;
         };
-        let is_step = matches!(work, Work::Resource(_) | Work::Read { .. });
+        let is_step = matches!(*work, Work::Resource(_) | Work::Read { .. });
         if self.ctx.is_halted() && is_step {
             return self.skip(index);
         }
-        match work {
+        match *work {
             Work::Resource(request) => self.start_resource(index, request),
             Work::Read {
                 ty,
@@ -134,6 +140,7 @@ impl Scheduler {
                 self.in_flight += 1;
                 spawn_step(async move {
                     let result = ctx.run_read(&urn, &id, &inputs, binding, turn).await;
+                    drop(ctx);
                     let _ = done.send(Completion::Step {
                         node: index,
                         urn,
@@ -186,7 +193,7 @@ impl Scheduler {
                     None => {}
                     Some(urn) => {
                         let old = (self.ctx.base_live.get(&urn))
-                            .map(|&i| self.ctx.base[i].outputs.clone())
+                            .map(|&i| self.ctx.base.resources[i].outputs.clone())
                             .unwrap_or_default();
                         self.events.emit(Event::ComponentOutputs {
                             urn: urn.clone(),
@@ -202,6 +209,7 @@ impl Scheduler {
                         spawn_step(async move {
                             let entry = JournalEntry::ComponentOutputs { urn, outputs };
                             let result = ctx.record_entry(entry).await.map_err(|e| e.to_string());
+                            drop(ctx);
                             let _ = done.send(Completion::ComponentOutputs(result));
                         });
                     }
@@ -219,7 +227,7 @@ impl Scheduler {
     pub(super) fn start_resource(
         &mut self,
         index: usize,
-        request: crate::program::RegisterRequest,
+        mut request: crate::program::RegisterRequest,
     ) {
         let parent = request.options.parent.and_then(|p| self.handle_urn(p));
         if request.options.parent.is_some() && parent.is_none() {
@@ -264,7 +272,8 @@ impl Scheduler {
             );
         }
         let mut dependencies = Vec::new();
-        let inputs = self.substitute_map(request.inputs.clone(), &mut dependencies);
+        // The step needs only the substituted inputs: the program's are not kept beside them.
+        let inputs = self.substitute_map(std::mem::take(&mut request.inputs), &mut dependencies);
         for h in &request.options.depends_on {
             dependencies.extend(self.handle_dependencies(*h));
         }
@@ -305,6 +314,7 @@ impl Scheduler {
         self.in_flight += 1;
         spawn_step(async move {
             let result = ctx.run_resource(step, turn).await;
+            drop(ctx);
             let _ = done.send(Completion::Step {
                 node: index,
                 urn,
@@ -315,7 +325,9 @@ impl Scheduler {
     }
 }
 
-/// Spawns a step's task. Its future is about 8 KB: boxed, tokio moves a pointer instead of
+/// Spawns a step's task. A task lets go of the step context before it reports its completion:
+/// once every step has reported, the deployment holds the context alone, and can free the base
+/// state before the final snapshot is built (see [`super::run`]). Its future is about 8 KB: boxed, tokio moves a pointer instead of
 /// copying the future a few times before it first runs (in a no-op preview of 10,000
 /// resources, those copies were the largest source of memcpy).
 fn spawn_step(future: impl Future<Output = ()> + Send + 'static) {

@@ -17,7 +17,7 @@ impl Scheduler {
     /// incomplete, so an undeclared resource may merely be one whose registration was skipped.
     pub(super) async fn delete_unclaimed(&mut self, clean: bool) {
         let replaced: HashSet<usize> = self.replaced.iter().copied().collect();
-        let base = &self.ctx.base;
+        let base = &self.ctx.base.resources;
         let targeted = |urn: &Urn| self.ctx.targets.as_ref().is_none_or(|t| t.contains(urn));
         let mut kept = 0;
         let mut doomed: Vec<(usize, StepOp)> = {

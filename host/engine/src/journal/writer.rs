@@ -28,8 +28,9 @@ pub struct SnapshotManager {
 }
 
 impl SnapshotManager {
-    /// Starts the writer for an operation on `base`.
-    pub fn start(base: Snapshot, persister: Box<dyn Persister>) -> SnapshotManager {
+    /// Starts the writer for an operation on `base`, which it shares rather than copies.
+    pub fn start(base: impl Into<Arc<Snapshot>>, persister: Box<dyn Persister>) -> SnapshotManager {
+        let base = base.into();
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("plinth-snapshot-writer".into())
@@ -171,10 +172,15 @@ impl Writer {
     }
 
     /// Verifies the final snapshot and writes it as the new checkpoint.
-    fn finish(&mut self) -> Result<Snapshot, SnapshotError> {
-        let snapshot = self.state.snapshot();
+    fn finish(self) -> Result<Snapshot, SnapshotError> {
+        let Writer {
+            state,
+            mut persister,
+            ..
+        } = self;
+        let snapshot = state.into_snapshot();
         snapshot.verify_integrity()?;
-        self.persister.compact(&snapshot)?;
+        persister.compact(&snapshot)?;
         Ok(snapshot)
     }
 }
