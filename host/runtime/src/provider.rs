@@ -68,7 +68,8 @@ struct Configuration {
 }
 
 /// A provider component ready to instantiate: pre-instantiated once, with the indices of the
-/// exports of the version it speaks and of the optional hints.
+/// exports of the version it speaks and of the optional hints. Cheap to clone.
+#[derive(Clone)]
 pub(crate) struct ProviderPre {
     instance_pre: InstancePre<Sandbox>,
     indices: Indices,
@@ -76,6 +77,7 @@ pub(crate) struct ProviderPre {
 }
 
 /// Where a component's provider exports are, in the version it speaks.
+#[derive(Clone)]
 enum Indices {
     V0_1(v0_1::provider::ProviderPluginIndices),
     V0_2(v0_2::provider::ProviderPluginIndices),
