@@ -40,6 +40,7 @@ impl ResourceType for Item {
             .input(PropertySchema::new("payload").of(Type::String).required())
             .input(PropertySchema::new("after").of(Type::String))
             .output(PropertySchema::new("result").of(Type::String).required())
+            .equal_inputs_mean_no_change()
     }
 
     fn create(

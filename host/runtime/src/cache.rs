@@ -6,8 +6,10 @@
 //! version and configuration it was compiled for. Loading by path first looks the file's hash up
 //! by its fingerprint (see [`crate::file_index`]), and reads and hashes the file only on a miss.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use wasmtime::Engine;
@@ -45,12 +47,15 @@ impl LoadStats {
     }
 }
 
-/// The directory of precompiled artifacts for one engine configuration.
-#[derive(Debug, Clone)]
+/// The directory of precompiled artifacts for one engine configuration, and the components
+/// this process loaded from it already.
+#[derive(Clone)]
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
     fingerprint: String,
     hashes: FileIndex,
+    /// By artifact: a plugin loaded again (another configuration of it) is not read again.
+    loaded: Arc<Mutex<HashMap<PathBuf, Component>>>,
 }
 
 impl ArtifactCache {
@@ -59,6 +64,7 @@ impl ArtifactCache {
             hashes: FileIndex::new(dir.join("hashes")),
             dir,
             fingerprint: crate::engine::fingerprint(engine),
+            loaded: Arc::default(),
         }
     }
 
@@ -154,6 +160,15 @@ impl ArtifactCache {
     }
 
     fn load_artifact(&self, engine: &Engine, artifact: &Path) -> Option<Component> {
+        if let Some(component) = lock(&self.loaded).get(artifact) {
+            return Some(component.clone());
+        }
+        let component = self.deserialize(engine, artifact)?;
+        lock(&self.loaded).insert(artifact.to_owned(), component.clone());
+        Some(component)
+    }
+
+    fn deserialize(&self, engine: &Engine, artifact: &Path) -> Option<Component> {
         if !artifact.is_file() {
             return None;
         }
@@ -184,6 +199,11 @@ impl ArtifactCache {
         file.persist(artifact)?;
         Ok(())
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section is one lookup or one insertion: the map is whole after a panic.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Rejects files that are not components with a message that says what they are instead.
@@ -250,6 +270,10 @@ mod tests {
             .collect();
         assert_eq!(artifacts.len(), 1, "no temporary file is left behind");
         std::fs::write(&artifacts[0], b"torn").unwrap();
+        // This process goes on with the component it loaded; another one recompiles it.
+        assert!(load(&wasm).unwrap().1.cache_hit);
+        let cache = ArtifactCache::new(dir.path().join("cache"), &engine);
+        let load = |path: &Path| cache.load(&engine, &ComponentBytes::read(path).unwrap());
         let (_, third) = load(&wasm).unwrap();
         assert!(!third.cache_hit);
         assert!(load(&wasm).unwrap().1.cache_hit);

@@ -22,7 +22,10 @@ pub(crate) fn new_engine() -> Result<Engine, LoadError> {
         // Fuel would slow every guest down; epochs are enough for deadlines.
         .consume_fuel(false)
         // The default reads an environment variable; a fixed value keeps the cache key stable.
-        .wasm_backtrace_details(WasmBacktraceDetails::Disable);
+        .wasm_backtrace_details(WasmBacktraceDetails::Disable)
+        // Native unwind tables only serve outside unwinders (a debugger, a profiler), not
+        // wasmtime's own traps and backtraces; registering them costs every plugin start.
+        .native_unwind_info(false);
     Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))
 }
 

@@ -38,6 +38,7 @@ mod epoch;
 mod error;
 mod file_index;
 mod grants;
+mod hints;
 mod http;
 mod inspect;
 mod limits;

@@ -21,7 +21,7 @@ use plinth_engine::provider::{
 };
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{self, Component, ComponentExportIndex, InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::advice::GrantAdvice;
@@ -32,6 +32,7 @@ use crate::capabilities::{self, Capabilities, DirRequest};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
 use crate::grants::{Access, Grants};
+use crate::hints::{self, Hints};
 use crate::limits::Limits;
 use crate::masking::secret_masker;
 use crate::sandbox::{self, Sandbox};
@@ -50,6 +51,8 @@ pub(crate) struct ComponentProvider {
     /// What the provider asks for; the patterns that follow configuration are checked when it
     /// is configured.
     capabilities: Capabilities,
+    /// What the provider stated about itself, to skip calls whose answer is known.
+    hints: Hints,
     idle: Mutex<Vec<Instance>>,
     config: Mutex<Configuration>,
     /// Keeps deadlines working while the provider lives.
@@ -64,11 +67,21 @@ struct Configuration {
     value: Option<Arc<types::Value>>,
 }
 
-/// A provider component ready to instantiate, with the bindings of the version it speaks.
-pub(crate) enum ProviderPre {
-    V0_1(v0_1::provider::ProviderPluginPre<Sandbox>),
-    V0_2(v0_2::provider::ProviderPluginPre<Sandbox>),
-    V0_3(v0_3::provider::ProviderPluginPre<Sandbox>),
+/// A provider component ready to instantiate: pre-instantiated once, with the indices of the
+/// exports of the version it speaks and of the optional hints. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct ProviderPre {
+    instance_pre: InstancePre<Sandbox>,
+    indices: Indices,
+    hints: Option<ComponentExportIndex>,
+}
+
+/// Where a component's provider exports are, in the version it speaks.
+#[derive(Clone)]
+enum Indices {
+    V0_1(v0_1::provider::ProviderPluginIndices),
+    V0_2(v0_2::provider::ProviderPluginIndices),
+    V0_3(v0_3::provider::ProviderPluginIndices),
 }
 
 /// An instance's bindings, in the version it speaks.
@@ -85,34 +98,48 @@ impl ProviderPre {
         component: &Component,
         version: WitVersion,
     ) -> wasmtime::Result<ProviderPre> {
-        let pre = linker.instantiate_pre(component)?;
-        Ok(match version {
-            WitVersion::V0_1 => ProviderPre::V0_1(v0_1::provider::ProviderPluginPre::new(pre)?),
-            WitVersion::V0_2 => ProviderPre::V0_2(v0_2::provider::ProviderPluginPre::new(pre)?),
-            WitVersion::V0_3 => ProviderPre::V0_3(v0_3::provider::ProviderPluginPre::new(pre)?),
+        let instance_pre = linker.instantiate_pre(component)?;
+        let indices = match version {
+            WitVersion::V0_1 => {
+                Indices::V0_1(v0_1::provider::ProviderPluginIndices::new(&instance_pre)?)
+            }
+            WitVersion::V0_2 => {
+                Indices::V0_2(v0_2::provider::ProviderPluginIndices::new(&instance_pre)?)
+            }
+            WitVersion::V0_3 => {
+                Indices::V0_3(v0_3::provider::ProviderPluginIndices::new(&instance_pre)?)
+            }
+        };
+        Ok(ProviderPre {
+            hints: hints::export_index(component),
+            instance_pre,
+            indices,
         })
     }
 
     fn engine(&self) -> &Engine {
-        match self {
-            ProviderPre::V0_1(pre) => pre.engine(),
-            ProviderPre::V0_2(pre) => pre.engine(),
-            ProviderPre::V0_3(pre) => pre.engine(),
-        }
+        self.instance_pre.engine()
     }
 
-    async fn instantiate(&self, store: &mut Store<Sandbox>) -> wasmtime::Result<Bindings> {
-        Ok(match self {
-            ProviderPre::V0_1(pre) => Bindings::V0_1(pre.instantiate_async(store).await?),
-            ProviderPre::V0_2(pre) => Bindings::V0_2(pre.instantiate_async(store).await?),
-            ProviderPre::V0_3(pre) => Bindings::V0_3(pre.instantiate_async(store).await?),
-        })
+    async fn instantiate(
+        &self,
+        store: &mut Store<Sandbox>,
+    ) -> wasmtime::Result<(component::Instance, Bindings)> {
+        let instance = self.instance_pre.instantiate_async(&mut *store).await?;
+        let bindings = match &self.indices {
+            Indices::V0_1(indices) => Bindings::V0_1(indices.load(&mut *store, &instance)?),
+            Indices::V0_2(indices) => Bindings::V0_2(indices.load(&mut *store, &instance)?),
+            Indices::V0_3(indices) => Bindings::V0_3(indices.load(&mut *store, &instance)?),
+        };
+        Ok((instance, bindings))
     }
 }
 
 /// One instance of the component, in its own store.
 struct Instance {
     store: Store<Sandbox>,
+    /// The instance itself, for the exports the version's bindings do not cover (the hints).
+    exports: component::Instance,
     bindings: Bindings,
     /// The configuration generation it received.
     generation: u64,
@@ -165,7 +192,7 @@ pub(crate) async fn read_info(
         // Nothing is checked against the grants here: no advice is given.
         advice: Arc::new(crate::advice::PlainAdvice),
     };
-    let (_, info, capabilities) = factory.first_instance(path).await?;
+    let (_, info, capabilities, _) = factory.first_instance(path).await?;
     Ok((info, capabilities))
 }
 
@@ -192,12 +219,13 @@ impl Factory {
         .map_err(|e| ProviderError::Failed(format!("plugin `{}`: {e}", self.name)))?;
         let mut store = sandbox::new_store(self.pre.engine(), sandbox);
         sandbox::begin_call(&mut store);
-        let bindings = match self.pre.instantiate(&mut store).await {
-            Ok(bindings) => bindings,
+        let (exports, bindings) = match self.pre.instantiate(&mut store).await {
+            Ok(instantiated) => instantiated,
             Err(e) => return Err(self.crashed(&store, "instantiate", &e)),
         };
         let mut instance = Instance {
             store,
+            exports,
             bindings,
             generation: config.generation,
         };
@@ -224,11 +252,11 @@ impl Factory {
         Ok(instance)
     }
 
-    /// Creates the first instance and asks it for the provider's `info`.
+    /// Creates the first instance and asks it for the provider's `info` and hints.
     async fn first_instance(
         &self,
         path: &Path,
-    ) -> Result<(Instance, ProviderInfo, Capabilities), LoadError> {
+    ) -> Result<(Instance, ProviderInfo, Capabilities, Hints), LoadError> {
         let start_error = |message: String| LoadError::Start {
             path: path.to_owned(),
             message,
@@ -238,14 +266,28 @@ impl Factory {
             .await
             .map_err(|e| start_error(e.to_string()))?;
         sandbox::begin_call(&mut instance.store);
-        match call!(instance, call_info(), legacy()) {
-            Ok(info) => {
-                let (info, capabilities) = provider_info(info)
-                    .map_err(|e| start_error(format!("`info` returned a malformed schema: {e}")))?;
-                Ok((instance, info, capabilities))
+        let (info, capabilities) = match call!(instance, call_info(), legacy()) {
+            Ok(info) => provider_info(info)
+                .map_err(|e| start_error(format!("`info` returned a malformed schema: {e}")))?,
+            Err(e) => return Err(start_error(instance.store.data().failure("info", &e))),
+        };
+        let hints = match &self.pre.hints {
+            Some(index) => {
+                sandbox::begin_call(&mut instance.store);
+                let backstop = sandbox::backstop(&mut instance.store);
+                let read = hints::read(&mut instance.store, &instance.exports, index);
+                let outcome = tokio::time::timeout_at(backstop, read).await;
+                match outcome.unwrap_or_else(|_| Err(sandbox::overran(&mut instance.store))) {
+                    Ok(hints) => hints,
+                    Err(e) => {
+                        let failure = instance.store.data().failure(hints::OPERATION, &e);
+                        return Err(start_error(failure));
+                    }
+                }
             }
-            Err(e) => Err(start_error(instance.store.data().failure("info", &e))),
-        }
+            None => Hints::default(),
+        };
+        Ok((instance, info, capabilities, hints))
     }
 
     fn crashed(&self, store: &Store<Sandbox>, op: &str, error: &wasmtime::Error) -> ProviderError {
@@ -329,7 +371,7 @@ impl ComponentProvider {
             grants,
             advice,
         };
-        let (instance, info, capabilities) = factory.first_instance(path).await?;
+        let (instance, info, capabilities, hints) = factory.first_instance(path).await?;
         if info.name != name {
             return Err(LoadError::NameMismatch {
                 path: path.to_owned(),
@@ -348,6 +390,7 @@ impl ComponentProvider {
             factory,
             info,
             capabilities,
+            hints,
             idle: Mutex::new(vec![instance]),
             config: Mutex::default(),
             _epoch: epoch,
@@ -501,6 +544,9 @@ impl Provider for ComponentProvider {
         old_outputs: &PropertyMap,
         new_inputs: &PropertyMap,
     ) -> Result<DiffResult, ProviderError> {
+        if old_inputs == new_inputs && self.hints.equal_inputs_mean_no_change(urn.ty()) {
+            return Ok(DiffResult::default());
+        }
         let old_inputs = values::map_to_wit(old_inputs);
         let old_outputs = values::map_to_wit(old_outputs);
         let new_inputs = values::map_to_wit(new_inputs);

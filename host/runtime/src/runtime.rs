@@ -1,7 +1,8 @@
 //! The entry point: one [`Runtime`] per process loads every provider and program.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use plinth_engine::program::Program;
@@ -21,7 +22,7 @@ use crate::limits::Limits;
 use crate::program::{self, ComponentProgram, ProgramPre, ProgramState};
 use crate::provider::{self, ComponentProvider, ProviderPre};
 use crate::sandbox::{Sandbox, Sandboxed};
-use crate::versions::{self, Kind};
+use crate::versions::{self, Kind, WitVersion};
 
 /// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups, environment reads and blocking
 /// waits going through the sandbox's checks instead of wasmtime-wasi's own.
@@ -42,6 +43,9 @@ pub struct Runtime {
     provider_linker: Linker<Sandbox>,
     program_linker: Linker<ProgramState>,
     advice: Arc<dyn GrantAdvice>,
+    /// Providers linked already, by the SHA-256 of their component: another configuration of a
+    /// plugin is not linked again.
+    prepared: Mutex<HashMap<String, ProviderPre>>,
 }
 
 impl Runtime {
@@ -74,6 +78,7 @@ impl Runtime {
             provider_linker,
             program_linker,
             advice: Arc::new(PlainAdvice),
+            prepared: Mutex::default(),
         })
     }
 
@@ -137,8 +142,7 @@ impl Runtime {
         started: Instant,
     ) -> Result<Arc<dyn Provider>, LoadError> {
         let version = versions::detect(&self.engine, &component, path, Kind::Provider)?;
-        let pre = ProviderPre::new(&self.provider_linker, &component, version)
-            .map_err(link_error(path, Kind::Provider))?;
+        let pre = self.prepare_provider(&component, &stats.sha256, version, path)?;
         let provider = ComponentProvider::start(
             name,
             path,
@@ -158,6 +162,26 @@ impl Runtime {
             "provider started"
         );
         Ok(Arc::new(provider))
+    }
+
+    /// `component`, with the SHA-256 `sha256`, pre-instantiated as a provider, once per process.
+    fn prepare_provider(
+        &self,
+        component: &Component,
+        sha256: &str,
+        version: WitVersion,
+        path: &Path,
+    ) -> Result<ProviderPre, LoadError> {
+        let prepared = self.prepared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(pre) = prepared.get(sha256) {
+            return Ok(pre.clone());
+        }
+        drop(prepared);
+        let pre = ProviderPre::new(&self.provider_linker, component, version)
+            .map_err(link_error(path, Kind::Provider))?;
+        (self.prepared.lock().unwrap_or_else(PoisonError::into_inner))
+            .insert(sha256.to_owned(), pre.clone());
+        Ok(pre)
     }
 
     /// Loads and instantiates the program component at `path`. One instance serves the whole

@@ -79,6 +79,42 @@ async fn reports_its_info() {
     }
 }
 
+/// `testkit:Fail`'s diff always fails, but the type states that unchanged inputs mean no
+/// change: the host answers that itself, and asks the guest only about changed inputs.
+/// `testkit:Trap` states nothing: its diff is entered (and traps) even for unchanged inputs.
+#[tokio::test(flavor = "multi_thread")]
+async fn diff_of_unchanged_inputs_is_answered_by_the_host_only_for_hinted_types() {
+    let (_cache, provider) = testkit(Limits::default()).await;
+    provider.configure(&PropertyMap::new()).await.unwrap();
+    let inputs = props(&[("value", "one".into())]);
+    let changed = props(&[("value", "two".into())]);
+    let outputs = props(&[("value", "one".into()), ("id", "x".into())]);
+
+    let hinted = urn("testkit:Fail", "f");
+    let diff = provider
+        .diff(&hinted, "x", &inputs, &outputs, &inputs.clone())
+        .await
+        .unwrap();
+    assert!(
+        diff.changed.is_empty() && diff.replaces.is_empty(),
+        "{diff:?}"
+    );
+    let asked = provider
+        .diff(&hinted, "x", &inputs, &outputs, &changed)
+        .await;
+    assert!(
+        matches!(&asked, Err(ProviderError::Failed(m)) if m.contains("failure requested")),
+        "{asked:?}"
+    );
+
+    let unhinted = urn("testkit:Trap", "t");
+    let asked = provider
+        .diff(&unhinted, "x", &inputs, &outputs, &inputs.clone())
+        .await;
+    assert!(crash_message(asked).contains("trapped"));
+    still_works(&*provider).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn echo_round_trip() {
     let (_cache, provider) = testkit(Limits::default()).await;

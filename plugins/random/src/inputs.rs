@@ -21,12 +21,13 @@ pub(crate) fn schema_once(
     cell.get_or_init(make).clone()
 }
 
-/// `schema` with every input replacing the resource when it changes.
+/// `schema` with every input replacing the resource when it changes. The diff stays the
+/// schema's, so unchanged inputs mean no change, which the schema states.
 pub(crate) fn every_input_replaces(mut schema: ResourceSchema) -> ResourceSchema {
     for input in &mut schema.inputs {
         input.replace_on_change = true;
     }
-    schema
+    schema.equal_inputs_mean_no_change()
 }
 
 /// A failure of `property` unless `value` is in `min..=max`.
@@ -58,6 +59,7 @@ mod tests {
         );
         assert!(schema.inputs[0].replace_on_change);
         assert!(!schema.outputs[0].replace_on_change);
+        assert!(schema.equal_inputs_mean_no_change);
     }
 
     #[test]

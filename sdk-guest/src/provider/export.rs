@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
+use super::bindings::exports::plinth::hints::provider_hints as wit_hints;
 use super::bindings::exports::plinth::plugin::provider as wit;
 use super::bindings::plinth::plugin::schema as wit_schema;
 use super::{
@@ -242,6 +243,17 @@ impl<P: Provider + Default> wit::Guest for ProviderExport<P> {
     }
 }
 
+impl<P: Provider + Default> wit_hints::Guest for ProviderExport<P> {
+    fn equal_inputs_mean_no_change() -> Vec<String> {
+        with_runtime::<P, _>(|rt| {
+            (rt.types.values())
+                .filter(|r| r.schema.equal_inputs_mean_no_change)
+                .map(|r| r.schema.token.clone())
+                .collect()
+        })
+    }
+}
+
 fn properties_to_wit(list: &[PropertySchema]) -> Vec<wit_schema::PropertySchema> {
     list.iter()
         .map(|p| wit_schema::PropertySchema {
@@ -387,9 +399,12 @@ mod tests {
                 .env("TOKEN")
         }
         fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {
-            vec![Box::new(Thing {
-                tag: self.tag.clone(),
-            })]
+            vec![
+                Box::new(Thing {
+                    tag: self.tag.clone(),
+                }),
+                Box::new(Plain),
+            ]
         }
         fn configure(&mut self, config: PropertyMap) -> Result<(), ProviderError> {
             self.tag = config
@@ -410,6 +425,7 @@ mod tests {
             ResourceSchema::new("test:Thing")
                 .input(PropertySchema::new("size").required().replace_on_change())
                 .input(PropertySchema::new("label"))
+                .equal_inputs_mean_no_change()
         }
         fn create(
             &self,
@@ -432,6 +448,25 @@ mod tests {
         }
     }
 
+    /// A type that states no hint.
+    struct Plain;
+
+    impl ResourceType for Plain {
+        fn schema(&self) -> ResourceSchema {
+            ResourceSchema::new("test:Plain")
+        }
+        fn create(
+            &self,
+            _: &ResourceContext<'_>,
+            inputs: PropertyMap,
+        ) -> Result<Created, ProviderError> {
+            Ok(Created {
+                id: "plain".into(),
+                outputs: inputs,
+            })
+        }
+    }
+
     type Export = ProviderExport<Test>;
     const URN: &str = "urn:plinth:dev::proj::test:Thing::a";
 
@@ -446,9 +481,9 @@ mod tests {
             (info.name.as_str(), info.version.as_str()),
             ("test", "1.2.3")
         );
-        assert_eq!(info.resources.len(), 1);
-        assert_eq!(info.resources[0].token, "test:Thing");
-        assert!(info.resources[0].inputs[0].replace_on_change);
+        assert_eq!(info.resources.len(), 2);
+        assert_eq!(info.resources[1].token, "test:Thing");
+        assert!(info.resources[1].inputs[0].replace_on_change);
         let asked = info.capabilities;
         let dir = &asked.dirs[0];
         assert_eq!(
@@ -491,6 +526,12 @@ mod tests {
         assert_eq!(result.failures[0].property, "size");
         let result = Export::check(URN.into(), None, value(&[("size", 2.into())])).unwrap();
         assert!(result.failures.is_empty());
+    }
+
+    #[test]
+    fn hints_name_the_types_whose_equal_inputs_mean_no_change() {
+        use super::wit_hints::Guest as _;
+        assert_eq!(Export::equal_inputs_mean_no_change(), vec!["test:Thing"]);
     }
 
     #[test]

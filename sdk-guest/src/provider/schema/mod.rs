@@ -127,6 +127,11 @@ pub struct ResourceSchema {
     /// The default `check` accepts inputs the schema does not declare (a dynamic resource whose
     /// inputs are not known in advance). Off by default: an undeclared input is an error.
     pub open: bool,
+    /// The type's `diff` never reports a change when the new inputs equal the stored ones,
+    /// whatever the id and outputs: true of the default diff, and of a diff that only compares
+    /// inputs (by value or by meaning). The host then skips the call for unchanged inputs,
+    /// which makes an unchanged resource cheap to plan. Off by default.
+    pub equal_inputs_mean_no_change: bool,
 }
 
 impl ResourceSchema {
@@ -138,6 +143,7 @@ impl ResourceSchema {
             inputs: Vec::new(),
             outputs: Vec::new(),
             open: false,
+            equal_inputs_mean_no_change: false,
         }
     }
 
@@ -172,6 +178,14 @@ impl ResourceSchema {
     /// Accepts inputs the schema does not declare (see [`ResourceSchema::open`]).
     pub fn open(mut self) -> ResourceSchema {
         self.open = true;
+        self
+    }
+
+    /// States that `diff` finds no change when the inputs are unchanged (see
+    /// [`ResourceSchema::equal_inputs_mean_no_change`]), so that the host need not ask. Do not
+    /// state it for a type whose `diff` looks at the id or outputs to report a change.
+    pub fn equal_inputs_mean_no_change(mut self) -> ResourceSchema {
+        self.equal_inputs_mean_no_change = true;
         self
     }
 

@@ -14,7 +14,14 @@ pub(crate) fn validate_properties(
     owner: &str,
 ) -> Checked {
     let mut failures = Vec::new();
-    let inputs = properties(declared, given, "", Some(owner), &mut failures);
+    let owner = || owner.to_owned();
+    let inputs = properties(
+        declared,
+        given,
+        "",
+        Some(&owner as &dyn Fn() -> String),
+        &mut failures,
+    );
     Checked { inputs, failures }
 }
 
@@ -28,30 +35,32 @@ pub(crate) fn normalize_stored(declared: &[PropertySchema], stored: PropertyMap)
 /// Validates and normalizes `inputs` against `schema` (see [`ResourceSchema::validate`]).
 pub(super) fn validate(schema: &ResourceSchema, inputs: PropertyMap) -> Checked {
     let mut failures = Vec::new();
-    let owner = format!("an input of {}", schema.token);
+    let owner = || format!("an input of {}", schema.token);
     let inputs = properties(
         &schema.inputs,
         inputs,
         "",
-        (!schema.open).then_some(owner.as_str()),
+        (!schema.open).then_some(&owner as &dyn Fn() -> String),
         &mut failures,
     );
     Checked { inputs, failures }
 }
 
 /// Checks the properties of an object at `path` against `declared`: undeclared keys (unless
-/// `owner` is `None`: an open object), missing required ones, each value's type. Applies
-/// defaults and returns the normalized object.
+/// `owner` is `None`: an open object; it says whose property a key is not, and is only worded
+/// for a failure), missing required ones, each value's type. Applies defaults and returns the
+/// normalized object.
 fn properties(
     declared: &[PropertySchema],
     mut given: PropertyMap,
     path: &str,
-    owner: Option<&str>,
+    owner: Option<&dyn Fn() -> String>,
     failures: &mut Vec<CheckFailure>,
 ) -> PropertyMap {
     if let Some(owner) = owner {
         for key in given.keys() {
             if !declared.iter().any(|p| &p.name == key) {
+                let owner = owner();
                 let names = declared.iter().map(|p| p.name.as_str());
                 let reason = match suggestion(key, names) {
                     Some(near) => format!("is not {owner}; did you mean `{near}`?"),
@@ -70,20 +79,19 @@ fn properties(
         }
     }
     for p in declared {
-        let at = join(path, &p.name);
         match given.remove(&p.name) {
             None | Some(Value::Null) => match &p.default {
                 Some(default) => {
                     given.insert(p.name.clone(), default.clone());
                 }
                 None if p.required => failures.push(CheckFailure::new(
-                    at,
+                    join(path, &p.name),
                     format!("a value is required ({})", p.ty.expected()),
                 )),
                 None => {}
             },
             Some(value) => {
-                let value = check(&p.ty, value, &at, false, failures);
+                let value = check(&p.ty, value, &Path::Key(path, &p.name), false, failures);
                 let value = if p.secret && !value.is_secret() {
                     Value::secret(value)
                 } else {
@@ -96,11 +104,28 @@ fn properties(
     given
 }
 
+/// Where a value is, spelled out only for a failure: most values are valid.
+enum Path<'a> {
+    /// The property `key` of the object at a path.
+    Key(&'a str, &'a str),
+    /// The item `index` of the array at a path.
+    Index(&'a str, usize),
+}
+
+impl Path<'_> {
+    fn spell(&self) -> String {
+        match self {
+            Path::Key(path, key) => join(path, key),
+            Path::Index(path, index) => format!("{path}[{index}]"),
+        }
+    }
+}
+
 /// Checks `value` (at `path`, inside a secret if `hidden`) against `ty`; returns it normalized.
 fn check(
     ty: &Type,
     value: Value,
-    path: &str,
+    path: &Path<'_>,
     hidden: bool,
     failures: &mut Vec<CheckFailure>,
 ) -> Value {
@@ -111,7 +136,7 @@ fn check(
             given(value)
         };
         failures.push(CheckFailure::new(
-            path,
+            path.spell(),
             format!("expected {}, got {given}", ty.expected()),
         ));
     };
@@ -134,31 +159,37 @@ fn check(
                 value
             }
         },
-        (Type::Array(items), Value::Array(values)) => Value::Array(
-            values
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| check(items, v, &format!("{path}[{i}]"), hidden, failures))
-                .collect(),
-        ),
-        (Type::Map(values), Value::Object(map)) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| {
-                    let v = check(values, v, &join(path, &k), hidden, failures);
-                    (k, v)
-                })
-                .collect(),
-        ),
+        (Type::Array(items), Value::Array(values)) => {
+            let path = path.spell();
+            Value::Array(
+                values
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| check(items, v, &Path::Index(&path, i), hidden, failures))
+                    .collect(),
+            )
+        }
+        (Type::Map(values), Value::Object(map)) => {
+            let path = path.spell();
+            Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| {
+                        let v = check(values, v, &Path::Key(&path, &k), hidden, failures);
+                        (k, v)
+                    })
+                    .collect(),
+            )
+        }
         (Type::Object(object), Value::Object(map)) => {
-            let owner = match &object.name {
+            let owner = || match &object.name {
                 Some(name) => format!("a property of {name}"),
                 None => "a property of this object".to_owned(),
             };
             Value::Object(properties(
                 &object.properties,
                 map,
-                path,
-                Some(&owner),
+                &path.spell(),
+                Some(&owner as &dyn Fn() -> String),
                 failures,
             ))
         }
@@ -173,7 +204,7 @@ fn check(
                 .map(|near| format!("; did you mean {near:?}?"))
                 .unwrap_or_default();
             failures.push(CheckFailure::new(
-                path,
+                path.spell(),
                 format!("expected one of {}, got {s:?}{hint}", quoted(values)),
             ));
             Value::String(s)

@@ -16,6 +16,7 @@ impl ResourceType for Echo {
         ResourceSchema::new("testkit:Echo")
             .describe("Echoes its inputs; other inputs than replace_key are free-form.")
             .open()
+            .equal_inputs_mean_no_change()
             .input(
                 PropertySchema::new("replace_key")
                     .describe("Changing it replaces the resource; other inputs update it.")

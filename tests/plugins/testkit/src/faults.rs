@@ -7,10 +7,13 @@
 //! - `testkit:Partial` returns `partially-created` with a UUID id, its inputs as outputs and the
 //!   reason `testkit: partial creation requested`.
 //!
-//! During a preview they return their inputs as the planned outputs.
+//! During a preview they return their inputs as the planned outputs. Their `diff` breaks the same
+//! way (`Partial` excepted, whose diff is the schema's). `testkit:Fail` states the hint that
+//! unchanged inputs mean no change, so the host answers its `diff` itself for those; the others
+//! state nothing and are asked every time.
 
 use plinth_sdk::{
-    Created, PropertyMap, ProviderError, ResourceContext, ResourceSchema, ResourceType,
+    Created, Diff, PropertyMap, ProviderError, ResourceContext, ResourceSchema, ResourceType,
 };
 
 /// How a resource type breaks.
@@ -41,9 +44,29 @@ impl Faulty {
 
 impl ResourceType for Faulty {
     fn schema(&self) -> ResourceSchema {
-        ResourceSchema::new(self.token)
-            .describe("Breaks when created, for tests.")
-            .open()
+        let schema = ResourceSchema::new(self.token)
+            .describe("Breaks when created or diffed, for tests.")
+            .open();
+        match self.fault {
+            Fault::Fail => schema.equal_inputs_mean_no_change(),
+            _ => schema,
+        }
+    }
+
+    fn diff(
+        &self,
+        ctx: &ResourceContext<'_>,
+        _id: &str,
+        old_inputs: &PropertyMap,
+        _old_outputs: &PropertyMap,
+        new_inputs: &PropertyMap,
+    ) -> Result<Diff, ProviderError> {
+        match self.fault {
+            Fault::Panic => panic!("testkit: panic requested"),
+            Fault::Trap => trap(),
+            Fault::Fail => Err(ProviderError::failed("testkit: failure requested")),
+            Fault::Partial => Ok(ctx.schema().diff(old_inputs, new_inputs)),
+        }
     }
 
     fn create(
