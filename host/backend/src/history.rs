@@ -276,9 +276,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
 
         use plinth_engine::journal::{JournalEntry, Persister};
-        use plinth_engine::resource::ResourceState;
         use plinth_engine::snapshot::{PendingKind, Snapshot};
-        use plinth_engine::urn::Urn;
 
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().display());
@@ -304,21 +302,7 @@ mod tests {
             }
         };
         let created = |name: &str| {
-            let resource = ResourceState {
-                urn: Urn::new("dev", "p", None, "t:T", name),
-                ty: "t:T".into(),
-                custom: true,
-                id: format!("id-{name}"),
-                inputs: Default::default(),
-                outputs: Default::default(),
-                parent: None,
-                dependencies: vec![],
-                protect: false,
-                retain_on_delete: false,
-                delete: false,
-                provider: None,
-                custom_timeouts: None,
-            };
+            let resource = crate::local::tests::resource(name);
             [
                 JournalEntry::Begin {
                     seq: 1,

@@ -401,7 +401,7 @@ impl LocalBackend {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn p() -> ProjectName {
@@ -413,7 +413,8 @@ mod tests {
     }
     use plinth_engine::journal::JournalEntry;
 
-    fn resource(name: &str) -> plinth_engine::resource::ResourceState {
+    /// A created custom resource of type `t:T` named `name`, for tests across the crate.
+    pub(crate) fn resource(name: &str) -> plinth_engine::resource::ResourceState {
         plinth_engine::resource::ResourceState {
             urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", name),
             ty: "t:T".into(),

@@ -264,12 +264,11 @@ mod tests {
 
     use plinth_engine::events::{ChangeSummary, Event};
     use plinth_engine::journal::JournalEntry;
-    use plinth_engine::resource::ResourceState;
     use plinth_engine::snapshot::PendingKind;
-    use plinth_engine::urn::Urn;
 
     use super::*;
     use crate::history::{UpdateKind, UpdateResult};
+    use crate::local::tests::resource;
 
     fn backend() -> (tempfile::TempDir, Arc<dyn Backend>) {
         let dir = tempfile::tempdir().unwrap();
@@ -291,24 +290,6 @@ mod tests {
             UpdateResult::Succeeded,
             ChangeSummary::default(),
         )
-    }
-
-    fn resource(name: &str) -> ResourceState {
-        ResourceState {
-            urn: Urn::new("dev", "p", None, "t:T", name),
-            ty: "t:T".into(),
-            custom: true,
-            id: format!("id-{name}"),
-            inputs: Default::default(),
-            outputs: Default::default(),
-            parent: None,
-            dependencies: vec![],
-            protect: false,
-            retain_on_delete: false,
-            delete: false,
-            provider: None,
-            custom_timeouts: None,
-        }
     }
 
     #[test]
