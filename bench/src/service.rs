@@ -19,6 +19,9 @@ pub struct Service {
     counters: Arc<Counters>,
     serve: Child,
     _stdout: BufReader<ChildStdout>,
+    /// Holds the service's master key, as a team's service has one: stacks on it default to the
+    /// service-managed secrets provider.
+    _key_dir: tempfile::TempDir,
     /// Runs the proxy until the service is dropped.
     _runtime: tokio::runtime::Runtime,
     /// Dropped last: the cluster is stopped and removed after the service.
@@ -52,9 +55,24 @@ impl Service {
             );
         }
         let token = String::from_utf8(token.stdout)?.trim().to_owned();
+        let key_dir = tempfile::tempdir()?;
+        let master_key = key_dir.path().join("master.key");
+        let created = Command::new(serve)
+            .args(["key", "create"])
+            .arg(&master_key)
+            .output()
+            .with_context(|| format!("running {}", serve.display()))?;
+        if !created.status.success() {
+            bail!(
+                "plinth serve key create failed: {}",
+                String::from_utf8_lossy(&created.stderr)
+            );
+        }
 
         let mut child = Command::new(serve)
             .args(["--database", &database, "--listen", "127.0.0.1:0"])
+            .arg("--master-key")
+            .arg(&master_key)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(log)?)
@@ -82,6 +100,7 @@ impl Service {
             counters,
             serve: child,
             _stdout: stdout,
+            _key_dir: key_dir,
             _runtime: runtime,
             _postgres: postgres,
         })
