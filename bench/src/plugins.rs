@@ -53,28 +53,32 @@ pub async fn measure(
 
     Runtime::new(cache.to_owned())?.load_component(wasm)?;
     // Each start in a runtime of its own, as in a new process: a runtime that loaded the plugin
-    // before would reuse what it loaded.
+    // before would reuse what it loaded. Only the start is timed: the previous plugin (and its
+    // runtime, or its process) is let go of first.
     let mut wasm_start = Duration::ZERO;
     let mut wasm_provider = None;
     for _ in 0..repeats.starts {
+        drop(wasm_provider.take());
         let runtime = Runtime::new(cache.to_owned())?;
         let started = Instant::now();
-        wasm_provider = Some(
-            runtime
-                .load_provider("bench", wasm, Limits::default(), Grants::default())
-                .await?,
-        );
+        let provider = runtime
+            .load_provider("bench", wasm, Limits::default(), Grants::default())
+            .await?;
         wasm_start += started.elapsed();
+        wasm_provider = Some(provider);
     }
     let wasm_start = wasm_start / repeats.starts;
 
-    let started = Instant::now();
+    let mut grpc_start = Duration::ZERO;
     let mut grpc_provider = None;
     for _ in 0..repeats.starts {
-        // The previous one is killed when replaced.
-        grpc_provider = Some(GrpcProvider::start(grpc_binary).await?);
+        drop(grpc_provider.take());
+        let started = Instant::now();
+        let provider = GrpcProvider::start(grpc_binary).await?;
+        grpc_start += started.elapsed();
+        grpc_provider = Some(provider);
     }
-    let grpc_start = started.elapsed() / repeats.starts;
+    let grpc_start = grpc_start / repeats.starts;
 
     let wasm_provider = wasm_provider.context("at least one start")?;
     let grpc_provider: Arc<dyn Provider> = Arc::new(grpc_provider.context("at least one start")?);
