@@ -85,14 +85,7 @@ fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed
     assert_eq!(opened.snapshot.resources[0].inputs["token"], secret);
 
     // The stack is cancelled under the update: its persister stops, not to be retried.
-    let (status, _) = call(
-        &service,
-        "POST",
-        "stacks/p/dev/cancel",
-        Some(&alice),
-        None,
-        None,
-    );
+    let (status, _) = cancel(&service, &alice);
     assert_eq!(status, 200);
     let r = resource("late", Default::default());
     persister
@@ -161,14 +154,7 @@ fn the_keeper_renews_the_lease_at_half_its_duration_and_learns_when_it_is_lost()
         "a renewal extending the lease",
         || matches!(keeper.state(), LeaseState::Held { expires } if expires > first),
     );
-    let (status, _) = call(
-        &service,
-        "POST",
-        "stacks/p/dev/cancel",
-        Some(&alice),
-        None,
-        None,
-    );
+    let (status, _) = cancel(&service, &alice);
     assert_eq!(status, 200);
     eventually("the keeper learning the lease is lost", || {
         matches!(keeper.state(), LeaseState::Lost(_))

@@ -197,14 +197,7 @@ fn events_are_refused_once_the_lease_is_gone_and_to_another_updates_token() {
     let (status, _) = on_update(&service, &alice, &running, "events", batch(1, logged(1, 2)));
     assert_eq!(status, 200);
 
-    let (status, _) = call(
-        &service,
-        "POST",
-        "stacks/p/dev/cancel",
-        Some(&alice),
-        None,
-        None,
-    );
+    let (status, _) = cancel(&service, &alice);
     assert_eq!(status, 200);
     let (status, body) = on_update(&service, &alice, &running, "events", batch(2, logged(2, 3)));
     assert_eq!(status, 403, "{body}");
@@ -347,14 +340,7 @@ fn a_lost_lease_stops_the_client_log_and_finish_says_so() {
     create_stack(&service, &alice, "dev");
     let transport = Transport::new(&service.url, &alice);
     let (update, lease) = begin_through(&transport);
-    let (status, _) = call(
-        &service,
-        "POST",
-        "stacks/p/dev/cancel",
-        Some(&alice),
-        None,
-        None,
-    );
+    let (status, _) = cancel(&service, &alice);
     assert_eq!(status, 200);
 
     let before = transport.traffic();

@@ -114,14 +114,7 @@ fn cancel_ends_the_running_update_at_once() {
     let alice = token(&db, "alice");
     create_stack(&service, &alice, "dev");
     let running = lease_of(&begin(&service, &alice, "dev").1);
-    let (status, body) = call(
-        &service,
-        "POST",
-        "stacks/p/dev/cancel",
-        Some(&alice),
-        None,
-        None,
-    );
+    let (status, body) = cancel(&service, &alice);
     assert_eq!(
         (status, body["cancelled"].as_str()),
         (200, Some(running.0.as_str()))
@@ -271,14 +264,7 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
     assert_eq!(urns, ["a", "b", "c"], "each batch once, in order");
 
     // Once the update no longer holds the stack, nothing more is appended.
-    call(
-        &service,
-        "POST",
-        "stacks/p/dev/cancel",
-        Some(&alice),
-        None,
-        None,
-    );
+    cancel(&service, &alice);
     let (status, _) = on_update(&service, &alice, &running, "journal", batch(3, &["d"]));
     assert_eq!(status, 403);
 }

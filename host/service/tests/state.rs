@@ -88,14 +88,7 @@ fn versions_are_rebuilt_from_the_journal_and_an_interrupted_operation_stays_pend
         on_update(&service, &alice, &second, "journal", batch).0,
         200
     );
-    let (status, body) = call(
-        &service,
-        "POST",
-        "stacks/p/dev/cancel",
-        Some(&alice),
-        None,
-        None,
-    );
+    let (status, body) = cancel(&service, &alice);
     assert_eq!(status, 200, "{body}");
 
     let (status, latest) = export(&service, &alice, None);

@@ -76,6 +76,18 @@ pub fn token(database: &str, user: &str) -> String {
 }
 
 /// One request: its status and JSON body.
+/// Cancels the update running on stack `p/dev`, as `token`'s user (`plinth cancel`).
+pub fn cancel(service: &Service, token: &str) -> (u16, Value) {
+    call(
+        service,
+        "POST",
+        "stacks/p/dev/cancel",
+        Some(token),
+        None,
+        None,
+    )
+}
+
 pub fn call(
     service: &Service,
     method: &str,
