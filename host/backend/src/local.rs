@@ -546,10 +546,13 @@ pub(crate) mod tests {
         record_create(persister.as_mut(), state);
         drop(persister);
         drop(lock);
-        // A crash mid-write leaves half a line.
+        // A crash mid-write leaves part of a frame: its length, and the start of its member.
         let journal = b.path(&p(), &dev(), "journal");
         let mut bytes = std::fs::read(&journal).unwrap();
-        bytes.extend_from_slice(b"{\"entry\":\"begin\",\"se");
+        let len: u32 = 200;
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&(!len).to_le_bytes());
+        bytes.extend_from_slice(&[0x1f, 0x8b, 8]);
         std::fs::write(&journal, bytes).unwrap();
 
         let loaded = b.load(&p(), &dev()).unwrap();

@@ -34,7 +34,7 @@ use crate::{Workspace, confirm, display, pending, targets};
 #[derive(Args)]
 pub struct CommonArgs {
     /// Maximum number of resource operations in flight.
-    #[arg(short, long, default_value_t = default_parallel())]
+    #[arg(short, long, default_value_t = DEFAULT_PARALLEL)]
     parallel: usize,
     /// Also list resources that do not change.
     #[arg(long)]
@@ -74,9 +74,10 @@ pub struct ChangeArgs {
     continue_on_error: bool,
 }
 
-fn default_parallel() -> usize {
-    std::thread::available_parallelism().map_or(4, |n| n.get() * 4)
-}
+/// Provider calls mostly wait on remote APIs (and a Wasm provider's own work takes
+/// microseconds), so the bound is not tied to the cores: it keeps an API from being flooded,
+/// while each journal flush still carries the starts of many steps at once.
+const DEFAULT_PARALLEL: usize = 64;
 
 #[derive(Args)]
 pub struct PreviewArgs {

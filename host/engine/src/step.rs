@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::deployment::limit::{Reservation, StepLimit};
+use crate::deployment::limit::{Permit, Reservation, StepLimit};
 use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::program::RegisterRequest;
@@ -316,14 +316,15 @@ impl StepContext {
     ) -> Result<StepResult, StepError> {
         // The permit comes before the claim: a delete-before-replace holding a permit may wait
         // for a claimed step, which must therefore never wait for a permit.
-        let _permit = turn.acquire().await?;
+        let mut permit = Some(turn.acquire().await?);
         if self.is_halted() {
             return Err(StepError::Halted);
         }
         // Boxed: the work after the permit is a large future, and most steps wait for their
         // turn; only the steps running at once hold one.
-        let result = Box::pin(self.run_permitted(step)).await;
+        let result = Box::pin(self.run_permitted(step, &mut permit)).await;
         self.halt_on_failure(&result);
+        drop(permit);
         result
     }
 
@@ -335,13 +336,19 @@ impl StepContext {
         }
     }
 
-    async fn run_permitted(&self, step: ResourceStep) -> Result<StepResult, StepError> {
+    /// Runs a step holding `permit`, which a successful provider call gives back before its end
+    /// is recorded: the step no longer calls anything, and recording waits for the writer.
+    async fn run_permitted(
+        &self,
+        step: ResourceStep,
+        permit: &mut Option<Permit>,
+    ) -> Result<StepResult, StepError> {
         let aliases = self.aliases(&step)?;
         let (old, mut guard) = match self.claim(&step.urn, &aliases).await? {
             Some(c) => (Some((c.index, c.state)), Some(c.guard)),
             None => (None, None),
         };
-        let result = self.run_claimed(step, old).await;
+        let result = self.run_claimed(step, old, permit).await;
         if let (Some(guard), Ok(result)) = (&mut guard, &result) {
             guard.1 = if result.replaced.is_some() {
                 ClaimOutcome::Replaced
@@ -356,6 +363,7 @@ impl StepContext {
         &self,
         step: ResourceStep,
         old: Option<(usize, &ResourceState)>,
+        permit: &mut Option<Permit>,
     ) -> Result<StepResult, StepError> {
         let opts = &step.request.options;
         let mut state = ResourceState {
@@ -441,7 +449,14 @@ impl StepContext {
             }
             let info = self.info(StepOp::Create, &state, None, Vec::new(), Vec::new());
             return self
-                .create(&*provider, state, info, None, timeouts.create_seconds)
+                .create(
+                    &*provider,
+                    state,
+                    info,
+                    None,
+                    timeouts.create_seconds,
+                    permit,
+                )
                 .await;
         };
         let diff = provider
@@ -465,7 +480,7 @@ impl StepContext {
             let info = self.info(StepOp::Update, &state, Some(old), diff.changed, Vec::new());
             let limit = timeouts.update_seconds;
             return self
-                .update(&*provider, old_index, old, state, info, limit)
+                .update(&*provider, (old_index, old), state, info, limit, permit)
                 .await;
         }
         if old.protect {
@@ -485,12 +500,22 @@ impl StepContext {
         let info = self.info(StepOp::Replace, &state, Some(old), diff.changed, replaces);
         if diff.delete_before_replace || opts.delete_before_replace {
             self.delete_dependents(old_index).await?;
-            (self.delete_base(old_index, &info, timeouts.delete_seconds)).await?;
-            self.create(&*provider, state, info, None, timeouts.create_seconds)
-                .await
+            // The create that follows still needs the permit.
+            let timeout = timeouts.delete_seconds;
+            (self.delete_base(old_index, &info, timeout, &mut None)).await?;
+            self.create(
+                &*provider,
+                state,
+                info,
+                None,
+                timeouts.create_seconds,
+                permit,
+            )
+            .await
         } else {
             let replaces = Some(old_index);
-            (self.create(&*provider, state, info, replaces, timeouts.create_seconds)).await
+            let timeout = timeouts.create_seconds;
+            (self.create(&*provider, state, info, replaces, timeout, permit)).await
         }
     }
 
@@ -761,6 +786,7 @@ impl StepContext {
         info: StepInfo,
         replaces: Option<usize>,
         timeout: Option<u32>,
+        permit: &mut Option<Permit>,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
         self.events.emit(Event::StepStarted(info.clone()));
@@ -817,6 +843,9 @@ impl StepContext {
             Value::String(state.id.clone())
         };
         let outputs = state.outputs.clone();
+        if partial_error.is_none() {
+            permit.take();
+        }
         self.record(|| JournalEntry::Created {
             seq,
             resource: state,
@@ -840,11 +869,11 @@ impl StepContext {
     async fn update(
         &self,
         provider: &dyn Provider,
-        old_index: usize,
-        old: &ResourceState,
+        (old_index, old): (usize, &ResourceState),
         mut state: ResourceState,
         info: StepInfo,
         timeout: Option<u32>,
+        permit: &mut Option<Permit>,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
         self.events.emit(Event::StepStarted(info.clone()));
@@ -874,6 +903,7 @@ impl StepContext {
             }
         }
         let outputs = state.outputs.clone();
+        permit.take();
         self.record(|| JournalEntry::Updated {
             seq,
             old: old_index,
