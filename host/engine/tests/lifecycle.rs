@@ -4,6 +4,7 @@
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::events::Event;
@@ -199,6 +200,46 @@ async fn target_changes_only_the_targeted_resources() {
         outcome.errors
     );
     assert!(h.provider.calls().is_empty());
+}
+
+/// `--target a c` replaces `a` (create before delete) while `b`, not targeted, keeps a state that
+/// depends on the old `a`, and the new `c` depends on `b`. Recording `c` carries `b`'s kept state
+/// into the new snapshot, and with it what that state depends on: so `b` must wait for `a`'s step
+/// (else the old `a` is carried as it is, and `a`'s replacement is then refused: "journal entry
+/// refers to base resource #…, which the journal does not know").
+///
+/// Ordered without timing: `a`'s create is held until either `c` is done (what happened before
+/// the fix) or `b` shows, by starting its step, that it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "fails until an untargeted step waits for the steps its kept state follows"]
+async fn an_untargeted_state_is_carried_after_the_steps_of_what_it_depends_on() {
+    let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
+    h.provider.hold("create a", "go");
+    let provider = h.provider.clone();
+    h.on_event = Some(Arc::new(move |event| match event {
+        Event::StepStarted(step) if step.urn.name() == "b" => provider.signal("go"),
+        Event::StepDone { step, .. } if step.urn.name() == "c" => provider.signal("go"),
+        _ => {}
+    }));
+    let program = vec![
+        decl("a").input("replace_key", 1.0),
+        decl("b"),
+        decl("c").from("upstream", "b"),
+    ];
+    let options = Options {
+        targets: targets(&["a", "c"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(
+        h.provider.calls(),
+        ["create a", "create c", "delete a"],
+        "c is created once a's replacement is recorded"
+    );
+    assert_eq!(h.names(), ["a", "b", "c"]);
+    assert_eq!(h.state("b").dependencies, [Harness::urn("a")]);
+    assert!(h.snapshot.pending_operations.is_empty());
 }
 
 #[tokio::test]
