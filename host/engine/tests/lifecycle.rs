@@ -211,7 +211,6 @@ async fn target_changes_only_the_targeted_resources() {
 /// Ordered without timing: `a`'s create is held until either `c` is done (what happened before
 /// the fix) or `b` shows, by starting its step, that it waits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails until an untargeted step waits for the steps its kept state follows"]
 async fn an_untargeted_state_is_carried_after_the_steps_of_what_it_depends_on() {
     let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
     h.provider.hold("create a", "go");
