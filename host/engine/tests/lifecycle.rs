@@ -241,6 +241,34 @@ async fn an_untargeted_state_is_carried_after_the_steps_of_what_it_depends_on() 
     assert!(h.snapshot.pending_operations.is_empty());
 }
 
+/// The new program reverses a dependency: the new `a` depends on `b`, whose kept state (`b` is
+/// not targeted) depends on the old `a`. No order of the snapshot holds both once the old `a` is
+/// gone, so the replacement is refused before anything is created; and nothing waits for
+/// anything that waits for it.
+#[tokio::test]
+async fn a_replacement_an_untargeted_kept_state_depends_on_both_ways_is_refused_first() {
+    let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
+    let world = h.provider.world.lock().unwrap().clone();
+    let program = vec![
+        decl("b"),
+        decl("a").input("replace_key", 1.0).from("upstream", "b"),
+    ];
+    let options = Options {
+        targets: targets(&["a"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(
+        outcome.errors.iter().any(|e| e.contains("target it too")),
+        "{:?}",
+        outcome.errors
+    );
+    assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+    assert_eq!(*h.provider.world.lock().unwrap(), world);
+    assert_eq!(h.names(), ["a", "b"]);
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
 #[tokio::test]
 async fn targeted_destroy_needs_dependents_targeted_too() {
     let mut h = fresh(chain()).await;
