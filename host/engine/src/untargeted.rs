@@ -91,10 +91,14 @@ impl StepContext {
         }
         let old = &self.base.resources[index];
         let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
-        self.events.emit(Event::StepStarted(info));
+        self.events.emit(Event::StepStarted(info.clone()));
         for mut step in waits {
             // The sender never sends: `changed` fails once the step has ended.
-            (self.unless_cancelled(async { while step.changed().await.is_ok() {} })).await?;
+            let ended = async { while step.changed().await.is_ok() {} };
+            if let Err(error) = self.unless_cancelled(ended).await {
+                self.failed(info, &error);
+                return Err(error);
+            }
         }
         Ok(())
     }

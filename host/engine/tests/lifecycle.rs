@@ -269,6 +269,35 @@ async fn a_replacement_an_untargeted_kept_state_depends_on_both_ways_is_refused_
     assert!(h.snapshot.pending_operations.is_empty());
 }
 
+/// `b`, not targeted, waits for `a`'s step, which replaces `a` deleting it first: that would
+/// delete `b`, so it fails at once rather than wait for `b` (with one permit, held by neither).
+#[tokio::test]
+async fn a_delete_first_replace_under_an_untargeted_dependent_fails_without_waiting() {
+    let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
+    h.parallel = 1;
+    let world = h.provider.world.lock().unwrap().clone();
+    let program = vec![
+        decl("a").input("replace_key", 1.0).input("dbr", true),
+        decl("b"),
+    ];
+    let options = Options {
+        targets: targets(&["a"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(
+        outcome
+            .errors
+            .iter()
+            .any(|e| e.contains("which is not targeted")),
+        "{:?}",
+        outcome.errors
+    );
+    assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+    assert_eq!(*h.provider.world.lock().unwrap(), world);
+    assert_eq!(h.names(), ["a", "b"]);
+}
+
 #[tokio::test]
 async fn targeted_destroy_needs_dependents_targeted_too() {
     let mut h = fresh(chain()).await;
