@@ -241,6 +241,38 @@ async fn an_untargeted_state_is_carried_after_the_steps_of_what_it_depends_on() 
     assert!(h.snapshot.pending_operations.is_empty());
 }
 
+/// As above, through a kept state no step takes charge of: `x`'s kept state depends on `b`'s,
+/// which the program no longer declares (not targeted, so kept), which depends on the old `a`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untargeted_state_waits_through_kept_states_no_step_takes_charge_of() {
+    let first = vec![
+        decl("a"),
+        decl("b").from("upstream", "a"),
+        decl("x").from("upstream", "b"),
+    ];
+    let mut h = fresh(first).await;
+    h.provider.hold("create a", "go");
+    let provider = h.provider.clone();
+    h.on_event = Some(Arc::new(move |event| match event {
+        Event::StepStarted(step) if step.urn.name() == "x" => provider.signal("go"),
+        Event::StepDone { step, .. } if step.urn.name() == "c" => provider.signal("go"),
+        _ => {}
+    }));
+    let program = vec![
+        decl("a").input("replace_key", 1.0),
+        decl("x"),
+        decl("c").from("upstream", "x"),
+    ];
+    let options = Options {
+        targets: targets(&["a", "c"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.provider.calls(), ["create a", "create c", "delete a"]);
+    assert_eq!(h.names(), ["a", "b", "x", "c"]);
+}
+
 /// The new program reverses a dependency: the new `a` depends on `b`, whose kept state (`b` is
 /// not targeted) depends on the old `a`. No order of the snapshot holds both once the old `a` is
 /// gone, so the replacement is refused before anything is created; and nothing waits for
