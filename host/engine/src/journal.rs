@@ -87,13 +87,6 @@ pub enum SnapshotError {
     Inconsistent(String),
     #[error("refusing to delete {0}: other resources in the state still depend on it")]
     StillDependedOn(Urn),
-    /// A state kept as recorded (not targeted) depends on the resource being replaced, and the
-    /// replacement depends on it: the one would have to come before the other both ways.
-    #[error(
-        "cannot replace {replaced}: {kept}, kept as recorded, depends on it, and the new \
-         {replaced} depends on {kept}; change {kept} in the same update (target it too)"
-    )]
-    KeptDependent { replaced: Urn, kept: Urn },
     #[error("could not persist the state: {0}")]
     Persist(Arc<PersistError>),
     #[error("the snapshot manager stopped")]
@@ -219,10 +212,7 @@ impl JournalState {
                     (PendingKind::Deleting, Some(old)) => self.check_deletable(*old)?,
                     (PendingKind::Updating, Some(old)) => self.expect_live_base(*old)?,
                     (PendingKind::Creating, replaces) => {
-                        self.check_creatable(&resource.urn, *replaces)?;
-                        if let Some(old) = replaces {
-                            self.check_replaceable(resource, *old)?;
-                        }
+                        self.check_creatable(&resource.urn, *replaces)?
                     }
                     (_, None) if !self.knows(&resource.urn) => {
                         return Err(IntegrityError::DanglingPendingOperation {
@@ -331,48 +321,16 @@ impl JournalState {
         self.record(state)
     }
 
-    /// The untouched base resources `state` names as predecessors: those recording it carries
-    /// forward.
-    fn untouched_predecessors<'a>(
-        &'a self,
-        state: &'a ResourceState,
-    ) -> impl Iterator<Item = usize> + 'a {
-        (state.predecessors())
-            .filter(|p| !self.recorded_index.contains_key(*p))
-            .filter_map(|p| self.base_live.get(p).copied())
-            .filter(|&i| self.fate[i] == Fate::Untouched)
-    }
-
-    /// A replacement of base resource `old` by `state` can be recorded only if none of the
-    /// states its record would carry forward (see [`pull_forward`](Self::pull_forward)) depends
-    /// on `old`: carried first, such a state would come before the replacement it depends on.
-    /// Checked before the provider creates anything.
-    fn check_replaceable(&self, state: &ResourceState, old: usize) -> Result<(), SnapshotError> {
-        let replaced = &self.base.resources[old].urn;
-        let mut seen = HashSet::new();
-        let mut next: Vec<usize> = self.untouched_predecessors(state).collect();
-        while let Some(i) = next.pop() {
-            if i == old || !seen.insert(i) {
-                continue;
-            }
-            let kept = &self.base.resources[i];
-            if kept.predecessors().any(|p| p == replaced) {
-                return Err(SnapshotError::KeptDependent {
-                    replaced: replaced.clone(),
-                    kept: kept.urn.clone(),
-                });
-            }
-            next.extend(self.untouched_predecessors(kept));
-        }
-        Ok(())
-    }
-
     /// Carries over, as they are, the untouched base resources `state` depends on (and theirs):
     /// recorded states come first in the snapshot, so what they depend on must be recorded
     /// before them. An operation leaves such a resource untouched when it does not change it
     /// (`--target` left it out).
     fn pull_forward(&mut self, state: &ResourceState) -> Result<(), SnapshotError> {
-        let untouched: Vec<usize> = self.untouched_predecessors(state).collect();
+        let untouched: Vec<usize> = (state.predecessors())
+            .filter(|p| !self.recorded_index.contains_key(*p))
+            .filter_map(|p| self.base_live.get(p).copied())
+            .filter(|&i| self.fate[i] == Fate::Untouched)
+            .collect();
         for i in untouched {
             // Pulling an earlier one forward may have pulled this one already.
             if self.fate[i] == Fate::Untouched {
@@ -834,28 +792,6 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("depend"), "{err}");
-    }
-
-    #[test]
-    fn refuses_a_replacement_that_a_state_it_carries_forward_depends_on() {
-        // The new `a` depends on `b`, kept as recorded, which depends on the old `a`.
-        let begin = |resource| JournalEntry::Begin {
-            seq: 1,
-            kind: PendingKind::Creating,
-            resource,
-            old: Some(0),
-        };
-        let err = replay(base(), [begin(state("a", &["b"]))]).unwrap_err();
-        assert!(
-            matches!(&err, SnapshotError::KeptDependent { kept, .. } if *kept == urn("b")),
-            "{err}"
-        );
-        // Once `b` is recorded (here without its dependency), the replacement may go after it.
-        let carried = JournalEntry::Same {
-            old: 1,
-            resource: Some(state("b", &[])),
-        };
-        replay(base(), [carried, begin(state("a", &["b"]))]).unwrap();
     }
 
     #[test]

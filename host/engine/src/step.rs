@@ -112,8 +112,8 @@ pub(crate) struct Claims {
     /// Deleted ahead of the delete-before-replace of a resource it depends on; the flag turns
     /// to `Some(deleted)` when that delete is over.
     pub(crate) deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
-    /// With `--target`: the registrations whose steps have started (even if they still wait
-    /// for a permit) and will take charge of it; the sender is dropped when the step ends.
+    /// With `--target`: base resources a started step (even one still waiting for a permit)
+    /// will take charge of; its sender is dropped when that step ends.
     pub(crate) under_way: HashMap<usize, watch::Receiver<()>>,
 }
 
@@ -386,6 +386,11 @@ impl StepContext {
         };
         if self.leaves_out(&state.urn, &state.ty, state.predecessors()) {
             return self.untargeted(state, old).await;
+        }
+        if old.is_some()
+            && let Some(error) = self.kept_dependent(&state)
+        {
+            return Err(error);
         }
         let is_provider = provided_package(&state.ty).is_some();
         if !state.custom {

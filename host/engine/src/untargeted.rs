@@ -128,6 +128,40 @@ impl StepContext {
         waits
     }
 
+    /// With `--target`, a state that `state` (replacing or updating a base resource with its URN)
+    /// depends on, kept as recorded, whose recorded state depends on that base resource, directly
+    /// or through other kept states. No order of the snapshot holds both: each would have to come
+    /// before the other. Found before the provider acts, it fails the step.
+    pub(crate) fn kept_dependent(&self, state: &ResourceState) -> Option<StepError> {
+        let targets = self.targets.as_ref()?;
+        let mut seen = HashSet::new();
+        let mut next: Vec<&Urn> = state.predecessors().collect();
+        while let Some(urn) = next.pop() {
+            // A targeted one is recorded anew by its step, which has ended (the program
+            // resolved it before this registration).
+            if !seen.insert(urn) || targets.contains(urn) {
+                continue;
+            }
+            let Some(&i) = self.base_live.get(urn) else {
+                continue;
+            };
+            let kept = &self.base.resources[i];
+            if kept.predecessors().any(|p| *p == state.urn) {
+                let (urn, kept) = (&state.urn, &kept.urn);
+                return Some(self.fail(
+                    urn,
+                    format!(
+                        "{kept}, not targeted, is kept as recorded, and its recorded state \
+                         depends on {urn}, which now depends on it: neither could be recorded \
+                         before the other; target {kept} too"
+                    ),
+                ));
+            }
+            next.extend(kept.predecessors());
+        }
+        None
+    }
+
     /// A registration `--target` leaves out: an existing resource stays exactly as recorded; a
     /// new one is not created, and what depends on it sees unknowns.
     pub(crate) async fn untargeted(

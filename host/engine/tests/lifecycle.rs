@@ -274,31 +274,34 @@ async fn an_untargeted_state_waits_through_kept_states_no_step_takes_charge_of()
 }
 
 /// The new program reverses a dependency: the new `a` depends on `b`, whose kept state (`b` is
-/// not targeted) depends on the old `a`. No order of the snapshot holds both once the old `a` is
-/// gone, so the replacement is refused before anything is created; and nothing waits for
-/// anything that waits for it.
+/// not targeted) depends on the old `a`. No order of the snapshot holds both, so replacing or
+/// updating `a` is refused before the provider acts; and nothing waits for anything that waits
+/// for it. (Before, the provider acted and its result could not be recorded.)
 #[tokio::test]
-async fn a_replacement_an_untargeted_kept_state_depends_on_both_ways_is_refused_first() {
-    let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
-    let world = h.provider.world.lock().unwrap().clone();
-    let program = vec![
-        decl("b"),
-        decl("a").input("replace_key", 1.0).from("upstream", "b"),
-    ];
-    let options = Options {
-        targets: targets(&["a"], false),
-        ..Default::default()
-    };
-    let outcome = bounded(h.up_with(program, options)).await;
-    assert!(
-        outcome.errors.iter().any(|e| e.contains("target it too")),
-        "{:?}",
-        outcome.errors
-    );
-    assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
-    assert_eq!(*h.provider.world.lock().unwrap(), world);
-    assert_eq!(h.names(), ["a", "b"]);
-    assert!(h.snapshot.pending_operations.is_empty());
+async fn a_change_an_untargeted_kept_state_depends_on_both_ways_is_refused_first() {
+    for change in [
+        decl("a").input("replace_key", 1.0),
+        decl("a").input("v", "2"),
+    ] {
+        let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
+        let world = h.provider.world.lock().unwrap().clone();
+        let program = vec![decl("b"), change.from("upstream", "b")];
+        let options = Options {
+            targets: targets(&["a"], false),
+            ..Default::default()
+        };
+        let outcome = bounded(h.up_with(program, options)).await;
+        let kept = Harness::urn("b");
+        assert!(
+            (outcome.errors.iter()).any(|e| e.contains(&format!("target {kept} too"))),
+            "{:?}",
+            outcome.errors
+        );
+        assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+        assert_eq!(*h.provider.world.lock().unwrap(), world);
+        assert_eq!(h.names(), ["a", "b"]);
+        assert!(h.snapshot.pending_operations.is_empty());
+    }
 }
 
 /// `b`, not targeted, waits for `a`'s step, which replaces `a` deleting it first: that would
