@@ -495,6 +495,9 @@ impl Persister for CheckingPersister {
     }
 }
 
+/// Called with each event of a deployment as it is emitted.
+pub type EventWatcher = Arc<dyn Fn(&Event) + Send + Sync>;
+
 /// Everything one test needs: the provider's world and the stack's snapshot across runs.
 pub struct Harness {
     pub provider: Arc<FakeProvider>,
@@ -508,7 +511,7 @@ pub struct Harness {
     pub events: Vec<Event>,
     /// Sees each event of a deployment as it is emitted: what a test orders calls by when the
     /// order it needs is one of the engine's own events.
-    pub on_event: Option<Arc<dyn Fn(&Event) + Send + Sync>>,
+    pub on_event: Option<EventWatcher>,
 }
 
 impl Default for Harness {
