@@ -15,7 +15,10 @@
 //! Only steps already under way are waited for. They have every input, so none of them waits
 //! for this resource, even when the new program reverses a dependency; and this step waits
 //! holding no permit and no claim, so they can get both (a delete-before-replace among them
-//! fails at once, rather than wait, on an untargeted dependent).
+//! fails at once, rather than wait, on an untargeted dependent). A step for such a predecessor
+//! that starts only after this one has ended (registered late) is not waited for: if a state
+//! that carries this one forward is recorded first, or while that step runs, its change is
+//! refused (in the second case after the provider acted, leaving a pending operation).
 
 use std::collections::HashSet;
 use std::time::Instant;
