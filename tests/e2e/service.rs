@@ -300,6 +300,67 @@ fn an_update_goes_on_through_the_other_replica_when_the_one_serving_it_is_killed
     env.ok(&["preview", "--expect-no-changes"]);
 }
 
+/// Interrupts `child` as Ctrl-C does.
+fn interrupt(child: &Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn an_update_interrupted_while_the_service_is_gone_ends_at_once_naming_its_lease() {
+    let mut team = Team::start(1, "300s");
+    let mut env = gated(team.login(0));
+    let up = up_held(&env, Stdio::piped);
+    eventually("the create of `slow` recorded as begun", || {
+        create_begun_on_the_service(&team)
+    });
+    team.replicas[0].kill();
+    interrupt(&up);
+    let released = Instant::now();
+    release(&env);
+
+    // The create's end cannot be sent, nor the update ended: the user pressed Ctrl-C, so the
+    // CLI gives up soon instead of riding out the outage (13 s for each call left).
+    let out = up.wait_with_output().unwrap();
+    let took = released.elapsed();
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(took < Duration::from_secs(10), "took {took:?}:\n{err}");
+    assert!(
+        err.contains("the update of stack `dev` could not be ended")
+            && err.contains("its lease expires at ")
+            && err.contains("`plinth cancel` ends it sooner"),
+        "{err}"
+    );
+
+    // The service is back: the update still holds the stack until `plinth cancel` ends it;
+    // the next update knows of the create whose end was never recorded.
+    let replica = team.database.serve(&["--lease", "300s"]);
+    team.replicas = vec![replica];
+    env.service = team.login(0);
+    let held = env.fails(&["up", "--yes", "--skip-preview"]);
+    assert!(held.contains(USER), "{held}");
+    env.ok(&["cancel", "--yes"]);
+    let out = env.run(&["up", "--yes", "--skip-preview"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("a create of {SLOW_URN} was interrupted")),
+        "{err}"
+    );
+    env.ok(&["refresh", "--yes"]);
+    env.ok(&["preview", "--expect-no-changes"]);
+    let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["slow"]);
+    // The interrupted create did make its record, which nothing recorded: the warning above is
+    // what tells the user of it, as with any create left pending.
+    assert_eq!(records(&env).len(), 2, "{:?}", records(&env));
+    println!("the interrupted update ended {took:?} after its create was released");
+}
+
 #[test]
 fn an_update_rides_out_a_database_restart() {
     let log = tempfile::NamedTempFile::new().unwrap();

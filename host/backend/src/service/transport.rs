@@ -1,11 +1,16 @@
 //! One request to the service, retried with backoff through what may pass (a dropped connection,
 //! 502/503/504, 429), honouring `Retry-After`; every other answer is final and typed, so a caller
 //! tells a lost lease from an outage. Bodies over 1 KiB go gzipped, and answers may come so.
+//!
+//! Riding out an outage is worth about 13 s only while the work may go on. A call given a
+//! budget, every call once the transport is told to [`hurry`](Transport::hurry) (the user
+//! pressed Ctrl-C), and every call after one that found the service unreachable, until the
+//! service answers again, give up sooner: the user is not made to wait out the same outage twice.
 
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -15,12 +20,23 @@ use serde_json::Value;
 /// How often a transient failure is tried again, and the longest wait between tries.
 const ATTEMPTS: u32 = 8;
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest one attempt may take (a large checkpoint is tens of megabytes).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The least time an attempt is given, even once a budget ran out: a service that is there
+/// answers within it.
+const LAST_CHANCE: Duration = Duration::from_secs(1);
+
+/// How long calls go on trying once the user asked to stop, or to end an update being left.
+pub const SHORT_BUDGET: Duration = Duration::from_millis(2500);
 
 /// Why the service did not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     /// The service could not be reached or answered that it could not serve, every time.
-    #[error("the service at {url} is unavailable after {attempts} attempts: {last}")]
+    #[error(
+        "the service at {url} is unavailable after {attempts} attempt{}: {last}",
+        if *attempts == 1 { "" } else { "s" }
+    )]
     Unavailable {
         url: String,
         attempts: u32,
@@ -53,13 +69,15 @@ const MAX_ANSWER: u64 = 1 << 30;
 /// Request bodies larger than this go gzipped; smaller ones gain too little to be worth it.
 const GZIP_ABOVE: usize = 1024;
 
-/// A service and the access token requests carry.
+/// A service and the access token requests carry. Clones share the connection pool, the
+/// counts and what is known of the service's reach.
 #[derive(Clone)]
 pub struct Transport {
     base: String,
     token: String,
     agent: ureq::Agent,
     traffic: Arc<Counters>,
+    reach: Arc<Reach>,
 }
 
 /// What a transport sent, retries included.
@@ -76,6 +94,26 @@ struct Counters {
     body_bytes: AtomicU64,
 }
 
+/// What the transport's calls know of the service, which sets how long they go on trying.
+#[derive(Default)]
+struct Reach {
+    /// The last call that ended gave up: the service could not be reached.
+    unreachable: AtomicBool,
+    /// When calls stop retrying, once told to hurry.
+    hurry_until: Mutex<Option<Instant>>,
+}
+
+impl Reach {
+    /// When a call started now stops retrying, given its own `deadline`.
+    fn deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
+        let hurry = *self.hurry_until.lock().expect("never poisoned");
+        match (deadline, hurry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 impl Transport {
     /// The service at `base` (`https://host[:port]`), acting with `token`.
     pub fn new(base: &str, token: &str) -> Transport {
@@ -89,7 +127,21 @@ impl Transport {
             token: token.to_owned(),
             agent,
             traffic: Arc::default(),
+            reach: Arc::default(),
         }
+    }
+
+    /// The service's URL, as given.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// From now on, calls of this transport and its clones (those under way too) stop retrying
+    /// after [`SHORT_BUDGET`]: the user asked to stop, and would rather leave an update to
+    /// expire than wait out an outage.
+    pub fn hurry(&self) {
+        let mut until = self.reach.hurry_until.lock().expect("never poisoned");
+        until.get_or_insert_with(|| Instant::now() + SHORT_BUDGET);
     }
 
     /// What this transport and its clones sent so far.
@@ -109,11 +161,43 @@ impl Transport {
         lease: Option<&str>,
         body: Option<&Value>,
     ) -> Result<Value, ServiceError> {
+        self.call_until(method, path, lease, body, None)
+    }
+
+    /// [`call`](Self::call), trying again only within `budget`.
+    pub fn call_within(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        body: Option<&Value>,
+        budget: Duration,
+    ) -> Result<Value, ServiceError> {
+        self.call_until(method, path, lease, body, Some(Instant::now() + budget))
+    }
+
+    fn call_until(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        body: Option<&Value>,
+        deadline: Option<Instant>,
+    ) -> Result<Value, ServiceError> {
         let url = format!("{}/api/v1/{path}", self.base);
         let (body, gzipped) = encode(body);
         let mut backoff = Duration::from_millis(100);
         let mut last = String::new();
+        // Met just now: this call tries once more, not for another 13 s.
+        let known_unreachable = self.reach.unreachable.load(Ordering::Relaxed);
+        // Read again at each turn: the transport may be told to hurry meanwhile.
+        let until = || self.reach.deadline(deadline);
+        let mut attempts = 0;
         for attempt in 1..=ATTEMPTS {
+            attempts = attempt;
+            let timeout = until().map_or(ATTEMPT_TIMEOUT, |d| {
+                (d.saturating_duration_since(Instant::now())).clamp(LAST_CHANCE, ATTEMPT_TIMEOUT)
+            });
             let mut request = ureq::http::Request::builder()
                 .method(method)
                 .uri(&url)
@@ -133,6 +217,9 @@ impl Transport {
                     status: 0,
                     message: format!("an invalid request to {url}: {e}"),
                 })?;
+            let request = (self.agent.configure_request(request))
+                .timeout_global(Some(timeout))
+                .build();
             let wait = match self.agent.run(request) {
                 Err(e) => {
                     last = e.to_string();
@@ -159,6 +246,9 @@ impl Transport {
                     };
                     let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                     let message = json["message"].as_str().unwrap_or(&text).to_owned();
+                    if !matches!(status, 429 | 502..=504) {
+                        self.reach.unreachable.store(false, Ordering::Relaxed);
+                    }
                     match status {
                         200..=299 => return Ok(json),
                         429 | 502..=504 => {
@@ -176,14 +266,17 @@ impl Transport {
                     }
                 }
             };
-            if attempt < ATTEMPTS {
-                std::thread::sleep(wait);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+            let out_of_time = until().is_some_and(|until| Instant::now() + wait >= until);
+            if attempt == ATTEMPTS || known_unreachable || out_of_time {
+                break;
             }
+            std::thread::sleep(wait);
+            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+        self.reach.unreachable.store(true, Ordering::Relaxed);
         Err(ServiceError::Unavailable {
             url,
-            attempts: ATTEMPTS,
+            attempts,
             last,
         })
     }
@@ -267,6 +360,67 @@ mod tests {
         assert_eq!(traffic.requests, 2);
         assert_eq!(traffic.body_bytes, 2 * sent.len() as u64);
         assert!(sent.len() < 200, "4 KiB of one letter gzip small");
+    }
+
+    /// The URL of a loopback port nobody listens on: every connection is refused.
+    fn nobody_listening() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    }
+
+    fn attempts(error: ServiceError) -> u32 {
+        match error {
+            ServiceError::Unavailable { attempts, .. } => attempts,
+            other => panic!("not an outage: {other}"),
+        }
+    }
+
+    /// Far below the 12.7 s of backoff a call without a budget rides out, and far above what
+    /// a budget of 2.5 s takes on any machine.
+    const GENEROUS: Duration = Duration::from_secs(8);
+
+    #[test]
+    fn a_budget_or_a_hurry_bounds_the_retries() {
+        let transport = Transport::new(&nobody_listening(), "t");
+        let started = Instant::now();
+        let error = transport.call_within("POST", "p", None, None, SHORT_BUDGET);
+        assert!(attempts(error.unwrap_err()) < ATTEMPTS);
+        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+
+        let transport = Transport::new(&nobody_listening(), "t");
+        transport.clone().hurry();
+        let started = Instant::now();
+        let error = transport.call("GET", "p", None, None).unwrap_err();
+        assert!(attempts(error) < ATTEMPTS);
+        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn after_a_call_gave_up_the_next_tries_once_until_the_service_answers() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let transport = Transport::new(&base, "t");
+        transport
+            .call_within("POST", "p", None, None, Duration::from_millis(300))
+            .unwrap_err();
+        let before = transport.traffic().requests;
+        let error = transport.clone().call("POST", "p", None, None).unwrap_err();
+        assert_eq!(attempts(error), 1);
+        assert_eq!(transport.traffic().requests, before + 1);
+
+        // The service is back (on the same port): it answers, and retries are as before.
+        let listener = TcpListener::bind(base.strip_prefix("http://").unwrap()).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            read_request(&stream);
+            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+            stream.write_all(answer.as_bytes()).unwrap();
+        });
+        assert_eq!(transport.call("GET", "p", None, None).unwrap(), json!({}));
+        server.join().unwrap();
+        let error = transport.call_within("GET", "p", None, None, Duration::from_secs(2));
+        assert!(attempts(error.unwrap_err()) > 1);
     }
 
     #[test]
