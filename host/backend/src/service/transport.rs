@@ -3,13 +3,14 @@
 //! tells a lost lease from an outage. Bodies over 1 KiB go gzipped, and answers may come so.
 //!
 //! Riding out an outage is worth about 13 s only while the work may go on. A call given a
-//! budget, every call once the transport is told to [`hurry`](Transport::hurry) (the user
-//! pressed Ctrl-C), and every call after one that found the service unreachable, until the
-//! service answers again, give up sooner: the user is not made to wait out the same outage twice.
+//! budget and every call once the transport is told to [`hurry`](Transport::hurry) (the user
+//! pressed Ctrl-C) give up sooner; once one call gave up on the service, the others (those
+//! under way too) try no more than once until it answers again: the user is not made to wait
+//! out the same outage twice.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use flate2::Compression;
@@ -97,19 +98,60 @@ struct Counters {
 /// What the transport's calls know of the service, which sets how long they go on trying.
 #[derive(Default)]
 struct Reach {
-    /// The last call that ended gave up: the service could not be reached.
+    /// A call gave up on the service, and none had an answer since.
     unreachable: AtomicBool,
     /// When calls stop retrying, once told to hurry.
     hurry_until: Mutex<Option<Instant>>,
+    /// Wakes the calls waiting to try again when either of the above is set.
+    changed: Condvar,
 }
 
 impl Reach {
-    /// When a call started now stops retrying, given its own `deadline`.
-    fn deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
-        let hurry = *self.hurry_until.lock().expect("never poisoned");
-        match (deadline, hurry) {
+    fn hurry_until(&self) -> MutexGuard<'_, Option<Instant>> {
+        self.hurry_until.lock().expect("never poisoned")
+    }
+
+    /// When a call with its own `deadline` stops retrying, given `hurry_until`.
+    fn deadline(deadline: Option<Instant>, hurry_until: Option<Instant>) -> Option<Instant> {
+        match (deadline, hurry_until) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    fn hurry(&self) {
+        self.hurry_until()
+            .get_or_insert_with(|| Instant::now() + SHORT_BUDGET);
+        self.changed.notify_all();
+    }
+
+    fn gave_up(&self) {
+        let _waking = self.hurry_until();
+        self.unreachable.store(true, Ordering::Relaxed);
+        self.changed.notify_all();
+    }
+
+    fn answered(&self) {
+        self.unreachable.store(false, Ordering::Relaxed);
+    }
+
+    /// Waits until `resume` to try again; false, at once, if the call should give up instead:
+    /// its `deadline` (or the hurry) falls before `resume`, or a call gave up on the service
+    /// (this one does not ride out the same outage again).
+    fn pause(&self, resume: Instant, deadline: Option<Instant>) -> bool {
+        let mut hurry_until = self.hurry_until();
+        loop {
+            let deadline = Reach::deadline(deadline, *hurry_until);
+            if self.unreachable.load(Ordering::Relaxed) || deadline.is_some_and(|d| resume >= d) {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= resume {
+                return true;
+            }
+            hurry_until = (self.changed.wait_timeout(hurry_until, resume - now))
+                .expect("never poisoned")
+                .0;
         }
     }
 }
@@ -140,8 +182,7 @@ impl Transport {
     /// after [`SHORT_BUDGET`]: the user asked to stop, and would rather leave an update to
     /// expire than wait out an outage.
     pub fn hurry(&self) {
-        let mut until = self.reach.hurry_until.lock().expect("never poisoned");
-        until.get_or_insert_with(|| Instant::now() + SHORT_BUDGET);
+        self.reach.hurry();
     }
 
     /// What this transport and its clones sent so far.
@@ -188,14 +229,12 @@ impl Transport {
         let (body, gzipped) = encode(body);
         let mut backoff = Duration::from_millis(100);
         let mut last = String::new();
-        // Met just now: this call tries once more, not for another 13 s.
-        let known_unreachable = self.reach.unreachable.load(Ordering::Relaxed);
-        // Read again at each turn: the transport may be told to hurry meanwhile.
-        let until = || self.reach.deadline(deadline);
         let mut attempts = 0;
         for attempt in 1..=ATTEMPTS {
             attempts = attempt;
-            let timeout = until().map_or(ATTEMPT_TIMEOUT, |d| {
+            // Read at each turn: the transport may be told to hurry meanwhile.
+            let until = Reach::deadline(deadline, *self.reach.hurry_until());
+            let timeout = until.map_or(ATTEMPT_TIMEOUT, |d| {
                 (d.saturating_duration_since(Instant::now())).clamp(LAST_CHANCE, ATTEMPT_TIMEOUT)
             });
             let mut request = ureq::http::Request::builder()
@@ -247,7 +286,7 @@ impl Transport {
                     let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                     let message = json["message"].as_str().unwrap_or(&text).to_owned();
                     if !matches!(status, 429 | 502..=504) {
-                        self.reach.unreachable.store(false, Ordering::Relaxed);
+                        self.reach.answered();
                     }
                     match status {
                         200..=299 => return Ok(json),
@@ -266,14 +305,12 @@ impl Transport {
                     }
                 }
             };
-            let out_of_time = until().is_some_and(|until| Instant::now() + wait >= until);
-            if attempt == ATTEMPTS || known_unreachable || out_of_time {
+            if attempt == ATTEMPTS || !self.reach.pause(Instant::now() + wait, deadline) {
                 break;
             }
-            std::thread::sleep(wait);
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
-        self.reach.unreachable.store(true, Ordering::Relaxed);
+        self.reach.gave_up();
         Err(ServiceError::Unavailable {
             url,
             attempts,
@@ -421,6 +458,26 @@ mod tests {
         server.join().unwrap();
         let error = transport.call_within("GET", "p", None, None, Duration::from_secs(2));
         assert!(attempts(error.unwrap_err()) > 1);
+    }
+
+    #[test]
+    fn a_call_riding_out_an_outage_stops_when_another_gives_up_or_when_told_to_hurry() {
+        for stop in [
+            |t: &Transport| drop(t.call_within("GET", "q", None, None, Duration::ZERO)),
+            Transport::hurry,
+        ] {
+            let transport = Transport::new(&nobody_listening(), "t");
+            let riding = transport.clone();
+            let started = Instant::now();
+            let call = std::thread::spawn(move || riding.call("POST", "p", None, None));
+            // Once it has tried, it waits between tries.
+            while transport.traffic().requests == 0 {
+                std::thread::yield_now();
+            }
+            stop(&transport);
+            assert!(attempts(call.join().unwrap().unwrap_err()) < ATTEMPTS);
+            assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+        }
     }
 
     #[test]
