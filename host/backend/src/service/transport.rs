@@ -161,7 +161,7 @@ impl Transport {
     pub fn new(base: &str, token: &str) -> Transport {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
+            .timeout_global(Some(ATTEMPT_TIMEOUT))
             .build()
             .into();
         Transport {
