@@ -5,7 +5,7 @@
 //! <root>/stacks/<project>/<stack>.journal   journal of the update in progress (or interrupted)
 //! <root>/stacks/<project>/<stack>.lock      held while an update runs
 //! <root>/stacks/<project>/<stack>.history   one line per update
-//! <root>/stacks/<project>/<stack>.logs/N.jsonl  the events of update N
+//! <root>/stacks/<project>/<stack>.logs/N.jsonl.gz  the events of update N
 //! <root>/workspaces/<project>               the selected stack
 //! ```
 
