@@ -76,26 +76,49 @@ impl ArtifactCache {
         engine: &Engine,
         path: &Path,
     ) -> Result<(Component, LoadStats), LoadError> {
-        let started = Instant::now();
-        let before = Fingerprint::of(path);
-        if let Some(sha256) = before.and_then(|print| self.hashes.lookup(path, &print)) {
-            let read = started.elapsed();
-            let started = Instant::now();
-            if let Some(component) = self.load_artifact(engine, &self.artifact(&sha256)) {
-                let stats = LoadStats::hit(sha256, read, started.elapsed());
-                tracing::debug!(
-                    path = %path.display(),
-                    load = ?stats.load,
-                    "unchanged component loaded from the precompiled cache"
-                );
-                return Ok((component, stats));
-            }
+        match self.load_unchanged(engine, path) {
+            Some(loaded) => Ok(loaded),
+            None => self.load_changed(engine, path),
         }
+    }
+
+    /// Reads and hashes the file at `path`, loads it as by [`load`](Self::load), and records
+    /// its hash for [`load_unchanged`](Self::load_unchanged).
+    pub(crate) fn load_changed(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> Result<(Component, LoadStats), LoadError> {
+        let before = Fingerprint::of(path);
         let wasm = ComponentBytes::read(path)?;
         let loaded = self.load(engine, &wasm)?;
         self.hashes
             .record(path, before, Fingerprint::of(path), wasm.sha256());
         Ok(loaded)
+    }
+
+    /// The component at `path` if neither reading the file nor compiling it is needed: the file
+    /// is unchanged since its hash was recorded, and the artifact of that hash is loaded already
+    /// or in the cache. Costs a `stat`, a small read and, unless loaded already, mapping and
+    /// deserializing the artifact (a fraction of a millisecond).
+    pub(crate) fn load_unchanged(
+        &self,
+        engine: &Engine,
+        path: &Path,
+    ) -> Option<(Component, LoadStats)> {
+        let started = Instant::now();
+        let print = Fingerprint::of(path)?;
+        let sha256 = self.hashes.lookup(path, &print)?;
+        let read = started.elapsed();
+        let started = Instant::now();
+        let component = self.load_artifact(engine, &self.artifact(&sha256))?;
+        let stats = LoadStats::hit(sha256, read, started.elapsed());
+        tracing::debug!(
+            path = %path.display(),
+            load = ?stats.load,
+            "unchanged component loaded from the precompiled cache"
+        );
+        Some((component, stats))
     }
 
     fn artifact(&self, sha256: &str) -> PathBuf {

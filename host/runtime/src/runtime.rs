@@ -109,7 +109,7 @@ impl Runtime {
     ) -> Result<Arc<dyn Provider>, LoadError> {
         let started = Instant::now();
         grants.validate(name)?;
-        let loaded = self.load_path_off_thread(path).await;
+        let loaded = self.load_path_async(path).await;
         self.start_provider(name, path, loaded?, limits, grants, started)
             .await
     }
@@ -192,7 +192,7 @@ impl Runtime {
         limits: Limits,
     ) -> Result<Box<dyn Program>, LoadError> {
         let started = Instant::now();
-        let (component, stats) = self.load_path_off_thread(path).await?;
+        let (component, stats) = self.load_path_async(path).await?;
         let version = versions::detect(&self.engine, &component, path, Kind::Program)?;
         let pre = ProgramPre::new(&self.program_linker, &component, version)
             .map_err(link_error(path, Kind::Program))?;
@@ -212,7 +212,7 @@ impl Runtime {
     /// against, its hash and size and, for a provider, its `info` and the capabilities it asks
     /// for, read from an instance in the bare sandbox (granted nothing).
     pub async fn inspect(&self, path: &Path) -> Result<ComponentInfo, LoadError> {
-        let (component, stats) = self.load_path_off_thread(path).await?;
+        let (component, stats) = self.load_path_async(path).await?;
         let (kind, version) = versions::classify(&self.engine, &component, path)?;
         match kind {
             Kind::Provider => {
@@ -241,11 +241,16 @@ impl Runtime {
         off_thread(move || cache.load(&engine, &wasm)).await
     }
 
-    /// Loads the component at `path` (reading and hashing it only if it changed since it was
-    /// last hashed) on a blocking thread: one trip for the whole load.
-    async fn load_path_off_thread(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
+    /// Loads the component at `path`. One unchanged since it was compiled is loaded here, on
+    /// the executor: mapping its artifact takes a fraction of a millisecond, less than a trip
+    /// to the blocking pool and back would cost on a busy machine (two thread wake-ups, each
+    /// waiting for a free core). Reading, hashing and compiling go to a blocking thread.
+    async fn load_path_async(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
+        if let Some(loaded) = self.cache.load_unchanged(&self.engine, path) {
+            return Ok(loaded);
+        }
         let (engine, cache, path) = (self.engine.clone(), self.cache.clone(), path.to_owned());
-        off_thread(move || cache.load_path(&engine, &path)).await
+        off_thread(move || cache.load_changed(&engine, &path)).await
     }
 }
 

@@ -6,6 +6,8 @@
 //! an object where a property map is required, and no output references from providers.
 //! Strings are moved out of the guest's nodes, never copied.
 
+use std::collections::btree_map::Entry;
+
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 
 use crate::bindings::types as wit;
@@ -53,7 +55,7 @@ pub(crate) enum Origin {
 /// Flattens a value for a guest.
 pub(crate) fn to_wit(value: &Value) -> wit::Value {
     secret_masker().learn(value);
-    let mut nodes = Vec::new();
+    let mut nodes = Vec::with_capacity(node_count(value));
     flatten(value, &mut nodes);
     wit::Value { nodes }
 }
@@ -61,9 +63,20 @@ pub(crate) fn to_wit(value: &Value) -> wit::Value {
 /// Flattens a property map for a guest: the root is an object.
 pub(crate) fn map_to_wit(map: &PropertyMap) -> wit::Value {
     map.values().for_each(|v| secret_masker().learn(v));
-    let mut nodes = vec![wit::Node::Null];
+    let mut nodes = Vec::with_capacity(1 + map.values().map(node_count).sum::<usize>());
+    nodes.push(wit::Node::Null);
     nodes[0] = wit::Node::Object(flatten_entries(map, &mut nodes));
     wit::Value { nodes }
+}
+
+/// How many nodes `value` flattens to: the list is allocated once, at its final size.
+fn node_count(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(node_count).sum(),
+        Value::Object(map) => map.values().map(node_count).sum(),
+        Value::Secret(inner) => node_count(inner),
+        _ => 0,
+    }
 }
 
 /// Rebuilds a value a guest sent.
@@ -206,10 +219,13 @@ impl Tree {
         let mut map = PropertyMap::new();
         for (key, child) in entries {
             let value = self.child(index, child, depth)?;
-            if let Some((key, _)) = map.remove_entry(&key) {
-                return Err(ValueError::DuplicateKey { node: index, key });
-            }
-            map.insert(key, value);
+            match map.entry(key) {
+                Entry::Vacant(entry) => entry.insert(value),
+                Entry::Occupied(entry) => {
+                    let (key, _) = entry.remove_entry();
+                    return Err(ValueError::DuplicateKey { node: index, key });
+                }
+            };
         }
         Ok(map)
     }
