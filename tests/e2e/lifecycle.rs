@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::Env;
+use crate::support::{Env, interrupt};
 
 /// The `op name` pairs the testkit's Record resources logged, in order.
 fn ops(env: &Env) -> Vec<String> {
@@ -264,14 +264,6 @@ fn slow_up(env: &Env) -> std::process::Child {
         std::thread::sleep(Duration::from_millis(20));
     }
     child
-}
-
-fn interrupt(child: &std::process::Child) {
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[test]

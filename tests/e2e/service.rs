@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::stack_life::whole_life;
 use crate::support::balancer::Balancer;
 use crate::support::service::{ServiceDatabase, ServiceProcess};
-use crate::support::{Env, ServiceLogin};
+use crate::support::{Env, ServiceLogin, interrupt};
 
 /// Far above what any awaited condition takes; only a hang reaches it.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -297,15 +297,6 @@ fn an_update_goes_on_through_the_other_replica_when_the_one_serving_it_is_killed
     let updates = team.query("SELECT status FROM updates");
     assert_eq!(updates.trim(), "succeeded");
     env.ok(&["preview", "--expect-no-changes"]);
-}
-
-/// Interrupts `child` as Ctrl-C does.
-fn interrupt(child: &Child) {
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[test]

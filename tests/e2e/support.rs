@@ -317,3 +317,12 @@ impl Drop for ConfigCleanup {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// Interrupts `child` as Ctrl-C does.
+pub fn interrupt(child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

@@ -458,16 +458,8 @@ impl StepContext {
                 return self.import(&*provider, state, id).await;
             }
             let info = self.info(StepOp::Create, &state, None, Vec::new(), Vec::new());
-            return self
-                .create(
-                    &*provider,
-                    state,
-                    info,
-                    None,
-                    timeouts.create_seconds,
-                    permit,
-                )
-                .await;
+            let timeout = timeouts.create_seconds;
+            return (self.create(&*provider, state, info, None, timeout, permit)).await;
         };
         let diff = provider
             .diff(&urn, &old.id, &old.inputs, &old.outputs, &state.inputs)
@@ -513,15 +505,8 @@ impl StepContext {
             // The create that follows still needs the permit.
             let timeout = timeouts.delete_seconds;
             (self.delete_base(old_index, &info, timeout, &mut None)).await?;
-            self.create(
-                &*provider,
-                state,
-                info,
-                None,
-                timeouts.create_seconds,
-                permit,
-            )
-            .await
+            let timeout = timeouts.create_seconds;
+            (self.create(&*provider, state, info, None, timeout, permit)).await
         } else {
             let replaces = Some(old_index);
             let timeout = timeouts.create_seconds;
