@@ -38,7 +38,9 @@ pub(crate) async fn append(
     let events = checked(seq, events)?;
     // Stored as parsed: only what a log keeps reaches the database.
     let events = serde_json::to_value(&events).expect("log entries serialize");
-    let content = Sha256::digest(serde_json::to_vec(&events).expect("JSON serializes")).to_vec();
+    // The text digested is the one stored.
+    let text = serde_json::to_string(&events).expect("JSON serializes");
+    let content = Sha256::digest(text.as_bytes()).to_vec();
     // One statement, one round trip: the lease is checked and the update's row share-locked
     // (its phases, completion and cancellation wait: the phase a batch belongs to cannot change
     // under it), and the batch is inserted unless it comes too early. What was stored under
@@ -55,7 +57,7 @@ pub(crate) async fn append(
                  WHERE b.update_id = $1 AND b.phase = held.phase
              ), inserted AS (
                  INSERT INTO event_batches (update_id, phase, seq, digest, events)
-                 SELECT $1, held.phase, $3, $4, $5 FROM held, stored
+                 SELECT $1, held.phase, $3, $4, $5::jsonb FROM held, stored
                  WHERE $3 <= stored.batches + $6
                  ON CONFLICT (update_id, phase, seq) DO NOTHING
                  RETURNING seq
@@ -69,7 +71,7 @@ pub(crate) async fn append(
         .bind(digest(lease))
         .bind(seq)
         .bind(&content)
-        .bind(sqlx::types::Json(&events))
+        .bind(&text)
         .bind(MAX_IN_FLIGHT)
         .fetch_one(pool)
         .await?;

@@ -42,8 +42,10 @@ pub(crate) async fn append(
             ))
         })?;
     }
-    // serde_json's maps are ordered by key, so equal batches serialize, and digest, alike.
-    let content = Sha256::digest(serde_json::to_vec(entries).expect("JSON serializes")).to_vec();
+    // serde_json's maps are ordered by key, so equal batches serialize, and digest, alike. The
+    // same text is what the database stores.
+    let text = serde_json::to_string(entries).expect("JSON serializes");
+    let content = Sha256::digest(text.as_bytes()).to_vec();
     // One statement, one round trip: the lease is checked and the update's row share-locked
     // (so that a completion or cancellation waits for it, and nothing is appended to an update
     // that has ended), and the batch is inserted only if it is the next one. What was stored
@@ -58,7 +60,7 @@ pub(crate) async fn append(
              SELECT COALESCE(max(seq), 0) AS seq FROM journal_batches WHERE update_id = $1
          ), inserted AS (
              INSERT INTO journal_batches (update_id, seq, digest, entries)
-             SELECT $1, $3, $4, $5 FROM held, last WHERE last.seq = $3 - 1
+             SELECT $1, $3, $4, $5::jsonb FROM held, last WHERE last.seq = $3 - 1
              ON CONFLICT DO NOTHING
              RETURNING seq
          )
@@ -70,7 +72,7 @@ pub(crate) async fn append(
     .bind(digest(lease))
     .bind(seq)
     .bind(&content)
-    .bind(sqlx::types::Json(entries))
+    .bind(&text)
     .fetch_one(pool)
     .await?;
     if !holds {

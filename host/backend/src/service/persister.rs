@@ -210,7 +210,10 @@ mod tests {
             [[r#""one""#, r#""two""#, r#""three""#]],
             "one batch, in the entries' order"
         );
-        assert_eq!(entries[0], plain, "an entry without a secret is kept as it was");
+        assert_eq!(
+            entries[0], plain,
+            "an entry without a secret is kept as it was"
+        );
         assert_eq!(entries[2], br#"{"entry":"end"}"#);
         let sealed = |v: &str| json!({ SIG_KEY: "secret", "ciphertext": format!("sealed:{v}") });
         let array: Value = serde_json::from_slice(&json_array(&entries)).unwrap();

@@ -146,12 +146,10 @@ impl Transport {
             }
             self.traffic.requests.fetch_add(1, Ordering::Relaxed);
             (self.traffic.body_bytes).fetch_add(body.len() as u64, Ordering::Relaxed);
-            let request = request
-                .body(&body[..])
-                .map_err(|e| ServiceError::Refused {
-                    status: 0,
-                    message: format!("an invalid request to {url}: {e}"),
-                })?;
+            let request = request.body(&body[..]).map_err(|e| ServiceError::Refused {
+                status: 0,
+                message: format!("an invalid request to {url}: {e}"),
+            })?;
             let wait = match self.agent.run(request) {
                 Err(e) => {
                     last = e.to_string();
