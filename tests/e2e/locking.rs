@@ -2,39 +2,16 @@
 //! and changes nothing.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
+use crate::service::{gated, records, release, up_held};
 use crate::support::Env;
 
 #[test]
 fn a_second_up_is_refused_while_one_runs() {
-    let env = Env::scenario_with_world();
-    env.config("kind", "record");
-    env.config("resources", "slow");
-    // The record sleeps this long before and after writing its file.
-    env.config("delay_ms", "2000");
-
-    let first = env
-        .command(&["up", "--yes", "--skip-preview"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the create of `slow` is recorded as begun (after its provider resource's): the
-    // provider is then asleep, and nothing changes until it writes its record.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let begun = |journal: &str| {
-        journal
-            .lines()
-            .any(|l| l.contains("\"begin\"") && l.contains("testkit:Record::slow"))
-    };
-    while !std::fs::read_to_string(env.journal()).is_ok_and(|j| begun(&j)) {
-        assert!(
-            Instant::now() < deadline,
-            "the first up never began its create"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let env = gated(None);
+    // Once the create of `slow` waits at its gate, its begin is durable and nothing changes
+    // until the test releases it.
+    let first = up_held(&env, Stdio::piped);
     let state = env.state_files();
     let world = world_files(&env);
 
@@ -50,6 +27,7 @@ fn a_second_up_is_refused_while_one_runs() {
     assert_eq!(env.state_files(), state, "the refused up changed the state");
     assert_eq!(world_files(&env), world, "the refused up changed the world");
 
+    release(&env);
     let first = first.wait_with_output().unwrap();
     assert!(
         first.status.success(),
@@ -58,7 +36,7 @@ fn a_second_up_is_refused_while_one_runs() {
     );
     let names: Vec<_> = env.resources().into_iter().map(|r| r.0).collect();
     assert_eq!(names, ["slow"]);
-    assert_eq!(world_files(&env).len(), 1);
+    assert_eq!(records(&env).len(), 1);
     assert!(!env.lock_file().exists());
 }
 

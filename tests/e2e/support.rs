@@ -1,5 +1,6 @@
 //! Drives the real `plinth` binary on real components built from source.
 
+pub mod balancer;
 pub mod service;
 
 use std::path::{Path, PathBuf};

@@ -94,6 +94,10 @@ pub trait Backend: Send + Sync {
 
     /// The stack's state as checkpoint JSON, its secrets sealed by the stack's crypter.
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError>;
+
+    /// The user asked the command to stop (Ctrl-C): what is still to be recorded should not
+    /// wait out an outage. A local backend has none to wait out.
+    fn interrupted(&self) {}
 }
 
 /// A stack taken for a change: its lock or lease is held until this is dropped.

@@ -1,12 +1,21 @@
-//! The journal of an update in progress, as JSON lines next to the checkpoint. Appends are
+//! The journal of an update in progress, next to the checkpoint: a JSON header line, then one
+//! frame per sync, each a gzip member of the JSON lines that sync made durable. Appends are
 //! buffered and made durable by `sync`; the engine's writer batches syncs (group commit).
+//!
+//! Frames, not plain lines: a journal holds each new resource's state once more than the
+//! checkpoint it ends in, and its lines repeat one another (URNs, types, provider references),
+//! so compressing each sync's lines cuts what an update writes by about a third. Each frame is
+//! compressed on its own, so a failed sync is still undone by cutting the file back.
 
 use plinth_engine::names::{ProjectName, StackName};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use flate2::Compression;
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
 use plinth_engine::journal::{JournalEntry, PersistError, Persister};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::PropertyMap;
@@ -24,7 +33,9 @@ use crate::upgrade::SchemaOneEntry;
 pub(crate) struct JournalFile {
     file: File,
     journal_path: PathBuf,
-    /// Lines appended since the last sync (the header, until the first).
+    /// The header line, until a sync wrote it.
+    header: Vec<u8>,
+    /// Lines appended since the last sync.
     unsynced: Vec<u8>,
     /// The journal's length up to what the last sync made durable: a failed sync cuts the file
     /// back to it, so that no half-written entry stays in the middle of the journal.
@@ -63,13 +74,15 @@ impl JournalFile {
             .map_err(BackendError::io("creating journal", &journal_path))?;
         let mut header = serde_json::to_vec(&Header {
             base: digest(&base),
+            frames: Some(Frames::Gzip),
         })
         .expect("a journal header serializes");
         header.push(b'\n');
         Ok(JournalFile {
             file,
             journal_path,
-            unsynced: header,
+            header,
+            unsynced: Vec::new(),
             synced_len: 0,
             broken: false,
             checkpoint_path,
@@ -126,11 +139,13 @@ impl Persister for JournalFile {
         if self.unsynced.is_empty() {
             return Ok(());
         }
-        let written = (self.file.write_all(&self.unsynced)).and_then(|()| self.file.sync_data());
-        let appended = std::mem::take(&mut self.unsynced);
+        let mut bytes = self.header.clone();
+        bytes.extend_from_slice(&frame(&std::mem::take(&mut self.unsynced)));
+        let written = (self.file.write_all(&bytes)).and_then(|()| self.file.sync_data());
         match written {
             Ok(()) => {
-                self.synced_len += appended.len() as u64;
+                self.synced_len += bytes.len() as u64;
+                self.header.clear();
                 self.begun_unsynced.clear();
                 Ok(())
             }
@@ -164,6 +179,29 @@ impl Persister for JournalFile {
 struct Header {
     /// [`digest`] of the checkpoint file.
     base: String,
+    /// How the entries follow the header: plain JSON lines when absent (plinth before 0.1's
+    /// journal frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    frames: Option<Frames>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Frames {
+    /// Each frame: its length as a little-endian u32, the length's bitwise complement (so that
+    /// a damaged length is told from a torn end), then a gzip member of whole JSON lines.
+    Gzip,
+}
+
+/// The frame of `lines`, whole JSON lines each ending in a newline.
+fn frame(lines: &[u8]) -> Vec<u8> {
+    let mut encoder = GzEncoder::new(vec![0; 8], Compression::fast());
+    encoder.write_all(lines).expect("writing to memory");
+    let mut frame = encoder.finish().expect("writing to memory");
+    let len = u32::try_from(frame.len() - 8).expect("a sync's lines compress below 4 GiB");
+    frame[..4].copy_from_slice(&len.to_le_bytes());
+    frame[4..8].copy_from_slice(&(!len).to_le_bytes());
+    frame
 }
 
 /// Identifies a checkpoint file by its contents.
@@ -180,61 +218,168 @@ pub(crate) struct JournalRead {
 
 /// Reads the entries of a journal left behind by an interrupted update of the checkpoint whose
 /// file holds `checkpoint`; `None` if the journal is of an update already compacted into it. A
-/// torn last line (the process died mid-write) is dropped; garbage anywhere else is an error.
-/// Sealed secrets are opened with `crypter`.
+/// torn end (the process died mid-write: a cut frame, or a cut last line in a journal of plain
+/// lines) is dropped; damage anywhere else is an error. Sealed secrets are opened with
+/// `crypter`.
 pub(crate) fn read_journal(
     path: &Path,
     checkpoint: &[u8],
     crypter: &dyn Crypter,
 ) -> Result<Option<JournalRead>, BackendError> {
-    let file = File::open(path).map_err(BackendError::io("opening journal", path))?;
-    let mut lines = BufReader::new(file).split(b'\n').peekable();
-    let mut entries = Vec::new();
-    let mut begun = Begun::default();
-    let mut stack_outputs = None;
-    let mut number = 0;
-    while let Some(line) = lines.next() {
-        number += 1;
-        let line = line.map_err(BackendError::io("reading journal", path))?;
-        let is_last = lines.peek().is_none();
-        if number == 1
-            && let Ok(header) = serde_json::from_slice::<Header>(&line)
-        {
-            if header.base != digest(checkpoint) {
-                return Ok(None);
-            }
-            continue;
+    let mut bytes = Vec::new();
+    (File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)))
+        .map_err(BackendError::io("reading journal", path))?;
+    let first_line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    let (frames, body, first_number) = match serde_json::from_slice::<Header>(first_line) {
+        Ok(header) if header.base != digest(checkpoint) => return Ok(None),
+        Ok(header) => {
+            let body = &bytes[(first_line.len() + 1).min(bytes.len())..];
+            (header.frames, body, 2)
         }
-        let corrupt = |reason: String| BackendError::Corrupt {
-            path: path.to_owned(),
-            reason: format!("line {number}: {reason}"),
-        };
-        match from_sealed_json(&line, crypter) {
-            Ok(entry) => {
-                begun.follow(&entry);
-                entries.push(entry);
-            }
-            Err(CodecError::Secrets(e)) => return Err(e.into()),
-            Err(e) => {
-                if let Ok(short) = from_sealed_json::<CreatedAsBegun>(&line, crypter) {
-                    let entry = begun.complete(short).ok_or_else(|| {
-                        corrupt("the end of a create that no earlier line began".to_owned())
-                    })?;
-                    entries.push(entry);
-                    continue;
-                }
-                match from_sealed_json::<SchemaOneEntry>(&line, crypter) {
-                    Ok(SchemaOneEntry::StackOutputs { outputs }) => stack_outputs = Some(outputs),
-                    Err(_) if is_last => break,
-                    Err(_) => return Err(corrupt(e.to_string())),
-                }
-            }
-        }
+        // A journal of plinth before headers: entries from the first line.
+        Err(_) => (None, &bytes[..], 1),
+    };
+    let mut reader = LineReader {
+        path,
+        crypter,
+        entries: Vec::new(),
+        begun: Begun::default(),
+        stack_outputs: None,
+    };
+    match frames {
+        None => reader.plain_lines(body, first_number)?,
+        Some(Frames::Gzip) => reader.frames(body)?,
     }
     Ok(Some(JournalRead {
-        entries,
-        stack_outputs,
+        entries: reader.entries,
+        stack_outputs: reader.stack_outputs,
     }))
+}
+
+/// Turns a journal's lines back into entries.
+struct LineReader<'a> {
+    path: &'a Path,
+    crypter: &'a dyn Crypter,
+    entries: Vec<JournalEntry>,
+    begun: Begun,
+    stack_outputs: Option<PropertyMap>,
+}
+
+/// Why a line could not be read.
+enum LineError {
+    /// It is not an entry: damaged, or (the last of plain lines) torn.
+    Unreadable(String),
+    /// It makes no sense where it is.
+    Bad(String),
+    /// A sealed secret in it cannot be opened.
+    Secrets(BackendError),
+}
+
+impl LineReader<'_> {
+    fn corrupt(&self, place: String, reason: impl std::fmt::Display) -> BackendError {
+        BackendError::Corrupt {
+            path: self.path.to_owned(),
+            reason: format!("{place}: {reason}"),
+        }
+    }
+
+    /// Lines as plinth wrote them before journal frames, numbered from `first_number`: the
+    /// last may be torn.
+    fn plain_lines(&mut self, body: &[u8], first_number: usize) -> Result<(), BackendError> {
+        let body = body.strip_suffix(b"\n").unwrap_or(body);
+        let mut lines = body.split(|b| *b == b'\n').enumerate().peekable();
+        while let Some((i, line)) = lines.next() {
+            match self.line(line) {
+                Ok(()) => {}
+                Err(LineError::Secrets(e)) => return Err(e),
+                Err(LineError::Unreadable(_)) if lines.peek().is_none() => break,
+                Err(LineError::Unreadable(e) | LineError::Bad(e)) => {
+                    return Err(self.corrupt(format!("line {}", i + first_number), e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Frames, each whole or else the torn end of the journal.
+    fn frames(&mut self, mut body: &[u8]) -> Result<(), BackendError> {
+        let mut number = 0;
+        while !body.is_empty() {
+            number += 1;
+            let Some((len, rest)) = frame_length(body) else {
+                break;
+            };
+            let len = len.map_err(|e| self.corrupt(format!("frame {number}"), e))?;
+            let Some(member) = rest.get(..len) else {
+                break;
+            };
+            body = &rest[len..];
+            let mut text = Vec::new();
+            match GzDecoder::new(member).read_to_end(&mut text) {
+                Ok(_) => {}
+                // A crash may leave the file extended but the end of the last write unwritten:
+                // the last frame may be torn inside as well.
+                Err(_) if body.is_empty() => break,
+                Err(e) => return Err(self.corrupt(format!("frame {number}"), e)),
+            }
+            let Some(text) = text.strip_suffix(b"\n") else {
+                let reason = "its lines do not end in a newline";
+                return Err(self.corrupt(format!("frame {number}"), reason));
+            };
+            for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+                match self.line(line) {
+                    Ok(()) => {}
+                    Err(LineError::Secrets(e)) => return Err(e),
+                    Err(LineError::Unreadable(e) | LineError::Bad(e)) => {
+                        let place = format!("frame {number}, line {}", i + 1);
+                        return Err(self.corrupt(place, e));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one line: an entry, the short end of a create, or a schema-1 stack output.
+    fn line(&mut self, line: &[u8]) -> Result<(), LineError> {
+        let crypter = self.crypter;
+        let error = match from_sealed_json(line, crypter) {
+            Ok(entry) => {
+                self.begun.follow(&entry);
+                self.entries.push(entry);
+                return Ok(());
+            }
+            Err(CodecError::Secrets(e)) => return Err(LineError::Secrets(e.into())),
+            Err(e) => e,
+        };
+        if let Ok(short) = from_sealed_json::<CreatedAsBegun>(line, crypter) {
+            let entry = self.begun.complete(short).ok_or_else(|| {
+                LineError::Bad("the end of a create that no earlier line began".to_owned())
+            })?;
+            self.entries.push(entry);
+            return Ok(());
+        }
+        match from_sealed_json::<SchemaOneEntry>(line, crypter) {
+            Ok(SchemaOneEntry::StackOutputs { outputs }) => {
+                self.stack_outputs = Some(outputs);
+                Ok(())
+            }
+            Err(_) => Err(LineError::Unreadable(error.to_string())),
+        }
+    }
+}
+
+/// The length at the start of a frame, or `None` if too few bytes are left for it (a torn end).
+fn frame_length(body: &[u8]) -> Option<(Result<usize, &'static str>, &[u8])> {
+    let (len, rest) = body.split_first_chunk::<4>()?;
+    let (check, rest) = rest.split_first_chunk::<4>()?;
+    let len = u32::from_le_bytes(*len);
+    let length = if !len == u32::from_le_bytes(*check) {
+        Ok(len as usize)
+    } else {
+        Err("its length is damaged")
+    };
+    Some((length, rest))
 }
 
 /// Replaces `path` with `bytes` so that a crash leaves either the old or the new file, whole.
@@ -359,9 +504,146 @@ mod tests {
         }
     }
 
-    fn lines_on_disk(journal: &JournalFile) -> Vec<String> {
-        let text = std::fs::read_to_string(&journal.journal_path).unwrap();
-        text.lines().skip(1).map(str::to_owned).collect()
+    /// The lines of every frame of the journal, and the header line.
+    fn lines_on_disk(journal: &JournalFile) -> (String, Vec<String>) {
+        let bytes = std::fs::read(&journal.journal_path).unwrap();
+        let header_len = bytes.iter().position(|b| *b == b'\n').unwrap();
+        let header = String::from_utf8(bytes[..header_len].to_vec()).unwrap();
+        let mut body = &bytes[header_len + 1..];
+        let mut lines = Vec::new();
+        while let Some((len, rest)) = frame_length(body) {
+            let len = len.unwrap();
+            let mut text = String::new();
+            GzDecoder::new(&rest[..len])
+                .read_to_string(&mut text)
+                .unwrap();
+            lines.extend(text.lines().map(str::to_owned));
+            body = &rest[len..];
+        }
+        assert!(body.is_empty(), "bytes after the last frame");
+        (header, lines)
+    }
+
+    fn append_raw(journal: &JournalFile, bytes: &[u8]) {
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(&journal.journal_path)
+            .unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
+    fn read_back(journal: &JournalFile) -> Result<Vec<JournalEntry>, BackendError> {
+        read_journal(&journal.journal_path, b"{}", &crate::secrets::Redacted)
+            .map(|read| read.unwrap().entries)
+    }
+
+    /// Many creates, synced in batches of `batch`.
+    fn creates(journal: &mut JournalFile, count: usize, batch: usize) -> Vec<JournalEntry> {
+        let mut entries = Vec::new();
+        for i in 0..count {
+            let begun = item(&format!("r{i}"));
+            let mut created = begun.clone();
+            created.id = format!("r{i}-id");
+            let seq = i as u64 + 1;
+            for entry in [
+                JournalEntry::Begin {
+                    seq,
+                    kind: PendingKind::Creating,
+                    resource: begun,
+                    old: None,
+                },
+                JournalEntry::Created {
+                    seq,
+                    resource: created,
+                    replaces: None,
+                },
+            ] {
+                journal.append(&entry).unwrap();
+                entries.push(entry);
+            }
+            if (i + 1) % batch == 0 {
+                journal.sync().unwrap();
+            }
+        }
+        journal.sync().unwrap();
+        entries
+    }
+
+    #[test]
+    fn each_sync_writes_one_compressed_frame() {
+        let (_dir, mut journal) = journal();
+        let entries = creates(&mut journal, 640, 64);
+        let (header, lines) = lines_on_disk(&journal);
+        assert!(header.contains(r#""frames":"gzip""#), "{header}");
+        assert_eq!(lines.len(), entries.len());
+        assert_eq!(read_back(&journal).unwrap(), entries);
+        let plain: usize = lines.iter().map(|l| l.len() + 1).sum();
+        let written = std::fs::metadata(&journal.journal_path).unwrap().len() as usize;
+        assert!(
+            written * 4 < plain,
+            "{written} bytes written for {plain} bytes of lines"
+        );
+    }
+
+    #[test]
+    fn a_torn_last_frame_is_dropped_and_damage_before_it_is_an_error() {
+        let (_dir, mut journal) = journal();
+        let entries = creates(&mut journal, 20, 10);
+        let bytes = std::fs::read(&journal.journal_path).unwrap();
+        let header_len = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+        let (first_len, _) = frame_length(&bytes[header_len..]).unwrap();
+        let second = header_len + 8 + first_len.unwrap();
+        // Cut anywhere in the second frame (its length, or its member): the first stays.
+        for cut in [second + 3, second + 8, second + 20, bytes.len() - 1] {
+            std::fs::write(&journal.journal_path, &bytes[..cut]).unwrap();
+            assert_eq!(read_back(&journal).unwrap(), entries[..20], "cut at {cut}");
+        }
+        // A damaged byte in the last frame's member: as torn.
+        let mut damaged = bytes.clone();
+        damaged[second + 30] ^= 0x55;
+        std::fs::write(&journal.journal_path, &damaged).unwrap();
+        assert_eq!(read_back(&journal).unwrap(), entries[..20]);
+        // A damaged first frame, with a whole frame after it: an error, not a shorter journal.
+        for at in [header_len + 1, header_len + 30] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x55;
+            std::fs::write(&journal.journal_path, &damaged).unwrap();
+            let error = read_back(&journal).unwrap_err();
+            assert!(
+                matches!(&error, BackendError::Corrupt { reason, .. } if reason.starts_with("frame 1")),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_journal_of_plain_lines_still_reads() {
+        let (_dir, journal) = journal();
+        let header = serde_json::to_string(&Header {
+            base: digest(b"{}"),
+            frames: None,
+        })
+        .unwrap();
+        let lines = [
+            serde_json::to_string(&carried(0)).unwrap(),
+            serde_json::to_string(&carried(1)).unwrap(),
+            // Torn: the process died mid-write.
+            r#"{"entry":"sa"#.to_owned(),
+        ];
+        std::fs::write(
+            &journal.journal_path,
+            format!("{header}\n{}", lines.join("\n")),
+        )
+        .unwrap();
+        assert_eq!(read_back(&journal).unwrap(), [carried(0), carried(1)]);
+        // Damage before the last line is an error naming the line.
+        std::fs::write(
+            &journal.journal_path,
+            format!("{header}\n{}\n{}\n", lines[2], lines[0]),
+        )
+        .unwrap();
+        let error = read_back(&journal).unwrap_err();
+        assert!(error.to_string().contains("line 2: "), "{error}");
     }
 
     #[test]
@@ -404,7 +686,7 @@ mod tests {
             journal.append(entry).unwrap();
         }
         journal.sync().unwrap();
-        let lines = lines_on_disk(&journal);
+        let (_, lines) = lines_on_disk(&journal);
         assert!(lines[2].starts_with("{\"entry\":\"created\""), "{lines:?}");
         assert_eq!(
             lines[3],
@@ -413,16 +695,15 @@ mod tests {
         assert_eq!(entries_on_disk(&journal), entries);
 
         // An end whose begin is not in the journal is an error, not a guess.
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(&journal.journal_path)
-            .unwrap();
-        writeln!(file, r#"{{"entry":"created-as-begun","seq":9,"id":"x"}}"#).unwrap();
-        writeln!(file, r#"{{"entry":"failed","seq":2}}"#).unwrap();
-        let error = read_journal(&journal.journal_path, b"{}", &crate::secrets::Redacted)
-            .map(drop)
-            .unwrap_err();
-        assert!(error.to_string().contains("line 6: "), "{error}");
+        let lines = "{\"entry\":\"created-as-begun\",\"seq\":9,\"id\":\"x\"}\n";
+        append_raw(&journal, &frame(lines.as_bytes()));
+        let error = read_back(&journal).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("frame 2, line 1: the end of a create"),
+            "{error}"
+        );
     }
 
     #[test]

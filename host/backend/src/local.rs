@@ -5,7 +5,7 @@
 //! <root>/stacks/<project>/<stack>.journal   journal of the update in progress (or interrupted)
 //! <root>/stacks/<project>/<stack>.lock      held while an update runs
 //! <root>/stacks/<project>/<stack>.history   one line per update
-//! <root>/stacks/<project>/<stack>.logs/N.jsonl  the events of update N
+//! <root>/stacks/<project>/<stack>.logs/N.jsonl.gz  the events of update N
 //! <root>/workspaces/<project>               the selected stack
 //! ```
 
@@ -546,10 +546,13 @@ pub(crate) mod tests {
         record_create(persister.as_mut(), state);
         drop(persister);
         drop(lock);
-        // A crash mid-write leaves half a line.
+        // A crash mid-write leaves part of a frame: its length, and the start of its member.
         let journal = b.path(&p(), &dev(), "journal");
         let mut bytes = std::fs::read(&journal).unwrap();
-        bytes.extend_from_slice(b"{\"entry\":\"begin\",\"se");
+        let len: u32 = 200;
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&(!len).to_le_bytes());
+        bytes.extend_from_slice(&[0x1f, 0x8b, 8]);
         std::fs::write(&journal, bytes).unwrap();
 
         let loaded = b.load(&p(), &dev()).unwrap();

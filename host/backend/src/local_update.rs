@@ -1,5 +1,5 @@
 //! The file backend behind the [`Backend`] interface: an update holds the stack's lock file, its
-//! journal goes next to the checkpoint, its events to `<stack>.logs/<number>.jsonl`.
+//! journal goes next to the checkpoint, its events to `<stack>.logs/<number>.jsonl.gz`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ impl LocalBackend {
         number: u64,
     ) -> PathBuf {
         self.logs_dir(project, stack)
-            .join(format!("{number}.jsonl"))
+            .join(format!("{number}.jsonl.gz"))
     }
 
     /// Removes the stack's event logs (with the stack).

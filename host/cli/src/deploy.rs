@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
-use plinth_backend::{EventLog, StackRef, Update};
+use plinth_backend::{Backend, EventLog, StackRef, Update};
 use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
@@ -34,7 +34,7 @@ use crate::{Workspace, confirm, display, pending, targets};
 #[derive(Args)]
 pub struct CommonArgs {
     /// Maximum number of resource operations in flight.
-    #[arg(short, long, default_value_t = default_parallel())]
+    #[arg(short, long, default_value_t = DEFAULT_PARALLEL)]
     parallel: usize,
     /// Also list resources that do not change.
     #[arg(long)]
@@ -74,9 +74,10 @@ pub struct ChangeArgs {
     continue_on_error: bool,
 }
 
-fn default_parallel() -> usize {
-    std::thread::available_parallelism().map_or(4, |n| n.get() * 4)
-}
+/// Provider calls mostly wait on remote APIs (and a Wasm provider's own work takes
+/// microseconds), so the bound is not tied to the cores: it keeps an API from being flooded,
+/// while each journal flush still carries the starts of many steps at once.
+const DEFAULT_PARALLEL: usize = 64;
 
 #[derive(Args)]
 pub struct PreviewArgs {
@@ -398,7 +399,7 @@ impl<'a> Deployer<'a> {
             .map(|urn| targets::resolve_one(&loaded.snapshot, urn))
             .collect::<Result<_>>()?;
         let cancel = CancellationToken::new();
-        let interrupts = tokio::spawn(watch_interrupts(cancel.clone()));
+        let interrupts = tokio::spawn(watch_interrupts(cancel.clone(), backend.clone()));
         let mut ran = Ran::default();
         let mut errors = Vec::new();
         let mut shown = Vec::new();
@@ -663,9 +664,10 @@ fn logged(
     (display, logging)
 }
 
-/// First Ctrl-C: stop starting new steps. Second: abort at once; pending operations stay
-/// recorded in the journal.
-async fn watch_interrupts(cancel: CancellationToken) {
+/// First Ctrl-C: stop starting new steps, and tell `backend` not to wait out an outage for
+/// what is left to record. Second: abort at once; pending operations stay recorded in the
+/// journal.
+async fn watch_interrupts(cancel: CancellationToken, backend: Arc<dyn Backend>) {
     let Ok(mut term) = signal(SignalKind::terminate()) else {
         return;
     };
@@ -677,6 +679,7 @@ async fn watch_interrupts(cancel: CancellationToken) {
     };
     if interrupt().await {
         cancel.cancel();
+        backend.interrupted();
         if interrupt().await {
             eprintln!("aborted: operations in flight stay recorded as pending");
             std::process::exit(130);

@@ -92,10 +92,21 @@ fn non_empty_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Opens the backend commands use, its stacks' secrets sealed by `secrets`.
-pub fn open_backend(secrets: Arc<dyn SecretsProvider>) -> Result<Arc<dyn Backend>> {
-    let url = current_url()?;
-    open_url(url.as_deref(), secrets)
+/// Opens the backend commands use, its stacks' secrets sealed by `secrets`. A service is
+/// reached through `service`, as [`current_service`] gave it: the backend and the crypters of
+/// service-managed secrets share one transport (one connection pool, one retry policy).
+pub fn open_backend(
+    service: Option<&ServiceAccess>,
+    secrets: Arc<dyn SecretsProvider>,
+) -> Result<Arc<dyn Backend>> {
+    match service {
+        Some(service) => Ok(Arc::new(ServiceBackend::over(
+            service.transport.clone(),
+            secrets,
+            workspaces(&service.url)?,
+        ))),
+        None => open_url(current_url()?.as_deref(), secrets),
+    }
 }
 
 /// The service commands use, with the token they act with on it; `None` on a file backend. Its

@@ -136,8 +136,8 @@ impl Workspace {
         let started = std::time::Instant::now();
         let project = Project::find(&global.start_dir()?)?;
         let service = login::current_service()?;
-        let secrets = std::sync::Arc::new(secrets::ProjectSecrets::new(&project, service));
-        let backend = login::open_backend(secrets.clone())?;
+        let secrets = std::sync::Arc::new(secrets::ProjectSecrets::new(&project, service.clone()));
+        let backend = login::open_backend(service.as_ref(), secrets.clone())?;
         Ok(Workspace {
             project,
             backend,

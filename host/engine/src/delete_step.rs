@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use crate::deployment::limit::Reservation;
+use crate::deployment::limit::{Permit, Reservation};
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;
 use crate::provider::ProviderError;
@@ -156,7 +156,10 @@ impl StepContext {
         j: usize,
         done: watch::Sender<Option<bool>>,
     ) -> Result<(), StepError> {
-        let result = self.run_delete_unlimited(j, StepOp::Delete).await;
+        // Under the permit of the replacement that cascades, which still needs it.
+        let result = self
+            .run_delete_permitted(j, StepOp::Delete, &mut None)
+            .await;
         done.send_replace(Some(result.is_ok()));
         result
     }
@@ -164,11 +167,13 @@ impl StepContext {
     /// Deletes base resource `index` through the provider that manages it, honoring protect,
     /// retain-on-delete and the delete timeout (`timeout`, the registration's, or else the one
     /// recorded with the resource). A provider resource is only forgotten: it is nothing real.
+    /// A successful delete gives `permit` back before its end is recorded.
     pub(crate) async fn delete_base(
         &self,
         index: usize,
         info: &StepInfo,
         timeout: Option<u32>,
+        permit: &mut Option<Permit>,
     ) -> Result<(), StepError> {
         let old = &self.base.resources[index];
         let urn = &old.urn;
@@ -209,13 +214,15 @@ impl StepContext {
                 self.failed(info.clone(), error);
             })?;
         match result {
-            Ok(()) | Err(ProviderError::NotFound) => self
-                .record(|| JournalEntry::Deleted {
+            Ok(()) | Err(ProviderError::NotFound) => {
+                permit.take();
+                self.record(|| JournalEntry::Deleted {
                     seq: Some(seq),
                     old: index,
                 })
                 .await
-                .map_err(|e| self.persist_error(urn, e)),
+                .map_err(|e| self.persist_error(urn, e))
+            }
             Err(e) => {
                 let error = self.provider_error(urn, "delete", e);
                 self.record(|| JournalEntry::Failed { seq })
@@ -234,17 +241,22 @@ impl StepContext {
         op: StepOp,
         turn: Reservation,
     ) -> Result<(), StepError> {
-        let _permit = turn.acquire().await?;
+        let mut permit = Some(turn.acquire().await?);
         if self.is_halted() {
             return Err(StepError::Halted);
         }
-        let result = self.run_delete_unlimited(index, op).await;
+        let result = self.run_delete_permitted(index, op, &mut permit).await;
         self.halt_on_failure(&result);
+        drop(permit);
         result
     }
 
-    /// `run_delete` for a caller that already holds a permit.
-    async fn run_delete_unlimited(&self, index: usize, op: StepOp) -> Result<(), StepError> {
+    async fn run_delete_permitted(
+        &self,
+        index: usize,
+        op: StepOp,
+        permit: &mut Option<Permit>,
+    ) -> Result<(), StepError> {
         let old = &self.base.resources[index];
         let started = Instant::now();
         let info = StepInfo {
@@ -259,7 +271,7 @@ impl StepContext {
         };
         self.events.emit(Event::StepStarted(info.clone()));
         if old.custom {
-            self.delete_base(index, &info, None).await?;
+            self.delete_base(index, &info, None, permit).await?;
         } else if !self.preview {
             self.record(|| JournalEntry::Deleted {
                 seq: None,

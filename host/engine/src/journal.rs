@@ -76,6 +76,13 @@ pub enum JournalEntry {
     ResolvePending { kind: PendingKind, urn: Urn },
 }
 
+impl JournalEntry {
+    /// The start of a provider call, which must be durable before the call is made.
+    pub fn is_begin(&self) -> bool {
+        matches!(self, JournalEntry::Begin { .. })
+    }
+}
+
 /// Why the snapshot manager could not record a mutation.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SnapshotError {

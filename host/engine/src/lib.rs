@@ -20,6 +20,7 @@ pub mod schema;
 pub mod snapshot;
 mod step;
 mod target;
+mod untargeted;
 pub mod urn;
 pub mod value;
 

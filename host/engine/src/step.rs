@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::deployment::limit::{Reservation, StepLimit};
-use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
+use crate::deployment::limit::{Permit, Reservation, StepLimit};
+use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
@@ -19,7 +19,7 @@ use crate::provider::{LoadError, Provider, ProviderError, ProviderSource};
 use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::{PendingKind, Snapshot};
 use crate::target::TargetSet;
-use crate::urn::{Urn, is_counted, is_stack_type, package_of, provided_package};
+use crate::urn::{Urn, is_counted, package_of, provided_package};
 use crate::value::{PropertyMap, Value};
 
 /// Why a step failed: a resource's own failure, or one of the plugin it needs (reported once,
@@ -112,6 +112,9 @@ pub(crate) struct Claims {
     /// Deleted ahead of the delete-before-replace of a resource it depends on; the flag turns
     /// to `Some(deleted)` when that delete is over.
     pub(crate) deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
+    /// With `--target`: base resources a started step (even one still waiting for a permit)
+    /// will take charge of; its sender is dropped when that step ends.
+    pub(crate) under_way: HashMap<usize, watch::Receiver<()>>,
 }
 
 impl Claims {
@@ -294,7 +297,7 @@ impl StepContext {
 
     /// The URNs of a registration's `aliases`: a full URN, or a bare old name (same type and
     /// parent).
-    fn aliases(&self, step: &ResourceStep) -> Result<Vec<Urn>, StepError> {
+    pub(crate) fn aliases(&self, step: &ResourceStep) -> Result<Vec<Urn>, StepError> {
         let name = step.urn.name();
         (step.request.options.aliases.iter())
             .map(|alias| {
@@ -314,16 +317,25 @@ impl StepContext {
         step: ResourceStep,
         turn: Reservation,
     ) -> Result<StepResult, StepError> {
-        // The permit comes before the claim: a delete-before-replace holding a permit may wait
-        // for a claimed step, which must therefore never wait for a permit.
-        let _permit = turn.acquire().await?;
+        let mut permit = if self.leaves_out_step(&step) {
+            // It calls no provider, so it takes no permit: it waits (for the steps its kept state
+            // follows) holding none.
+            drop(turn);
+            self.after_kept_predecessors(&step).await?;
+            None
+        } else {
+            // The permit comes before the claim: a delete-before-replace holding a permit may
+            // wait for a claimed step, which must therefore never wait for a permit.
+            Some(turn.acquire().await?)
+        };
         if self.is_halted() {
             return Err(StepError::Halted);
         }
         // Boxed: the work after the permit is a large future, and most steps wait for their
         // turn; only the steps running at once hold one.
-        let result = Box::pin(self.run_permitted(step)).await;
+        let result = Box::pin(self.run_permitted(step, &mut permit)).await;
         self.halt_on_failure(&result);
+        drop(permit);
         result
     }
 
@@ -335,13 +347,19 @@ impl StepContext {
         }
     }
 
-    async fn run_permitted(&self, step: ResourceStep) -> Result<StepResult, StepError> {
+    /// Runs a step holding `permit`, which a successful provider call gives back before its end
+    /// is recorded: the step no longer calls anything, and recording waits for the writer.
+    async fn run_permitted(
+        &self,
+        step: ResourceStep,
+        permit: &mut Option<Permit>,
+    ) -> Result<StepResult, StepError> {
         let aliases = self.aliases(&step)?;
         let (old, mut guard) = match self.claim(&step.urn, &aliases).await? {
             Some(c) => (Some((c.index, c.state)), Some(c.guard)),
             None => (None, None),
         };
-        let result = self.run_claimed(step, old).await;
+        let result = self.run_claimed(step, old, permit).await;
         if let (Some(guard), Ok(result)) = (&mut guard, &result) {
             guard.1 = if result.replaced.is_some() {
                 ClaimOutcome::Replaced
@@ -356,6 +374,7 @@ impl StepContext {
         &self,
         step: ResourceStep,
         old: Option<(usize, &ResourceState)>,
+        permit: &mut Option<Permit>,
     ) -> Result<StepResult, StepError> {
         let opts = &step.request.options;
         let mut state = ResourceState {
@@ -373,16 +392,15 @@ impl StepContext {
             provider: step.provider.as_ref().map(|b| b.reference.clone()),
             custom_timeouts: opts.custom_timeouts,
         };
-        // Provider resources are always targeted: they change nothing in the real world; nor
-        // does the stack's root, which no target needs to name.
-        let is_provider = provided_package(&state.ty).is_some();
-        if let Some(targets) = &self.targets
-            && !is_provider
-            && !is_stack_type(&state.ty)
-            && !targets.includes(&state.urn, state.predecessors())
-        {
+        if self.leaves_out(&state.urn, &state.ty, state.predecessors()) {
             return self.untargeted(state, old).await;
         }
+        if old.is_some()
+            && let Some(error) = self.kept_dependent(&state)
+        {
+            return Err(error);
+        }
+        let is_provider = provided_package(&state.ty).is_some();
         if !state.custom {
             return self.run_component(state, old).await;
         }
@@ -441,7 +459,14 @@ impl StepContext {
             }
             let info = self.info(StepOp::Create, &state, None, Vec::new(), Vec::new());
             return self
-                .create(&*provider, state, info, None, timeouts.create_seconds)
+                .create(
+                    &*provider,
+                    state,
+                    info,
+                    None,
+                    timeouts.create_seconds,
+                    permit,
+                )
                 .await;
         };
         let diff = provider
@@ -465,7 +490,7 @@ impl StepContext {
             let info = self.info(StepOp::Update, &state, Some(old), diff.changed, Vec::new());
             let limit = timeouts.update_seconds;
             return self
-                .update(&*provider, old_index, old, state, info, limit)
+                .update(&*provider, (old_index, old), state, info, limit, permit)
                 .await;
         }
         if old.protect {
@@ -485,12 +510,22 @@ impl StepContext {
         let info = self.info(StepOp::Replace, &state, Some(old), diff.changed, replaces);
         if diff.delete_before_replace || opts.delete_before_replace {
             self.delete_dependents(old_index).await?;
-            (self.delete_base(old_index, &info, timeouts.delete_seconds)).await?;
-            self.create(&*provider, state, info, None, timeouts.create_seconds)
-                .await
+            // The create that follows still needs the permit.
+            let timeout = timeouts.delete_seconds;
+            (self.delete_base(old_index, &info, timeout, &mut None)).await?;
+            self.create(
+                &*provider,
+                state,
+                info,
+                None,
+                timeouts.create_seconds,
+                permit,
+            )
+            .await
         } else {
             let replaces = Some(old_index);
-            (self.create(&*provider, state, info, replaces, timeouts.create_seconds)).await
+            let timeout = timeouts.create_seconds;
+            (self.create(&*provider, state, info, replaces, timeout, permit)).await
         }
     }
 
@@ -583,38 +618,6 @@ impl StepContext {
         let subject = state.clone();
         let begun = (PendingKind::Creating, &subject, None);
         (self.record_done(begun, state, end, (info, started), None)).await
-    }
-
-    /// A registration `--target` leaves out: an existing resource stays exactly as recorded; a
-    /// new one is not created, and what depends on it sees unknowns.
-    async fn untargeted(
-        &self,
-        state: ResourceState,
-        old: Option<(usize, &ResourceState)>,
-    ) -> Result<StepResult, StepError> {
-        let Some((old_index, old)) = old else {
-            self.events.diagnostic(
-                Some(&state.urn),
-                Severity::Info,
-                "not targeted: not created",
-            );
-            return Ok(StepResult {
-                id: Value::Unknown,
-                outputs: StepOutputs::Own(PropertyMap::new()),
-                replaced: None,
-                absent: true,
-            });
-        };
-        // Nothing is recorded: the state stays where it is in the snapshot, after what it
-        // depends on, even if the program no longer declares those.
-        let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
-        self.done(info, &old.outputs, Instant::now());
-        Ok(StepResult {
-            id: Value::String(old.id.clone()),
-            outputs: StepOutputs::Base(old_index),
-            replaced: None,
-            absent: false,
-        })
     }
 
     pub(crate) fn info(
@@ -761,6 +764,7 @@ impl StepContext {
         info: StepInfo,
         replaces: Option<usize>,
         timeout: Option<u32>,
+        permit: &mut Option<Permit>,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
         self.events.emit(Event::StepStarted(info.clone()));
@@ -817,6 +821,9 @@ impl StepContext {
             Value::String(state.id.clone())
         };
         let outputs = state.outputs.clone();
+        if partial_error.is_none() {
+            permit.take();
+        }
         self.record(|| JournalEntry::Created {
             seq,
             resource: state,
@@ -840,11 +847,11 @@ impl StepContext {
     async fn update(
         &self,
         provider: &dyn Provider,
-        old_index: usize,
-        old: &ResourceState,
+        (old_index, old): (usize, &ResourceState),
         mut state: ResourceState,
         info: StepInfo,
         timeout: Option<u32>,
+        permit: &mut Option<Permit>,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
         self.events.emit(Event::StepStarted(info.clone()));
@@ -874,6 +881,7 @@ impl StepContext {
             }
         }
         let outputs = state.outputs.clone();
+        permit.take();
         self.record(|| JournalEntry::Updated {
             seq,
             old: old_index,

@@ -4,6 +4,7 @@
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::events::Event;
@@ -199,6 +200,137 @@ async fn target_changes_only_the_targeted_resources() {
         outcome.errors
     );
     assert!(h.provider.calls().is_empty());
+}
+
+/// `--target a c` replaces `a` (create before delete) while `b`, not targeted, keeps a state that
+/// depends on the old `a`, and the new `c` depends on `b`. Recording `c` carries `b`'s kept state
+/// into the new snapshot, and with it what that state depends on: so `b` must wait for `a`'s step
+/// (else the old `a` is carried as it is, and `a`'s replacement is then refused: "journal entry
+/// refers to base resource #…, which the journal does not know").
+///
+/// Ordered without timing: `a`'s create is held until either `c` is done (what happened before
+/// the fix) or `b` shows, by starting its step, that it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untargeted_state_is_carried_after_the_steps_of_what_it_depends_on() {
+    let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
+    h.provider.hold("create a", "go");
+    let provider = h.provider.clone();
+    h.on_event = Some(Arc::new(move |event| match event {
+        Event::StepStarted(step) if step.urn.name() == "b" => provider.signal("go"),
+        Event::StepDone { step, .. } if step.urn.name() == "c" => provider.signal("go"),
+        _ => {}
+    }));
+    let program = vec![
+        decl("a").input("replace_key", 1.0),
+        decl("b"),
+        decl("c").from("upstream", "b"),
+    ];
+    let options = Options {
+        targets: targets(&["a", "c"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(
+        h.provider.calls(),
+        ["create a", "create c", "delete a"],
+        "c is created once a's replacement is recorded"
+    );
+    assert_eq!(h.names(), ["a", "b", "c"]);
+    assert_eq!(h.state("b").dependencies, [Harness::urn("a")]);
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
+/// As above, through a kept state no step takes charge of: `x`'s kept state depends on `b`'s,
+/// which the program no longer declares (not targeted, so kept), which depends on the old `a`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untargeted_state_waits_through_kept_states_no_step_takes_charge_of() {
+    let first = vec![
+        decl("a"),
+        decl("b").from("upstream", "a"),
+        decl("x").from("upstream", "b"),
+    ];
+    let mut h = fresh(first).await;
+    h.provider.hold("create a", "go");
+    let provider = h.provider.clone();
+    h.on_event = Some(Arc::new(move |event| match event {
+        Event::StepStarted(step) if step.urn.name() == "x" => provider.signal("go"),
+        Event::StepDone { step, .. } if step.urn.name() == "c" => provider.signal("go"),
+        _ => {}
+    }));
+    let program = vec![
+        decl("a").input("replace_key", 1.0),
+        decl("x"),
+        decl("c").from("upstream", "x"),
+    ];
+    let options = Options {
+        targets: targets(&["a", "c"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.provider.calls(), ["create a", "create c", "delete a"]);
+    assert_eq!(h.names(), ["a", "b", "x", "c"]);
+}
+
+/// The new program reverses a dependency: the new `a` depends on `b`, whose kept state (`b` is
+/// not targeted) depends on the old `a`. No order of the snapshot holds both, so replacing or
+/// updating `a` is refused before the provider acts; and nothing waits for anything that waits
+/// for it. (Before, the provider acted and its result could not be recorded.)
+#[tokio::test]
+async fn a_change_an_untargeted_kept_state_depends_on_both_ways_is_refused_first() {
+    for change in [
+        decl("a").input("replace_key", 1.0),
+        decl("a").input("v", "2"),
+    ] {
+        let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
+        let world = h.provider.world.lock().unwrap().clone();
+        let program = vec![decl("b"), change.from("upstream", "b")];
+        let options = Options {
+            targets: targets(&["a"], false),
+            ..Default::default()
+        };
+        let outcome = bounded(h.up_with(program, options)).await;
+        let kept = Harness::urn("b");
+        assert!(
+            (outcome.errors.iter()).any(|e| e.contains(&format!("target {kept} too"))),
+            "{:?}",
+            outcome.errors
+        );
+        assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+        assert_eq!(*h.provider.world.lock().unwrap(), world);
+        assert_eq!(h.names(), ["a", "b"]);
+        assert!(h.snapshot.pending_operations.is_empty());
+    }
+}
+
+/// `b`, not targeted, waits for `a`'s step, which replaces `a` deleting it first: that would
+/// delete `b`, so it fails at once rather than wait for `b` (with one permit, held by neither).
+#[tokio::test]
+async fn a_delete_first_replace_under_an_untargeted_dependent_fails_without_waiting() {
+    let mut h = fresh(vec![decl("a"), decl("b").from("upstream", "a")]).await;
+    h.parallel = 1;
+    let world = h.provider.world.lock().unwrap().clone();
+    let program = vec![
+        decl("a").input("replace_key", 1.0).input("dbr", true),
+        decl("b"),
+    ];
+    let options = Options {
+        targets: targets(&["a"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(
+        outcome
+            .errors
+            .iter()
+            .any(|e| e.contains("which is not targeted")),
+        "{:?}",
+        outcome.errors
+    );
+    assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+    assert_eq!(*h.provider.world.lock().unwrap(), world);
+    assert_eq!(h.names(), ["a", "b"]);
 }
 
 #[tokio::test]

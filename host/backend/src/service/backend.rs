@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::names::{ProjectName, StackName};
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::events::{ServiceEventLog, fetch_log};
 use super::lease::{LeaseKeeper, LeaseState};
 use super::persister::ServicePersister;
-use super::transport::{ServiceError, Transport};
+use super::transport::{SHORT_BUDGET, ServiceError, Transport};
 use crate::api::{Backend, Recording, StackRef, Update};
 use crate::checkpoint::{Checkpoint, UsedPlugins};
 use crate::edit::StateEdit;
@@ -53,9 +53,19 @@ impl ServiceBackend {
         secrets: Arc<dyn SecretsProvider>,
         workspaces: PathBuf,
     ) -> ServiceBackend {
+        ServiceBackend::over(Transport::new(url, token), secrets, workspaces)
+    }
+
+    /// [`new`](Self::new), through `transport`: what else reaches the service with it (the
+    /// crypter of service-managed secrets) shares its connections and its retry policy.
+    pub fn over(
+        transport: Transport,
+        secrets: Arc<dyn SecretsProvider>,
+        workspaces: PathBuf,
+    ) -> ServiceBackend {
         ServiceBackend {
-            url: url.trim_end_matches('/').to_owned(),
-            transport: Transport::new(url, token),
+            url: transport.base().to_owned(),
+            transport,
             secrets,
             workspaces,
         }
@@ -408,6 +418,12 @@ impl Backend for ServiceBackend {
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
         self.checkpoint(stack, None)
     }
+
+    /// Calls stop retrying soon: a step's end that cannot be sent leaves its operation pending,
+    /// as a crash would, and the update's lease ends it if the service cannot be told.
+    fn interrupted(&self) {
+        self.transport.hurry();
+    }
 }
 
 /// Where an update's base comes from.
@@ -599,7 +615,9 @@ impl Update for ServiceUpdate {
 }
 
 /// Ends the update: a phase left open (the command stopped halfway) is recorded as failed,
-/// with whatever its journal holds. If the lease is gone meanwhile, there is nothing to end.
+/// with whatever its journal holds. If the lease is gone meanwhile, there is nothing to end. An
+/// unreachable service gets [`SHORT_BUDGET`], not the 13 s a step's journal does: the command
+/// is over, and its lease expiring ends the update as well.
 impl Drop for ServiceUpdate {
     fn drop(&mut self) {
         let (result, entry) = match &self.open_phase {
@@ -616,6 +634,39 @@ impl Drop for ServiceUpdate {
             None => (self.last_result.unwrap_or(UpdateResult::Succeeded), None),
         };
         let body = json!({ "result": result, "entry": entry });
-        let _ = self.call("complete", &body);
+        let path = format!("updates/{}/complete", self.id);
+        let ended = (self.transport).call_within(
+            "POST",
+            &path,
+            Some(&self.lease),
+            Some(&body),
+            SHORT_BUDGET,
+        );
+        match ended {
+            Ok(_) | Err(ServiceError::LeaseLost(_)) => {}
+            // A drop has no caller to tell: the user is told here, as the command ends.
+            Err(e) => eprintln!("warning: {}", self.not_ended(&e)),
+        }
+    }
+}
+
+impl ServiceUpdate {
+    /// What the user is told of an update the service could not be told to end.
+    fn not_ended(&self, error: &ServiceError) -> String {
+        let expiry = match self.keeper.state() {
+            LeaseState::Held { expires } => {
+                let at = UNIX_EPOCH + Duration::from_secs(expires.max(0).unsigned_abs());
+                format!(
+                    "its lease expires at {}",
+                    humantime::format_rfc3339_seconds(at)
+                )
+            }
+            LeaseState::Lost(_) => "its lease is gone".to_owned(),
+        };
+        format!(
+            "the update of stack `{}` could not be ended: {error}\n  {expiry}, when another update \
+             may take the stack; `plinth cancel` ends it sooner",
+            self.stack.name
+        )
     }
 }

@@ -1,10 +1,10 @@
 //! Keeps an update's lease: renews it at half its duration on a thread of its own, so that slow
 //! steps never let it lapse, until dropped. A lease found lost (403) is recorded for the update
-//! to stop on; a renewal that fails for a while is retried at the next tick.
+//! to stop on; a renewal that fails for a while is retried at the next tick. Dropping the keeper
+//! stops it without waiting: a renewal under way (riding out an outage) ends on its own.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::transport::{ServiceError, Transport};
@@ -21,8 +21,8 @@ pub enum LeaseState {
 /// Renews a lease until dropped.
 pub struct LeaseKeeper {
     state: Arc<Mutex<LeaseState>>,
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    /// Dropped with the keeper, which ends the renewing thread's wait.
+    _stop: mpsc::Sender<()>,
 }
 
 impl LeaseKeeper {
@@ -40,7 +40,7 @@ impl LeaseKeeper {
         let every = Duration::from_secs_f64((seconds / 2.0).max(0.05));
         let path = format!("updates/{update}/renew");
         let (lease, shared) = (lease.to_owned(), state.clone());
-        let thread = std::thread::spawn(move || {
+        std::thread::spawn(move || {
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
                 let renewed = transport.call("POST", &path, Some(&lease), None);
                 let mut state = shared.lock().expect("the lease state is never poisoned");
@@ -60,11 +60,7 @@ impl LeaseKeeper {
                 }
             }
         });
-        LeaseKeeper {
-            state,
-            stop: Some(stop),
-            thread: Some(thread),
-        }
+        LeaseKeeper { state, _stop: stop }
     }
 
     /// What the keeper last learned of the lease.
@@ -73,14 +69,5 @@ impl LeaseKeeper {
             .lock()
             .expect("the lease state is never poisoned")
             .clone()
-    }
-}
-
-impl Drop for LeaseKeeper {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }

@@ -1,11 +1,17 @@
 //! One request to the service, retried with backoff through what may pass (a dropped connection,
 //! 502/503/504, 429), honouring `Retry-After`; every other answer is final and typed, so a caller
 //! tells a lost lease from an outage. Bodies over 1 KiB go gzipped, and answers may come so.
+//!
+//! Riding out an outage is worth about 13 s only while the work may go on. A call given a
+//! budget and every call once the transport is told to [`hurry`](Transport::hurry) (the user
+//! pressed Ctrl-C) give up sooner; once one call gave up on the service, the others (those
+//! under way too) try no more than once until it answers again: the user is not made to wait
+//! out the same outage twice.
 
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -15,12 +21,23 @@ use serde_json::Value;
 /// How often a transient failure is tried again, and the longest wait between tries.
 const ATTEMPTS: u32 = 8;
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest one attempt may take (a large checkpoint is tens of megabytes).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The least time an attempt is given, even once a budget ran out: a service that is there
+/// answers within it.
+const LAST_CHANCE: Duration = Duration::from_secs(1);
+
+/// How long calls go on trying once the user asked to stop, or to end an update being left.
+pub const SHORT_BUDGET: Duration = Duration::from_millis(2500);
 
 /// Why the service did not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     /// The service could not be reached or answered that it could not serve, every time.
-    #[error("the service at {url} is unavailable after {attempts} attempts: {last}")]
+    #[error(
+        "the service at {url} is unavailable after {attempts} attempt{}: {last}",
+        if *attempts == 1 { "" } else { "s" }
+    )]
     Unavailable {
         url: String,
         attempts: u32,
@@ -53,13 +70,15 @@ const MAX_ANSWER: u64 = 1 << 30;
 /// Request bodies larger than this go gzipped; smaller ones gain too little to be worth it.
 const GZIP_ABOVE: usize = 1024;
 
-/// A service and the access token requests carry.
+/// A service and the access token requests carry. Clones share the connection pool, the
+/// counts and what is known of the service's reach.
 #[derive(Clone)]
 pub struct Transport {
     base: String,
     token: String,
     agent: ureq::Agent,
     traffic: Arc<Counters>,
+    reach: Arc<Reach>,
 }
 
 /// What a transport sent, retries included.
@@ -76,12 +95,73 @@ struct Counters {
     body_bytes: AtomicU64,
 }
 
+/// What the transport's calls know of the service, which sets how long they go on trying.
+#[derive(Default)]
+struct Reach {
+    /// A call gave up on the service, and none had an answer since.
+    unreachable: AtomicBool,
+    /// When calls stop retrying, once told to hurry.
+    hurry_until: Mutex<Option<Instant>>,
+    /// Wakes the calls waiting to try again when either of the above is set.
+    changed: Condvar,
+}
+
+impl Reach {
+    fn hurry_until(&self) -> MutexGuard<'_, Option<Instant>> {
+        self.hurry_until.lock().expect("never poisoned")
+    }
+
+    /// When a call with its own `deadline` stops retrying, given `hurry_until`.
+    fn deadline(deadline: Option<Instant>, hurry_until: Option<Instant>) -> Option<Instant> {
+        match (deadline, hurry_until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn hurry(&self) {
+        self.hurry_until()
+            .get_or_insert_with(|| Instant::now() + SHORT_BUDGET);
+        self.changed.notify_all();
+    }
+
+    fn gave_up(&self) {
+        let _waking = self.hurry_until();
+        self.unreachable.store(true, Ordering::Relaxed);
+        self.changed.notify_all();
+    }
+
+    fn answered(&self) {
+        self.unreachable.store(false, Ordering::Relaxed);
+    }
+
+    /// Waits until `resume` to try again; false, at once, if the call should give up instead:
+    /// its `deadline` (or the hurry) falls before `resume`, or a call gave up on the service
+    /// (this one does not ride out the same outage again).
+    fn pause(&self, resume: Instant, deadline: Option<Instant>) -> bool {
+        let mut hurry_until = self.hurry_until();
+        loop {
+            let deadline = Reach::deadline(deadline, *hurry_until);
+            if self.unreachable.load(Ordering::Relaxed) || deadline.is_some_and(|d| resume >= d) {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= resume {
+                return true;
+            }
+            hurry_until = (self.changed.wait_timeout(hurry_until, resume - now))
+                .expect("never poisoned")
+                .0;
+        }
+    }
+}
+
 impl Transport {
     /// The service at `base` (`https://host[:port]`), acting with `token`.
     pub fn new(base: &str, token: &str) -> Transport {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
+            .timeout_global(Some(ATTEMPT_TIMEOUT))
             .build()
             .into();
         Transport {
@@ -89,7 +169,20 @@ impl Transport {
             token: token.to_owned(),
             agent,
             traffic: Arc::default(),
+            reach: Arc::default(),
         }
+    }
+
+    /// The service's URL, as given.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// From now on, calls of this transport and its clones (those under way too) stop retrying
+    /// after [`SHORT_BUDGET`]: the user asked to stop, and would rather leave an update to
+    /// expire than wait out an outage.
+    pub fn hurry(&self) {
+        self.reach.hurry();
     }
 
     /// What this transport and its clones sent so far.
@@ -109,8 +202,31 @@ impl Transport {
         lease: Option<&str>,
         body: Option<&Value>,
     ) -> Result<Value, ServiceError> {
+        self.call_until(method, path, lease, body, None)
+    }
+
+    /// [`call`](Self::call), trying again only within `budget`.
+    pub fn call_within(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        body: Option<&Value>,
+        budget: Duration,
+    ) -> Result<Value, ServiceError> {
+        self.call_until(method, path, lease, body, Some(Instant::now() + budget))
+    }
+
+    fn call_until(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        body: Option<&Value>,
+        deadline: Option<Instant>,
+    ) -> Result<Value, ServiceError> {
         let body = body.map(|b| serde_json::to_vec(b).expect("JSON serializes"));
-        let text = self.send(method, path, lease, body)?;
+        let text = self.send_until(method, path, lease, body, deadline)?;
         Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
@@ -128,11 +244,29 @@ impl Transport {
         lease: Option<&str>,
         json: Option<Vec<u8>>,
     ) -> Result<String, ServiceError> {
+        self.send_until(method, path, lease, json, None)
+    }
+
+    fn send_until(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        json: Option<Vec<u8>>,
+        deadline: Option<Instant>,
+    ) -> Result<String, ServiceError> {
         let url = format!("{}/api/v1/{path}", self.base);
         let (body, gzipped) = encode(json.unwrap_or_default());
         let mut backoff = Duration::from_millis(100);
         let mut last = String::new();
+        let mut attempts = 0;
         for attempt in 1..=ATTEMPTS {
+            attempts = attempt;
+            // Read at each turn: the transport may be told to hurry meanwhile.
+            let until = Reach::deadline(deadline, *self.reach.hurry_until());
+            let timeout = until.map_or(ATTEMPT_TIMEOUT, |d| {
+                (d.saturating_duration_since(Instant::now())).clamp(LAST_CHANCE, ATTEMPT_TIMEOUT)
+            });
             let mut request = ureq::http::Request::builder()
                 .method(method)
                 .uri(&url)
@@ -150,6 +284,9 @@ impl Transport {
                 status: 0,
                 message: format!("an invalid request to {url}: {e}"),
             })?;
+            let request = (self.agent.configure_request(request))
+                .timeout_global(Some(timeout))
+                .build();
             let wait = match self.agent.run(request) {
                 Err(e) => {
                     last = e.to_string();
@@ -174,6 +311,9 @@ impl Transport {
                             break 'answer backoff;
                         }
                     };
+                    if !matches!(status, 429 | 502..=504) {
+                        self.reach.answered();
+                    }
                     if (200..=299).contains(&status) {
                         return Ok(text);
                     }
@@ -195,14 +335,15 @@ impl Transport {
                     }
                 }
             };
-            if attempt < ATTEMPTS {
-                std::thread::sleep(wait);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+            if attempt == ATTEMPTS || !self.reach.pause(Instant::now() + wait, deadline) {
+                break;
             }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+        self.reach.gave_up();
         Err(ServiceError::Unavailable {
             url,
-            attempts: ATTEMPTS,
+            attempts,
             last,
         })
     }
@@ -283,6 +424,87 @@ mod tests {
         assert_eq!(traffic.requests, 2);
         assert_eq!(traffic.body_bytes, 2 * sent.len() as u64);
         assert!(sent.len() < 200, "4 KiB of one letter gzip small");
+    }
+
+    /// The URL of a loopback port nobody listens on: every connection is refused.
+    fn nobody_listening() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    }
+
+    fn attempts(error: ServiceError) -> u32 {
+        match error {
+            ServiceError::Unavailable { attempts, .. } => attempts,
+            other => panic!("not an outage: {other}"),
+        }
+    }
+
+    /// Far below the 12.7 s of backoff a call without a budget rides out, and far above what
+    /// a budget of 2.5 s takes on any machine.
+    const GENEROUS: Duration = Duration::from_secs(8);
+
+    #[test]
+    fn a_budget_or_a_hurry_bounds_the_retries() {
+        let transport = Transport::new(&nobody_listening(), "t");
+        let started = Instant::now();
+        let error = transport.call_within("POST", "p", None, None, SHORT_BUDGET);
+        assert!(attempts(error.unwrap_err()) < ATTEMPTS);
+        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+
+        let transport = Transport::new(&nobody_listening(), "t");
+        transport.clone().hurry();
+        let started = Instant::now();
+        let error = transport.call("GET", "p", None, None).unwrap_err();
+        assert!(attempts(error) < ATTEMPTS);
+        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn after_a_call_gave_up_the_next_tries_once_until_the_service_answers() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let transport = Transport::new(&base, "t");
+        transport
+            .call_within("POST", "p", None, None, Duration::from_millis(300))
+            .unwrap_err();
+        let before = transport.traffic().requests;
+        let error = transport.clone().call("POST", "p", None, None).unwrap_err();
+        assert_eq!(attempts(error), 1);
+        assert_eq!(transport.traffic().requests, before + 1);
+
+        // The service is back (on the same port): it answers, and retries are as before.
+        let listener = TcpListener::bind(base.strip_prefix("http://").unwrap()).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            read_request(&stream);
+            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+            stream.write_all(answer.as_bytes()).unwrap();
+        });
+        assert_eq!(transport.call("GET", "p", None, None).unwrap(), json!({}));
+        server.join().unwrap();
+        let error = transport.call_within("GET", "p", None, None, Duration::from_secs(2));
+        assert!(attempts(error.unwrap_err()) > 1);
+    }
+
+    #[test]
+    fn a_call_riding_out_an_outage_stops_when_another_gives_up_or_when_told_to_hurry() {
+        for stop in [
+            |t: &Transport| drop(t.call_within("GET", "q", None, None, Duration::ZERO)),
+            Transport::hurry,
+        ] {
+            let transport = Transport::new(&nobody_listening(), "t");
+            let riding = transport.clone();
+            let started = Instant::now();
+            let call = std::thread::spawn(move || riding.call("POST", "p", None, None));
+            // Once it has tried, it waits between tries.
+            while transport.traffic().requests == 0 {
+                std::thread::yield_now();
+            }
+            stop(&transport);
+            assert!(attempts(call.join().unwrap().unwrap_err()) < ATTEMPTS);
+            assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+        }
     }
 
     #[test]

@@ -311,9 +311,11 @@ impl Scheduler {
         // The place in line is taken now, in the order steps become ready, not when the task
         // first runs.
         let turn = self.ctx.limit.reserve();
+        let under_way = self.ctx.under_way(&step);
         self.in_flight += 1;
         spawn_step(async move {
             let result = ctx.run_resource(step, turn).await;
+            drop(under_way);
             drop(ctx);
             let _ = done.send(Completion::Step {
                 node: index,

@@ -21,6 +21,11 @@ enum Request {
 
 /// Records mutations through one writer thread. Requests that arrive while a flush is under
 /// way share the next one (group commit), so parallel steps do not pay one fsync each.
+///
+/// Only the start of a provider call (a `Begin`) must be durable before the call goes on: a crash
+/// must leave it visible as pending. Every other entry is acknowledged once it is applied and
+/// appended, and made durable by the flush that follows at once; since the journal is made
+/// durable in order, no entry recorded after it (a dependent's start, say) is durable without it.
 #[derive(Clone)]
 pub struct SnapshotManager {
     tx: mpsc::UnboundedSender<Request>,
@@ -46,14 +51,16 @@ impl SnapshotManager {
         self.next_seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Durably records `entry`.
+    /// Records `entry`: when this returns it is applied and appended, and durable if it is a
+    /// `Begin`; any other entry is durable once the writer's next flush, which starts at once
+    /// or is already under way, is done.
     pub async fn record(&self, entry: JournalEntry) -> Result<(), SnapshotError> {
         self.record_all(vec![entry]).await
     }
 
-    /// Durably records `entries`, in order, with one flush. They are recorded up to the first
-    /// that cannot be (which is recorded nowhere, and whose error is returned): each entry must
-    /// leave a valid state on its own.
+    /// Records `entries`, in order, as [`record`](Self::record) does, with one flush. They are
+    /// recorded up to the first that cannot be (which is recorded nowhere, and whose error is
+    /// returned): each entry must leave a valid state on its own.
     pub async fn record_all(&self, entries: Vec<JournalEntry>) -> Result<(), SnapshotError> {
         let (reply, done) = oneshot::channel();
         self.tx
@@ -62,7 +69,7 @@ impl SnapshotManager {
         done.await.map_err(|_| SnapshotError::Stopped)?
     }
 
-    /// Records the start of a provider call, returning its sequence number.
+    /// Durably records the start of a provider call, returning its sequence number.
     pub async fn begin(
         &self,
         kind: PendingKind,
@@ -99,6 +106,8 @@ fn writer(
         state,
         persister,
         unflushed: false,
+        acknowledged: false,
+        lost: None,
     };
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
@@ -109,7 +118,11 @@ fn writer(
         for request in batch {
             match request {
                 Request::Record(entries, reply) => match writer.record(&entries) {
-                    Ok(()) => waiting.push(reply),
+                    Ok(()) if entries.iter().any(JournalEntry::is_begin) => waiting.push(reply),
+                    Ok(()) => {
+                        writer.acknowledged = true;
+                        let _ = reply.send(Ok(()));
+                    }
                     // What the request recorded before the failure is flushed all the same.
                     Err(e) => {
                         let _ = reply.send(Err(e));
@@ -134,12 +147,20 @@ struct Writer {
     persister: Box<dyn Persister>,
     /// Entries were appended since the last flush.
     unflushed: bool,
+    /// Some of them were acknowledged before that flush.
+    acknowledged: bool,
+    /// Why entries that were acknowledged were lost: nothing more can be recorded, since the
+    /// steps that recorded them went on as if they were.
+    lost: Option<SnapshotError>,
 }
 
 impl Writer {
     /// Applies and appends `entries` in order, up to the first that cannot be: that one
     /// changes neither the state in memory nor the persister's journal.
     fn record(&mut self, entries: &[JournalEntry]) -> Result<(), SnapshotError> {
+        if let Some(lost) = &self.lost {
+            return Err(lost.clone());
+        }
         for entry in entries {
             let before = self.state.savepoint();
             self.state.apply_uncommitted(entry)?;
@@ -156,9 +177,13 @@ impl Writer {
     /// drops those entries, and so does the state in memory: both stay at what the last flush
     /// made durable.
     fn flush(&mut self) -> Result<(), SnapshotError> {
+        if let Some(lost) = &self.lost {
+            return Err(lost.clone());
+        }
         if !std::mem::take(&mut self.unflushed) {
             return Ok(());
         }
+        let acknowledged = std::mem::take(&mut self.acknowledged);
         match self.persister.sync() {
             Ok(()) => {
                 self.state.commit();
@@ -166,7 +191,11 @@ impl Writer {
             }
             Err(e) => {
                 self.state.roll_back_to(Savepoint::COMMITTED);
-                Err(e.into())
+                let error = SnapshotError::from(e);
+                if acknowledged {
+                    self.lost = Some(error.clone());
+                }
+                Err(error)
             }
         }
     }
@@ -196,7 +225,8 @@ fn flush_replies(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::ops::Range;
+    use std::sync::{Mutex, mpsc as std_mpsc};
 
     use super::*;
     use crate::journal::{PersistError, replay};
@@ -211,13 +241,13 @@ mod tests {
         checkpoint: Option<Snapshot>,
     }
 
-    /// Persists in memory; refuses to append the entries `refuses` picks, and fails the next
-    /// `failing_syncs` syncs.
+    /// Persists in memory; refuses to append the entries `refuses` picks, and fails the syncs
+    /// numbered (from 0) in `failing_syncs`.
     struct Flaky {
         store: Arc<Mutex<Store>>,
         appended: Vec<JournalEntry>,
         refuses: fn(&JournalEntry) -> bool,
-        failing_syncs: usize,
+        failing_syncs: Range<usize>,
     }
 
     impl Persister for Flaky {
@@ -231,8 +261,7 @@ mod tests {
         fn sync(&mut self) -> Result<(), PersistError> {
             let mut store = self.store.lock().unwrap();
             store.syncs += 1;
-            if self.failing_syncs > 0 {
-                self.failing_syncs -= 1;
+            if self.failing_syncs.contains(&(store.syncs - 1)) {
                 self.appended.clear();
                 let disk_full = std::io::Error::from(std::io::ErrorKind::StorageFull);
                 return Err(PersistError::io("sync", "/j", disk_full));
@@ -255,7 +284,7 @@ mod tests {
 
     fn start(
         refuses: fn(&JournalEntry) -> bool,
-        failing_syncs: usize,
+        failing_syncs: Range<usize>,
     ) -> (SnapshotManager, Arc<Mutex<Store>>) {
         let store = Arc::new(Mutex::new(Store::default()));
         let persister = Flaky {
@@ -303,7 +332,7 @@ mod tests {
     async fn a_failed_append_leaves_memory_and_journal_as_they_were() {
         // `b` is created, but its outcome cannot be stored (think: a secret output that cannot
         // be sealed): memory and journal both still say "b is being created".
-        let (manager, store) = start(|e| matches!(e, JournalEntry::Created { .. }), 0);
+        let (manager, store) = start(|e| matches!(e, JournalEntry::Created { .. }), 0..0);
         manager.record(begin(1, "b")).await.unwrap();
         let err = manager.record(created(1, "b")).await.unwrap_err();
         assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
@@ -315,7 +344,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_flush_takes_back_what_it_did_not_make_durable() {
-        let (manager, store) = start(nothing, 1);
+        let (manager, store) = start(nothing, 0..1);
         let err = manager.record(begin(1, "b")).await.unwrap_err();
         let SnapshotError::Persist(e) = &err else {
             panic!("{err}");
@@ -331,7 +360,7 @@ mod tests {
 
     #[tokio::test]
     async fn entries_recorded_together_share_one_flush() {
-        let (manager, store) = start(nothing, 0);
+        let (manager, store) = start(nothing, 0..0);
         let entries = (1..=50)
             .flat_map(|i| {
                 let name = format!("r{i}");
@@ -348,11 +377,66 @@ mod tests {
     #[tokio::test]
     async fn entries_recorded_together_stop_at_the_first_refused() {
         let refuses_b = |e: &JournalEntry| matches!(e, JournalEntry::Begin { resource, .. } if resource.urn.name() == "b");
-        let (manager, store) = start(refuses_b, 0);
+        let (manager, store) = start(refuses_b, 0..0);
         let entries = vec![begin(1, "a2"), begin(2, "b"), begin(3, "c")];
         manager.record_all(entries).await.unwrap_err();
         let finished = manager.finish().await.unwrap();
         assert_eq!(finished, on_disk(&store));
         assert_eq!(pending(&finished), ["a2"]);
+    }
+
+    /// Lets each sync through only when the test says so.
+    struct Gated {
+        open: std_mpsc::Receiver<()>,
+    }
+
+    impl Persister for Gated {
+        fn append(&mut self, _: &JournalEntry) -> Result<(), PersistError> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<(), PersistError> {
+            self.open.recv().expect("the test keeps the gate");
+            Ok(())
+        }
+        fn compact(&mut self, _: &Snapshot) -> Result<(), PersistError> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn only_a_begin_waits_for_its_flush() {
+        let (open, gate) = std_mpsc::channel();
+        let manager = SnapshotManager::start(base(), Box::new(Gated { open: gate }));
+        open.send(()).unwrap();
+        manager.record(begin(1, "b")).await.unwrap();
+        // No sync is let through now: were the end of `b` to wait for its flush, this would
+        // never return (the timeout only turns a hang into a failure).
+        let created = manager.record(created(1, "b"));
+        tokio::time::timeout(std::time::Duration::from_secs(60), created)
+            .await
+            .expect("the end of a provider call waited for its flush")
+            .unwrap();
+        open.send(()).unwrap();
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished.resources.len(), 2);
+        assert!(finished.pending_operations.is_empty());
+    }
+
+    #[tokio::test]
+    async fn losing_an_acknowledged_entry_stops_all_recording() {
+        // The first sync (b's begin) succeeds; the second, which was to make b's end durable
+        // after it was acknowledged, fails.
+        let (manager, store) = start(nothing, 1..2);
+        manager.record(begin(1, "b")).await.unwrap();
+        manager.record(created(1, "b")).await.unwrap();
+        // A step went on as if b were recorded: nothing after may be recorded on top of a
+        // journal that lacks it.
+        let err = manager.record(begin(2, "c")).await.unwrap_err();
+        assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
+        let err = manager.finish().await.unwrap_err();
+        assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
+        let durable = replay(base(), store.lock().unwrap().durable.clone()).unwrap();
+        assert_eq!(pending(&durable), ["b"]);
+        assert!(store.lock().unwrap().checkpoint.is_none());
     }
 }

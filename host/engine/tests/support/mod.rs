@@ -495,6 +495,9 @@ impl Persister for CheckingPersister {
     }
 }
 
+/// Called with each event of a deployment as it is emitted.
+pub type EventWatcher = Arc<dyn Fn(&Event) + Send + Sync>;
+
 /// Everything one test needs: the provider's world and the stack's snapshot across runs.
 pub struct Harness {
     pub provider: Arc<FakeProvider>,
@@ -506,6 +509,9 @@ pub struct Harness {
     pub cancel: CancellationToken,
     /// The events of the last deployment, in order.
     pub events: Vec<Event>,
+    /// Sees each event of a deployment as it is emitted: what a test orders calls by when the
+    /// order it needs is one of the engine's own events.
+    pub on_event: Option<EventWatcher>,
 }
 
 impl Default for Harness {
@@ -523,6 +529,7 @@ impl Harness {
             checks: Arc::new(Mutex::new(0)),
             cancel: CancellationToken::new(),
             events: Vec::new(),
+            on_event: None,
         }
     }
 
@@ -557,6 +564,17 @@ impl Harness {
             ..options
         };
         let (events, mut received) = EventSink::new();
+        let watcher = match self.on_event.clone() {
+            Some(on_event) => Ok(tokio::spawn(async move {
+                let mut seen = Vec::new();
+                while let Some(event) = received.recv().await {
+                    on_event(&event);
+                    seen.push(event);
+                }
+                seen
+            })),
+            None => Err(received),
+        };
         let outcome = deployment::run(
             options,
             self.snapshot.clone(),
@@ -567,10 +585,11 @@ impl Harness {
             self.cancel.clone(),
         )
         .await;
-        self.events.clear();
-        while let Ok(event) = received.try_recv() {
-            self.events.push(event);
-        }
+        self.events = match watcher {
+            // The deployment has let go of every sink: the watcher has seen the last event.
+            Ok(watcher) => watcher.await.expect("event watcher"),
+            Err(mut received) => std::iter::from_fn(|| received.try_recv().ok()).collect(),
+        };
         if let Some(snapshot) = saved.lock().unwrap().take() {
             snapshot.verify_integrity().unwrap();
             self.snapshot = snapshot;

@@ -1,0 +1,199 @@
+//! What `--target` leaves out: an existing resource stays exactly as recorded, a new one is not
+//! created.
+//!
+//! A kept state still names what it depended on. Nothing records it; whatever is recorded later
+//! and depends on it carries it into the new snapshot, together with those of its predecessors
+//! not recorded yet (the journal's `pull_forward`). So its step ends only once the steps of this
+//! run that decide those predecessors have: carried before, an old predecessor would go in as
+//! it was, and that step's replacement or update of it would then be refused, after the
+//! provider acted. (Pulumi likewise orders a `same` step after its dependencies' steps.)
+//!
+//! The order is kept in the engine rather than repaired in the journal: once the kept state is
+//! in the snapshot, a replacement of what it depends on could only come after it, and the old
+//! copy, deleted at the end, would leave it depending on a resource recorded later.
+//!
+//! Only steps already under way are waited for. They have every input, so none of them waits
+//! for this resource, even when the new program reverses a dependency; and this step waits
+//! holding no permit and no claim, so they can get both (a delete-before-replace among them
+//! fails at once, rather than wait, on an untargeted dependent). A step for such a predecessor
+//! that starts only after this one has ended (registered late) is not waited for: if a state
+//! that carries this one forward is recorded first, or while that step runs, its change is
+//! refused (in the second case after the provider acted, leaving a pending operation).
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use crate::events::{Event, Severity, StepOp};
+use crate::resource::ResourceState;
+use crate::step::{ResourceStep, StepContext, StepError, StepOutputs, StepResult};
+use crate::urn::{Urn, is_stack_type, provided_package};
+use crate::value::{PropertyMap, Value};
+
+impl StepContext {
+    /// Whether `--target` leaves the resource `urn` (of type `ty`, with these predecessors) out.
+    /// Provider resources are always targeted: they change nothing in the real world; nor does
+    /// the stack's root, which no target needs to name.
+    pub(crate) fn leaves_out<'a>(
+        &self,
+        urn: &Urn,
+        ty: &str,
+        predecessors: impl Iterator<Item = &'a Urn>,
+    ) -> bool {
+        self.targets.as_ref().is_some_and(|targets| {
+            provided_package(ty).is_none()
+                && !is_stack_type(ty)
+                && !targets.includes(urn, predecessors)
+        })
+    }
+
+    /// [`leaves_out`](Self::leaves_out) for a registration's step.
+    pub(crate) fn leaves_out_step(&self, step: &ResourceStep) -> bool {
+        let provider = step.provider.iter().map(|b| &b.reference.urn);
+        let predecessors = (step.parent.iter())
+            .chain(&step.dependencies)
+            .chain(provider);
+        self.leaves_out(&step.urn, &step.request.ty, predecessors)
+    }
+
+    /// Notes that `step`'s step has started, when the run has targets (only then does anything
+    /// wait for it) and it takes charge of a base resource. Called as the step is started, in
+    /// the order steps become ready, not when its task first runs. The step's task holds the
+    /// sender: the step has ended once it is dropped.
+    pub(crate) fn under_way(&self, step: &ResourceStep) -> Option<watch::Sender<()>> {
+        self.targets.as_ref()?;
+        let index = self.live_base_index(step)?;
+        let (ended, watcher) = watch::channel(());
+        let mut claims = self.claims.lock().expect("claims");
+        claims.under_way.insert(index, watcher);
+        Some(ended)
+    }
+
+    /// The live base resource a registration's step takes charge of, if any (claiming nothing).
+    fn live_base_index(&self, step: &ResourceStep) -> Option<usize> {
+        let aliases = self.aliases(step).ok()?;
+        std::iter::once(&step.urn)
+            .chain(&aliases)
+            .find_map(|u| self.base_live.get(u).copied())
+    }
+
+    /// Before an untargeted step takes charge of its base resource: waits until the steps
+    /// under way that decide what its kept state depends on (directly, or through kept states
+    /// no step takes charge of) have ended. A step that waits shows as started meanwhile.
+    pub(crate) async fn after_kept_predecessors(
+        &self,
+        step: &ResourceStep,
+    ) -> Result<(), StepError> {
+        let Some(index) = self.live_base_index(step) else {
+            return Ok(());
+        };
+        let waits = self.steps_deciding_predecessors(index);
+        if waits.is_empty() {
+            return Ok(());
+        }
+        let old = &self.base.resources[index];
+        let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
+        self.events.emit(Event::StepStarted(info.clone()));
+        for mut step in waits {
+            // The sender never sends: `changed` fails once the step has ended.
+            let ended = async { while step.changed().await.is_ok() {} };
+            if let Err(error) = self.unless_cancelled(ended).await {
+                self.failed(info, &error);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
+    /// The unfinished steps that take charge of base resource `index`'s predecessors, looking
+    /// through those no step takes charge of (kept as they are, and carried with it).
+    fn steps_deciding_predecessors(&self, index: usize) -> Vec<watch::Receiver<()>> {
+        let live_predecessors = |i: usize| {
+            let state = &self.base.resources[i];
+            (state.predecessors()).filter_map(|p| self.base_live.get(p).copied())
+        };
+        let claims = self.claims.lock().expect("claims");
+        let mut waits = Vec::new();
+        let mut seen = HashSet::new();
+        let mut next: Vec<usize> = live_predecessors(index).collect();
+        while let Some(i) = next.pop() {
+            if !seen.insert(i) {
+                continue;
+            }
+            match claims.under_way.get(&i) {
+                // `has_changed` fails once the sender is gone: that step has ended.
+                Some(step) if step.has_changed().is_ok() => waits.push(step.clone()),
+                Some(_) => {}
+                None => next.extend(live_predecessors(i)),
+            }
+        }
+        waits
+    }
+
+    /// With `--target`, a state that `state` (replacing or updating a base resource with its URN)
+    /// depends on, kept as recorded, whose recorded state depends on that base resource, directly
+    /// or through other kept states. No order of the snapshot holds both: each would have to come
+    /// before the other. Found before the provider acts, it fails the step.
+    pub(crate) fn kept_dependent(&self, state: &ResourceState) -> Option<StepError> {
+        let targets = self.targets.as_ref()?;
+        let mut seen = HashSet::new();
+        let mut next: Vec<&Urn> = state.predecessors().collect();
+        while let Some(urn) = next.pop() {
+            // A targeted one is recorded anew by its step, which has ended (the program
+            // resolved it before this registration).
+            if !seen.insert(urn) || targets.contains(urn) {
+                continue;
+            }
+            let Some(&i) = self.base_live.get(urn) else {
+                continue;
+            };
+            let kept = &self.base.resources[i];
+            if kept.predecessors().any(|p| *p == state.urn) {
+                let (urn, kept) = (&state.urn, &kept.urn);
+                return Some(self.fail(
+                    urn,
+                    format!(
+                        "{kept}, not targeted, is kept as recorded, and its recorded state \
+                         depends on {urn}, which now depends on it: neither could be recorded \
+                         before the other; target {kept} too"
+                    ),
+                ));
+            }
+            next.extend(kept.predecessors());
+        }
+        None
+    }
+
+    /// A registration `--target` leaves out: an existing resource stays exactly as recorded; a
+    /// new one is not created, and what depends on it sees unknowns.
+    pub(crate) async fn untargeted(
+        &self,
+        state: ResourceState,
+        old: Option<(usize, &ResourceState)>,
+    ) -> Result<StepResult, StepError> {
+        let Some((old_index, old)) = old else {
+            self.events.diagnostic(
+                Some(&state.urn),
+                Severity::Info,
+                "not targeted: not created",
+            );
+            return Ok(StepResult {
+                id: Value::Unknown,
+                outputs: StepOutputs::Own(PropertyMap::new()),
+                replaced: None,
+                absent: true,
+            });
+        };
+        // Nothing is recorded: the state stays where it is in the snapshot, after what it
+        // depends on, even if the program no longer declares those.
+        let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
+        self.done(info, &old.outputs, Instant::now());
+        Ok(StepResult {
+            id: Value::String(old.id.clone()),
+            outputs: StepOutputs::Base(old_index),
+            replaced: None,
+            absent: false,
+        })
+    }
+}
