@@ -61,6 +61,10 @@ struct Args {
     /// built first.
     #[arg(long)]
     plinth_serve: Option<PathBuf>,
+    /// Resource operations in flight, passed to `up`, `refresh` and `destroy` as `--parallel`
+    /// (plinth's own default if absent).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    parallel: Option<u32>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -119,6 +123,7 @@ fn main() -> anyhow::Result<()> {
         provider,
         home: work.join("home"),
         work: work.clone(),
+        parallel: args.parallel,
     };
     warm_cache(&setup)?;
 
@@ -150,7 +155,7 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
-    let report = report::Report::new(scenarios, plugins);
+    let report = report::Report::new(scenarios, plugins, args.parallel);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {

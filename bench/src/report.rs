@@ -11,11 +11,26 @@ use crate::scenario::{STEPS, Scenario};
 pub struct Report {
     scenarios: Vec<Scenario>,
     plugins: Option<PluginFigures>,
+    /// The `--parallel` given to the steps that change resources; plinth's default if `None`.
+    parallel: Option<u32>,
 }
 
 impl Report {
-    pub fn new(scenarios: Vec<Scenario>, plugins: Option<PluginFigures>) -> Report {
-        Report { scenarios, plugins }
+    pub fn new(
+        scenarios: Vec<Scenario>,
+        plugins: Option<PluginFigures>,
+        parallel: Option<u32>,
+    ) -> Report {
+        Report {
+            scenarios,
+            plugins,
+            parallel,
+        }
+    }
+
+    fn parallel(&self) -> String {
+        self.parallel
+            .map_or_else(|| "plinth's default".to_owned(), |n| n.to_string())
     }
 
     pub fn to_json(&self) -> serde_json::Value {
@@ -59,6 +74,7 @@ impl Report {
             .collect();
         json!({
             "machine": machine(),
+            "parallel": self.parallel,
             "plugins": plugins,
             "scenarios": scenarios,
         })
@@ -66,7 +82,12 @@ impl Report {
 
     pub fn tables(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "machine: {}\n", machine());
+        let _ = writeln!(out, "machine: {}", machine());
+        let _ = writeln!(
+            out,
+            "--parallel of up, refresh and destroy: {}\n",
+            self.parallel()
+        );
         let mut header = vec!["shape".to_owned(), "N".to_owned()];
         header.extend(STEPS.iter().map(|(step, _)| step.to_string()));
         header

@@ -21,6 +21,9 @@ pub const STEPS: &[(&str, &[&str])] = &[
     ("destroy", &["destroy", "--yes", "--skip-preview"]),
 ];
 
+/// The commands given `--parallel` when the benchmark sets it.
+const PARALLEL_STEPS: &[&str] = &["up", "refresh", "destroy"];
+
 /// The step before which the program's configuration changes 10% of the items.
 const FIRST_CHANGED_STEP: &str = "preview 10%";
 
@@ -32,6 +35,8 @@ pub struct Setup {
     /// `PLINTH_HOME`: the plugin store and the precompiled cache, warm before any step.
     pub home: PathBuf,
     pub work: PathBuf,
+    /// `--parallel` for the steps that change resources; plinth's default if `None`.
+    pub parallel: Option<u32>,
 }
 
 /// Where a scenario's stack lives.
@@ -204,7 +209,13 @@ pub fn run(
             // What the setup commands sent is not the step's.
             service.traffic();
         }
-        let cost = measure::run(project.command(args), &project.log)?;
+        let mut command = project.command(args);
+        if let Some(parallel) = setup.parallel
+            && PARALLEL_STEPS.contains(&args[0])
+        {
+            command.args(["--parallel", &parallel.to_string()]);
+        }
+        let cost = measure::run(command, &project.log)?;
         let traffic = service.map(Service::traffic);
         let checkpoint = project.checkpoint()?;
         steps.push(Step {

@@ -11,7 +11,7 @@ use plinth_engine::snapshot::Snapshot;
 
 use crate::checkpoint::{Checkpoint, PluginUse};
 use crate::error::BackendError;
-use crate::secrets::{Crypter, SecretsError};
+use crate::secrets::{Crypter, SecretsError, from_sealed_json};
 
 /// "Opens" a ciphertext as a JSON string holding it, and "seals" that string back to it: the
 /// sealed secrets of the base and of the entries pass through replay untouched.
@@ -28,15 +28,15 @@ impl Crypter for KeepSealed {
     }
 }
 
-/// The checkpoint `base` (none for a stack never updated) becomes once `entries` (journal
-/// entries as the client sent them, secrets sealed) are applied; secrets stay sealed. It records
-/// `plugins` as the update's (the base's if `None`). `origin` names where the base came from in
-/// errors.
-pub fn rebuild_sealed(
+/// The checkpoint `base` (none for a stack never updated) becomes once the journal `batches`
+/// are applied, each a JSON array of entries as the client sent them (secrets sealed); secrets
+/// stay sealed. It records `plugins` as the update's (the base's if `None`). `origin` names
+/// where the base came from in errors.
+pub fn rebuild_sealed<B: AsRef<[u8]>>(
     project: &ProjectName,
     stack: &StackName,
     base: Option<&[u8]>,
-    entries: &[serde_json::Value],
+    batches: &[B],
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
 ) -> Result<Vec<u8>, BackendError> {
@@ -44,12 +44,14 @@ pub fn rebuild_sealed(
         Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed)?,
         None => Checkpoint::new(project, stack, Snapshot::default()),
     };
-    let mut decoded = Vec::with_capacity(entries.len());
-    for (index, entry) in entries.iter().enumerate() {
-        decoded.push(decode(entry).map_err(|reason| BackendError::Corrupt {
-            path: origin.to_owned(),
-            reason: format!("journal entry {}: {reason}", index + 1),
-        })?);
+    let mut decoded = Vec::new();
+    for (index, batch) in batches.iter().enumerate() {
+        let entries: Vec<JournalEntry> =
+            from_sealed_json(batch.as_ref(), &KeepSealed).map_err(|e| BackendError::Corrupt {
+                path: origin.to_owned(),
+                reason: format!("journal batch {}: {e}", index + 1),
+            })?;
+        decoded.extend(entries);
     }
     let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
     let snapshot = replay(checkpoint.snapshot, decoded).map_err(|e| BackendError::Corrupt {
@@ -64,13 +66,18 @@ pub fn rebuild_sealed(
 /// Why `entry` is not a journal entry as a client sends it (secrets sealed), if it is not: for
 /// refusing a malformed entry when it arrives rather than when the state is rebuilt.
 pub fn check_entry(entry: &serde_json::Value) -> Result<(), String> {
-    decode(entry).map(drop)
-}
-
-fn decode(entry: &serde_json::Value) -> Result<JournalEntry, String> {
+    use serde::Deserialize;
+    // Most entries hold no sealed secret: they are read as they are, without a copy.
+    if !crate::secrets::holds_sealed(entry) {
+        return JournalEntry::deserialize(entry)
+            .map(drop)
+            .map_err(|e| e.to_string());
+    }
     let mut entry = entry.clone();
     crate::secrets::open_tree(&mut entry, &KeepSealed).map_err(|e| e.to_string())?;
-    serde_json::from_value(entry).map_err(|e| e.to_string())
+    serde_json::from_value::<JournalEntry>(entry)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// The journal entry as the client sends it: JSON with every secret sealed by `crypter`.
@@ -143,7 +150,7 @@ mod tests {
             &project,
             &stack,
             None,
-            &sealed,
+            &[serde_json::to_vec(&sealed).unwrap()],
             plugins,
             Path::new("service"),
         )
@@ -158,7 +165,7 @@ mod tests {
             &project,
             &stack,
             Some(&bytes),
-            &[],
+            &[] as &[&[u8]],
             None,
             Path::new("service"),
         )

@@ -205,7 +205,8 @@ mod tests {
         // Written back (here as the service does, keeping secrets sealed): schema 3, smaller,
         // with no parent that is the root, and the same state.
         let base = Some(SCHEMA_2.as_bytes());
-        let written = crate::rebuild_sealed(&project, &stack, base, &[], None, &path).unwrap();
+        let written =
+            crate::rebuild_sealed(&project, &stack, base, &[] as &[&[u8]], None, &path).unwrap();
         let text = String::from_utf8(written).unwrap();
         let root = stack_urn("scenario", "legacy");
         assert!(text.contains("\"version\": 3"), "{text}");

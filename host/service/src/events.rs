@@ -38,59 +38,69 @@ pub(crate) async fn append(
     let events = checked(seq, events)?;
     // Stored as parsed: only what a log keeps reaches the database.
     let events = serde_json::to_value(&events).expect("log entries serialize");
-    let content = Sha256::digest(serde_json::to_vec(&events).expect("JSON serializes")).to_vec();
-    let mut tx = pool.begin().await?;
-    // Shares the update's row with other batches but not with its phases, completion or
-    // cancellation: the phase a batch belongs to cannot change under it.
-    let holds: Option<(i64,)> = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM versions WHERE update_id = $1) + 1
-         FROM updates WHERE id = $1 AND lease_digest = $2 AND status = 'running'
-           AND lease_expires >= now()
-         FOR SHARE",
-    )
-    .bind(id)
-    .bind(digest(lease))
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((phase,)) = holds else {
-        tx.rollback().await?;
+    // The text digested is the one stored.
+    let text = serde_json::to_string(&events).expect("JSON serializes");
+    let content = Sha256::digest(text.as_bytes()).to_vec();
+    // One statement, one round trip: the lease is checked and the update's row share-locked
+    // (its phases, completion and cancellation wait: the phase a batch belongs to cannot change
+    // under it), and the batch is inserted unless it comes too early. What was stored under
+    // `seq` before comes back, for telling a retry from a conflict.
+    let (phase, stored, inserted, taken): (Option<i64>, i64, bool, Option<Vec<u8>>) =
+        sqlx::query_as(
+            "WITH held AS (
+                 SELECT (SELECT count(*) FROM versions WHERE update_id = $1) + 1 AS phase
+                 FROM updates WHERE id = $1 AND lease_digest = $2 AND status = 'running'
+                   AND lease_expires >= now()
+                 FOR SHARE
+             ), stored AS (
+                 SELECT count(*) AS batches FROM event_batches b, held
+                 WHERE b.update_id = $1 AND b.phase = held.phase
+             ), inserted AS (
+                 INSERT INTO event_batches (update_id, phase, seq, digest, events)
+                 SELECT $1, held.phase, $3, $4, $5::jsonb FROM held, stored
+                 WHERE $3 <= stored.batches + $6
+                 ON CONFLICT (update_id, phase, seq) DO NOTHING
+                 RETURNING seq
+             )
+             SELECT (SELECT phase FROM held), (SELECT batches FROM stored),
+                    EXISTS (SELECT 1 FROM inserted),
+                    (SELECT b.digest FROM event_batches b, held
+                     WHERE b.update_id = $1 AND b.phase = held.phase AND b.seq = $3)",
+        )
+        .bind(id)
+        .bind(digest(lease))
+        .bind(seq)
+        .bind(&content)
+        .bind(&text)
+        .bind(MAX_IN_FLIGHT)
+        .fetch_one(pool)
+        .await?;
+    let Some(phase) = phase else {
         return Err(crate::updates::refused(pool, id, lease).await);
     };
-    let phase = i32::try_from(phase)
-        .map_err(|_| ApiError::Internal(format!("update {id} has too many phases")))?;
-    let (stored,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM event_batches WHERE update_id = $1 AND phase = $2")
-            .bind(id)
-            .bind(phase)
-            .fetch_one(&mut *tx)
-            .await?;
-    let inserted = sqlx::query(
-        "INSERT INTO event_batches (update_id, phase, seq, digest, events)
-         SELECT $1, $2, $3, $4, $5 WHERE $3 <= $6
-         ON CONFLICT (update_id, phase, seq) DO NOTHING",
-    )
-    .bind(id)
-    .bind(phase)
-    .bind(seq)
-    .bind(&content)
-    .bind(sqlx::types::Json(&events))
-    .bind(stored + MAX_IN_FLIGHT)
-    .execute(&mut *tx)
-    .await?;
-    if inserted.rows_affected() == 1 {
-        tx.commit().await?;
+    if inserted {
         return Ok(Stored::New);
     }
-    let taken: Option<(Vec<u8>,)> = sqlx::query_as(
-        "SELECT digest FROM event_batches WHERE update_id = $1 AND phase = $2 AND seq = $3",
-    )
-    .bind(id)
-    .bind(phase)
-    .bind(seq)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let taken = match taken {
+        Some(taken) => Some(taken),
+        // Not there when the statement began, yet not inserted although not too early: the
+        // same number was being stored at that moment by another request (a retry sent while
+        // the first was under way). What it stored is visible now.
+        None if seq <= stored + MAX_IN_FLIGHT => {
+            let (taken,): (Vec<u8>,) = sqlx::query_as(
+                "SELECT digest FROM event_batches WHERE update_id = $1 AND phase = $2 AND seq = $3",
+            )
+            .bind(id)
+            .bind(phase)
+            .bind(seq)
+            .fetch_one(pool)
+            .await?;
+            Some(taken)
+        }
+        None => None,
+    };
     match taken {
-        Some((stored,)) if stored == content => Ok(Stored::Retry),
+        Some(stored) if stored == content => Ok(Stored::Retry),
         Some(_) => Err(ApiError::Conflict(format!(
             "event batch {seq} of update {id} was already received with other events; a batch \
              is never rewritten"

@@ -42,58 +42,76 @@ pub(crate) async fn append(
             ))
         })?;
     }
-    // serde_json's maps are ordered by key, so equal batches serialize, and digest, alike.
-    let content = Sha256::digest(serde_json::to_vec(entries).expect("JSON serializes")).to_vec();
-    let mut tx = pool.begin().await?;
-    // Shares the update's row with other batches but not with its completion or cancellation:
-    // nothing is appended to an update that has ended.
-    let holds: Option<(i64,)> = sqlx::query_as(
-        "SELECT COALESCE((SELECT max(seq) FROM journal_batches WHERE update_id = $1), 0)
-         FROM updates WHERE id = $1 AND lease_digest = $2 AND status = 'running'
-           AND lease_expires >= now()
-         FOR SHARE",
+    // serde_json's maps are ordered by key, so equal batches serialize, and digest, alike. The
+    // same text is what the database stores.
+    let text = serde_json::to_string(entries).expect("JSON serializes");
+    let content = Sha256::digest(text.as_bytes()).to_vec();
+    // One statement, one round trip: the lease is checked and the update's row share-locked
+    // (so that a completion or cancellation waits for it, and nothing is appended to an update
+    // that has ended), and the batch is inserted only if it is the next one. What was stored
+    // under `seq` before comes back, for telling a retry from a conflict.
+    let (holds, last, inserted, stored): (bool, i64, bool, Option<Vec<u8>>) = sqlx::query_as(
+        "WITH held AS (
+             SELECT id FROM updates
+             WHERE id = $1 AND lease_digest = $2 AND status = 'running'
+               AND lease_expires >= now()
+             FOR SHARE
+         ), last AS (
+             SELECT COALESCE(max(seq), 0) AS seq FROM journal_batches WHERE update_id = $1
+         ), inserted AS (
+             INSERT INTO journal_batches (update_id, seq, digest, entries)
+             SELECT $1, $3, $4, $5::jsonb FROM held, last WHERE last.seq = $3 - 1
+             ON CONFLICT DO NOTHING
+             RETURNING seq
+         )
+         SELECT EXISTS (SELECT 1 FROM held), (SELECT seq FROM last),
+                EXISTS (SELECT 1 FROM inserted),
+                (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3)",
     )
     .bind(id)
     .bind(digest(lease))
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((last,)) = holds else {
-        tx.rollback().await?;
-        return Err(crate::updates::refused(pool, id, lease).await);
-    };
-    if seq <= last {
-        let (stored,): (Vec<u8>,) =
-            sqlx::query_as("SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $2")
-                .bind(id)
-                .bind(seq)
-                .fetch_one(&mut *tx)
-                .await?;
-        return if stored == content {
-            Ok(Stored::Retry)
-        } else {
-            Err(ApiError::Conflict(format!(
-                "journal batch {seq} of update {id} was already received with other entries; \
-                 a batch is never rewritten"
-            )))
-        };
-    }
-    if seq != last + 1 {
-        return Err(ApiError::Conflict(format!(
-            "journal batch {seq} of update {id} came before batch {}; batches are sent in order",
-            last + 1
-        )));
-    }
-    sqlx::query(
-        "INSERT INTO journal_batches (update_id, seq, digest, entries) VALUES ($1, $2, $3, $4)",
-    )
-    .bind(id)
     .bind(seq)
     .bind(&content)
-    .bind(sqlx::types::Json(entries))
-    .execute(&mut *tx)
+    .bind(&text)
+    .fetch_one(pool)
     .await?;
-    tx.commit().await?;
-    Ok(Stored::New)
+    if !holds {
+        return Err(crate::updates::refused(pool, id, lease).await);
+    }
+    if inserted {
+        return Ok(Stored::New);
+    }
+    let stored = match stored {
+        Some(stored) => stored,
+        // Not there when the statement began, yet not inserted: the same number was being
+        // stored at that moment by another request (a retry sent while the first was still
+        // under way). What it stored is visible now.
+        None if seq == last + 1 => {
+            let (stored,): (Vec<u8>,) = sqlx::query_as(
+                "SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $2",
+            )
+            .bind(id)
+            .bind(seq)
+            .fetch_one(pool)
+            .await?;
+            stored
+        }
+        None => {
+            return Err(ApiError::Conflict(format!(
+                "journal batch {seq} of update {id} came before batch {}; batches are sent in \
+                 order",
+                last + 1
+            )));
+        }
+    };
+    if stored == content {
+        Ok(Stored::Retry)
+    } else {
+        Err(ApiError::Conflict(format!(
+            "journal batch {seq} of update {id} was already received with other entries; a \
+             batch is never rewritten"
+        )))
+    }
 }
 
 /// The update's journal entries, in order.

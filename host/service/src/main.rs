@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use plinth_service::{MasterKey, Options, connect, create_token, router};
 
 #[derive(Parser)]
@@ -111,6 +112,13 @@ async fn run(cli: Cli) -> Result<()> {
                 .await
                 .with_context(|| format!("cannot listen on {}", args.listen))?;
             let local = listener.local_addr()?;
+            // Answers go out at once: an answer written in pieces (a gzipped one is) must not
+            // wait for the client's delayed acknowledgement of the first piece (Nagle).
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::warn!("cannot set TCP_NODELAY on a connection: {e}");
+                }
+            });
             // Tests and scripts read the address from this line (useful with port 0).
             println!("listening on http://{local}");
             axum::serve(listener, router(pool, options))

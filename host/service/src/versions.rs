@@ -4,7 +4,7 @@
 //! a journal means. The service holds no key: secrets pass through replay sealed.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use plinth_backend::{HistoryEntry, PluginUse, UpdateKind, UpdateResult};
 use plinth_engine::names::{ProjectName, StackName};
@@ -64,18 +64,20 @@ pub(crate) async fn fold(
         .bind(update)
         .fetch_one(&mut *conn)
         .await?;
-    let batches: Vec<(i64, sqlx::types::Json<Vec<Value>>)> = sqlx::query_as(
-        "SELECT seq, entries FROM journal_batches WHERE update_id = $1 AND seq > $2 ORDER BY seq",
+    // As text: the rebuild parses each batch once, straight into journal entries.
+    let batches: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT seq, entries::text FROM journal_batches WHERE update_id = $1 AND seq > $2
+         ORDER BY seq",
     )
     .bind(update)
     .bind(folded)
     .fetch_all(&mut *conn)
     .await?;
     let through = batches.last().map_or(folded, |(seq, _)| *seq);
-    let entries: Vec<Value> = batches.into_iter().flat_map(|(_, b)| b.0).collect();
+    let batches: Vec<String> = batches.into_iter().map(|(_, batch)| batch).collect();
     let (version, base) = latest(&mut *conn, stack.id).await?;
     let checkpoint = match source {
-        Source::Journal { plugins } => rebuild(stack, base, entries, plugins).await?,
+        Source::Journal { plugins } => rebuild(stack, base, batches, plugins).await?,
         // A replacement is checked as the file backend checks an import: parsed, verified and
         // written back in its canonical form.
         Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new(), None).await?,
@@ -101,12 +103,12 @@ pub(crate) async fn fold(
     Ok(version)
 }
 
-/// Replays `entries` over `base` off the async workers: it is CPU work, proportional to the
-/// state.
+/// Replays the journal `batches` (each a JSON array of entries) over `base` off the async
+/// workers: it is CPU work, proportional to the state.
 async fn rebuild(
     stack: &StackKey,
     base: Option<Vec<u8>>,
-    entries: Vec<Value>,
+    batches: Vec<String>,
     plugins: Option<Vec<PluginUse>>,
 ) -> Result<Vec<u8>, ApiError> {
     let project = ProjectName::new(&stack.project)
@@ -115,7 +117,22 @@ async fn rebuild(
         .map_err(|e| ApiError::BadRequest(format!("stack `{}`: {e}", stack.name)))?;
     let origin = PathBuf::from(format!("service:{}/{}", stack.project, stack.name));
     tokio::task::spawn_blocking(move || {
-        plinth_backend::rebuild_sealed(&project, &name, base.as_deref(), &entries, plugins, &origin)
+        let started = Instant::now();
+        let rebuilt = plinth_backend::rebuild_sealed(
+            &project,
+            &name,
+            base.as_deref(),
+            &batches,
+            plugins,
+            &origin,
+        );
+        tracing::debug!(
+            "rebuilt {} from {} journal batches in {:.1} ms",
+            origin.display(),
+            batches.len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        rebuilt
     })
     .await
     .map_err(|e| ApiError::Internal(format!("rebuilding the state: {e}")))?

@@ -102,11 +102,7 @@ impl ServiceBackend {
     fn checkpoint(&self, stack: &StackRef, version: Option<i64>) -> Result<Vec<u8>, BackendError> {
         let query = version.map_or_else(String::new, |v| format!("?version={v}"));
         let path = ServiceBackend::stack_path(stack, &format!("/export{query}"));
-        let answer =
-            (self.transport.call("GET", &path, None, None)).map_err(|e| stack_error(e, stack))?;
-        let mut bytes = serde_json::to_vec(&answer).expect("JSON serializes");
-        bytes.push(b'\n');
-        Ok(bytes)
+        (self.transport.get_bytes(&path)).map_err(|e| stack_error(e, stack))
     }
 }
 
@@ -531,10 +527,7 @@ impl ServiceUpdate {
         };
         let StackRef { project, name } = &self.stack;
         let path = format!("stacks/{project}/{name}/export{version}");
-        let answer = self.transport.call("GET", &path, None, None)?;
-        let mut bytes = serde_json::to_vec(&answer).expect("JSON serializes");
-        bytes.push(b'\n');
-        Ok(Some(bytes))
+        Ok(Some(self.transport.get_bytes(&path)?))
     }
 }
 

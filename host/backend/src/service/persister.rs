@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use plinth_engine::journal::{JournalEntry, PersistError, Persister};
 use plinth_engine::snapshot::Snapshot;
-use serde_json::{Value, json};
+use plinth_engine::value::SIG_KEY;
+use serde_json::Value;
 
 use super::transport::{ServiceError, Transport};
-use crate::secrets::{Crypter, seal_tree};
+use crate::secrets::{Crypter, SecretsError, seal_tree};
 
 /// The most entries one batch carries (the service refuses more).
 pub const MAX_BATCH: usize = 100;
@@ -23,15 +24,16 @@ pub struct ServicePersister {
     update: String,
     lease: String,
     crypter: Arc<dyn Crypter>,
-    /// Entries appended since the last sync, their secrets sealed at the sync: all of them in
-    /// one batch, which is one request when the service seals them.
-    unsent: Vec<Value>,
+    /// Entries appended since the last sync, as JSON, their secrets sealed at the sync: all of
+    /// them in one batch, which is one request when the service seals them.
+    unsent: Vec<Vec<u8>>,
     /// The number of the last batch the service acknowledged. The service numbers an update's
     /// batches across its phases, so every phase's persister shares this count.
     sent: Arc<AtomicU64>,
-    /// A batch whose answer never came: the service may have stored it. It is sent again,
-    /// under its number, before anything else, so that its number never carries other entries.
-    in_doubt: Option<Vec<Value>>,
+    /// The entries (a JSON array) of a batch whose answer never came: the service may have
+    /// stored it. It is sent again, under its number, before anything else, so that its number
+    /// never carries other entries.
+    in_doubt: Option<Vec<u8>>,
     /// Names the update in errors.
     origin: PathBuf,
 }
@@ -74,22 +76,23 @@ impl ServicePersister {
             other => PersistError::invalid(action, &self.origin, other),
         }
     }
-}
 
-impl ServicePersister {
-    /// Sends the next batch; one whose outcome is unknown is kept to be sent again.
-    fn send(&mut self, batch: Vec<Value>) -> Result<(), PersistError> {
+    /// Sends the next batch, `entries` being its JSON array; one whose outcome is unknown is
+    /// kept to be sent again.
+    fn send(&mut self, entries: Vec<u8>) -> Result<(), PersistError> {
         let seq = self.sent.load(Ordering::Acquire) + 1;
-        let body = json!({ "seq": seq, "entries": batch });
+        let mut body = format!("{{\"seq\":{seq},\"entries\":").into_bytes();
+        body.extend_from_slice(&entries);
+        body.push(b'}');
         let path = format!("updates/{}/journal", self.update);
-        match (self.transport).call("POST", &path, Some(&self.lease), Some(&body)) {
+        match (self.transport).send("POST", &path, Some(&self.lease), Some(body)) {
             Ok(_) => {
                 self.sent.store(seq, Ordering::Release);
                 Ok(())
             }
             Err(e) => {
                 if matches!(e, ServiceError::Unavailable { .. }) {
-                    self.in_doubt = Some(batch);
+                    self.in_doubt = Some(entries);
                 }
                 Err(self.failure("send the journal of", e))
             }
@@ -97,23 +100,61 @@ impl ServicePersister {
     }
 }
 
+/// Seals the secrets of `entries` (each one's JSON) in place, all in one batch. Entries
+/// without a secret, most of them, are left as they are, never parsed.
+fn seal_entries(entries: &mut [Vec<u8>], crypter: &dyn Crypter) -> Result<(), SecretsError> {
+    let signature = format!("\"{SIG_KEY}\"");
+    let finder = memchr::memmem::Finder::new(signature.as_bytes());
+    let secret: Vec<usize> = (0..entries.len())
+        .filter(|&i| finder.find(&entries[i]).is_some())
+        .collect();
+    if secret.is_empty() {
+        return Ok(());
+    }
+    let malformed = |e: serde_json::Error| SecretsError::MalformedState(e.to_string());
+    let trees = (secret.iter())
+        .map(|&i| serde_json::from_slice(&entries[i]))
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(malformed)?;
+    let mut trees = Value::Array(trees);
+    seal_tree(&mut trees, crypter)?;
+    let Value::Array(trees) = trees else {
+        unreachable!("sealing keeps an array an array")
+    };
+    for (i, tree) in secret.into_iter().zip(trees) {
+        entries[i] = serde_json::to_vec(&tree).map_err(malformed)?;
+    }
+    Ok(())
+}
+
+/// `entries` as one JSON array.
+fn json_array(entries: &[Vec<u8>]) -> Vec<u8> {
+    let mut array = Vec::with_capacity(2 + entries.iter().map(|e| e.len() + 1).sum::<usize>());
+    array.push(b'[');
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            array.push(b',');
+        }
+        array.extend_from_slice(entry);
+    }
+    array.push(b']');
+    array
+}
+
 impl Persister for ServicePersister {
     fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
-        let tree = serde_json::to_value(entry)
+        let json = serde_json::to_vec(entry)
             .map_err(|e| PersistError::invalid("encode a journal entry of", &self.origin, e))?;
-        self.unsent.push(tree);
+        self.unsent.push(json);
         Ok(())
     }
 
     fn sync(&mut self) -> Result<(), PersistError> {
-        let mut unsent = Value::Array(std::mem::take(&mut self.unsent));
-        seal_tree(&mut unsent, self.crypter.as_ref())
+        let mut unsent = std::mem::take(&mut self.unsent);
+        seal_entries(&mut unsent, self.crypter.as_ref())
             .map_err(|e| PersistError::invalid("seal the journal entries of", &self.origin, e))?;
-        let Value::Array(unsent) = unsent else {
-            unreachable!("sealing keeps an array an array")
-        };
         let batches = self.in_doubt.take().into_iter();
-        for batch in batches.chain(unsent.chunks(MAX_BATCH).map(<[Value]>::to_vec)) {
+        for batch in batches.chain(unsent.chunks(MAX_BATCH).map(json_array)) {
             self.send(batch)?;
         }
         Ok(())
@@ -121,5 +162,75 @@ impl Persister for ServicePersister {
 
     fn compact(&mut self, _: &Snapshot) -> Result<(), PersistError> {
         self.sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// Seals `X` as `sealed:X` and remembers each batch it was given.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<Vec<String>>>);
+
+    impl Crypter for Recording {
+        fn seal(&self, plaintext: &str) -> Result<String, SecretsError> {
+            Ok(format!("sealed:{plaintext}"))
+        }
+        fn open(&self, _: &str) -> Result<String, SecretsError> {
+            unreachable!("the persister never opens")
+        }
+        fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
+            self.0.lock().unwrap().push(plaintexts.to_vec());
+            plaintexts.iter().map(|text| self.seal(text)).collect()
+        }
+    }
+
+    fn secret(value: &str) -> Value {
+        json!({ SIG_KEY: "secret", "value": value })
+    }
+
+    #[test]
+    fn only_entries_with_secrets_are_sealed_all_in_one_batch() {
+        let plain = br#"{"entry":"begin","note":"\"plinth:sig\" in a string is no secret"}"#;
+        let mut entries = vec![
+            plain.to_vec(),
+            serde_json::to_vec(&json!({ "a": secret("one") })).unwrap(),
+            br#"{"entry":"end"}"#.to_vec(),
+            serde_json::to_vec(&json!({ "b": [secret("two"), secret("three")] })).unwrap(),
+        ];
+        let crypter = Recording::default();
+        seal_entries(&mut entries, &crypter).unwrap();
+        assert_eq!(
+            crypter.0.into_inner().unwrap(),
+            [[r#""one""#, r#""two""#, r#""three""#]],
+            "one batch, in the entries' order"
+        );
+        assert_eq!(
+            entries[0], plain,
+            "an entry without a secret is kept as it was"
+        );
+        assert_eq!(entries[2], br#"{"entry":"end"}"#);
+        let sealed = |v: &str| json!({ SIG_KEY: "secret", "ciphertext": format!("sealed:{v}") });
+        let array: Value = serde_json::from_slice(&json_array(&entries)).unwrap();
+        assert_eq!(array[1], json!({ "a": sealed(r#""one""#) }));
+        assert_eq!(
+            array[3],
+            json!({ "b": [sealed(r#""two""#), sealed(r#""three""#)] })
+        );
+    }
+
+    #[test]
+    fn a_batch_without_secrets_never_reaches_the_crypter() {
+        let mut entries = vec![br#"{"entry":"begin"}"#.to_vec()];
+        let crypter = Recording::default();
+        seal_entries(&mut entries, &crypter).unwrap();
+        assert!(crypter.0.into_inner().unwrap().is_empty());
+        assert_eq!(json_array(&entries), br#"[{"entry":"begin"}]"#);
+        assert_eq!(json_array(&[]), b"[]");
     }
 }

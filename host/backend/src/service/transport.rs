@@ -225,8 +225,38 @@ impl Transport {
         body: Option<&Value>,
         deadline: Option<Instant>,
     ) -> Result<Value, ServiceError> {
+        let body = body.map(|b| serde_json::to_vec(b).expect("JSON serializes"));
+        let text = self.send_until(method, path, lease, body, deadline)?;
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// `GET /api/v1/{path}`: the answer as it came (once ungzipped), for an answer the caller
+    /// parses itself, such as a checkpoint, rather than through a JSON tree first.
+    pub fn get_bytes(&self, path: &str) -> Result<Vec<u8>, ServiceError> {
+        Ok(self.send("GET", path, None, None)?.into_bytes())
+    }
+
+    /// `method` on `/api/v1/{path}` with `json` as the body; the answer's text if it succeeded.
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        json: Option<Vec<u8>>,
+    ) -> Result<String, ServiceError> {
+        self.send_until(method, path, lease, json, None)
+    }
+
+    fn send_until(
+        &self,
+        method: &str,
+        path: &str,
+        lease: Option<&str>,
+        json: Option<Vec<u8>>,
+        deadline: Option<Instant>,
+    ) -> Result<String, ServiceError> {
         let url = format!("{}/api/v1/{path}", self.base);
-        let (body, gzipped) = encode(body);
+        let (body, gzipped) = encode(json.unwrap_or_default());
         let mut backoff = Duration::from_millis(100);
         let mut last = String::new();
         let mut attempts = 0;
@@ -250,12 +280,10 @@ impl Transport {
             }
             self.traffic.requests.fetch_add(1, Ordering::Relaxed);
             (self.traffic.body_bytes).fetch_add(body.len() as u64, Ordering::Relaxed);
-            let request = request
-                .body(body.clone())
-                .map_err(|e| ServiceError::Refused {
-                    status: 0,
-                    message: format!("an invalid request to {url}: {e}"),
-                })?;
+            let request = request.body(&body[..]).map_err(|e| ServiceError::Refused {
+                status: 0,
+                message: format!("an invalid request to {url}: {e}"),
+            })?;
             let request = (self.agent.configure_request(request))
                 .timeout_global(Some(timeout))
                 .build();
@@ -283,13 +311,15 @@ impl Transport {
                             break 'answer backoff;
                         }
                     };
-                    let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                    let message = json["message"].as_str().unwrap_or(&text).to_owned();
                     if !matches!(status, 429 | 502..=504) {
                         self.reach.answered();
                     }
+                    if (200..=299).contains(&status) {
+                        return Ok(text);
+                    }
+                    let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                    let message = json["message"].as_str().unwrap_or(&text).to_owned();
                     match status {
-                        200..=299 => return Ok(json),
                         429 | 502..=504 => {
                             last = format!("{status}: {message}");
                             retry_after.unwrap_or(backoff).min(MAX_BACKOFF)
@@ -320,10 +350,7 @@ impl Transport {
 }
 
 /// The request body: JSON, gzipped (and said so) when large enough to gain from it.
-fn encode(body: Option<&Value>) -> (Vec<u8>, bool) {
-    let json = body.map_or_else(Vec::new, |b| {
-        serde_json::to_vec(b).expect("JSON serializes")
-    });
+fn encode(json: Vec<u8>) -> (Vec<u8>, bool) {
     if json.len() <= GZIP_ABOVE {
         return (json, false);
     }
@@ -482,9 +509,9 @@ mod tests {
 
     #[test]
     fn small_bodies_go_as_they_are() {
-        let (body, gzipped) = encode(Some(&json!({ "kind": "update" })));
+        let (body, gzipped) = encode(br#"{"kind":"update"}"#.to_vec());
         assert!(!gzipped);
         assert_eq!(body, br#"{"kind":"update"}"#);
-        assert_eq!(encode(None), (Vec::new(), false));
+        assert_eq!(encode(Vec::new()), (Vec::new(), false));
     }
 }
