@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::{mpsc, oneshot};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
 
 use super::undo::Savepoint;
 use super::{JournalEntry, JournalState, Persister, SnapshotError};
@@ -24,11 +27,12 @@ enum Request {
 ///
 /// Only the start of a provider call (a `Begin`) must be durable before the call goes on: a crash
 /// must leave it visible as pending. Every other entry is acknowledged once it is applied and
-/// appended, and made durable by the flush that follows at once; since the journal is made
-/// durable in order, no entry recorded after it (a dependent's start, say) is durable without it.
+/// appended, and made durable by the next flush: a start's, or, if none comes within
+/// [`END_FLUSH_DELAY`], one of its own. Since the journal is made durable in order, no entry
+/// recorded after it (a dependent's start, say) is durable without it.
 #[derive(Clone)]
 pub struct SnapshotManager {
-    tx: mpsc::UnboundedSender<Request>,
+    tx: mpsc::Sender<Request>,
     next_seq: Arc<AtomicU64>,
 }
 
@@ -36,7 +40,7 @@ impl SnapshotManager {
     /// Starts the writer for an operation on `base`, which it shares rather than copies.
     pub fn start(base: impl Into<Arc<Snapshot>>, persister: Box<dyn Persister>) -> SnapshotManager {
         let base = base.into();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("plinth-snapshot-writer".into())
             .spawn(move || writer(JournalState::new(base), persister, rx))
@@ -97,11 +101,11 @@ impl SnapshotManager {
     }
 }
 
-fn writer(
-    state: JournalState,
-    persister: Box<dyn Persister>,
-    mut rx: mpsc::UnboundedReceiver<Request>,
-) {
+/// How long the ends of provider calls wait for a start to share its flush with, before they are
+/// flushed on their own: the steps that depend on them usually start within that time.
+const END_FLUSH_DELAY: Duration = Duration::from_millis(5);
+
+fn writer(state: JournalState, persister: Box<dyn Persister>, rx: mpsc::Receiver<Request>) {
     let mut writer = Writer {
         state,
         persister,
@@ -109,7 +113,8 @@ fn writer(
         acknowledged: false,
         lost: None,
     };
-    while let Some(first) = rx.blocking_recv() {
+    let mut next = rx.recv();
+    while let Ok(first) = next {
         let mut batch = vec![first];
         while let Ok(more) = rx.try_recv() {
             batch.push(more);
@@ -136,8 +141,19 @@ fn writer(
                 }
             }
         }
-        let flushed = writer.flush();
-        flush_replies(&mut waiting, &flushed);
+        if !waiting.is_empty() {
+            let flushed = writer.flush();
+            flush_replies(&mut waiting, &flushed);
+        }
+        next = match rx.recv_timeout(END_FLUSH_DELAY) {
+            Ok(request) => Ok(request),
+            Err(_) => {
+                // Nothing came: what was acknowledged is made durable now. A failure is kept
+                // in `lost` for whatever is recorded next.
+                let _ = writer.flush();
+                rx.recv()
+            }
+        };
     }
 }
 
