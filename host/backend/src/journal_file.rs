@@ -4,7 +4,7 @@
 //!
 //! Frames, not plain lines: a journal holds each new resource's state once more than the
 //! checkpoint it ends in, and its lines repeat one another (URNs, types, provider references),
-//! so compressing each sync's lines cuts what an update writes by about a third. Each frame is
+//! so compressing each sync's lines makes the journal several times smaller. Each frame is
 //! compressed on its own, so a failed sync is still undone by cutting the file back.
 
 use plinth_engine::names::{ProjectName, StackName};
@@ -179,8 +179,8 @@ impl Persister for JournalFile {
 struct Header {
     /// [`digest`] of the checkpoint file.
     base: String,
-    /// How the entries follow the header: plain JSON lines when absent (plinth before 0.1's
-    /// journal frames).
+    /// How the entries follow the header: as plain JSON lines when absent (journals written
+    /// before frames).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     frames: Option<Frames>,
 }

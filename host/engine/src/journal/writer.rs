@@ -56,8 +56,8 @@ impl SnapshotManager {
     }
 
     /// Records `entry`: when this returns it is applied and appended, and durable if it is a
-    /// `Begin`; any other entry is durable once the writer's next flush, which starts at once
-    /// or is already under way, is done.
+    /// `Begin`; any other entry becomes durable with the writer's next flush (see
+    /// [`SnapshotManager`]).
     pub async fn record(&self, entry: JournalEntry) -> Result<(), SnapshotError> {
         self.record_all(vec![entry]).await
     }
