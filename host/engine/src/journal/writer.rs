@@ -28,7 +28,7 @@ enum Request {
 /// Only the start of a provider call (a `Begin`) must be durable before the call goes on: a crash
 /// must leave it visible as pending. Every other entry is acknowledged once it is applied and
 /// appended, and made durable by the next flush: a start's, or, if none comes within
-/// [`END_FLUSH_DELAY`], one of its own. Since the journal is made durable in order, no entry
+/// a few milliseconds, one of its own. Since the journal is made durable in order, no entry
 /// recorded after it (a dependent's start, say) is durable without it.
 #[derive(Clone)]
 pub struct SnapshotManager {
