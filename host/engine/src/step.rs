@@ -253,14 +253,18 @@ impl StepContext {
         self.changes.lock().expect("change counter").record(op);
     }
 
+    /// The live base resource with `urn`, or else with one of its `aliases`.
+    pub(crate) fn live_base_index_of(&self, urn: &Urn, aliases: &[Urn]) -> Option<usize> {
+        std::iter::once(urn)
+            .chain(aliases)
+            .find_map(|u| self.base_live.get(u).copied())
+    }
+
     /// Takes charge of the live base resource with `urn`, or else with one of its `aliases`
     /// (URNs it was known by). One being deleted ahead of a delete-before-replace is waited for,
     /// and then is no longer there.
     async fn claim(&self, urn: &Urn, aliases: &[Urn]) -> Result<Option<Claimed<'_>>, StepError> {
-        let found = std::iter::once(urn)
-            .chain(aliases)
-            .find_map(|u| self.base_live.get(u).copied());
-        let Some(index) = found else {
+        let Some(index) = self.live_base_index_of(urn, aliases) else {
             return Ok(None);
         };
         let deletion = {

@@ -73,9 +73,7 @@ impl StepContext {
     /// The live base resource a registration's step takes charge of, if any (claiming nothing).
     fn live_base_index(&self, step: &ResourceStep) -> Option<usize> {
         let aliases = self.aliases(step).ok()?;
-        std::iter::once(&step.urn)
-            .chain(&aliases)
-            .find_map(|u| self.base_live.get(u).copied())
+        self.live_base_index_of(&step.urn, &aliases)
     }
 
     /// Before an untargeted step takes charge of its base resource: waits until the steps
