@@ -15,7 +15,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 use uuid::Uuid;
 
-use crate::auth::{Lease, User};
+use crate::auth::{AccessToken, Lease, Screened, User};
 use crate::error::ApiError;
 use crate::secrets::MasterKey;
 use crate::versions::{Source, StackKey};
@@ -46,6 +46,7 @@ impl Default for Options {
 pub(crate) struct App {
     pub pool: PgPool,
     pub options: Options,
+    pub screened: Arc<Screened>,
 }
 
 impl FromRef<App> for PgPool {
@@ -90,7 +91,11 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         // start of every update; the default level spent a fifth of the service's CPU on it
         // for little gain (JSON compresses well at any level).
         .layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
-        .with_state(App { pool, options })
+        .with_state(App {
+            pool,
+            options,
+            screened: Arc::default(),
+        })
 }
 
 async fn user(user: User) -> Json<Value> {
@@ -276,17 +281,18 @@ async fn complete(
 #[derive(Deserialize)]
 struct JournalBatch {
     seq: i64,
-    entries: Vec<Value>,
+    /// Kept as the client wrote them: each is checked, and stored as it came.
+    entries: Vec<Box<serde_json::value::RawValue>>,
 }
 
 async fn append_journal(
-    _: User,
+    AccessToken(token): AccessToken,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
     Json(batch): Json<JournalBatch>,
 ) -> Result<Json<Value>, ApiError> {
-    let stored = journal::append(&pool, id, &lease, batch.seq, &batch.entries).await?;
+    let stored = journal::append(&pool, &token, id, &lease, batch.seq, &batch.entries).await?;
     Ok(Json(
         json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
     ))
@@ -306,17 +312,18 @@ async fn journal_entries(
 #[derive(Deserialize)]
 struct EventBatch {
     seq: i64,
-    events: Vec<Value>,
+    /// Each parsed once, into what a log keeps.
+    events: Vec<Box<serde_json::value::RawValue>>,
 }
 
 async fn append_events(
-    _: User,
+    AccessToken(token): AccessToken,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
     Json(batch): Json<EventBatch>,
 ) -> Result<Json<Value>, ApiError> {
-    let stored = events::append(&pool, id, &lease, batch.seq, &batch.events).await?;
+    let stored = events::append(&pool, &token, id, &lease, batch.seq, &batch.events).await?;
     Ok(Json(
         json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
     ))

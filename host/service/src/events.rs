@@ -7,6 +7,7 @@
 use plinth_backend::LogEntry;
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -22,13 +23,15 @@ const MAX_IN_FLIGHT: i64 = plinth_backend::service::IN_FLIGHT as i64;
 /// The most batches one page of a log carries: at most 1,000 events.
 const PAGE_BATCHES: i64 = 20;
 
-/// Stores batch `seq` of update `id`'s events, whose lease `lease` must still hold the stack.
+/// Stores batch `seq` of update `id`'s events, sent with the access token of digest `token`,
+/// whose lease `lease` must still hold the stack.
 pub(crate) async fn append(
     pool: &PgPool,
+    token: &[u8],
     id: Uuid,
     lease: &str,
     seq: i64,
-    events: &[Value],
+    events: &[Box<RawValue>],
 ) -> Result<Stored, ApiError> {
     if seq < 1 {
         return Err(ApiError::BadRequest(format!(
@@ -36,22 +39,29 @@ pub(crate) async fn append(
         )));
     }
     let events = checked(seq, events)?;
-    // Stored as parsed: only what a log keeps reaches the database.
-    let events = serde_json::to_value(&events).expect("log entries serialize");
-    // The text digested is the one stored.
-    let text = serde_json::to_string(&events).expect("JSON serializes");
+    // Stored as parsed: only what a log keeps reaches the database. The text digested is the
+    // one stored.
+    let text = serde_json::to_string(&events).expect("log entries serialize");
     let content = Sha256::digest(text.as_bytes()).to_vec();
-    // One statement, one round trip: the lease is checked and the update's row share-locked
+    // One statement, one round trip: the access token and the lease are checked, the update's
+    // row share-locked
     // (its phases, completion and cancellation wait: the phase a batch belongs to cannot change
     // under it), and the batch is inserted unless it comes too early. What was stored under
     // `seq` before comes back, for telling a retry from a conflict.
-    let (phase, stored, inserted, taken): (Option<i64>, i64, bool, Option<Vec<u8>>) =
-        sqlx::query_as(
-            "WITH held AS (
+    let (authorized, phase, stored, inserted, taken): (
+        bool,
+        Option<i64>,
+        i64,
+        bool,
+        Option<Vec<u8>>,
+    ) = sqlx::query_as(
+        "WITH authorized AS (
+                 SELECT EXISTS (SELECT 1 FROM tokens WHERE digest = $7) AS yes
+             ), held AS (
                  SELECT (SELECT count(*) FROM versions WHERE update_id = $1) + 1 AS phase
-                 FROM updates WHERE id = $1 AND lease_digest = $2 AND status = 'running'
-                   AND lease_expires >= now()
-                 FOR SHARE
+                 FROM updates, authorized WHERE id = $1 AND lease_digest = $2
+                   AND status = 'running' AND lease_expires >= now() AND authorized.yes
+                 FOR SHARE OF updates
              ), stored AS (
                  SELECT count(*) AS batches FROM event_batches b, held
                  WHERE b.update_id = $1 AND b.phase = held.phase
@@ -62,19 +72,24 @@ pub(crate) async fn append(
                  ON CONFLICT (update_id, phase, seq) DO NOTHING
                  RETURNING seq
              )
-             SELECT (SELECT phase FROM held), (SELECT batches FROM stored),
+             SELECT (SELECT yes FROM authorized), (SELECT phase FROM held),
+                    (SELECT batches FROM stored),
                     EXISTS (SELECT 1 FROM inserted),
                     (SELECT b.digest FROM event_batches b, held
                      WHERE b.update_id = $1 AND b.phase = held.phase AND b.seq = $3)",
-        )
-        .bind(id)
-        .bind(digest(lease))
-        .bind(seq)
-        .bind(&content)
-        .bind(&text)
-        .bind(MAX_IN_FLIGHT)
-        .fetch_one(pool)
-        .await?;
+    )
+    .bind(id)
+    .bind(digest(lease))
+    .bind(seq)
+    .bind(&content)
+    .bind(&text)
+    .bind(MAX_IN_FLIGHT)
+    .bind(token)
+    .fetch_one(pool)
+    .await?;
+    if !authorized {
+        return Err(crate::auth::invalid_token());
+    }
     let Some(phase) = phase else {
         return Err(crate::updates::refused(pool, id, lease).await);
     };
@@ -113,7 +128,7 @@ pub(crate) async fn append(
 }
 
 /// The batch's events, each a log entry, numbered in increasing order.
-fn checked(seq: i64, events: &[Value]) -> Result<Vec<LogEntry>, ApiError> {
+fn checked(seq: i64, events: &[Box<RawValue>]) -> Result<Vec<LogEntry>, ApiError> {
     if events.is_empty() || events.len() > MAX_EVENTS {
         return Err(ApiError::BadRequest(format!(
             "an event batch carries 1 to {MAX_EVENTS} events, not {}",
@@ -122,7 +137,7 @@ fn checked(seq: i64, events: &[Value]) -> Result<Vec<LogEntry>, ApiError> {
     }
     let mut parsed: Vec<LogEntry> = Vec::with_capacity(events.len());
     for (index, event) in events.iter().enumerate() {
-        let entry: LogEntry = serde_json::from_value(event.clone()).map_err(|e| {
+        let entry: LogEntry = serde_json::from_str(event.get()).map_err(|e| {
             ApiError::BadRequest(format!(
                 "event {} of event batch {seq} is not a logged event: {e}",
                 index + 1

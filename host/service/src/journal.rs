@@ -3,6 +3,7 @@
 //! if new, and a different batch under a number already taken is refused.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -20,13 +21,15 @@ pub(crate) enum Stored {
     Retry,
 }
 
-/// Stores batch `seq` of update `id`, whose lease `lease` must still hold the stack.
+/// Stores batch `seq` of update `id`, sent with the access token of digest `token`, whose lease
+/// `lease` must still hold the stack.
 pub(crate) async fn append(
     pool: &PgPool,
+    token: &[u8],
     id: Uuid,
     lease: &str,
     seq: i64,
-    entries: &[Value],
+    entries: &[Box<RawValue>],
 ) -> Result<Stored, ApiError> {
     if entries.is_empty() || entries.len() > MAX_ENTRIES {
         return Err(ApiError::BadRequest(format!(
@@ -35,46 +38,55 @@ pub(crate) async fn append(
         )));
     }
     for (index, entry) in entries.iter().enumerate() {
-        plinth_backend::check_entry(entry).map_err(|reason| {
+        plinth_backend::check_entry(entry.get()).map_err(|reason| {
             ApiError::BadRequest(format!(
                 "entry {} of journal batch {seq} is not a journal entry: {reason}",
                 index + 1
             ))
         })?;
     }
-    // serde_json's maps are ordered by key, so equal batches serialize, and digest, alike. The
-    // same text is what the database stores.
-    let text = serde_json::to_string(entries).expect("JSON serializes");
+    // Stored and digested as the client wrote it, never parsed into a tree and written again:
+    // a retry carries the same text. (One written otherwise is still told from a conflict, by
+    // its content, below.)
+    let text = json_array(entries);
     let content = Sha256::digest(text.as_bytes()).to_vec();
-    // One statement, one round trip: the lease is checked and the update's row share-locked
+    // One statement, one round trip: the access token and the lease are checked, the update's
+    // row share-locked
     // (so that a completion or cancellation waits for it, and nothing is appended to an update
     // that has ended), and the batch is inserted only if it is the next one. What was stored
     // under `seq` before comes back, for telling a retry from a conflict.
-    let (holds, last, inserted, stored): (bool, i64, bool, Option<Vec<u8>>) = sqlx::query_as(
-        "WITH held AS (
-             SELECT id FROM updates
+    let (authorized, holds, last, inserted, stored): (bool, bool, i64, bool, Option<Vec<u8>>) =
+        sqlx::query_as(
+            "WITH authorized AS (
+             SELECT EXISTS (SELECT 1 FROM tokens WHERE digest = $6) AS yes
+         ), held AS (
+             SELECT id FROM updates, authorized
              WHERE id = $1 AND lease_digest = $2 AND status = 'running'
-               AND lease_expires >= now()
-             FOR SHARE
+               AND lease_expires >= now() AND authorized.yes
+             FOR SHARE OF updates
          ), last AS (
              SELECT COALESCE(max(seq), 0) AS seq FROM journal_batches WHERE update_id = $1
          ), inserted AS (
              INSERT INTO journal_batches (update_id, seq, digest, entries)
-             SELECT $1, $3, $4, $5::jsonb FROM held, last WHERE last.seq = $3 - 1
+             SELECT $1, $3, $4, $5::json FROM held, last WHERE last.seq = $3 - 1
              ON CONFLICT DO NOTHING
              RETURNING seq
          )
-         SELECT EXISTS (SELECT 1 FROM held), (SELECT seq FROM last),
+         SELECT (SELECT yes FROM authorized), EXISTS (SELECT 1 FROM held), (SELECT seq FROM last),
                 EXISTS (SELECT 1 FROM inserted),
                 (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3)",
-    )
-    .bind(id)
-    .bind(digest(lease))
-    .bind(seq)
-    .bind(&content)
-    .bind(&text)
-    .fetch_one(pool)
-    .await?;
+        )
+        .bind(id)
+        .bind(digest(lease))
+        .bind(seq)
+        .bind(&content)
+        .bind(&text)
+        .bind(token)
+        .fetch_one(pool)
+        .await?;
+    if !authorized {
+        return Err(crate::auth::invalid_token());
+    }
     if !holds {
         return Err(crate::updates::refused(pool, id, lease).await);
     }
@@ -104,7 +116,7 @@ pub(crate) async fn append(
             )));
         }
     };
-    if stored == content {
+    if stored == content || same_entries(pool, id, seq, &text).await? {
         Ok(Stored::Retry)
     } else {
         Err(ApiError::Conflict(format!(
@@ -112,6 +124,36 @@ pub(crate) async fn append(
              batch is never rewritten"
         )))
     }
+}
+
+/// `entries` as one JSON array.
+fn json_array(entries: &[Box<RawValue>]) -> String {
+    let length = entries.iter().map(|e| e.get().len() + 1).sum::<usize>();
+    let mut array = String::with_capacity(length + 2);
+    array.push('[');
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            array.push(',');
+        }
+        array.push_str(entry.get());
+    }
+    array.push(']');
+    array
+}
+
+/// Whether batch `seq` of update `id`, stored with another digest, holds the entries of `text`
+/// all the same: the retry of a batch written otherwise (by another client version, or stored
+/// by a service that digested another form of it).
+async fn same_entries(pool: &PgPool, id: Uuid, seq: i64, text: &str) -> Result<bool, ApiError> {
+    let (stored,): (String,) = sqlx::query_as(
+        "SELECT entries::text FROM journal_batches WHERE update_id = $1 AND seq = $2",
+    )
+    .bind(id)
+    .bind(seq)
+    .fetch_one(pool)
+    .await?;
+    let parsed = |text: &str| serde_json::from_str::<Value>(text).ok();
+    Ok(parsed(&stored).is_some_and(|stored| Some(stored) == parsed(text)))
 }
 
 /// The update's journal entries, in order.

@@ -81,6 +81,52 @@ fn missing_or_wrong_tokens_get_401_and_one_updates_lease_acts_on_no_other() {
     assert_eq!(on_update(&service, &alice, &one, "renew", None).0, 200);
 }
 
+/// Journal and event batches check the access token in the statement that stores them: a
+/// token revoked after this service last saw it valid is refused all the same, and a token no
+/// user has never gets its body read.
+#[test]
+fn batches_are_refused_to_a_revoked_token_even_one_seen_valid_just_before() {
+    let (server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    let leaving = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    let journal = |seq: u64, name: &str| {
+        let entries = creating(seq, &resource(name, Default::default()), true);
+        Some(json!({ "seq": seq, "entries": entries }))
+    };
+    let events = |seq: u64| {
+        let event = json!({ "seq": seq, "at_ms": seq, "event": "diagnostic", "severity": "info",
+                            "message": "m" });
+        Some(json!({ "seq": seq, "events": [event] }))
+    };
+    let (status, body) = on_update(&service, &leaving, &running, "journal", journal(1, "a"));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = on_update(&service, &leaving, &running, "events", events(1));
+    assert_eq!(status, 200, "{body}");
+
+    // The token is revoked (its row deleted) while the service still remembers it valid.
+    let name = db.rsplit('/').next().unwrap();
+    let revoke = format!("DELETE FROM tokens WHERE digest = sha256('{leaving}'::bytea)");
+    server.psql(name, &revoke).unwrap();
+    for token in [leaving.as_str(), "not-a-token"] {
+        let (status, body) = on_update(&service, token, &running, "journal", journal(2, "b"));
+        assert_eq!(status, 401, "{body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("not valid"),
+            "{body}"
+        );
+        let (status, body) = on_update(&service, token, &running, "events", events(2));
+        assert_eq!(status, 401, "{body}");
+    }
+    // Nothing was stored under those numbers: they are free for the valid token.
+    let (status, body) = on_update(&service, &alice, &running, "journal", journal(2, "b"));
+    assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
+    let (status, body) = on_update(&service, &alice, &running, "events", events(2));
+    assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
+}
+
 #[test]
 fn an_expired_lease_lets_the_next_update_take_over_and_the_old_one_is_told_it_lost() {
     let (_server, db) = database();
@@ -210,6 +256,18 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
     assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
     // The answer was lost and the client sends the batch again.
     let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "b"]));
+    assert_eq!((status, &body["retry"]), (200, &json!(true)), "{body}");
+    // A retry written otherwise (by another client version) is still the same batch: the
+    // service digests batches as they are written, and tells this one by its content.
+    let otherwise = serde_json::to_string_pretty(&batch(1, &["a", "b"]).unwrap()).unwrap();
+    let (status, body) = send(
+        &service,
+        "POST",
+        &format!("updates/{}/journal", running.0),
+        Some(&alice),
+        Some(&running.1),
+        otherwise.into_bytes(),
+    );
     assert_eq!((status, &body["retry"]), (200, &json!(true)), "{body}");
     let (status, body) = on_update(&service, &alice, &running, "journal", batch(1, &["a", "c"]));
     assert_eq!(status, 409, "{body}");

@@ -16,7 +16,7 @@ pub use error::SecretsError;
 pub use lazy::LazyCrypter;
 pub use passphrase::PassphraseCrypter;
 pub(crate) use tree::{
-    CodecError, Redacted, from_sealed_json, holds_sealed, open_tree, seal_tree, to_sealed_json,
+    CodecError, Redacted, from_sealed_json, open_tree, seal_tree, to_sealed_json,
 };
 
 /// Seals and opens the secret values of one stack. Texts in, texts out: the plaintext is a

@@ -164,16 +164,6 @@ pub(crate) fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), S
 
 /// The secrets in `tree` that have a `field` (their plaintext or their ciphertext), in document
 /// order.
-/// Whether `tree` holds a sealed secret: what [`open_tree`] would change.
-pub(crate) fn holds_sealed(tree: &Value) -> bool {
-    match tree {
-        Value::Object(map) if is_secret(map) => map.contains_key(SEALED),
-        Value::Object(map) => map.values().any(holds_sealed),
-        Value::Array(items) => items.iter().any(holds_sealed),
-        _ => false,
-    }
-}
-
 fn collect_secrets<'a>(
     tree: &'a mut Value,
     field: &str,
@@ -197,18 +187,6 @@ mod tests {
     use super::*;
     use crate::secrets::PassphraseCrypter;
     use serde_json::json;
-
-    #[test]
-    fn holds_sealed_finds_a_sealed_secret_at_any_depth_and_nothing_else() {
-        let sealed = json!({ SIG_KEY: SECRET, SEALED: "v1:abc" });
-        let plain = json!({ SIG_KEY: SECRET, PLAIN: "hunter2" });
-        assert!(holds_sealed(&json!({ "a": [1, { "b": sealed }] })));
-        assert!(!holds_sealed(&json!({ "a": [1, { "b": plain }] })));
-        assert!(!holds_sealed(&json!({ "ciphertext": "not in a secret" })));
-        // What a secret holds is its own: nothing inside it is looked at.
-        let nested = json!({ SIG_KEY: SECRET, PLAIN: { "x": { SIG_KEY: SECRET, SEALED: "v1:" } } });
-        assert!(!holds_sealed(&nested));
-    }
 
     #[test]
     fn seals_every_secret_of_a_tree_and_opens_them_back() {

@@ -96,6 +96,19 @@ pub fn call(
     lease: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
+    let body = body.map_or_else(Vec::new, |b| serde_json::to_vec(&b).unwrap());
+    send(service, method, path, token, lease, body)
+}
+
+/// [`call`] with a body sent as it is written, not as `serde_json` would write it.
+pub fn send(
+    service: &Service,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    lease: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -108,7 +121,6 @@ pub fn call(
     if let Some(lease) = lease {
         request = request.header("X-Plinth-Lease", lease);
     }
-    let body = body.map_or_else(Vec::new, |b| serde_json::to_vec(&b).unwrap());
     let request = request
         .header("Content-Type", "application/json")
         .body(body)
