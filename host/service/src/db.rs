@@ -1,13 +1,33 @@
 //! The database: a connection pool, migrated on start by the migrations embedded in the
 //! binary (no database is needed to build it).
 
+use std::time::Duration;
+
+use sqlx::Connection;
 use sqlx::postgres::{PgPool, PgPoolOptions};
+
+/// How long a connection may sit in the pool before it is pinged again when taken.
+const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// Connects to `url` and brings its schema up to date.
 pub async fn connect(url: &str) -> anyhow::Result<PgPool> {
     use anyhow::Context;
     let pool = PgPoolOptions::new()
         .max_connections(16)
+        // sqlx pings every connection it takes from the pool (and every one given back): a
+        // round trip more per request, while an update sends several a millisecond. A
+        // connection given back passed its ping then; one idle for longer is pinged again
+        // before use (the database may have restarted meanwhile). One that died in between
+        // fails its request with 503, which the client retries, and is closed.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for > PING_IDLE_AFTER {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect(url)
         .await
         .with_context(|| format!("cannot connect to the database at {}", redacted(url)))?;
