@@ -44,10 +44,9 @@ pub(crate) async fn append(
     let text = serde_json::to_string(&events).expect("log entries serialize");
     let content = Sha256::digest(text.as_bytes()).to_vec();
     // One statement, one round trip: the access token and the lease are checked, the update's
-    // row share-locked
-    // (its phases, completion and cancellation wait: the phase a batch belongs to cannot change
-    // under it), and the batch is inserted unless it comes too early. What was stored under
-    // `seq` before comes back, for telling a retry from a conflict.
+    // row share-locked (its phases, completion and cancellation wait: the phase a batch belongs
+    // to cannot change under it), and the batch is inserted unless it comes too early. What was
+    // stored under `seq` before comes back, for telling a retry from a conflict.
     let (authorized, phase, stored, inserted, taken): (
         bool,
         Option<i64>,

@@ -51,10 +51,9 @@ pub(crate) async fn append(
     let text = json_array(entries);
     let content = Sha256::digest(text.as_bytes()).to_vec();
     // One statement, one round trip: the access token and the lease are checked, the update's
-    // row share-locked
-    // (so that a completion or cancellation waits for it, and nothing is appended to an update
-    // that has ended), and the batch is inserted only if it is the next one. What was stored
-    // under `seq` before comes back, for telling a retry from a conflict.
+    // row share-locked (so that a completion or cancellation waits for it, and nothing is
+    // appended to an update that has ended), and the batch is inserted only if it is the next
+    // one. What was stored under `seq` before comes back, for telling a retry from a conflict.
     let (authorized, holds, last, inserted, stored): (bool, bool, i64, bool, Option<Vec<u8>>) =
         sqlx::query_as(
             "WITH authorized AS (
