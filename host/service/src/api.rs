@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::auth::{Lease, User};
 use crate::error::ApiError;
-use crate::secrets::MasterKey;
+use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
 use crate::{events, journal, secrets, updates, versions};
 
@@ -28,8 +28,8 @@ pub struct Options {
     pub lease_seconds: f64,
     /// The largest request body accepted; larger ones are answered 413.
     pub body_limit: usize,
-    /// Seals the stacks' data keys; without it, requests to seal or open secrets are refused.
-    pub master_key: Option<Arc<MasterKey>>,
+    /// Seal the stacks' data keys; without them, requests to seal or open secrets are refused.
+    pub master_keys: Option<Arc<MasterKeys>>,
 }
 
 impl Default for Options {
@@ -37,7 +37,7 @@ impl Default for Options {
         Options {
             lease_seconds: 300.0,
             body_limit: 64 << 20,
-            master_key: None,
+            master_keys: None,
         }
     }
 }
@@ -474,7 +474,7 @@ async fn seal(
     Json(request): Json<SealRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let id = stack_id(&app.pool, &project, &stack).await?;
-    let master = app.options.master_key.as_deref();
+    let master = app.options.master_keys.as_deref();
     let sealed = secrets::seal_values(&app.pool, master, id, &request.plaintexts).await?;
     Ok(Json(json!({ "ciphertexts": sealed })))
 }
@@ -493,7 +493,7 @@ async fn open(
     Json(request): Json<OpenRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let id = stack_id(&app.pool, &project, &stack).await?;
-    let master = app.options.master_key.as_deref();
+    let master = app.options.master_keys.as_deref();
     let opened = secrets::open_values(&app.pool, master, id, &stack, &request.ciphertexts).await?;
     Ok(Json(json!({ "plaintexts": opened })))
 }

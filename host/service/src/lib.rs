@@ -14,4 +14,4 @@ mod versions;
 pub use api::{Options, router};
 pub use auth::create_token;
 pub use db::connect;
-pub use secrets::MasterKey;
+pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
-use plinth_service::{MasterKey, Options, connect, create_token, router};
+use plinth_service::{MasterKey, MasterKeys, Options, connect, create_token, rotate, router};
 
 #[derive(Parser)]
 #[command(
@@ -40,9 +40,10 @@ struct ServeArgs {
     #[arg(long, default_value_t = Options::default().body_limit)]
     body_limit: usize,
     /// The master key file (from `plinth serve key create`) that seals each stack's data key;
-    /// without one, service-managed secrets are refused.
-    #[arg(long, env = "PLINTH_MASTER_KEY_FILE")]
-    master_key: Option<PathBuf>,
+    /// without one, service-managed secrets are refused. Give it twice, old and new, while
+    /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
+    #[arg(long, env = "PLINTH_MASTER_KEY_FILE", value_delimiter = ',')]
+    master_key: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -59,6 +60,20 @@ enum Command {
 enum KeyCommand {
     /// Write a new random master key to FILE (readable by its owner only); never overwrites.
     Create { file: PathBuf },
+    /// Re-seal every stack's data key with a new master key and make it the database's
+    /// current one, in one transaction. Run it while every replica holds both keys (`--master-key
+    /// OLD --master-key NEW`), then restart them with the new key only.
+    Rotate {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        /// The key the data keys are sealed with now (more than one if an earlier rotation
+        /// was never finished).
+        #[arg(long = "from", required = true)]
+        from: Vec<PathBuf>,
+        /// The new key (from `plinth serve key create`).
+        #[arg(long = "to")]
+        to: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -89,24 +104,38 @@ async fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Some(Command::Key(KeyCommand::Rotate { database, from, to })) => {
+            let from = MasterKeys::load(&from)?;
+            let new = MasterKey::load(&to)?;
+            let pool = connect(&database).await?;
+            let rotated = rotate(&pool, &from, &new).await?;
+            println!(
+                "Re-sealed {} stack keys with {} ({} already were); it is now the database's \
+                 master key. Restart every replica with `--master-key {}` only.",
+                rotated.resealed,
+                to.display(),
+                rotated.already,
+                to.display()
+            );
+            Ok(())
+        }
         None => {
             let args = cli.serve;
             let database = args.database.context(
                 "no database: pass --database postgres://… (or set PLINTH_DATABASE_URL)",
             )?;
             let pool = connect(&database).await?;
-            let master_key = match &args.master_key {
-                Some(path) => {
-                    let key = MasterKey::load(path)?;
-                    key.check(&pool).await?;
-                    Some(Arc::new(key))
-                }
-                None => None,
+            let master_keys = if args.master_key.is_empty() {
+                None
+            } else {
+                let keys = MasterKeys::load(&args.master_key)?;
+                keys.check(&pool).await?;
+                Some(Arc::new(keys))
             };
             let options = Options {
                 lease_seconds: args.lease.as_secs_f64(),
                 body_limit: args.body_limit,
-                master_key,
+                master_keys,
             };
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
