@@ -2,13 +2,11 @@
 //! the health check carries one (`Authorization: token …`); a request acting on an update also
 //! carries that update's lease token (`X-Plinth-Lease`), which acts on no other update.
 
+use crate::api::App;
+use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
-
-use crate::api::App;
-use crate::error::ApiError;
 
 /// A new random token, as hex.
 pub(crate) fn new_token() -> String {
@@ -19,30 +17,6 @@ pub(crate) fn new_token() -> String {
 
 pub(crate) fn digest(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
-}
-
-/// Creates `user` if new and a token for them; returns the token, which is stored only hashed.
-pub async fn create_token(pool: &PgPool, user: &str) -> anyhow::Result<String> {
-    anyhow::ensure!(
-        !user.is_empty() && user.len() <= 100 && !user.chars().any(char::is_control),
-        "invalid user name `{user}`: use 1 to 100 printable characters"
-    );
-    let token = new_token();
-    let mut tx = pool.begin().await?;
-    let (user_id,): (i64,) = sqlx::query_as(
-        "INSERT INTO users (name) VALUES ($1)
-         ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id",
-    )
-    .bind(user)
-    .fetch_one(&mut *tx)
-    .await?;
-    sqlx::query("INSERT INTO tokens (digest, user_id) VALUES ($1, $2)")
-        .bind(digest(&token))
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(token)
 }
 
 /// The user a request's access token names.

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
-use plinth_service::{MasterKey, MasterKeys, Options, connect, create_token, rotate, router};
+use plinth_service::{
+    MasterKey, MasterKeys, Options, Revoke, TokenInfo, connect, create_token, list_tokens,
+    revoke_tokens, rotate, router,
+};
 
 #[derive(Parser)]
 #[command(
@@ -84,16 +87,80 @@ enum TokenCommand {
         database: String,
         #[arg(long)]
         user: String,
+        /// What the token is for ("alice's laptop", "CI of repo X"), shown by `token list`.
+        #[arg(long, default_value = "")]
+        description: String,
     },
+    /// List the tokens (ids, users, descriptions, creation times), never the tokens themselves.
+    List {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        /// Only this user's tokens.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Revoke a token by its id (from `token list`), or every token of a user: their requests
+    /// are refused from now on.
+    Revoke {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        /// The id of the token, as `token list` shows it.
+        #[arg(required_unless_present = "user", conflicts_with = "user")]
+        id: Option<String>,
+        /// Revoke every token of this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
+}
+
+/// Prints tokens as a table.
+fn print_tokens(tokens: &[TokenInfo]) {
+    println!(
+        "{:<12}  {:<19}  {:<20}  DESCRIPTION",
+        "ID", "CREATED (UTC)", "USER"
+    );
+    for t in tokens {
+        println!(
+            "{:<12}  {:<19}  {:<20}  {}",
+            t.id, t.created, t.user, t.description
+        );
+    }
+}
+
+async fn token_command(command: TokenCommand) -> Result<()> {
+    match command {
+        TokenCommand::Create {
+            database,
+            user,
+            description,
+        } => {
+            let pool = connect(&database).await?;
+            let (token, id) = create_token(&pool, &user, &description).await?;
+            // The token alone on stdout, for scripts; what to know about it on stderr.
+            println!("{token}");
+            eprintln!("Created token {id} for {user}; it is shown only this once.");
+        }
+        TokenCommand::List { database, user } => {
+            let pool = connect(&database).await?;
+            print_tokens(&list_tokens(&pool, user.as_deref()).await?);
+        }
+        TokenCommand::Revoke { database, id, user } => {
+            let pool = connect(&database).await?;
+            let what = match (&id, &user) {
+                (Some(id), _) => Revoke::Id(id),
+                (None, user) => Revoke::User(user.as_deref().context("give a token id or --user")?),
+            };
+            let revoked = revoke_tokens(&pool, what).await?;
+            println!("Revoked {} token(s):", revoked.len());
+            print_tokens(&revoked);
+        }
+    }
+    Ok(())
 }
 
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Some(Command::Token(TokenCommand::Create { database, user })) => {
-            let pool = connect(&database).await?;
-            println!("{}", create_token(&pool, &user).await?);
-            Ok(())
-        }
+        Some(Command::Token(command)) => token_command(command).await,
         Some(Command::Key(KeyCommand::Create { file })) => {
             MasterKey::create(&file)?;
             println!(

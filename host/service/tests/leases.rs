@@ -81,6 +81,100 @@ fn missing_or_wrong_tokens_get_401_and_one_updates_lease_acts_on_no_other() {
     assert_eq!(on_update(&service, &alice, &one, "renew", None).0, 200);
 }
 
+/// Runs `plinth-serve token …` with `args` against `db`.
+fn token_admin(db: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
+        .arg("token")
+        .args(args)
+        .args(["--database", db])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn tokens_are_listed_without_themselves_and_a_revoked_one_is_refused_even_mid_update() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let created = token_admin(
+        &db,
+        &["create", "--user", "alice", "--description", "laptop"],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let laptop = String::from_utf8(created.stdout).unwrap().trim().to_owned();
+    let told = String::from_utf8_lossy(&created.stderr);
+    let id = told
+        .strip_prefix("Created token ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{told}"))
+        .to_owned();
+    let ci = token(&db, "alice");
+    let bob = token(&db, "bob");
+
+    let listed = token_admin(&db, &["list"]);
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert_eq!(
+        listed.lines().count(),
+        4,
+        "a header and three tokens: {listed}"
+    );
+    let laptop_line = listed.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(
+        laptop_line.contains("alice") && laptop_line.ends_with("laptop"),
+        "{listed}"
+    );
+    for secret in [&laptop, &ci, &bob] {
+        assert!(
+            !listed.contains(secret.as_str()),
+            "a token is listed: {listed}"
+        );
+    }
+    let bobs = token_admin(&db, &["list", "--user", "bob"]);
+    assert_eq!(String::from_utf8(bobs.stdout).unwrap().lines().count(), 2);
+
+    // An update is running under the laptop's token when it is revoked: its next request is
+    // refused, and so is every other request with that token. The others still work.
+    create_stack(&service, &laptop, "dev");
+    let update = lease_of(&begin(&service, &laptop, "dev").1);
+    assert_eq!(on_update(&service, &laptop, &update, "renew", None).0, 200);
+    let revoked = token_admin(&db, &["revoke", &id.to_uppercase()]);
+    assert!(revoked.status.success(), "{revoked:?}");
+    let out = String::from_utf8(revoked.stdout).unwrap();
+    assert!(
+        out.starts_with("Revoked 1 token(s)") && out.contains(&id),
+        "{out}"
+    );
+    let (status, body) = on_update(&service, &laptop, &update, "renew", None);
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("revoked"),
+        "{body}"
+    );
+    assert_eq!(
+        call(&service, "GET", "user", Some(&laptop), None, None).0,
+        401
+    );
+    assert_eq!(call(&service, "GET", "user", Some(&ci), None, None).0, 200);
+
+    // Revoking again, or a malformed id, says what is wrong; nothing else is revoked.
+    let again = token_admin(&db, &["revoke", &id]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no token has the id"));
+    let bad = token_admin(&db, &["revoke", "xyz"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a token id"));
+
+    // Every token of a user at once.
+    let all = token_admin(&db, &["revoke", "--user", "alice"]);
+    assert!(
+        String::from_utf8(all.stdout)
+            .unwrap()
+            .starts_with("Revoked 1 token(s)")
+    );
+    assert_eq!(call(&service, "GET", "user", Some(&ci), None, None).0, 401);
+    assert_eq!(call(&service, "GET", "user", Some(&bob), None, None).0, 200);
+    let none = token_admin(&db, &["revoke", "--user", "alice"]);
+    assert!(String::from_utf8_lossy(&none.stderr).contains("has no token"));
+}
+
 #[test]
 fn an_expired_lease_lets_the_next_update_take_over_and_the_old_one_is_told_it_lost() {
     let (_server, db) = database();
