@@ -13,6 +13,7 @@ mod updates;
 mod versions;
 
 pub use api::{Options, router};
+pub use auth::{Level, Scope};
 pub use db::connect;
 pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};
 pub use tokens::{Revoke, TokenInfo, create_token, list_tokens, revoke_tokens};

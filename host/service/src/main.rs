@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use plinth_service::{
-    MasterKey, MasterKeys, Options, Revoke, TokenInfo, connect, create_token, list_tokens,
-    revoke_tokens, rotate, router,
+    Level, MasterKey, MasterKeys, Options, Revoke, Scope, TokenInfo, connect, create_token,
+    list_tokens, revoke_tokens, rotate, router,
 };
 
 #[derive(Parser)]
@@ -90,6 +90,16 @@ enum TokenCommand {
         /// What the token is for ("alice's laptop", "CI of repo X"), shown by `token list`.
         #[arg(long, default_value = "")]
         description: String,
+        /// What it may do: `read` (see stacks, open their secrets), `write` (also create
+        /// stacks, run updates, cancel them, seal secrets) or `admin` (also remove stacks).
+        #[arg(long, default_value = "admin", value_parser = parse_level)]
+        level: Level,
+        /// Only the stacks of this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this stack (of `--project`).
+        #[arg(long, requires = "project")]
+        stack: Option<String>,
     },
     /// List the tokens (ids, users, descriptions, creation times), never the tokens themselves.
     List {
@@ -113,17 +123,18 @@ enum TokenCommand {
     },
 }
 
+fn parse_level(name: &str) -> Result<Level, String> {
+    Level::parse(name).ok_or_else(|| format!("`{name}` is not a level: read, write or admin"))
+}
+
 /// Prints tokens as a table.
 fn print_tokens(tokens: &[TokenInfo]) {
-    println!(
-        "{:<12}  {:<19}  {:<20}  DESCRIPTION",
-        "ID", "CREATED (UTC)", "USER"
-    );
+    let row = |id: &str, created: &str, user: &str, grants: &str, description: &str| {
+        println!("{id:<12}  {created:<19}  {user:<16}  {grants:<32}  {description}")
+    };
+    row("ID", "CREATED (UTC)", "USER", "GRANTS", "DESCRIPTION");
     for t in tokens {
-        println!(
-            "{:<12}  {:<19}  {:<20}  {}",
-            t.id, t.created, t.user, t.description
-        );
+        row(&t.id, &t.created, &t.user, &t.scope, &t.description);
     }
 }
 
@@ -133,12 +144,23 @@ async fn token_command(command: TokenCommand) -> Result<()> {
             database,
             user,
             description,
+            level,
+            project,
+            stack,
         } => {
             let pool = connect(&database).await?;
-            let (token, id) = create_token(&pool, &user, &description).await?;
+            let scope = Scope {
+                level,
+                project,
+                stack,
+            };
+            let (token, id) = create_token(&pool, &user, &description, &scope).await?;
             // The token alone on stdout, for scripts; what to know about it on stderr.
             println!("{token}");
-            eprintln!("Created token {id} for {user}; it is shown only this once.");
+            eprintln!(
+                "Created token {id} for {user}, granting {}; it is shown only this once.",
+                scope.describe()
+            );
         }
         TokenCommand::List { database, user } => {
             let pool = connect(&database).await?;

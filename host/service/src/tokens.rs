@@ -7,7 +7,7 @@
 use anyhow::{Context, bail, ensure};
 use sqlx::PgPool;
 
-use crate::auth::{digest, new_token};
+use crate::auth::{Level, Scope, digest, new_token};
 
 /// How many hex digits of a token's digest make its id.
 const ID_LEN: usize = 12;
@@ -19,31 +19,60 @@ pub struct TokenInfo {
     pub id: String,
     pub user: String,
     pub description: String,
+    /// What it may do, as [`Scope::describe`] says it.
+    pub scope: String,
     /// When it was created, as PostgreSQL prints a timestamp in UTC.
     pub created: String,
 }
 
+/// A token's row: id, user, description, level, project, stack, creation time.
+type Row = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+);
+
+/// The columns of a [`Row`], from `tokens` as `t` and `users` as `u` (the id: `ID_LEN`, 12, hex
+/// digits).
+const COLUMNS: &str = "left(encode(t.digest, 'hex'), 12), u.name, t.description, t.level, \
+     t.project, t.stack, to_char(t.created AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')";
+
 impl TokenInfo {
-    fn from_row((id, user, description, created): (String, String, String, String)) -> Self {
+    fn from_row((id, user, description, level, project, stack, created): Row) -> Self {
+        let scope = Scope {
+            level: Level::parse(&level).unwrap_or(Level::Admin),
+            project,
+            stack,
+        };
         TokenInfo {
             id,
             user,
             description,
+            scope: scope.describe(),
             created,
         }
     }
 }
 
-/// Creates `user` if new and a token for them; returns the token, which is stored only hashed,
-/// and its id.
+/// Creates `user` if new and a token for them that grants `scope`; returns the token, which is
+/// stored only hashed, and its id.
 pub async fn create_token(
     pool: &PgPool,
     user: &str,
     description: &str,
+    scope: &Scope,
 ) -> anyhow::Result<(String, String)> {
     ensure!(
         !user.is_empty() && user.len() <= 100 && !user.chars().any(char::is_control),
         "invalid user name `{user}`: use 1 to 100 printable characters"
+    );
+    ensure!(
+        scope.stack.is_none() || scope.project.is_some(),
+        "a token for one stack names its project too (`--project P --stack S`)"
     );
     ensure!(
         description.len() <= 200 && !description.chars().any(char::is_control),
@@ -59,27 +88,30 @@ pub async fn create_token(
     .fetch_one(&mut *tx)
     .await?;
     let digest = digest(&token);
-    sqlx::query("INSERT INTO tokens (digest, user_id, description) VALUES ($1, $2, $3)")
-        .bind(&digest)
-        .bind(user_id)
-        .bind(description)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO tokens (digest, user_id, description, level, project, stack)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&digest)
+    .bind(user_id)
+    .bind(description)
+    .bind(scope.level.name())
+    .bind(&scope.project)
+    .bind(&scope.stack)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok((token, hex::encode(&digest[..ID_LEN / 2])))
 }
 
 /// The tokens of `user` (of every user with `None`), oldest first.
 pub async fn list_tokens(pool: &PgPool, user: Option<&str>) -> anyhow::Result<Vec<TokenInfo>> {
-    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-        "SELECT left(encode(t.digest, 'hex'), $2), u.name, t.description,
-                to_char(t.created AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-         FROM tokens t JOIN users u ON u.id = t.user_id
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM tokens t JOIN users u ON u.id = t.user_id
          WHERE $1::text IS NULL OR u.name = $1
-         ORDER BY t.created, t.digest",
-    )
+         ORDER BY t.created, t.digest"
+    ))
     .bind(user)
-    .bind(ID_LEN as i32)
     .fetch_all(pool)
     .await
     .context("cannot list the tokens")?;
@@ -110,20 +142,17 @@ pub async fn revoke_tokens(pool: &PgPool, what: Revoke<'_>) -> anyhow::Result<Ve
         }
         Revoke::User(user) => (None, Some(user)),
     };
-    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-        "WITH revoked AS (
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "WITH t AS (
              DELETE FROM tokens t USING users u
              WHERE u.id = t.user_id
-               AND ($1::text IS NULL OR left(encode(t.digest, 'hex'), $3) = $1)
+               AND ($1::text IS NULL OR left(encode(t.digest, 'hex'), 12) = $1)
                AND ($2::text IS NULL OR u.name = $2)
-             RETURNING t.digest, u.name, t.description, t.created)
-         SELECT left(encode(digest, 'hex'), $3), name, description,
-                to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-         FROM revoked ORDER BY created, digest",
-    )
+             RETURNING t.*)
+         SELECT {COLUMNS} FROM t JOIN users u ON u.id = t.user_id ORDER BY t.created, t.digest"
+    ))
     .bind(&id)
     .bind(user)
-    .bind(ID_LEN as i32)
     .fetch_all(pool)
     .await
     .context("cannot revoke the tokens")?;

@@ -81,16 +81,6 @@ fn missing_or_wrong_tokens_get_401_and_one_updates_lease_acts_on_no_other() {
     assert_eq!(on_update(&service, &alice, &one, "renew", None).0, 200);
 }
 
-/// Runs `plinth-serve token …` with `args` against `db`.
-fn token_admin(db: &str, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
-        .arg("token")
-        .args(args)
-        .args(["--database", db])
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn tokens_are_listed_without_themselves_and_a_revoked_one_is_refused_even_mid_update() {
     let (_server, db) = database();
