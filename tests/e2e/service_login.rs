@@ -80,6 +80,32 @@ fn login_whoami_up_and_destroy_on_the_service() {
         out.contains("create urn:plinth:dev::scenario::") && out.contains("done after"),
         "{out}"
     );
+    // A token that may only read this stack previews it, and changes nothing.
+    let reader = service.database.token_granting(
+        "ci",
+        &["--level", "read", "--project", "scenario", "--stack", "dev"],
+    );
+    let as_reader = |args: &[&str]| {
+        let out = (env.command(args))
+            .env("PLINTH_HOME", home.path())
+            .env("PLINTH_ACCESS_TOKEN", &reader)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+    let (ok, out, err) = as_reader(&["preview", "--expect-no-changes"]);
+    assert!(ok, "{out}{err}");
+    for command in [&["up", "--yes"][..], &["destroy", "--yes"]] {
+        let (ok, out, err) = as_reader(command);
+        assert!(!ok, "{command:?} with a read token: {out}");
+        assert!(
+            err.contains("grants read on stack scenario/dev") && err.contains("needs write"),
+            "{command:?}: {err}"
+        );
+    }
+    assert_eq!(env.resources(), created, "nothing changed");
+
     // The state lives in the service's database: one version, made by that update.
     let db = &service.database;
     let versions = (db.server)

@@ -15,9 +15,9 @@ use tower_http::compression::CompressionLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 use uuid::Uuid;
 
-use crate::auth::{AccessToken, Lease, Screened, User};
+use crate::auth::{AccessToken, Lease, Level, Screened, User};
 use crate::error::ApiError;
-use crate::secrets::MasterKey;
+use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
 use crate::{events, journal, secrets, updates, versions};
 
@@ -28,8 +28,8 @@ pub struct Options {
     pub lease_seconds: f64,
     /// The largest request body accepted; larger ones are answered 413.
     pub body_limit: usize,
-    /// Seals the stacks' data keys; without it, requests to seal or open secrets are refused.
-    pub master_key: Option<Arc<MasterKey>>,
+    /// Seal the stacks' data keys; without them, requests to seal or open secrets are refused.
+    pub master_keys: Option<Arc<MasterKeys>>,
 }
 
 impl Default for Options {
@@ -37,7 +37,7 @@ impl Default for Options {
         Options {
             lease_seconds: 300.0,
             body_limit: 64 << 20,
-            master_key: None,
+            master_keys: None,
         }
     }
 }
@@ -99,7 +99,7 @@ pub fn router(pool: PgPool, options: Options) -> Router {
 }
 
 async fn user(user: User) -> Json<Value> {
-    Json(json!({ "name": user.name }))
+    Json(json!({ "name": user.name, "grants": user.scope.describe() }))
 }
 
 /// Project and stack names as the CLI validates them: 1 to 100 letters, digits, `-`, `_` or
@@ -143,19 +143,23 @@ async fn stack_key(pool: &PgPool, project: &str, stack: &str) -> Result<StackKey
 }
 
 async fn list_stacks(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path(project): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    user.may(Level::Read, &project, None)?;
     let stacks: Vec<(String, bool, Option<Vec<u8>>)> = sqlx::query_as(
         "SELECT s.name,
                 EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
                           AND u.status = 'running' AND u.lease_expires >= now()),
                 (SELECT v.checkpoint FROM versions v WHERE v.stack_id = s.id
                  ORDER BY v.version DESC LIMIT 1)
-         FROM stacks s WHERE s.project = $1 ORDER BY s.name",
+         FROM stacks s WHERE s.project = $1 AND ($2::text IS NULL OR s.name = $2)
+         ORDER BY s.name",
     )
     .bind(project)
+    // A token for one stack sees that stack only.
+    .bind(user.scope.stack)
     .fetch_all(&pool)
     .await?;
     // Counting parses each latest checkpoint: CPU work, off the async workers.
@@ -176,10 +180,11 @@ async fn list_stacks(
 
 /// The stack, and the update running on it if there is one.
 async fn get_stack(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    user.may(Level::Read, &project, Some(&stack))?;
     let id = stack_id(&pool, &project, &stack).await?;
     let holder = updates::running(&pool, id).await?;
     Ok(Json(
@@ -188,10 +193,11 @@ async fn get_stack(
 }
 
 async fn create_stack(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    user.may(Level::Write, &project, Some(&stack))?;
     check_name("project", &project)?;
     check_name("stack", &stack)?;
     let created = sqlx::query(
@@ -226,6 +232,7 @@ async fn begin_update(
     Path((project, stack)): Path<(String, String)>,
     Json(request): Json<BeginRequest>,
 ) -> Result<Json<updates::Begun>, ApiError> {
+    user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     let begun = updates::begin(
         &app.pool,
@@ -240,10 +247,11 @@ async fn begin_update(
 }
 
 async fn cancel(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&pool, &project, &stack).await?;
     let cancelled = updates::cancel(&pool, &key).await?;
     Ok(Json(json!({ "cancelled": cancelled })))
@@ -300,10 +308,12 @@ async fn append_journal(
 
 /// What an update recorded, for recovery after a crash: its journal entries in order.
 async fn journal_entries(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
 ) -> Result<Json<Value>, ApiError> {
+    let (project, stack) = updates::stack_of(&pool, id).await?;
+    user.may(Level::Read, &project, Some(&stack))?;
     Ok(Json(
         json!({ "entries": journal::entries(&pool, id).await? }),
     ))
@@ -340,11 +350,12 @@ struct LogsQuery {
 
 /// A page of the events of one of the stack's updates (the latest by default).
 async fn logs(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<LogsQuery>,
 ) -> Result<Json<events::Page>, ApiError> {
+    user.may(Level::Read, &project, Some(&stack))?;
     let id = stack_id(&pool, &project, &stack).await?;
     match events::page(&pool, id, query.update, query.after).await? {
         Some(page) => Ok(Json(page)),
@@ -413,11 +424,12 @@ fn page_size() -> i64 {
 
 /// The stack's versions, newest first, a page at a time.
 async fn history(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
     Query(page): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
+    user.may(Level::Read, &project, Some(&stack))?;
     if page.page < 1 || !(1..=500).contains(&page.per_page) {
         return Err(ApiError::BadRequest(format!(
             "page {} of {} per page: pages count from 1, with 1 to 500 entries",
@@ -436,11 +448,12 @@ struct ExportQuery {
 
 /// A version's checkpoint (the latest by default), secrets sealed as the client sealed them.
 async fn export(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<ExportQuery>,
 ) -> Result<([(axum::http::HeaderName, &'static str); 1], Vec<u8>), ApiError> {
+    user.may(Level::Read, &project, Some(&stack))?;
     let key = stack_key(&pool, &project, &stack).await?;
     let bytes = versions::export(&pool, &key, query.version).await?;
     Ok((
@@ -458,11 +471,12 @@ struct RemoveQuery {
 /// Removes a stack with its versions and updates; one that still has resources only with
 /// `force`, and never one being updated.
 async fn remove_stack(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<RemoveQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    user.may(Level::Admin, &project, Some(&stack))?;
     let key = stack_key(&pool, &project, &stack).await?;
     versions::remove(&pool, &key, query.force).await?;
     Ok(Json(json!({})))
@@ -475,13 +489,14 @@ struct SealRequest {
 
 /// Seals a batch of values with the stack's data key (made on first use).
 async fn seal(
-    _: User,
+    user: User,
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
     Json(request): Json<SealRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    user.may(Level::Write, &project, Some(&stack))?;
     let id = stack_id(&app.pool, &project, &stack).await?;
-    let master = app.options.master_key.as_deref();
+    let master = app.options.master_keys.as_deref();
     let sealed = secrets::seal_values(&app.pool, master, id, &request.plaintexts).await?;
     Ok(Json(json!({ "ciphertexts": sealed })))
 }
@@ -494,13 +509,14 @@ struct OpenRequest {
 /// Opens a batch of values the stack's data key sealed; an empty batch checks that the stack's
 /// secrets can be opened at all.
 async fn open(
-    _: User,
+    user: User,
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
     Json(request): Json<OpenRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    user.may(Level::Read, &project, Some(&stack))?;
     let id = stack_id(&app.pool, &project, &stack).await?;
-    let master = app.options.master_key.as_deref();
+    let master = app.options.master_keys.as_deref();
     let opened = secrets::open_values(&app.pool, master, id, &stack, &request.ciphertexts).await?;
     Ok(Json(json!({ "plaintexts": opened })))
 }

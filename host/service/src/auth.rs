@@ -6,13 +6,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::api::App;
+use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
-
-use crate::api::App;
-use crate::error::ApiError;
 
 /// A new random token, as hex.
 pub(crate) fn new_token() -> String {
@@ -25,35 +23,93 @@ pub(crate) fn digest(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 
-/// Creates `user` if new and a token for them; returns the token, which is stored only hashed.
-pub async fn create_token(pool: &PgPool, user: &str) -> anyhow::Result<String> {
-    anyhow::ensure!(
-        !user.is_empty() && user.len() <= 100 && !user.chars().any(char::is_control),
-        "invalid user name `{user}`: use 1 to 100 printable characters"
-    );
-    let token = new_token();
-    let mut tx = pool.begin().await?;
-    let (user_id,): (i64,) = sqlx::query_as(
-        "INSERT INTO users (name) VALUES ($1)
-         ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id",
-    )
-    .bind(user)
-    .fetch_one(&mut *tx)
-    .await?;
-    sqlx::query("INSERT INTO tokens (digest, user_id) VALUES ($1, $2)")
-        .bind(digest(&token))
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(token)
+/// What a token lets its holder do, from least to most. Each level includes the ones below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// See stacks: their states, history, logs, and their secrets opened (a preview needs them).
+    Read,
+    /// Change them: create stacks, run updates, cancel one, seal secrets.
+    Write,
+    /// Remove stacks.
+    Admin,
 }
 
-/// The user a request's access token names.
+impl Level {
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Read => "read",
+            Level::Write => "write",
+            Level::Admin => "admin",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Level> {
+        [Level::Read, Level::Write, Level::Admin]
+            .into_iter()
+            .find(|level| level.name() == name)
+    }
+}
+
+/// The stacks a token acts on, and at which level: every stack, a project's, or one stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    pub level: Level,
+    pub project: Option<String>,
+    /// Only with `project`.
+    pub stack: Option<String>,
+}
+
+impl Scope {
+    fn covers(&self, project: &str, stack: Option<&str>) -> bool {
+        let project_ok = self.project.as_deref().is_none_or(|p| p == project);
+        let stack_ok = match (self.stack.as_deref(), stack) {
+            (None, _) => true,
+            (Some(mine), Some(asked)) => mine == asked,
+            // A project-wide request (listing) from a one-stack token: answered for its stack.
+            (Some(_), None) => true,
+        };
+        project_ok && stack_ok
+    }
+
+    /// "read on stack p/dev", "write on project p", "admin on every stack".
+    pub fn describe(&self) -> String {
+        let level = self.level.name();
+        match (&self.project, &self.stack) {
+            (Some(project), Some(stack)) => format!("{level} on stack {project}/{stack}"),
+            (Some(project), None) => format!("{level} on project {project}"),
+            _ => format!("{level} on every stack"),
+        }
+    }
+}
+
+/// The user a request's access token names, and what the token lets them do.
 #[derive(Debug, Clone)]
 pub(crate) struct User {
     pub id: i64,
     pub name: String,
+    pub scope: Scope,
+}
+
+impl User {
+    /// Refuses (403) unless the token may act at `level` on `project` (and `stack`, unless the
+    /// request concerns the whole project).
+    pub fn may(&self, level: Level, project: &str, stack: Option<&str>) -> Result<(), ApiError> {
+        if self.scope.level >= level && self.scope.covers(project, stack) {
+            return Ok(());
+        }
+        let target = match stack {
+            Some(stack) => format!("stack {project}/{stack}"),
+            None => format!("project {project}"),
+        };
+        Err(ApiError::Forbidden(format!(
+            "the token of {} grants {}, and this needs {} on {target}: use a token that grants \
+             it (`plinth serve token create --level {} …`)",
+            self.name,
+            self.scope.describe(),
+            level.name(),
+            level.name()
+        )))
+    }
 }
 
 impl FromRequestParts<App> for User {
@@ -61,23 +117,51 @@ impl FromRequestParts<App> for User {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<User, ApiError> {
         let digest = token_digest(parts)?;
-        let user: Option<(i64, String)> = sqlx::query_as(
-            "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.digest = $1",
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            id: i64,
+            name: String,
+            level: String,
+            project: Option<String>,
+            stack: Option<String>,
+        }
+        let user: Option<Row> = sqlx::query_as(
+            "SELECT u.id, u.name, t.level, t.project, t.stack
+             FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.digest = $1",
         )
         .bind(&digest)
         .fetch_optional(&app.pool)
         .await?;
-        let (id, name) = user.ok_or_else(invalid_token)?;
+        let Row {
+            id,
+            name,
+            level,
+            project,
+            stack,
+        } = user.ok_or_else(invalid_token)?;
+        let level = Level::parse(&level).ok_or_else(|| {
+            ApiError::Internal(format!("a token with an unknown level `{level}`"))
+        })?;
         app.screened.found_valid(digest);
-        Ok(User { id, name })
+        Ok(User {
+            id,
+            name,
+            scope: Scope {
+                level,
+                project,
+                stack,
+            },
+        })
     }
 }
 
 /// The digest of the access token a request carries, to be checked by the statement that does
 /// the request's work: the requests an update sends many of (journal and event batches) make
-/// one round trip to the database instead of two. Before its body is read, the token must be
-/// one this replica found valid within [`SCREENED_FOR`], or it is looked up first: a caller
-/// without a valid token never makes the service read (decompress, parse) a body.
+/// one round trip to the database instead of two. Like a [`User`]'s, the token may be of any
+/// scope: the lease, which only a token granting write on the stack could take, is what lets
+/// it act on the update. Before its body is read, the token must be one this replica found
+/// valid within [`SCREENED_FOR`], or it is looked up first: a caller without a valid token
+/// never makes the service read (decompress, parse) a body.
 pub(crate) struct AccessToken(pub Vec<u8>);
 
 /// How long a token found valid lets its requests' bodies be read before the statement checks

@@ -13,6 +13,9 @@ pub enum ApiError {
     /// The update's lease is gone (expired and taken, or cancelled): its client must stop.
     #[error("{0}")]
     LeaseLost(String),
+    /// The token does not grant what the request needs.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -43,7 +46,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::LeaseLost(_) => StatusCode::FORBIDDEN,
+            ApiError::LeaseLost(_) | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) | ApiError::Busy { .. } => StatusCode::CONFLICT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -57,6 +60,10 @@ impl IntoResponse for ApiError {
             }
         };
         let mut body = json!({ "message": self.to_string() });
+        // Both are 403; a client tells a refusal of its token from a lost lease by this.
+        if let ApiError::Forbidden(_) = &self {
+            body["forbidden"] = json!(true);
+        }
         if let ApiError::Busy {
             user,
             kind,

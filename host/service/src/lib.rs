@@ -8,10 +8,12 @@ mod error;
 mod events;
 mod journal;
 mod secrets;
+mod tokens;
 mod updates;
 mod versions;
 
 pub use api::{Options, router};
-pub use auth::create_token;
+pub use auth::{Level, Scope};
 pub use db::connect;
-pub use secrets::MasterKey;
+pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};
+pub use tokens::{Revoke, TokenInfo, create_token, list_tokens, revoke_tokens};

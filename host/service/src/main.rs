@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
-use plinth_service::{MasterKey, Options, connect, create_token, router};
+use plinth_service::{
+    Level, MasterKey, MasterKeys, Options, Revoke, Scope, TokenInfo, connect, create_token,
+    list_tokens, revoke_tokens, rotate, router,
+};
 
 #[derive(Parser)]
 #[command(
@@ -40,9 +43,10 @@ struct ServeArgs {
     #[arg(long, default_value_t = Options::default().body_limit)]
     body_limit: usize,
     /// The master key file (from `plinth serve key create`) that seals each stack's data key;
-    /// without one, service-managed secrets are refused.
-    #[arg(long, env = "PLINTH_MASTER_KEY_FILE")]
-    master_key: Option<PathBuf>,
+    /// without one, service-managed secrets are refused. Give it twice, old and new, while
+    /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
+    #[arg(long, env = "PLINTH_MASTER_KEY_FILE", value_delimiter = ',')]
+    master_key: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -59,6 +63,20 @@ enum Command {
 enum KeyCommand {
     /// Write a new random master key to FILE (readable by its owner only); never overwrites.
     Create { file: PathBuf },
+    /// Re-seal every stack's data key with a new master key and make it the database's
+    /// current one, in one transaction. Run it while every replica holds both keys (`--master-key
+    /// OLD --master-key NEW`), then restart them with the new key only.
+    Rotate {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        /// The key the data keys are sealed with now (more than one if an earlier rotation
+        /// was never finished).
+        #[arg(long = "from", required = true)]
+        from: Vec<PathBuf>,
+        /// The new key (from `plinth serve key create`).
+        #[arg(long = "to")]
+        to: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -69,16 +87,102 @@ enum TokenCommand {
         database: String,
         #[arg(long)]
         user: String,
+        /// What the token is for ("alice's laptop", "CI of repo X"), shown by `token list`.
+        #[arg(long, default_value = "")]
+        description: String,
+        /// What it may do: `read` (see stacks, open their secrets), `write` (also create
+        /// stacks, run updates, cancel them, seal secrets) or `admin` (also remove stacks).
+        #[arg(long, default_value = "admin", value_parser = parse_level)]
+        level: Level,
+        /// Only the stacks of this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this stack (of `--project`).
+        #[arg(long, requires = "project")]
+        stack: Option<String>,
     },
+    /// List the tokens (ids, users, descriptions, creation times), never the tokens themselves.
+    List {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        /// Only this user's tokens.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Revoke a token by its id (from `token list`), or every token of a user: their requests
+    /// are refused from now on.
+    Revoke {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        /// The id of the token, as `token list` shows it.
+        #[arg(required_unless_present = "user", conflicts_with = "user")]
+        id: Option<String>,
+        /// Revoke every token of this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
+}
+
+fn parse_level(name: &str) -> Result<Level, String> {
+    Level::parse(name).ok_or_else(|| format!("`{name}` is not a level: read, write or admin"))
+}
+
+/// Prints tokens as a table.
+fn print_tokens(tokens: &[TokenInfo]) {
+    let row = |id: &str, created: &str, user: &str, grants: &str, description: &str| {
+        println!("{id:<12}  {created:<19}  {user:<16}  {grants:<32}  {description}")
+    };
+    row("ID", "CREATED (UTC)", "USER", "GRANTS", "DESCRIPTION");
+    for t in tokens {
+        row(&t.id, &t.created, &t.user, &t.scope, &t.description);
+    }
+}
+
+async fn token_command(command: TokenCommand) -> Result<()> {
+    match command {
+        TokenCommand::Create {
+            database,
+            user,
+            description,
+            level,
+            project,
+            stack,
+        } => {
+            let pool = connect(&database).await?;
+            let scope = Scope {
+                level,
+                project,
+                stack,
+            };
+            let (token, id) = create_token(&pool, &user, &description, &scope).await?;
+            // The token alone on stdout, for scripts; what to know about it on stderr.
+            println!("{token}");
+            eprintln!(
+                "Created token {id} for {user}, granting {}; it is shown only this once.",
+                scope.describe()
+            );
+        }
+        TokenCommand::List { database, user } => {
+            let pool = connect(&database).await?;
+            print_tokens(&list_tokens(&pool, user.as_deref()).await?);
+        }
+        TokenCommand::Revoke { database, id, user } => {
+            let pool = connect(&database).await?;
+            let what = match (&id, &user) {
+                (Some(id), _) => Revoke::Id(id),
+                (None, user) => Revoke::User(user.as_deref().context("give a token id or --user")?),
+            };
+            let revoked = revoke_tokens(&pool, what).await?;
+            println!("Revoked {} token(s):", revoked.len());
+            print_tokens(&revoked);
+        }
+    }
+    Ok(())
 }
 
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Some(Command::Token(TokenCommand::Create { database, user })) => {
-            let pool = connect(&database).await?;
-            println!("{}", create_token(&pool, &user).await?);
-            Ok(())
-        }
+        Some(Command::Token(command)) => token_command(command).await,
         Some(Command::Key(KeyCommand::Create { file })) => {
             MasterKey::create(&file)?;
             println!(
@@ -89,24 +193,38 @@ async fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Some(Command::Key(KeyCommand::Rotate { database, from, to })) => {
+            let from = MasterKeys::load(&from)?;
+            let new = MasterKey::load(&to)?;
+            let pool = connect(&database).await?;
+            let rotated = rotate(&pool, &from, &new).await?;
+            println!(
+                "Re-sealed {} stack keys with {} ({} already were); it is now the database's \
+                 master key. Restart every replica with `--master-key {}` only.",
+                rotated.resealed,
+                to.display(),
+                rotated.already,
+                to.display()
+            );
+            Ok(())
+        }
         None => {
             let args = cli.serve;
             let database = args.database.context(
                 "no database: pass --database postgres://… (or set PLINTH_DATABASE_URL)",
             )?;
             let pool = connect(&database).await?;
-            let master_key = match &args.master_key {
-                Some(path) => {
-                    let key = MasterKey::load(path)?;
-                    key.check(&pool).await?;
-                    Some(Arc::new(key))
-                }
-                None => None,
+            let master_keys = if args.master_key.is_empty() {
+                None
+            } else {
+                let keys = MasterKeys::load(&args.master_key)?;
+                keys.check(&pool).await?;
+                Some(Arc::new(keys))
             };
             let options = Options {
                 lease_seconds: args.lease.as_secs_f64(),
                 body_limit: args.body_limit,
-                master_key,
+                master_keys,
             };
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await

@@ -190,6 +190,18 @@ pub(crate) struct Holder {
     pub expired: bool,
 }
 
+/// The project and name of the stack update `id` is of.
+pub(crate) async fn stack_of(pool: &PgPool, id: Uuid) -> Result<(String, String), ApiError> {
+    let found: Option<(String, String)> = sqlx::query_as(
+        "SELECT s.project, s.name FROM updates u JOIN stacks s ON s.id = u.stack_id
+         WHERE u.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    found.ok_or_else(|| ApiError::NotFound(format!("there is no update {id}")))
+}
+
 /// The update running on the stack, if any.
 pub(crate) async fn running(pool: &PgPool, stack_id: i64) -> Result<Option<Holder>, ApiError> {
     let row: Option<(String, String, i64, i64, bool)> = sqlx::query_as(

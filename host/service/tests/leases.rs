@@ -86,10 +86,18 @@ fn missing_or_wrong_tokens_get_401_and_one_updates_lease_acts_on_no_other() {
 /// user has never gets its body read.
 #[test]
 fn batches_are_refused_to_a_revoked_token_even_one_seen_valid_just_before() {
-    let (server, db) = database();
+    let (_server, db) = database();
     let service = serve(&db, &[]);
     let alice = token(&db, "alice");
-    let leaving = token(&db, "alice");
+    let created = token_admin(&db, &["create", "--user", "alice"]);
+    assert!(created.status.success(), "{created:?}");
+    let leaving = String::from_utf8(created.stdout).unwrap().trim().to_owned();
+    let told = String::from_utf8_lossy(&created.stderr);
+    let id = (told
+        .strip_prefix("Created token ")
+        .and_then(|rest| rest.split_whitespace().next()))
+    .unwrap_or_else(|| panic!("{told}"))
+    .to_owned();
     create_stack(&service, &alice, "dev");
     let running = lease_of(&begin(&service, &alice, "dev").1);
     let journal = |seq: u64, name: &str| {
@@ -106,10 +114,9 @@ fn batches_are_refused_to_a_revoked_token_even_one_seen_valid_just_before() {
     let (status, body) = on_update(&service, &leaving, &running, "events", events(1));
     assert_eq!(status, 200, "{body}");
 
-    // The token is revoked (its row deleted) while the service still remembers it valid.
-    let name = db.rsplit('/').next().unwrap();
-    let revoke = format!("DELETE FROM tokens WHERE digest = sha256('{leaving}'::bytea)");
-    server.psql(name, &revoke).unwrap();
+    // The token is revoked while the service still remembers it valid.
+    let revoked = token_admin(&db, &["revoke", &id]);
+    assert!(revoked.status.success(), "{revoked:?}");
     for token in [leaving.as_str(), "not-a-token"] {
         let (status, body) = on_update(&service, token, &running, "journal", journal(2, "b"));
         assert_eq!(status, 401, "{body}");
@@ -125,6 +132,90 @@ fn batches_are_refused_to_a_revoked_token_even_one_seen_valid_just_before() {
     assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
     let (status, body) = on_update(&service, &alice, &running, "events", events(2));
     assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
+}
+
+#[test]
+fn tokens_are_listed_without_themselves_and_a_revoked_one_is_refused_even_mid_update() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let created = token_admin(
+        &db,
+        &["create", "--user", "alice", "--description", "laptop"],
+    );
+    assert!(created.status.success(), "{created:?}");
+    let laptop = String::from_utf8(created.stdout).unwrap().trim().to_owned();
+    let told = String::from_utf8_lossy(&created.stderr);
+    let id = told
+        .strip_prefix("Created token ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{told}"))
+        .to_owned();
+    let ci = token(&db, "alice");
+    let bob = token(&db, "bob");
+
+    let listed = token_admin(&db, &["list"]);
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert_eq!(
+        listed.lines().count(),
+        4,
+        "a header and three tokens: {listed}"
+    );
+    let laptop_line = listed.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(
+        laptop_line.contains("alice") && laptop_line.ends_with("laptop"),
+        "{listed}"
+    );
+    for secret in [&laptop, &ci, &bob] {
+        assert!(
+            !listed.contains(secret.as_str()),
+            "a token is listed: {listed}"
+        );
+    }
+    let bobs = token_admin(&db, &["list", "--user", "bob"]);
+    assert_eq!(String::from_utf8(bobs.stdout).unwrap().lines().count(), 2);
+
+    // An update is running under the laptop's token when it is revoked: its next request is
+    // refused, and so is every other request with that token. The others still work.
+    create_stack(&service, &laptop, "dev");
+    let update = lease_of(&begin(&service, &laptop, "dev").1);
+    assert_eq!(on_update(&service, &laptop, &update, "renew", None).0, 200);
+    let revoked = token_admin(&db, &["revoke", &id.to_uppercase()]);
+    assert!(revoked.status.success(), "{revoked:?}");
+    let out = String::from_utf8(revoked.stdout).unwrap();
+    assert!(
+        out.starts_with("Revoked 1 token(s)") && out.contains(&id),
+        "{out}"
+    );
+    let (status, body) = on_update(&service, &laptop, &update, "renew", None);
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("revoked"),
+        "{body}"
+    );
+    assert_eq!(
+        call(&service, "GET", "user", Some(&laptop), None, None).0,
+        401
+    );
+    assert_eq!(call(&service, "GET", "user", Some(&ci), None, None).0, 200);
+
+    // Revoking again, or a malformed id, says what is wrong; nothing else is revoked.
+    let again = token_admin(&db, &["revoke", &id]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no token has the id"));
+    let bad = token_admin(&db, &["revoke", "xyz"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a token id"));
+
+    // Every token of a user at once.
+    let all = token_admin(&db, &["revoke", "--user", "alice"]);
+    assert!(
+        String::from_utf8(all.stdout)
+            .unwrap()
+            .starts_with("Revoked 1 token(s)")
+    );
+    assert_eq!(call(&service, "GET", "user", Some(&ci), None, None).0, 401);
+    assert_eq!(call(&service, "GET", "user", Some(&bob), None, None).0, 200);
+    let none = token_admin(&db, &["revoke", "--user", "alice"]);
+    assert!(String::from_utf8_lossy(&none.stderr).contains("has no token"));
 }
 
 #[test]

@@ -19,6 +19,7 @@ use plinth_backend::service::{ServiceCrypter, ServicePersister, Transport};
 use plinth_engine::journal::Persister;
 use plinth_engine::names::StackName;
 use plinth_engine::value::Value as PValue;
+use plinth_test_postgres::Postgres;
 use serde_json::json;
 
 const SECRET: &str = "correct-horse-battery-staple";
@@ -195,10 +196,16 @@ fn values_round_trip_per_stack_and_a_dump_of_the_database_holds_no_plaintext() {
 
 /// Opens a stack's sealed data key with the master key, as the service does.
 fn data_key(master: &[u8], stack_id: i64, sealed: &[u8]) -> Vec<u8> {
+    let key = try_data_key(master, stack_id, sealed).expect("the data key opens");
+    assert_eq!(key.len(), 32);
+    key
+}
+
+fn try_data_key(master: &[u8], stack_id: i64, sealed: &[u8]) -> Option<Vec<u8>> {
     let cipher = XChaCha20Poly1305::new_from_slice(master).unwrap();
     let (nonce, msg) = sealed.split_at(24);
     let aad = format!("plinth stack key {stack_id}");
-    let key = cipher
+    cipher
         .decrypt(
             XNonce::from_slice(nonce),
             Payload {
@@ -206,9 +213,33 @@ fn data_key(master: &[u8], stack_id: i64, sealed: &[u8]) -> Vec<u8> {
                 aad: aad.as_bytes(),
             },
         )
+        .ok()
+}
+
+/// The stacks' sealed data keys, by stack name.
+fn sealed_keys(server: &Postgres, db: &str) -> Vec<(String, i64, Vec<u8>)> {
+    let rows = server
+        .psql(
+            db.rsplit('/').next().unwrap(),
+            "SELECT s.name, k.stack_id, encode(k.sealed_key, 'hex') \
+             FROM stack_keys k JOIN stacks s ON s.id = k.stack_id ORDER BY s.name",
+        )
         .unwrap();
-    assert_eq!(key.len(), 32);
-    key
+    (rows.lines())
+        .map(|line| {
+            let mut fields = line.split('|');
+            let name = fields.next().unwrap().to_owned();
+            let id = fields.next().unwrap().parse().unwrap();
+            (name, id, hex::decode(fields.next().unwrap()).unwrap())
+        })
+        .collect()
+}
+
+/// The raw bytes of a key file.
+fn key_bytes(path: &Path) -> Vec<u8> {
+    BASE64
+        .decode(std::fs::read_to_string(path).unwrap().trim())
+        .unwrap()
 }
 
 #[test]
@@ -283,4 +314,137 @@ fn a_service_restarted_with_another_master_key_refuses_to_start() {
     let again = serve(&db, &["--master-key", key.to_str().unwrap()]);
     let opened = crypter(&again, &alice, "dev").open(&sealed).unwrap();
     assert_eq!(opened, "\"kept\"");
+}
+
+/// Runs `plinth-serve key rotate` with `args`.
+fn rotate(db: &str, args: &[&Path]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_plinth-serve"));
+    command.args(["key", "rotate", "--database", db]);
+    for pair in args.chunks(2) {
+        command.arg(pair[0]).arg(pair[1]);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn a_master_key_rotates_with_every_replica_serving_throughout() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = master_key(dir.path(), "old.key");
+    let new = master_key(dir.path(), "new.key");
+    let (server, db) = database();
+    let alice = token(&db, "alice");
+    let old_only = serve(&db, &["--master-key", old.to_str().unwrap()]);
+    create_stack(&old_only, &alice, "dev");
+    let dev_sealed = crypter(&old_only, &alice, "dev")
+        .seal("\"dev secret\"")
+        .unwrap();
+
+    // Step 1: a replica restarted with both keys. The database's key is still the old one, so
+    // a data key it makes is sealed with that, and the replica holding only the old key opens
+    // what it seals.
+    let both = serve(
+        &db,
+        &[
+            "--master-key",
+            old.to_str().unwrap(),
+            "--master-key",
+            new.to_str().unwrap(),
+        ],
+    );
+    create_stack(&both, &alice, "prod");
+    let prod_sealed = crypter(&both, &alice, "prod")
+        .seal("\"prod secret\"")
+        .unwrap();
+    let opened = crypter(&old_only, &alice, "prod")
+        .open(&prod_sealed)
+        .unwrap();
+    assert_eq!(opened, "\"prod secret\"");
+
+    // A rotation from keys that are not the database's changes nothing.
+    let stranger = master_key(dir.path(), "stranger.key");
+    let other = master_key(dir.path(), "other.key");
+    let refused = rotate(
+        &db,
+        &[Path::new("--from"), &stranger, Path::new("--to"), &other],
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+    let (old_bytes, new_bytes) = (key_bytes(&old), key_bytes(&new));
+    let before = sealed_keys(&server, &db);
+    assert_eq!(before.len(), 2);
+    assert!(
+        before
+            .iter()
+            .all(|(_, id, k)| try_data_key(&old_bytes, *id, k).is_some())
+    );
+
+    // Step 2: the rotation re-seals both data keys with the new key.
+    let out = rotate(&db, &[Path::new("--from"), &old, Path::new("--to"), &new]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Re-sealed 2 stack keys"), "{stdout}");
+    let after = sealed_keys(&server, &db);
+    for ((name, id, was), (_, _, is)) in before.iter().zip(&after) {
+        assert!(
+            try_data_key(&old_bytes, *id, is).is_none(),
+            "{name}: still the old key"
+        );
+        assert_eq!(
+            data_key(&new_bytes, *id, is),
+            data_key(&old_bytes, *id, was),
+            "{name}: the data key itself is unchanged, so its values still open"
+        );
+    }
+    // The replica with both keys serves on; the one with the old key only says what to do.
+    assert_eq!(
+        crypter(&both, &alice, "dev").open(&dev_sealed).unwrap(),
+        "\"dev secret\""
+    );
+    let stale = crypter(&old_only, &alice, "dev")
+        .open(&dev_sealed)
+        .unwrap_err();
+    assert!(
+        stale
+            .to_string()
+            .contains("restart this service with the current key"),
+        "{stale}"
+    );
+    // A stack's first data key is now sealed with the new key.
+    create_stack(&both, &alice, "qa");
+    let qa_sealed = crypter(&both, &alice, "qa").seal("\"qa secret\"").unwrap();
+    let (_, qa_id, qa_key) = sealed_keys(&server, &db).remove(2);
+    assert!(try_data_key(&new_bytes, qa_id, &qa_key).is_some());
+    // Run again (say, after a lost connection), the rotation has nothing left to do.
+    let again = rotate(&db, &[Path::new("--from"), &old, Path::new("--to"), &new]);
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        stdout.contains("Re-sealed 0 stack keys") && stdout.contains("3 already"),
+        "{stdout}"
+    );
+
+    // Step 3: replicas restart with the new key only, and every value opens; the old key alone
+    // is refused at start.
+    drop((old_only, both));
+    let refused = Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
+        .args(["--database", &db, "--listen", "127.0.0.1:0", "--master-key"])
+        .arg(&old)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("plinth serve key rotate"),
+        "{stderr}"
+    );
+    let new_only = serve(&db, &["--master-key", new.to_str().unwrap()]);
+    for (stack, sealed, plain) in [
+        ("dev", &dev_sealed, "\"dev secret\""),
+        ("prod", &prod_sealed, "\"prod secret\""),
+        ("qa", &qa_sealed, "\"qa secret\""),
+    ] {
+        assert_eq!(
+            crypter(&new_only, &alice, stack).open(sealed).unwrap(),
+            plain
+        );
+    }
 }

@@ -127,8 +127,14 @@ impl ServiceDatabase {
 
     /// A new access token for `user` (created if new), as `plinth serve token create` prints it.
     pub fn token(&self, user: &str) -> String {
+        self.token_granting(user, &[])
+    }
+
+    /// [`token`](Self::token), made with the `token create` options `grants` (`--level read`, …).
+    pub fn token_granting(&self, user: &str, grants: &[&str]) -> String {
         let out = Command::new(serve_binary())
             .args(["token", "create", "--database", &self.url, "--user", user])
+            .args(grants)
             .output()
             .expect("running plinth-serve token create");
         assert!(

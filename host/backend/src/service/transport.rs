@@ -45,6 +45,9 @@ pub enum ServiceError {
     },
     #[error("{0}; log in again with `plinth login`")]
     Unauthorized(String),
+    /// The token does not grant what the request needs (a read-only token, another project's).
+    #[error("{0}")]
+    Forbidden(String),
     /// The update's lease is gone: it must stop, recording nothing more.
     #[error("{0}")]
     LeaseLost(String),
@@ -325,6 +328,9 @@ impl Transport {
                             retry_after.unwrap_or(backoff).min(MAX_BACKOFF)
                         }
                         401 => return Err(ServiceError::Unauthorized(message)),
+                        403 if json["forbidden"] == true => {
+                            return Err(ServiceError::Forbidden(message));
+                        }
                         403 => return Err(ServiceError::LeaseLost(message)),
                         404 => return Err(ServiceError::NotFound(message)),
                         409 => {

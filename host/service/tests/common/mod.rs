@@ -62,11 +62,14 @@ pub fn serve(database: &str, extra: &[&str]) -> Service {
     Service { child, url }
 }
 
+/// A new token for `user` that may do anything.
 pub fn token(database: &str, user: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
-        .args(["token", "create", "--database", database, "--user", user])
-        .output()
-        .unwrap();
+    scoped_token(database, user, &[])
+}
+
+/// A new token for `user`, made with the `token create` options `scope` (`--level read`, …).
+pub fn scoped_token(database: &str, user: &str, scope: &[&str]) -> String {
+    let out = token_admin(database, &[&["create", "--user", user], scope].concat());
     assert!(
         out.status.success(),
         "{}",
@@ -75,7 +78,16 @@ pub fn token(database: &str, user: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// One request: its status and JSON body.
+/// Runs `plinth-serve token …` with `args` against `database`.
+pub fn token_admin(database: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
+        .arg("token")
+        .args(args)
+        .args(["--database", database])
+        .output()
+        .unwrap()
+}
+
 /// Cancels the update running on stack `p/dev`, as `token`'s user (`plinth cancel`).
 pub fn cancel(service: &Service, token: &str) -> (u16, Value) {
     call(
@@ -88,6 +100,7 @@ pub fn cancel(service: &Service, token: &str) -> (u16, Value) {
     )
 }
 
+/// One request: its status and JSON body.
 pub fn call(
     service: &Service,
     method: &str,

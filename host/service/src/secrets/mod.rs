@@ -8,11 +8,11 @@
 //! backup) opens nothing without the master key, which only the service processes hold. The
 //! price is a request per batch of values, hence the batch endpoints.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+mod master;
 
-use anyhow::{Context, bail};
+pub use master::{MasterKey, MasterKeys, Rotated, rotate};
+
+use anyhow::Context;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
@@ -25,98 +25,6 @@ const KEY_LEN: usize = 32;
 const NONCE_LEN: usize = 24;
 /// The prefix of a value the service sealed (a format version).
 const VERSION: &str = "v1:";
-/// What the check value in `master_key_check` seals.
-const CHECK: &[u8] = b"plinth master key";
-
-/// The key that seals every stack's data key.
-pub struct MasterKey {
-    cipher: XChaCha20Poly1305,
-    /// Where it was read from, for messages.
-    path: PathBuf,
-}
-
-impl std::fmt::Debug for MasterKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MasterKey({})", self.path.display())
-    }
-}
-
-impl MasterKey {
-    /// Writes a new random master key to `path` (base64, readable by its owner only); an
-    /// existing file is never overwritten: the data keys it seals would be lost with it.
-    pub fn create(path: &Path) -> anyhow::Result<()> {
-        let mut key = [0u8; KEY_LEN];
-        getrandom::getrandom(&mut key).context("cannot draw random bytes for the key")?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => anyhow::anyhow!(
-                    "{} already exists: a master key is never overwritten (the stack keys it \
-                     seals would be lost); choose another path",
-                    path.display()
-                ),
-                _ => anyhow::Error::new(e).context(format!("cannot create {}", path.display())),
-            })?;
-        writeln!(file, "{}", BASE64.encode(key))
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("cannot write {}", path.display()))
-    }
-
-    /// Reads the master key in `path`.
-    pub fn load(path: &Path) -> anyhow::Result<MasterKey> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the master key {}", path.display()))?;
-        let key = BASE64
-            .decode(text.trim())
-            .ok()
-            .filter(|k| k.len() == KEY_LEN);
-        let Some(key) = key else {
-            bail!(
-                "{} is not a plinth master key (32 bytes in base64); create one with \
-                 `plinth serve key create FILE`",
-                path.display()
-            );
-        };
-        let mode = std::fs::metadata(path)?.permissions().mode();
-        if mode & 0o077 != 0 {
-            tracing::warn!(
-                "the master key {} is readable by others (mode {:o}): restrict it with `chmod 600`",
-                path.display(),
-                mode & 0o777
-            );
-        }
-        Ok(MasterKey {
-            cipher: XChaCha20Poly1305::new_from_slice(&key).expect("the key is 32 bytes"),
-            path: path.to_owned(),
-        })
-    }
-
-    /// Makes sure this is the master key the database's stack keys are sealed with: the first
-    /// service to run with a key stores a check value; any later one must open it.
-    pub async fn check(&self, pool: &PgPool) -> anyhow::Result<()> {
-        let check = seal(&self.cipher, CHECK, b"check")?;
-        sqlx::query("INSERT INTO master_key_check (sealed) VALUES ($1) ON CONFLICT DO NOTHING")
-            .bind(check)
-            .execute(pool)
-            .await
-            .context("cannot record the master key's check value")?;
-        let (stored,): (Vec<u8>,) = sqlx::query_as("SELECT sealed FROM master_key_check")
-            .fetch_one(pool)
-            .await
-            .context("cannot read the master key's check value")?;
-        match open(&self.cipher, &stored, b"check") {
-            Some(text) if text == CHECK => Ok(()),
-            _ => bail!(
-                "the master key {} is not the one this database's secrets are sealed with: \
-                 start the service with the key file it was first started with",
-                self.path.display()
-            ),
-        }
-    }
-}
 
 /// Seals `plaintext` under `cipher` with a fresh random nonce: `nonce || ciphertext`.
 fn seal(cipher: &XChaCha20Poly1305, plaintext: &[u8], aad: &[u8]) -> anyhow::Result<Vec<u8>> {
@@ -163,7 +71,7 @@ fn no_master_key() -> ApiError {
 /// one of them, and both use that one.
 async fn data_key(
     pool: &PgPool,
-    master: Option<&MasterKey>,
+    master: Option<&MasterKeys>,
     stack_id: i64,
 ) -> Result<XChaCha20Poly1305, ApiError> {
     let master = master.ok_or_else(no_master_key)?;
@@ -175,35 +83,49 @@ async fn data_key(
             .await?;
     let sealed = match stored {
         Some((sealed,)) => sealed,
-        None => {
-            let mut key = [0u8; KEY_LEN];
-            getrandom::getrandom(&mut key).map_err(|e| ApiError::Internal(e.to_string()))?;
-            let sealed = seal(&master.cipher, &key, &binding)
-                .map_err(|e| ApiError::Internal(e.to_string()))?;
-            let (stored,): (Vec<u8>,) = sqlx::query_as(
-                "INSERT INTO stack_keys (stack_id, sealed_key) VALUES ($1, $2)
-                 ON CONFLICT (stack_id) DO UPDATE SET stack_id = EXCLUDED.stack_id
-                 RETURNING sealed_key",
-            )
-            .bind(stack_id)
-            .bind(sealed)
-            .fetch_one(pool)
-            .await?;
-            stored
-        }
+        None => new_data_key(pool, master, stack_id, &binding).await?,
     };
-    let key = open(&master.cipher, &sealed, &binding).ok_or_else(|| {
+    let key = master.open_data_key(&sealed, &binding).ok_or_else(|| {
         ApiError::Internal(format!(
-            "the data key of stack {stack_id} does not open with this service's master key"
+            "the data key of stack {stack_id} opens with none of this service's master keys: \
+             the database's master key was rotated (`plinth serve key rotate`); restart this \
+             service with the current key (`--master-key FILE`)"
         ))
     })?;
     Ok(XChaCha20Poly1305::new_from_slice(&key).expect("a data key is 32 bytes"))
 }
 
+/// Makes and stores a data key for stack `stack_id`, sealed by the database's current master
+/// key, and returns the one stored (another replica's, if it made one first).
+async fn new_data_key(
+    pool: &PgPool,
+    master: &MasterKeys,
+    stack_id: i64,
+    binding: &[u8],
+) -> Result<Vec<u8>, ApiError> {
+    let mut tx = pool.begin().await?;
+    let current = master.current(&mut tx).await.map_err(ApiError::Internal)?;
+    let mut key = [0u8; KEY_LEN];
+    getrandom::getrandom(&mut key).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let sealed =
+        seal(&current.cipher, &key, binding).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let (stored,): (Vec<u8>,) = sqlx::query_as(
+        "INSERT INTO stack_keys (stack_id, sealed_key) VALUES ($1, $2)
+         ON CONFLICT (stack_id) DO UPDATE SET stack_id = EXCLUDED.stack_id
+         RETURNING sealed_key",
+    )
+    .bind(stack_id)
+    .bind(sealed)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(stored)
+}
+
 /// Seals each of `plaintexts` with the data key of stack `stack_id`.
 pub(crate) async fn seal_values(
     pool: &PgPool,
-    master: Option<&MasterKey>,
+    master: Option<&MasterKeys>,
     stack_id: i64,
     plaintexts: &[String],
 ) -> Result<Vec<String>, ApiError> {
@@ -222,7 +144,7 @@ pub(crate) async fn seal_values(
 /// not open (sealed for another stack, by another provider, or altered) refuses the batch.
 pub(crate) async fn open_values(
     pool: &PgPool,
-    master: Option<&MasterKey>,
+    master: Option<&MasterKeys>,
     stack_id: i64,
     stack: &str,
     ciphertexts: &[String],
