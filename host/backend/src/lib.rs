@@ -30,6 +30,6 @@ pub use journal_file::write_atomically;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
-pub use rebuild::{check_entry, rebuild_sealed, seal_entry};
+pub use rebuild::{check_entry, rebuild_sealed, rebuilt_as_is, seal_entry};
 pub use transfer::ImportReport;
 pub use upgrade::OLDEST_UPGRADED_SCHEMA;

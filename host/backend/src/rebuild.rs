@@ -9,7 +9,7 @@ use plinth_engine::journal::{JournalEntry, replay};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 
-use crate::checkpoint::{Checkpoint, PluginUse};
+use crate::checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION};
 use crate::error::BackendError;
 use crate::secrets::{Crypter, SecretsError, from_sealed_json};
 
@@ -61,6 +61,23 @@ pub fn rebuild_sealed<B: AsRef<[u8]>>(
     Checkpoint::new(project, stack, snapshot)
         .with_plugins(plugins)
         .to_json(&KeepSealed)
+}
+
+/// Whether `base`, a checkpoint as [`rebuild_sealed`] writes it, is already what rebuilding it
+/// from no journal entries would write: of this plinth's schema, recording `plugins` (`None`:
+/// whatever it records). A phase that journaled nothing then keeps its base as it is, rather
+/// than parsing and writing again megabytes that do not change; its snapshot is skipped, not
+/// parsed.
+pub fn rebuilt_as_is(base: &[u8], plugins: Option<&[PluginUse]>) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        version: u32,
+        #[serde(default)]
+        plugins: Vec<PluginUse>,
+    }
+    serde_json::from_slice::<Head>(base).is_ok_and(|head| {
+        head.version == SCHEMA_VERSION && plugins.is_none_or(|p| p == head.plugins.as_slice())
+    })
 }
 
 /// Why `entry` is not a journal entry as a client sends it (secrets sealed), if it is not: for
@@ -169,6 +186,15 @@ mod tests {
         .unwrap();
         let opened = Checkpoint::parse(&again, &stack, Path::new("x"), &crypter).unwrap();
         assert_eq!(opened.snapshot.resources.len(), 1);
-        assert_eq!(opened.plugins, [used]);
+        assert_eq!(opened.plugins, std::slice::from_ref(&used));
+        // Which an empty journal leaves as it is, unless other plugins are to be recorded or
+        // its schema is an older one.
+        assert!(rebuilt_as_is(&bytes, None));
+        assert!(rebuilt_as_is(&bytes, Some(std::slice::from_ref(&used))));
+        assert!(!rebuilt_as_is(&bytes, Some(&[])));
+        let mut older: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        older["version"] = (SCHEMA_VERSION - 1).into();
+        assert!(!rebuilt_as_is(&serde_json::to_vec(&older).unwrap(), None));
+        assert!(!rebuilt_as_is(b"{", None));
     }
 }

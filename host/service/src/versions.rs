@@ -77,6 +77,16 @@ pub(crate) async fn fold(
     let batches: Vec<String> = batches.into_iter().map(|(_, batch)| batch).collect();
     let (version, base) = latest(&mut *conn, stack.id).await?;
     let checkpoint = match source {
+        // Nothing journaled: the state is the base's, kept as it is (a no-op update of a large
+        // stack would parse and write it again for nothing).
+        Source::Journal { plugins }
+            if batches.is_empty()
+                && (base.as_deref()).is_some_and(|base| {
+                    plinth_backend::rebuilt_as_is(base, plugins.as_deref())
+                }) =>
+        {
+            base.expect("checked just above")
+        }
         Source::Journal { plugins } => rebuild(stack, base, batches, plugins).await?,
         // A replacement is checked as the file backend checks an import: parsed, verified and
         // written back in its canonical form.

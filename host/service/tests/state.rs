@@ -166,6 +166,56 @@ fn versions_are_rebuilt_from_the_journal_and_an_interrupted_operation_stays_pend
     assert_eq!(listed[0]["entry"]["result"], "failed");
 }
 
+/// A phase that journaled nothing keeps its base as it is, but still records the plugins it
+/// used when they are others.
+#[test]
+fn a_phase_without_journal_keeps_its_state_and_records_its_plugins() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let plugin = |version: &str| json!([{ "name": "t", "version": version, "sha256": "00" }]);
+    let first = lease_of(&begin(&service, &alice, "dev").1);
+    let entries = creating(1, &resource("a", Default::default()), false);
+    let batch = Some(json!({ "seq": 1, "entries": entries }));
+    assert_eq!(on_update(&service, &alice, &first, "journal", batch).0, 200);
+    let phase = json!({ "phase": 1, "entry": history_entry("update"), "plugins": plugin("1.0.0") });
+    assert_eq!(
+        on_update(&service, &alice, &first, "phases", Some(phase)).0,
+        200
+    );
+    let done = Some(json!({ "result": "succeeded" }));
+    assert_eq!(
+        on_update(&service, &alice, &first, "complete", done.clone()).0,
+        200
+    );
+    let (_, version_1) = export(&service, &alice, Some(1));
+
+    // Phases that journal nothing: with the same plugins, with none said, with others.
+    for (plugins, version) in [
+        (Some(plugin("1.0.0")), 2),
+        (None, 3),
+        (Some(plugin("2.0.0")), 4),
+    ] {
+        let update = lease_of(&begin(&service, &alice, "dev").1);
+        let mut phase = json!({ "phase": 1, "entry": history_entry("update") });
+        if let Some(plugins) = plugins {
+            phase["plugins"] = plugins;
+        }
+        let (status, body) = on_update(&service, &alice, &update, "phases", Some(phase));
+        assert_eq!((status, &body["version"]), (200, &json!(version)), "{body}");
+        assert_eq!(
+            on_update(&service, &alice, &update, "complete", done.clone()).0,
+            200
+        );
+    }
+    let (_, version_3) = export(&service, &alice, Some(3));
+    assert_eq!(version_3, version_1, "nothing journaled, nothing changed");
+    let (_, version_4) = export(&service, &alice, Some(4));
+    assert_eq!(version_4["plugins"], plugin("2.0.0"));
+    assert_eq!(version_4["snapshot"], version_1["snapshot"]);
+}
+
 #[test]
 fn a_checkpoint_that_is_not_one_is_refused_and_changes_nothing() {
     let (_server, db) = database();
