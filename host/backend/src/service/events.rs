@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 
 use plinth_engine::events::Event;
 use plinth_engine::names::{ProjectName, StackName};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::transport::{ServiceError, Transport};
 use crate::api::EventLog;
@@ -41,13 +40,13 @@ impl ServiceEventLog {
     /// Starts sending the events of update `update`, which holds lease `lease`.
     pub fn start(transport: Transport, update: &str, lease: &str) -> ServiceEventLog {
         let (events, received) = mpsc::channel();
+        let path = format!("updates/{update}/events");
+        let failure = Arc::new(Mutex::new(None));
         let sender = Sender {
-            transport,
-            path: format!("updates/{update}/events"),
-            lease: lease.to_owned(),
+            requests: Requests::start(&transport, &path, lease, &failure),
             sent: 0,
             in_flight: VecDeque::new(),
-            failure: Arc::new(Mutex::new(None)),
+            failure,
         };
         let sender = std::thread::Builder::new()
             .name("plinth-events".into())
@@ -99,17 +98,82 @@ impl Drop for ServiceEventLog {
     }
 }
 
-/// The thread that batches and sends the events.
+/// The thread that batches the events and hands each batch to a request thread.
 struct Sender {
-    transport: Transport,
-    path: String,
-    lease: String,
     /// The number of the last batch sent.
     sent: u64,
-    /// The requests under way, oldest first.
-    in_flight: VecDeque<JoinHandle<()>>,
+    /// The [`IN_FLIGHT`] threads that make the requests.
+    requests: Requests,
+    /// The answers awaited, oldest first: each is told when its request ended.
+    in_flight: VecDeque<mpsc::Receiver<()>>,
     /// The first failure of any request.
     failure: Arc<Mutex<Option<ServiceError>>>,
+}
+
+/// A batch's request body, and where to say that its request ended.
+type Job = (Vec<u8>, mpsc::Sender<()>);
+
+/// Threads that make requests, each taking the next job: a thread per batch would be started
+/// hundreds of times an update.
+struct Requests {
+    jobs: mpsc::Sender<Job>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Requests {
+    /// Starts threads that post the request bodies to `path` on an update's behalf with
+    /// `lease`, keeping the first failure in `failure`.
+    fn start(
+        transport: &Transport,
+        path: &str,
+        lease: &str,
+        failure: &Arc<Mutex<Option<ServiceError>>>,
+    ) -> Requests {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        let threads = (0..IN_FLIGHT)
+            .map(|_| {
+                let queue = queue.clone();
+                let (transport, path, lease) =
+                    (transport.clone(), path.to_owned(), lease.to_owned());
+                let failure = failure.clone();
+                std::thread::Builder::new()
+                    .name("plinth-events-request".into())
+                    .spawn(move || post_each(&queue, &transport, &path, &lease, &failure))
+                    .expect("a thread can be started")
+            })
+            .collect();
+        Requests { jobs, threads }
+    }
+
+    /// Ends the threads once the jobs given are done.
+    fn finish(self) {
+        drop(self.jobs);
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Posts each body `queue` gives to `path` until it ends, saying when each request ended; the
+/// first failure goes to `failure`.
+fn post_each(
+    queue: &Mutex<mpsc::Receiver<Job>>,
+    transport: &Transport,
+    path: &str,
+    lease: &str,
+    failure: &Mutex<Option<ServiceError>>,
+) {
+    loop {
+        // The lock is held while waiting for a job, never during a request.
+        let job = (queue.lock().map_err(drop)).and_then(|jobs| jobs.recv().map_err(drop));
+        let Ok((body, done)) = job else { return };
+        if let Err(e) = transport.send("POST", path, Some(lease), Some(body)) {
+            let mut first = failure.lock().expect("the failure is never poisoned");
+            first.get_or_insert(e);
+        }
+        let _ = done.send(());
+    }
 }
 
 impl Sender {
@@ -136,44 +200,46 @@ impl Sender {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             due = None;
-            if !self.send(std::mem::take(&mut batch)) {
+            if !self.send(&batch) {
                 break;
             }
+            batch.clear();
         }
         if !batch.is_empty() {
-            self.send(batch);
+            self.send(&batch);
         }
-        for request in self.in_flight.drain(..) {
-            let _ = request.join();
-        }
+        self.requests.finish();
         self.failure
             .lock()
             .map_or(None, |mut failure| failure.take())
     }
 
     /// Sends `batch` as the next batch once a request may start; false once a request failed.
-    fn send(&mut self, batch: Vec<LogEntry>) -> bool {
+    fn send(&mut self, batch: &[LogEntry]) -> bool {
         if self.in_flight.len() == IN_FLIGHT {
             let oldest = self.in_flight.pop_front().expect("requests are in flight");
-            let _ = oldest.join();
+            // An error here means its thread ended, which only a failure makes it do.
+            let _ = oldest.recv();
         }
         if self.failed() {
             return false;
         }
         self.sent += 1;
-        let body = json!({ "seq": self.sent, "events": batch });
-        let (transport, path, lease) = (
-            self.transport.clone(),
-            self.path.clone(),
-            self.lease.clone(),
-        );
-        let failure = self.failure.clone();
-        self.in_flight.push_back(std::thread::spawn(move || {
-            if let Err(e) = transport.call("POST", &path, Some(&lease), Some(&body)) {
-                let mut first = failure.lock().expect("the failure is never poisoned");
-                first.get_or_insert(e);
-            }
-        }));
+        #[derive(Serialize)]
+        struct Batch<'a> {
+            seq: u64,
+            events: &'a [LogEntry],
+        }
+        let body = serde_json::to_vec(&Batch {
+            seq: self.sent,
+            events: batch,
+        })
+        .expect("log entries serialize");
+        let (done, answered) = mpsc::channel();
+        if self.requests.jobs.send((body, done)).is_err() {
+            return false;
+        }
+        self.in_flight.push_back(answered);
         true
     }
 
