@@ -73,8 +73,11 @@ impl Urn {
 /// with a string pattern sets up a substring searcher, which costs more than the whole scan of
 /// a URN, and every provider call parses one.
 fn separator(text: &str, start: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    (start..bytes.len().saturating_sub(1)).find(|&i| bytes[i] == b':' && bytes[i + 1] == b':')
+    let rest = text.as_bytes().get(start..)?;
+    let next = rest.get(1..)?;
+    (rest.iter().zip(next))
+        .position(|(&a, &b)| a == b':' && b == b':')
+        .map(|at| start + at)
 }
 
 #[cfg(test)]
