@@ -120,6 +120,15 @@
 
 #![warn(missing_docs)]
 
+#[cfg(any(
+    test,
+    all(
+        feature = "allocator",
+        target_arch = "wasm32",
+        not(target_feature = "atomics")
+    )
+))]
+mod alloc;
 mod error;
 #[cfg(feature = "program")]
 mod program;
