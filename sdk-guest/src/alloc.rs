@@ -81,8 +81,11 @@ impl SmallBlocks {
 unsafe impl Sync for SmallBlocks {}
 
 // SAFETY: every block of a class is allocated from the system with the class's size and
-// `BLOCK_ALIGN`, which satisfy any request mapped to that class, and is given back to the system
-// with that same layout. A block is on at most one free list, and only while it is free.
+// `BLOCK_ALIGN`, which satisfy any request mapped to that class. A block is on at most one free
+// list, and only while it is free. Even a block freed with a smaller size than it was allocated
+// with (which the allocator contract forbids, but which glue code freeing a string by its length
+// could do, and which dlmalloc tolerates) lands in a class no bigger than the block, so it still
+// fits every request of that list; the system allocator frees by address and ignores the size.
 unsafe impl GlobalAlloc for SmallBlocks {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let Some(class) = class_of(layout) else {
@@ -258,6 +261,22 @@ mod tests {
                 size = new_size;
             }
             cache.dealloc(block, layout(size, 4));
+        }
+    }
+
+    #[test]
+    fn a_block_freed_by_a_smaller_size_serves_its_smaller_class() {
+        let cache = SmallBlocks::new();
+        unsafe {
+            // Blocks of 100 and 1000 bytes freed as if they had 10 and 50.
+            for (capacity, len) in [(100, 10), (1000, 50)] {
+                let block = cache.alloc(layout(capacity, 1));
+                cache.dealloc(block, layout(len, 1));
+                let again = cache.alloc(layout(len, 1));
+                assert_eq!(again, block);
+                again.write_bytes(1, len);
+                cache.dealloc(again, layout(len, 1));
+            }
         }
     }
 
