@@ -6,7 +6,7 @@
 //! layers down to wasi-libc's dlmalloc, which costs several hundred instructions a pair: about a
 //! quarter of a whole `check`. Freed small blocks are kept on a free list per size class instead
 //! and handed out again, which costs a few dozen instructions. The lists are bounded, so the
-//! cache holds at most 64 blocks of each of four sizes (15 KiB); bigger blocks and anything past the bounds go to
+//! cache holds at most 8 KiB of free blocks of each of six sizes; bigger blocks and anything past the bounds go to
 //! the system allocator as before. Blocks are never shared between threads: a `wasm32-wasip2`
 //! guest has exactly one.
 //!
@@ -17,11 +17,17 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::ptr;
 
-/// The block sizes of the classes, smallest first; each holds a free-list link.
-const CLASSES: [usize; 4] = [16, 32, 64, 128];
+/// The block sizes of the classes, smallest first; each holds a free-list link. The biggest
+/// fits a leaf of a [`PropertyMap`](crate::PropertyMap) on wasm32.
+const CLASSES: [usize; 6] = [16, 32, 64, 128, 256, 512];
 
-/// Blocks kept per class at most.
-const MAX_CACHED: usize = 64;
+/// The most memory the free blocks of one class may hold.
+const CLASS_BYTES: usize = 8 * 1024;
+
+/// Blocks kept in `class`'s list at most.
+fn max_cached(class: usize) -> usize {
+    CLASS_BYTES / CLASSES[class]
+}
 
 /// The alignment every block of a class has: what the system allocator gives by plain `malloc`
 /// on every target (wasm32 and 64-bit hosts alike). Stricter requests bypass the cache.
@@ -114,7 +120,7 @@ unsafe impl GlobalAlloc for SmallBlocks {
         // pointer long and aligned for one, and no longer used by the caller.
         unsafe {
             let list = self.list(class);
-            if list.len == MAX_CACHED {
+            if list.len == max_cached(class) {
                 return System.dealloc(block, block_layout(class));
             }
             block.cast::<*mut u8>().write(list.head);
@@ -170,7 +176,8 @@ mod tests {
         assert_eq!(class_of(layout(16, 8)), Some(0));
         assert_eq!(class_of(layout(17, 1)), Some(1));
         assert_eq!(class_of(layout(128, 4)), Some(3));
-        assert_eq!(class_of(layout(129, 1)), None);
+        assert_eq!(class_of(layout(512, 8)), Some(5));
+        assert_eq!(class_of(layout(513, 1)), None);
         assert_eq!(class_of(layout(8, 16)), None);
     }
 
@@ -197,7 +204,7 @@ mod tests {
     #[test]
     fn blocks_are_distinct_and_keep_their_contents() {
         let cache = SmallBlocks::new();
-        let sizes = [1, 7, 16, 17, 33, 64, 100, 128, 129, 4096];
+        let sizes = [1, 7, 16, 17, 33, 64, 100, 128, 129, 300, 512, 513, 4096];
         unsafe {
             for round in 0..3u8 {
                 let blocks: Vec<_> = sizes
@@ -224,15 +231,18 @@ mod tests {
     #[test]
     fn the_cache_is_bounded() {
         let cache = SmallBlocks::new();
-        let small = layout(16, 8);
-        unsafe {
-            let blocks: Vec<_> = (0..MAX_CACHED + 10).map(|_| cache.alloc(small)).collect();
-            for block in blocks {
-                cache.dealloc(block, small);
+        for (class, &size) in CLASSES.iter().enumerate() {
+            let block_layout = layout(size, 8);
+            unsafe {
+                let blocks: Vec<_> = (0..max_cached(class) + 10)
+                    .map(|_| cache.alloc(block_layout))
+                    .collect();
+                for block in blocks {
+                    cache.dealloc(block, block_layout);
+                }
             }
+            assert_eq!(cached(&cache, class) * size, CLASS_BYTES);
         }
-        assert_eq!(cached(&cache, 0), MAX_CACHED);
-        assert_eq!(CLASSES.iter().sum::<usize>() * MAX_CACHED, 15 * 1024);
     }
 
     #[test]
