@@ -9,6 +9,8 @@
 //!
 //! Run with `cargo bench -p plinth-runtime`. `PLINTH_BENCH_QUICK=1` runs each figure a few
 //! times only, for profilers (`valgrind --tool=callgrind`), which run code ~50× slower.
+//! `PLINTH_PERFMAP=1` has wasmtime write `/tmp/perf-<pid>.map`, which names the guest's
+//! functions for `perf report` (and maps callgrind's unnamed addresses to them).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
