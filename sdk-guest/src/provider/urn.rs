@@ -69,15 +69,25 @@ impl Urn {
     }
 }
 
-/// The offset of the first `::` in `text` at or after `start`. A plain byte scan: `str::find`
+/// The offset of the first `::` in `text` at or after `start`. A plain byte scan (`str::find`
 /// with a string pattern sets up a substring searcher, which costs more than the whole scan of
-/// a URN, and every provider call parses one.
+/// a URN, and every provider call parses one) that looks at every other byte: any `::` covers
+/// one of them, and the first colon seen that starts or ends a pair is the first pair.
 fn separator(text: &str, start: usize) -> Option<usize> {
-    let rest = text.as_bytes().get(start..)?;
-    let next = rest.get(1..)?;
-    (rest.iter().zip(next))
-        .position(|(&a, &b)| a == b':' && b == b':')
-        .map(|at| start + at)
+    let bytes = text.as_bytes();
+    let mut at = start + 1;
+    while at < bytes.len() {
+        if bytes[at] == b':' {
+            if bytes[at - 1] == b':' {
+                return Some(at - 1);
+            }
+            if bytes.get(at + 1) == Some(&b':') {
+                return Some(at);
+            }
+        }
+        at += 2;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -107,6 +117,25 @@ mod tests {
         assert!(Urn::parse("urn:plinth:dev::p::t".into()).is_err());
         assert!(Urn::parse("urn:plinth:dev::p::t:".into()).is_err());
         assert!(Urn::parse("urn:plinth:".into()).is_err());
+    }
+
+    #[test]
+    fn separators_at_every_offset() {
+        for pad in 0..6 {
+            for gap in 0..4 {
+                let stack = "s".repeat(pad);
+                let project = ":x".repeat(gap);
+                let text = format!("urn:plinth:{stack}::{project}::t:T::n::m");
+                let urn = Urn::parse(text.clone()).unwrap();
+                assert_eq!(urn.stack(), stack, "{text}");
+                assert_eq!(urn.project(), project, "{text}");
+                assert_eq!(urn.type_token(), "t:T", "{text}");
+                assert_eq!(urn.name(), "n::m", "{text}");
+            }
+        }
+        // Three colons: the separator is the first two.
+        let urn = Urn::parse("urn:plinth:a:::b::c::d".into()).unwrap();
+        assert_eq!((urn.stack(), urn.project()), ("a", ":b"));
     }
 
     #[test]
