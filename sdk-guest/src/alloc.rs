@@ -3,12 +3,12 @@
 //!
 //! A provider call moves a handful of small strings and lists across the component boundary, and
 //! each one is allocated and freed once. On `wasm32-wasip2` each of those goes through four
-//! layers down to wasi-libc's dlmalloc, which costs several hundred instructions a pair: about a
-//! quarter of a whole `check`. Freed small blocks are kept on a free list per size class instead
-//! and handed out again, which costs a few dozen instructions. The lists are bounded, so the
-//! cache holds at most 8 KiB of free blocks of each of six sizes; bigger blocks and anything past the bounds go to
-//! the system allocator as before. Blocks are never shared between threads: a `wasm32-wasip2`
-//! guest has exactly one.
+//! layers down to wasi-libc's dlmalloc, which costs over 400 instructions a pair: a fifth of a
+//! whole `check`. Freed small blocks are kept on a free list per size class instead and handed
+//! out again, which costs a few dozen instructions. The lists are bounded, at 8 KiB of free
+//! blocks per class (48 KiB in all); bigger blocks, and blocks freed past the bound, go to the
+//! system allocator as before. Blocks are never shared between threads: a `wasm32-wasip2` guest
+//! has exactly one.
 //!
 //! A guest that wants another global allocator turns the feature off
 //! (`default-features = false`).
