@@ -7,6 +7,11 @@
 //!
 //! This SDK builds guests against `plinth:plugin@0.3.0`.
 //!
+//! The default feature `allocator` installs the guest's global allocator: a bounded cache of
+//! small blocks in front of the system allocator, which makes the many small strings and lists
+//! of each call across the component boundary cheap. Turn it off (`default-features = false`)
+//! to install another one.
+//!
 //! # Values
 //!
 //! Inputs and outputs are [`Value`]s, and property maps are [`PropertyMap`]s. Integers
@@ -120,6 +125,15 @@
 
 #![warn(missing_docs)]
 
+#[cfg(any(
+    test,
+    all(
+        feature = "allocator",
+        target_arch = "wasm32",
+        not(target_feature = "atomics")
+    )
+))]
+mod alloc;
 mod error;
 #[cfg(feature = "program")]
 mod program;

@@ -9,6 +9,8 @@
 //!
 //! Run with `cargo bench -p plinth-runtime`. `PLINTH_BENCH_QUICK=1` runs each figure a few
 //! times only, for profilers (`valgrind --tool=callgrind`), which run code ~50× slower.
+//! `PLINTH_PERFMAP=1` has wasmtime write `/tmp/perf-<pid>.map`, which names the guest's
+//! functions for `perf report` (and maps callgrind's unnamed addresses to them).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -18,6 +20,10 @@ use std::time::{Duration, Instant};
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
 use plinth_runtime::{Grants, Limits, Runtime};
+
+// The allocator of the plinth binary, so that the host's share of a call is what it is there.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How many times each figure is measured.
 struct Counts {

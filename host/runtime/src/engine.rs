@@ -26,6 +26,12 @@ pub(crate) fn new_engine() -> Result<Engine, LoadError> {
         // Native unwind tables only serve outside unwinders (a debugger, a profiler), not
         // wasmtime's own traps and backtraces; registering them costs every plugin start.
         .native_unwind_info(false);
+    // For profiling guests: `perf` names their functions from the map this writes to
+    // /tmp/perf-<pid>.map (valgrind's callgrind too, by address); off by default, as writing it
+    // costs every plugin start.
+    if std::env::var_os("PLINTH_PERFMAP").is_some_and(|v| v != "0") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))
 }
 

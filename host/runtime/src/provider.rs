@@ -140,7 +140,9 @@ struct Instance {
     store: Store<Sandbox>,
     /// The instance itself, for the exports the version's bindings do not cover (the hints).
     exports: component::Instance,
-    bindings: Bindings,
+    /// Boxed: the instance moves in and out of the idle list on every call, and the bindings
+    /// are most of its size.
+    bindings: Box<Bindings>,
     /// The configuration generation it received.
     generation: u64,
 }
@@ -154,7 +156,7 @@ macro_rules! call {
         let instance: &mut Instance = &mut $instance;
         let backstop = sandbox::backstop(&mut instance.store);
         let call = async {
-            match &instance.bindings {
+            match &*instance.bindings {
                 Bindings::V0_1(b) => b
                     .plinth_plugin_provider()
                     .$method(&mut instance.store, $($legacy),*)
@@ -226,7 +228,7 @@ impl Factory {
         let mut instance = Instance {
             store,
             exports,
-            bindings,
+            bindings: Box::new(bindings),
             generation: config.generation,
         };
         if let Some(value) = config.value {

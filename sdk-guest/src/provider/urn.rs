@@ -30,10 +30,7 @@ impl Urn {
             let end = if i == 3 {
                 text.len()
             } else {
-                text[start..]
-                    .find("::")
-                    .map(|at| start + at)
-                    .ok_or_else(malformed)?
+                separator(&text, start).ok_or_else(malformed)?
             };
             *part = (start, end);
             start = end + 2;
@@ -61,12 +58,36 @@ impl Urn {
     /// The resource's own type token: the last `$` segment of the type part.
     pub(crate) fn type_token(&self) -> &str {
         let qualified = self.part(2);
-        qualified.rsplit('$').next().unwrap_or(qualified)
+        match qualified.bytes().rposition(|b| b == b'$') {
+            Some(at) => &qualified[at + 1..],
+            None => qualified,
+        }
     }
 
     pub(crate) fn name(&self) -> &str {
         self.part(3)
     }
+}
+
+/// The offset of the first `::` in `text` at or after `start`. A plain byte scan (`str::find`
+/// with a string pattern sets up a substring searcher, which costs more than the whole scan of
+/// a URN, and every provider call parses one) that looks at every other byte: any `::` covers
+/// one of them, and the first colon seen that starts or ends a pair is the first pair.
+fn separator(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut at = start + 1;
+    while at < bytes.len() {
+        if bytes[at] == b':' {
+            if bytes[at - 1] == b':' {
+                return Some(at - 1);
+            }
+            if bytes.get(at + 1) == Some(&b':') {
+                return Some(at);
+            }
+        }
+        at += 2;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -94,5 +115,38 @@ mod tests {
     fn rejects_malformed() {
         assert!(Urn::parse("urn:pulumi:dev::p::t::n".into()).is_err());
         assert!(Urn::parse("urn:plinth:dev::p::t".into()).is_err());
+        assert!(Urn::parse("urn:plinth:dev::p::t:".into()).is_err());
+        assert!(Urn::parse("urn:plinth:".into()).is_err());
+    }
+
+    #[test]
+    fn separators_at_every_offset() {
+        for pad in 0..6 {
+            for gap in 0..4 {
+                let stack = "s".repeat(pad);
+                let project = ":x".repeat(gap);
+                let text = format!("urn:plinth:{stack}::{project}::t:T::n::m");
+                let urn = Urn::parse(text.clone()).unwrap();
+                assert_eq!(urn.stack(), stack, "{text}");
+                assert_eq!(urn.project(), project, "{text}");
+                assert_eq!(urn.type_token(), "t:T", "{text}");
+                assert_eq!(urn.name(), "n::m", "{text}");
+            }
+        }
+        // Three colons: the separator is the first two.
+        let urn = Urn::parse("urn:plinth:a:::b::c::d".into()).unwrap();
+        assert_eq!((urn.stack(), urn.project()), ("a", ":b"));
+    }
+
+    #[test]
+    fn empty_parts_and_single_colons() {
+        let urn = Urn::parse("urn:plinth:::p:q::a:B$:c:D::".into()).unwrap();
+        assert_eq!(urn.stack(), "");
+        assert_eq!(urn.project(), "p:q");
+        assert_eq!(urn.type_token(), ":c:D");
+        assert_eq!(urn.name(), "");
+        let urn = Urn::parse("urn:plinth:s::p::t$::n".into()).unwrap();
+        assert_eq!(urn.type_token(), "");
+        assert_eq!(urn.name(), "n");
     }
 }

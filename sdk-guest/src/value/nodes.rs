@@ -7,9 +7,21 @@ use crate::wire::{self, Node};
 
 /// Flattens a value, root first. Strings and keys are moved, never copied.
 pub(crate) fn encode(value: Value) -> wire::Value {
-    let mut nodes = Vec::new();
+    // Counting first is a walk without allocation; growing the list as it fills would copy it
+    // and go through the allocator several times.
+    let mut nodes = Vec::with_capacity(count(&value));
     push(&mut nodes, value);
     wire::Value { nodes }
+}
+
+/// How many nodes `value` flattens to.
+fn count(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(count).sum(),
+        Value::Object(map) => map.values().map(count).sum(),
+        Value::Secret(inner) => count(inner),
+        _ => 0,
+    }
 }
 
 /// Flattens a property map as an object value.
@@ -91,12 +103,15 @@ fn take(slots: &mut [Option<Node>], index: u32) -> Result<Value, Error> {
                 .map(|child| take(slots, child))
                 .collect::<Result<_, _>>()?,
         ),
-        Node::Object(entries) => Value::Object(
-            entries
-                .into_iter()
-                .map(|(key, child)| Ok((key, take(slots, child)?)))
-                .collect::<Result<_, Error>>()?,
-        ),
+        Node::Object(entries) => {
+            // Inserted one by one: collecting would first gather and sort the entries in a
+            // list of their own. A repeated key keeps its last value either way.
+            let mut map = PropertyMap::new();
+            for (key, child) in entries {
+                map.insert(key, take(slots, child)?);
+            }
+            Value::Object(map)
+        }
         Node::Secret(child) => Value::Secret(Box::new(take(slots, child)?)),
         Node::Unknown => Value::Unknown,
         #[cfg(feature = "program")]
@@ -180,6 +195,25 @@ mod tests {
             decode(value).unwrap(),
             Value::Array(vec![Value::secret(false), Value::from("second")])
         );
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value() {
+        let value = wire::Value {
+            nodes: vec![
+                Node::Object(vec![("a".into(), 1), ("b".into(), 2), ("a".into(), 3)]),
+                Node::Integer(1),
+                Node::Integer(2),
+                Node::Integer(3),
+            ],
+        };
+        assert_eq!(decode(value).unwrap(), Value::object([("a", 3), ("b", 2)]));
+    }
+
+    #[test]
+    fn the_node_list_is_allocated_once() {
+        let encoded = encode(sample());
+        assert_eq!(encoded.nodes.capacity(), encoded.nodes.len());
     }
 
     #[test]
