@@ -193,8 +193,9 @@ impl Report {
         let _ = writeln!(
             out,
             "\nthe service: PostgreSQL (fsync off) and one plinth serve on this machine, over \
-             loopback; requests and bytes (HTTP heads and bodies) counted by a proxy between the \
-             CLI and the service"
+             loopback, measured after one unmeasured `up` and `destroy` of the same size (a \
+             running service has its connections open); requests and bytes (HTTP heads and \
+             bodies) counted by a proxy between the CLI and the service"
         );
     }
 }

@@ -196,6 +196,12 @@ pub fn run(
     project.run(&["config", "set", "count", &count.to_string()])?;
     project.run(&["config", "set", "shape", shape])?;
 
+    if let Backend::Service(_) = backend {
+        // A service runs for days: its first update of this size after it started would also
+        // pay for opening database connections and growing its heap, which no later one does.
+        project.run(&["up", "--yes", "--skip-preview"])?;
+        project.run(&["destroy", "--yes", "--skip-preview"])?;
+    }
     let mut steps = Vec::new();
     for (step, args) in STEPS {
         if *step == FIRST_CHANGED_STEP {
