@@ -243,7 +243,21 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `mi_option_purge_delay`, which libmimalloc-sys does not name; it lies between two
+/// options it does name, which the assertion checks.
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = libmimalloc_sys::mi_option_eager_commit_delay + 1;
+const _: () = assert!(libmimalloc_sys::mi_option_use_numa_nodes == PURGE_DELAY + 1);
+
+/// Freed pages go back to the system at once rather than after 10 ms: an update of 10,000
+/// resources then peaks at about 80 MB instead of 115 to 150 MB (the pages a step frees are
+/// mostly not reused by the next), for a few percent more time in page faults.
+fn purge_at_once() {
+    // SAFETY: sets an option of the allocator, which it reads atomically.
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) };
+}
+
 fn main() -> ExitCode {
+    purge_at_once();
     // `plinth stack history | head`: a closed pipe ends plinth quietly, as it does other Unix
     // tools, instead of making `println!` panic.
     // SAFETY: restoring the default disposition of SIGPIPE at startup, before any thread runs.
