@@ -21,6 +21,12 @@ pub trait Persister: Send + 'static {
     fn sync(&mut self) -> Result<(), PersistError>;
     /// Writes `snapshot` as the new checkpoint and retires the journal.
     fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError>;
+    /// The least time from the start of one `sync` to the start of the next that the writer
+    /// keeps, letting more starts of provider calls share a sync, for a persister whose every
+    /// sync costs more than its entries (a file rewrites its last page). None by default.
+    fn min_sync_interval(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 }
 
 /// Why a persister could not store a journal entry or a checkpoint: what it was doing, to which

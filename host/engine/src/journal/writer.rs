@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -105,6 +105,9 @@ impl SnapshotManager {
 /// flushed on their own: the steps that depend on them usually start within that time.
 const END_FLUSH_DELAY: Duration = Duration::from_millis(5);
 
+/// A start recorded and waiting for its flush.
+type Waiting = oneshot::Sender<Result<(), SnapshotError>>;
+
 fn writer(state: JournalState, persister: Box<dyn Persister>, rx: mpsc::Receiver<Request>) {
     let mut writer = Writer {
         state,
@@ -113,35 +116,40 @@ fn writer(state: JournalState, persister: Box<dyn Persister>, rx: mpsc::Receiver
         acknowledged: false,
         lost: None,
     };
+    let min_interval = writer.persister.min_sync_interval();
+    let mut last_flush: Option<Instant> = None;
+    let mut waiting = Vec::new();
     let mut next = rx.recv();
     while let Ok(first) = next {
+        // What came while the last flush was under way shares the next one.
         let mut batch = vec![first];
-        while let Ok(more) = rx.try_recv() {
-            batch.push(more);
-        }
-        let mut waiting = Vec::new();
-        for request in batch {
-            match request {
-                Request::Record(entries, reply) => match writer.record(&entries) {
-                    Ok(()) if entries.iter().any(JournalEntry::is_begin) => waiting.push(reply),
-                    Ok(()) => {
-                        writer.acknowledged = true;
-                        let _ = reply.send(Ok(()));
-                    }
-                    // What the request recorded before the failure is flushed all the same.
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                },
-                Request::Finish(reply) => {
+        batch.extend(rx.try_iter());
+        loop {
+            for request in batch.drain(..) {
+                if let Some(finished) = writer.handle(request, &mut waiting) {
                     let flushed = writer.flush();
                     flush_replies(&mut waiting, &flushed);
-                    let _ = reply.send(flushed.and_then(|()| writer.finish()));
+                    let _ = finished.send(flushed.and_then(|()| writer.finish()));
                     return;
                 }
             }
+            // Starts wait for a flush: until the persister's interval since the last one is
+            // over, more requests may come to share it.
+            let wait = last_flush
+                .and_then(|at| (at + min_interval).checked_duration_since(Instant::now()));
+            let (false, Some(wait)) = (waiting.is_empty(), wait) else {
+                break;
+            };
+            match rx.recv_timeout(wait) {
+                Ok(request) => {
+                    batch.push(request);
+                    batch.extend(rx.try_iter());
+                }
+                Err(_) => break,
+            }
         }
         if !waiting.is_empty() {
+            last_flush = Some(Instant::now());
             let flushed = writer.flush();
             flush_replies(&mut waiting, &flushed);
         }
@@ -171,6 +179,30 @@ struct Writer {
 }
 
 impl Writer {
+    /// Records what `request` asks: a start joins `waiting` for the next flush, any other entry
+    /// is acknowledged at once. A request to finish is handed back.
+    fn handle(
+        &mut self,
+        request: Request,
+        waiting: &mut Vec<Waiting>,
+    ) -> Option<oneshot::Sender<Result<Snapshot, SnapshotError>>> {
+        match request {
+            Request::Record(entries, reply) => match self.record(&entries) {
+                Ok(()) if entries.iter().any(JournalEntry::is_begin) => waiting.push(reply),
+                Ok(()) => {
+                    self.acknowledged = true;
+                    let _ = reply.send(Ok(()));
+                }
+                // What the request recorded before the failure is flushed all the same.
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Request::Finish(reply) => return Some(reply),
+        }
+        None
+    }
+
     /// Applies and appends `entries` in order, up to the first that cannot be: that one
     /// changes neither the state in memory nor the persister's journal.
     fn record(&mut self, entries: &[JournalEntry]) -> Result<(), SnapshotError> {
@@ -230,10 +262,7 @@ impl Writer {
     }
 }
 
-fn flush_replies(
-    waiting: &mut Vec<oneshot::Sender<Result<(), SnapshotError>>>,
-    synced: &Result<(), SnapshotError>,
-) {
+fn flush_replies(waiting: &mut Vec<Waiting>, synced: &Result<(), SnapshotError>) {
     for reply in waiting.drain(..) {
         let _ = reply.send(synced.clone());
     }
@@ -436,6 +465,57 @@ mod tests {
         let finished = manager.finish().await.unwrap();
         assert_eq!(finished.resources.len(), 2);
         assert!(finished.pending_operations.is_empty());
+    }
+
+    /// Counts syncs, and asks for an hour between them.
+    struct Spaced {
+        syncs: Arc<AtomicU64>,
+    }
+
+    impl Persister for Spaced {
+        fn append(&mut self, _: &JournalEntry) -> Result<(), PersistError> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<(), PersistError> {
+            self.syncs.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn compact(&mut self, _: &Snapshot) -> Result<(), PersistError> {
+            Ok(())
+        }
+        fn min_sync_interval(&self) -> std::time::Duration {
+            std::time::Duration::from_secs(3600)
+        }
+    }
+
+    #[tokio::test]
+    async fn starts_within_the_persisters_interval_share_one_sync() {
+        let syncs = Arc::new(AtomicU64::new(0));
+        let manager = SnapshotManager::start(
+            base(),
+            Box::new(Spaced {
+                syncs: syncs.clone(),
+            }),
+        );
+        // The first start is flushed at once: no sync came before it.
+        manager.record(begin(1, "b")).await.unwrap();
+        assert_eq!(syncs.load(Ordering::SeqCst), 1);
+        // The next start waits out the interval for more to share its sync (here it would
+        // wait an hour: still waiting after a while is no matter of timing).
+        let (first, second) = (manager.clone(), manager.clone());
+        let mut c = Box::pin(first.record(begin(2, "c")));
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(50), &mut c).await;
+        assert!(
+            waited.is_err(),
+            "a start was flushed alone right after another"
+        );
+        assert_eq!(syncs.load(Ordering::SeqCst), 1);
+        // Finishing flushes it at once, with the start that came meanwhile, in one sync.
+        let (c, d, finished) = tokio::join!(c, second.record(begin(3, "d")), manager.finish());
+        c.unwrap();
+        d.unwrap();
+        assert_eq!(finished.unwrap().pending_operations.len(), 3);
+        assert_eq!(syncs.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
