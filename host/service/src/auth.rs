@@ -103,7 +103,8 @@ impl User {
         };
         Err(ApiError::Forbidden(format!(
             "the token of {} grants {}, and this needs {} on {target}: use a token that grants \
-             it (`plinth serve token create --level {} …`)",
+             it (the service's administrator makes one with `plinth serve token create --level \
+             {} …`)",
             self.name,
             self.scope.describe(),
             level.name(),
