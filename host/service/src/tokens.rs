@@ -25,9 +25,9 @@ pub struct TokenInfo {
     pub created: String,
 }
 
-/// A token's row: id, user, description, level, project, stack, creation time.
+/// A token's row: digest, user, description, level, project, stack, creation time.
 type Row = (
-    String,
+    Vec<u8>,
     String,
     String,
     String,
@@ -36,20 +36,19 @@ type Row = (
     String,
 );
 
-/// The columns of a [`Row`], from `tokens` as `t` and `users` as `u` (the id: `ID_LEN`, 12, hex
-/// digits).
-const COLUMNS: &str = "left(encode(t.digest, 'hex'), 12), u.name, t.description, t.level, \
+/// The columns of a [`Row`], from `tokens` as `t` and `users` as `u`.
+const COLUMNS: &str = "t.digest, u.name, t.description, t.level, \
      t.project, t.stack, to_char(t.created AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')";
 
 impl TokenInfo {
-    fn from_row((id, user, description, level, project, stack, created): Row) -> Self {
+    fn from_row((digest, user, description, level, project, stack, created): Row) -> Self {
         let scope = Scope {
             level: Level::parse(&level).unwrap_or(Level::Admin),
             project,
             stack,
         };
         TokenInfo {
-            id,
+            id: token_id(&digest),
             user,
             description,
             scope: scope.describe(),
@@ -101,7 +100,12 @@ pub async fn create_token(
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok((token, hex::encode(&digest[..ID_LEN / 2])))
+    Ok((token, token_id(&digest)))
+}
+
+/// The id of the token of digest `digest`.
+fn token_id(digest: &[u8]) -> String {
+    hex::encode(&digest[..ID_LEN / 2])
 }
 
 /// The tokens of `user` (of every user with `None`), oldest first.
@@ -132,13 +136,14 @@ pub enum Revoke<'a> {
 pub async fn revoke_tokens(pool: &PgPool, what: Revoke<'_>) -> anyhow::Result<Vec<TokenInfo>> {
     let (id, user) = match what {
         Revoke::Id(id) => {
-            let id = id.to_ascii_lowercase();
-            ensure!(
-                id.len() == ID_LEN && id.bytes().all(|b| b.is_ascii_hexdigit()),
-                "`{id}` is not a token id ({ID_LEN} hex digits, as `plinth serve token list` \
-                 shows them)"
-            );
-            (Some(id), None)
+            let prefix = hex::decode(id).ok().filter(|p| p.len() == ID_LEN / 2);
+            let Some(prefix) = prefix else {
+                bail!(
+                    "`{id}` is not a token id ({ID_LEN} hex digits, as `plinth serve token list` \
+                     shows them)"
+                );
+            };
+            (Some(prefix), None)
         }
         Revoke::User(user) => (None, Some(user)),
     };
@@ -146,22 +151,20 @@ pub async fn revoke_tokens(pool: &PgPool, what: Revoke<'_>) -> anyhow::Result<Ve
         "WITH t AS (
              DELETE FROM tokens t USING users u
              WHERE u.id = t.user_id
-               AND ($1::text IS NULL OR left(encode(t.digest, 'hex'), 12) = $1)
+               AND ($1::bytea IS NULL OR substring(t.digest FROM 1 FOR $3) = $1)
                AND ($2::text IS NULL OR u.name = $2)
              RETURNING t.*)
          SELECT {COLUMNS} FROM t JOIN users u ON u.id = t.user_id ORDER BY t.created, t.digest"
     ))
     .bind(&id)
     .bind(user)
+    .bind(ID_LEN as i32 / 2)
     .fetch_all(pool)
     .await
     .context("cannot revoke the tokens")?;
     if rows.is_empty() {
         match what {
-            Revoke::Id(_) => bail!(
-                "no token has the id `{}`: see `plinth serve token list`",
-                id.unwrap_or_default()
-            ),
+            Revoke::Id(id) => bail!("no token has the id `{id}`: see `plinth serve token list`"),
             Revoke::User(user) => bail!("user `{user}` has no token"),
         }
     }
