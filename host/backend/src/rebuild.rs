@@ -197,4 +197,45 @@ mod tests {
         assert!(!rebuilt_as_is(&serde_json::to_vec(&older).unwrap(), None));
         assert!(!rebuilt_as_is(b"{", None));
     }
+
+    #[test]
+    fn a_malformed_entry_is_refused_naming_what_is_wrong_and_where() {
+        // An entry is read without being buffered first, so an error names its field (which a
+        // buffered read could not: it said "missing field `type`", not where).
+        let refused = |entry: &str| check_entry(entry).unwrap_err();
+        let resource = r#"{"urn":"urn:plinth:dev::p::t:T::a","type":"t:T","custom":true,"id":"1"}"#;
+        for (entry, expected) in [
+            (
+                r#"{"entry":"made","seq":1}"#.to_owned(),
+                "entry: unknown variant `made`, expected one of `begin`",
+            ),
+            (r#"{"entry":"failed"}"#.to_owned(), "missing field `seq`"),
+            (
+                r#"{"entry":"failed","seq":"x"}"#.to_owned(),
+                "seq: invalid type: string \"x\", expected u64",
+            ),
+            (
+                r#"{"entry":"created","seq":1,"resource":{"urn":"urn:plinth:dev::p::t:T::a"}}"#
+                    .to_owned(),
+                "resource: missing field `type`",
+            ),
+            (
+                format!(
+                    r#"{{"entry":"created","seq":1,"resource":{}}}"#,
+                    resource.replace(r#""id":"1""#, r#""id":2"#)
+                ),
+                "resource.id: invalid type: integer `2`, expected a string",
+            ),
+            (
+                format!(r#"{{"entry":"begin","seq":1,"kind":"making","resource":{resource}}}"#),
+                "kind: unknown variant `making`, expected one of `creating`",
+            ),
+        ] {
+            let message = refused(&entry);
+            assert!(message.starts_with(expected), "{entry}: {message}");
+        }
+        // Unknown fields are ignored, wherever the tag is.
+        let entry = format!(r#"{{"seq":1,"later":[1],"entry":"created","resource":{resource}}}"#);
+        assert_eq!(check_entry(&entry), Ok(()));
+    }
 }

@@ -7,6 +7,7 @@
 //! steps they depend on, so that order is always topological.
 
 mod persist;
+mod read;
 mod undo;
 mod writer;
 
@@ -14,7 +15,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use persist::{PersistCause, PersistError, Persister};
 pub use writer::SnapshotManager;
@@ -24,8 +25,9 @@ use crate::snapshot::{IntegrityError, PendingKind, PendingOperation, Snapshot};
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
-/// One record of the journal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One record of the journal. Serialized with its tag first, which its reading
+/// ([`read`]) counts on to read it without buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "entry", rename_all = "kebab-case")]
 pub enum JournalEntry {
     /// A provider call is about to start.
