@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use rayon::prelude::*;
+
 use plinth_engine::journal::{JournalEntry, replay};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
@@ -32,7 +34,10 @@ impl Crypter for KeepSealed {
 /// are applied, each a JSON array of entries as the client sent them (secrets sealed); secrets
 /// stay sealed. It records `plugins` as the update's (the base's if `None`). `origin` names
 /// where the base came from in errors.
-pub fn rebuild_sealed<B: AsRef<[u8]>>(
+///
+/// The base and the batches are parsed in parallel (most of the work, and a client waits for
+/// its end), then replayed in order.
+pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     project: &ProjectName,
     stack: &StackName,
     base: Option<&[u8]>,
@@ -40,27 +45,40 @@ pub fn rebuild_sealed<B: AsRef<[u8]>>(
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
 ) -> Result<Vec<u8>, BackendError> {
-    let checkpoint = match base {
-        Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed)?,
-        None => Checkpoint::new(project, stack, Snapshot::default()),
-    };
-    let mut decoded = Vec::new();
-    for (index, batch) in batches.iter().enumerate() {
-        let entries: Vec<JournalEntry> =
-            from_sealed_json(batch.as_ref(), &KeepSealed).map_err(|e| BackendError::Corrupt {
-                path: origin.to_owned(),
-                reason: format!("journal batch {}: {e}", index + 1),
-            })?;
-        decoded.extend(entries);
-    }
+    let (checkpoint, decoded) = rayon::join(
+        || match base {
+            Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed),
+            None => Ok(Checkpoint::new(project, stack, Snapshot::default())),
+        },
+        || {
+            (batches.par_iter().enumerate())
+                .map(|(index, batch)| parse_batch(index, batch.as_ref(), origin))
+                .collect::<Result<Vec<_>, _>>()
+        },
+    );
+    let (checkpoint, decoded) = (checkpoint?, decoded?);
     let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
-    let snapshot = replay(checkpoint.snapshot, decoded).map_err(|e| BackendError::Corrupt {
-        path: origin.to_owned(),
-        reason: format!("the journal does not apply to its base: {e}"),
+    let snapshot = replay(checkpoint.snapshot, decoded.into_iter().flatten()).map_err(|e| {
+        BackendError::Corrupt {
+            path: origin.to_owned(),
+            reason: format!("the journal does not apply to its base: {e}"),
+        }
     })?;
     Checkpoint::new(project, stack, snapshot)
         .with_plugins(plugins)
         .to_json(&KeepSealed)
+}
+
+/// The entries of the journal batch numbered `index` from 0.
+fn parse_batch(
+    index: usize,
+    batch: &[u8],
+    origin: &Path,
+) -> Result<Vec<JournalEntry>, BackendError> {
+    from_sealed_json(batch, &KeepSealed).map_err(|e| BackendError::Corrupt {
+        path: origin.to_owned(),
+        reason: format!("journal batch {}: {e}", index + 1),
+    })
 }
 
 /// Whether `base`, a checkpoint as [`rebuild_sealed`] writes it, is already what rebuilding it

@@ -198,8 +198,21 @@ impl JournalState {
         Ok(())
     }
 
+    /// [`apply`](Self::apply), of an entry it may keep the states of rather than copy them.
+    pub fn apply_owned(&mut self, entry: JournalEntry) -> Result<(), SnapshotError> {
+        self.apply_owned_uncommitted(entry)?;
+        self.commit();
+        Ok(())
+    }
+
     /// [`apply`](Self::apply), keeping the changes it makes open to being rolled back.
     fn apply_uncommitted(&mut self, entry: &JournalEntry) -> Result<(), SnapshotError> {
+        // An entry's bulk is the state it records, which the snapshot keeps: copying the
+        // entry copies only that.
+        self.apply_owned_uncommitted(entry.clone())
+    }
+
+    fn apply_owned_uncommitted(&mut self, entry: JournalEntry) -> Result<(), SnapshotError> {
         let savepoint = self.savepoint();
         let applied = self.apply_entry(entry);
         if applied.is_err() {
@@ -208,7 +221,7 @@ impl JournalState {
         applied
     }
 
-    fn apply_entry(&mut self, entry: &JournalEntry) -> Result<(), SnapshotError> {
+    fn apply_entry(&mut self, entry: JournalEntry) -> Result<(), SnapshotError> {
         match entry {
             JournalEntry::Begin {
                 seq,
@@ -218,70 +231,66 @@ impl JournalState {
             } => {
                 // Refuse what the snapshot could not record *before* the provider acts.
                 match (kind, old) {
-                    (PendingKind::Deleting, Some(old)) => self.check_deletable(*old)?,
-                    (PendingKind::Updating, Some(old)) => self.expect_live_base(*old)?,
+                    (PendingKind::Deleting, Some(old)) => self.check_deletable(old)?,
+                    (PendingKind::Updating, Some(old)) => self.expect_live_base(old)?,
                     (PendingKind::Creating, replaces) => {
-                        self.check_creatable(&resource.urn, *replaces)?
+                        self.check_creatable(&resource.urn, replaces)?
                     }
                     (_, None) if !self.knows(&resource.urn) => {
                         return Err(IntegrityError::DanglingPendingOperation {
-                            kind: *kind,
-                            urn: resource.urn.clone(),
+                            kind,
+                            urn: resource.urn,
                         }
                         .into());
                     }
                     _ => {}
                 }
-                let op = PendingOperation {
-                    kind: *kind,
-                    resource: resource.clone(),
-                };
-                self.set_pending(*seq, Some(op));
+                self.set_pending(seq, Some(PendingOperation { kind, resource }));
             }
             JournalEntry::Created {
                 seq,
                 resource,
                 replaces,
             } => {
-                self.end(*seq)?;
+                self.end(seq)?;
                 if let Some(old) = replaces {
-                    self.expect_live_base(*old)?;
-                    self.remove_base_live(&self.base.resources[*old].urn.clone());
-                    self.set_fate(*old, Fate::MarkedForDeletion);
+                    self.expect_live_base(old)?;
+                    self.remove_base_live(&self.base.resources[old].urn.clone());
+                    self.set_fate(old, Fate::MarkedForDeletion);
                 }
-                self.record(resource.clone())?;
+                self.record(resource)?;
             }
             JournalEntry::Updated { seq, old, resource } => {
-                self.end(*seq)?;
-                self.carry(*old, resource.clone())?;
+                self.end(seq)?;
+                self.carry(old, resource)?;
             }
             JournalEntry::Same { old, resource } => {
                 let state = match resource {
-                    Some(state) => state.clone(),
-                    None => self.renaming(self.base.resources.get(*old).ok_or_else(|| {
+                    Some(state) => state,
+                    None => self.renaming(self.base.resources.get(old).ok_or_else(|| {
                         SnapshotError::Inconsistent(format!("base resource #{old}"))
                     })?),
                 };
-                self.carry(*old, state)?;
+                self.carry(old, state)?;
             }
             JournalEntry::Deleted { seq, old } => {
                 if let Some(seq) = seq {
-                    self.end(*seq)?;
+                    self.end(seq)?;
                 }
-                self.delete(*old)?;
+                self.delete(old)?;
             }
-            JournalEntry::Failed { seq } => self.end(*seq)?,
-            JournalEntry::Forgotten { old } => self.forget(*old)?,
+            JournalEntry::Failed { seq } => self.end(seq)?,
+            JournalEntry::Forgotten { old } => self.forget(old)?,
             JournalEntry::ComponentOutputs { urn, outputs } => {
                 let i = *self
                     .recorded_index
-                    .get(urn)
+                    .get(&urn)
                     .ok_or_else(|| SnapshotError::Inconsistent(urn.to_string()))?;
-                self.set_component_outputs(i, outputs.clone());
+                self.set_component_outputs(i, outputs);
             }
             JournalEntry::ResolvePending { kind, urn } => {
                 let at = (self.carried_pending.iter())
-                    .position(|op| op.kind == *kind && op.resource.urn == *urn)
+                    .position(|op| op.kind == kind && op.resource.urn == urn)
                     .ok_or_else(|| {
                         SnapshotError::Inconsistent(format!("pending {kind:?} {urn}"))
                     })?;
@@ -558,7 +567,7 @@ pub fn replay(
 ) -> Result<Snapshot, SnapshotError> {
     let mut state = JournalState::new(base);
     for entry in entries {
-        state.apply(&entry)?;
+        state.apply_owned(entry)?;
     }
     let snapshot = state.into_snapshot();
     snapshot.verify_integrity()?;
