@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::BackendError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
-use crate::stored::{STORED_SINCE, StoredSnapshot};
+use crate::stored::{STORED_SINCE, StoredSnapshot, WrittenSnapshot};
 use crate::upgrade::{Decoded, OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE};
 
 /// The checkpoint schema this plinth writes and reads (it also reads older ones back to
@@ -233,6 +233,19 @@ pub(crate) struct CheckpointView<'a> {
     pub snapshot: &'a Snapshot,
 }
 
+/// A [`CheckpointView`] whose resources are written already: the same fields, in the same
+/// order, serialized the same way.
+#[derive(Serialize)]
+struct CheckpointWritten<'a> {
+    version: u32,
+    project: &'a ProjectName,
+    stack: &'a StackName,
+    plinth: &'a str,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    plugins: &'a [PluginUse],
+    snapshot: WrittenSnapshot,
+}
+
 impl<'a> CheckpointView<'a> {
     /// The view of a checkpoint this plinth writes now.
     pub fn current(
@@ -251,9 +264,28 @@ impl<'a> CheckpointView<'a> {
         }
     }
 
-    /// [`Checkpoint::to_json`].
+    /// [`Checkpoint::to_json`]: what serializing the view writes, its resources written in
+    /// parallel.
     pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, BackendError> {
-        let mut bytes = to_sealed_json(self, crypter, true).map_err(|e| match e {
+        let encode = |e: serde_json::Error| BackendError::Encode(e.to_string());
+        // Every field named, so that a field added to the view cannot be left out here.
+        let CheckpointView {
+            version,
+            project,
+            stack,
+            plinth,
+            plugins,
+            snapshot,
+        } = *self;
+        let written = CheckpointWritten {
+            version,
+            project,
+            stack,
+            plinth,
+            plugins,
+            snapshot: WrittenSnapshot::of(snapshot).map_err(encode)?,
+        };
+        let mut bytes = to_sealed_json(&written, crypter, true).map_err(|e| match e {
             CodecError::Json(e) => BackendError::Encode(e.to_string()),
             CodecError::Secrets(e) => e.into(),
         })?;
@@ -274,7 +306,7 @@ mod tests {
         StackName::new("dev").unwrap()
     }
     use crate::secrets::{PassphraseCrypter, SecretsError};
-    use plinth_engine::value::Value;
+    use plinth_engine::value::{PropertyMap, Value};
 
     fn parse(json: &str) -> Result<Checkpoint, BackendError> {
         let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
@@ -337,6 +369,77 @@ mod tests {
             Checkpoint::parse(tampered.as_bytes(), "dev", Path::new("x"), &again),
             Err(BackendError::Secrets(_))
         ));
+    }
+
+    /// Seals a secret as its plaintext behind a mark: the same every time.
+    struct Marked;
+
+    impl Crypter for Marked {
+        fn seal(&self, plaintext: &str) -> Result<String, SecretsError> {
+            Ok(format!("sealed:{plaintext}"))
+        }
+        fn open(&self, sealed: &str) -> Result<String, SecretsError> {
+            Ok(sealed.trim_start_matches("sealed:").to_owned())
+        }
+    }
+
+    #[test]
+    fn resources_written_in_parallel_are_written_as_the_view_serializes_them() {
+        use plinth_engine::resource::ResourceState;
+        use plinth_engine::snapshot::{PendingKind, PendingOperation};
+        use plinth_engine::urn::Urn;
+
+        let mut snapshot = Snapshot::default();
+        snapshot.adopt_root("p", "dev", [("out".to_owned(), "x".into())].into());
+        let root = snapshot.resources[0].urn.clone();
+        let resource = |name: &str, parent: Option<&Urn>, deps: &[&Urn]| ResourceState {
+            urn: Urn::new("dev", "p", None, "t:T", name),
+            ty: "t:T".into(),
+            custom: true,
+            id: format!("{name}-1"),
+            inputs: [("n".to_owned(), Value::Integer(1))].into(),
+            outputs: PropertyMap::new(),
+            parent: parent.cloned(),
+            dependencies: deps.iter().map(|&u| u.clone()).collect(),
+            protect: name == "b",
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        };
+        let a = resource("a", Some(&root), &[]);
+        let b = resource("b", Some(&a.urn), &[&a.urn]);
+        let pending = resource("c", Some(&root), &[&b.urn]);
+        snapshot.resources.extend([a, b]);
+        snapshot.pending_operations.push(PendingOperation {
+            kind: PendingKind::Creating,
+            resource: pending,
+        });
+        let plugins = [PluginUse {
+            name: "t".into(),
+            version: "1.0.0".into(),
+            sha256: "00".into(),
+        }];
+        let (project, stack) = (p(), dev());
+        let serialized = |view: &CheckpointView| {
+            let mut bytes = to_sealed_json(view, &Marked, true).unwrap();
+            bytes.push(b'\n');
+            bytes
+        };
+        for plugins in [&plugins[..], &[]] {
+            let view = CheckpointView::current(&project, &stack, plugins, &snapshot);
+            assert_eq!(
+                String::from_utf8(view.to_json(&Marked).unwrap()).unwrap(),
+                String::from_utf8(serialized(&view)).unwrap()
+            );
+        }
+        // And with a secret, which is sealed in a JSON tree of the checkpoint.
+        snapshot.resources[1].outputs =
+            [("pw".to_owned(), Value::Secret(Box::new("hunter2".into())))].into();
+        let view = CheckpointView::current(&project, &stack, &plugins, &snapshot);
+        let written = String::from_utf8(view.to_json(&Marked).unwrap()).unwrap();
+        assert!(written.contains("sealed:\\\"hunter2"), "{written}");
+        assert_eq!(written, String::from_utf8(serialized(&view)).unwrap());
     }
 
     #[test]

@@ -64,9 +64,12 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
             reason: format!("the journal does not apply to its base: {e}"),
         }
     })?;
-    Checkpoint::new(project, stack, snapshot)
-        .with_plugins(plugins)
-        .to_json(&KeepSealed)
+    let checkpoint = Checkpoint::new(project, stack, snapshot).with_plugins(plugins);
+    let json = checkpoint.to_json(&KeepSealed);
+    // Freeing the state's many small allocations takes about as long as writing it: it is
+    // done off the path of the answer.
+    rayon::spawn(move || drop(checkpoint));
+    json
 }
 
 /// The entries of the journal batch numbered `index` from 0.

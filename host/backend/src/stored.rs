@@ -14,7 +14,9 @@ use plinth_engine::resource::{ProviderRef, ResourceState};
 use plinth_engine::snapshot::{PendingKind, PendingOperation, Snapshot};
 use plinth_engine::urn::{Urn, is_stack_type};
 use plinth_engine::value::PropertyMap;
+use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 
 /// The first schema that stores snapshots this way.
 pub(crate) const STORED_SINCE: u32 = 3;
@@ -37,28 +39,66 @@ pub(crate) struct StoredSnapshotRef<'a>(pub &'a Snapshot);
 
 impl Serialize for StoredSnapshotRef<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Snapshot {
+        stored_shape(self.0).serialize(serializer)
+    }
+}
+
+/// The resources of `snapshot` as schema 3 writes them.
+fn stored_shape(snapshot: &Snapshot) -> Shape<StoredRef<'_>> {
+    let Snapshot {
+        resources,
+        pending_operations,
+    } = snapshot;
+    let mut root = None;
+    let resources = (resources.iter())
+        .map(|state| {
+            let stored = StoredRef::of(state, root);
+            root = root_after(root, state);
+            stored
+        })
+        .collect();
+    Shape {
+        resources,
+        pending_operations: (pending_operations.iter())
+            .map(|PendingOperation { kind, resource }| Pending {
+                kind: *kind,
+                resource: StoredRef::of(resource, root),
+            })
+            .collect(),
+    }
+}
+
+/// A snapshot as schema 3 writes it ([`StoredSnapshotRef`]), each resource already written as
+/// JSON, all of them in parallel: a state's resources are most of what a checkpoint writes.
+/// Serialized only as JSON (a resource is a [`RawValue`]), which writes the same bytes as
+/// [`StoredSnapshotRef`] does.
+pub(crate) struct WrittenSnapshot(Shape<Box<RawValue>>);
+
+impl WrittenSnapshot {
+    pub fn of(snapshot: &Snapshot) -> serde_json::Result<WrittenSnapshot> {
+        let Shape {
             resources,
             pending_operations,
-        } = self.0;
-        let mut root = None;
-        let resources = (resources.iter())
-            .map(|state| {
-                let stored = StoredRef::of(state, root);
-                root = root_after(root, state);
-                stored
+        } = stored_shape(snapshot);
+        let resources = (resources.par_iter())
+            .map(serde_json::value::to_raw_value)
+            .collect::<Result<_, _>>()?;
+        let pending_operations = (pending_operations.into_iter())
+            .map(|Pending { kind, resource }| {
+                let resource = serde_json::value::to_raw_value(&resource)?;
+                Ok(Pending { kind, resource })
             })
-            .collect();
-        Shape {
+            .collect::<serde_json::Result<_>>()?;
+        Ok(WrittenSnapshot(Shape {
             resources,
-            pending_operations: (pending_operations.iter())
-                .map(|PendingOperation { kind, resource }| Pending {
-                    kind: *kind,
-                    resource: StoredRef::of(resource, root),
-                })
-                .collect(),
-        }
-        .serialize(serializer)
+            pending_operations,
+        }))
+    }
+}
+
+impl Serialize for WrittenSnapshot {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
     }
 }
 
