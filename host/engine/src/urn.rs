@@ -16,8 +16,7 @@ use crate::names::{self, NameProblem};
 ///
 /// Shared, not copied, when cloned: a state names its parent, dependencies and provider by URN,
 /// and the engine keys its maps by them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Urn(Arc<str>);
 
 const PREFIX: &str = "urn:plinth:";
@@ -103,10 +102,7 @@ impl Urn {
             .0
             .strip_prefix(PREFIX)
             .ok_or_else(|| error(UrnProblem::Prefix))?;
-        let mut parts = rest.splitn(4, "::");
-        let (Some(stack), Some(project), Some(qualified), Some(name)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let Some([stack, project, qualified, name]) = split_parts(rest) else {
             return Err(error(UrnProblem::Shape));
         };
         names::check("stack", stack).map_err(|e| error(UrnProblem::Stack(e.problem)))?;
@@ -124,8 +120,10 @@ impl Urn {
     /// parts a program sent), missing parts are empty.
     fn parts(&self) -> [&str; 4] {
         let rest = self.0.strip_prefix(PREFIX).unwrap_or(&self.0);
-        let mut it = rest.splitn(4, "::");
-        std::array::from_fn(|_| it.next().unwrap_or_default())
+        split_parts(rest).unwrap_or_else(|| {
+            let mut it = rest.splitn(4, "::");
+            std::array::from_fn(|_| it.next().unwrap_or_default())
+        })
     }
 
     pub fn stack(&self) -> &str {
@@ -160,6 +158,38 @@ impl Urn {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The four `::`-separated parts of a URN after its prefix (the last one takes the rest), as
+/// `splitn(4, "::")` finds them, by a byte scan: URNs are read by the ten thousand.
+fn split_parts(rest: &str) -> Option<[&str; 4]> {
+    let mut parts = [""; 4];
+    let mut start = 0;
+    let bytes = rest.as_bytes();
+    for part in parts.iter_mut().take(3) {
+        let at = start + bytes[start..].windows(2).position(|w| w == b"::")?;
+        *part = &rest[start..at];
+        start = at + 2;
+    }
+    parts[3] = &rest[start..];
+    Some(parts)
+}
+
+/// Read from a string, its whole shape checked ([`Urn::validate`]), without copying it twice.
+impl<'de> Deserialize<'de> for Urn {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Urn, D::Error> {
+        struct UrnVisitor;
+        impl serde::de::Visitor<'_> for UrnVisitor {
+            type Value = Urn;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a URN")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Urn, E> {
+                Urn::parse(s).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(UrnVisitor)
     }
 }
 
@@ -291,7 +321,16 @@ mod tests {
         }
         assert!(Urn::parse("urn:plinth:dev::p::t:T::n").is_ok());
         assert!(Urn::parse("urn:plinth:dev::p::my:Web$plinth:providers:random::a::b").is_ok());
-        assert!(serde_json::from_str::<Urn>("\"urn:plinth:dev\"").is_err());
+        let err = serde_json::from_str::<Urn>("\"urn:plinth:dev\"").unwrap_err();
+        assert!(
+            err.to_string().contains("is not a valid URN: expected"),
+            "{err}"
+        );
+        let err = serde_json::from_str::<Urn>("7").unwrap_err();
+        assert!(
+            err.to_string().starts_with("invalid type: integer `7`"),
+            "{err}"
+        );
     }
 
     proptest::proptest! {
@@ -304,6 +343,16 @@ mod tests {
             }
             let built = Urn::new(&s, &s, Some(&s), &s, &name);
             let _ = (built.stack(), built.project(), built.ty(), built.name(), built.validate());
+        }
+
+        /// The byte scan splits as `splitn(4, "::")` does, where there are four parts.
+        #[test]
+        fn parts_split_as_splitn_does(s in "[a:é]{0,16}") {
+            let expected: Vec<&str> = s.splitn(4, "::").collect();
+            match split_parts(&s) {
+                Some(parts) => proptest::prop_assert_eq!(&parts[..], &expected[..]),
+                None => proptest::prop_assert!(expected.len() < 4),
+            }
         }
     }
 
