@@ -1,6 +1,6 @@
 //! A stack's recorded state: resources in topological order, plus operations in flight.
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 
 use serde::{Deserialize, Serialize};
 
