@@ -4,6 +4,7 @@
 //! service and the file backend cannot disagree about what a journal means.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -58,11 +59,15 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     );
     let (checkpoint, decoded) = (checkpoint?, decoded?);
     let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
-    let snapshot = replay(checkpoint.snapshot, decoded.into_iter().flatten()).map_err(|e| {
-        BackendError::Corrupt {
-            path: origin.to_owned(),
-            reason: format!("the journal does not apply to its base: {e}"),
-        }
+    // The base is shared with the replay so that it too is freed off the path of the answer
+    // (the replay then copies the base states it keeps untouched: an update not limited to
+    // targets has none).
+    let base = Arc::new(checkpoint.snapshot);
+    let replayed = replay(base.clone(), decoded.into_iter().flatten());
+    rayon::spawn(move || drop(base));
+    let snapshot = replayed.map_err(|e| BackendError::Corrupt {
+        path: origin.to_owned(),
+        reason: format!("the journal does not apply to its base: {e}"),
     })?;
     let checkpoint = Checkpoint::new(project, stack, snapshot).with_plugins(plugins);
     let json = checkpoint.to_json(&KeepSealed);

@@ -563,9 +563,10 @@ impl JournalState {
     }
 }
 
-/// Rebuilds the snapshot a base and its journal describe.
+/// Rebuilds the snapshot a base and its journal describe. A base the caller still shares is
+/// left as it is: the states kept from it untouched are copied.
 pub fn replay(
-    base: Snapshot,
+    base: impl Into<Arc<Snapshot>>,
     entries: impl IntoIterator<Item = JournalEntry>,
 ) -> Result<Snapshot, SnapshotError> {
     let mut state = JournalState::new(base);
