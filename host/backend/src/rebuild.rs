@@ -52,9 +52,11 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
             None => Ok(Checkpoint::new(project, stack, Snapshot::default())),
         },
         || {
-            (batches.par_iter().enumerate())
+            let parsed: Vec<_> = (batches.par_iter().enumerate())
                 .map(|(index, batch)| parse_batch(index, batch.as_ref(), origin))
-                .collect::<Result<Vec<_>, _>>()
+                .collect();
+            // The first malformed batch is the one reported, whichever was parsed first.
+            parsed.into_iter().collect::<Result<Vec<_>, _>>()
         },
     );
     let (checkpoint, decoded) = (checkpoint?, decoded?);
@@ -263,5 +265,26 @@ mod tests {
         // Unknown fields are ignored, wherever the tag is.
         let entry = format!(r#"{{"seq":1,"later":[1],"entry":"created","resource":{resource}}}"#);
         assert_eq!(check_entry(&entry), Ok(()));
+    }
+
+    #[test]
+    fn of_several_malformed_batches_the_first_is_reported() {
+        let mut batches = vec![b"[]".to_vec(); 40];
+        batches[5] = br#"[{"entry":"failed","seq":"five"}]"#.to_vec();
+        batches[30] = b"[{".to_vec();
+        let err = rebuild_sealed(
+            &ProjectName::new("p").unwrap(),
+            &StackName::new("dev").unwrap(),
+            None,
+            &batches,
+            None,
+            Path::new("service"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("journal batch 6: [0].seq: invalid type"),
+            "{err}"
+        );
     }
 }
