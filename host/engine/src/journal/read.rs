@@ -4,9 +4,10 @@
 //! to look for the tag anywhere in it, which costs more than the reading itself. A map whose tag
 //! comes later (an entry edited by hand) is still read, through a buffer.
 //!
-//! What is accepted, and the errors, are those of the derived reading: same field names and
-//! defaults, unknown fields ignored, the same messages for an unknown variant, a missing field or
-//! a value of the wrong type.
+//! What is accepted is what the derived reading accepts: the same field names and defaults,
+//! unknown fields ignored (a second `entry` key after the first too), a sequence of the tag and
+//! the fields in order. Errors are serde's own (unknown variant, missing field, wrong type), and
+//! name the field at fault when read with a path tracker, which the buffered reading could not.
 
 use std::fmt;
 
