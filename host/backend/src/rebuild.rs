@@ -12,9 +12,12 @@ use plinth_engine::journal::{JournalEntry, replay};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 
+use serde_json::value::RawValue;
+
 use crate::checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION};
 use crate::error::BackendError;
-use crate::secrets::{Crypter, SecretsError, from_sealed_json};
+use crate::journal_short::{Begun, Line, decode_line};
+use crate::secrets::{Crypter, SecretsError};
 
 /// "Opens" a ciphertext as a JSON string holding it, and "seals" that string back to it: the
 /// sealed secrets of the base and of the entries pass through replay untouched.
@@ -46,7 +49,7 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
 ) -> Result<Vec<u8>, BackendError> {
-    let (checkpoint, decoded) = rayon::join(
+    let (checkpoint, lines) = rayon::join(
         || match base {
             Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed),
             None => Ok(Checkpoint::new(project, stack, Snapshot::default())),
@@ -59,13 +62,30 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
             parsed.into_iter().collect::<Result<Vec<_>, _>>()
         },
     );
-    let (checkpoint, decoded) = (checkpoint?, decoded?);
+    let (checkpoint, lines) = (checkpoint?, lines?);
+    // Short entries completed in order, from the `begin` entries of this and earlier batches.
+    let mut begun = Begun::default();
+    let mut decoded = Vec::with_capacity(lines.iter().map(Vec::len).sum());
+    for (index, batch) in lines.into_iter().enumerate() {
+        for line in batch {
+            let entry = match line {
+                Line::Entry(entry) => {
+                    begun.follow(&entry);
+                    entry
+                }
+                Line::Short(short) => begun.complete(short).ok_or_else(|| {
+                    corrupt(origin, index, "the end of a create that no entry began")
+                })?,
+            };
+            decoded.push(entry);
+        }
+    }
     let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
     // The base is shared with the replay so that it too is freed off the path of the answer
     // (the replay then copies the base states it keeps untouched: an update not limited to
     // targets has none).
     let base = Arc::new(checkpoint.snapshot);
-    let replayed = replay(base.clone(), decoded.into_iter().flatten());
+    let replayed = replay(base.clone(), decoded);
     rayon::spawn(move || drop(base));
     let snapshot = replayed.map_err(|e| BackendError::Corrupt {
         path: origin.to_owned(),
@@ -79,16 +99,24 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     json
 }
 
-/// The entries of the journal batch numbered `index` from 0.
-fn parse_batch(
-    index: usize,
-    batch: &[u8],
-    origin: &Path,
-) -> Result<Vec<JournalEntry>, BackendError> {
-    from_sealed_json(batch, &KeepSealed).map_err(|e| BackendError::Corrupt {
+/// The entries of the journal batch numbered `index` from 0, short ones not completed yet.
+fn parse_batch(index: usize, batch: &[u8], origin: &Path) -> Result<Vec<Line>, BackendError> {
+    let entries: Vec<&RawValue> =
+        serde_json::from_slice(batch).map_err(|e| corrupt(origin, index, e))?;
+    (entries.into_iter().enumerate())
+        .map(|(place, entry)| {
+            decode_line(entry.get().as_bytes(), &KeepSealed)
+                .map_err(|e| corrupt(origin, index, format!("entry {}: {e}", place + 1)))
+        })
+        .collect()
+}
+
+/// The journal batch numbered `index` from 0 is not what `reason` says.
+fn corrupt(origin: &Path, index: usize, reason: impl std::fmt::Display) -> BackendError {
+    BackendError::Corrupt {
         path: origin.to_owned(),
-        reason: format!("journal batch {}: {e}", index + 1),
-    })
+        reason: format!("journal batch {}: {reason}", index + 1),
+    }
 }
 
 /// Whether `base`, a checkpoint as [`rebuild_sealed`] writes it, is already what rebuilding it
@@ -112,8 +140,8 @@ pub fn rebuilt_as_is(base: &[u8], plugins: Option<&[PluginUse]>) -> bool {
 /// refusing a malformed entry when it arrives rather than when the state is rebuilt.
 pub fn check_entry(entry: &str) -> Result<(), String> {
     // Parsed straight from the text, secrets kept sealed; most entries hold none and are never
-    // made a JSON tree.
-    from_sealed_json::<JournalEntry>(entry.as_bytes(), &KeepSealed)
+    // made a JSON tree. Whether a short entry's `begin` came before is known at the rebuild.
+    decode_line(entry.as_bytes(), &KeepSealed)
         .map(drop)
         .map_err(|e| e.to_string())
 }
@@ -283,8 +311,79 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            err.contains("journal batch 6: [0].seq: invalid type"),
+            err.contains("journal batch 6: entry 1: seq: invalid type"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_short_create_end_is_completed_from_its_begin_in_an_earlier_batch() {
+        let project = ProjectName::new("p").unwrap();
+        let stack = StackName::new("dev").unwrap();
+        let resource = |name: &str| ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", name),
+            ty: "t:T".into(),
+            custom: true,
+            id: String::new(),
+            inputs: [("size".to_owned(), Value::Number(3.0))].into(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        };
+        let begin = |seq, name| {
+            serde_json::to_value(JournalEntry::Begin {
+                seq,
+                kind: plinth_engine::snapshot::PendingKind::Creating,
+                resource: resource(name),
+                old: None,
+            })
+            .unwrap()
+        };
+        let short = |seq: u64| {
+            serde_json::json!({ "entry": "created-as-begun", "seq": seq, "id": format!("id-{seq}"),
+                "outputs": { "arn": format!("arn-{seq}") } })
+        };
+        for entry in [short(1), begin(1, "a")] {
+            assert_eq!(check_entry(&entry.to_string()), Ok(()), "{entry}");
+        }
+        assert!(check_entry(r#"{"entry":"created-as-begun","id":"x"}"#).is_err());
+        // Written spaced, its tag last: still a short entry.
+        let spaced = r#"{ "seq": 2, "entry": "created-as-begun" }"#;
+        assert_eq!(check_entry(spaced), Ok(()));
+
+        let batches = [
+            serde_json::to_vec(&[begin(1, "a"), begin(2, "b")]).unwrap(),
+            serde_json::to_vec(&[short(2), short(1)]).unwrap(),
+        ];
+        let bytes = rebuild_sealed(&project, &stack, None, &batches, None, Path::new("s")).unwrap();
+        let opened = Checkpoint::parse(&bytes, &stack, Path::new("x"), &KeepSealed).unwrap();
+        let resources = &opened.snapshot.resources;
+        assert_eq!(resources.len(), 2);
+        assert_eq!(
+            (resources[0].urn.name(), resources[0].id.as_str()),
+            ("b", "id-2")
+        );
+        assert_eq!(
+            resources[0].inputs,
+            resource("b").inputs,
+            "kept from its begin"
+        );
+        assert_eq!(resources[1].outputs["arn"], Value::String("arn-1".into()));
+
+        // A short end with no begin before it cannot be completed.
+        let orphan = [serde_json::to_vec(&[short(1), begin(1, "a")]).unwrap()];
+        let error =
+            rebuild_sealed(&project, &stack, None, &orphan, None, Path::new("s")).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("journal batch 1: the end of a create that no entry began"),
+            "{error}"
         );
     }
 }
