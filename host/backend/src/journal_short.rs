@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use plinth_engine::journal::JournalEntry;
 use plinth_engine::resource::ResourceState;
+use plinth_engine::snapshot::PendingKind;
 use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +110,14 @@ impl Begun {
     /// Follows `entry`, once it is in the journal.
     pub fn follow(&mut self, entry: &JournalEntry) {
         match entry {
-            JournalEntry::Begin { seq, resource, .. } => {
+            // Only a create ends in a `created` entry: the states of other operations are not
+            // kept (a destroy begins as many deletes as it has resources).
+            JournalEntry::Begin {
+                seq,
+                kind: PendingKind::Creating,
+                resource,
+                ..
+            } => {
                 self.open.insert(*seq, resource.clone());
             }
             JournalEntry::Created { seq, .. }
