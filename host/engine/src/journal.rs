@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use persist::{PersistCause, PersistError, Persister};
+pub use persist::{PersistCause, PersistError, Persister, SyncWaker};
 pub use writer::SnapshotManager;
 
 use crate::resource::ResourceState;
