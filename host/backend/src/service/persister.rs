@@ -75,6 +75,8 @@ struct Sending {
     /// Why the update must stop (its lease lost, a batch refused): every later sync fails so.
     stopped: Option<String>,
     waker: Option<SyncWaker>,
+    /// A batch is being sent.
+    busy: bool,
     /// The persister is gone: the sender stops.
     closed: bool,
 }
@@ -120,7 +122,9 @@ enum Unsent {
 
 impl Queue {
     fn lock(&self) -> MutexGuard<'_, Sending> {
-        self.state.lock().expect("never poisoned: nothing panics holding it")
+        self.state
+            .lock()
+            .expect("never poisoned: nothing panics holding it")
     }
 }
 
@@ -164,7 +168,7 @@ impl ServicePersister {
         self.handed += entries.len() as u64;
         self.in_flight.push_back(self.handed);
         sending.entries.extend(entries);
-        sending.retry = sending.in_doubt.is_some();
+        sending.retry |= sending.in_doubt.is_some();
         if let Some(stopped) = &sending.stopped {
             let stopped = PersistError::invalid(SENDING, &self.origin, stopped.clone());
             sending.failure.get_or_insert(stopped);
@@ -185,6 +189,11 @@ impl ServicePersister {
         if sending.stored >= needed && !sending.retry {
             self.in_flight.pop_front();
             return Some(Ok(()));
+        }
+        if sending.busy {
+            // A failure is reported once nothing is under way, its count of stored entries
+            // settled.
+            return None;
         }
         let failure = sending.failure.take()?;
         // It fails every later sync in flight, and what was appended since is dropped.
@@ -218,20 +227,25 @@ impl Batches {
                 return;
             }
             // A batch in doubt goes first, alone; then what is queued, up to a full batch.
-            let (count, in_doubt) = match sending.in_doubt.take() {
-                Some(batch) if sending.retry => (0, Some(batch)),
-                kept => {
-                    sending.in_doubt = kept;
-                    (sending.entries.len().min(MAX_BATCH), None)
-                }
+            let retry = sending.retry;
+            let in_doubt = sending.in_doubt.take_if(|_| retry);
+            let count = match in_doubt {
+                Some(_) => 0,
+                None => sending.entries.len().min(MAX_BATCH),
             };
+            if in_doubt.is_none() && count == 0 {
+                sending.retry = false;
+                continue;
+            }
             let entries: Vec<Vec<u8>> = sending.entries.drain(..count).collect();
+            sending.busy = true;
             drop(sending);
             let outcome = match in_doubt {
                 Some(batch) => self.send(batch),
                 None => self.seal_and_send(entries),
             };
             sending = queue.lock();
+            sending.busy = false;
             match outcome {
                 Ok(()) if count == 0 => sending.retry = false,
                 Ok(()) => sending.stored += count as u64,

@@ -53,7 +53,11 @@ impl SnapshotManager {
         let base = base.into();
         let (tx, rx) = mpsc::channel();
         let tx = Arc::new(tx);
-        let writer = Writer::new(JournalState::new(base), persister, waker(Arc::downgrade(&tx)));
+        let writer = Writer::new(
+            JournalState::new(base),
+            persister,
+            waker(Arc::downgrade(&tx)),
+        );
         std::thread::Builder::new()
             .name("plinth-snapshot-writer".into())
             .spawn(move || run(writer, rx))
@@ -323,8 +327,9 @@ impl Writer {
             Err(e) => {
                 self.state.roll_back_to(Savepoint::COMMITTED);
                 let error = SnapshotError::from(e);
-                let failed: Vec<SyncInFlight> =
-                    std::iter::once(sync).chain(self.in_flight.drain(..)).collect();
+                let failed: Vec<SyncInFlight> = std::iter::once(sync)
+                    .chain(self.in_flight.drain(..))
+                    .collect();
                 self.unflushed = false;
                 let acknowledged = std::mem::take(&mut self.acknowledged)
                     || failed.iter().any(|sync| sync.acknowledged);
@@ -706,7 +711,8 @@ mod tests {
             let mut syncs = self.syncs.lock().unwrap();
             syncs.waker = Some(waker.clone());
             let entries = std::mem::take(&mut self.appended);
-            self.started.send_modify(|started| *started += entries.len());
+            self.started
+                .send_modify(|started| *started += entries.len());
             syncs.in_flight.push_back(entries);
             None
         }
