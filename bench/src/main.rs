@@ -65,6 +65,10 @@ struct Args {
     /// (plinth's own default if absent).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     parallel: Option<u32>,
+    /// Runs of every scenario, the backends taking turns; each figure is the median of the runs
+    /// (one run varies by a fifth on a busy machine).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -146,16 +150,21 @@ fn main() -> anyhow::Result<()> {
     let mut scenarios = Vec::new();
     for &count in &args.sizes {
         for shape in &args.shapes {
-            for &backend in &backends {
-                eprintln!(
-                    "plinth-bench: {count} resources, {shape}, {} backend",
-                    backend.name()
-                );
-                scenarios.push(scenario::run(&setup, backend, shape, count)?);
+            let mut runs = vec![Vec::new(); backends.len()];
+            for run in 1..=args.runs {
+                for (&backend, runs) in backends.iter().zip(&mut runs) {
+                    eprintln!(
+                        "plinth-bench: {count} resources, {shape}, {} backend, run {run} of {}",
+                        backend.name(),
+                        args.runs
+                    );
+                    runs.push(scenario::run(&setup, backend, shape, count, run)?);
+                }
             }
+            scenarios.extend(runs.into_iter().map(scenario::Scenario::median));
         }
     }
-    let report = report::Report::new(scenarios, plugins, args.parallel);
+    let report = report::Report::new(scenarios, plugins, args.parallel, args.runs);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {

@@ -13,6 +13,8 @@ pub struct Report {
     plugins: Option<PluginFigures>,
     /// The `--parallel` given to the steps that change resources; plinth's default if `None`.
     parallel: Option<u32>,
+    /// Runs of each scenario whose median every figure is.
+    runs: u32,
 }
 
 impl Report {
@@ -20,11 +22,13 @@ impl Report {
         scenarios: Vec<Scenario>,
         plugins: Option<PluginFigures>,
         parallel: Option<u32>,
+        runs: u32,
     ) -> Report {
         Report {
             scenarios,
             plugins,
             parallel,
+            runs,
         }
     }
 
@@ -75,6 +79,7 @@ impl Report {
         json!({
             "machine": machine(),
             "parallel": self.parallel,
+            "runs": self.runs,
             "plugins": plugins,
             "scenarios": scenarios,
         })
@@ -85,9 +90,16 @@ impl Report {
         let _ = writeln!(out, "machine: {}", machine());
         let _ = writeln!(
             out,
-            "--parallel of up, refresh and destroy: {}\n",
+            "--parallel of up, refresh and destroy: {}",
             self.parallel()
         );
+        let _ = match self.runs {
+            1 => writeln!(out, "each figure from one run\n"),
+            runs => writeln!(
+                out,
+                "each figure the median of {runs} runs, the backends taking turns\n"
+            ),
+        };
         let mut header = vec!["shape".to_owned(), "N".to_owned()];
         header.extend(STEPS.iter().map(|(step, _)| step.to_string()));
         header

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
@@ -79,11 +80,49 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// One scenario whose every figure is the median of `runs`' (of the same scenario).
+    pub fn median(runs: Vec<Scenario>) -> Scenario {
+        let first = runs.first().expect("a scenario runs at least once");
+        let steps = (0..first.steps.len())
+            .map(|i| {
+                let figure = |of: fn(&Step) -> u64| median(runs.iter().map(|r| of(&r.steps[i])));
+                let traffic = first.steps[i].traffic.map(|_| Traffic {
+                    requests: figure(|s| s.traffic.unwrap_or_default().requests),
+                    bytes_sent: figure(|s| s.traffic.unwrap_or_default().bytes_sent),
+                    bytes_received: figure(|s| s.traffic.unwrap_or_default().bytes_received),
+                });
+                Step {
+                    step: first.steps[i].step,
+                    cost: Cost {
+                        wall: Duration::from_nanos(figure(|s| s.cost.wall.as_nanos() as u64)),
+                        peak_rss: figure(|s| s.cost.peak_rss),
+                        write_bytes: figure(|s| s.cost.write_bytes),
+                    },
+                    checkpoint_bytes: figure(|s| s.checkpoint_bytes),
+                    traffic,
+                }
+            })
+            .collect();
+        Scenario {
+            backend: first.backend,
+            shape: first.shape.clone(),
+            resources: first.resources,
+            steps,
+        }
+    }
+
     pub fn step(&self, name: &str) -> &Step {
         (self.steps.iter())
             .find(|s| s.step == name)
             .expect("every step runs")
     }
+}
+
+/// The middle of `values` (the lower of the two middle ones for an even count).
+fn median(values: impl Iterator<Item = u64>) -> u64 {
+    let mut values: Vec<u64> = values.collect();
+    values.sort_unstable();
+    values[(values.len() - 1) / 2]
 }
 
 /// A project directory with its own stack, driven by the CLI.
@@ -162,12 +201,14 @@ impl Project<'_> {
     }
 }
 
-/// Runs every step on a new project of `count` items of `shape`, its stack on `backend`.
+/// Runs every step on a new project of `count` items of `shape`, its stack on `backend`; `run`
+/// counts the runs of the same scenario from 1 (the service keeps each run's stack).
 pub fn run(
     setup: &Setup,
     backend: Backend<'_>,
     shape: &str,
     count: u64,
+    run: u32,
 ) -> anyhow::Result<Scenario> {
     let name = format!("{}-{shape}-{count}", backend.name());
     let dir = setup.work.join("projects").join(&name);
@@ -188,7 +229,7 @@ pub fn run(
         state,
         stack: match backend {
             Backend::File => "bench".to_owned(),
-            Backend::Service(_) => format!("{shape}-{count}"),
+            Backend::Service(_) => format!("{shape}-{count}-{run}"),
         },
     };
     let _ = std::fs::remove_file(&project.log);

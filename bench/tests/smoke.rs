@@ -81,6 +81,7 @@ fn a_tiny_run_measures_every_step_and_both_plugins() {
     }
 }
 
+/// Run twice, the second run on stacks of its own on the same service; each figure the median.
 #[test]
 fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
     let work = tempfile::tempdir().unwrap();
@@ -92,6 +93,8 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
             "chains",
             "--json",
             "--no-plugins",
+            "--runs",
+            "2",
         ])
         .arg("--service")
         .arg("--plinth")
@@ -108,11 +111,16 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
         String::from_utf8_lossy(&output.stderr)
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["runs"], 2);
     let scenarios = report["scenarios"].as_array().unwrap();
     let backends: Vec<&str> = (scenarios.iter())
         .map(|s| s["backend"].as_str().unwrap())
         .collect();
-    assert_eq!(backends, ["file", "service"]);
+    assert_eq!(
+        backends,
+        ["file", "service"],
+        "one scenario each, of the two runs"
+    );
     let on_service = scenarios[1]["steps"].as_array().unwrap();
     assert_eq!(on_service.len(), 7);
     for step in on_service {

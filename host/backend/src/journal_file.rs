@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::checkpoint::{CheckpointView, UsedPlugins};
 use crate::error::BackendError;
-use crate::journal_short::{Begun, CreatedAsBegun};
+use crate::journal_short::{Begun, Line, decode_line};
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 use crate::upgrade::SchemaOneEntry;
 
@@ -352,22 +352,22 @@ impl LineReader<'_> {
     /// Reads one line: an entry, the short end of a create, or a schema-1 stack output.
     fn line(&mut self, line: &[u8]) -> Result<(), LineError> {
         let crypter = self.crypter;
-        let error = match from_sealed_json(line, crypter) {
-            Ok(entry) => {
+        let error = match decode_line(line, crypter) {
+            Ok(Line::Entry(entry)) => {
                 self.begun.follow(&entry);
+                self.entries.push(entry);
+                return Ok(());
+            }
+            Ok(Line::Short(short)) => {
+                let entry = self.begun.complete(short).ok_or_else(|| {
+                    LineError::Bad("the end of a create that no earlier line began".to_owned())
+                })?;
                 self.entries.push(entry);
                 return Ok(());
             }
             Err(CodecError::Secrets(e)) => return Err(LineError::Secrets(e.into())),
             Err(e) => e,
         };
-        if let Ok(short) = from_sealed_json::<CreatedAsBegun>(line, crypter) {
-            let entry = self.begun.complete(short).ok_or_else(|| {
-                LineError::Bad("the end of a create that no earlier line began".to_owned())
-            })?;
-            self.entries.push(entry);
-            return Ok(());
-        }
         match from_sealed_json::<SchemaOneEntry>(line, crypter) {
             Ok(SchemaOneEntry::StackOutputs { outputs }) => {
                 self.stack_outputs = Some(outputs);

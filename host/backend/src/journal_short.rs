@@ -1,7 +1,8 @@
 //! Journal lines shorter than the entries they stand for. A create's end leaves the resource as
 //! its `begin` entry recorded it, but for the id and outputs the provider returned: the journal
-//! file records only those (`created-as-begun`), and the reader completes them from the `begin`
-//! line above. Every other entry is written whole.
+//! file, and the client of a service that accepts it, record only those (`created-as-begun`),
+//! and the reader completes them from the `begin` entry before. Every other entry is written
+//! whole.
 
 use std::collections::HashMap;
 
@@ -9,6 +10,38 @@ use plinth_engine::journal::JournalEntry;
 use plinth_engine::resource::ResourceState;
 use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
+
+use crate::secrets::{CodecError, Crypter, from_sealed_json};
+
+/// What a service's begin answer lists in `journal_extensions` when it takes
+/// `created-as-begun` entries.
+pub const CREATED_AS_BEGUN: &str = "created-as-begun";
+
+/// How plinth writes a short entry: its tag first, so most are told apart by their first bytes.
+const SHORT_PREFIX: &[u8] = br#"{"entry":"created-as-begun""#;
+
+/// One entry of a journal that may hold short ones, as read.
+pub(crate) enum Line {
+    Entry(JournalEntry),
+    /// To be completed by [`Begun::complete`].
+    Short(CreatedAsBegun),
+}
+
+/// Reads `bytes`, an entry or a short one, opening its secrets with `crypter`. The error is the
+/// entry's when it is neither.
+pub(crate) fn decode_line(bytes: &[u8], crypter: &dyn Crypter) -> Result<Line, CodecError> {
+    if bytes.starts_with(SHORT_PREFIX) {
+        return from_sealed_json(bytes, crypter).map(Line::Short);
+    }
+    match from_sealed_json(bytes, crypter) {
+        Ok(entry) => Ok(Line::Entry(entry)),
+        Err(e @ CodecError::Secrets(_)) => Err(e),
+        // Written otherwise (spaced, its tag later): tried as a short entry before giving up.
+        Err(e) => from_sealed_json(bytes, crypter)
+            .map(Line::Short)
+            .map_err(|_| e),
+    }
+}
 
 /// A `created-as-begun` line, as written.
 #[derive(Serialize)]

@@ -27,6 +27,7 @@ pub use edit::StateEdit;
 pub use error::BackendError;
 pub use history::{HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_file::write_atomically;
+pub use journal_short::CREATED_AS_BEGUN;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};

@@ -9,9 +9,12 @@ use plinth_engine::journal::{JournalEntry, replay};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::Snapshot;
 
+use serde_json::value::RawValue;
+
 use crate::checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION};
 use crate::error::BackendError;
-use crate::secrets::{Crypter, SecretsError, from_sealed_json};
+use crate::journal_short::{Begun, Line, decode_line};
+use crate::secrets::{Crypter, SecretsError};
 
 /// "Opens" a ciphertext as a JSON string holding it, and "seals" that string back to it: the
 /// sealed secrets of the base and of the entries pass through replay untouched.
@@ -44,14 +47,34 @@ pub fn rebuild_sealed<B: AsRef<[u8]>>(
         Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed)?,
         None => Checkpoint::new(project, stack, Snapshot::default()),
     };
-    let mut decoded = Vec::new();
+    let corrupt = |batch: usize, reason: String| BackendError::Corrupt {
+        path: origin.to_owned(),
+        reason: format!("journal batch {}: {reason}", batch + 1),
+    };
+    let mut lines = Vec::new();
     for (index, batch) in batches.iter().enumerate() {
-        let entries: Vec<JournalEntry> =
-            from_sealed_json(batch.as_ref(), &KeepSealed).map_err(|e| BackendError::Corrupt {
-                path: origin.to_owned(),
-                reason: format!("journal batch {}: {e}", index + 1),
-            })?;
-        decoded.extend(entries);
+        let entries: Vec<&RawValue> =
+            serde_json::from_slice(batch.as_ref()).map_err(|e| corrupt(index, e.to_string()))?;
+        for (place, entry) in entries.into_iter().enumerate() {
+            let line = decode_line(entry.get().as_bytes(), &KeepSealed)
+                .map_err(|e| corrupt(index, format!("entry {}: {e}", place + 1)))?;
+            lines.push((index, line));
+        }
+    }
+    // Short entries completed in order, from the `begin` entries of this and earlier batches.
+    let mut begun = Begun::default();
+    let mut decoded = Vec::with_capacity(lines.len());
+    for (index, line) in lines {
+        let entry = match line {
+            Line::Entry(entry) => {
+                begun.follow(&entry);
+                entry
+            }
+            Line::Short(short) => begun.complete(short).ok_or_else(|| {
+                corrupt(index, "the end of a create that no entry began".to_owned())
+            })?,
+        };
+        decoded.push(entry);
     }
     let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
     let snapshot = replay(checkpoint.snapshot, decoded).map_err(|e| BackendError::Corrupt {
@@ -84,8 +107,8 @@ pub fn rebuilt_as_is(base: &[u8], plugins: Option<&[PluginUse]>) -> bool {
 /// refusing a malformed entry when it arrives rather than when the state is rebuilt.
 pub fn check_entry(entry: &str) -> Result<(), String> {
     // Parsed straight from the text, secrets kept sealed; most entries hold none and are never
-    // made a JSON tree.
-    from_sealed_json::<JournalEntry>(entry.as_bytes(), &KeepSealed)
+    // made a JSON tree. Whether a short entry's `begin` came before is known at the rebuild.
+    decode_line(entry.as_bytes(), &KeepSealed)
         .map(drop)
         .map_err(|e| e.to_string())
 }
@@ -196,5 +219,76 @@ mod tests {
         older["version"] = (SCHEMA_VERSION - 1).into();
         assert!(!rebuilt_as_is(&serde_json::to_vec(&older).unwrap(), None));
         assert!(!rebuilt_as_is(b"{", None));
+    }
+
+    #[test]
+    fn a_short_create_end_is_completed_from_its_begin_in_an_earlier_batch() {
+        let project = ProjectName::new("p").unwrap();
+        let stack = StackName::new("dev").unwrap();
+        let resource = |name: &str| ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", name),
+            ty: "t:T".into(),
+            custom: true,
+            id: String::new(),
+            inputs: [("size".to_owned(), Value::Number(3.0))].into(),
+            outputs: Default::default(),
+            parent: None,
+            dependencies: vec![],
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        };
+        let begin = |seq, name| {
+            serde_json::to_value(JournalEntry::Begin {
+                seq,
+                kind: plinth_engine::snapshot::PendingKind::Creating,
+                resource: resource(name),
+                old: None,
+            })
+            .unwrap()
+        };
+        let short = |seq: u64| {
+            serde_json::json!({ "entry": "created-as-begun", "seq": seq, "id": format!("id-{seq}"),
+                "outputs": { "arn": format!("arn-{seq}") } })
+        };
+        for entry in [short(1), begin(1, "a")] {
+            assert_eq!(check_entry(&entry.to_string()), Ok(()), "{entry}");
+        }
+        assert!(check_entry(r#"{"entry":"created-as-begun","id":"x"}"#).is_err());
+        // Written spaced, its tag last: still a short entry.
+        let spaced = r#"{ "seq": 2, "entry": "created-as-begun" }"#;
+        assert_eq!(check_entry(spaced), Ok(()));
+
+        let batches = [
+            serde_json::to_vec(&[begin(1, "a"), begin(2, "b")]).unwrap(),
+            serde_json::to_vec(&[short(2), short(1)]).unwrap(),
+        ];
+        let bytes = rebuild_sealed(&project, &stack, None, &batches, None, Path::new("s")).unwrap();
+        let opened = Checkpoint::parse(&bytes, &stack, Path::new("x"), &KeepSealed).unwrap();
+        let resources = &opened.snapshot.resources;
+        assert_eq!(resources.len(), 2);
+        assert_eq!(
+            (resources[0].urn.name(), resources[0].id.as_str()),
+            ("b", "id-2")
+        );
+        assert_eq!(
+            resources[0].inputs,
+            resource("b").inputs,
+            "kept from its begin"
+        );
+        assert_eq!(resources[1].outputs["arn"], Value::String("arn-1".into()));
+
+        // A short end with no begin before it cannot be completed.
+        let orphan = [serde_json::to_vec(&[short(1), begin(1, "a")]).unwrap()];
+        let error =
+            rebuild_sealed(&project, &stack, None, &orphan, None, Path::new("s")).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("journal batch 1: the end of a create that no entry began"),
+            "{error}"
+        );
     }
 }

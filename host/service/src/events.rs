@@ -1,8 +1,12 @@
 //! Engine events of updates, kept for `plinth logs`. A client sends them in numbered batches
 //! while its update runs, up to [`MAX_IN_FLIGHT`] at once: a batch may arrive before the one
-//! ahead of it, but never more than that many ahead of what is stored. A batch is stored once:
-//! its retry (same number, same content) is answered as if new, and a different batch under a
-//! number already taken is refused.
+//! ahead of it, but never before every batch up to N − [`MAX_IN_FLIGHT`] is stored. A batch is
+//! stored once: its retry (same number, same content) is answered as if new, and a different
+//! batch under a number already taken is refused.
+//!
+//! Whether the batches up to N − W (W = [`MAX_IN_FLIGHT`]) are stored is read from the W batches
+//! N − 2W + 1 ..= N − W alone, one short index range whatever the length of the log: each of
+//! them was taken only once the W before it were stored, and so on down to batch 1.
 
 use plinth_backend::LogEntry;
 use serde::Serialize;
@@ -47,10 +51,10 @@ pub(crate) async fn append(
     // row share-locked (its phases, completion and cancellation wait: the phase a batch belongs
     // to cannot change under it), and the batch is inserted unless it comes too early. What was
     // stored under `seq` before comes back, for telling a retry from a conflict.
-    let (authorized, phase, stored, inserted, taken): (
+    let (authorized, phase, ready, inserted, taken): (
         bool,
         Option<i64>,
-        i64,
+        bool,
         bool,
         Option<Vec<u8>>,
     ) = sqlx::query_as(
@@ -61,18 +65,21 @@ pub(crate) async fn append(
                  FROM updates, authorized WHERE id = $1 AND lease_digest = $2
                    AND status = 'running' AND lease_expires >= now() AND authorized.yes
                  FOR SHARE OF updates
-             ), stored AS (
-                 SELECT count(*) AS batches FROM event_batches b, held
-                 WHERE b.update_id = $1 AND b.phase = held.phase
+             ), ready AS (
+                 SELECT $3 <= $6 OR (
+                     SELECT count(*) FROM event_batches b, held
+                     WHERE b.update_id = $1 AND b.phase = held.phase
+                       AND b.seq BETWEEN $3 - 2 * $6 + 1 AND $3 - $6
+                 ) = LEAST($6, $3 - $6) AS yes
              ), inserted AS (
                  INSERT INTO event_batches (update_id, phase, seq, digest, events)
-                 SELECT $1, held.phase, $3, $4, $5::jsonb FROM held, stored
-                 WHERE $3 <= stored.batches + $6
+                 SELECT $1, held.phase, $3, $4, $5::json FROM held, ready
+                 WHERE ready.yes
                  ON CONFLICT (update_id, phase, seq) DO NOTHING
                  RETURNING seq
              )
              SELECT (SELECT yes FROM authorized), (SELECT phase FROM held),
-                    (SELECT batches FROM stored),
+                    (SELECT yes FROM ready),
                     EXISTS (SELECT 1 FROM inserted),
                     (SELECT b.digest FROM event_batches b, held
                      WHERE b.update_id = $1 AND b.phase = held.phase AND b.seq = $3)",
@@ -100,7 +107,7 @@ pub(crate) async fn append(
         // Not there when the statement began, yet not inserted although not too early: the
         // same number was being stored at that moment by another request (a retry sent while
         // the first was under way). What it stored is visible now.
-        None if seq <= stored + MAX_IN_FLIGHT => {
+        None if ready => {
             let (taken,): (Vec<u8>,) = sqlx::query_as(
                 "SELECT digest FROM event_batches WHERE update_id = $1 AND phase = $2 AND seq = $3",
             )
@@ -120,8 +127,9 @@ pub(crate) async fn append(
              is never rewritten"
         ))),
         None => Err(ApiError::Conflict(format!(
-            "event batch {seq} of update {id} came too early: {stored} batches are stored, and \
-             a client has at most {MAX_IN_FLIGHT} in flight"
+            "event batch {seq} of update {id} came too early: the batches up to {} are not all \
+             stored, and a client has at most {MAX_IN_FLIGHT} in flight",
+            seq - MAX_IN_FLIGHT
         ))),
     }
 }

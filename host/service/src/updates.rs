@@ -9,6 +9,9 @@ use crate::auth::{User, digest, new_token};
 use crate::error::ApiError;
 use crate::versions::{self, Source, StackKey};
 
+/// What this service takes in journal batches beyond whole entries; the rebuild completes them.
+const JOURNAL_EXTENSIONS: &[&str] = &[plinth_backend::CREATED_AS_BEGUN];
+
 /// A begun update, as its client gets it.
 #[derive(Debug, Serialize)]
 pub(crate) struct Begun {
@@ -26,6 +29,8 @@ pub(crate) struct Begun {
     /// The base holds what an update that ended without completing (its lease expired, or it
     /// was cancelled) journaled: its interrupted operations are pending.
     pub recovered: bool,
+    /// What journal batches may carry beyond whole entries: the short end of a create.
+    pub journal_extensions: &'static [&'static str],
 }
 
 /// Takes the stack for a new update of `kind`, unless another holds it, and returns the state to
@@ -104,6 +109,7 @@ pub(crate) async fn begin(
         base_version,
         base_checkpoint: utf8_checkpoint(base, stack)?,
         recovered,
+        journal_extensions: JOURNAL_EXTENSIONS,
     })
 }
 
@@ -175,6 +181,7 @@ async fn begun_again(
         base_version,
         base_checkpoint: utf8_checkpoint(base, &key.name)?,
         recovered,
+        journal_extensions: JOURNAL_EXTENSIONS,
     }))
 }
 

@@ -12,7 +12,7 @@ use common::*;
 use plinth_backend::Checkpoint;
 use plinth_backend::secrets::PassphraseCrypter;
 use plinth_backend::service::{LeaseKeeper, LeaseState, ServiceError, ServicePersister, Transport};
-use plinth_engine::journal::{Persister, SyncWaker};
+use plinth_engine::journal::{JournalEntry, Persister, SyncWaker};
 use plinth_engine::names::StackName;
 use plinth_engine::value::Value as PValue;
 use serde_json::{Value, json};
@@ -24,21 +24,43 @@ fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed
     let alice = token(&db, "alice");
     create_stack(&service, &alice, "dev");
     let transport = Transport::new(&service.url, &alice);
-    let (update, lease) = begin_through(&transport);
+    let begun = (transport.call(
+        "POST",
+        "stacks/p/dev/updates",
+        None,
+        Some(&json!({ "kind": "update" })),
+    ))
+    .unwrap();
+    // The service takes the short end of a create, which the persister then sends.
+    assert_eq!(
+        begun["journal_extensions"],
+        json!([plinth_backend::CREATED_AS_BEGUN])
+    );
+    let (update, lease) = lease_of(&begun);
     let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
     let crypter = Arc::new(crypter);
-    let mut persister = ServicePersister::new(transport.clone(), &update, &lease, crypter.clone());
+    let mut persister = ServicePersister::new(transport.clone(), &update, &lease, crypter.clone())
+        .shortening_creates();
     let secret = PValue::Secret(Box::new(PValue::String("hunter2".into())));
     for i in 0..125u64 {
         let r = resource(
             &format!("r{i}"),
             [("token".to_owned(), secret.clone())].into(),
         );
-        for entry in creating(i + 1, &r, false) {
-            persister
-                .append(&serde_json::from_value(entry).unwrap())
-                .unwrap();
-        }
+        let begin = creating(i + 1, &r, true).remove(0);
+        persister
+            .append(&serde_json::from_value(begin).unwrap())
+            .unwrap();
+        let mut created = r.clone();
+        created.id = format!("id-{i}");
+        created.outputs = [("password".to_owned(), secret.clone())].into();
+        persister
+            .append(&JournalEntry::Created {
+                seq: i + 1,
+                resource: created,
+                replaces: None,
+            })
+            .unwrap();
     }
     persister.sync().unwrap();
     // A sync with nothing new sends nothing.
@@ -47,7 +69,13 @@ fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed
     let journal = transport
         .call("GET", &format!("updates/{update}/journal"), None, None)
         .unwrap();
-    assert_eq!(journal["entries"].as_array().unwrap().len(), 250);
+    let entries = journal["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 250);
+    let short = (entries.iter())
+        .filter(|e| e["entry"] == "created-as-begun")
+        .count();
+    assert_eq!(short, 125, "every create's end goes short");
+    assert!(!journal.to_string().contains("hunter2"));
     let phase = json!({ "phase": 1, "entry": { "kind": "update", "started": 1, "ended": 2,
         "result": "succeeded", "changes": {}, "plinth": "test" } });
     let done = transport
@@ -82,7 +110,12 @@ fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed
     )
     .unwrap();
     assert_eq!(opened.snapshot.resources.len(), 125);
-    assert_eq!(opened.snapshot.resources[0].inputs["token"], secret);
+    let first = &opened.snapshot.resources[0];
+    assert_eq!(first.inputs["token"], secret, "completed from its begin");
+    assert_eq!(
+        (first.id.as_str(), &first.outputs["password"]),
+        ("id-0", &secret)
+    );
 
     // The stack is cancelled under the update: its persister stops, not to be retried.
     let (status, _) = cancel(&service, &alice);

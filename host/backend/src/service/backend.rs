@@ -26,6 +26,7 @@ use crate::edit::StateEdit;
 use crate::error::BackendError;
 use crate::history::{HistoryEntry, UpdateKind, UpdateResult};
 use crate::journal_file::write_atomically;
+use crate::journal_short::CREATED_AS_BEGUN;
 use crate::local::{LoadedStack, StackSummary};
 use crate::lock::{LockHolder, LockInfo};
 use crate::logs::UpdateLog;
@@ -306,6 +307,10 @@ impl Backend for ServiceBackend {
             base_checkpoint: Option<String>,
             #[serde(default)]
             recovered: bool,
+            /// What the service takes in journal batches beyond whole entries (none before
+            /// this field was added).
+            #[serde(default)]
+            journal_extensions: Vec<String>,
         }
         let kind = update_kind(command);
         // The same id goes with every retry of this request: a retry whose first answer was
@@ -352,6 +357,7 @@ impl Backend for ServiceBackend {
             recovered: begun.recovered,
             phases: 0,
             journal_batches: Arc::default(),
+            short_creates: (begun.journal_extensions.iter()).any(|e| e == CREATED_AS_BEGUN),
             open_phase: None,
             last_result: None,
         }))
@@ -456,6 +462,8 @@ struct ServiceUpdate {
     phases: i32,
     /// Journal batches the service acknowledged, numbered across phases.
     journal_batches: Arc<AtomicU64>,
+    /// The service takes `created-as-begun` journal entries.
+    short_creates: bool,
     /// When the phase being recorded, not completed yet, started, and the plugins it loads.
     open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
@@ -566,6 +574,10 @@ impl Update for ServiceUpdate {
             self.crypter.clone(),
         )
         .continuing(self.journal_batches.clone());
+        let persister = match self.short_creates {
+            true => persister.shortening_creates(),
+            false => persister,
+        };
         let events = ServiceEventLog::start(self.transport.clone(), &self.id, &self.lease);
         Ok(Recording {
             persister: Box::new(persister),

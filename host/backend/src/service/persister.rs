@@ -16,6 +16,7 @@ use plinth_engine::value::SIG_KEY;
 use serde_json::Value;
 
 use super::transport::{ServiceError, Transport};
+use crate::journal_short::Begun;
 use crate::secrets::{Crypter, SecretsError, seal_tree};
 
 /// The most entries one batch carries (the service refuses more).
@@ -34,6 +35,9 @@ pub struct ServicePersister {
     in_flight: VecDeque<u64>,
     /// Names the update in errors.
     origin: PathBuf,
+    /// The operations begun, for sending a create's end as `created-as-begun`: set when the
+    /// service takes such entries.
+    begun: Option<Begun>,
 }
 
 /// The sender thread's side: the update's batches on the service.
@@ -150,7 +154,16 @@ impl ServicePersister {
             handed: 0,
             in_flight: VecDeque::new(),
             origin,
+            begun: None,
         }
+    }
+
+    /// Sends the end of a create that left the resource as begun as a short
+    /// `created-as-begun` entry, which the service completes from the `begin` entry: about a
+    /// third fewer bytes for an update that creates.
+    pub fn shortening_creates(mut self) -> ServicePersister {
+        self.begun = Some(Begun::default());
+        self
     }
 
     /// Numbers batches after those counted by `sent`, and counts its own there: a later phase of
@@ -322,9 +335,16 @@ fn json_array(entries: &[Vec<u8>]) -> Vec<u8> {
 
 impl Persister for ServicePersister {
     fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
-        let json = serde_json::to_vec(entry)
-            .map_err(|e| PersistError::invalid("encode a journal entry of", &self.origin, e))?;
+        let short = (self.begun.as_ref()).and_then(|begun| begun.shorten(entry));
+        let json = match short {
+            Some(short) => serde_json::to_vec(&short),
+            None => serde_json::to_vec(entry),
+        }
+        .map_err(|e| PersistError::invalid("encode a journal entry of", &self.origin, e))?;
         self.unsent.push(json);
+        if let Some(begun) = &mut self.begun {
+            begun.follow(entry);
+        }
         Ok(())
     }
 
