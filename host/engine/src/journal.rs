@@ -20,7 +20,7 @@ use std::sync::Arc;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::Serialize;
 
-pub use persist::{PersistCause, PersistError, Persister};
+pub use persist::{PersistCause, PersistError, Persister, SyncWaker};
 pub use writer::SnapshotManager;
 
 use crate::resource::ResourceState;

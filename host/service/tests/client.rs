@@ -12,7 +12,7 @@ use common::*;
 use plinth_backend::Checkpoint;
 use plinth_backend::secrets::PassphraseCrypter;
 use plinth_backend::service::{LeaseKeeper, LeaseState, ServiceError, ServicePersister, Transport};
-use plinth_engine::journal::{JournalEntry, Persister};
+use plinth_engine::journal::{JournalEntry, Persister, SyncWaker};
 use plinth_engine::names::StackName;
 use plinth_engine::value::Value as PValue;
 use serde_json::{Value, json};
@@ -130,6 +130,64 @@ fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed
         error.to_string().contains("no longer holds its stack"),
         "{error}"
     );
+}
+
+#[test]
+fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gaps() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let (update, lease) = begin_through(&transport);
+    let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+    let mut persister =
+        ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));
+    let (woken, wakes) = std::sync::mpsc::channel();
+    let waker = SyncWaker::new(move || {
+        let _ = woken.send(());
+    });
+    // Syncs of 150, 2 and 60 entries, each started before the last settled: their entries go
+    // in batches of at most 100, whatever sync they came with.
+    let mut seq = 0;
+    for resources in [75, 1, 30] {
+        for _ in 0..resources {
+            seq += 1;
+            for entry in creating(
+                seq,
+                &resource(&format!("r{seq}"), Default::default()),
+                false,
+            ) {
+                persister
+                    .append(&serde_json::from_value(entry).unwrap())
+                    .unwrap();
+            }
+        }
+        assert!(
+            persister.start_sync(&waker).is_none(),
+            "a sync waits on the network"
+        );
+    }
+    let mut settled = 0;
+    while settled < 3 {
+        wakes.recv().expect("the sender wakes the writer");
+        while let Some(outcome) = persister.settled() {
+            outcome.unwrap();
+            settled += 1;
+        }
+    }
+    assert!(persister.settled().is_none(), "no sync is in flight");
+
+    let journal = transport
+        .call("GET", &format!("updates/{update}/journal"), None, None)
+        .unwrap();
+    let entries = journal["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 212);
+    let seqs: Vec<u64> = (entries.iter().step_by(2))
+        .map(|entry| entry["seq"].as_u64().unwrap())
+        .collect();
+    // (The service refuses a batch that does not follow the last one: none was refused.)
+    assert_eq!(seqs, (1..=106).collect::<Vec<_>>(), "in the order appended");
 }
 
 #[test]

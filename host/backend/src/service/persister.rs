@@ -1,13 +1,16 @@
-//! The persister of an update on the service: the snapshot manager's entries are sealed, kept
-//! until the engine syncs, then sent in batches of at most [`MAX_BATCH`] numbered from 1 without
-//! gaps, so that a batch retried after a lost answer is stored once. The service rebuilds the
-//! state from them; compacting only makes sure every entry was sent.
+//! The persister of an update on the service: the snapshot manager's entries are kept until the
+//! engine syncs, then handed to a sender thread, which seals their secrets and sends them in
+//! order in batches of at most [`MAX_BATCH`], numbered from 1 without gaps (what came while a
+//! batch was under way shares the next), so that the engine's writer never waits on the
+//! network. A batch retried after a lost answer is stored once. The service rebuilds the state
+//! from them; compacting only makes sure every entry was sent.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use plinth_engine::journal::{JournalEntry, PersistError, Persister};
+use plinth_engine::journal::{JournalEntry, PersistError, Persister, SyncWaker};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::SIG_KEY;
 use serde_json::Value;
@@ -21,25 +24,112 @@ pub const MAX_BATCH: usize = 100;
 
 /// Sends the journal of update `update` holding lease `lease`.
 pub struct ServicePersister {
-    transport: Transport,
-    update: String,
-    lease: String,
-    crypter: Arc<dyn Crypter>,
-    /// Entries appended since the last sync, as JSON, their secrets sealed at the sync: all of
-    /// them in one batch, which is one request when the service seals them.
+    /// What the sender thread needs, until it is started by the first sync.
+    batches: Option<Batches>,
+    queue: Arc<Queue>,
+    /// Entries appended since the last sync, as JSON.
     unsent: Vec<Vec<u8>>,
-    /// The number of the last batch the service acknowledged. The service numbers an update's
-    /// batches across its phases, so every phase's persister shares this count.
-    sent: Arc<AtomicU64>,
-    /// The entries (a JSON array) of a batch whose answer never came: the service may have
-    /// stored it. It is sent again, under its number, before anything else, so that its number
-    /// never carries other entries.
-    in_doubt: Option<Vec<u8>>,
+    /// How many entries were handed to the sender since its last failure.
+    handed: u64,
+    /// For each sync in flight, oldest first: how many entries must be stored for it to settle.
+    in_flight: VecDeque<u64>,
     /// Names the update in errors.
     origin: PathBuf,
     /// The operations begun, for sending a create's end as `created-as-begun`: set when the
     /// service takes such entries.
     begun: Option<Begun>,
+}
+
+/// The sender thread's side: the update's batches on the service.
+struct Batches {
+    transport: Transport,
+    path: String,
+    lease: String,
+    crypter: Arc<dyn Crypter>,
+    /// The number of the last batch the service acknowledged. The service numbers an update's
+    /// batches across its phases, so every phase's persister shares this count.
+    sent: Arc<AtomicU64>,
+    /// Names the update in errors.
+    origin: PathBuf,
+}
+
+/// What the persister and its sender share.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<Sending>,
+    /// Wakes the sender when there is something to send, and a sync waiting for its outcome
+    /// when a batch was answered.
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Sending {
+    /// Entries handed over and not yet sent, in order.
+    entries: VecDeque<Vec<u8>>,
+    /// How many entries handed over since the last failure the service stored.
+    stored: u64,
+    /// The entries (a JSON array, sealed) of a batch whose answer never came: the service may
+    /// have stored it. It is sent again, under its number, before anything else, so that its
+    /// number never carries other entries.
+    in_doubt: Option<Vec<u8>>,
+    /// A sync was asked for since the batch in doubt failed: it is to be sent again.
+    retry: bool,
+    /// Why a batch failed, until the persister reports it: nothing is sent meanwhile.
+    failure: Option<PersistError>,
+    /// Why the update must stop (its lease lost, a batch refused): every later sync fails so.
+    stopped: Option<String>,
+    waker: Option<SyncWaker>,
+    /// A batch is being sent.
+    busy: bool,
+    /// The persister is gone: the sender stops.
+    closed: bool,
+}
+
+impl Sending {
+    fn has_work(&self) -> bool {
+        self.failure.is_none() && (!self.entries.is_empty() || self.retry)
+    }
+
+    /// Takes in that batch `unsent` failed: nothing more is sent until the persister reports it.
+    fn failed(&mut self, unsent: Unsent, origin: &Path) {
+        self.retry = false;
+        let failure = match unsent {
+            Unsent::Refused(error @ ServiceError::Unavailable { .. }, batch) => {
+                // Worth trying again later: the service may come back, and may have stored it.
+                self.in_doubt = Some(batch);
+                let error = std::io::Error::new(std::io::ErrorKind::TimedOut, error.to_string());
+                PersistError::io(SENDING, origin, error)
+            }
+            // A lost lease, a refused batch: the update must stop, recording nothing more.
+            Unsent::Refused(error, _) => {
+                self.stopped = Some(error.to_string());
+                PersistError::invalid(SENDING, origin, error)
+            }
+            Unsent::Unsealed(error) => {
+                PersistError::invalid("seal the journal entries of", origin, error)
+            }
+        };
+        self.failure = Some(failure);
+    }
+}
+
+/// What a failure to send the journal says was being done.
+const SENDING: &str = "send the journal of";
+
+/// Why a batch was not stored.
+enum Unsent {
+    /// The service did not store `batch` (or its answer never came).
+    Refused(ServiceError, Vec<u8>),
+    /// Its secrets could not be sealed: it was not sent.
+    Unsealed(SecretsError),
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Sending> {
+        self.state
+            .lock()
+            .expect("never poisoned: nothing panics holding it")
+    }
 }
 
 impl ServicePersister {
@@ -49,15 +139,21 @@ impl ServicePersister {
         lease: &str,
         crypter: Arc<dyn Crypter>,
     ) -> ServicePersister {
+        let origin = PathBuf::from(format!("update {update}"));
         ServicePersister {
-            transport,
-            update: update.to_owned(),
-            lease: lease.to_owned(),
-            crypter,
+            batches: Some(Batches {
+                transport,
+                path: format!("updates/{update}/journal"),
+                lease: lease.to_owned(),
+                crypter,
+                sent: Arc::new(AtomicU64::new(0)),
+                origin: origin.clone(),
+            }),
+            queue: Arc::default(),
             unsent: Vec::new(),
-            sent: Arc::new(AtomicU64::new(0)),
-            in_doubt: None,
-            origin: PathBuf::from(format!("update {update}")),
+            handed: 0,
+            in_flight: VecDeque::new(),
+            origin,
             begun: None,
         }
     }
@@ -73,42 +169,125 @@ impl ServicePersister {
     /// Numbers batches after those counted by `sent`, and counts its own there: a later phase of
     /// the same update goes on from where this one stopped.
     pub fn continuing(mut self, sent: Arc<AtomicU64>) -> ServicePersister {
-        self.sent = sent;
+        if let Some(batches) = &mut self.batches {
+            batches.sent = sent;
+        }
         self
     }
 
-    fn failure(&self, action: &'static str, error: ServiceError) -> PersistError {
-        match error {
-            // Worth trying again later: the service may come back.
-            ServiceError::Unavailable { .. } => PersistError::io(
-                action,
-                &self.origin,
-                std::io::Error::new(std::io::ErrorKind::TimedOut, error.to_string()),
-            ),
-            // A lost lease, a refused batch: the update must stop, recording nothing more.
-            other => PersistError::invalid(action, &self.origin, other),
+    /// Hands what was appended since the last sync to the sender, as a sync now in flight.
+    fn hand_over(&mut self, sending: &mut Sending) {
+        let entries = std::mem::take(&mut self.unsent);
+        self.handed += entries.len() as u64;
+        self.in_flight.push_back(self.handed);
+        sending.entries.extend(entries);
+        sending.retry |= sending.in_doubt.is_some();
+        if let Some(stopped) = &sending.stopped {
+            let stopped = PersistError::invalid(SENDING, &self.origin, stopped.clone());
+            sending.failure.get_or_insert(stopped);
+        }
+        self.queue.changed.notify_all();
+        if let Some(batches) = self.batches.take() {
+            let queue = self.queue.clone();
+            std::thread::Builder::new()
+                .name("plinth-journal".into())
+                .spawn(move || batches.run(&queue))
+                .expect("a thread can be started");
         }
     }
 
-    /// Sends the next batch, `entries` being its JSON array; one whose outcome is unknown is
-    /// kept to be sent again.
-    fn send(&mut self, entries: Vec<u8>) -> Result<(), PersistError> {
+    /// The outcome of the oldest sync in flight, if it has one; see [`Persister::settled`].
+    fn outcome(&mut self, sending: &mut Sending) -> Option<Result<(), PersistError>> {
+        let &needed = self.in_flight.front()?;
+        if sending.stored >= needed && !sending.retry {
+            self.in_flight.pop_front();
+            return Some(Ok(()));
+        }
+        if sending.busy {
+            // A failure is reported once nothing is under way, its count of stored entries
+            // settled.
+            return None;
+        }
+        let failure = sending.failure.take()?;
+        // It fails every later sync in flight, and what was appended since is dropped.
+        self.in_flight.clear();
+        self.unsent.clear();
+        sending.entries.clear();
+        sending.stored = 0;
+        self.handed = 0;
+        self.queue.changed.notify_all();
+        Some(Err(failure))
+    }
+}
+
+impl Drop for ServicePersister {
+    fn drop(&mut self) {
+        self.queue.lock().closed = true;
+        self.queue.changed.notify_all();
+    }
+}
+
+impl Batches {
+    /// Sends what the persister hands over, in order, until it is gone; after a failure, only
+    /// once the persister reported it.
+    fn run(self, queue: &Queue) {
+        let mut sending = queue.lock();
+        loop {
+            while !sending.closed && !sending.has_work() {
+                sending = queue.changed.wait(sending).expect("never poisoned");
+            }
+            if sending.closed {
+                return;
+            }
+            // A batch in doubt goes first, alone; then what is queued, up to a full batch.
+            let retry = sending.retry;
+            let in_doubt = sending.in_doubt.take_if(|_| retry);
+            let count = match in_doubt {
+                Some(_) => 0,
+                None => sending.entries.len().min(MAX_BATCH),
+            };
+            if in_doubt.is_none() && count == 0 {
+                sending.retry = false;
+                continue;
+            }
+            let entries: Vec<Vec<u8>> = sending.entries.drain(..count).collect();
+            sending.busy = true;
+            drop(sending);
+            let outcome = match in_doubt {
+                Some(batch) => self.send(batch),
+                None => self.seal_and_send(entries),
+            };
+            sending = queue.lock();
+            sending.busy = false;
+            match outcome {
+                Ok(()) if count == 0 => sending.retry = false,
+                Ok(()) => sending.stored += count as u64,
+                Err(unsent) => sending.failed(unsent, &self.origin),
+            }
+            queue.changed.notify_all();
+            if let Some(waker) = &sending.waker {
+                waker.wake();
+            }
+        }
+    }
+
+    fn seal_and_send(&self, mut entries: Vec<Vec<u8>>) -> Result<(), Unsent> {
+        seal_entries(&mut entries, self.crypter.as_ref()).map_err(Unsent::Unsealed)?;
+        self.send(json_array(&entries))
+    }
+
+    /// Sends the next batch, `entries` being its JSON array.
+    fn send(&self, entries: Vec<u8>) -> Result<(), Unsent> {
         let seq = self.sent.load(Ordering::Acquire) + 1;
         let mut body = format!("{{\"seq\":{seq},\"entries\":").into_bytes();
         body.extend_from_slice(&entries);
         body.push(b'}');
-        let path = format!("updates/{}/journal", self.update);
-        match (self.transport).send("POST", &path, Some(&self.lease), Some(body)) {
+        match (self.transport).send("POST", &self.path, Some(&self.lease), Some(body)) {
             Ok(_) => {
                 self.sent.store(seq, Ordering::Release);
                 Ok(())
             }
-            Err(e) => {
-                if matches!(e, ServiceError::Unavailable { .. }) {
-                    self.in_doubt = Some(entries);
-                }
-                Err(self.failure("send the journal of", e))
-            }
+            Err(e) => Err(Unsent::Refused(e, entries)),
         }
     }
 }
@@ -169,15 +348,33 @@ impl Persister for ServicePersister {
         Ok(())
     }
 
+    /// Sends what was appended, and waits for every sync in flight.
     fn sync(&mut self) -> Result<(), PersistError> {
-        let mut unsent = std::mem::take(&mut self.unsent);
-        seal_entries(&mut unsent, self.crypter.as_ref())
-            .map_err(|e| PersistError::invalid("seal the journal entries of", &self.origin, e))?;
-        let batches = self.in_doubt.take().into_iter();
-        for batch in batches.chain(unsent.chunks(MAX_BATCH).map(json_array)) {
-            self.send(batch)?;
+        let queue = self.queue.clone();
+        let mut sending = queue.lock();
+        self.hand_over(&mut sending);
+        loop {
+            match self.outcome(&mut sending) {
+                Some(Ok(())) if self.in_flight.is_empty() => return Ok(()),
+                Some(Ok(())) => continue,
+                Some(Err(failure)) => return Err(failure),
+                None => sending = queue.changed.wait(sending).expect("never poisoned"),
+            }
         }
-        Ok(())
+    }
+
+    fn start_sync(&mut self, waker: &SyncWaker) -> Option<Result<(), PersistError>> {
+        let queue = self.queue.clone();
+        let mut sending = queue.lock();
+        sending.waker.get_or_insert_with(|| waker.clone());
+        self.hand_over(&mut sending);
+        None
+    }
+
+    fn settled(&mut self) -> Option<Result<(), PersistError>> {
+        let queue = self.queue.clone();
+        let mut sending = queue.lock();
+        self.outcome(&mut sending)
     }
 
     fn compact(&mut self, _: &Snapshot) -> Result<(), PersistError> {

@@ -2,6 +2,7 @@
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::JournalEntry;
 use crate::snapshot::Snapshot;
@@ -10,7 +11,7 @@ use crate::snapshot::Snapshot;
 ///
 /// The snapshot manager keeps its state in memory in step with what the persister holds: it
 /// applies an entry only once `append` took it, and takes back every entry since the last
-/// successful `sync` when a `sync` fails. So each method either does all it says or leaves the
+/// successful sync when a sync fails (whether `sync` or one started by `start_sync`). So each method either does all it says or leaves the
 /// storage as it was.
 pub trait Persister: Send + 'static {
     /// Appends an entry; it need not be durable until `sync`. On failure, nothing of the entry
@@ -26,6 +27,40 @@ pub trait Persister: Send + 'static {
     /// sync costs more than its entries (a file rewrites its last page). None by default.
     fn min_sync_interval(&self) -> std::time::Duration {
         std::time::Duration::ZERO
+    }
+
+    /// Starts making every appended entry durable, for a persister whose syncs wait on
+    /// something slow (a network round trip) that the writer need not wait on. It returns the
+    /// sync's outcome if it is known at once, which a persister may do only when none of its
+    /// syncs is in flight: by default it syncs, and always does. Otherwise the sync is in flight
+    /// until [`settled`](Self::settled) reports it, and `waker` is woken whenever there may be an
+    /// outcome to report.
+    fn start_sync(&mut self, waker: &SyncWaker) -> Option<Result<(), PersistError>> {
+        let _ = waker;
+        Some(self.sync())
+    }
+
+    /// The outcome of the oldest sync in flight, once it has one. Syncs settle in the order they
+    /// started. A failure is reported once for the failed sync and every later one in flight
+    /// (none is in flight after it), and leaves the journal as `sync`'s failure does: as the
+    /// last successful sync left it, every entry appended since dropped.
+    fn settled(&mut self) -> Option<Result<(), PersistError>> {
+        None
+    }
+}
+
+/// Tells the snapshot manager's writer that a sync in flight may have settled; see
+/// [`Persister::start_sync`]. Clones wake the same writer, from any thread.
+#[derive(Clone)]
+pub struct SyncWaker(Arc<dyn Fn() + Send + Sync>);
+
+impl SyncWaker {
+    pub fn new(wake: impl Fn() + Send + Sync + 'static) -> SyncWaker {
+        SyncWaker(Arc::new(wake))
+    }
+
+    pub fn wake(&self) {
+        (self.0)()
     }
 }
 

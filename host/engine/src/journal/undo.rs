@@ -35,6 +35,11 @@ pub(super) struct Savepoint(usize);
 impl Savepoint {
     /// The last commit.
     pub(super) const COMMITTED: Savepoint = Savepoint(0);
+
+    /// This savepoint once the changes up to `committed`, an earlier one, are committed.
+    pub(super) fn after_commit_of(self, committed: Savepoint) -> Savepoint {
+        Savepoint(self.0 - committed.0)
+    }
 }
 
 impl JournalState {
@@ -45,6 +50,12 @@ impl JournalState {
     /// Makes the changes so far permanent: they can no longer be rolled back.
     pub(super) fn commit(&mut self) {
         self.undo.clear();
+    }
+
+    /// Makes the changes up to `savepoint` permanent, keeping those since to roll back. Later
+    /// savepoints move: see [`Savepoint::after_commit_of`].
+    pub(super) fn commit_to(&mut self, savepoint: Savepoint) {
+        self.undo.drain(..savepoint.0.min(self.undo.len()));
     }
 
     /// Takes back every change made since `savepoint`, newest first.

@@ -1,8 +1,9 @@
 //! The snapshot manager's one writer: a thread that applies each entry to the state in memory
 //! and appends it to the persister, keeping the two in step.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::undo::Savepoint;
-use super::{JournalEntry, JournalState, Persister, SnapshotError};
+use super::{JournalEntry, JournalState, PersistError, Persister, SnapshotError, SyncWaker};
 use crate::resource::ResourceState;
 use crate::snapshot::{PendingKind, Snapshot};
 
@@ -20,6 +21,8 @@ enum Request {
         oneshot::Sender<Result<(), SnapshotError>>,
     ),
     Finish(oneshot::Sender<Result<Snapshot, SnapshotError>>),
+    /// A sync in flight may have settled.
+    Settled,
 }
 
 /// Records mutations through one writer thread. Requests that arrive while a flush is under
@@ -30,9 +33,17 @@ enum Request {
 /// appended, and made durable by the next flush: a start's, or, if none comes within
 /// a few milliseconds, one of its own. Since the journal is made durable in order, no entry
 /// recorded after it (a dependent's start, say) is durable without it.
+///
+/// A persister whose syncs wait on the network keeps them in flight (see
+/// [`Persister::start_sync`]) while the writer goes on applying, appending and acknowledging
+/// entries; a start is answered when the sync that carries it settles. The state in memory
+/// commits what a settled sync made durable; a failed one takes the state back to the last
+/// successful one, with the entries of the syncs in flight after it.
 #[derive(Clone)]
 pub struct SnapshotManager {
-    tx: mpsc::Sender<Request>,
+    /// Shared by the clones: the writer's waker holds it weakly, so that the writer stops when
+    /// every clone is gone.
+    tx: Arc<mpsc::Sender<Request>>,
     next_seq: Arc<AtomicU64>,
 }
 
@@ -41,9 +52,15 @@ impl SnapshotManager {
     pub fn start(base: impl Into<Arc<Snapshot>>, persister: Box<dyn Persister>) -> SnapshotManager {
         let base = base.into();
         let (tx, rx) = mpsc::channel();
+        let tx = Arc::new(tx);
+        let writer = Writer::new(
+            JournalState::new(base),
+            persister,
+            waker(Arc::downgrade(&tx)),
+        );
         std::thread::Builder::new()
             .name("plinth-snapshot-writer".into())
-            .spawn(move || writer(JournalState::new(base), persister, rx))
+            .spawn(move || run(writer, rx))
             .expect("spawning the snapshot writer thread");
         SnapshotManager {
             tx,
@@ -91,7 +108,8 @@ impl SnapshotManager {
         Ok(seq)
     }
 
-    /// Verifies the final snapshot and writes it as the new checkpoint.
+    /// Waits for every flush under way, verifies the final snapshot and writes it as the new
+    /// checkpoint.
     pub async fn finish(self) -> Result<Snapshot, SnapshotError> {
         let (reply, done) = oneshot::channel();
         self.tx
@@ -101,6 +119,15 @@ impl SnapshotManager {
     }
 }
 
+/// Wakes the writer of channel `tx` while some manager still uses it.
+fn waker(tx: Weak<mpsc::Sender<Request>>) -> SyncWaker {
+    SyncWaker::new(move || {
+        if let Some(tx) = tx.upgrade() {
+            let _ = tx.send(Request::Settled);
+        }
+    })
+}
+
 /// How long the ends of provider calls wait for a start to share its flush with, before they are
 /// flushed on their own: the steps that depend on them usually start within that time.
 const END_FLUSH_DELAY: Duration = Duration::from_millis(5);
@@ -108,27 +135,19 @@ const END_FLUSH_DELAY: Duration = Duration::from_millis(5);
 /// A start recorded and waiting for its flush.
 type Waiting = oneshot::Sender<Result<(), SnapshotError>>;
 
-fn writer(state: JournalState, persister: Box<dyn Persister>, rx: mpsc::Receiver<Request>) {
-    let mut writer = Writer {
-        state,
-        persister,
-        unflushed: false,
-        acknowledged: false,
-        lost: None,
-    };
+fn run(mut writer: Writer, rx: mpsc::Receiver<Request>) {
     let min_interval = writer.persister.min_sync_interval();
     let mut last_flush: Option<Instant> = None;
-    let mut waiting = Vec::new();
     let mut next = rx.recv();
     while let Ok(first) = next {
         // What came while the last flush was under way shares the next one.
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
         loop {
-            for request in batch.drain(..) {
-                if let Some(finished) = writer.handle(request, &mut waiting) {
-                    let flushed = writer.flush();
-                    flush_replies(&mut waiting, &flushed);
+            let mut requests = std::mem::take(&mut batch).into_iter();
+            while let Some(request) = requests.next() {
+                if let Some(finished) = writer.handle(request) {
+                    let flushed = writer.flush_all(requests, &rx);
                     let _ = finished.send(flushed.and_then(|()| writer.finish()));
                     return;
                 }
@@ -137,7 +156,7 @@ fn writer(state: JournalState, persister: Box<dyn Persister>, rx: mpsc::Receiver
             // over, more requests may come to share it.
             let wait = last_flush
                 .and_then(|at| (at + min_interval).checked_duration_since(Instant::now()));
-            let (false, Some(wait)) = (waiting.is_empty(), wait) else {
+            let (false, Some(wait)) = (writer.waiting.is_empty(), wait) else {
                 break;
             };
             match rx.recv_timeout(wait) {
@@ -148,10 +167,10 @@ fn writer(state: JournalState, persister: Box<dyn Persister>, rx: mpsc::Receiver
                 Err(_) => break,
             }
         }
-        if !waiting.is_empty() {
+        if !writer.waiting.is_empty() {
             last_flush = Some(Instant::now());
-            let flushed = writer.flush();
-            flush_replies(&mut waiting, &flushed);
+            // A failure is answered to the starts it fails.
+            let _ = writer.flush();
         }
         next = match rx.recv_timeout(END_FLUSH_DELAY) {
             Ok(request) => Ok(request),
@@ -169,26 +188,53 @@ fn writer(state: JournalState, persister: Box<dyn Persister>, rx: mpsc::Receiver
 struct Writer {
     state: JournalState,
     persister: Box<dyn Persister>,
-    /// Entries were appended since the last flush.
+    waker: SyncWaker,
+    /// Entries were appended since the last flush started.
     unflushed: bool,
-    /// Some of them were acknowledged before that flush.
+    /// Some of them were acknowledged.
     acknowledged: bool,
+    /// The starts recorded since the last flush started.
+    waiting: Vec<Waiting>,
+    /// The syncs started and not settled, oldest first.
+    in_flight: VecDeque<SyncInFlight>,
     /// Why entries that were acknowledged were lost: nothing more can be recorded, since the
     /// steps that recorded them went on as if they were.
     lost: Option<SnapshotError>,
 }
 
+/// A sync under way, and what waits on it.
+struct SyncInFlight {
+    /// The state as it makes it durable.
+    end: Savepoint,
+    waiting: Vec<Waiting>,
+    /// Some of its entries were acknowledged before it settled.
+    acknowledged: bool,
+}
+
 impl Writer {
-    /// Records what `request` asks: a start joins `waiting` for the next flush, any other entry
-    /// is acknowledged at once. A request to finish is handed back.
+    fn new(state: JournalState, persister: Box<dyn Persister>, waker: SyncWaker) -> Writer {
+        Writer {
+            state,
+            persister,
+            waker,
+            unflushed: false,
+            acknowledged: false,
+            waiting: Vec::new(),
+            in_flight: VecDeque::new(),
+            lost: None,
+        }
+    }
+
+    /// Handles `request`: a start joins `waiting` for the next flush, any other entry is
+    /// acknowledged at once, settled syncs answer their starts. A request to finish is handed
+    /// back.
     fn handle(
         &mut self,
         request: Request,
-        waiting: &mut Vec<Waiting>,
     ) -> Option<oneshot::Sender<Result<Snapshot, SnapshotError>>> {
         match request {
             Request::Record(entries, reply) => match self.record(&entries) {
-                Ok(()) if entries.iter().any(JournalEntry::is_begin) => waiting.push(reply),
+                Ok(()) if entries.iter().any(JournalEntry::is_begin) => self.waiting.push(reply),
                 Ok(()) => {
                     self.acknowledged = true;
                     let _ = reply.send(Ok(()));
@@ -198,6 +244,8 @@ impl Writer {
                     let _ = reply.send(Err(e));
                 }
             },
+            // A failure is answered to the starts it fails.
+            Request::Settled => drop(self.collect_settled()),
             Request::Finish(reply) => return Some(reply),
         }
         None
@@ -221,31 +269,120 @@ impl Writer {
         Ok(())
     }
 
-    /// Makes what was appended since the last flush durable. If that fails, the persister
-    /// drops those entries, and so does the state in memory: both stay at what the last flush
-    /// made durable.
+    /// Starts making what was appended since the last flush durable, for the starts waiting;
+    /// a persister that syncs at once has settled it on return. Fails if it failed at once, or
+    /// if acknowledged entries were lost before.
     fn flush(&mut self) -> Result<(), SnapshotError> {
+        let waiting = std::mem::take(&mut self.waiting);
         if let Some(lost) = &self.lost {
-            return Err(lost.clone());
+            let lost = lost.clone();
+            answer(waiting, &Err(lost.clone()));
+            return Err(lost);
         }
         if !std::mem::take(&mut self.unflushed) {
+            // Their entries are in a sync under way already, if any.
+            match self.in_flight.back_mut() {
+                Some(sync) => sync.waiting.extend(waiting),
+                None => answer(waiting, &Ok(())),
+            }
             return Ok(());
         }
-        let acknowledged = std::mem::take(&mut self.acknowledged);
-        match self.persister.sync() {
+        self.in_flight.push_back(SyncInFlight {
+            end: self.state.savepoint(),
+            waiting,
+            acknowledged: std::mem::take(&mut self.acknowledged),
+        });
+        match self.persister.start_sync(&self.waker) {
+            Some(outcome) => self.settle(outcome),
+            None => Ok(()),
+        }
+    }
+
+    /// Settles the syncs whose outcome the persister has; fails if one failed.
+    fn collect_settled(&mut self) -> Result<(), SnapshotError> {
+        let mut settled = Ok(());
+        while !self.in_flight.is_empty() {
+            let Some(outcome) = self.persister.settled() else {
+                break;
+            };
+            settled = settled.and(self.settle(outcome));
+        }
+        settled
+    }
+
+    /// Settles the oldest sync in flight. On success the state commits what it made durable.
+    /// A failure fails the syncs after it too and drops every entry appended since the last
+    /// success, as the persister did: the state goes back to what that one made durable.
+    fn settle(&mut self, outcome: Result<(), PersistError>) -> Result<(), SnapshotError> {
+        let sync = (self.in_flight.pop_front()).expect("a persister settles only syncs it started");
+        match outcome {
             Ok(()) => {
-                self.state.commit();
+                self.state.commit_to(sync.end);
+                for later in &mut self.in_flight {
+                    later.end = later.end.after_commit_of(sync.end);
+                }
+                answer(sync.waiting, &Ok(()));
                 Ok(())
             }
             Err(e) => {
                 self.state.roll_back_to(Savepoint::COMMITTED);
                 let error = SnapshotError::from(e);
+                let failed: Vec<SyncInFlight> = std::iter::once(sync)
+                    .chain(self.in_flight.drain(..))
+                    .collect();
+                self.unflushed = false;
+                let acknowledged = std::mem::take(&mut self.acknowledged)
+                    || failed.iter().any(|sync| sync.acknowledged);
                 if acknowledged {
                     self.lost = Some(error.clone());
                 }
+                let failure = Err(error.clone());
+                for sync in failed {
+                    answer(sync.waiting, &failure);
+                }
+                answer(std::mem::take(&mut self.waiting), &failure);
                 Err(error)
             }
         }
+    }
+
+    /// Flushes what is left and waits for every sync under way (requests to record meanwhile
+    /// are refused: the operation is ending). Fails if one of them did, or if acknowledged
+    /// entries were lost before.
+    /// `after` are the requests that came with the request to finish, after it.
+    fn flush_all(
+        &mut self,
+        after: impl Iterator<Item = Request>,
+        rx: &mpsc::Receiver<Request>,
+    ) -> Result<(), SnapshotError> {
+        let mut flushed = self.flush();
+        for request in after {
+            flushed = flushed.and(self.handle_finishing(request));
+        }
+        while !self.in_flight.is_empty() {
+            match rx.recv() {
+                Ok(request) => flushed = flushed.and(self.handle_finishing(request)),
+                Err(_) => return Err(SnapshotError::Stopped),
+            }
+        }
+        match &self.lost {
+            Some(lost) => Err(lost.clone()),
+            None => flushed,
+        }
+    }
+
+    /// Handles `request` once the operation is finishing: only settled syncs count.
+    fn handle_finishing(&mut self, request: Request) -> Result<(), SnapshotError> {
+        match request {
+            Request::Settled => return self.collect_settled(),
+            Request::Record(_, reply) => {
+                let _ = reply.send(Err(SnapshotError::Stopped));
+            }
+            Request::Finish(reply) => {
+                let _ = reply.send(Err(SnapshotError::Stopped));
+            }
+        }
+        Ok(())
     }
 
     /// Verifies the final snapshot and writes it as the new checkpoint.
@@ -262,16 +399,22 @@ impl Writer {
     }
 }
 
-fn flush_replies(waiting: &mut Vec<Waiting>, synced: &Result<(), SnapshotError>) {
-    for reply in waiting.drain(..) {
+/// Answers the starts `waiting` with the outcome of the flush that carried them.
+fn answer(waiting: Vec<Waiting>, synced: &Result<(), SnapshotError>) {
+    for reply in waiting {
         let _ = reply.send(synced.clone());
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
     use std::ops::Range;
+    use std::pin::Pin;
     use std::sync::{Mutex, mpsc as std_mpsc};
+    use std::task::{Context, Poll, Waker};
+
+    use tokio::sync::watch;
 
     use super::*;
     use crate::journal::{PersistError, replay};
@@ -534,5 +677,246 @@ mod tests {
         let durable = replay(base(), store.lock().unwrap().durable.clone()).unwrap();
         assert_eq!(pending(&durable), ["b"]);
         assert!(store.lock().unwrap().checkpoint.is_none());
+    }
+
+    /// Keeps each sync in flight until the test settles it, the oldest first.
+    struct Deferred {
+        syncs: Arc<Mutex<Syncs>>,
+        /// How many entries were handed to syncs.
+        started: watch::Sender<usize>,
+        appended: Vec<JournalEntry>,
+    }
+
+    /// What a [`Deferred`] persister holds, shared with the test.
+    #[derive(Default)]
+    struct Syncs {
+        durable: Vec<JournalEntry>,
+        /// The entries of each sync in flight that the test did not settle, oldest first.
+        in_flight: VecDeque<Vec<JournalEntry>>,
+        /// The outcomes the test gave, not yet reported: whether each sync succeeded.
+        outcomes: VecDeque<bool>,
+        waker: Option<SyncWaker>,
+        checkpoint: Option<Snapshot>,
+    }
+
+    impl Persister for Deferred {
+        fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
+            self.appended.push(entry.clone());
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<(), PersistError> {
+            unreachable!("the writer starts syncs")
+        }
+        fn start_sync(&mut self, waker: &SyncWaker) -> Option<Result<(), PersistError>> {
+            let mut syncs = self.syncs.lock().unwrap();
+            syncs.waker = Some(waker.clone());
+            let entries = std::mem::take(&mut self.appended);
+            self.started
+                .send_modify(|started| *started += entries.len());
+            syncs.in_flight.push_back(entries);
+            None
+        }
+        fn settled(&mut self) -> Option<Result<(), PersistError>> {
+            let mut syncs = self.syncs.lock().unwrap();
+            if syncs.outcomes.pop_front()? {
+                return Some(Ok(()));
+            }
+            // Every later sync fails with it, and what was appended since is dropped.
+            syncs.in_flight.clear();
+            syncs.outcomes.clear();
+            self.appended.clear();
+            let disk_full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+            Some(Err(PersistError::io("sync", "/j", disk_full)))
+        }
+        fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
+            let mut syncs = self.syncs.lock().unwrap();
+            assert!(
+                syncs.in_flight.is_empty() && syncs.outcomes.is_empty(),
+                "compacted with syncs in flight"
+            );
+            syncs.checkpoint = Some(snapshot.clone());
+            Ok(())
+        }
+    }
+
+    /// The test's side of a [`Deferred`] persister.
+    struct Control {
+        syncs: Arc<Mutex<Syncs>>,
+        started: watch::Receiver<usize>,
+    }
+
+    impl Control {
+        /// Waits until syncs were started for `entries` entries in all.
+        async fn started(&mut self, entries: usize) {
+            (self.started.wait_for(|started| *started >= entries))
+                .await
+                .unwrap();
+        }
+
+        /// Settles the oldest sync in flight.
+        fn settle(&self, succeeds: bool) {
+            let mut syncs = self.syncs.lock().unwrap();
+            let entries = syncs.in_flight.pop_front().expect("a sync in flight");
+            if succeeds {
+                syncs.durable.extend(entries);
+            }
+            syncs.outcomes.push_back(succeeds);
+            let waker = syncs.waker.clone().expect("a sync was started");
+            drop(syncs);
+            waker.wake();
+        }
+
+        fn on_disk(&self) -> Snapshot {
+            replay(base(), self.syncs.lock().unwrap().durable.clone()).unwrap()
+        }
+    }
+
+    fn deferred() -> (SnapshotManager, Control) {
+        let syncs = Arc::new(Mutex::new(Syncs::default()));
+        let (started, watching) = watch::channel(0);
+        let persister = Deferred {
+            syncs: syncs.clone(),
+            started,
+            appended: Vec::new(),
+        };
+        let control = Control {
+            syncs,
+            started: watching,
+        };
+        (SnapshotManager::start(base(), Box::new(persister)), control)
+    }
+
+    /// Polls `future` once (sending its request, if it is a manager's).
+    fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+        Pin::new(future).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[tokio::test]
+    async fn an_end_is_acknowledged_while_the_sync_of_its_start_is_in_flight() {
+        let (manager, mut control) = deferred();
+        let mut b = Box::pin(manager.record(begin(1, "b")));
+        assert!(poll_once(&mut b).is_pending());
+        control.started(1).await;
+        manager.record(created(1, "b")).await.unwrap();
+        assert!(
+            poll_once(&mut b).is_pending(),
+            "a start was answered before its sync settled"
+        );
+        control.settle(true);
+        b.await.unwrap();
+        // The end is made durable by a sync of its own (started after a while, or by
+        // `finish`), which `finish` waits for.
+        let mut finish = Box::pin(manager.finish());
+        assert!(poll_once(&mut finish).is_pending());
+        control.started(2).await;
+        control.settle(true);
+        let finished = finish.await.unwrap();
+        assert_eq!(finished, control.on_disk());
+        assert_eq!(finished.resources.len(), 2);
+        assert!(finished.pending_operations.is_empty());
+    }
+
+    #[tokio::test]
+    async fn each_settled_sync_answers_the_starts_it_carried_in_order() {
+        let (manager, mut control) = deferred();
+        let mut b = Box::pin(manager.record(begin(1, "b")));
+        assert!(poll_once(&mut b).is_pending());
+        control.started(1).await;
+        let mut c = Box::pin(manager.record(begin(2, "c")));
+        assert!(poll_once(&mut c).is_pending());
+        control.started(2).await;
+        control.settle(true);
+        b.await.unwrap();
+        assert!(
+            poll_once(&mut c).is_pending(),
+            "a start was answered when an earlier sync settled"
+        );
+        control.settle(true);
+        c.await.unwrap();
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished, control.on_disk());
+        assert_eq!(pending(&finished), ["b", "c"]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_sync_fails_the_later_ones_and_takes_the_state_back_to_the_last_good_one() {
+        let (manager, mut control) = deferred();
+        let b = manager.record(begin(1, "b"));
+        let (b, ()) = tokio::join!(b, async {
+            control.started(1).await;
+            control.settle(true);
+        });
+        b.unwrap();
+        let mut c = Box::pin(manager.record(begin(2, "c")));
+        assert!(poll_once(&mut c).is_pending());
+        control.started(2).await;
+        let mut d = Box::pin(manager.record(begin(3, "d")));
+        assert!(poll_once(&mut d).is_pending());
+        control.started(3).await;
+        // c's sync fails: d's, started after it, fails with it.
+        control.settle(false);
+        for start in [c.await, d.await] {
+            let err = start.unwrap_err();
+            assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
+        }
+        // No acknowledged entry was lost: recording goes on from what b's sync made durable.
+        let e = manager.record(begin(4, "e"));
+        let (e, ()) = tokio::join!(e, async {
+            control.started(4).await;
+            control.settle(true);
+        });
+        e.unwrap();
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished, control.on_disk());
+        assert_eq!(pending(&finished), ["b", "e"]);
+        let checkpoint = control.syncs.lock().unwrap().checkpoint.clone();
+        assert_eq!(checkpoint, Some(finished));
+    }
+
+    #[tokio::test]
+    async fn losing_an_acknowledged_entry_in_flight_stops_all_recording() {
+        let (manager, mut control) = deferred();
+        let mut b = Box::pin(manager.record(begin(1, "b")));
+        assert!(poll_once(&mut b).is_pending());
+        control.started(1).await;
+        // b's end is acknowledged while its start's sync is in flight, and c starts.
+        manager.record(created(1, "b")).await.unwrap();
+        let mut c = Box::pin(manager.record(begin(2, "c")));
+        assert!(poll_once(&mut c).is_pending());
+        control.started(3).await;
+        // The start's sync fails: the syncs carrying b's end fail with it.
+        control.settle(false);
+        for start in [b.await, c.await] {
+            let err = start.unwrap_err();
+            assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
+        }
+        // A step went on as if b's end were recorded: nothing more may be.
+        let err = manager.record(begin(3, "d")).await.unwrap_err();
+        assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
+        let err = manager.finish().await.unwrap_err();
+        assert!(matches!(err, SnapshotError::Persist(_)), "{err}");
+        let syncs = control.syncs.lock().unwrap();
+        assert!(syncs.durable.is_empty());
+        assert!(syncs.checkpoint.is_none());
+    }
+
+    #[tokio::test]
+    async fn finish_waits_for_the_syncs_in_flight() {
+        let (manager, mut control) = deferred();
+        let mut b = Box::pin(manager.record(begin(1, "b")));
+        assert!(poll_once(&mut b).is_pending());
+        control.started(1).await;
+        let mut finish = Box::pin(manager.clone().finish());
+        assert!(poll_once(&mut finish).is_pending());
+        // Asked after the finish, refused once the writer has it: it is waiting for b's sync
+        // (were it not, it would have compacted with a sync in flight, which `Deferred` refuses).
+        let late = manager.record(begin(2, "c")).await.unwrap_err();
+        assert!(matches!(late, SnapshotError::Stopped), "{late}");
+        assert!(poll_once(&mut finish).is_pending());
+        control.settle(true);
+        b.await.unwrap();
+        let finished = finish.await.unwrap();
+        assert_eq!(finished, control.on_disk());
+        assert_eq!(pending(&finished), ["b"]);
     }
 }
