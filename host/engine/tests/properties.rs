@@ -275,7 +275,12 @@ fn assert_world_matches_state(h: &Harness, errors: &[String]) {
             .map(|r| (r.urn.name(), &r.id, r.delete))
             .collect::<Vec<_>>()
     );
-    assert!(h.snapshot.pending_operations.is_empty());
+    assert!(
+        h.snapshot.pending_operations.is_empty(),
+        "pending operations left: {:?}\nerrors: {errors:?}\ncalls: {:?}",
+        h.snapshot.pending_operations,
+        h.provider.calls()
+    );
 }
 
 /// The stack's root: at most one; the parent of every resource that has no other (provider

@@ -11,8 +11,8 @@ use crate::snapshot::Snapshot;
 ///
 /// The snapshot manager keeps its state in memory in step with what the persister holds: it
 /// applies an entry only once `append` took it, and takes back every entry since the last
-/// successful sync when a sync fails (whether `sync` or one started by `start_sync`). So each method either does all it says or leaves the
-/// storage as it was.
+/// successful sync when a sync fails (whether `sync` or one started by `start_sync`). So each
+/// method either does all it says or leaves the storage as it was.
 pub trait Persister: Send + 'static {
     /// Appends an entry; it need not be durable until `sync`. On failure, nothing of the entry
     /// is kept.
