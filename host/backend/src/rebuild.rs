@@ -161,23 +161,16 @@ mod tests {
     use super::*;
     use crate::secrets::PassphraseCrypter;
     use plinth_engine::resource::ResourceState;
-    use plinth_engine::value::Value;
+    use plinth_engine::value::{PropertyMap, Value};
 
-    #[test]
-    fn a_journal_rebuilds_the_state_the_file_backend_would_and_secrets_stay_sealed() {
-        let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
-        let project = ProjectName::new("p").unwrap();
-        let stack = StackName::new("dev").unwrap();
-        let resource = ResourceState {
-            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", "a"),
+    /// A custom resource `name` of type `t:T` in stack `dev` of project `p`, not created yet.
+    fn resource(name: &str, inputs: PropertyMap) -> ResourceState {
+        ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", name),
             ty: "t:T".into(),
             custom: true,
-            id: "a-1".into(),
-            inputs: [(
-                "token".to_owned(),
-                Value::Secret(Box::new(Value::String("hunter2".into()))),
-            )]
-            .into(),
+            id: String::new(),
+            inputs,
             outputs: Default::default(),
             parent: None,
             dependencies: vec![],
@@ -186,6 +179,18 @@ mod tests {
             delete: false,
             provider: None,
             custom_timeouts: None,
+        }
+    }
+
+    #[test]
+    fn a_journal_rebuilds_the_state_the_file_backend_would_and_secrets_stay_sealed() {
+        let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+        let project = ProjectName::new("p").unwrap();
+        let stack = StackName::new("dev").unwrap();
+        let secret = Value::Secret(Box::new(Value::String("hunter2".into())));
+        let resource = ResourceState {
+            id: "a-1".into(),
+            ..resource("a", [("token".to_owned(), secret)].into())
         };
         let entries = [
             JournalEntry::Begin {
@@ -320,21 +325,7 @@ mod tests {
     fn a_short_create_end_is_completed_from_its_begin_in_an_earlier_batch() {
         let project = ProjectName::new("p").unwrap();
         let stack = StackName::new("dev").unwrap();
-        let resource = |name: &str| ResourceState {
-            urn: plinth_engine::urn::Urn::new("dev", "p", None, "t:T", name),
-            ty: "t:T".into(),
-            custom: true,
-            id: String::new(),
-            inputs: [("size".to_owned(), Value::Number(3.0))].into(),
-            outputs: Default::default(),
-            parent: None,
-            dependencies: vec![],
-            protect: false,
-            retain_on_delete: false,
-            delete: false,
-            provider: None,
-            custom_timeouts: None,
-        };
+        let resource = |name| resource(name, [("size".to_owned(), Value::Number(3.0))].into());
         let begin = |seq, name| {
             serde_json::to_value(JournalEntry::Begin {
                 seq,
