@@ -191,6 +191,48 @@ fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gap
 }
 
 #[test]
+fn once_the_lease_is_lost_every_sync_started_without_waiting_fails_and_wakes_the_writer() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let (update, lease) = begin_through(&transport);
+    let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+    let mut persister =
+        ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));
+    let (woken, wakes) = std::sync::mpsc::channel();
+    let waker = SyncWaker::new(move || {
+        let _ = woken.send(());
+    });
+    let (status, _) = cancel(&service, &alice);
+    assert_eq!(status, 200);
+    // The first sync is refused by the service; the later ones are failed by the persister
+    // itself, with no request under way to wake the writer: it must wake it all the same.
+    for seq in 1..=3u64 {
+        let r = resource(&format!("r{seq}"), Default::default());
+        persister
+            .append(&serde_json::from_value(creating(seq, &r, true).remove(0)).unwrap())
+            .unwrap();
+        assert!(persister.start_sync(&waker).is_none());
+        let outcome = loop {
+            (wakes.recv_timeout(std::time::Duration::from_secs(120)))
+                .unwrap_or_else(|_| panic!("sync {seq} never woke the writer"));
+            if let Some(outcome) = persister.settled() {
+                break outcome;
+            }
+        };
+        let error = outcome.unwrap_err();
+        assert!(!error.is_transient(), "{error}");
+        assert!(
+            error.to_string().contains("no longer holds its stack"),
+            "sync {seq}: {error}"
+        );
+        assert!(persister.settled().is_none(), "no sync is in flight");
+    }
+}
+
+#[test]
 fn answers_are_typed_a_busy_stack_names_its_holder() {
     let (_server, db) = database();
     let service = serve(&db, &[]);

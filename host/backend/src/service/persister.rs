@@ -185,6 +185,12 @@ impl ServicePersister {
         if let Some(stopped) = &sending.stopped {
             let stopped = PersistError::invalid(SENDING, &self.origin, stopped.clone());
             sending.failure.get_or_insert(stopped);
+            if !sending.busy
+                && let Some(waker) = &sending.waker
+            {
+                // No sender will answer: the sync has its outcome already.
+                waker.wake();
+            }
         }
         self.queue.changed.notify_all();
         if let Some(batches) = self.batches.take() {
