@@ -965,6 +965,97 @@ mod tests {
     }
 
     #[test]
+    fn a_state_carried_over_as_recorded_can_no_longer_change() {
+        // `c` depends on `b`, left untouched, which depends on `a`, whose update is in flight:
+        // recording `c` would carry `b` and the old `a` over as recorded.
+        let begin = JournalEntry::Begin {
+            seq: 1,
+            kind: PendingKind::Updating,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        let created = JournalEntry::Created {
+            seq: 2,
+            resource: state("c", &["b"]),
+            replaces: None,
+        };
+        let mut journal = JournalState::new(base());
+        journal.apply(&begin).unwrap();
+        journal
+            .apply(&JournalEntry::Begin {
+                seq: 2,
+                kind: PendingKind::Creating,
+                resource: state("c", &["b"]),
+                old: None,
+            })
+            .unwrap();
+        assert_eq!(journal.carries_in_flight(&created, &[]), Some(0));
+        assert_eq!(journal.carries_in_flight(&created, &[0]), None);
+        // Recorded all the same (the snapshot manager records it so only when asked to, once
+        // the update's step has ended), it carries them; the update's end is then refused,
+        // naming the kept state that depends on `a`.
+        journal.apply(&created).unwrap();
+        let updated = JournalEntry::Updated {
+            seq: 1,
+            old: 0,
+            resource: state("a", &[]),
+        };
+        let err = journal.apply(&updated).unwrap_err();
+        assert!(
+            matches!(&err, SnapshotError::KeptAsRecorded { urn: u, by } if *u == urn("a") && *by == urn("b")),
+            "{err}"
+        );
+        assert!(err.to_string().contains("target urn:"), "{err}");
+        // So is a replacement or a delete of it, before the provider acts.
+        let replacing = JournalEntry::Begin {
+            seq: 3,
+            kind: PendingKind::Creating,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        let deleting = JournalEntry::Begin {
+            seq: 3,
+            kind: PendingKind::Deleting,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        for entry in [replacing, deleting] {
+            let err = journal.apply(&entry).unwrap_err();
+            assert!(matches!(err, SnapshotError::KeptAsRecorded { .. }), "{err}");
+        }
+        let snapshot = journal.snapshot();
+        let names: Vec<&str> = snapshot.resources.iter().map(|r| r.urn.name()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn an_entry_carries_nothing_in_flight_once_that_operation_has_ended() {
+        let mut journal = JournalState::new(base());
+        let carried = JournalEntry::Same {
+            old: 1,
+            resource: None,
+        };
+        journal
+            .apply(&JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Updating,
+                resource: state("a", &[]),
+                old: Some(0),
+            })
+            .unwrap();
+        assert_eq!(journal.carries_in_flight(&carried, &[]), Some(0));
+        journal
+            .apply(&JournalEntry::Updated {
+                seq: 1,
+                old: 0,
+                resource: state("a", &[]),
+            })
+            .unwrap();
+        assert_eq!(journal.carries_in_flight(&carried, &[]), None);
+        journal.apply(&carried).unwrap();
+    }
+
+    #[test]
     fn deletes_in_reverse_order_empty_the_snapshot() {
         let snap = replay(
             base(),

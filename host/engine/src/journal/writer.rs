@@ -618,6 +618,59 @@ mod tests {
         assert_eq!(pending(&finished), ["a2"]);
     }
 
+    #[tokio::test]
+    async fn an_entry_that_would_carry_an_operation_in_flight_over_is_refused_unrecorded() {
+        let base = Snapshot {
+            resources: vec![state("a", &[]), state("b", &["a"])],
+            ..Default::default()
+        };
+        let store = Arc::new(Mutex::new(Store::default()));
+        let persister = Flaky {
+            store: store.clone(),
+            appended: Vec::new(),
+            refuses: nothing,
+            failing_syncs: 0..0,
+        };
+        let manager = SnapshotManager::start(base.clone(), Box::new(persister));
+        let updating = JournalEntry::Begin {
+            seq: 1,
+            kind: PendingKind::Updating,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        manager.record(updating).await.unwrap();
+        let c = |seq| JournalEntry::Created {
+            seq,
+            resource: state("c", &["b"]),
+            replaces: None,
+        };
+        manager.record(begin(2, "c")).await.unwrap();
+        let err = manager.record_after_in_flight(c(2), Vec::new()).await;
+        assert!(
+            matches!(&err, Err(SnapshotError::CarriesInFlight { old: 0, urn }) if urn.name() == "a"),
+            "{err:?}"
+        );
+        // Once the update has ended, it is recorded after it.
+        let updated = JournalEntry::Updated {
+            seq: 1,
+            old: 0,
+            resource: state("a", &[]),
+        };
+        manager.record(updated).await.unwrap();
+        manager
+            .record_after_in_flight(c(2), Vec::new())
+            .await
+            .unwrap();
+        let finished = manager.finish().await.unwrap();
+        assert!(finished.pending_operations.is_empty());
+        let names: Vec<&str> = finished.resources.iter().map(|r| r.urn.name()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(
+            finished,
+            replay(base, store.lock().unwrap().durable.clone()).unwrap()
+        );
+    }
+
     /// Lets each sync through only when the test says so.
     struct Gated {
         open: std_mpsc::Receiver<()>,
