@@ -102,9 +102,9 @@ pub enum SnapshotError {
     /// A change to a base resource that the snapshot carried over as it was recorded, ahead of
     /// `by`, a state recorded earlier in this operation that depends on it.
     #[error(
-        "{urn} cannot change: its recorded state was already carried into the new state as it \
-         was, ahead of {by}, which depends on it, is kept as recorded (--target leaves it out) and \
-         had to be recorded first; target {by} too, or use --target-dependents"
+        "cannot change {urn}: a resource recorded earlier in this update depends on {by}, which \
+         is kept as recorded (not targeted) and depends on {urn} as it was recorded; target {by} \
+         too, or use --target-dependents"
     )]
     KeptAsRecorded { urn: Urn, by: Urn },
     /// Recording an entry would carry base resource `old` into the snapshot as it was recorded,

@@ -190,8 +190,9 @@ impl StepContext {
                         Some(&urn),
                         Severity::Debug,
                         format!(
-                            "recorded once the change of {changing} in flight is: a state it \
-                             depends on, kept as recorded, depends on {changing}"
+                            "waits for the change of {changing} in flight to be recorded \
+                             first: a state this one depends on, kept as recorded (not \
+                             targeted), depends on it"
                         ),
                     );
                     // The sender never sends: `changed` fails once the step has ended.
