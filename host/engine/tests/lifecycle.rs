@@ -373,7 +373,7 @@ async fn a_change_carried_over_as_recorded_is_refused_before_the_provider_acts()
     );
     assert_eq!(h.provider.calls(), ["create s"]);
     assert_eq!(h.names(), ["x", "k", "s"]);
-    assert!(h.state("x").inputs.get("v").is_none());
+    assert!(!h.state("x").inputs.contains_key("v"));
     assert!(h.snapshot.pending_operations.is_empty());
 }
 

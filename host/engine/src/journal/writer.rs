@@ -23,7 +23,7 @@ enum Request {
     /// Record one entry unless it would carry over a base resource with an operation in flight,
     /// other than those listed.
     RecordUnlessCarrying(
-        JournalEntry,
+        Box<JournalEntry>,
         Vec<usize>,
         oneshot::Sender<Result<(), SnapshotError>>,
     ),
@@ -111,7 +111,11 @@ impl SnapshotManager {
     ) -> Result<(), SnapshotError> {
         let (reply, done) = oneshot::channel();
         self.tx
-            .send(Request::RecordUnlessCarrying(entry, except, reply))
+            .send(Request::RecordUnlessCarrying(
+                Box::new(entry),
+                except,
+                reply,
+            ))
             .map_err(|_| SnapshotError::Stopped)?;
         done.await.map_err(|_| SnapshotError::Stopped)?
     }
@@ -266,7 +270,7 @@ impl Writer {
                         let urn = self.state.base.resources[old].urn.clone();
                         let _ = reply.send(Err(SnapshotError::CarriesInFlight { old, urn }));
                     }
-                    _ => self.record_request(vec![entry], reply),
+                    _ => self.record_request(vec![*entry], reply),
                 }
             }
             // A failure is answered to the starts it fails.
