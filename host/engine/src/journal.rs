@@ -99,6 +99,20 @@ pub enum SnapshotError {
     Inconsistent(String),
     #[error("refusing to delete {0}: other resources in the state still depend on it")]
     StillDependedOn(Urn),
+    /// A change to a base resource that the snapshot carried over as it was recorded, ahead of
+    /// `by`, a state recorded earlier in this operation that depends on it.
+    #[error(
+        "cannot change {urn}: a resource recorded earlier in this update depends on {by}, which \
+         is kept as recorded (not targeted) and depends on {urn} as it was recorded; target {by} \
+         too, or use --target-dependents"
+    )]
+    KeptAsRecorded { urn: Urn, by: Urn },
+    /// Recording an entry would carry base resource `old` into the snapshot as it was recorded,
+    /// while an operation on it is in flight (see [`SnapshotManager::record_after_in_flight`]).
+    #[error(
+        "recording it would carry {urn} over as recorded while an operation on it is in flight"
+    )]
+    CarriesInFlight { old: usize, urn: Urn },
     #[error("could not persist the state: {0}")]
     Persist(Arc<PersistError>),
     #[error("the snapshot manager stopped")]
@@ -121,6 +135,9 @@ impl From<PersistError> for SnapshotError {
 enum Fate {
     Untouched,
     Carried,
+    /// Carried over as it was recorded, ahead of a recorded state that depends on it (see
+    /// [`JournalState::pull_forward`]): it can no longer change in this operation.
+    Pulled,
     MarkedForDeletion,
     Deleted,
 }
@@ -138,7 +155,7 @@ pub struct JournalState {
     /// How many states in the snapshot name a URN as parent or dependency.
     referrers: HashMap<Urn, usize>,
     carried_pending: Vec<PendingOperation>,
-    pending: BTreeMap<u64, PendingOperation>,
+    pending: BTreeMap<u64, InFlight>,
     /// Base URNs carried over under a new URN (an alias): references to the old one in states
     /// not recorded yet mean the new one.
     renamed: HashMap<Urn, Urn>,
@@ -148,6 +165,14 @@ pub struct JournalState {
     root: Option<Urn>,
     /// The changes made since the last commit, to roll back.
     undo: Vec<undo::Undo>,
+}
+
+/// An operation begun in this journal and not ended.
+#[derive(Debug, Clone)]
+struct InFlight {
+    op: PendingOperation,
+    /// The base resource it operates on, or that its create replaces.
+    old: Option<usize>,
 }
 
 impl JournalState {
@@ -248,7 +273,8 @@ impl JournalState {
                     }
                     _ => {}
                 }
-                self.set_pending(seq, Some(PendingOperation { kind, resource }));
+                let op = PendingOperation { kind, resource };
+                self.set_pending(seq, Some(InFlight { op, old }));
             }
             JournalEntry::Created {
                 seq,
@@ -318,19 +344,93 @@ impl JournalState {
     fn expect_live_base(&self, old: usize) -> Result<(), SnapshotError> {
         match self.fate.get(old) {
             Some(Fate::Untouched) => Ok(()),
+            Some(Fate::Pulled) => Err(self.kept_as_recorded(old)),
             _ => Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
         }
+    }
+
+    /// Why pulled base resource `old` cannot change: the first recorded state that names it
+    /// is the one whose recording pulled it (none before it could: it was not there yet).
+    fn kept_as_recorded(&self, old: usize) -> SnapshotError {
+        let urn = self.base.resources[old].urn.clone();
+        let by = (self.recorded.iter())
+            .find(|r| r.predecessors().any(|p| *p == urn))
+            .map_or_else(|| urn.clone(), |r| r.urn.clone());
+        SnapshotError::KeptAsRecorded { urn, by }
+    }
+
+    /// The base resource with an operation in flight (other than those in `except`) that
+    /// recording `entry` would carry over as it was recorded, ahead of the state it records
+    /// (see [`pull_forward`](Self::pull_forward)). Changes nothing.
+    pub(super) fn carries_in_flight(
+        &self,
+        entry: &JournalEntry,
+        except: &[usize],
+    ) -> Option<usize> {
+        let in_flight: Vec<usize> = (self.pending.values())
+            .filter_map(|f| {
+                f.old
+                    .or_else(|| self.base_live.get(&f.op.resource.urn).copied())
+            })
+            .filter(|i| !except.contains(i))
+            .collect();
+        if in_flight.is_empty() {
+            return None;
+        }
+        let state = match entry {
+            JournalEntry::Created { resource, .. }
+            | JournalEntry::Updated { resource, .. }
+            | JournalEntry::Same {
+                resource: Some(resource),
+                ..
+            } => resource,
+            JournalEntry::Same {
+                old,
+                resource: None,
+            } => self.base.resources.get(*old)?,
+            _ => return None,
+        };
+        // The walk `pull_forward` makes: through the untouched base states, by their recorded
+        // predecessors (a renamed or forgotten one is no longer live under its old URN).
+        let mut seen = HashSet::new();
+        let mut next: Vec<&Urn> = state.predecessors().collect();
+        while let Some(urn) = next.pop() {
+            if self.recorded_index.contains_key(urn) {
+                continue;
+            }
+            let Some(&i) = self.base_live.get(urn) else {
+                continue;
+            };
+            if self.fate[i] != Fate::Untouched || !seen.insert(i) {
+                continue;
+            }
+            if in_flight.contains(&i) {
+                return Some(i);
+            }
+            next.extend(self.base.resources[i].predecessors());
+        }
+        None
     }
 
     /// Moves base resource `old` into the recorded part of the snapshot as `state`, which may
     /// have a new URN (the resource was renamed, with an alias).
     fn carry(&mut self, old: usize, state: ResourceState) -> Result<(), SnapshotError> {
+        self.carry_as(old, state, Fate::Carried)
+    }
+
+    /// [`carry`](Self::carry), leaving base resource `old` with `fate`.
+    fn carry_as(
+        &mut self,
+        old: usize,
+        state: ResourceState,
+        fate: Fate,
+    ) -> Result<(), SnapshotError> {
         self.expect_live_base(old)?;
         let old_urn = self.base.resources[old].urn.clone();
         if state.urn != old_urn && self.knows(&state.urn) {
             return Err(IntegrityError::DuplicateUrn { urn: state.urn }.into());
         }
-        self.set_fate(old, Fate::Carried);
+        self.set_fate(old, fate);
         self.remove_base_live(&old_urn);
         self.forget_references(old);
         if state.urn != old_urn {
@@ -345,7 +445,8 @@ impl JournalState {
     /// Carries over, as they are, the untouched base resources `state` depends on (and theirs):
     /// recorded states come first in the snapshot, so what they depend on must be recorded
     /// before them. An operation leaves such a resource untouched when it does not change it
-    /// (`--target` left it out).
+    /// (`--target` left it out). Once pulled, it can no longer change: a change would have to
+    /// come before what depends on it, which is recorded already.
     fn pull_forward(&mut self, state: &ResourceState) -> Result<(), SnapshotError> {
         let untouched: Vec<usize> = (state.predecessors())
             .filter(|p| !self.recorded_index.contains_key(*p))
@@ -356,7 +457,7 @@ impl JournalState {
             // Pulling an earlier one forward may have pulled this one already.
             if self.fate[i] == Fate::Untouched {
                 let carried = self.renaming(&self.base.resources[i]);
-                self.carry(i, carried)?;
+                self.carry_as(i, carried, Fate::Pulled)?;
             }
         }
         Ok(())
@@ -465,6 +566,11 @@ impl JournalState {
     /// A resource may be created unless a live state already has its URN (other than the base
     /// resource it replaces).
     fn check_creatable(&self, urn: &Urn, replaces: Option<usize>) -> Result<(), SnapshotError> {
+        if let Some(old) = replaces
+            && self.fate.get(old) == Some(&Fate::Pulled)
+        {
+            return Err(self.kept_as_recorded(old));
+        }
         let taken = self.recorded_index.contains_key(urn)
             || self
                 .base_live
@@ -481,6 +587,7 @@ impl JournalState {
     fn check_deletable(&self, old: usize) -> Result<(), SnapshotError> {
         match self.fate.get(old) {
             Some(Fate::Untouched | Fate::MarkedForDeletion) => {}
+            Some(Fate::Pulled) => return Err(self.kept_as_recorded(old)),
             _ => return Err(SnapshotError::Inconsistent(format!("base resource #{old}"))),
         }
         let urn = &self.base.resources[old].urn;
@@ -541,11 +648,11 @@ impl JournalState {
                     delete: true,
                     ..self.renamed_state(r.into_owned())
                 }),
-                Fate::Carried | Fate::Deleted => {}
+                Fate::Carried | Fate::Pulled | Fate::Deleted => {}
             }
         }
         let mut pending_operations = self.carried_pending.clone();
-        pending_operations.extend(self.pending.values().cloned());
+        pending_operations.extend(self.pending.values().map(|f| f.op.clone()));
         // An interrupted update or delete is moot once its resource has left the state (a
         // later delete finished it): only the record of an interrupted create outlives that.
         if pending_operations
@@ -855,6 +962,97 @@ mod tests {
         .unwrap();
         let names: Vec<&str> = snapshot.resources.iter().map(|r| r.urn.name()).collect();
         assert_eq!(names, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_state_carried_over_as_recorded_can_no_longer_change() {
+        // `c` depends on `b`, left untouched, which depends on `a`, whose update is in flight:
+        // recording `c` would carry `b` and the old `a` over as recorded.
+        let begin = JournalEntry::Begin {
+            seq: 1,
+            kind: PendingKind::Updating,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        let created = JournalEntry::Created {
+            seq: 2,
+            resource: state("c", &["b"]),
+            replaces: None,
+        };
+        let mut journal = JournalState::new(base());
+        journal.apply(&begin).unwrap();
+        journal
+            .apply(&JournalEntry::Begin {
+                seq: 2,
+                kind: PendingKind::Creating,
+                resource: state("c", &["b"]),
+                old: None,
+            })
+            .unwrap();
+        assert_eq!(journal.carries_in_flight(&created, &[]), Some(0));
+        assert_eq!(journal.carries_in_flight(&created, &[0]), None);
+        // Recorded all the same (the snapshot manager records it so only when asked to, once
+        // the update's step has ended), it carries them; the update's end is then refused,
+        // naming the kept state that depends on `a`.
+        journal.apply(&created).unwrap();
+        let updated = JournalEntry::Updated {
+            seq: 1,
+            old: 0,
+            resource: state("a", &[]),
+        };
+        let err = journal.apply(&updated).unwrap_err();
+        assert!(
+            matches!(&err, SnapshotError::KeptAsRecorded { urn: u, by } if *u == urn("a") && *by == urn("b")),
+            "{err}"
+        );
+        assert!(err.to_string().contains("target urn:"), "{err}");
+        // So is a replacement or a delete of it, before the provider acts.
+        let replacing = JournalEntry::Begin {
+            seq: 3,
+            kind: PendingKind::Creating,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        let deleting = JournalEntry::Begin {
+            seq: 3,
+            kind: PendingKind::Deleting,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        for entry in [replacing, deleting] {
+            let err = journal.apply(&entry).unwrap_err();
+            assert!(matches!(err, SnapshotError::KeptAsRecorded { .. }), "{err}");
+        }
+        let snapshot = journal.snapshot();
+        let names: Vec<&str> = snapshot.resources.iter().map(|r| r.urn.name()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn an_entry_carries_nothing_in_flight_once_that_operation_has_ended() {
+        let mut journal = JournalState::new(base());
+        let carried = JournalEntry::Same {
+            old: 1,
+            resource: None,
+        };
+        journal
+            .apply(&JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Updating,
+                resource: state("a", &[]),
+                old: Some(0),
+            })
+            .unwrap();
+        assert_eq!(journal.carries_in_flight(&carried, &[]), Some(0));
+        journal
+            .apply(&JournalEntry::Updated {
+                seq: 1,
+                old: 0,
+                resource: state("a", &[]),
+            })
+            .unwrap();
+        assert_eq!(journal.carries_in_flight(&carried, &[]), None);
+        journal.apply(&carried).unwrap();
     }
 
     #[test]

@@ -115,6 +115,10 @@ pub(crate) struct Claims {
     /// With `--target`: base resources a started step (even one still waiting for a permit)
     /// will take charge of; its sender is dropped when that step ends.
     pub(crate) under_way: HashMap<usize, watch::Receiver<()>>,
+    /// With `--target`: steps (by the base resource they take charge of) waiting, before they
+    /// record, for the step under way for another base resource (see
+    /// [`StepContext::record_after_in_flight`]). Each waits for one at a time.
+    pub(crate) record_waits: HashMap<usize, usize>,
 }
 
 impl Claims {
@@ -208,6 +212,8 @@ impl StepContext {
         entry: impl FnOnce() -> JournalEntry,
     ) -> Result<(), SnapshotError> {
         match &self.recorder {
+            // Recording may carry kept states over, with what they depend on.
+            Some(r) if self.targets.is_some() => self.record_after_in_flight(r, entry()).await,
             Some(r) => r.record(entry()).await,
             None => Ok(()),
         }

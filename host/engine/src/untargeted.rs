@@ -16,9 +16,9 @@
 //! for this resource, even when the new program reverses a dependency; and this step waits
 //! holding no permit and no claim, so they can get both (a delete-before-replace among them
 //! fails at once, rather than wait, on an untargeted dependent). A step for such a predecessor
-//! that starts only after this one has ended (registered late) is not waited for: if a state
-//! that carries this one forward is recorded first, or while that step runs, its change is
-//! refused (in the second case after the provider acted, leaving a pending operation).
+//! that starts only after this one has ended (registered late) is not waited for here: see
+//! [`StepContext::record_after_in_flight`], which every recording of a targeted run goes
+//! through.
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -26,6 +26,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use crate::events::{Event, Severity, StepOp};
+use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::resource::ResourceState;
 use crate::step::{ResourceStep, StepContext, StepError, StepOutputs, StepResult};
 use crate::urn::{Urn, is_stack_type, provided_package};
@@ -127,6 +128,108 @@ impl StepContext {
             }
         }
         waits
+    }
+
+    /// With `--target`, records `entry` once no operation in flight changes a base resource
+    /// that recording it would carry over as recorded.
+    ///
+    /// Recording a state carries over, as they were recorded, the kept states it depends on and
+    /// what those depend on, transitively (the journal's `pull_forward`); a state carried so can
+    /// no longer change in this operation. So a state that depends on a kept state whose
+    /// recorded state depends on a resource another step is changing records after that step
+    /// has ended: recorded first, it would make that step's end be refused after the provider
+    /// acted, leaving a pending operation. The journal checks and records in one step, so that
+    /// no operation can begin in between, and names such a resource; this waits for its step
+    /// and tries again.
+    ///
+    /// Only operations already begun are waited for. Their steps wait for nothing but their
+    /// provider and, before they record, for other steps as this one does: those waits form a
+    /// cycle only when each state depends on a kept state that depends on the next one's old
+    /// state, which no order of the snapshot could hold; the step that would close the cycle
+    /// does not wait. A step that ended without recording its operation's end (its call timed
+    /// out) leaves that resource carried over as it was, with the operation pending.
+    ///
+    /// A change that begins after its resource was carried over is refused before its provider
+    /// call, naming the kept state to target too (`SnapshotError::KeptAsRecorded`), as Pulumi
+    /// refuses a targeted resource that depends on one `--target` left uncreated ("depends on
+    /// … which was not specified in --target list") before any provider call. Waiting for that
+    /// change instead cannot be done safely: it may not be registered yet, or depend on this
+    /// very state (the new `a` depends on `c`, which depends on the kept `b`, which depends on
+    /// the old `a`).
+    pub(crate) async fn record_after_in_flight(
+        &self,
+        recorder: &SnapshotManager,
+        entry: JournalEntry,
+    ) -> Result<(), SnapshotError> {
+        // The base resource this entry decides, whose step others may wait for.
+        let (waiter, urn) = match &entry {
+            JournalEntry::Created {
+                resource, replaces, ..
+            } => (*replaces, resource.urn.clone()),
+            JournalEntry::Updated { old, resource, .. } => (Some(*old), resource.urn.clone()),
+            JournalEntry::Same { old, resource } => {
+                let state = resource.as_ref().unwrap_or(&self.base.resources[*old]);
+                (Some(*old), state.urn.clone())
+            }
+            // Nothing else records a state.
+            _ => return recorder.record(entry).await,
+        };
+        let mut not_waited_for = Vec::new();
+        loop {
+            let attempt = entry.clone();
+            match recorder
+                .record_after_in_flight(attempt, not_waited_for.clone())
+                .await
+            {
+                Err(SnapshotError::CarriesInFlight { old, urn: changing }) => {
+                    let Some(mut step) = self.wait_for_step(waiter, old) else {
+                        not_waited_for.push(old);
+                        continue;
+                    };
+                    self.events.diagnostic(
+                        Some(&urn),
+                        Severity::Debug,
+                        format!(
+                            "waits for the change of {changing} in flight to be recorded \
+                             first: a state this one depends on, kept as recorded (not \
+                             targeted), depends on it"
+                        ),
+                    );
+                    // The sender never sends: `changed` fails once the step has ended.
+                    while step.changed().await.is_ok() {}
+                    if let Some(waiter) = waiter {
+                        self.claims
+                            .lock()
+                            .expect("claims")
+                            .record_waits
+                            .remove(&waiter);
+                    }
+                }
+                recorded => return recorded,
+            }
+        }
+    }
+
+    /// The step under way for base resource `awaited`, if it has not ended and waiting for it
+    /// closes no cycle of steps waiting to record; notes that the step for base resource
+    /// `waiter` (if any: a new resource's step is waited for by none) waits for it.
+    fn wait_for_step(&self, waiter: Option<usize>, awaited: usize) -> Option<watch::Receiver<()>> {
+        let mut claims = self.claims.lock().expect("claims");
+        // `has_changed` fails once the sender is gone: that step has ended.
+        let step = (claims.under_way.get(&awaited))
+            .filter(|step| step.has_changed().is_ok())?
+            .clone();
+        let mut next = Some(awaited);
+        while let Some(at) = next {
+            if Some(at) == waiter {
+                return None;
+            }
+            next = claims.record_waits.get(&at).copied();
+        }
+        if let Some(waiter) = waiter {
+            claims.record_waits.insert(waiter, awaited);
+        }
+        Some(step)
     }
 
     /// With `--target`, a state that `state` (replacing or updating a base resource with its URN)

@@ -304,6 +304,79 @@ async fn a_change_an_untargeted_kept_state_depends_on_both_ways_is_refused_first
     }
 }
 
+/// `--target s x g`: the new `s` takes its input from `k`, not targeted, whose kept state
+/// depends on `x`, which is updated. Recording `s` carries `k` over as recorded, and `x` with
+/// it: so `s` is recorded once `x`'s update in flight is (before the fix, `s` was recorded first
+/// and `x`'s end, after the provider had updated it, was refused: "journal entry refers to base
+/// resource #…, which the journal does not know", the update left pending).
+///
+/// Ordered without timing: `x` waits for `g`, created once `k`'s step is done (so `k` does not
+/// wait for `x`); `s` is created once `x`'s update has begun; that update is held until `s` is
+/// either done (before the fix) or shows that it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_targeted_state_is_recorded_after_the_change_its_kept_dependency_carries() {
+    let mut h = fresh(vec![decl("x"), decl("k").from("upstream", "x")]).await;
+    h.provider.hold("create g", "k done");
+    h.provider.hold("create s", "update x");
+    h.provider.hold("update x", "s recorded or waiting");
+    let provider = h.provider.clone();
+    h.on_event = Some(Arc::new(move |event| match event {
+        Event::StepDone { step, .. } if step.urn.name() == "k" => provider.signal("k done"),
+        Event::StepDone { step, .. } if step.urn.name() == "s" => {
+            provider.signal("s recorded or waiting")
+        }
+        Event::Diagnostic { urn: Some(urn), .. } if urn.name() == "s" => {
+            provider.signal("s recorded or waiting")
+        }
+        _ => {}
+    }));
+    let program = vec![
+        decl("k"),
+        decl("s").from("upstream", "k"),
+        decl("g"),
+        decl("x").input("v", "2").from("upstream", "g"),
+    ];
+    let options = Options {
+        targets: targets(&["s", "x", "g"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(h.snapshot.pending_operations.is_empty());
+    assert_eq!(h.provider.calls(), ["create g", "create s", "update x"]);
+    assert_eq!(h.names(), ["g", "x", "k", "s"]);
+    assert_eq!(h.state("x").inputs.get("v"), Some(&Value::from("2")));
+    assert_eq!(h.state("k").dependencies, [Harness::urn("x")]);
+}
+
+/// The new `x` depends on `s`, whose input comes from `k`, not targeted, whose kept state
+/// depends on the old `x`. Recording `s` carries `k` over as recorded, and the old `x` with it,
+/// before `x`'s step can start: `x`'s update is refused before the provider acts, naming `k`.
+#[tokio::test]
+async fn a_change_carried_over_as_recorded_is_refused_before_the_provider_acts() {
+    let mut h = fresh(vec![decl("x"), decl("k").from("upstream", "x")]).await;
+    let program = vec![
+        decl("k"),
+        decl("s").from("upstream", "k"),
+        decl("x").input("v", "2").from("upstream", "s"),
+    ];
+    let options = Options {
+        targets: targets(&["s", "x"], false),
+        ..Default::default()
+    };
+    let outcome = bounded(h.up_with(program, options)).await;
+    let kept = Harness::urn("k");
+    assert!(
+        (outcome.errors.iter()).any(|e| e.contains(&format!("target {kept} too"))),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(h.provider.calls(), ["create s"]);
+    assert_eq!(h.names(), ["x", "k", "s"]);
+    assert!(!h.state("x").inputs.contains_key("v"));
+    assert!(h.snapshot.pending_operations.is_empty());
+}
+
 /// `b`, not targeted, waits for `a`'s step, which replaces `a` deleting it first: that would
 /// delete `b`, so it fails at once rather than wait for `b` (with one permit, held by neither).
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! undoes it, until the changes are committed. An entry refused halfway leaves no trace, and
 //! the snapshot manager takes back entries its persister could not store.
 
-use super::{Fate, JournalState};
+use super::{Fate, InFlight, JournalState};
 use crate::snapshot::PendingOperation;
 use crate::urn::Urn;
 use crate::value::PropertyMap;
@@ -11,7 +11,7 @@ use crate::value::PropertyMap;
 #[derive(Debug)]
 pub(super) enum Undo {
     /// The pending operation `seq` was `previous`.
-    Pending(u64, Option<PendingOperation>),
+    Pending(u64, Option<InFlight>),
     Fate(usize, Fate),
     /// A URN's live base resource was removed.
     BaseLive(Urn, usize),
@@ -111,7 +111,7 @@ impl JournalState {
 
     // The changes `apply` makes, each logged.
 
-    pub(super) fn set_pending(&mut self, seq: u64, op: Option<PendingOperation>) {
+    pub(super) fn set_pending(&mut self, seq: u64, op: Option<InFlight>) {
         let previous = match op {
             Some(op) => self.pending.insert(seq, op),
             None => self.pending.remove(&seq),

@@ -20,6 +20,13 @@ enum Request {
         Vec<JournalEntry>,
         oneshot::Sender<Result<(), SnapshotError>>,
     ),
+    /// Record one entry unless it would carry over a base resource with an operation in flight,
+    /// other than those listed.
+    RecordUnlessCarrying(
+        Box<JournalEntry>,
+        Vec<usize>,
+        oneshot::Sender<Result<(), SnapshotError>>,
+    ),
     Finish(oneshot::Sender<Result<Snapshot, SnapshotError>>),
     /// A sync in flight may have settled.
     Settled,
@@ -86,6 +93,29 @@ impl SnapshotManager {
         let (reply, done) = oneshot::channel();
         self.tx
             .send(Request::Record(entries, reply))
+            .map_err(|_| SnapshotError::Stopped)?;
+        done.await.map_err(|_| SnapshotError::Stopped)?
+    }
+
+    /// Records `entry` as [`record`](Self::record) does, unless recording it would carry into
+    /// the snapshot, as it was recorded, a base resource (other than those in `except`) that an
+    /// operation in flight is changing: then it records nothing and fails with
+    /// [`SnapshotError::CarriesInFlight`], naming that resource. Once carried over, the
+    /// resource could not change (see [`SnapshotError::KeptAsRecorded`]): the end of that
+    /// operation, after the provider acted, would be refused. The check and the recording are
+    /// one step of the writer, so no operation can begin in between.
+    pub async fn record_after_in_flight(
+        &self,
+        entry: JournalEntry,
+        except: Vec<usize>,
+    ) -> Result<(), SnapshotError> {
+        let (reply, done) = oneshot::channel();
+        self.tx
+            .send(Request::RecordUnlessCarrying(
+                Box::new(entry),
+                except,
+                reply,
+            ))
             .map_err(|_| SnapshotError::Stopped)?;
         done.await.map_err(|_| SnapshotError::Stopped)?
     }
@@ -233,22 +263,41 @@ impl Writer {
         request: Request,
     ) -> Option<oneshot::Sender<Result<Snapshot, SnapshotError>>> {
         match request {
-            Request::Record(entries, reply) => match self.record(&entries) {
-                Ok(()) if entries.iter().any(JournalEntry::is_begin) => self.waiting.push(reply),
-                Ok(()) => {
-                    self.acknowledged = true;
-                    let _ = reply.send(Ok(()));
+            Request::Record(entries, reply) => self.record_request(entries, reply),
+            Request::RecordUnlessCarrying(entry, except, reply) => {
+                match self.state.carries_in_flight(&entry, &except) {
+                    Some(old) if self.lost.is_none() => {
+                        let urn = self.state.base.resources[old].urn.clone();
+                        let _ = reply.send(Err(SnapshotError::CarriesInFlight { old, urn }));
+                    }
+                    _ => self.record_request(vec![*entry], reply),
                 }
-                // What the request recorded before the failure is flushed all the same.
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
+            }
             // A failure is answered to the starts it fails.
             Request::Settled => drop(self.collect_settled()),
             Request::Finish(reply) => return Some(reply),
         }
         None
+    }
+
+    /// Records `entries`: a start joins `waiting` for the next flush, other entries are
+    /// acknowledged at once.
+    fn record_request(
+        &mut self,
+        entries: Vec<JournalEntry>,
+        reply: oneshot::Sender<Result<(), SnapshotError>>,
+    ) {
+        match self.record(&entries) {
+            Ok(()) if entries.iter().any(JournalEntry::is_begin) => self.waiting.push(reply),
+            Ok(()) => {
+                self.acknowledged = true;
+                let _ = reply.send(Ok(()));
+            }
+            // What the request recorded before the failure is flushed all the same.
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
     }
 
     /// Applies and appends `entries` in order, up to the first that cannot be: that one
@@ -375,7 +424,7 @@ impl Writer {
     fn handle_finishing(&mut self, request: Request) -> Result<(), SnapshotError> {
         match request {
             Request::Settled => return self.collect_settled(),
-            Request::Record(_, reply) => {
+            Request::Record(_, reply) | Request::RecordUnlessCarrying(_, _, reply) => {
                 let _ = reply.send(Err(SnapshotError::Stopped));
             }
             Request::Finish(reply) => {
@@ -571,6 +620,59 @@ mod tests {
         let finished = manager.finish().await.unwrap();
         assert_eq!(finished, on_disk(&store));
         assert_eq!(pending(&finished), ["a2"]);
+    }
+
+    #[tokio::test]
+    async fn an_entry_that_would_carry_an_operation_in_flight_over_is_refused_unrecorded() {
+        let base = Snapshot {
+            resources: vec![state("a", &[]), state("b", &["a"])],
+            ..Default::default()
+        };
+        let store = Arc::new(Mutex::new(Store::default()));
+        let persister = Flaky {
+            store: store.clone(),
+            appended: Vec::new(),
+            refuses: nothing,
+            failing_syncs: 0..0,
+        };
+        let manager = SnapshotManager::start(base.clone(), Box::new(persister));
+        let updating = JournalEntry::Begin {
+            seq: 1,
+            kind: PendingKind::Updating,
+            resource: state("a", &[]),
+            old: Some(0),
+        };
+        manager.record(updating).await.unwrap();
+        let c = |seq| JournalEntry::Created {
+            seq,
+            resource: state("c", &["b"]),
+            replaces: None,
+        };
+        manager.record(begin(2, "c")).await.unwrap();
+        let err = manager.record_after_in_flight(c(2), Vec::new()).await;
+        assert!(
+            matches!(&err, Err(SnapshotError::CarriesInFlight { old: 0, urn }) if urn.name() == "a"),
+            "{err:?}"
+        );
+        // Once the update has ended, it is recorded after it.
+        let updated = JournalEntry::Updated {
+            seq: 1,
+            old: 0,
+            resource: state("a", &[]),
+        };
+        manager.record(updated).await.unwrap();
+        manager
+            .record_after_in_flight(c(2), Vec::new())
+            .await
+            .unwrap();
+        let finished = manager.finish().await.unwrap();
+        assert!(finished.pending_operations.is_empty());
+        let names: Vec<&str> = finished.resources.iter().map(|r| r.urn.name()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(
+            finished,
+            replay(base, store.lock().unwrap().durable.clone()).unwrap()
+        );
     }
 
     /// Lets each sync through only when the test says so.

@@ -30,7 +30,7 @@ pub struct FakeProvider {
     /// Every configuration a provider was asked for, in order.
     pub configs: Mutex<Vec<PropertyMap>>,
     next_id: Mutex<u64>,
-    /// Every diff, create, update and delete as it starts ("diff b", "delete c"), and every
+    /// Every diff, create, update and delete as it starts ("diff b", "update c"), and every
     /// `signal`: what tests order calls by, instead of sleeping.
     started: Mutex<Vec<String>>,
     started_count: tokio::sync::watch::Sender<usize>,
@@ -228,6 +228,9 @@ impl Provider for FakeProvider {
         news: &PropertyMap,
         preview: bool,
     ) -> Result<PropertyMap, ProviderError> {
+        if !preview {
+            self.start(format!("update {}", urn.name())).await;
+        }
         let mut outputs = news.clone();
         outputs.insert(
             "out".into(),
