@@ -8,6 +8,7 @@ mod crypter;
 mod events;
 mod lease;
 mod persister;
+mod resolver;
 mod transport;
 
 pub use backend::ServiceBackend;

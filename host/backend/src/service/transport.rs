@@ -17,6 +17,9 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use serde_json::Value;
+use ureq::unversioned::transport::DefaultConnector;
+
+use super::resolver::CachingResolver;
 
 /// How often a transient failure is tried again, and the longest wait between tries.
 const ATTEMPTS: u32 = 8;
@@ -80,6 +83,7 @@ pub struct Transport {
     base: String,
     token: String,
     agent: ureq::Agent,
+    resolver: CachingResolver,
     traffic: Arc<Counters>,
     reach: Arc<Reach>,
 }
@@ -162,15 +166,17 @@ impl Reach {
 impl Transport {
     /// The service at `base` (`https://host[:port]`), acting with `token`.
     pub fn new(base: &str, token: &str) -> Transport {
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(ATTEMPT_TIMEOUT))
-            .build()
-            .into();
+            .build();
+        let resolver = CachingResolver::default();
+        let agent = ureq::Agent::with_parts(config, DefaultConnector::new(), resolver.clone());
         Transport {
             base: base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             agent,
+            resolver,
             traffic: Arc::default(),
             reach: Arc::default(),
         }
@@ -292,6 +298,8 @@ impl Transport {
                 .build();
             let wait = match self.agent.run(request) {
                 Err(e) => {
+                    // The service may have moved: its address is looked up again.
+                    self.resolver.forget();
                     last = e.to_string();
                     backoff
                 }
