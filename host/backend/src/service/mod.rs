@@ -6,6 +6,7 @@
 mod backend;
 mod crypter;
 mod events;
+mod gzip;
 mod lease;
 mod persister;
 mod resolver;

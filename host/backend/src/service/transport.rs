@@ -8,17 +8,14 @@
 //! under way too) try no more than once until it answers again: the user is not made to wait
 //! out the same outage twice.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use flate2::Compression;
-use flate2::write::GzEncoder;
-
 use serde_json::Value;
 use ureq::unversioned::transport::DefaultConnector;
 
+use super::gzip::gzip;
 use super::resolver::CachingResolver;
 
 /// How often a transient failure is tried again, and the longest wait between tries.
@@ -368,15 +365,12 @@ fn encode(json: Vec<u8>) -> (Vec<u8>, bool) {
     if json.len() <= GZIP_ABOVE {
         return (json, false);
     }
-    // The fastest level: JSON compresses well at any level, and the CPU is the update's.
-    let mut encoder = GzEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
-    let gzipped = encoder.write_all(&json).and_then(|()| encoder.finish());
-    (gzipped.expect("writing to memory never fails"), true)
+    (gzip(&json), true)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::io::{BufRead, BufReader, Read};
+    use std::io::{BufRead, BufReader, Read, Write};
     use std::net::{TcpListener, TcpStream};
 
     use serde_json::json;
