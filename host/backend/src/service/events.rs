@@ -1,12 +1,15 @@
-//! An update's engine events on the service, for `plinth logs`. Recording hands each event to a
-//! sender thread through an unbounded channel, so it never waits on the network; the sender
-//! sends batches of [`BATCH_EVENTS`], or what 4 s gathered, numbered from 1, with at
-//! most [`IN_FLIGHT`] requests at once (batch N goes only once batch N − 3 is answered, which is
-//! what the service checks). After a failure nothing more is sent, and `finish` reports it.
+//! An update's engine events on the service, for `plinth logs`. Recording gathers each event
+//! for a sender thread, so it never waits on the network; the sender sends batches of
+//! [`BATCH_EVENTS`], or what 4 s gathered, numbered from 1, with at most [`IN_FLIGHT`] requests
+//! at once (batch N goes only once batch N − 3 is answered, which is what the service checks).
+//! After a failure nothing more is sent, and `finish` reports it.
+//!
+//! The sender is woken once a batch is full, not for each event: an update of 10,000 resources
+//! records 20,000 events, and waking a thread for each cost more than sending them.
 
 use std::collections::VecDeque;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -32,14 +35,94 @@ pub struct ServiceEventLog {
     /// Names the update in errors.
     origin: String,
     numbering: EventNumbering,
-    events: Option<mpsc::Sender<LogEntry>>,
+    gathered: Arc<Gathered>,
     sender: Option<JoinHandle<Option<ServiceError>>>,
+}
+
+/// The events recorded and not yet taken into a batch, shared by the log and its sender.
+#[derive(Default)]
+struct Gathered {
+    state: Mutex<Gathering>,
+    /// Wakes the sender when a batch is full or the log ends.
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Gathering {
+    events: Vec<LogEntry>,
+    /// When the oldest of `events` was gathered (about: see [`Gathered::next_batch`]).
+    since: Option<Instant>,
+    /// The log ended: what is left goes, then the sender stops.
+    ended: bool,
+    /// The sender stopped after a failure: events are dropped.
+    stopped: bool,
+}
+
+impl Gathered {
+    fn lock(&self) -> MutexGuard<'_, Gathering> {
+        self.state
+            .lock()
+            .expect("never poisoned: nothing panics holding it")
+    }
+
+    fn gather(&self, entry: LogEntry) {
+        let mut gathering = self.lock();
+        if gathering.stopped {
+            return;
+        }
+        gathering.since.get_or_insert_with(Instant::now);
+        gathering.events.push(entry);
+        if gathering.events.len() == BATCH_EVENTS {
+            self.changed.notify_one();
+        }
+    }
+
+    fn end(&self) {
+        self.lock().ended = true;
+        self.changed.notify_one();
+    }
+
+    /// The next batch to send: [`BATCH_EVENTS`] events, or fewer once the oldest waited
+    /// [`BATCH_WAIT`] or the log ended; `None` once it ended and nothing is left.
+    fn next_batch(&self) -> Option<Vec<LogEntry>> {
+        let mut gathering = self.lock();
+        loop {
+            let due = gathering.since.map(|since| since + BATCH_WAIT);
+            let waited = gathering.ended || due.is_some_and(|due| due <= Instant::now());
+            let count = gathering.events.len();
+            if count >= BATCH_EVENTS || (count > 0 && waited) {
+                let batch: Vec<LogEntry> =
+                    gathering.events.drain(..count.min(BATCH_EVENTS)).collect();
+                // Those left count from now: they wait a little longer than 4 s at worst.
+                gathering.since = (!gathering.events.is_empty()).then(Instant::now);
+                return Some(batch);
+            }
+            if gathering.ended {
+                return None;
+            }
+            // Nothing wakes the sender for the first event of a batch: it looks again when the
+            // batch it knows of is due, or every 4 s.
+            let wait = due.map_or(BATCH_WAIT, |due| {
+                due.saturating_duration_since(Instant::now())
+            });
+            gathering = (self.changed.wait_timeout(gathering, wait))
+                .expect("never poisoned")
+                .0;
+        }
+    }
+
+    /// The sender stopped: nothing gathered from now on will be sent.
+    fn stop(&self) {
+        let mut gathering = self.lock();
+        gathering.stopped = true;
+        gathering.events = Vec::new();
+    }
 }
 
 impl ServiceEventLog {
     /// Starts sending the events of update `update`, which holds lease `lease`.
     pub fn start(transport: Transport, update: &str, lease: &str) -> ServiceEventLog {
-        let (events, received) = mpsc::channel();
+        let gathered = Arc::new(Gathered::default());
         let path = format!("updates/{update}/events");
         let failure = Arc::new(Mutex::new(None));
         let sender = Sender {
@@ -50,12 +133,15 @@ impl ServiceEventLog {
         };
         let sender = std::thread::Builder::new()
             .name("plinth-events".into())
-            .spawn(move || sender.run(received))
+            .spawn({
+                let gathered = gathered.clone();
+                move || sender.run(&gathered)
+            })
             .expect("a thread can be started");
         ServiceEventLog {
             origin: format!("update {update}"),
             numbering: EventNumbering::default(),
-            events: Some(events),
+            gathered,
             sender: Some(sender),
         }
     }
@@ -66,15 +152,13 @@ impl EventLog for ServiceEventLog {
         let Some(entry) = self.numbering.entry(event) else {
             return;
         };
-        if let Some(events) = &self.events {
-            // The sender stopped after a failure, which `finish` reports: the event is dropped.
-            let _ = events.send(entry);
-        }
+        // Once the sender stopped after a failure, which `finish` reports, it is dropped.
+        self.gathered.gather(entry);
     }
 
     fn finish(mut self: Box<Self>) -> Result<(), BackendError> {
-        // Ends the channel: the sender sends what is left and waits for every answer.
-        drop(self.events.take());
+        // The sender sends what is left and waits for every answer.
+        self.gathered.end();
         let failure = match self.sender.take().map(JoinHandle::join) {
             Some(Ok(failure)) => failure,
             Some(Err(_)) => Some(ServiceError::Refused {
@@ -94,7 +178,7 @@ impl EventLog for ServiceEventLog {
 impl Drop for ServiceEventLog {
     /// A log dropped unfinished lets its sender go on alone: nothing waits for it.
     fn drop(&mut self) {
-        drop(self.events.take());
+        self.gathered.end();
     }
 }
 
@@ -177,37 +261,14 @@ fn post_each(
 }
 
 impl Sender {
-    /// Sends what comes through `events` until it ends; the first failure, if any.
-    fn run(mut self, events: mpsc::Receiver<LogEntry>) -> Option<ServiceError> {
-        let mut batch = Vec::with_capacity(BATCH_EVENTS);
-        let mut due: Option<Instant> = None;
-        loop {
-            let next = match due {
-                None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(due) => events.recv_timeout(due.saturating_duration_since(Instant::now())),
-            };
-            match next {
-                Ok(entry) => {
-                    if batch.is_empty() {
-                        due = Some(Instant::now() + BATCH_WAIT);
-                    }
-                    batch.push(entry);
-                    if batch.len() < BATCH_EVENTS {
-                        continue;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            due = None;
+    /// Sends what is gathered until the log ends; the first failure, if any.
+    fn run(mut self, gathered: &Gathered) -> Option<ServiceError> {
+        while let Some(batch) = gathered.next_batch() {
             if !self.send(&batch) {
                 break;
             }
-            batch.clear();
         }
-        if !batch.is_empty() {
-            self.send(&batch);
-        }
+        gathered.stop();
         self.requests.finish();
         self.failure
             .lock()
@@ -306,5 +367,58 @@ pub fn fetch_log(
             Some(next) => after = next,
             None => return Ok(log),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plinth_engine::events::Severity;
+
+    use super::*;
+
+    fn diagnostic(message: String) -> Event {
+        Event::Diagnostic {
+            urn: None,
+            severity: Severity::Info,
+            message,
+        }
+    }
+
+    fn gathered(count: usize) -> Gathered {
+        let gathered = Gathered::default();
+        let mut numbering = EventNumbering::default();
+        for n in 0..count {
+            gathered.gather(numbering.entry(&diagnostic(format!("event {n}"))).unwrap());
+        }
+        gathered
+    }
+
+    fn seqs(batch: Option<Vec<LogEntry>>) -> Vec<u64> {
+        batch.unwrap().iter().map(|entry| entry.seq).collect()
+    }
+
+    #[test]
+    fn full_batches_go_at_once_and_the_rest_once_its_oldest_waited() {
+        let gathered_at = Instant::now();
+        let gathered = gathered(120);
+        assert_eq!(seqs(gathered.next_batch()), (1..=50).collect::<Vec<_>>());
+        assert_eq!(seqs(gathered.next_batch()), (51..=100).collect::<Vec<_>>());
+        // 20 left: they go once they waited the batch's time, not before.
+        assert_eq!(seqs(gathered.next_batch()), (101..=120).collect::<Vec<_>>());
+        assert!(gathered_at.elapsed() >= BATCH_WAIT);
+    }
+
+    #[test]
+    fn once_the_log_ends_what_is_left_goes_in_batches_then_nothing() {
+        let gathered = gathered(70);
+        gathered.end();
+        assert_eq!(seqs(gathered.next_batch()).len(), 50);
+        assert_eq!(seqs(gathered.next_batch()), (51..=70).collect::<Vec<_>>());
+        assert!(gathered.next_batch().is_none());
+        // Once the sender stopped, nothing more is kept.
+        gathered.stop();
+        let late = EventNumbering::default().entry(&diagnostic("late".into()));
+        gathered.gather(late.unwrap());
+        assert!(gathered.lock().events.is_empty());
     }
 }
