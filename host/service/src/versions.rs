@@ -60,6 +60,7 @@ pub(crate) async fn fold(
     entry: &Value,
     source: Source,
 ) -> Result<i64, ApiError> {
+    let started = Instant::now();
     let (folded,): (i64,) = sqlx::query_as("SELECT folded_seq FROM updates WHERE id = $1")
         .bind(update)
         .fetch_one(&mut *conn)
@@ -75,7 +76,9 @@ pub(crate) async fn fold(
     .await?;
     let through = batches.last().map_or(folded, |(seq, _)| *seq);
     let batches: Vec<String> = batches.into_iter().map(|(_, batch)| batch).collect();
+    let batches_read = batches.len();
     let (version, base) = latest(&mut *conn, stack.id).await?;
+    let fetched = started.elapsed();
     let checkpoint = match source {
         // Nothing journaled: the state is the base's, kept as it is (a no-op update of a large
         // stack would parse and write it again for nothing).
@@ -93,6 +96,7 @@ pub(crate) async fn fold(
         Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new(), None).await?,
     };
     let version = version + 1;
+    let checkpoint_len = checkpoint.len();
     sqlx::query(
         "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -110,6 +114,15 @@ pub(crate) async fn fold(
         .bind(through)
         .execute(&mut *conn)
         .await?;
+    tracing::debug!(
+        "version {version} of {}/{}: {} batches and the base read in {:.1} ms, {} bytes stored          {:.1} ms after",
+        stack.project,
+        stack.name,
+        batches_read,
+        fetched.as_secs_f64() * 1e3,
+        checkpoint_len,
+        (started.elapsed() - fetched).as_secs_f64() * 1e3
+    );
     Ok(version)
 }
 
