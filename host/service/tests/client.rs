@@ -15,6 +15,7 @@ use plinth_backend::service::{LeaseKeeper, LeaseState, ServiceError, ServicePers
 use plinth_engine::journal::{JournalEntry, Persister, SyncWaker};
 use plinth_engine::names::StackName;
 use plinth_engine::value::Value as PValue;
+use plinth_test_postgres::Postgres;
 use serde_json::{Value, json};
 
 #[test]
@@ -132,21 +133,56 @@ fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed
     );
 }
 
-#[test]
-fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gaps() {
-    let (_server, db) = database();
+/// An update of stack `dev` begun by alice on a new service, with a persister of its journal
+/// whose wakes of the writer come through `wakes`.
+struct Journaling {
+    _server: Arc<Postgres>,
+    service: Service,
+    alice: String,
+    transport: Transport,
+    update: String,
+    persister: ServicePersister,
+    waker: SyncWaker,
+    wakes: std::sync::mpsc::Receiver<()>,
+}
+
+fn journaling() -> Journaling {
+    let (server, db) = database();
     let service = serve(&db, &[]);
     let alice = token(&db, "alice");
     create_stack(&service, &alice, "dev");
     let transport = Transport::new(&service.url, &alice);
     let (update, lease) = begin_through(&transport);
     let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
-    let mut persister =
-        ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));
+    let persister = ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));
     let (woken, wakes) = std::sync::mpsc::channel();
     let waker = SyncWaker::new(move || {
         let _ = woken.send(());
     });
+    Journaling {
+        _server: server,
+        service,
+        alice,
+        transport,
+        update,
+        persister,
+        waker,
+        wakes,
+    }
+}
+
+#[test]
+fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gaps() {
+    let Journaling {
+        _server,
+        service: _service,
+        transport,
+        update,
+        mut persister,
+        waker,
+        wakes,
+        ..
+    } = journaling();
     // Syncs of 150, 2 and 60 entries, each started before the last settled: their entries go
     // in batches of at most 100, whatever sync they came with.
     let mut seq = 0;
@@ -192,19 +228,15 @@ fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gap
 
 #[test]
 fn once_the_lease_is_lost_every_sync_started_without_waiting_fails_and_wakes_the_writer() {
-    let (_server, db) = database();
-    let service = serve(&db, &[]);
-    let alice = token(&db, "alice");
-    create_stack(&service, &alice, "dev");
-    let transport = Transport::new(&service.url, &alice);
-    let (update, lease) = begin_through(&transport);
-    let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
-    let mut persister =
-        ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));
-    let (woken, wakes) = std::sync::mpsc::channel();
-    let waker = SyncWaker::new(move || {
-        let _ = woken.send(());
-    });
+    let Journaling {
+        _server,
+        service,
+        alice,
+        mut persister,
+        waker,
+        wakes,
+        ..
+    } = journaling();
     let (status, _) = cancel(&service, &alice);
     assert_eq!(status, 200);
     // The first sync is refused by the service; the later ones are failed by the persister
