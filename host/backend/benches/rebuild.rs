@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use plinth_backend::{check_entry, rebuild_sealed};
+use plinth_backend::{ParsedBatch, rebuild_sealed};
 use plinth_engine::journal::JournalEntry;
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::resource::{ProviderRef, ResourceState};
@@ -62,7 +62,7 @@ fn main() {
         .map(|e| serde_json::to_string(e).unwrap())
         .collect();
     report("check of a batch of 100 entries", runs * 20, || {
-        batch.iter().for_each(|e| check_entry(e).unwrap())
+        drop(ParsedBatch::check(batch.iter().map(String::as_str)).unwrap())
     });
 }
 

@@ -31,6 +31,8 @@ pub use journal_short::CREATED_AS_BEGUN;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
-pub use rebuild::{check_entry, rebuild_sealed, rebuilt_as_is, seal_entry};
+pub use rebuild::{
+    JournalBatch, ParsedBatch, rebuild_parsed, rebuild_sealed, rebuilt_as_is, seal_entry,
+};
 pub use transfer::ImportReport;
 pub use upgrade::OLDEST_UPGRADED_SCHEMA;

@@ -49,24 +49,115 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
 ) -> Result<Vec<u8>, BackendError> {
-    let (checkpoint, lines) = rayon::join(
-        || match base {
-            Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed),
-            None => Ok(Checkpoint::new(project, stack, Snapshot::default())),
-        },
+    let (checkpoint, parsed) = rayon::join(
+        || parse_base(project, stack, base, origin),
         || {
             let parsed: Vec<_> = (batches.par_iter().enumerate())
-                .map(|(index, batch)| parse_batch(index, batch.as_ref(), origin))
+                .map(|(index, batch)| ParsedBatch::parse(index, batch.as_ref(), origin))
                 .collect();
             // The first malformed batch is the one reported, whichever was parsed first.
             parsed.into_iter().collect::<Result<Vec<_>, _>>()
         },
     );
-    let (checkpoint, lines) = (checkpoint?, lines?);
+    replay_parsed(project, stack, checkpoint?, parsed?, plugins, origin)
+}
+
+/// A journal batch for [`rebuild_parsed`]: parsed already (as it arrived:
+/// [`ParsedBatch::check`]), or its text.
+pub enum JournalBatch {
+    Parsed(ParsedBatch),
+    Text(String),
+}
+
+/// [`rebuild_sealed`] of `batches`, some of them parsed already, in order.
+pub fn rebuild_parsed(
+    project: &ProjectName,
+    stack: &StackName,
+    base: Option<&[u8]>,
+    batches: Vec<JournalBatch>,
+    plugins: Option<Vec<PluginUse>>,
+    origin: &Path,
+) -> Result<Vec<u8>, BackendError> {
+    let (checkpoint, parsed) = rayon::join(
+        || parse_base(project, stack, base, origin),
+        || {
+            let parsed: Vec<_> = (batches.into_par_iter().enumerate())
+                .map(|(index, batch)| match batch {
+                    JournalBatch::Parsed(parsed) => Ok(parsed),
+                    JournalBatch::Text(text) => ParsedBatch::parse(index, text.as_bytes(), origin),
+                })
+                .collect();
+            parsed.into_iter().collect::<Result<Vec<_>, _>>()
+        },
+    );
+    replay_parsed(project, stack, checkpoint?, parsed?, plugins, origin)
+}
+
+/// The checkpoint `base` of stack `stack` (the empty state's if `None`), secrets kept sealed.
+fn parse_base(
+    project: &ProjectName,
+    stack: &StackName,
+    base: Option<&[u8]>,
+    origin: &Path,
+) -> Result<Checkpoint, BackendError> {
+    match base {
+        Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed),
+        None => Ok(Checkpoint::new(project, stack, Snapshot::default())),
+    }
+}
+
+/// A journal batch's entries, parsed, the short ones not completed yet (that needs the batches
+/// before it).
+pub struct ParsedBatch(Vec<Line>);
+
+impl ParsedBatch {
+    /// Parses `entries`, as a client sent them (secrets sealed): for refusing a malformed one
+    /// when it arrives rather than when the state is rebuilt. The error names the entry, from
+    /// 1. Whether a short entry's `begin` came before is known at the rebuild.
+    pub fn check<'a>(
+        entries: impl IntoIterator<Item = &'a str>,
+    ) -> Result<ParsedBatch, (usize, String)> {
+        // Parsed straight from the text, secrets kept sealed; most entries hold none and are
+        // never made a JSON tree.
+        (entries.into_iter().enumerate())
+            .map(|(place, entry)| {
+                decode_line(entry.as_bytes(), &KeepSealed).map_err(|e| (place + 1, e.to_string()))
+            })
+            .collect::<Result<_, _>>()
+            .map(ParsedBatch)
+    }
+
+    /// The entries of `batch`, the journal batch numbered `index` from 0: a JSON array.
+    fn parse(index: usize, batch: &[u8], origin: &Path) -> Result<ParsedBatch, BackendError> {
+        let entries: Vec<&RawValue> =
+            serde_json::from_slice(batch).map_err(|e| corrupt(origin, index, e))?;
+        ParsedBatch::check(entries.into_iter().map(RawValue::get))
+            .map_err(|(place, e)| corrupt(origin, index, format!("entry {place}: {e}")))
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Replays `batches` over `checkpoint` and writes the result.
+fn replay_parsed(
+    project: &ProjectName,
+    stack: &StackName,
+    checkpoint: Checkpoint,
+    batches: Vec<ParsedBatch>,
+    plugins: Option<Vec<PluginUse>>,
+    origin: &Path,
+) -> Result<Vec<u8>, BackendError> {
     // Short entries completed in order, from the `begin` entries of this and earlier batches.
     let mut begun = Begun::default();
-    let mut decoded = Vec::with_capacity(lines.iter().map(Vec::len).sum());
-    for (index, batch) in lines.into_iter().enumerate() {
+    let mut decoded = Vec::with_capacity(batches.iter().map(ParsedBatch::len).sum());
+    for (index, ParsedBatch(batch)) in batches.into_iter().enumerate() {
         for line in batch {
             let entry = match line {
                 Line::Entry(entry) => {
@@ -99,18 +190,6 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     json
 }
 
-/// The entries of the journal batch numbered `index` from 0, short ones not completed yet.
-fn parse_batch(index: usize, batch: &[u8], origin: &Path) -> Result<Vec<Line>, BackendError> {
-    let entries: Vec<&RawValue> =
-        serde_json::from_slice(batch).map_err(|e| corrupt(origin, index, e))?;
-    (entries.into_iter().enumerate())
-        .map(|(place, entry)| {
-            decode_line(entry.get().as_bytes(), &KeepSealed)
-                .map_err(|e| corrupt(origin, index, format!("entry {}: {e}", place + 1)))
-        })
-        .collect()
-}
-
 /// The journal batch numbered `index` from 0 is not what `reason` says.
 fn corrupt(origin: &Path, index: usize, reason: impl std::fmt::Display) -> BackendError {
     BackendError::Corrupt {
@@ -136,16 +215,6 @@ pub fn rebuilt_as_is(base: &[u8], plugins: Option<&[PluginUse]>) -> bool {
     })
 }
 
-/// Why `entry` is not a journal entry as a client sends it (secrets sealed), if it is not: for
-/// refusing a malformed entry when it arrives rather than when the state is rebuilt.
-pub fn check_entry(entry: &str) -> Result<(), String> {
-    // Parsed straight from the text, secrets kept sealed; most entries hold none and are never
-    // made a JSON tree. Whether a short entry's `begin` came before is known at the rebuild.
-    decode_line(entry.as_bytes(), &KeepSealed)
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
 /// The journal entry as the client sends it: JSON with every secret sealed by `crypter`.
 pub fn seal_entry(
     entry: &JournalEntry,
@@ -159,6 +228,11 @@ pub fn seal_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Why `entry` is not a journal entry as a client sends it, if it is not.
+    fn check_entry(entry: &str) -> Result<(), String> {
+        ParsedBatch::check([entry]).map(drop).map_err(|(_, e)| e)
+    }
     use crate::secrets::PassphraseCrypter;
     use plinth_engine::resource::ResourceState;
     use plinth_engine::value::{PropertyMap, Value};

@@ -2,6 +2,7 @@
 //! an update runs. A batch is stored once: its retry (same number, same content) is answered as
 //! if new, and a different batch under a number already taken is refused.
 
+use plinth_backend::ParsedBatch;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -10,6 +11,7 @@ use uuid::Uuid;
 
 use crate::auth::digest;
 use crate::error::ApiError;
+use crate::parsed::PARSED;
 
 /// The most entries one batch may carry (the client sends at most 100, or what 50 ms gathered).
 pub(crate) const MAX_ENTRIES: usize = 100;
@@ -37,14 +39,13 @@ pub(crate) async fn append(
             entries.len()
         )));
     }
-    for (index, entry) in entries.iter().enumerate() {
-        plinth_backend::check_entry(entry.get()).map_err(|reason| {
+    let parsed = ParsedBatch::check(entries.iter().map(|entry| entry.get())).map_err(
+        |(place, reason)| {
             ApiError::BadRequest(format!(
-                "entry {} of journal batch {seq} is not a journal entry: {reason}",
-                index + 1
+                "entry {place} of journal batch {seq} is not a journal entry: {reason}"
             ))
-        })?;
-    }
+        },
+    )?;
     // Stored and digested as the client wrote it, never parsed into a tree and written again:
     // a retry carries the same text. (One written otherwise is still told from a conflict, by
     // its content, below.)
@@ -90,6 +91,8 @@ pub(crate) async fn append(
         return Err(crate::updates::refused(pool, id, lease).await);
     }
     if inserted {
+        // Kept for the fold, once this transaction is committed: it is one statement.
+        PARSED.keep(id, seq, content, parsed, text.len());
         return Ok(Stored::New);
     }
     let stored = match stored {

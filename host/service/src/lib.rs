@@ -7,6 +7,7 @@ mod db;
 mod error;
 mod events;
 mod journal;
+mod parsed;
 mod secrets;
 mod tokens;
 mod updates;

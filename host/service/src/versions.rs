@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use plinth_backend::{HistoryEntry, PluginUse, UpdateKind, UpdateResult};
+use plinth_backend::{
+    HistoryEntry, JournalBatch, ParsedBatch, PluginUse, UpdateKind, UpdateResult,
+};
 use plinth_engine::names::{ProjectName, StackName};
 use serde::Serialize;
 use serde_json::Value;
@@ -14,6 +16,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::error::ApiError;
+use crate::parsed::PARSED;
 
 /// A stack as versions are made for it.
 pub(crate) struct StackKey {
@@ -65,20 +68,11 @@ pub(crate) async fn fold(
         .bind(update)
         .fetch_one(&mut *conn)
         .await?;
-    // As text: the rebuild parses each batch once, straight into journal entries.
-    let batches: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT seq, entries::text FROM journal_batches WHERE update_id = $1 AND seq > $2
-         ORDER BY seq",
-    )
-    .bind(update)
-    .bind(folded)
-    .fetch_all(&mut *conn)
-    .await?;
+    let batches = journal_batches(&mut *conn, update, folded).await?;
     let through = batches.last().map_or(folded, |(seq, _)| *seq);
-    let batches: Vec<String> = batches.into_iter().map(|(_, batch)| batch).collect();
-    let batches_read = batches.len();
+    let batches: Vec<JournalBatch> = batches.into_iter().map(|(_, batch)| batch).collect();
     let (version, base) = latest(&mut *conn, stack.id).await?;
-    let fetched = started.elapsed();
+    let read = started.elapsed();
     let checkpoint = match source {
         // Nothing journaled: the state is the base's, kept as it is (a no-op update of a large
         // stack would parse and write it again for nothing).
@@ -96,7 +90,6 @@ pub(crate) async fn fold(
         Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new(), None).await?,
     };
     let version = version + 1;
-    let checkpoint_len = checkpoint.len();
     sqlx::query(
         "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -115,23 +108,73 @@ pub(crate) async fn fold(
         .execute(&mut *conn)
         .await?;
     tracing::debug!(
-        "version {version} of {}/{}: {} batches and the base read in {:.1} ms, {} bytes stored          {:.1} ms after",
+        "version {version} of {}/{} ({} bytes) made in {:.1} ms, {:.1} ms of it reading",
         stack.project,
         stack.name,
-        batches_read,
-        fetched.as_secs_f64() * 1e3,
-        checkpoint_len,
-        (started.elapsed() - fetched).as_secs_f64() * 1e3
+        checkpoint.len(),
+        started.elapsed().as_secs_f64() * 1e3,
+        read.as_secs_f64() * 1e3,
     );
     Ok(version)
 }
 
-/// Replays the journal `batches` (each a JSON array of entries) over `base` off the async
-/// workers: it is CPU work, proportional to the state.
+/// Update `update`'s journal batches after batch `folded`, in order: those this replica parsed
+/// when they arrived, if stored as it parsed them, and the text of the others.
+async fn journal_batches(
+    conn: &mut PgConnection,
+    update: Uuid,
+    folded: i64,
+) -> Result<Vec<(i64, JournalBatch)>, ApiError> {
+    let stored: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT seq, digest FROM journal_batches WHERE update_id = $1 AND seq > $2 ORDER BY seq",
+    )
+    .bind(update)
+    .bind(folded)
+    .fetch_all(&mut *conn)
+    .await?;
+    let parsed: Vec<(i64, Option<ParsedBatch>)> = (stored.into_iter())
+        .map(|(seq, digest)| (seq, PARSED.take(update, seq, &digest)))
+        .collect();
+    let missing: Vec<i64> = (parsed.iter())
+        .filter(|(_, batch)| batch.is_none())
+        .map(|(seq, _)| *seq)
+        .collect();
+    // As text: the rebuild parses each batch once, straight into journal entries.
+    let texts: Vec<(i64, String)> = match missing.is_empty() {
+        true => Vec::new(),
+        false => {
+            sqlx::query_as(
+                "SELECT seq, entries::text FROM journal_batches
+                 WHERE update_id = $1 AND seq = ANY($2) ORDER BY seq",
+            )
+            .bind(update)
+            .bind(&missing)
+            .fetch_all(&mut *conn)
+            .await?
+        }
+    };
+    let mut texts = texts.into_iter();
+    (parsed.into_iter())
+        .map(|(seq, batch)| match batch {
+            Some(batch) => Ok((seq, JournalBatch::Parsed(batch))),
+            // A batch is removed only with its stack (which a running update keeps): each
+            // missing one was read, in order.
+            None => match texts.next() {
+                Some((read, text)) if read == seq => Ok((seq, JournalBatch::Text(text))),
+                _ => Err(ApiError::Internal(format!(
+                    "journal batch {seq} of update {update} is gone"
+                ))),
+            },
+        })
+        .collect()
+}
+
+/// Replays the journal `batches` over `base` off the async workers: it is CPU work,
+/// proportional to the state.
 async fn rebuild(
     stack: &StackKey,
     base: Option<Vec<u8>>,
-    batches: Vec<String>,
+    batches: Vec<JournalBatch>,
     plugins: Option<Vec<PluginUse>>,
 ) -> Result<Vec<u8>, ApiError> {
     let project = ProjectName::new(&stack.project)
@@ -141,18 +184,18 @@ async fn rebuild(
     let origin = PathBuf::from(format!("service:{}/{}", stack.project, stack.name));
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
-        let rebuilt = plinth_backend::rebuild_sealed(
+        let count = batches.len();
+        let rebuilt = plinth_backend::rebuild_parsed(
             &project,
             &name,
             base.as_deref(),
-            &batches,
+            batches,
             plugins,
             &origin,
         );
         tracing::debug!(
-            "rebuilt {} from {} journal batches in {:.1} ms",
+            "rebuilt {} from {count} journal batches in {:.1} ms",
             origin.display(),
-            batches.len(),
             started.elapsed().as_secs_f64() * 1e3
         );
         rebuilt

@@ -325,3 +325,62 @@ fn the_keeper_renews_the_lease_at_half_its_duration_and_learns_when_it_is_lost()
         matches!(keeper.state(), LeaseState::Lost(_))
     });
 }
+
+/// Batch `seq` of the journal creating `r{seq}`, its begin and its end.
+fn creating_batch(seq: u64) -> Option<Value> {
+    let entries = creating(
+        seq,
+        &resource(&format!("r{seq}"), Default::default()),
+        false,
+    );
+    Some(json!({ "seq": seq, "entries": entries }))
+}
+
+#[test]
+fn a_version_is_made_from_the_batches_as_stored_whichever_replica_parsed_them() {
+    let (server, db) = database();
+    let (first, second) = (serve(&db, &[]), serve(&db, &[]));
+    let alice = token(&db, "alice");
+    create_stack(&first, &alice, "dev");
+    let (status, begun) = begin(&first, &alice, "dev");
+    assert_eq!(status, 200, "{begun}");
+    let running = lease_of(&begun);
+    // Each replica parses the batches it receives; the first makes the version, so it reads
+    // the second's back from the database.
+    for seq in 1..=4 {
+        let replica = if seq % 2 == 1 { &first } else { &second };
+        let (status, body) = on_update(replica, &alice, &running, "journal", creating_batch(seq));
+        assert_eq!(status, 200, "batch {seq}: {body}");
+    }
+    // The database holds the facts: batch 3, as the first replica parsed it, is changed there.
+    let name = db.rsplit('/').next().unwrap();
+    let changed = serde_json::to_string(&creating_batch(5).unwrap()["entries"]).unwrap();
+    server
+        .psql(
+            name,
+            &format!(
+                "UPDATE journal_batches SET entries = '{changed}',
+                 digest = sha256(convert_to('{changed}', 'UTF8')) WHERE seq = 3"
+            ),
+        )
+        .unwrap();
+    let phase = json!({ "phase": 1, "entry": history_entry("update") });
+    let (status, body) = on_update(&first, &alice, &running, "phases", Some(phase));
+    assert_eq!(status, 200, "{body}");
+    let (status, checkpoint) = call(
+        &first,
+        "GET",
+        "stacks/p/dev/export",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200, "{checkpoint}");
+    let names: Vec<&str> = (checkpoint["snapshot"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .map(|r| r["urn"].as_str().unwrap().rsplit("::").next().unwrap())
+    .collect();
+    assert_eq!(names, ["r1", "r2", "r5", "r4"]);
+}
