@@ -1,5 +1,6 @@
 //! `plinth serve`: the team backend. Every fact lives in PostgreSQL, so any number of replicas
-//! behind one database behave as one; the service keeps nothing in memory between requests.
+//! behind one database behave as one. Between requests a replica keeps only the journal batches
+//! it parsed, a shortcut the fold checks against the database (`parsed`).
 
 mod api;
 mod auth;
