@@ -49,17 +49,9 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
 ) -> Result<Vec<u8>, BackendError> {
-    let (checkpoint, parsed) = rayon::join(
-        || parse_base(project, stack, base, origin),
-        || {
-            let parsed: Vec<_> = (batches.par_iter().enumerate())
-                .map(|(index, batch)| ParsedBatch::parse(index, batch.as_ref(), origin))
-                .collect();
-            // The first malformed batch is the one reported, whichever was parsed first.
-            parsed.into_iter().collect::<Result<Vec<_>, _>>()
-        },
-    );
-    replay_parsed(project, stack, checkpoint?, parsed?, plugins, origin)
+    let parsed = (batches.par_iter().enumerate())
+        .map(|(index, batch)| ParsedBatch::parse(index, batch.as_ref(), origin));
+    rebuild_from(project, stack, base, parsed, plugins, origin)
 }
 
 /// A journal batch for [`rebuild_parsed`]: parsed already (as it arrived:
@@ -78,15 +70,27 @@ pub fn rebuild_parsed(
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
 ) -> Result<Vec<u8>, BackendError> {
+    let parsed = (batches.into_par_iter().enumerate()).map(|(index, batch)| match batch {
+        JournalBatch::Parsed(parsed) => Ok(parsed),
+        JournalBatch::Text(text) => ParsedBatch::parse(index, text.as_bytes(), origin),
+    });
+    rebuild_from(project, stack, base, parsed, plugins, origin)
+}
+
+/// Parses `base` while the batches are `parsed`, then replays them over it.
+fn rebuild_from(
+    project: &ProjectName,
+    stack: &StackName,
+    base: Option<&[u8]>,
+    parsed: impl IndexedParallelIterator<Item = Result<ParsedBatch, BackendError>>,
+    plugins: Option<Vec<PluginUse>>,
+    origin: &Path,
+) -> Result<Vec<u8>, BackendError> {
     let (checkpoint, parsed) = rayon::join(
         || parse_base(project, stack, base, origin),
         || {
-            let parsed: Vec<_> = (batches.into_par_iter().enumerate())
-                .map(|(index, batch)| match batch {
-                    JournalBatch::Parsed(parsed) => Ok(parsed),
-                    JournalBatch::Text(text) => ParsedBatch::parse(index, text.as_bytes(), origin),
-                })
-                .collect();
+            let parsed: Vec<_> = parsed.collect();
+            // The first malformed batch is the one reported, whichever was parsed first.
             parsed.into_iter().collect::<Result<Vec<_>, _>>()
         },
     );
