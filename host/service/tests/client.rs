@@ -147,12 +147,15 @@ struct Journaling {
 }
 
 fn journaling() -> Journaling {
-    let (server, db) = database();
-    let service = serve(&db, &[]);
-    let alice = token(&db, "alice");
-    create_stack(&service, &alice, "dev");
-    let transport = Transport::new(&service.url, &alice);
-    let (update, lease) = begin_through(&transport);
+    let Updating {
+        server,
+        db: _,
+        service,
+        alice,
+        transport,
+        update,
+        lease,
+    } = updating();
     let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
     let persister = ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));
     let (woken, wakes) = std::sync::mpsc::channel();

@@ -292,12 +292,15 @@ fn signal(service: &Service, which: &str) {
 
 #[test]
 fn recording_never_waits_for_the_service_and_finish_reports_a_failure() {
-    let (_server, db) = database();
-    let service = serve(&db, &[]);
-    let alice = token(&db, "alice");
-    create_stack(&service, &alice, "dev");
-    let transport = Transport::new(&service.url, &alice);
-    let (update, lease) = begin_through(&transport);
+    let Updating {
+        server: _server,
+        db: _,
+        service,
+        alice: _,
+        transport,
+        update,
+        lease,
+    } = updating();
 
     // The service answers nothing while paused: had recording waited on a request, it would
     // never return, since the service resumes only after.
@@ -341,12 +344,15 @@ fn recording_never_waits_for_the_service_and_finish_reports_a_failure() {
 
 #[test]
 fn a_lost_lease_stops_the_client_log_and_finish_says_so() {
-    let (_server, db) = database();
-    let service = serve(&db, &[]);
-    let alice = token(&db, "alice");
-    create_stack(&service, &alice, "dev");
-    let transport = Transport::new(&service.url, &alice);
-    let (update, lease) = begin_through(&transport);
+    let Updating {
+        server: _server,
+        db: _,
+        service,
+        alice,
+        transport,
+        update,
+        lease,
+    } = updating();
     let (status, _) = cancel(&service, &alice);
     assert_eq!(status, 200);
 

@@ -13,7 +13,7 @@ use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use plinth_backend::secrets::PassphraseCrypter;
-use plinth_backend::service::{ServicePersister, Transport};
+use plinth_backend::service::ServicePersister;
 use plinth_engine::journal::Persister;
 use plinth_engine::value::Value as PValue;
 use serde_json::{Value, json};
@@ -111,12 +111,15 @@ fn answers_are_gzipped_for_a_client_that_accepts_it() {
 
 #[test]
 fn the_client_sends_a_journal_batch_of_100_entries_gzipped() {
-    let (_server, db) = database();
-    let service = serve(&db, &[]);
-    let alice = token(&db, "alice");
-    create_stack(&service, &alice, "dev");
-    let transport = Transport::new(&service.url, &alice);
-    let (update, lease) = begin_through(&transport);
+    let Updating {
+        server: _server,
+        db: _,
+        service: _service,
+        alice: _,
+        transport,
+        update,
+        lease,
+    } = updating();
     let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
     let mut persister =
         ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));

@@ -178,6 +178,36 @@ pub fn begin_through(transport: &plinth_backend::service::Transport) -> (String,
     lease_of(&begun)
 }
 
+/// A new service with stack `dev` created by alice, and an update of it begun through her
+/// client's transport. Dropping `server` or `service` stops it: bind every field.
+pub struct Updating {
+    pub server: Arc<Postgres>,
+    pub db: String,
+    pub service: Service,
+    pub alice: String,
+    pub transport: plinth_backend::service::Transport,
+    pub update: String,
+    pub lease: String,
+}
+
+pub fn updating() -> Updating {
+    let (server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = plinth_backend::service::Transport::new(&service.url, &alice);
+    let (update, lease) = begin_through(&transport);
+    Updating {
+        server,
+        db,
+        service,
+        alice,
+        transport,
+        update,
+        lease,
+    }
+}
+
 /// A history entry of `kind` (`update`, `import`…), as a client records a phase with.
 pub fn history_entry(kind: &str) -> Value {
     use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult};
