@@ -166,12 +166,25 @@ fn outputs_of(state: &Value, name: &str) -> Value {
 
 /// The resources of an exported state by URN: independent steps are recorded in any order.
 fn by_urn(state: &Value) -> std::collections::BTreeMap<String, Value> {
-    state["snapshot"]["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["urn"].as_str().unwrap().to_owned(), r.clone()))
-        .collect()
+    // A checkpoint leaves `parent` out when it is the first stack root above the resource (none
+    // above: no parent), so the same state in another valid order reads otherwise: each parent
+    // is made explicit.
+    let mut root: Option<Value> = None;
+    let mut resources = std::collections::BTreeMap::new();
+    for resource in state["snapshot"]["resources"].as_array().unwrap() {
+        let mut resource = resource.clone();
+        if resource.get("parent").is_none() {
+            resource["parent"] = root.clone().unwrap_or(Value::Null);
+        }
+        if root.is_none()
+            && resource["type"] == "plinth:plinth:Stack"
+            && resource["parent"].is_null()
+        {
+            root = Some(resource["urn"].clone());
+        }
+        resources.insert(resource["urn"].as_str().unwrap().to_owned(), resource);
+    }
+    resources
 }
 
 /// Asserts that `text` contains every one of `needles`.
