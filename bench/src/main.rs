@@ -9,10 +9,10 @@
 mod grpc;
 mod measure;
 mod plugins;
-mod proxy;
 mod report;
 mod scenario;
 mod service;
+mod traffic;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,7 +54,7 @@ struct Args {
     #[arg(long)]
     no_plugins: bool,
     /// Also run every scenario on the service (PostgreSQL and one `plinth serve`, over
-    /// loopback through a proxy counting requests and bytes), compared with the file backend.
+    /// loopback; requests and bytes as the CLI counts them), compared with the file backend.
     #[arg(long)]
     service: bool,
     /// The `plinth-serve` binary for `--service`; by default `target/release/plinth-serve`,

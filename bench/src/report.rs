@@ -206,8 +206,8 @@ impl Report {
             out,
             "\nthe service: PostgreSQL (fsync off) and one plinth serve on this machine, over \
              loopback, measured after one unmeasured `up` and `destroy` of the same size (a \
-             running service has its connections open); requests and bytes (HTTP heads and \
-             bodies) counted by a proxy between the CLI and the service"
+             running service has its connections open); requests and bytes (HTTP bodies as they \
+             crossed the wire, gzipped when they were) as the CLI counts them"
         );
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::measure::{self, Cost};
-use crate::proxy::Traffic;
 use crate::service::Service;
+use crate::traffic::{self, Traffic};
 
 /// The steps, in the order they run, with the arguments given to `plinth`.
 pub const STEPS: &[(&str, &[&str])] = &[
@@ -45,7 +45,7 @@ pub struct Setup {
 pub enum Backend<'a> {
     /// The file backend, in a directory of the scenario's own.
     File,
-    /// The service, through its counting proxy.
+    /// The service.
     Service(&'a Service),
 }
 
@@ -156,7 +156,7 @@ impl Project<'_> {
             .env("PLINTH_STACK", &self.stack)
             .env("PLINTH_CONFIG_PASSPHRASE", "benchmark passphrase")
             .env("NO_COLOR", "1")
-            .env_remove("RUST_LOG");
+            .env("RUST_LOG", traffic::LOG_FILTER);
         command
     }
 
@@ -183,6 +183,20 @@ impl Project<'_> {
                 Ok(out.stdout)
             }
         }
+    }
+
+    /// What the command whose output follows byte `logged` of the log exchanged with the
+    /// service.
+    fn traffic_since(&self, logged: u64) -> anyhow::Result<Traffic> {
+        let log =
+            std::fs::read(&self.log).with_context(|| format!("reading {}", self.log.display()))?;
+        let output = String::from_utf8_lossy(&log[logged as usize..]);
+        Traffic::from_output(&output).with_context(|| {
+            format!(
+                "the command told no traffic with the service (no `traffic with` line); see {}",
+                self.log.display()
+            )
+        })
     }
 
     /// The items `checkpoint` records, and how many of them have a changed payload.
@@ -248,22 +262,18 @@ pub fn run(
         if *step == FIRST_CHANGED_STEP {
             project.run(&["config", "set", "changed", "10"])?;
         }
-        let service = match backend {
-            Backend::Service(service) => Some(service),
-            Backend::File => None,
-        };
-        if let Some(service) = service {
-            // What the setup commands sent is not the step's.
-            service.traffic();
-        }
         let mut command = project.command(args);
         if let Some(parallel) = setup.parallel
             && PARALLEL_STEPS.contains(&args[0])
         {
             command.args(["--parallel", &parallel.to_string()]);
         }
+        let logged = std::fs::metadata(&project.log).map_or(0, |m| m.len());
         let cost = measure::run(command, &project.log)?;
-        let traffic = service.map(Service::traffic);
+        let traffic = match backend {
+            Backend::File => None,
+            Backend::Service(_) => Some(project.traffic_since(logged)?),
+        };
         let checkpoint = project.checkpoint()?;
         steps.push(Step {
             step,

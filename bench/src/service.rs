@@ -1,36 +1,29 @@
-//! The team backend for the benchmark: a PostgreSQL cluster of its own, one `plinth serve` on
-//! it, and the counting proxy in front, all on loopback; an access token for the runs.
+//! The team backend for the benchmark: a PostgreSQL cluster of its own and one `plinth serve`
+//! on it, on loopback; an access token for the runs.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use plinth_test_postgres::Postgres;
 
-use crate::proxy::{Counters, Traffic};
-
 /// What the CLI is given to reach the service.
 pub struct Service {
-    /// The proxy's URL: every request the CLI makes crosses it.
     pub url: String,
     pub token: String,
-    counters: Arc<Counters>,
     serve: Child,
     _stdout: BufReader<ChildStdout>,
     /// Holds the service's master key, as a team's service has one: stacks on it default to the
     /// service-managed secrets provider.
     _key_dir: tempfile::TempDir,
-    /// Runs the proxy until the service is dropped.
-    _runtime: tokio::runtime::Runtime,
     /// Dropped last: the cluster is stopped and removed after the service.
     _postgres: Postgres,
 }
 
 impl Service {
-    /// Starts PostgreSQL, `serve` (the `plinth-serve` binary) on it, and the proxy; the
-    /// service's warnings go to `log`.
+    /// Starts PostgreSQL and `serve` (the `plinth-serve` binary) on it; the service's warnings
+    /// go to `log`.
     pub fn start(serve: &Path, log: &Path) -> anyhow::Result<Service> {
         let postgres = Postgres::start().map_err(|e| anyhow::anyhow!("{e}"))?;
         postgres
@@ -89,26 +82,14 @@ impl Service {
                 log.display()
             );
         };
-        let upstream = listening
-            .parse()
-            .with_context(|| format!("the service's address {listening:?}"))?;
-        let runtime = tokio::runtime::Runtime::new()?;
-        let (proxy, counters) = runtime.block_on(crate::proxy::start(upstream))?;
         Ok(Service {
-            url: format!("http://{proxy}"),
+            url: format!("http://{listening}"),
             token,
-            counters,
             serve: child,
             _stdout: stdout,
             _key_dir: key_dir,
-            _runtime: runtime,
             _postgres: postgres,
         })
-    }
-
-    /// The traffic since the last call.
-    pub fn traffic(&self) -> Traffic {
-        self.counters.take()
     }
 }
 

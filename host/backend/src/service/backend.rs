@@ -33,6 +33,9 @@ use crate::logs::UpdateLog;
 use crate::secrets::{Crypter, Redacted, SecretsProvider};
 use crate::transfer::{ImportReport, imported_checkpoint};
 
+/// The log target of the line that tells a command's traffic with the service.
+const TRAFFIC_TARGET: &str = "plinth::traffic";
+
 /// The most history entries one request asks for (the service's page limit).
 const HISTORY_PAGE: usize = 500;
 
@@ -104,6 +107,22 @@ impl ServiceBackend {
         let query = version.map_or_else(String::new, |v| format!("?version={v}"));
         let path = ServiceBackend::stack_path(stack, &format!("/export{query}"));
         (self.transport.get_bytes(&path)).map_err(|e| stack_error(e, stack))
+    }
+}
+
+/// Tells what the command exchanged with the service (`plinth -v` shows it; a benchmark reads
+/// it with `RUST_LOG=plinth::traffic=info`): requests, and bodies as they crossed the wire.
+impl Drop for ServiceBackend {
+    fn drop(&mut self) {
+        let traffic = self.transport.traffic();
+        tracing::info!(
+            target: TRAFFIC_TARGET,
+            requests = traffic.requests,
+            sent = traffic.body_bytes,
+            received = traffic.answer_bytes,
+            "traffic with {}",
+            self.url
+        );
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use ureq::unversioned::transport::DefaultConnector;
 
-use super::gzip::gzip;
+use super::gzip::{gunzip, gzip};
 use super::resolver::CachingResolver;
 
 /// How often a transient failure is tried again, and the longest wait between tries.
@@ -85,18 +85,21 @@ pub struct Transport {
     reach: Arc<Reach>,
 }
 
-/// What a transport sent, retries included.
+/// What a transport sent and received, retries included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Traffic {
     pub requests: u64,
     /// Request body bytes as they went on the wire (gzipped when they were).
     pub body_bytes: u64,
+    /// Answer body bytes as they came on the wire (gzipped when they were).
+    pub answer_bytes: u64,
 }
 
 #[derive(Default)]
 struct Counters {
     requests: AtomicU64,
     body_bytes: AtomicU64,
+    answer_bytes: AtomicU64,
 }
 
 /// What the transport's calls know of the service, which sets how long they go on trying.
@@ -196,6 +199,7 @@ impl Transport {
         Traffic {
             requests: self.traffic.requests.load(Ordering::Relaxed),
             body_bytes: self.traffic.body_bytes.load(Ordering::Relaxed),
+            answer_bytes: self.traffic.answer_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -277,7 +281,8 @@ impl Transport {
                 .method(method)
                 .uri(&url)
                 .header("Authorization", format!("token {}", self.token))
-                .header("Content-Type", "application/json");
+                .header("Content-Type", "application/json")
+                .header("Accept-Encoding", "gzip");
             if let Some(lease) = lease {
                 request = request.header("X-Plinth-Lease", lease);
             }
@@ -308,11 +313,7 @@ impl Transport {
                         .map(Duration::from_secs);
                     // A connection dropped mid-answer is tried again like one that never
                     // answered, rather than read as an empty answer.
-                    let read = (response.body_mut().with_config())
-                        .limit(MAX_ANSWER)
-                        .lossy_utf8(true)
-                        .read_to_string();
-                    let text = match read {
+                    let text = match self.read_answer(&mut response) {
                         Ok(text) => text,
                         Err(e) => {
                             last = format!("reading the answer: {e}");
@@ -358,6 +359,27 @@ impl Transport {
             last,
         })
     }
+
+    /// The answer's body as text, inflated if it came gzipped; counts its bytes as they came.
+    fn read_answer(
+        &self,
+        response: &mut ureq::http::Response<ureq::Body>,
+    ) -> Result<String, String> {
+        let body = response.body_mut().with_config().limit(MAX_ANSWER);
+        let raw = body.read_to_vec().map_err(|e| e.to_string())?;
+        (self.traffic.answer_bytes).fetch_add(raw.len() as u64, Ordering::Relaxed);
+        let gzipped =
+            (response.headers().get("Content-Encoding")).is_some_and(|v| v.as_bytes() == b"gzip");
+        let bytes = if gzipped {
+            gunzip(&raw, MAX_ANSWER).map_err(|e| format!("inflating the gzipped answer: {e}"))?
+        } else {
+            raw
+        };
+        Ok(match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
 }
 
 /// The request body: JSON, gzipped (and said so) when large enough to gain from it.
@@ -401,16 +423,24 @@ mod tests {
     fn large_bodies_go_gzipped_and_an_answer_cut_short_is_asked_again() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let whole = gzip(br#"{"ok":true}"#);
+        let answer_bytes = whole.len() as u64;
         let server = std::thread::spawn(move || {
             let mut requests = Vec::new();
-            // The first answer ends after ten of its hundred bytes; the second is whole.
-            for answer in [
-                "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{\"cut\": sh",
-                "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{\"ok\":true}",
-            ] {
+            // The first answer ends after ten of its hundred bytes; the second is whole, gzipped.
+            let cut =
+                b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{\"cut\": sh";
+            let mut gzipped = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Encoding: gzip\r\n\
+                 Connection: close\r\n\r\n",
+                whole.len()
+            )
+            .into_bytes();
+            gzipped.extend_from_slice(&whole);
+            for answer in [&cut[..], &gzipped] {
                 let (mut stream, _) = listener.accept().unwrap();
                 requests.push(read_request(&stream));
-                stream.write_all(answer.as_bytes()).unwrap();
+                stream.write_all(answer).unwrap();
             }
             requests
         });
@@ -431,6 +461,10 @@ mod tests {
         let traffic = transport.traffic();
         assert_eq!(traffic.requests, 2);
         assert_eq!(traffic.body_bytes, 2 * sent.len() as u64);
+        assert_eq!(
+            traffic.answer_bytes, answer_bytes,
+            "the whole answer, as it came"
+        );
         assert!(sent.len() < 200, "4 KiB of one letter gzip small");
     }
 
