@@ -313,13 +313,22 @@ impl Transport {
                         .map(Duration::from_secs);
                     // A connection dropped mid-answer is tried again like one that never
                     // answered, rather than read as an empty answer.
-                    let text = match self.read_answer(&mut response) {
-                        Ok(text) => text,
+                    let body = response.body_mut().with_config().limit(MAX_ANSWER);
+                    let raw = match body.read_to_vec() {
+                        Ok(raw) => raw,
                         Err(e) => {
                             last = format!("reading the answer: {e}");
                             break 'answer backoff;
                         }
                     };
+                    (self.traffic.answer_bytes).fetch_add(raw.len() as u64, Ordering::Relaxed);
+                    // A whole answer that cannot be decoded will not decode the next time.
+                    let text = decode(response.headers(), raw).map_err(|reason| {
+                        ServiceError::Unreadable {
+                            request: format!("{method} {url}"),
+                            reason,
+                        }
+                    })?;
                     if !matches!(status, 429 | 502..=504) {
                         self.reach.answered();
                     }
@@ -359,27 +368,24 @@ impl Transport {
             last,
         })
     }
+}
 
-    /// The answer's body as text, inflated if it came gzipped; counts its bytes as they came.
-    fn read_answer(
-        &self,
-        response: &mut ureq::http::Response<ureq::Body>,
-    ) -> Result<String, String> {
-        let body = response.body_mut().with_config().limit(MAX_ANSWER);
-        let raw = body.read_to_vec().map_err(|e| e.to_string())?;
-        (self.traffic.answer_bytes).fetch_add(raw.len() as u64, Ordering::Relaxed);
-        let gzipped =
-            (response.headers().get("Content-Encoding")).is_some_and(|v| v.as_bytes() == b"gzip");
-        let bytes = if gzipped {
+/// An answer's body as it came (`raw`) as text, inflated if it came gzipped.
+fn decode(headers: &ureq::http::HeaderMap, raw: Vec<u8>) -> Result<String, String> {
+    let encoding = (headers.get("Content-Encoding"))
+        .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase());
+    let bytes = match encoding.as_deref() {
+        None | Some("identity") => raw,
+        Some("gzip") => {
             gunzip(&raw, MAX_ANSWER).map_err(|e| format!("inflating the gzipped answer: {e}"))?
-        } else {
-            raw
-        };
-        Ok(match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })
-    }
+        }
+        // Only gzip is asked for: a proxy in the way may have encoded it otherwise.
+        Some(other) => return Err(format!("it came encoded as {other:?}, not gzip")),
+    };
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 /// The request body: JSON, gzipped (and said so) when large enough to gain from it.
@@ -555,5 +561,39 @@ mod tests {
         assert!(!gzipped);
         assert_eq!(body, br#"{"kind":"update"}"#);
         assert_eq!(encode(Vec::new()), (Vec::new(), false));
+    }
+
+    #[test]
+    fn a_whole_answer_that_cannot_be_decoded_is_not_asked_again() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let answers: [&[u8]; 2] = [
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Encoding: br\r\n\
+              Connection: close\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Encoding: gzip\r\n\
+              Connection: close\r\n\r\n{}{}",
+        ];
+        let server = std::thread::spawn(move || {
+            for answer in answers {
+                let (mut stream, _) = listener.accept().unwrap();
+                read_request(&stream);
+                stream.write_all(answer).unwrap();
+            }
+        });
+        let transport = Transport::new(&base, "t");
+        for expected in [
+            "encoded as \"br\", not gzip",
+            "inflating the gzipped answer",
+        ] {
+            match transport.call("GET", "p", None, None) {
+                Err(ServiceError::Unreadable { reason, .. }) => {
+                    assert!(reason.contains(expected), "{reason}")
+                }
+                other => panic!("not refused as unreadable: {other:?}"),
+            }
+        }
+        server.join().unwrap();
+        assert_eq!(transport.traffic().requests, 2, "one request each");
+        assert_eq!(transport.traffic().answer_bytes, 6);
     }
 }
