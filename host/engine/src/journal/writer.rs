@@ -300,16 +300,20 @@ impl Writer {
         }
     }
 
-    /// Applies and appends `entries` in order, up to the first that cannot be: that one
-    /// changes neither the state in memory nor the persister's journal.
+    /// Applies and appends `entries` in order (those that change nothing are not journaled:
+    /// see [`JournalState::journaled`]), up to the first that cannot be: that one changes
+    /// neither the state in memory nor the persister's journal.
     fn record(&mut self, entries: &[JournalEntry]) -> Result<(), SnapshotError> {
         if let Some(lost) = &self.lost {
             return Err(lost.clone());
         }
         for entry in entries {
+            let Some(entry) = self.state.journaled(entry) else {
+                continue;
+            };
             let before = self.state.savepoint();
-            self.state.apply_uncommitted(entry)?;
-            if let Err(e) = self.persister.append(entry) {
+            self.state.apply_uncommitted(&entry)?;
+            if let Err(e) = self.persister.append(&entry) {
                 self.state.roll_back_to(before);
                 return Err(e.into());
             }
