@@ -472,6 +472,7 @@ mod tests {
     use super::*;
     use crate::journal::{PersistError, replay};
     use crate::snapshot::tests::state;
+    use crate::value::PropertyMap;
 
     /// What a [`Flaky`] persister holds, shared with the test.
     #[derive(Default)]
@@ -567,6 +568,50 @@ mod tests {
         (snapshot.pending_operations.iter())
             .map(|op| op.resource.urn.name())
             .collect()
+    }
+
+    #[tokio::test]
+    async fn component_outputs_are_journaled_only_when_they_change_the_state() {
+        let outputs = |v: Option<f64>| -> JournalEntry {
+            JournalEntry::ComponentOutputs {
+                urn: crate::snapshot::tests::urn("a"),
+                outputs: v.map(|v| ("x".to_owned(), v.into())).into_iter().collect(),
+            }
+        };
+        // The base's outputs, as they are: nothing is journaled, nothing synced.
+        let (manager, store) = start(nothing, 0..0);
+        manager.record(outputs(None)).await.unwrap();
+        assert_eq!(manager.finish().await.unwrap(), base());
+        assert_eq!(store.lock().unwrap().syncs, 0);
+
+        let (manager, store) = start(nothing, 0..0);
+        for v in [Some(1.0), Some(1.0), None, None] {
+            manager.record(outputs(v)).await.unwrap();
+        }
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished, on_disk(&store));
+        assert_eq!(finished, base());
+        // Carried over with its new outputs, then put back as they were.
+        let mut carried = state("a", &[]);
+        carried.outputs.insert("x".into(), 1.0.into());
+        let journal = store.lock().unwrap().durable.clone();
+        let expected = [
+            JournalEntry::Same {
+                old: 0,
+                resource: Some(carried),
+            },
+            outputs(None),
+        ];
+        assert_eq!(journal, expected);
+
+        // Outputs of what the state does not hold are refused, as before.
+        let (manager, _) = start(nothing, 0..0);
+        let unknown = JournalEntry::ComponentOutputs {
+            urn: crate::snapshot::tests::urn("z"),
+            outputs: PropertyMap::new(),
+        };
+        let err = manager.record(unknown).await.unwrap_err();
+        assert!(matches!(err, SnapshotError::Inconsistent(_)), "{err}");
     }
 
     #[tokio::test]
