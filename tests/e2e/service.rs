@@ -504,3 +504,52 @@ fn twenty_stacks_updated_at_once_through_two_replicas_lose_no_update() {
     let running = team.query("SELECT count(*) FROM updates WHERE status <> 'succeeded'");
     assert_eq!(running.trim(), "0", "every update completed");
 }
+
+/// A no-op `up` of a stack with a component and stack outputs journals nothing: no batch
+/// reaches the service, and the version it makes is the one before, byte for byte (the service
+/// keeps it as it is rather than rebuild it). One that changes the component's outputs sends
+/// them.
+#[test]
+fn a_no_op_up_sends_no_journal_and_its_version_is_the_one_before() {
+    let team = Team::start(1, "300s");
+    let env = Env::scenario_on(team.login(0).unwrap());
+    env.config("resources", "a,b");
+    env.config("component", "group");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    // The batches of the latest version's update, and whether it holds the checkpoint of the
+    // version before it.
+    let latest = |what: &str| {
+        let latest = "SELECT update_id FROM versions ORDER BY version DESC LIMIT 1";
+        let sql = match what {
+            "batches" => {
+                format!("SELECT count(*) FROM journal_batches WHERE update_id = ({latest})")
+            }
+            _ => "SELECT count(*), count(DISTINCT checkpoint) FROM \
+                  (SELECT checkpoint FROM versions ORDER BY version DESC LIMIT 2) v"
+                .to_owned(),
+        };
+        team.query(&sql).trim().to_owned()
+    };
+    assert_ne!(latest("batches"), "0", "the first up sent no journal");
+    let before = env.ok(&["stack", "export"]);
+
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    assert_eq!(history(&env), succeeded(2));
+    assert_eq!(latest("batches"), "0", "the no-op up sent journal entries");
+    assert_eq!(
+        latest("versions"),
+        "2|1",
+        "the no-op up's version differs from the base"
+    );
+    assert_eq!(env.ok(&["stack", "export"]), before);
+
+    // The component's outputs (its child count) change, and nothing else of it.
+    env.config("resources", "a,b,c");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    assert_ne!(latest("batches"), "0");
+    let state = env.export();
+    let group = (state["snapshot"]["resources"].as_array().unwrap().iter())
+        .find(|r| r["type"] == "scenario:Group")
+        .expect("the component");
+    assert_eq!(group["outputs"]["count"], 3, "{group}");
+}

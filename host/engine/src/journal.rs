@@ -359,6 +359,36 @@ impl JournalState {
         SnapshotError::KeptAsRecorded { urn, by }
     }
 
+    /// What the snapshot manager journals to record `entry`, if anything. Component outputs
+    /// are journaled only when they change the component's outputs as they stand (the base's,
+    /// or those an earlier entry recorded): an update that changes nothing journals nothing.
+    /// Those of a base component nothing recorded yet carry it over with them, as a `Same`
+    /// with the new outputs (a component unchanged is not recorded, as any state unchanged).
+    /// Any other entry is journaled as it is.
+    pub(super) fn journaled<'e>(&self, entry: &'e JournalEntry) -> Option<Cow<'e, JournalEntry>> {
+        let JournalEntry::ComponentOutputs { urn, outputs } = entry else {
+            return Some(Cow::Borrowed(entry));
+        };
+        if let Some(&i) = self.recorded_index.get(urn) {
+            return (self.recorded[i].outputs != *outputs).then_some(Cow::Borrowed(entry));
+        }
+        let Some(&old) = self.base_live.get(urn) else {
+            // Refused when applied, naming the component.
+            return Some(Cow::Borrowed(entry));
+        };
+        let base = &self.base.resources[old];
+        (base.outputs != *outputs).then(|| {
+            let resource = ResourceState {
+                outputs: outputs.clone(),
+                ..self.renaming(base)
+            };
+            Cow::Owned(JournalEntry::Same {
+                old,
+                resource: Some(resource),
+            })
+        })
+    }
+
     /// The base resource with an operation in flight (other than those in `except`) that
     /// recording `entry` would carry over as it was recorded, ahead of the state it records
     /// (see [`pull_forward`](Self::pull_forward)). Changes nothing.
@@ -367,6 +397,7 @@ impl JournalState {
         entry: &JournalEntry,
         except: &[usize],
     ) -> Option<usize> {
+        let entry = self.journaled(entry)?;
         let in_flight: Vec<usize> = (self.pending.values())
             .filter_map(|f| {
                 f.old
@@ -377,7 +408,7 @@ impl JournalState {
         if in_flight.is_empty() {
             return None;
         }
-        let state = match entry {
+        let state = match &*entry {
             JournalEntry::Created { resource, .. }
             | JournalEntry::Updated { resource, .. }
             | JournalEntry::Same {

@@ -681,12 +681,15 @@ impl StepContext {
             outputs: outputs.clone(),
             ..state
         };
+        // As in `same`, an unchanged state is not journaled (nor are the outputs the program
+        // registers for it, unless they change: see `JournalState::journaled`).
+        let unchanged = old.filter(|(_, o)| **o == state).map(|(i, _)| i);
         let recorded = match old {
-            Some((i, o)) => {
-                let changed = (*o != state).then_some(state);
+            _ if unchanged.is_some() => Ok(()),
+            Some((i, _)) => {
                 self.record(|| JournalEntry::Same {
                     old: i,
-                    resource: changed,
+                    resource: Some(state),
                 })
                 .await
             }
@@ -713,7 +716,7 @@ impl StepContext {
         self.done(info, &outputs, started);
         Ok(StepResult {
             id: Value::Null,
-            outputs: StepOutputs::Own(outputs),
+            outputs: unchanged.map_or(StepOutputs::Own(outputs), StepOutputs::Base),
             replaced: None,
             absent: false,
         })

@@ -171,6 +171,10 @@ impl StepContext {
                 let state = resource.as_ref().unwrap_or(&self.base.resources[*old]);
                 (Some(*old), state.urn.clone())
             }
+            // They carry over the component, if nothing recorded it yet.
+            JournalEntry::ComponentOutputs { urn, .. } => {
+                (self.base_live.get(urn).copied(), urn.clone())
+            }
             // Nothing else records a state.
             _ => return recorder.record(entry).await,
         };

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::events::Event;
+use plinth_engine::journal::JournalEntry;
 use plinth_engine::program::{CustomTimeouts, EmptyProgram};
 use plinth_engine::refresh::RefreshOptions;
-use plinth_engine::snapshot::{PendingKind, PendingOperation};
+use plinth_engine::snapshot::{PendingKind, PendingOperation, Snapshot};
 use plinth_engine::urn::{STACK_TYPE, stack_urn};
 use plinth_engine::value::{PropertyMap, Value};
 use support::*;
@@ -1215,4 +1216,186 @@ async fn a_targeted_destroy_keeps_the_root_and_the_outputs() {
     assert_eq!(h.snapshot.outputs(), &outputs);
     let (old, new) = outputs_event(&h);
     assert_eq!(old, new);
+}
+
+// What an update journals: nothing for what it does not change.
+
+/// The last run's journal, one `kind name` per entry, base resources named from `base`.
+fn journaled(h: &Harness, base: &Snapshot) -> Vec<String> {
+    let name = |old: &usize| base.resources[*old].urn.name().to_owned();
+    (h.journal.iter())
+        .map(|entry| match entry {
+            JournalEntry::Begin { kind, resource, .. } => {
+                format!("begin {kind:?} {}", resource.urn.name())
+            }
+            JournalEntry::Created { resource, .. } => format!("created {}", resource.urn.name()),
+            JournalEntry::Updated { old, .. } => format!("updated {}", name(old)),
+            JournalEntry::Deleted { old, .. } => format!("deleted {}", name(old)),
+            JournalEntry::Failed { seq } => format!("failed #{seq}"),
+            JournalEntry::Same {
+                old,
+                resource: None,
+            } => format!("same {}", name(old)),
+            JournalEntry::Same {
+                old,
+                resource: Some(_),
+            } => format!("same changed {}", name(old)),
+            JournalEntry::ComponentOutputs { urn, .. } => format!("outputs {}", urn.name()),
+            JournalEntry::Forgotten { old } => format!("forgotten {}", name(old)),
+            JournalEntry::ResolvePending { urn, .. } => format!("resolve {}", urn.name()),
+        })
+        .collect()
+}
+
+/// Components nested two deep, with outputs, dependencies and stack outputs.
+fn grouped(port: f64) -> Vec<Decl> {
+    let mut program = with_outputs(None);
+    program[1] = component("web").output("port", port);
+    let mut api = component("api").parent("web").output("url", "http://api");
+    api.depends_on.push("a");
+    program.push(api);
+    program.push(decl("worker").parent("api").from("prev", "child"));
+    program
+}
+
+#[tokio::test]
+async fn an_update_that_changes_nothing_journals_nothing() {
+    let mut h = fresh(grouped(8080.0)).await;
+    let before = h.snapshot.clone();
+    let outcome = h.up(grouped(8080.0)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.changes(), 0, "{:?}", outcome.changes);
+    assert_eq!(journaled(&h, &before), Vec::<String>::new());
+    assert_eq!(h.snapshot, before);
+    assert_eq!(h.state("web").outputs["port"], Value::from(8080.0));
+}
+
+#[tokio::test]
+async fn changed_outputs_of_components_and_of_the_stack_are_recorded_once_each() {
+    let mut h = fresh(grouped(8080.0)).await;
+    let before = h.snapshot.clone();
+    let mut program = grouped(8081.0);
+    program[0] = decl("a")
+        .input("v", "1")
+        .export("extra", Input::Value("x".into()));
+    let outcome = h.up(program).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    // The component is carried over with its new outputs, in one entry, and the root with it
+    // (its parent): the root's are then recorded as they are (the harness checks that the
+    // journal's replay is the engine's snapshot).
+    assert_eq!(
+        journaled(&h, &before),
+        ["same changed web", "outputs proj-dev"]
+    );
+    assert_eq!(h.state("web").outputs["port"], Value::from(8081.0));
+    assert_eq!(h.snapshot.outputs()["extra"], Value::from("x"));
+    assert_eq!(h.snapshot.outputs(), &outcome.outputs);
+    // Everything else is as it was (in an order as valid: the carried states come first).
+    let (now, was) = (by_urn(&h.snapshot), by_urn(&before));
+    assert_eq!(now.len(), was.len());
+    for (now, was) in now.iter().zip(&was) {
+        if !["web", "proj-dev"].contains(&now.urn.name()) {
+            assert_eq!(now, was);
+        }
+    }
+}
+
+/// The states of a snapshot, by URN.
+fn by_urn(snapshot: &Snapshot) -> Vec<plinth_engine::resource::ResourceState> {
+    let mut states = snapshot.resources.clone();
+    states.sort_by(|a, b| a.urn.cmp(&b.urn));
+    states
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_registered_twice_are_recorded_in_order_even_back_to_the_recorded_ones() {
+    let mut h = fresh(grouped(8080.0)).await;
+    let before = h.snapshot.clone();
+    let mut program = grouped(8080.0);
+    program[1] = component("web")
+        .output("port", 9090.0)
+        .output_again("port", 8080.0);
+    let outcome = h.up(program).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    // The second registration puts back what the base holds: it changes what the first
+    // recorded, so it is recorded too.
+    assert_eq!(journaled(&h, &before), ["same changed web", "outputs web"]);
+    assert_eq!(by_urn(&h.snapshot), by_urn(&before));
+}
+
+#[tokio::test]
+async fn a_component_whose_parent_or_dependencies_changed_records_its_state() {
+    let program = |parent: &'static str, depends_on: &[&'static str]| {
+        let mut api = component("api").parent(parent).output("url", "http://api");
+        api.depends_on = depends_on.to_vec();
+        vec![
+            decl("a"),
+            decl("b"),
+            component("web"),
+            component("admin"),
+            api,
+            decl("worker").parent("api"),
+        ]
+    };
+    let mut h = fresh(program("web", &["a"])).await;
+    let api_urn = h.state("api").urn.clone();
+    for (parent, depends_on) in [("web", &["b"][..]), ("admin", &["b"][..])] {
+        let before = h.snapshot.clone();
+        let outcome = h.up(program(parent, depends_on)).await;
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+        assert_eq!(journaled(&h, &before), ["same changed api"]);
+        let api = h.state("api");
+        // A parent of the same type keeps the URN.
+        assert_eq!(api.urn, api_urn);
+        assert_eq!(api.parent.as_ref().map(|p| p.name()), Some(parent));
+        assert_eq!(api.dependencies, [Harness::urn("b")]);
+        assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+    }
+}
+
+/// `--target child`: the child changes; its component, not targeted, keeps the outputs it
+/// recorded whatever the program registers now (as every untargeted state stays as recorded),
+/// and the stack's outputs (the root is always targeted) are recorded when they change.
+#[tokio::test]
+async fn a_targeted_update_of_a_components_child_keeps_the_components_outputs() {
+    let mut h = fresh(with_outputs(None)).await;
+    let before = h.snapshot.clone();
+    let mut program = with_outputs(None);
+    program[1] = component("web").output("port", 9090.0);
+    program[2] = decl("child").parent("web").input("v", "3");
+    let child = h.state("child").urn.clone();
+    let options = |dependents| Options {
+        targets: Some(Targets {
+            urns: HashSet::from([child.clone()]),
+            dependents,
+        }),
+        ..Default::default()
+    };
+    let outcome = h.up_with(program.clone(), options(false)).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.provider.calls(), ["update child"]);
+    assert_eq!(
+        journaled(&h, &before),
+        ["begin Updating child", "updated child"]
+    );
+    assert_eq!(h.state("web").outputs["port"], Value::from(8080.0));
+    assert_eq!(h.state("child").inputs["v"], Value::from("3"));
+
+    // Targeted, the component records its new outputs; the stack's change too.
+    let before = h.snapshot.clone();
+    program[0] = decl("a")
+        .input("v", "1")
+        .export("extra", Input::Value("x".into()));
+    let mut targets = options(true);
+    if let Some(t) = &mut targets.targets {
+        t.urns = HashSet::from([h.state("web").urn.clone()]);
+    }
+    let outcome = h.up_with(program, targets).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(
+        journaled(&h, &before),
+        ["same changed web", "outputs proj-dev"]
+    );
+    assert_eq!(h.state("web").outputs["port"], Value::from(9090.0));
+    assert_eq!(h.snapshot.outputs()["extra"], Value::from("x"));
 }

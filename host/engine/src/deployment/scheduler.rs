@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::Options;
@@ -30,6 +30,9 @@ pub(super) struct Scheduler {
     /// The root resource was registered: registrations without a parent are its children.
     pub(super) has_root: bool,
     pub(super) stack_outputs: Option<PropertyMap>,
+    /// For each component whose outputs were registered, the end of the last recording of
+    /// them: the next one waits for it.
+    pub(super) outputs_recorded: HashMap<Urn, oneshot::Receiver<()>>,
     pub(super) errors: Vec<String>,
     /// The errors recorded so far, to record each once.
     pub(super) seen_errors: HashSet<String>,
@@ -60,6 +63,7 @@ impl Scheduler {
             default_providers: HashMap::new(),
             has_root: false,
             stack_outputs: None,
+            outputs_recorded: HashMap::new(),
             errors: Vec::new(),
             seen_errors: HashSet::new(),
             in_flight: 0,

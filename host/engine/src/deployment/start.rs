@@ -1,6 +1,8 @@
 //! Starting a node's work: substituting the values it refers to, and turning a resource
 //! registration into a step on its own task.
 
+use tokio::sync::oneshot;
+
 use super::node::*;
 use super::root::ROOT_HANDLE;
 use super::scheduler::Scheduler;
@@ -191,31 +193,51 @@ impl Scheduler {
                     // Not targeted, so not created: it has no state to hold them.
                     _ if target.is_some_and(|h| self.is_absent(h)) => {}
                     None => {}
-                    Some(urn) => {
-                        let old = (self.ctx.base_live.get(&urn))
-                            .map(|&i| self.ctx.base.resources[i].outputs.clone())
-                            .unwrap_or_default();
-                        self.events.emit(Event::ComponentOutputs {
-                            urn: urn.clone(),
-                            old,
-                            new: outputs.clone(),
-                        });
-                        if self.ctx.preview {
-                            return;
-                        }
-                        let ctx = self.ctx.clone();
-                        let done = self.completions_tx.clone();
-                        self.in_flight += 1;
-                        spawn_step(async move {
-                            let entry = JournalEntry::ComponentOutputs { urn, outputs };
-                            let result = ctx.record_entry(entry).await.map_err(|e| e.to_string());
-                            drop(ctx);
-                            let _ = done.send(Completion::ComponentOutputs(result));
-                        });
-                    }
+                    Some(urn) => self.start_component_outputs(urn, outputs),
                 }
             }
         }
+    }
+
+    /// Records the outputs a program registered for component `urn`, after those it registered
+    /// before for it. A component `--target` leaves out keeps the outputs it recorded, as it
+    /// keeps the rest of its state.
+    fn start_component_outputs(&mut self, urn: Urn, outputs: PropertyMap) {
+        let old = (self.ctx.base_live.get(&urn)).map(|&i| &self.ctx.base.resources[i].outputs);
+        let kept = (self.ctx.targets.as_ref()).is_some_and(|t| !t.contains(&urn));
+        if kept {
+            if old != Some(&outputs) {
+                let note = "not targeted: the outputs it registers now are not recorded";
+                self.events.diagnostic(Some(&urn), Severity::Info, note);
+            }
+            return;
+        }
+        self.events.emit(Event::ComponentOutputs {
+            urn: urn.clone(),
+            old: old.cloned().unwrap_or_default(),
+            new: outputs.clone(),
+        });
+        if self.ctx.preview {
+            return;
+        }
+        // Each recording goes after the one before it for the same component: the tasks may
+        // run in any order, and the last outputs registered are the ones that stand.
+        let (recorded, last) = oneshot::channel::<()>();
+        let before = self.outputs_recorded.insert(urn.clone(), last);
+        let ctx = self.ctx.clone();
+        let done = self.completions_tx.clone();
+        self.in_flight += 1;
+        spawn_step(async move {
+            if let Some(before) = before {
+                // Fails (as meant) once that recording has dropped its sender.
+                let _ = before.await;
+            }
+            let entry = JournalEntry::ComponentOutputs { urn, outputs };
+            let result = ctx.record(|| entry).await.map_err(|e| e.to_string());
+            drop(recorded);
+            drop(ctx);
+            let _ = done.send(Completion::ComponentOutputs(result));
+        });
     }
 
     pub(super) fn substitute_map(&self, map: PropertyMap, deps: &mut Vec<Urn>) -> PropertyMap {

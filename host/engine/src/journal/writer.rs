@@ -300,16 +300,20 @@ impl Writer {
         }
     }
 
-    /// Applies and appends `entries` in order, up to the first that cannot be: that one
-    /// changes neither the state in memory nor the persister's journal.
+    /// Applies and appends `entries` in order (those that change nothing are not journaled:
+    /// see [`JournalState::journaled`]), up to the first that cannot be: that one changes
+    /// neither the state in memory nor the persister's journal.
     fn record(&mut self, entries: &[JournalEntry]) -> Result<(), SnapshotError> {
         if let Some(lost) = &self.lost {
             return Err(lost.clone());
         }
         for entry in entries {
+            let Some(entry) = self.state.journaled(entry) else {
+                continue;
+            };
             let before = self.state.savepoint();
-            self.state.apply_uncommitted(entry)?;
-            if let Err(e) = self.persister.append(entry) {
+            self.state.apply_uncommitted(&entry)?;
+            if let Err(e) = self.persister.append(&entry) {
                 self.state.roll_back_to(before);
                 return Err(e.into());
             }
@@ -468,6 +472,7 @@ mod tests {
     use super::*;
     use crate::journal::{PersistError, replay};
     use crate::snapshot::tests::state;
+    use crate::value::PropertyMap;
 
     /// What a [`Flaky`] persister holds, shared with the test.
     #[derive(Default)]
@@ -563,6 +568,50 @@ mod tests {
         (snapshot.pending_operations.iter())
             .map(|op| op.resource.urn.name())
             .collect()
+    }
+
+    #[tokio::test]
+    async fn component_outputs_are_journaled_only_when_they_change_the_state() {
+        let outputs = |v: Option<f64>| -> JournalEntry {
+            JournalEntry::ComponentOutputs {
+                urn: crate::snapshot::tests::urn("a"),
+                outputs: v.map(|v| ("x".to_owned(), v.into())).into_iter().collect(),
+            }
+        };
+        // The base's outputs, as they are: nothing is journaled, nothing synced.
+        let (manager, store) = start(nothing, 0..0);
+        manager.record(outputs(None)).await.unwrap();
+        assert_eq!(manager.finish().await.unwrap(), base());
+        assert_eq!(store.lock().unwrap().syncs, 0);
+
+        let (manager, store) = start(nothing, 0..0);
+        for v in [Some(1.0), Some(1.0), None, None] {
+            manager.record(outputs(v)).await.unwrap();
+        }
+        let finished = manager.finish().await.unwrap();
+        assert_eq!(finished, on_disk(&store));
+        assert_eq!(finished, base());
+        // Carried over with its new outputs, then put back as they were.
+        let mut carried = state("a", &[]);
+        carried.outputs.insert("x".into(), 1.0.into());
+        let journal = store.lock().unwrap().durable.clone();
+        let expected = [
+            JournalEntry::Same {
+                old: 0,
+                resource: Some(carried),
+            },
+            outputs(None),
+        ];
+        assert_eq!(journal, expected);
+
+        // Outputs of what the state does not hold are refused, as before.
+        let (manager, _) = start(nothing, 0..0);
+        let unknown = JournalEntry::ComponentOutputs {
+            urn: crate::snapshot::tests::urn("z"),
+            outputs: PropertyMap::new(),
+        };
+        let err = manager.record(unknown).await.unwrap_err();
+        assert!(matches!(err, SnapshotError::Inconsistent(_)), "{err}");
     }
 
     #[tokio::test]

@@ -321,6 +321,8 @@ pub struct Decl {
     pub component: bool,
     /// Outputs it registers (`register_outputs`) once registered: a component's.
     pub outputs: Vec<(&'static str, Input)>,
+    /// Outputs it registers a second time, after `outputs`.
+    pub outputs_again: Vec<(&'static str, Input)>,
     /// Stack outputs this declaration adds.
     pub exports: Vec<(&'static str, Input)>,
 }
@@ -344,6 +346,7 @@ pub fn decl(name: &'static str) -> Decl {
         provider: None,
         component: false,
         outputs: vec![],
+        outputs_again: vec![],
         exports: vec![],
     }
 }
@@ -382,6 +385,12 @@ impl Decl {
     /// Registers output `key` of this (component) resource.
     pub fn output(mut self, key: &'static str, value: impl Into<Value>) -> Decl {
         self.outputs.push((key, Input::Value(value.into())));
+        self
+    }
+    /// Registers output `key` of this (component) resource a second time, after those of
+    /// [`output`](Self::output).
+    pub fn output_again(mut self, key: &'static str, value: impl Into<Value>) -> Decl {
+        self.outputs_again.push((key, Input::Value(value.into())));
         self
     }
     /// Adds stack output `key`.
@@ -438,8 +447,10 @@ impl Program for ScriptProgram {
                 options,
             });
             handles.insert(d.name, h);
-            if !d.outputs.is_empty() {
-                monitor.register_outputs(Some(h), values(&d.outputs, &handles));
+            for outputs in [&d.outputs, &d.outputs_again] {
+                if !outputs.is_empty() {
+                    monitor.register_outputs(Some(h), values(outputs, &handles));
+                }
             }
             exports.extend(values(&d.exports, &handles));
         }
@@ -473,21 +484,23 @@ impl Program for ScriptProgram {
 /// intermediate snapshot is valid.
 pub struct CheckingPersister {
     base: Snapshot,
-    entries: Vec<JournalEntry>,
+    /// The journal, shared with the harness.
+    entries: Arc<Mutex<Vec<JournalEntry>>>,
     pub checks: Arc<Mutex<usize>>,
     pub saved: Arc<Mutex<Option<Snapshot>>>,
 }
 
 impl Persister for CheckingPersister {
     fn append(&mut self, entry: &JournalEntry) -> Result<(), PersistError> {
-        self.entries.push(entry.clone());
+        self.entries.lock().unwrap().push(entry.clone());
         Ok(())
     }
     fn sync(&mut self) -> Result<(), PersistError> {
         let invalid = |e: SnapshotError| {
             PersistError::invalid("check the intermediate snapshot of", "<memory>", e)
         };
-        let snap = replay(self.base.clone(), self.entries.clone()).map_err(invalid)?;
+        let entries = self.entries.lock().unwrap().clone();
+        let snap = replay(self.base.clone(), entries).map_err(invalid)?;
         snap.verify_integrity().map_err(|e| invalid(e.into()))?;
         *self.checks.lock().unwrap() += 1;
         Ok(())
@@ -497,6 +510,9 @@ impl Persister for CheckingPersister {
         Ok(())
     }
 }
+
+type Journal = Arc<Mutex<Vec<JournalEntry>>>;
+type Saved = Arc<Mutex<Option<Snapshot>>>;
 
 /// Called with each event of a deployment as it is emitted.
 pub type EventWatcher = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -512,6 +528,8 @@ pub struct Harness {
     pub cancel: CancellationToken,
     /// The events of the last deployment, in order.
     pub events: Vec<Event>,
+    /// The journal entries the last deployment or refresh recorded, in order.
+    pub journal: Vec<JournalEntry>,
     /// Sees each event of a deployment as it is emitted: what a test orders calls by when the
     /// order it needs is one of the engine's own events.
     pub on_event: Option<EventWatcher>,
@@ -532,6 +550,7 @@ impl Harness {
             checks: Arc::new(Mutex::new(0)),
             cancel: CancellationToken::new(),
             events: Vec::new(),
+            journal: Vec::new(),
             on_event: None,
         }
     }
@@ -547,18 +566,7 @@ impl Harness {
         preview: bool,
         options: Options,
     ) -> Outcome {
-        let saved = Arc::new(Mutex::new(None));
-        let recorder = (!preview).then(|| {
-            SnapshotManager::start(
-                self.snapshot.clone(),
-                Box::new(CheckingPersister {
-                    base: self.snapshot.clone(),
-                    entries: vec![],
-                    checks: self.checks.clone(),
-                    saved: saved.clone(),
-                }),
-            )
-        });
+        let (recorder, journal, saved) = self.recorder(preview);
         let options = Options {
             project: "proj".into(),
             stack: "dev".into(),
@@ -593,11 +601,43 @@ impl Harness {
             Ok(watcher) => watcher.await.expect("event watcher"),
             Err(mut received) => std::iter::from_fn(|| received.try_recv().ok()).collect(),
         };
+        self.take_saved(&journal, &saved);
+        outcome
+    }
+
+    /// A snapshot manager for a run on the current snapshot (none in preview), the journal it
+    /// records and where its final snapshot is saved.
+    fn recorder(&self, preview: bool) -> (Option<SnapshotManager>, Journal, Saved) {
+        let journal = Journal::default();
+        let saved = Saved::default();
+        let recorder = (!preview).then(|| {
+            SnapshotManager::start(
+                self.snapshot.clone(),
+                Box::new(CheckingPersister {
+                    base: self.snapshot.clone(),
+                    entries: journal.clone(),
+                    checks: self.checks.clone(),
+                    saved: saved.clone(),
+                }),
+            )
+        });
+        (recorder, journal, saved)
+    }
+
+    /// Takes in the snapshot a run saved, checking that the replay of its journal gives exactly
+    /// that snapshot, and keeps the journal.
+    fn take_saved(&mut self, journal: &Journal, saved: &Saved) {
+        self.journal = std::mem::take(&mut *journal.lock().unwrap());
         if let Some(snapshot) = saved.lock().unwrap().take() {
             snapshot.verify_integrity().unwrap();
+            let replayed =
+                replay(self.snapshot.clone(), self.journal.clone()).expect("the journal replays");
+            assert_eq!(
+                replayed, snapshot,
+                "the journal's replay differs from the engine's snapshot"
+            );
             self.snapshot = snapshot;
         }
-        outcome
     }
 
     pub async fn up(&mut self, decls: Vec<Decl>) -> Outcome {
@@ -618,18 +658,7 @@ impl Harness {
 
     /// Refreshes the state; with `preview`, records nothing.
     pub async fn refresh(&mut self, options: RefreshOptions) -> RefreshOutcome {
-        let saved = Arc::new(Mutex::new(None));
-        let recorder = (!options.preview).then(|| {
-            SnapshotManager::start(
-                self.snapshot.clone(),
-                Box::new(CheckingPersister {
-                    base: self.snapshot.clone(),
-                    entries: vec![],
-                    checks: self.checks.clone(),
-                    saved: saved.clone(),
-                }),
-            )
-        });
+        let (recorder, journal, saved) = self.recorder(options.preview);
         let options = RefreshOptions {
             parallel: self.parallel,
             ..options
@@ -643,10 +672,7 @@ impl Harness {
             CancellationToken::new(),
         )
         .await;
-        if let Some(snapshot) = saved.lock().unwrap().take() {
-            snapshot.verify_integrity().unwrap();
-            self.snapshot = snapshot;
-        }
+        self.take_saved(&journal, &saved);
         outcome
     }
 
