@@ -516,28 +516,26 @@ fn a_no_op_up_sends_no_journal_and_its_version_is_the_one_before() {
     env.config("resources", "a,b");
     env.config("component", "group");
     env.ok(&["up", "--yes", "--skip-preview"]);
-    // The batches of the latest version's update, and whether it holds the checkpoint of the
-    // version before it.
-    let latest = |what: &str| {
+    // The journal batches of the latest version's update.
+    let batches = || {
         let latest = "SELECT update_id FROM versions ORDER BY version DESC LIMIT 1";
-        let sql = match what {
-            "batches" => {
-                format!("SELECT count(*) FROM journal_batches WHERE update_id = ({latest})")
-            }
-            _ => "SELECT count(*), count(DISTINCT checkpoint) FROM \
-                  (SELECT checkpoint FROM versions ORDER BY version DESC LIMIT 2) v"
-                .to_owned(),
-        };
+        let sql = format!("SELECT count(*) FROM journal_batches WHERE update_id = ({latest})");
         team.query(&sql).trim().to_owned()
     };
-    assert_ne!(latest("batches"), "0", "the first up sent no journal");
+    // How many of the last two versions there are, and how many checkpoints they hold.
+    let last_two = || {
+        let sql = "SELECT count(*), count(DISTINCT checkpoint) FROM \
+                   (SELECT checkpoint FROM versions ORDER BY version DESC LIMIT 2) v";
+        team.query(sql).trim().to_owned()
+    };
+    assert_ne!(batches(), "0", "the first up sent no journal");
     let before = env.ok(&["stack", "export"]);
 
     env.ok(&["up", "--yes", "--skip-preview"]);
     assert_eq!(history(&env), succeeded(2));
-    assert_eq!(latest("batches"), "0", "the no-op up sent journal entries");
+    assert_eq!(batches(), "0", "the no-op up sent journal entries");
     assert_eq!(
-        latest("versions"),
+        last_two(),
         "2|1",
         "the no-op up's version differs from the base"
     );
@@ -546,7 +544,7 @@ fn a_no_op_up_sends_no_journal_and_its_version_is_the_one_before() {
     // The component's outputs (its child count) change, and nothing else of it.
     env.config("resources", "a,b,c");
     env.ok(&["up", "--yes", "--skip-preview"]);
-    assert_ne!(latest("batches"), "0");
+    assert_ne!(batches(), "0");
     let state = env.export();
     let group = (state["snapshot"]["resources"].as_array().unwrap().iter())
         .find(|r| r["type"] == "scenario:Group")
