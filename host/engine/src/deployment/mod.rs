@@ -153,7 +153,7 @@ pub async fn run(
             urn: stack_urn(&scheduler.options.project, &scheduler.options.stack),
             outputs: outputs.clone(),
         };
-        if let Err(e) = ctx.record_entry(entry).await {
+        if let Err(e) = ctx.record(|| entry).await {
             errors.push(e.to_string());
         }
     }
@@ -189,15 +189,6 @@ pub async fn run(
         outputs,
         errors,
         snapshot,
-    }
-}
-
-impl StepContext {
-    async fn record_entry(&self, entry: JournalEntry) -> Result<(), crate::journal::SnapshotError> {
-        match &self.recorder {
-            Some(r) => r.record(entry).await,
-            None => Ok(()),
-        }
     }
 }
 
