@@ -102,11 +102,14 @@ pub(crate) async fn admit(State(app): State<App>, request: Request, next: Next) 
     };
     let mut held = None;
     let mut admitted = declared.unwrap_or(0);
+    let mut body = body;
     if !budget.admit(admitted, &mut held) {
+        // Read and dropped as it comes (within the limit, which holds here), so that the
+        // client, still sending it, reads the answer rather than a broken connection.
+        discard(body, limit).await;
         return busy();
     }
     let mut bytes = BytesMut::with_capacity(admitted);
-    let mut body = body;
     while let Some(frame) = body.frame().await {
         let frame = match frame {
             Ok(frame) => frame,
@@ -129,6 +132,8 @@ pub(crate) async fn admit(State(app): State<App>, request: Request, next: Next) 
         if bytes.len() > admitted {
             let more = (bytes.len() - admitted).max(64 * UNIT);
             if !budget.admit(more, &mut held) {
+                drop(bytes);
+                discard(body, limit).await;
                 return busy();
             }
             admitted += more;
@@ -138,4 +143,15 @@ pub(crate) async fn admit(State(app): State<App>, request: Request, next: Next) 
     let response = next.run(request).await;
     drop(held);
     response
+}
+
+/// Reads `body` to its end, keeping nothing, unless it goes on past `limit` bytes.
+async fn discard(mut body: Body, limit: usize) {
+    let mut read = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        read += frame.data_ref().map_or(0, |data| data.len());
+        if read > limit {
+            return;
+        }
+    }
 }
