@@ -276,14 +276,17 @@ fn generate(rng: &mut Rng, target: &Target) -> Request {
     };
     let lease = match rng.below(10) {
         0 => None,
+        // Within what a client's header buffer takes.
         1 => Some(
-            hostile_string(rng)
-                .chars()
+            (hostile_string(rng).chars())
                 .filter(|c| c.is_ascii_graphic())
+                .take(1000)
                 .collect(),
         ),
         _ => Some(target.lease.clone()),
     };
+    // A body only where HTTP has one (the client refuses some others).
+    let body = body.filter(|_| method == "POST" || method == "PUT" || method == "PATCH");
     Request {
         method,
         path,
@@ -311,9 +314,14 @@ fn send_request(
         request = request.header("Content-Type", "application/json");
     }
     let request = request.body(r.body.clone().unwrap_or_default()).unwrap();
-    let mut response = agent
-        .run(request)
-        .unwrap_or_else(|e| panic!("{} {url}: {e}", r.method));
+    let mut response = agent.run(request).unwrap_or_else(|e| {
+        panic!(
+            "{} {url} {:?} {:?}: {e}",
+            r.method,
+            r.lease.as_ref().map(String::len),
+            r.body.as_ref().map(Vec::len)
+        )
+    });
     let kind = (response.headers().get("Content-Type"))
         .map(|v| v.to_str().unwrap_or_default().to_owned())
         .unwrap_or_default();
