@@ -123,7 +123,8 @@ fn values_round_trip_per_stack_and_a_dump_of_the_database_holds_no_plaintext() {
     }
     persister.sync().unwrap();
     let phase = json!({ "phase": 1, "entry": { "kind": "update", "started": 1, "ended": 2,
-        "result": "succeeded", "changes": {}, "plinth": "test" } });
+        "result": "succeeded", "plinth": "test",
+        "changes": { "same": 0, "create": 0, "update": 0, "replace": 0, "delete": 0 } } });
     (transport.call(
         "POST",
         &format!("updates/{update}/phases"),
