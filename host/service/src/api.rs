@@ -44,7 +44,7 @@ impl Default for Options {
             lease_seconds: 300.0,
             body_limit: 64 << 20,
             master_keys: None,
-            bodies_in_flight: 256 << 20,
+            bodies_in_flight: 128 << 20,
         }
     }
 }

@@ -512,3 +512,57 @@ fn bodies_in_flight_are_bounded_and_one_beyond_the_budget_is_told_to_come_back()
     assert_eq!(status, 413, "{body}");
     message(&body);
 }
+
+/// Measures a replica's memory under four concurrent 60 MB seal requests (issue 27): its peak
+/// and what it keeps after. Not a check, a figure: `cargo test -p plinth-service --test protocol
+/// -- --ignored --nocapture memory`; `PLINTH_TEST_SERVE` measures another build, and
+/// `PLINTH_TEST_SERVE_ARGS` passes it flags (`--bodies-in-flight 300000000`).
+#[test]
+#[ignore]
+fn memory_of_four_concurrent_60_mb_seals() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("master.key");
+    let out = Command::new(serve_binary()).args(["key", "create"]).arg(&key).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (_server, db) = database();
+    let extra = std::env::var("PLINTH_TEST_SERVE_ARGS").unwrap_or_default();
+    let mut args = vec!["--master-key", key.to_str().unwrap()];
+    args.extend(extra.split_whitespace());
+    let service = serve(&db, &args);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let memory = |field: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", service.child.id()));
+        let line = (status.unwrap().lines())
+            .find(|l| l.starts_with(field))
+            .map(str::to_owned);
+        line.unwrap_or_default()
+    };
+    eprintln!("before: {}", memory("VmRSS"));
+    let body = seal_body(60_000_000);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let sends: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let agent: ureq::Agent = ureq::Agent::config_builder()
+                        .http_status_as_error(false)
+                        .build()
+                        .into();
+                    let url = format!("{}/api/v1/stacks/p/dev/secrets/seal", service.url);
+                    let mut response = (agent.post(&url))
+                        .header("Authorization", format!("token {alice}"))
+                        .content_type("application/json")
+                        .send(&body[..])
+                        .unwrap();
+                    let answer = response.body_mut().with_config().limit(u64::MAX).read_to_vec();
+                    assert!(answer.is_ok());
+                    response.status().as_u16()
+                })
+            })
+            .collect();
+        sends.into_iter().map(|s| s.join().unwrap()).collect()
+    });
+    eprintln!("answers: {statuses:?}");
+    eprintln!("peak: {}", memory("VmHWM"));
+    eprintln!("after: {}", memory("VmRSS"));
+}
