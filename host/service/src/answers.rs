@@ -37,11 +37,7 @@ pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
         other => other,
     };
     let message = match (status, text.is_empty()) {
-        (StatusCode::NOT_FOUND, _) => format!(
-            "there is no {route} in the plinth service's protocol: the backend URL is the \
-             service's root (https://plinth.example.com, without a path), and this plinth may \
-             be newer or older than the service"
-        ),
+        (StatusCode::NOT_FOUND, _) => no_such_route(&route),
         (StatusCode::METHOD_NOT_ALLOWED, _) => {
             format!("{route} is not a request of the plinth service's protocol")
         }
@@ -80,11 +76,15 @@ fn hint(status: StatusCode) -> &'static str {
 /// The answer to a route the service does not have.
 pub(crate) async fn no_route(request: Request) -> ApiError {
     let route = format!("{} {}", request.method(), shown(request.uri().path()));
-    ApiError::NotFound(format!(
+    ApiError::NotFound(no_such_route(&route))
+}
+
+fn no_such_route(route: &str) -> String {
+    format!(
         "there is no {route} in the plinth service's protocol: the backend URL is the service's \
          root (https://plinth.example.com, without a path), and this plinth may be newer or \
          older than the service"
-    ))
+    )
 }
 
 /// A JSON answer of `status` saying `message`, for the layers that answer before a handler.

@@ -522,7 +522,11 @@ fn bodies_in_flight_are_bounded_and_one_beyond_the_budget_is_told_to_come_back()
 fn memory_of_four_concurrent_60_mb_seals() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("master.key");
-    let out = Command::new(serve_binary()).args(["key", "create"]).arg(&key).output().unwrap();
+    let out = Command::new(serve_binary())
+        .args(["key", "create"])
+        .arg(&key)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
     let (_server, db) = database();
     let extra = std::env::var("PLINTH_TEST_SERVE_ARGS").unwrap_or_default();
@@ -554,7 +558,11 @@ fn memory_of_four_concurrent_60_mb_seals() {
                         .content_type("application/json")
                         .send(&body[..])
                         .unwrap();
-                    let answer = response.body_mut().with_config().limit(u64::MAX).read_to_vec();
+                    let answer = response
+                        .body_mut()
+                        .with_config()
+                        .limit(u64::MAX)
+                        .read_to_vec();
                     assert!(answer.is_ok());
                     response.status().as_u16()
                 })
