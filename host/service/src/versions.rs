@@ -393,7 +393,9 @@ pub(crate) async fn fold_abandoned(
 pub(crate) fn failed_entry(kind: &str, started: i64, note: &str, changes: ChangeSummary) -> Value {
     let kind: UpdateKind =
         serde_json::from_value(Value::String(kind.to_owned())).unwrap_or(UpdateKind::Update);
-    let started = SystemTime::UNIX_EPOCH + Duration::from_secs(started.max(0) as u64);
+    // The database rounds the start to the nearest second: never after now, when it ends.
+    let started = (SystemTime::UNIX_EPOCH + Duration::from_secs(started.max(0) as u64))
+        .min(SystemTime::now());
     let entry =
         HistoryEntry::ended_now(kind, started, UpdateResult::Failed, changes).with_note(note);
     serde_json::to_value(entry).expect("a history entry serializes")

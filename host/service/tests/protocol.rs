@@ -574,3 +574,35 @@ fn memory_of_four_concurrent_60_mb_seals() {
     eprintln!("peak: {}", memory("VmHWM"));
     eprintln!("after: {}", memory("VmRSS"));
 }
+
+#[test]
+fn an_update_the_service_ends_counts_the_changes_its_journal_recorded() {
+    let u = updating();
+    let lease = (u.update.clone(), u.lease.clone());
+    let (a, b) = (
+        resource("a", Default::default()),
+        resource("b", Default::default()),
+    );
+    let entries = [creating(1, &a, false), creating(2, &b, true)].concat();
+    let batch = json!({ "seq": 1, "entries": entries });
+    let (status, body) = on_update(&u.service, &u.alice, &lease, "journal", Some(batch));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = cancel(&u.service, &u.alice);
+    assert_eq!(status, 200, "{body}");
+    let (_, history) = call(
+        &u.service,
+        "GET",
+        "stacks/p/dev/history",
+        Some(&u.alice),
+        None,
+        None,
+    );
+    let version = &history["versions"][0];
+    assert_eq!(version["user"], "alice", "{history}");
+    let entry = &version["entry"];
+    assert_eq!(entry["result"], "failed", "{entry}");
+    assert_eq!(
+        entry["changes"]["create"], 1,
+        "one create ended, one interrupted: {entry}"
+    );
+}
