@@ -75,8 +75,8 @@ impl StateEdit {
         crypter: &dyn Crypter,
         recovered: bool,
     ) -> Result<StateEdit, BackendError> {
-        let checkpoint = Checkpoint::decode_for_edit(bytes, stack, origin, &Verbatim(crypter))?
-            .upgraded();
+        let checkpoint =
+            Checkpoint::decode_for_edit(bytes, stack, origin, &Verbatim(crypter))?.upgraded();
         Ok(StateEdit {
             loaded: LoadedStack {
                 snapshot: checkpoint.snapshot,

@@ -42,10 +42,7 @@ pub enum BackendError {
     #[error(
         "the edited state of stack `{stack}` would not be valid, so it was not written: {error}"
     )]
-    InvalidEdit {
-        stack: String,
-        error: InvalidState,
-    },
+    InvalidEdit { stack: String, error: InvalidState },
     #[error(
         "stack `{stack}` is locked by an update that is still running, {holder}: wait for it to finish, or stop it"
     )]

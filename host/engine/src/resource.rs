@@ -57,7 +57,12 @@ pub struct ProviderRef {
 /// Messages show the offending text escaped ([`escape_controls`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FieldError {
-    #[error("resource `{}`: its `type` is `{}`, but its URN says `{}`", shown(urn), shown(ty), shown(urn_type))]
+    #[error(
+        "resource `{}`: its `type` is `{}`, but its URN says `{}`",
+        shown(urn),
+        shown(ty),
+        shown(urn_type)
+    )]
     TypeMismatch {
         urn: Urn,
         ty: String,
@@ -65,15 +70,30 @@ pub enum FieldError {
     },
     #[error("resource `{}`: its URN contains control characters", shown(urn))]
     ControlInUrn { urn: Urn },
-    #[error("resource `{}`: its `id` \"{}\" contains control characters", shown(urn), shown(id))]
+    #[error(
+        "resource `{}`: its `id` \"{}\" contains control characters",
+        shown(urn),
+        shown(id)
+    )]
     ControlInId { urn: Urn, id: String },
     #[error(
-        "resource `{}`: its `provider` `{}` is not a provider resource (a provider's type is `plinth:providers:<package>`)", shown(urn), shown(provider)
+        "resource `{}`: its `provider` `{}` is not a provider resource (a provider's type is `plinth:providers:<package>`)",
+        shown(urn),
+        shown(provider)
     )]
     NotAProvider { urn: Urn, provider: Urn },
-    #[error("resource `{}`: its `provider` `{}` has an empty `id`", shown(urn), shown(provider))]
+    #[error(
+        "resource `{}`: its `provider` `{}` has an empty `id`",
+        shown(urn),
+        shown(provider)
+    )]
     EmptyProviderId { urn: Urn, provider: Urn },
-    #[error("resource `{}`: its `provider` `{}` has the id \"{}\", which contains control characters", shown(urn), shown(provider), shown(id))]
+    #[error(
+        "resource `{}`: its `provider` `{}` has the id \"{}\", which contains control characters",
+        shown(urn),
+        shown(provider),
+        shown(id)
+    )]
     ControlInProviderId { urn: Urn, provider: Urn, id: String },
 }
 
@@ -101,7 +121,7 @@ impl ResourceState {
                 urn_type: self.urn.ty().to_owned(),
             });
         }
-        if self.urn.as_str().contains(char::is_control) {
+        if !self.urn.is_printable() {
             return Err(FieldError::ControlInUrn { urn: urn() });
         }
         if !is_recordable_id(&self.id) {

@@ -59,8 +59,16 @@ mod tests {
 
     #[test]
     fn plain_text_is_borrowed_as_it_is() {
-        for text in ["", "created a-1", "naïve café 日本語 👨\u{200d}👩", "tab-free"] {
-            assert!(matches!(escape_controls(text), Cow::Borrowed(t) if t == text), "{text}");
+        for text in [
+            "",
+            "created a-1",
+            "naïve café 日本語 👨\u{200d}👩",
+            "tab-free",
+        ] {
+            assert!(
+                matches!(escape_controls(text), Cow::Borrowed(t) if t == text),
+                "{text}"
+            );
         }
     }
 

@@ -943,7 +943,10 @@ impl StepContext {
                 replaced: None,
                 absent: false,
             }),
-            Ok(None) => Err(self.fail(urn, format!("resource with id `{id}` does not exist"))),
+            Ok(None) => Err(self.fail(
+                urn,
+                format!("resource with id `{}` does not exist", escape_controls(id)),
+            )),
             Err(e) => Err(self.provider_error(urn, "read", e)),
         }
     }
