@@ -80,9 +80,9 @@ fn an_id_created_with_a_control_character_fails_its_step_and_is_never_recorded()
     );
     assert_inert(&printed(&out));
 
-    // The state loads and exports: `ok` is recorded, `x` only as a pending create.
+    // The state loads and exports, `x` only as a pending create. (Whether `ok` was created
+    // before the failure halted the run depends on the order the steps ran in.)
     let state = env.export();
-    assert!(recorded(&state, "ok").is_some(), "{state:#}");
     assert!(recorded(&state, "x").is_none(), "{state:#}");
     assert_eq!(pending(&state), [("creating".to_owned(), X.to_owned())]);
 
@@ -253,7 +253,10 @@ fn terminal_escapes_from_a_plugin_reach_no_output_raw() {
     let text = printed(&out);
     assert_inert(&text);
     // Escaped by the log formatter (ESC, BEL) and by plinth's log writer (CR, the rest).
-    assert!(text.contains(r"stdout: \x1b]0;pwned\x07\r\x1b[2K"), "{text}");
+    assert!(
+        text.contains(r"stdout: \x1b]0;pwned\x07\r\x1b[2K"),
+        "{text}"
+    );
     assert!(text.contains(r"created\u{202e}\x08\u{9b}2J"), "{text}");
     assert!(text.contains(r"k\u{202e}ey"), "{text}");
 

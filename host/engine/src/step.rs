@@ -827,7 +827,10 @@ impl StepContext {
             self.failed(info, &error);
             return Err(error);
         }
-        if !is_recordable_id(&state.id) {
+        if self.preview && !is_recordable_id(&state.id) {
+            // Nothing was created: the id a preview planned is unknown until the create.
+            state.id.clear();
+        } else if !is_recordable_id(&state.id) {
             // Its create stays recorded as pending: something may exist that the state cannot
             // hold, and every command warns of it until `plinth refresh` clears it.
             let error = self.fail(&urn, created_unrecordable(urn.ty(), &state.id));
