@@ -125,6 +125,20 @@ impl Checkpoint {
         path: &Path,
         crypter: &dyn Crypter,
     ) -> Result<Decoded, BackendError> {
+        let decoded = Checkpoint::decode_for_edit(bytes, stack, path, crypter)?;
+        check_fields(&decoded.checkpoint.snapshot, path)?;
+        Ok(decoded)
+    }
+
+    /// [`decode_verified`](Self::decode_verified) but for the fields of each resource: a
+    /// state an edit may repair (`plinth state delete` of a resource whose id no plinth
+    /// records), whose fields are checked again before it is written.
+    pub(crate) fn decode_for_edit(
+        bytes: &[u8],
+        stack: &str,
+        path: &Path,
+        crypter: &dyn Crypter,
+    ) -> Result<Decoded, BackendError> {
         let decoded = Checkpoint::decode(bytes, stack, path, crypter)?;
         decoded
             .checkpoint
@@ -191,11 +205,6 @@ impl Checkpoint {
                 .map_err(read)?
                 .into_checkpoint(|snapshot| snapshot)
         };
-        // Even a state imported with `--force` holds only fields plinth could have written.
-        checkpoint
-            .snapshot
-            .check_fields()
-            .map_err(|e| corrupt(e.to_string()))?;
         if version.version < ROOTED_SINCE {
             return Decoded::schema_one(checkpoint, bytes, crypter, path);
         }
@@ -217,6 +226,19 @@ impl Checkpoint {
         }
         .to_json(crypter)
     }
+}
+
+/// Checks every resource's fields ([`Snapshot::check_fields`]), saying how to repair a state
+/// that fails: everything but `stack export` and `state delete` refuses it.
+pub(crate) fn check_fields(snapshot: &Snapshot, path: &Path) -> Result<(), BackendError> {
+    snapshot.check_fields().map_err(|e| BackendError::Corrupt {
+        path: path.to_owned(),
+        reason: format!(
+            "{e}; no plinth records that. Keep a copy with `plinth stack export --file F`, then \
+             remove that resource from the state with `plinth state delete URN` (and delete what \
+             it names in the real world by hand if it still exists)"
+        ),
+    })
 }
 
 /// A [`Checkpoint`] of a borrowed snapshot, serialized the same way: an update's last snapshot

@@ -9,8 +9,8 @@ use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::Checkpoint;
-use crate::error::BackendError;
-use crate::local::{LoadedStack, LocalBackend};
+use crate::error::{BackendError, InvalidState};
+use crate::local::{Fields, LoadedStack, LocalBackend};
 use crate::lock::StackLock;
 use crate::secrets::{Crypter, SecretsError};
 
@@ -75,7 +75,8 @@ impl StateEdit {
         crypter: &dyn Crypter,
         recovered: bool,
     ) -> Result<StateEdit, BackendError> {
-        let checkpoint = Checkpoint::parse(bytes, stack, origin, &Verbatim(crypter))?;
+        let checkpoint =
+            Checkpoint::decode_for_edit(bytes, stack, origin, &Verbatim(crypter))?.upgraded();
         Ok(StateEdit {
             loaded: LoadedStack {
                 snapshot: checkpoint.snapshot,
@@ -95,12 +96,12 @@ impl StateEdit {
         let LoadedStack {
             snapshot, plugins, ..
         } = self.loaded;
-        snapshot
-            .verify_integrity()
-            .map_err(|error| BackendError::InvalidEdit {
-                stack: stack.to_string(),
-                error,
-            })?;
+        let invalid = |error: InvalidState| BackendError::InvalidEdit {
+            stack: stack.to_string(),
+            error,
+        };
+        (snapshot.verify_integrity()).map_err(|e| invalid(e.into()))?;
+        (snapshot.check_fields()).map_err(|e| invalid(e.into()))?;
         Checkpoint::new(project, stack, snapshot)
             .with_plugins(plugins)
             .to_json(&Verbatim(crypter))
@@ -117,7 +118,8 @@ impl LocalBackend {
         _lock: &StackLock,
     ) -> Result<StateEdit, BackendError> {
         let crypter = self.crypter(stack);
-        let loaded = self.load_with(project, stack, &Verbatim(crypter.as_ref()))?;
+        let verbatim = Verbatim(crypter.as_ref());
+        let loaded = self.load_checking(project, stack, &verbatim, Fields::Unchecked)?;
         Ok(StateEdit { loaded })
     }
 

@@ -42,10 +42,7 @@ pub enum BackendError {
     #[error(
         "the edited state of stack `{stack}` would not be valid, so it was not written: {error}"
     )]
-    InvalidEdit {
-        stack: String,
-        error: plinth_engine::snapshot::IntegrityError,
-    },
+    InvalidEdit { stack: String, error: InvalidState },
     #[error(
         "stack `{stack}` is locked by an update that is still running, {holder}: wait for it to finish, or stop it"
     )]
@@ -106,4 +103,13 @@ mod tests {
         assert_eq!(error.to_string(), "removing /state/stacks/p/dev.lock");
         assert!(error.source().unwrap().to_string().contains("os error 16"));
     }
+}
+
+/// Why a state may not be written: its order and references, or a field of one resource.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidState {
+    #[error(transparent)]
+    Integrity(#[from] plinth_engine::snapshot::IntegrityError),
+    #[error(transparent)]
+    Field(#[from] plinth_engine::resource::FieldError),
 }

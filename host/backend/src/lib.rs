@@ -24,7 +24,7 @@ mod upgrade;
 pub use api::{Backend, EventLog, Recording, StackRef, Update};
 pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
 pub use edit::StateEdit;
-pub use error::BackendError;
+pub use error::{BackendError, InvalidState};
 pub use history::{HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_file::write_atomically;
 pub use journal_short::CREATED_AS_BEGUN;

@@ -58,6 +58,15 @@ impl std::fmt::Debug for LocalBackend {
     }
 }
 
+/// Whether loading a state checks each resource's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fields {
+    Checked,
+    /// Not: for an edit, which may remove the resource that fails them and checks them before
+    /// it writes, and for `stack ls`, which only counts resources.
+    Unchecked,
+}
+
 impl LocalBackend {
     /// Opens the backend a `PLINTH_BACKEND_URL` names (`file://<dir>`), or `~/.plinth`.
     pub fn from_url(url: Option<&str>) -> Result<LocalBackend, BackendError> {
@@ -156,7 +165,8 @@ impl LocalBackend {
             if let Some(name) = name
                 && path.extension().is_some_and(|e| e == "json")
             {
-                let snapshot = self.load_redacted(project, &name)?.snapshot;
+                let loaded = self.load_checking(project, &name, &Redacted, Fields::Unchecked);
+                let snapshot = loaded?.snapshot;
                 let resources = (snapshot.resources.iter())
                     .filter(|r| is_counted(r.urn.ty()))
                     .count();
@@ -237,11 +247,26 @@ impl LocalBackend {
         stack: &StackName,
         crypter: &dyn Crypter,
     ) -> Result<LoadedStack, BackendError> {
+        self.load_checking(project, stack, crypter, Fields::Checked)
+    }
+
+    /// [`load_with`](Self::load_with), checking each resource's fields or (for an edit, which
+    /// checks them before it writes) not.
+    pub(crate) fn load_checking(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+        crypter: &dyn Crypter,
+        fields: Fields,
+    ) -> Result<LoadedStack, BackendError> {
         self.require_stack(project, stack)?;
         let path = self.path(project, stack, "json");
         let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
         // A journal refers to the checkpoint as written: replay first, then upgrade.
-        let decoded = Checkpoint::decode_verified(&bytes, stack, &path, crypter)?;
+        let decoded = match fields {
+            Fields::Checked => Checkpoint::decode_verified(&bytes, stack, &path, crypter)?,
+            Fields::Unchecked => Checkpoint::decode_for_edit(&bytes, stack, &path, crypter)?,
+        };
         let journal = self.path(project, stack, "journal");
         let read = if journal.exists() {
             read_journal(&journal, &bytes, crypter)?
@@ -266,10 +291,8 @@ impl LocalBackend {
             ));
         }
         let base = decoded.checkpoint.snapshot.clone();
+        // Replaying checks the fields of every state the journal records.
         let snapshot = replay(base, read.entries).map_err(|e| corrupt(e.to_string()))?;
-        snapshot
-            .check_fields()
-            .map_err(|e| corrupt(e.to_string()))?;
         let checkpoint = decoded.upgrade(snapshot, read.stack_outputs);
         Ok(LoadedStack {
             snapshot: checkpoint.snapshot,

@@ -41,6 +41,8 @@ pub(crate) fn imported_checkpoint(
             ),
         });
     }
+    // Even a state imported with `--force` holds only fields plinth could have written.
+    crate::checkpoint::check_fields(&checkpoint.snapshot, source)?;
     if let Err(e) = checkpoint.snapshot.verify_integrity()
         && !force
     {

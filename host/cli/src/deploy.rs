@@ -15,6 +15,8 @@ use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::program::{EmptyProgram, Program};
 use plinth_engine::refresh::{self, RefreshOptions};
+use plinth_engine::resource::is_recordable_id;
+use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::Value;
 use plinth_runtime::{Limits, Runtime};
@@ -147,8 +149,12 @@ pub struct RefreshArgs {
 
 fn parse_adoption(arg: &str) -> Result<(String, String), String> {
     match arg.split_once('=') {
+        Some((_, id)) if !is_recordable_id(id) => Err(format!(
+            "the id `{}` contains control characters, which no id plinth records may hold",
+            escape_controls(id)
+        )),
         Some((urn, id)) if !urn.is_empty() && !id.is_empty() => Ok((urn.to_owned(), id.to_owned())),
-        _ => Err(format!("expected URN=ID, got `{arg}`")),
+        _ => Err(format!("expected URN=ID, got `{}`", escape_controls(arg))),
     }
 }
 

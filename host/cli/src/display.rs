@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use console::{Style, style};
 use indicatif::{ProgressBar, ProgressStyle};
 use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo, StepOp};
+use plinth_engine::shown::{escape_controls, escape_controls_keeping_lines};
+use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
 use tokio::sync::mpsc;
 
@@ -61,7 +63,8 @@ pub async fn render(
         match event {
             Event::StepStarted(step) => {
                 running += 1;
-                spinner.set_message(format!("{running} in progress: {}", step.urn.name()));
+                let name = escape_controls(step.urn.name());
+                spinner.set_message(format!("{running} in progress: {name}"));
             }
             Event::StepDone {
                 step,
@@ -85,7 +88,7 @@ pub async fn render(
                 if let Some(tree) = &mut tree {
                     tree.outputs(urn, lines, old != new);
                 } else if old != new || show_sames {
-                    print(format!("     {} {} outputs:", urn.ty(), urn.name()));
+                    print(format!("     {} outputs:", shown_urn(&urn)));
                     lines.into_iter().for_each(print);
                 }
             }
@@ -93,12 +96,12 @@ pub async fn render(
                 running = running.saturating_sub(1);
                 // On stderr, with the command's error: scripts and logs that keep only errors
                 // keep the step's.
+                // The error's lines are plinth's; what a plugin wrote in them is escaped already.
                 spinner.suspend(|| eprintln!(
-                    "  {} {}::{}: {}",
+                    "  {} {}: {}",
                     style("✗").red().bold(),
-                    step.urn.ty(),
-                    step.urn.name(),
-                    style(&error).red()
+                    escape_controls(&format!("{}::{}", step.urn.ty(), step.urn.name())),
+                    style(escape_controls_keeping_lines(&error)).red()
                 ));
                 shown.push(format!("{}: {error}", step.urn));
                 shown.push(error);
@@ -114,8 +117,10 @@ pub async fn render(
                     Severity::Warning => style("warning").yellow(),
                     Severity::Error => style("error").red(),
                 };
-                let origin = urn.map(|u| format!(" {}", u.name())).unwrap_or_default();
-                print(format!("  {label}{origin}: {message}"));
+                let origin = (urn.map(|u| format!(" {}", escape_controls(u.name()))))
+                    .unwrap_or_default();
+                // A program's log line: on one line, whatever it holds.
+                print(format!("  {label}{origin}: {}", escape_controls(&message)));
             }
             Event::Outputs { old, new } => {
                 if let Some(tree) = tree.take() {
@@ -157,6 +162,11 @@ pub async fn render(
     shown
 }
 
+/// A resource as `type name`, escaped: a program chose both.
+fn shown_urn(urn: &Urn) -> String {
+    escape_controls(&format!("{} {}", urn.ty(), urn.name())).into_owned()
+}
+
 /// Symbol, verb for a plan, verb for what was done, and colour of a step.
 fn op_style(op: StepOp) -> (&'static str, &'static str, &'static str, Style) {
     match op {
@@ -192,14 +202,14 @@ fn step_line_in_tree(
     let (symbol, planned, done, style) = op_style(step.op);
     let verb = if duration.is_some() { done } else { planned };
     let took = duration.map_or(String::new(), |d| format!(" ({:.2}s)", d.as_secs_f64()));
-    let ty = format!("{branch}{}", step.urn.ty());
+    let ty = format!("{branch}{}", escape_controls(step.urn.ty()));
     let width = width.max(ty.chars().count());
     let pad = width - ty.chars().count();
     style
         .apply_to(format!(
             "  {symbol:2} {ty}{:pad$} {:20} {verb}{took}",
             "",
-            step.urn.name()
+            escape_controls(step.urn.name())
         ))
         .to_string()
 }
@@ -208,9 +218,14 @@ fn step_line_in_tree(
 /// as they are, keys aligned; each line starts with `indent`.
 fn output_lines(old: &PropertyMap, new: &PropertyMap, indent: &str) -> Vec<String> {
     let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    let width = keys.iter().map(|k| k.chars().count()).max().unwrap_or(0);
+    let width = keys
+        .iter()
+        .map(|k| escape_controls(k).chars().count())
+        .max()
+        .unwrap_or(0);
     keys.into_iter()
-        .map(|k| match (old.get(k), new.get(k)) {
+        .map(|key| (key, escape_controls(key)))
+        .map(|(key, k)| match (old.get(key), new.get(key)) {
             (None, Some(v)) => style(format!("{indent}+ {k:width$}: {}", render_value(v)))
                 .green()
                 .to_string(),
@@ -241,6 +256,7 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -
         && let Some(inputs) = &step.new_inputs
     {
         for (k, v) in inputs {
+            let k = escape_controls(k);
             lines.push(
                 style(format!("       + {k}: {}", render_value(v)))
                     .green()
@@ -256,7 +272,8 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -
                 String::new()
             };
             lines.push(format!(
-                "       {key}: {} => {}{forces}",
+                "       {}: {} => {}{forces}",
+                escape_controls(key),
                 old.get(key).map_or("(none)".into(), render_value),
                 new.get(key).map_or("(none)".into(), render_value)
             ));
@@ -267,7 +284,11 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -
     {
         for (k, v) in outputs {
             if step.new_inputs.as_ref().and_then(|i| i.get(k)) != Some(v) {
-                lines.push(format!("       {k}: {}", render_value(v)));
+                lines.push(format!(
+                    "       {}: {}",
+                    escape_controls(k),
+                    render_value(v)
+                ));
             }
         }
     }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 use plinth_backend::{LogEntry, LoggedEvent};
+use plinth_engine::shown::escape_controls;
 
 use crate::Workspace;
 use crate::display::local_time;
@@ -88,5 +89,6 @@ fn line(entry: &LogEntry) -> String {
         ),
         LoggedEvent::Cancelled => "cancelled: no new steps started".to_owned(),
     };
-    format!("{at:>10}  {what}")
+    // One line per event: what a guest or the log file supplied cannot start another.
+    format!("{at:>10}  {}", escape_controls(&what))
 }

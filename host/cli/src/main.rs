@@ -7,6 +7,7 @@ mod gen_sdk;
 mod grant_advice;
 mod guest;
 mod home;
+mod log_writer;
 mod login;
 mod logs;
 mod pending;
@@ -28,6 +29,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use plinth_backend::{Backend, StackRef};
+use plinth_engine::shown::escape_controls_keeping_lines;
 
 use crate::project::Project;
 
@@ -178,9 +180,11 @@ fn init_logging(verbose: bool) {
     let default = if verbose { "plinth=debug,info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Log lines carry what guests print: written escaped, so plinth's own colours are off.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_writer(log_writer::EscapingStderr)
         .with_target(false)
         .init();
 }
@@ -270,7 +274,15 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // An argument may hold control characters, and clap's message repeats it.
+        Err(e) if e.use_stderr() => {
+            eprint!("{}", escape_controls_keeping_lines(&e.render().to_string()));
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+        Err(e) => e.exit(),
+    };
     init_logging(cli.global.verbose);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -282,7 +294,9 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{} {e:#}", console::style("error:").red().bold());
+            // Its lines are plinth's: what a guest or a state file put in them is escaped.
+            let message = escape_controls_keeping_lines(&format!("{e:#}")).into_owned();
+            eprintln!("{} {message}", console::style("error:").red().bold());
             ExitCode::FAILURE
         }
     }

@@ -2,6 +2,7 @@
 //! each may mean for the real world, and what to run about it.
 
 use console::style;
+use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::{PendingKind, Snapshot};
 use plinth_engine::urn::Urn;
 
@@ -11,7 +12,7 @@ pub fn warn_pending(snapshot: &Snapshot) {
         eprintln!(
             "{} {}",
             style("warning:").yellow().bold(),
-            advice(op.kind, &op.resource.urn)
+            escape_controls(&advice(op.kind, &op.resource.urn))
         );
     }
 }

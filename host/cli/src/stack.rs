@@ -1,7 +1,7 @@
 //! `plinth stack …` and `plinth config …`.
 
 use plinth_engine::names::StackName;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -11,6 +11,7 @@ use clap::Subcommand;
 
 use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, write_atomically};
 use plinth_engine::events::ChangeSummary;
+use plinth_engine::shown::escape_controls;
 
 use crate::Workspace;
 use crate::display::{local_time, render_value, whole_seconds};
@@ -148,6 +149,9 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                         .with_context(|| format!("stack `{stack}` has no output `{name}`"))?;
                     if json {
                         println!("{}", serde_json::to_string_pretty(&masked(value))?);
+                    } else if std::io::stdout().is_terminal() {
+                        // Piped, the value is printed as it is: a script asked for it.
+                        println!("{}", escape_controls(&plain(value)));
                     } else {
                         println!("{}", plain(value));
                     }
@@ -166,8 +170,9 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                     "Stack `{stack}` has no outputs; a program exports them with `ctx.export(NAME, VALUE)`."
                 );
             } else {
-                let width = outputs.keys().map(String::len).max().unwrap_or(0);
-                for (k, v) in &outputs {
+                let keys: Vec<_> = outputs.keys().map(|k| escape_controls(k)).collect();
+                let width = keys.iter().map(|k| k.chars().count()).max().unwrap_or(0);
+                for (k, v) in keys.iter().zip(outputs.values()) {
                     println!("{k:width$}  {}", render_value(v));
                 }
             }

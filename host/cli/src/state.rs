@@ -9,6 +9,7 @@ use clap::Subcommand;
 use console::style;
 use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult};
 use plinth_engine::events::ChangeSummary;
+use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::{PendingKind, Removal, StateEditError};
 use plinth_engine::urn::Urn;
 
@@ -70,6 +71,8 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
             edit.snapshot().resolve(resource).map_err(explain)?
         }
     };
+    // A state written by an older plinth may hold a URN with control characters.
+    let shown = escape_controls(urn.as_str()).into_owned();
     let done = match cmd {
         StateCommand::Delete { force, yes, .. } => {
             let removal = edit.snapshot_mut().remove(&urn, force).map_err(explain)?;
@@ -79,7 +82,7 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
             format!(
-                "Removed {urn} from the state of stack `{stack}`; the real resource was left as it is."
+                "Removed {shown} from the state of stack `{stack}`; the real resource was left as it is."
             )
         }
         StateCommand::Protect { .. } => {
@@ -88,11 +91,11 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
                 .set_protect(&urn, true)
                 .map_err(explain)?;
             if changed == 0 {
-                println!("{urn} is already protected.");
+                println!("{shown} is already protected.");
                 return Ok(ExitCode::SUCCESS);
             }
             format!(
-                "Protected {urn}: `up` and `destroy` refuse to delete or replace it.\n\
+                "Protected {shown}: `up` and `destroy` refuse to delete or replace it.\n\
                  The program's `protect` option decides again on the next `plinth up`."
             )
         }
@@ -102,11 +105,11 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
                 .set_protect(&urn, false)
                 .map_err(explain)?;
             if changed == 0 {
-                println!("{urn} is not protected.");
+                println!("{shown} is not protected.");
                 return Ok(ExitCode::SUCCESS);
             }
             format!(
-                "Unprotected {urn}; it can now be deleted.\n\
+                "Unprotected {shown}; it can now be deleted.\n\
                  A program that registers it with `protect` protects it again on the next `plinth up`."
             )
         }
@@ -117,7 +120,7 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
         UpdateResult::Succeeded,
         ChangeSummary::default(),
     )
-    .with_note(format!("{command} {urn}"));
+    .with_note(format!("{command} {shown}"));
     update.save_edit(edit, &entry)?;
     println!("{done}");
     Ok(ExitCode::SUCCESS)
@@ -130,14 +133,14 @@ fn describe(stack: &str, removal: &Removal) {
         let id = if r.id.is_empty() {
             "a component".to_owned()
         } else {
-            format!("id {}", r.id)
+            format!("id {}", escape_controls(&r.id))
         };
         let replaced = if r.delete {
             ", replaced and awaiting deletion"
         } else {
             ""
         };
-        println!("  {} ({id}{replaced})", r.urn);
+        println!("  {} ({id}{replaced})", escape_controls(r.urn.as_str()));
     }
     if !removal.unlinked.is_empty() {
         println!(

@@ -23,7 +23,7 @@ use serde::Serialize;
 pub use persist::{PersistCause, PersistError, Persister, SyncWaker};
 pub use writer::SnapshotManager;
 
-use crate::resource::ResourceState;
+use crate::resource::{FieldError, ResourceState};
 use crate::snapshot::{IntegrityError, PendingKind, PendingOperation, Snapshot};
 use crate::urn::Urn;
 use crate::value::PropertyMap;
@@ -86,6 +86,20 @@ impl JournalEntry {
     pub fn is_begin(&self) -> bool {
         matches!(self, JournalEntry::Begin { .. })
     }
+
+    /// The resource state the entry records, if it records one.
+    fn state(&self) -> Option<&ResourceState> {
+        match self {
+            JournalEntry::Begin { resource, .. }
+            | JournalEntry::Created { resource, .. }
+            | JournalEntry::Updated { resource, .. }
+            | JournalEntry::Same {
+                resource: Some(resource),
+                ..
+            } => Some(resource),
+            _ => None,
+        }
+    }
 }
 
 /// Why the snapshot manager could not record a mutation.
@@ -95,6 +109,10 @@ pub enum SnapshotError {
     /// walks the chain does not print it twice.
     #[error("refusing to record an invalid state: {0}")]
     Integrity(IntegrityError),
+    /// A state holding a field no plinth records (an id with control characters, ...): the
+    /// same check the loaders make, so that nothing recorded is refused when read back.
+    #[error("refusing to record an invalid state: {0}")]
+    Field(FieldError),
     #[error("journal entry refers to {0}, which the journal does not know")]
     Inconsistent(String),
     #[error("refusing to delete {0}: other resources in the state still depend on it")]
@@ -122,6 +140,12 @@ pub enum SnapshotError {
 impl From<IntegrityError> for SnapshotError {
     fn from(error: IntegrityError) -> SnapshotError {
         SnapshotError::Integrity(error)
+    }
+}
+
+impl From<FieldError> for SnapshotError {
+    fn from(error: FieldError) -> SnapshotError {
+        SnapshotError::Field(error)
     }
 }
 
@@ -250,6 +274,9 @@ impl JournalState {
     }
 
     fn apply_entry(&mut self, entry: JournalEntry) -> Result<(), SnapshotError> {
+        if let Some(state) = entry.state() {
+            state.check_fields()?;
+        }
         match entry {
             JournalEntry::Begin {
                 seq,
@@ -816,6 +843,52 @@ mod tests {
             kinds,
             [(PendingKind::Updating, "a"), (PendingKind::Creating, "c")]
         );
+    }
+
+    #[test]
+    fn a_state_the_loaders_would_refuse_is_never_recorded() {
+        let with_id = |name: &str, id: &str| ResourceState {
+            id: id.into(),
+            ..state(name, &[])
+        };
+        let bad = with_id("c", "a\tb");
+        let mut journal = JournalState::new(base());
+        let begin = |seq, resource| JournalEntry::Begin {
+            seq,
+            kind: PendingKind::Creating,
+            resource,
+            old: None,
+        };
+        // A begin whose state holds what a program named (a control character in its name).
+        let named = with_id("c\x1b[2K", "");
+        let refused = journal.apply(&begin(1, named)).unwrap_err();
+        assert!(
+            refused.to_string().contains(r"c\u{1b}[2K"),
+            "escaped in the message: {refused}"
+        );
+        journal.apply(&begin(2, with_id("c", ""))).unwrap();
+        let before = journal.snapshot();
+        let offered = [
+            JournalEntry::Created {
+                seq: 2,
+                resource: bad.clone(),
+                replaces: None,
+            },
+            JournalEntry::Same {
+                old: 0,
+                resource: Some(with_id("a", "x\ny")),
+            },
+        ];
+        for entry in &offered {
+            let error = journal.apply(entry).unwrap_err();
+            assert!(matches!(error, SnapshotError::Field(_)), "{error}");
+            assert_eq!(journal.snapshot(), before, "{entry:?}");
+        }
+        assert!(!error_text(&bad).contains('\t'));
+    }
+
+    fn error_text(state: &ResourceState) -> String {
+        state.check_fields().unwrap_err().to_string()
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod refresh;
 pub mod resource;
 mod root;
 pub mod schema;
+pub mod shown;
 pub mod snapshot;
 mod step;
 mod target;

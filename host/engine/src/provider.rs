@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use crate::schema::{FunctionSchema, ObjectType, PropertySchema, PropertyType, ResourceSchema};
+use crate::shown::escape_controls;
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};
 
@@ -17,18 +18,19 @@ pub struct CheckFailure {
     pub reason: String,
 }
 
-/// Why a provider call failed.
+/// Why a provider call failed. What the plugin wrote shows escaped ([`escape_controls`]), on one
+/// line: a message cannot move the cursor or start a line of its own in plinth's output.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ProviderError {
     #[error("invalid inputs: {}", format_failures(.0))]
     Invalid(Vec<CheckFailure>),
-    #[error("unknown resource type or function `{0}`")]
+    #[error("unknown resource type or function `{}`", escape_controls(.0))]
     UnknownType(String),
     #[error("the resource does not exist")]
     NotFound,
-    #[error("created, but failed to initialize: {}", .0.reasons.join("; "))]
+    #[error("created, but failed to initialize: {}", escape_controls(&.0.reasons.join("; ")))]
     PartiallyCreated(PartialState),
-    #[error("{0}")]
+    #[error("{}", escape_controls(.0))]
     Failed(String),
     /// The plugin itself broke: it trapped, panicked, ran out of time or memory.
     #[error("plugin crashed: {0}")]
@@ -36,7 +38,7 @@ pub enum ProviderError {
 }
 
 fn format_failures(failures: &[CheckFailure]) -> String {
-    failures
+    let joined = failures
         .iter()
         .map(|f| {
             if f.property.is_empty() {
@@ -46,7 +48,8 @@ fn format_failures(failures: &[CheckFailure]) -> String {
             }
         })
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("; ");
+    escape_controls(&joined).into_owned()
 }
 
 /// The state of a resource that was created but failed to initialize.

@@ -20,8 +20,10 @@ use crate::deployment::{Targets, providers_by_reference};
 use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
 use crate::journal::{JournalEntry, JournalState, SnapshotManager};
 use crate::provider::{ProviderSource, ReadResult};
-use crate::resource::ResourceState;
+use crate::resource::{ResourceState, is_recordable_id};
+use crate::shown::escape_controls;
 use crate::snapshot::{PendingKind, Snapshot};
+use crate::step::unrecordable_read;
 use crate::target::TargetSet;
 use crate::urn::{Urn, is_counted, package_of, provided_package};
 use crate::value::PropertyMap;
@@ -170,6 +172,11 @@ fn adoptions(
         let pending = (base.pending_operations.iter())
             .find(|op| op.kind == PendingKind::Creating && op.resource.urn == *urn);
         match pending {
+            Some(_) if !is_recordable_id(id) => errors.push(format!(
+                "{urn}: cannot adopt it by the id \"{}\": it contains control characters, which \
+                 no id plinth records may hold",
+                escape_controls(id)
+            )),
             Some(op) => reads.push(Read {
                 subject: Subject::Pending(Box::new(ResourceState {
                     id: id.clone(),
@@ -218,7 +225,11 @@ async fn read_all(
                 Err(e) => Err(e.to_string()),
                 Ok(provider) => (provider.read(&r.urn, &r.id, &r.inputs, &r.outputs))
                     .await
-                    .map_err(|e| format!("plugin `{}`: {e}", package_of(&r.ty))),
+                    .map_err(|e| format!("plugin `{}`: {e}", package_of(&r.ty)))
+                    .and_then(|found| match found {
+                        Some(f) if !is_recordable_id(&f.id) => Err(unrecordable_read(&r.ty, &f.id)),
+                        found => Ok(found),
+                    }),
             };
             Some((read, result))
         });

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::program::CustomTimeouts;
+use crate::shown::escape_controls;
 use crate::urn::{Urn, provided_package};
 use crate::value::PropertyMap;
 
@@ -51,28 +52,66 @@ pub struct ProviderRef {
     pub id: String,
 }
 
-/// A field of a recorded resource that no plinth writes: the state was edited or damaged.
+/// A field of a resource state that no plinth records: refused before a guest's or a user's
+/// value is recorded, and on load (a state edited by hand, or written by an older plinth).
+/// Messages show the offending text escaped ([`escape_controls`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FieldError {
-    #[error("resource `{urn}`: its `type` is `{ty}`, but its URN says `{urn_type}`")]
+    #[error(
+        "resource `{}`: its `type` is `{}`, but its URN says `{}`",
+        shown(urn),
+        shown(ty),
+        shown(urn_type)
+    )]
     TypeMismatch {
         urn: Urn,
         ty: String,
         urn_type: String,
     },
-    #[error("resource `{urn}`: its `id` {id:?} contains control characters")]
+    #[error("resource `{}`: its URN contains control characters", shown(urn))]
+    ControlInUrn { urn: Urn },
+    #[error(
+        "resource `{}`: its `id` \"{}\" contains control characters",
+        shown(urn),
+        shown(id)
+    )]
     ControlInId { urn: Urn, id: String },
     #[error(
-        "resource `{urn}`: its `provider` `{provider}` is not a provider resource (a provider's type is `plinth:providers:<package>`)"
+        "resource `{}`: its `provider` `{}` is not a provider resource (a provider's type is `plinth:providers:<package>`)",
+        shown(urn),
+        shown(provider)
     )]
     NotAProvider { urn: Urn, provider: Urn },
-    #[error("resource `{urn}`: its `provider` `{provider}` has an empty `id`")]
+    #[error(
+        "resource `{}`: its `provider` `{}` has an empty `id`",
+        shown(urn),
+        shown(provider)
+    )]
     EmptyProviderId { urn: Urn, provider: Urn },
+    #[error(
+        "resource `{}`: its `provider` `{}` has the id \"{}\", which contains control characters",
+        shown(urn),
+        shown(provider),
+        shown(id)
+    )]
+    ControlInProviderId { urn: Urn, provider: Urn, id: String },
+}
+
+fn shown(text: &impl std::fmt::Display) -> String {
+    escape_controls(&text.to_string()).into_owned()
+}
+
+/// Whether `id` can be recorded as a resource's id: printable, so that every command can show
+/// it and a user can type it back (`--import-pending-create URN=ID`, `state` edits).
+pub fn is_recordable_id(id: &str) -> bool {
+    !id.contains(char::is_control)
 }
 
 impl ResourceState {
-    /// Checks the fields a URN does not already check: the type agrees with the URN, ids are
-    /// printable, a provider reference names a provider resource and one of its ids.
+    /// Checks the fields a URN's parsing does not: the type agrees with the URN, the URN and
+    /// ids are printable, a provider reference names a provider resource and one of its ids.
+    /// The one check of what may be recorded: the journal applies it to every state it records,
+    /// the loaders to every state they read.
     pub fn check_fields(&self) -> Result<(), FieldError> {
         let urn = || self.urn.clone();
         if self.ty != self.urn.ty() {
@@ -82,7 +121,10 @@ impl ResourceState {
                 urn_type: self.urn.ty().to_owned(),
             });
         }
-        if self.id.contains(char::is_control) {
+        if !self.urn.is_printable() {
+            return Err(FieldError::ControlInUrn { urn: urn() });
+        }
+        if !is_recordable_id(&self.id) {
             return Err(FieldError::ControlInId {
                 urn: urn(),
                 id: self.id.clone(),
@@ -99,6 +141,13 @@ impl ResourceState {
                 return Err(FieldError::EmptyProviderId {
                     urn: urn(),
                     provider: provider.urn.clone(),
+                });
+            }
+            if !is_recordable_id(&provider.id) {
+                return Err(FieldError::ControlInProviderId {
+                    urn: urn(),
+                    provider: provider.urn.clone(),
+                    id: provider.id.clone(),
                 });
             }
         }

@@ -16,7 +16,8 @@ use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::program::RegisterRequest;
 use crate::property_path::PropertyPath;
 use crate::provider::{LoadError, Provider, ProviderError, ProviderSource};
-use crate::resource::{ProviderRef, ResourceState};
+use crate::resource::{ProviderRef, ResourceState, is_recordable_id};
+use crate::shown::escape_controls;
 use crate::snapshot::{PendingKind, Snapshot};
 use crate::target::TargetSet;
 use crate::urn::{Urn, is_counted, package_of, provided_package};
@@ -563,6 +564,16 @@ impl StepContext {
         let info = self.info(StepOp::Import, &state, None, Vec::new(), Vec::new());
         self.events.emit(Event::StepStarted(info.clone()));
         let outcome = async {
+            if !is_recordable_id(id) {
+                return Err(self.fail(
+                    &urn,
+                    format!(
+                        "cannot import \"{}\": the import id contains control characters, \
+                         which no id plinth records may hold",
+                        escape_controls(id)
+                    ),
+                ));
+            }
             let read = (provider.read(&urn, id, &state.inputs, &PropertyMap::new()))
                 .await
                 .map_err(|e| self.provider_error(&urn, "import (read)", e))?
@@ -574,6 +585,9 @@ impl StepContext {
                         ),
                     )
                 })?;
+            if !is_recordable_id(&read.id) {
+                return Err(self.fail(&urn, unrecordable_read(urn.ty(), &read.id)));
+            }
             let diff = provider
                 .diff(&urn, &read.id, &read.inputs, &read.outputs, &state.inputs)
                 .await
@@ -813,6 +827,16 @@ impl StepContext {
             self.failed(info, &error);
             return Err(error);
         }
+        if self.preview && !is_recordable_id(&state.id) {
+            // Nothing was created: the id a preview planned is unknown until the create.
+            state.id.clear();
+        } else if !is_recordable_id(&state.id) {
+            // Its create stays recorded as pending: something may exist that the state cannot
+            // hold, and every command warns of it until `plinth refresh` clears it.
+            let error = self.fail(&urn, created_unrecordable(urn.ty(), &state.id));
+            self.failed(info, &error);
+            return Err(error);
+        }
         let id = if state.id.is_empty() {
             Value::Unknown
         } else {
@@ -922,8 +946,33 @@ impl StepContext {
                 replaced: None,
                 absent: false,
             }),
-            Ok(None) => Err(self.fail(urn, format!("resource with id `{id}` does not exist"))),
+            Ok(None) => Err(self.fail(
+                urn,
+                format!("resource with id `{}` does not exist", escape_controls(id)),
+            )),
             Err(e) => Err(self.provider_error(urn, "read", e)),
         }
     }
+}
+
+/// Why a resource of type `ty` that its plugin created with id `id` is not recorded.
+fn created_unrecordable(ty: &str, id: &str) -> String {
+    format!(
+        "plugin `{}` created the resource but returned the id \"{}\", which contains control \
+         characters: plinth cannot record it. What the plugin created exists but is not managed: \
+         delete it by that id with the provider's own tools; its create stays recorded as pending \
+         until `plinth refresh` clears it",
+        package_of(ty),
+        escape_controls(id)
+    )
+}
+
+/// Why a resource of type `ty` that its plugin read back with id `id` is not recorded.
+pub(crate) fn unrecordable_read(ty: &str, id: &str) -> String {
+    format!(
+        "plugin `{}` read the resource back with the id \"{}\", which contains control \
+         characters: plinth cannot record it, and keeps what it recorded before",
+        package_of(ty),
+        escape_controls(id)
+    )
 }

@@ -116,6 +116,12 @@ impl Urn {
         Ok(())
     }
 
+    /// Whether it holds no control character: a program may name a resource so, but plinth
+    /// records no such URN (see [`ResourceState::check_fields`](crate::resource::ResourceState::check_fields)).
+    pub fn is_printable(&self) -> bool {
+        !self.0.contains(char::is_control)
+    }
+
     /// The four parts; on a string that is not a URN (only [`Urn::new`] can make one, from
     /// parts a program sent), missing parts are empty.
     fn parts(&self) -> [&str; 4] {

@@ -7,6 +7,8 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
+use crate::shown::escape_controls;
+
 /// A map of property names to values, ordered so that state files and diffs are deterministic.
 pub type PropertyMap = BTreeMap<String, Value>;
 
@@ -266,7 +268,7 @@ impl fmt::Display for Value {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{k}: {v}")?;
+                    write!(f, "{}: {v}", escape_controls(k))?;
                 }
                 f.write_str("}")
             }
@@ -385,6 +387,21 @@ pub fn object_at_path(map: &PropertyMap, path: &[String]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_shows_control_characters_escaped_in_strings_and_keys() {
+        let hostile = "\x1b]0;t\x07\r\u{202e}\u{9b}";
+        let value = Value::Object([(hostile.to_owned(), Value::from(hostile))].into());
+        let shown = value.to_string();
+        assert!(
+            !shown.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(r"\u{1b}]0;t\u{7}\r\u{202e}\u{9b}"),
+            "{shown}"
+        );
+    }
 
     fn sample() -> Value {
         let mut inner = PropertyMap::new();

@@ -1399,3 +1399,31 @@ async fn a_targeted_update_of_a_components_child_keeps_the_components_outputs() 
     assert_eq!(h.state("web").outputs["port"], Value::from(9090.0));
     assert_eq!(h.snapshot.outputs()["extra"], Value::from("x"));
 }
+
+#[tokio::test]
+async fn an_id_created_with_a_control_character_is_never_recorded() {
+    let mut h = Harness::new();
+    let decls = || vec![decl("a").input("created_id", "a\tb"), decl("b")];
+    let outcome = h.up(decls()).await;
+    let expected = r#"plugin `fake` created the resource but returned the id "a\tb""#;
+    assert!(
+        outcome.errors.len() == 1 && outcome.errors[0].contains(expected),
+        "{:?}",
+        outcome.errors
+    );
+    // Only its create is recorded, pending: the state holds nothing a loader refuses.
+    assert!(h.snapshot.resources.iter().all(|r| r.urn.name() != "a"));
+    let pending: Vec<_> = (h.snapshot.pending_operations.iter())
+        .map(|op| (op.kind, op.resource.urn.name()))
+        .collect();
+    assert_eq!(pending, [(PendingKind::Creating, "a")]);
+    h.snapshot.check_fields().unwrap();
+    // A provider answering with a usable id creates it on the next run.
+    let outcome = h.up(vec![decl("a"), decl("b")]).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(is_recordable(&h.state("a").id));
+}
+
+fn is_recordable(id: &str) -> bool {
+    plinth_engine::resource::is_recordable_id(id) && !id.is_empty()
+}

@@ -9,6 +9,7 @@ use super::scheduler::Scheduler;
 use crate::events::{Event, Severity};
 use crate::journal::JournalEntry;
 use crate::provider_step::reference;
+use crate::shown::escape_controls;
 use crate::step::{ProviderBinding, ResourceStep};
 use crate::urn::{Urn, package_of, provided_package, provider_type};
 use crate::value::{OutputField, OutputRef, PropertyMap, Value, object_at_path};
@@ -135,6 +136,9 @@ impl Scheduler {
                 // A URN that would not read back must never reach the state.
                 if let Err(e) = urn.validate() {
                     return self.fail(index, e.to_string());
+                }
+                if !urn.is_printable() {
+                    return self.fail(index, unprintable(&urn));
                 }
                 let ctx = self.ctx.clone();
                 let done = self.completions_tx.clone();
@@ -269,6 +273,9 @@ impl Scheduler {
         if let Err(e) = urn.validate() {
             return self.fail(index, e.to_string());
         }
+        if !urn.is_printable() {
+            return self.fail(index, unprintable(&urn));
+        }
         let provider = request.options.provider.and_then(|h| self.binding(h));
         if request.options.provider.is_some() && provider.is_none() {
             return self.fail(
@@ -356,4 +363,12 @@ impl Scheduler {
 /// resources, those copies were the largest source of memcpy).
 fn spawn_step(future: impl Future<Output = ()> + Send + 'static) {
     tokio::spawn(Box::pin(future));
+}
+
+/// Why a program's registration of `urn` is refused.
+fn unprintable(urn: &Urn) -> String {
+    format!(
+        "`{}`: a resource's name and type may not contain control characters",
+        escape_controls(urn.as_str())
+    )
 }

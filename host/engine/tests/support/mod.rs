@@ -21,7 +21,7 @@ use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 use tokio_util::sync::CancellationToken;
 
 /// A provider whose "real world" is a map from id to inputs. `replace_key` forces replacement;
-/// an input `fail = "create"` makes create fail.
+/// an input `fail = "create"` makes create fail; `created_id` is the id create returns.
 #[derive(Default)]
 pub struct FakeProvider {
     info: Option<ProviderInfo>,
@@ -189,10 +189,14 @@ impl Provider for FakeProvider {
             });
         }
         self.log(format!("create {}", urn.name()));
-        let id = {
-            let mut n = self.next_id.lock().unwrap();
-            *n += 1;
-            format!("id{n}")
+        let id = match inputs.get("created_id") {
+            // The id a hostile provider might return.
+            Some(Value::String(id)) => id.clone(),
+            _ => {
+                let mut n = self.next_id.lock().unwrap();
+                *n += 1;
+                format!("id{n}")
+            }
         };
         outputs.insert("out".into(), Value::String(format!("{}-out", urn.name())));
         self.world

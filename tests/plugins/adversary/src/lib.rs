@@ -10,11 +10,13 @@
 //! - `adversary:Crash` panics or traps in the provider operation its inputs name (see
 //!   [`crash`]); so does the provider itself in `check-config` or `configure` when its
 //!   configuration asks.
+//! - `adversary:Ids` answers with hostile ids, messages and output keys (see [`ids`]).
 //!
 //! Every type returns its inputs as outputs, so that a harmless one behaves like an echo.
 
 mod crash;
 mod files;
+mod ids;
 mod inputs;
 mod runaway;
 
@@ -41,6 +43,7 @@ impl Provider for Adversary {
             Box::new(files::WriteFile),
             Box::new(runaway::Runaway),
             Box::new(Crash),
+            Box::new(ids::Ids),
         ]
     }
 
