@@ -7,6 +7,7 @@ mod gen_sdk;
 mod grant_advice;
 mod guest;
 mod home;
+mod journal_notes;
 mod login;
 mod logs;
 mod pending;
@@ -19,6 +20,7 @@ mod stack_config;
 mod stack_transfer;
 mod state;
 mod targets;
+mod yaml_file;
 
 use plinth_engine::names::StackName;
 use std::io::IsTerminal;
