@@ -6,8 +6,8 @@
 //!   parser's time grows with the square of the depth of nested brackets (a 200 KB file of
 //!   `[` took 23 s to refuse); a count of brackets takes microseconds.
 //! - Duplicate keys: refused, naming the key and its line. serde fills a map or struct with
-//!   the last of duplicate keys, so one setting could silently hide another; a first parse
-//!   into a YAML value, which refuses them, catches them at any depth.
+//!   the last of duplicate keys, so one setting could silently hide another; a first walk of
+//!   the document catches them at any depth.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
