@@ -9,6 +9,7 @@ mod docs;
 mod file;
 mod gen_sdk;
 mod grants;
+mod hostile_state;
 mod legacy;
 mod lifecycle;
 mod locking;
