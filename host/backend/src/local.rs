@@ -37,7 +37,7 @@ pub struct LoadedStack {
     /// The replayed journal is that of an update still running (its writer holds the stack's
     /// lock), not of an interrupted one: `snapshot` is its state as recorded so far. Only a
     /// load without the lock (a preview, a read) can find one.
-    pub running: Option<LockHolder>,
+    pub running: Option<Box<LockHolder>>,
 }
 
 /// One line of `plinth stack ls`.
@@ -246,9 +246,9 @@ impl LocalBackend {
         stack: &StackName,
         crypter: &dyn Crypter,
     ) -> Result<LoadedStack, BackendError> {
-        let running = || -> Result<Option<LockHolder>, BackendError> {
+        let running = || -> Result<Option<Box<LockHolder>>, BackendError> {
             let holder = self.lock_holder(project, stack)?;
-            Ok(holder.filter(|holder| holder.running))
+            Ok(holder.filter(|holder| holder.running).map(Box::new))
         };
         let before = running()?;
         let mut loaded = self.load_with(project, stack, crypter)?;

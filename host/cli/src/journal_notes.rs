@@ -75,7 +75,7 @@ mod tests {
     #[test]
     fn a_running_update_is_not_called_interrupted() {
         let mut loaded = loaded();
-        loaded.running = Some(LockHolder {
+        loaded.running = Some(Box::new(LockHolder {
             info: Some(LockInfo {
                 pid: 42,
                 host: "ci".into(),
@@ -85,7 +85,7 @@ mod tests {
                 lease_expires: None,
             }),
             running: true,
-        });
+        }));
         let notes = notes("dev", &loaded);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(

@@ -236,16 +236,17 @@ impl Locate {
         }
         match tree {
             Value::Object(map) if is_secret(map) => {
-                if map.contains_key(SEALED) {
-                    if self.left == 0 {
-                        let from = urn.map_or(0, |(_, depth)| depth);
-                        let path = self.path[from..].join("");
-                        let path = path.strip_prefix('.').unwrap_or(&path).to_owned();
-                        let urn = urn.map(|(urn, _)| urn.escape_debug().to_string());
-                        self.found = Some((urn, path));
-                    }
-                    self.left = self.left.wrapping_sub(1);
+                if !map.contains_key(SEALED) {
+                    return;
                 }
+                if self.left == 0 {
+                    let from = urn.map_or(0, |(_, depth)| depth);
+                    let path = self.path[from..].join("");
+                    let path = path.strip_prefix('.').unwrap_or(&path).to_owned();
+                    let urn = urn.map(|(urn, _)| urn.escape_debug().to_string());
+                    self.found = Some((urn, path));
+                }
+                self.left = self.left.wrapping_sub(1);
             }
             Value::Object(map) => {
                 let urn = match map.get("urn") {
