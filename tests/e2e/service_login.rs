@@ -158,3 +158,96 @@ fn login_whoami_up_and_destroy_on_the_service() {
         "{err}"
     );
 }
+
+/// Issue 27: what the CLI says of a backend URL that names no plinth service (a path after it,
+/// another server, a name that does not resolve, a closed port), said at once; a token refused
+/// says to log in once; a held stack is named without the refused client's URL; history shows
+/// who ran each update.
+#[test]
+fn a_url_that_names_no_plinth_service_is_said_so_at_once() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let service = TestService::start();
+    let url = service.url().to_owned();
+    let env = Env::scenario_on(ServiceLogin {
+        url: url.clone(),
+        token: service.token.clone(),
+    });
+    let home = tempfile::tempdir().unwrap();
+    let plinth = |backend: &str, token: &str, args: &[&str]| {
+        let out = (env.command(args))
+            .env("PLINTH_HOME", home.path())
+            .env("PLINTH_BACKEND_URL", backend)
+            .env("PLINTH_ACCESS_TOKEN", token)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+    // Another HTTP server, answering HTML to everything.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_url = format!("http://{}", other.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in other.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head);
+            let page = "<html><body>It works!</body></html>";
+            let answer = format!(
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let bound = Duration::from_secs(8);
+    for (backend, expected) in [
+        (format!("{url}/foo"), "without a path"),
+        (other_url, "not how a plinth service answers"),
+        ("http://plinth.invalid".to_owned(), "does not resolve"),
+        (closed, "connection refused"),
+    ] {
+        let started = Instant::now();
+        let (ok, _, err) = plinth(&backend, &service.token, &["whoami"]);
+        assert!(!ok, "{backend}");
+        assert!(err.contains(expected), "{backend}: {err}");
+        assert!(
+            !err.contains("<html>") && !err.trim().ends_with("error:"),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < bound,
+            "{backend}: {:?}",
+            started.elapsed()
+        );
+    }
+
+    let (ok, _, err) = plinth(&url, "not-a-token", &["whoami"]);
+    assert!(!ok && err.matches("log in again").count() == 1, "{err}");
+
+    // The stack's history names who ran each update.
+    let (ok, out, err) = plinth(&url, &service.token, &["up", "--yes"]);
+    assert!(ok, "{out}{err}");
+    let (ok, out, _) = plinth(&url, &service.token, &["stack", "history"]);
+    assert!(ok && out.contains("USER") && out.contains("alice"), "{out}");
+
+    // A refused client's own URL is not where the update began: the message names neither.
+    let bob = service.database.token("bob");
+    let held = Transport::new(&url, &bob)
+        .call(
+            "POST",
+            "stacks/scenario/dev/updates",
+            None,
+            Some(&json!({ "kind": "update" })),
+        )
+        .unwrap();
+    let (ok, _, err) = plinth(&url, &service.token, &["up", "--yes"]);
+    assert!(!ok && err.contains("`update` by bob"), "{err}");
+    assert!(!err.contains(&url), "{err}");
+    drop(held);
+}

@@ -75,6 +75,10 @@ pub struct HistoryEntry {
     /// What was done, where the kind alone does not say (an edit by hand: the command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Who ran it, where a service knows (its token's user); set as read from the service,
+    /// never as the entry was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 impl HistoryEntry {
@@ -94,6 +98,7 @@ impl HistoryEntry {
             plinth: env!("CARGO_PKG_VERSION").to_owned(),
             plugins: Vec::new(),
             note: None,
+            user: None,
         }
     }
 

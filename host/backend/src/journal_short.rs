@@ -157,6 +157,13 @@ impl Begun {
     }
 }
 
+impl CreatedAsBegun {
+    /// The operation it ends.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// Whether `created` is `begun` but for its id and outputs.
 fn as_begun(begun: &ResourceState, created: &ResourceState) -> bool {
     // Every field named, so that a field the engine adds cannot be left out unnoticed.

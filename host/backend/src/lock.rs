@@ -23,7 +23,8 @@ pub struct LockInfo {
     pub started: u64,
     /// When the holder's lease on a service runs out unless renewed, in seconds since the Unix
     /// epoch; `None` for a lock file, which its holder keeps for as long as it runs. (The pid
-    /// and host of a lease are the service's to know: 0 and the service's URL.)
+    /// and host of a lease are the service's to know: 0 and empty. Which replica began it is
+    /// no one's concern: any replica serves the update.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_expires: Option<u64>,
 }
@@ -57,7 +58,7 @@ impl std::fmt::Display for LockInfo {
         match self.lease_expires {
             Some(expires) => write!(
                 f,
-                "`{command}` by {user} on {host} (started {}, its lease expires {} unless renewed)",
+                "`{command}` by {user} (started {}, its lease expires {} unless renewed)",
                 time(self.started),
                 time(expires)
             ),

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use plinth_engine::events::ChangeSummary;
 use plinth_engine::journal::{JournalEntry, replay};
 use plinth_engine::names::{ProjectName, StackName};
-use plinth_engine::snapshot::Snapshot;
+use plinth_engine::snapshot::{PendingKind, Snapshot};
 
 use serde_json::value::RawValue;
 
@@ -51,7 +52,7 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
 ) -> Result<Vec<u8>, BackendError> {
     let parsed = (batches.par_iter().enumerate())
         .map(|(index, batch)| ParsedBatch::parse(index, batch.as_ref(), origin));
-    rebuild_from(project, stack, base, parsed, plugins, origin)
+    rebuild_from(project, stack, base, parsed, plugins, origin).map(|r| r.checkpoint)
 }
 
 /// A journal batch for [`rebuild_parsed`]: parsed already (as it arrived:
@@ -61,7 +62,8 @@ pub enum JournalBatch {
     Text(String),
 }
 
-/// [`rebuild_sealed`] of `batches`, some of them parsed already, in order.
+/// [`rebuild_sealed`] of `batches`, some of them parsed already, in order, with the changes
+/// they recorded.
 pub fn rebuild_parsed(
     project: &ProjectName,
     stack: &StackName,
@@ -69,7 +71,7 @@ pub fn rebuild_parsed(
     batches: Vec<JournalBatch>,
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
-) -> Result<Vec<u8>, BackendError> {
+) -> Result<Rebuilt, BackendError> {
     let parsed = (batches.into_par_iter().enumerate()).map(|(index, batch)| match batch {
         JournalBatch::Parsed(parsed) => Ok(parsed),
         JournalBatch::Text(text) => ParsedBatch::parse(index, text.as_bytes(), origin),
@@ -85,7 +87,7 @@ fn rebuild_from(
     parsed: impl IndexedParallelIterator<Item = Result<ParsedBatch, BackendError>>,
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
-) -> Result<Vec<u8>, BackendError> {
+) -> Result<Rebuilt, BackendError> {
     let (checkpoint, parsed) = rayon::join(
         || parse_base(project, stack, base, origin),
         || {
@@ -147,6 +149,60 @@ impl ParsedBatch {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The creates this batch leaves open and those it needs open from the batches before it,
+    /// for checking a batch against the journal it extends when it arrives: a short entry whose
+    /// `begin` is in no earlier batch would make the journal impossible to rebuild.
+    pub fn creates(&self) -> Creates {
+        let mut creates = Creates::default();
+        let mut opened = std::collections::BTreeSet::new();
+        for line in &self.0 {
+            match line {
+                Line::Entry(JournalEntry::Begin {
+                    seq,
+                    kind: PendingKind::Creating,
+                    ..
+                }) => {
+                    opened.insert(*seq);
+                }
+                Line::Entry(
+                    JournalEntry::Created { seq, .. }
+                    | JournalEntry::Updated { seq, .. }
+                    | JournalEntry::Failed { seq }
+                    | JournalEntry::Deleted { seq: Some(seq), .. },
+                ) => {
+                    if !opened.remove(seq) {
+                        creates.closed.push(*seq);
+                    }
+                }
+                Line::Entry(_) => {}
+                Line::Short(short) => {
+                    if !opened.remove(&short.seq()) {
+                        creates.needed.push(short.seq());
+                    }
+                }
+            }
+        }
+        creates.opened = opened.into_iter().collect();
+        creates
+    }
+}
+
+/// What a batch does to the creates open in its update's journal ([`ParsedBatch::creates`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Creates {
+    /// Begun in the batch and not ended in it.
+    pub opened: Vec<u64>,
+    /// Operations begun earlier that the batch ends with a whole entry (creates among them).
+    pub closed: Vec<u64>,
+    /// Creates the batch ends with a short entry, which must have been begun earlier.
+    pub needed: Vec<u64>,
+}
+
+/// A rebuilt state and the changes its journal recorded.
+pub struct Rebuilt {
+    pub checkpoint: Vec<u8>,
+    pub changes: ChangeSummary,
 }
 
 /// Replays `batches` over `checkpoint` and writes the result.
@@ -157,7 +213,7 @@ fn replay_parsed(
     batches: Vec<ParsedBatch>,
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
-) -> Result<Vec<u8>, BackendError> {
+) -> Result<Rebuilt, BackendError> {
     // Short entries completed in order, from the `begin` entries of this and earlier batches.
     let mut begun = Begun::default();
     let mut decoded = Vec::with_capacity(batches.iter().map(ParsedBatch::len).sum());
@@ -175,6 +231,7 @@ fn replay_parsed(
             decoded.push(entry);
         }
     }
+    let changes = changes_of(&decoded);
     let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
     // The base is shared with the replay so that it too is freed off the path of the answer
     // (the replay then copies the base states it keeps untouched: an update not limited to
@@ -191,7 +248,34 @@ fn replay_parsed(
     // Freeing the state's many small allocations takes about as long as writing it: it is
     // done off the path of the answer.
     rayon::spawn(move || drop(checkpoint));
-    json
+    Ok(Rebuilt {
+        checkpoint: json?,
+        changes,
+    })
+}
+
+/// The changes a journal records, as an update's history counts them: what the service says
+/// of an update it ended on its client's behalf. (A replaced resource's deletion is part of
+/// its replacement; what stayed the same is not journaled.)
+fn changes_of(entries: &[JournalEntry]) -> ChangeSummary {
+    let mut changes = ChangeSummary::default();
+    let mut replaced = std::collections::HashSet::new();
+    for entry in entries {
+        match entry {
+            JournalEntry::Created {
+                replaces: Some(old),
+                ..
+            } => {
+                replaced.insert(*old);
+                changes.replace += 1;
+            }
+            JournalEntry::Created { .. } => changes.create += 1,
+            JournalEntry::Updated { .. } => changes.update += 1,
+            JournalEntry::Deleted { old, .. } if !replaced.contains(old) => changes.delete += 1,
+            _ => {}
+        }
+    }
+    changes
 }
 
 /// The journal batch numbered `index` from 0 is not what `reason` says.

@@ -271,9 +271,30 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         println!("Stack `{stack}` has no history yet.");
         return Ok(());
     }
+    // Who ran each update, where the backend knows (a service does).
+    let users = entries.iter().any(|e| e.user.is_some());
+    let user = |name: Option<&str>| match users {
+        true => format!(
+            "{:16} ",
+            name.unwrap_or("-")
+                .chars()
+                .filter(|c| !c.is_control())
+                .collect::<String>()
+        ),
+        false => String::new(),
+    };
     println!(
-        "{:19}  {:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  PLUGINS",
-        "STARTED", "KIND", "RESULT", "DURATION", "CREATE", "UPDATE", "REPLACE", "DELETE", "PLINTH",
+        "{:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  PLUGINS",
+        "STARTED",
+        user(Some("USER")),
+        "KIND",
+        "RESULT",
+        "DURATION",
+        "CREATE",
+        "UPDATE",
+        "REPLACE",
+        "DELETE",
+        "PLINTH",
     );
     for e in entries {
         let plugins: Vec<_> = e
@@ -282,8 +303,9 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             .map(|p| format!("{}@{} ({})", p.name, p.version, short(&p.sha256)))
             .collect();
         println!(
-            "{:19}  {:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
+            "{:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
             local_time(e.started),
+            user(e.user.as_deref()),
             e.kind.to_string(),
             e.result.to_string(),
             whole_seconds(e.ended.saturating_sub(e.started)),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -15,11 +16,13 @@ use tower_http::compression::CompressionLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 use uuid::Uuid;
 
+use crate::admission::Budget;
 use crate::auth::{AccessToken, Lease, Level, Screened, User};
+use crate::body::Body;
 use crate::error::ApiError;
 use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
-use crate::{events, journal, secrets, updates, versions};
+use crate::{admission, answers, checks, events, health, journal, secrets, updates, versions};
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -30,6 +33,9 @@ pub struct Options {
     pub body_limit: usize,
     /// Seal the stacks' data keys; without them, requests to seal or open secrets are refused.
     pub master_keys: Option<Arc<MasterKeys>>,
+    /// The most request body bytes a replica holds at once; more are answered 503 until
+    /// some are done. At least `body_limit`.
+    pub bodies_in_flight: usize,
 }
 
 impl Default for Options {
@@ -38,6 +44,7 @@ impl Default for Options {
             lease_seconds: 300.0,
             body_limit: 64 << 20,
             master_keys: None,
+            bodies_in_flight: 128 << 20,
         }
     }
 }
@@ -47,6 +54,7 @@ pub(crate) struct App {
     pub pool: PgPool,
     pub options: Options,
     pub screened: Arc<Screened>,
+    pub budget: Budget,
 }
 
 impl FromRef<App> for PgPool {
@@ -58,8 +66,21 @@ impl FromRef<App> for PgPool {
 /// The service's routes over `pool`.
 pub fn router(pool: PgPool, options: Options) -> Router {
     let limit = options.body_limit;
+    let app = App {
+        budget: Budget::new(options.bodies_in_flight.max(limit)),
+        pool,
+        options,
+        screened: Arc::default(),
+    };
     Router::new()
-        .route("/api/v1/health", get(|| async { "ok" }))
+        // Liveness (the process serves) and readiness (it can do its work: its database is
+        // reachable and migrated to this binary's schema), for load balancers and orchestrators.
+        .route(
+            "/livez",
+            get(|| async { Json(json!({ "status": "live" })) }),
+        )
+        .route("/readyz", get(health::ready))
+        .route("/api/v1/health", get(health::ready))
         .route("/api/v1/user", get(user))
         .route("/api/v1/stacks/{project}", get(list_stacks))
         .route(
@@ -84,43 +105,28 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         )
         .route("/api/v1/updates/{id}/events", post(append_events))
         .route("/api/v1/updates/{id}/complete", post(complete))
+        .fallback(answers::no_route)
         // The limit holds for a body as decompressed: a small gzip bomb is refused (413).
         .layer(DefaultBodyLimit::max(limit))
+        .layer(from_fn_with_state(app.clone(), admission::admit))
         .layer(RequestDecompressionLayer::new())
+        .layer(from_fn(answers::json_errors))
         // The fastest level: a checkpoint of 10,000 resources is 5 MB of JSON, sent at the
         // start of every update; the default level spent a fifth of the service's CPU on it
         // for little gain (JSON compresses well at any level).
         .layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
-        .with_state(App {
-            pool,
-            options,
-            screened: Arc::default(),
-        })
+        .with_state(app)
 }
 
 async fn user(user: User) -> Json<Value> {
     Json(json!({ "name": user.name, "grants": user.scope.describe() }))
 }
 
-/// Project and stack names as the CLI validates them: 1 to 100 letters, digits, `-`, `_` or
-/// `.`, not starting with `.`. (Checked here again, without the engine, so that the service
-/// does not rebuild when the engine changes.)
-fn check_name(what: &str, name: &str) -> Result<(), ApiError> {
-    let valid = (1..=100).contains(&name.len())
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(format!(
-            "invalid {what} name `{name}`: use 1 to 100 letters, digits, `-`, `_` or `.`, not starting with `.`"
-        )))
-    }
-}
-
+/// The id of stack `project/stack`; the names are checked first, as every request naming a
+/// stack does.
 async fn stack_id(pool: &PgPool, project: &str, stack: &str) -> Result<i64, ApiError> {
+    checks::name("project", project)?;
+    checks::name("stack", stack)?;
     let found: Option<(i64,)> =
         sqlx::query_as("SELECT id FROM stacks WHERE project = $1 AND name = $2")
             .bind(project)
@@ -147,6 +153,7 @@ async fn list_stacks(
     State(pool): State<PgPool>,
     Path(project): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    checks::name("project", &project)?;
     user.may(Level::Read, &project, None)?;
     let stacks: Vec<(String, bool, Option<Vec<u8>>)> = sqlx::query_as(
         "SELECT s.name,
@@ -197,9 +204,9 @@ async fn create_stack(
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    checks::name("project", &project)?;
+    checks::name("stack", &stack)?;
     user.may(Level::Write, &project, Some(&stack))?;
-    check_name("project", &project)?;
-    check_name("stack", &stack)?;
     let created = sqlx::query(
         "INSERT INTO stacks (project, name) VALUES ($1, $2) ON CONFLICT (project, name) DO NOTHING",
     )
@@ -230,8 +237,9 @@ async fn begin_update(
     user: User,
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
-    Json(request): Json<BeginRequest>,
+    Body(request): Body<BeginRequest>,
 ) -> Result<Json<updates::Begun>, ApiError> {
+    checks::kind(&request.kind)?;
     user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     let begun = updates::begin(
@@ -280,8 +288,11 @@ async fn complete(
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
-    Json(request): Json<CompleteRequest>,
+    Body(request): Body<CompleteRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(entry) = &request.entry {
+        checks::entry(entry)?;
+    }
     updates::complete(&pool, id, &lease, &request.result, request.entry.as_ref()).await?;
     Ok(Json(json!({})))
 }
@@ -298,8 +309,9 @@ async fn append_journal(
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
-    Json(batch): Json<JournalBatch>,
+    Body(batch): Body<JournalBatch>,
 ) -> Result<Json<Value>, ApiError> {
+    checks::seq("journal batches", batch.seq)?;
     let stored = journal::append(&pool, &token, id, &lease, batch.seq, &batch.entries).await?;
     Ok(Json(
         json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
@@ -331,8 +343,9 @@ async fn append_events(
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
-    Json(batch): Json<EventBatch>,
+    Body(batch): Body<EventBatch>,
 ) -> Result<Json<Value>, ApiError> {
+    checks::seq("event batches", batch.seq)?;
     let stored = events::append(&pool, &token, id, &lease, batch.seq, &batch.events).await?;
     Ok(Json(
         json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
@@ -388,8 +401,9 @@ async fn record_phase(
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
-    Json(request): Json<PhaseRequest>,
+    Body(request): Body<PhaseRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    checks::entry(&request.entry)?;
     if request.phase < 1 {
         return Err(ApiError::BadRequest(format!(
             "phases are numbered from 1, not {}",
@@ -430,7 +444,7 @@ async fn history(
     Query(page): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
     user.may(Level::Read, &project, Some(&stack))?;
-    if page.page < 1 || !(1..=500).contains(&page.per_page) {
+    if !(1..=checks::MAX_SEQ).contains(&page.page) || !(1..=500).contains(&page.per_page) {
         return Err(ApiError::BadRequest(format!(
             "page {} of {} per page: pages count from 1, with 1 to 500 entries",
             page.page, page.per_page
@@ -492,7 +506,7 @@ async fn seal(
     user: User,
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
-    Json(request): Json<SealRequest>,
+    Body(request): Body<SealRequest>,
 ) -> Result<Json<Value>, ApiError> {
     user.may(Level::Write, &project, Some(&stack))?;
     let id = stack_id(&app.pool, &project, &stack).await?;
@@ -512,7 +526,7 @@ async fn open(
     user: User,
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
-    Json(request): Json<OpenRequest>,
+    Body(request): Body<OpenRequest>,
 ) -> Result<Json<Value>, ApiError> {
     user.may(Level::Read, &project, Some(&stack))?;
     let id = stack_id(&app.pool, &project, &stack).await?;

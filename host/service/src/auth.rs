@@ -232,7 +232,9 @@ fn token_digest(parts: &Parts) -> Result<Vec<u8>, ApiError> {
 /// The answer to an access token no user has.
 pub(crate) fn invalid_token() -> ApiError {
     ApiError::Unauthorized(
-        "the access token is not valid (revoked, or from another service): log in again".to_owned(),
+        "the access token is not valid (revoked, or from another service): log in again with \
+         `plinth login`"
+            .to_owned(),
     )
 }
 

@@ -2,7 +2,8 @@
 //! wrong and what to do.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -33,9 +34,21 @@ pub enum ApiError {
     },
     #[error("{0}")]
     BadRequest(String),
+    /// A journal the state cannot be rebuilt from (a phase's: the client's mistake).
+    #[error("the state cannot be rebuilt: {0}")]
+    Unrebuildable(String),
+    /// A body that is not JSON.
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    TooLarge(String),
     /// The service was not set up for the request (secrets without a master key).
     #[error("{0}")]
     NotConfigured(String),
+    /// This replica cannot serve the request (a master key the database no longer uses): another
+    /// replica may. Logged loudly, since only its operator can fix it.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("database: {0}")]
@@ -49,14 +62,39 @@ impl IntoResponse for ApiError {
             ApiError::LeaseLost(_) | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) | ApiError::Busy { .. } => StatusCode::CONFLICT,
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::BadRequest(_) | ApiError::Unrebuildable(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             // Not 503: retrying cannot help until the service is started otherwise.
             ApiError::NotConfigured(_) => StatusCode::NOT_IMPLEMENTED,
+            ApiError::Unavailable(message) => {
+                tracing::error!("{message}");
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            // The database may be restarting: the client retries.
+            // A value the database refuses (a data exception) came from the request: every field
+            // is checked before it reaches SQL, so this is only the net under those checks.
+            ApiError::Database(e) if is_data_exception(e) => {
+                tracing::warn!("the database refused a value of a request: {e}");
+                let message = "the request holds a value the service cannot store (a string \
+                               with a NUL character, a number out of range): correct it";
+                return (StatusCode::BAD_REQUEST, Json(json!({ "message": message })))
+                    .into_response();
+            }
+            // The database may be restarting: the client retries. Its own words stay in the
+            // log: they may quote what a request sent.
             ApiError::Database(e) => {
                 tracing::warn!("database error: {e}");
-                StatusCode::SERVICE_UNAVAILABLE
+                let message = "the service's database is unavailable; try again shortly";
+                let mut response = (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Json(json!({ "message": message })),
+                )
+                    .into_response();
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                return response;
             }
         };
         let mut body = json!({ "message": self.to_string() });
@@ -76,6 +114,18 @@ impl IntoResponse for ApiError {
                 "user": user, "kind": kind, "started": started, "lease_expires": lease_expires,
             });
         }
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            (response.headers_mut()).insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
+}
+
+/// Whether the database refused a value as such (SQLSTATE class 22: a NUL in text, a number
+/// out of range), rather than failed to serve.
+fn is_data_exception(e: &sqlx::Error) -> bool {
+    (e.as_database_error())
+        .and_then(|e| e.code())
+        .is_some_and(|code| code.starts_with("22"))
 }

@@ -46,6 +46,7 @@ pub(crate) async fn append(
             ))
         },
     )?;
+    let creates = creates_of(seq, &parsed)?;
     // Stored and digested as the client wrote it, never parsed into a tree and written again:
     // a retry carries the same text. (One written otherwise is still told from a conflict, by
     // its content, below.)
@@ -55,9 +56,19 @@ pub(crate) async fn append(
     // row share-locked (so that a completion or cancellation waits for it, and nothing is
     // appended to an update that has ended), and the batch is inserted only if it is the next
     // one. What was stored under `seq` before comes back, for telling a retry from a conflict.
-    let (authorized, holds, last, inserted, stored): (bool, bool, i64, bool, Option<Vec<u8>>) =
-        sqlx::query_as(
-            "WITH authorized AS (
+    // The batch is checked against the journal it extends in the same statement: the creates it
+    // ends in short must be open (begun in an earlier batch and not ended), and the creates it
+    // leaves open are recorded for the batches after it.
+    #[allow(clippy::type_complexity)]
+    let (authorized, holds, last, inserted, stored, unbegun): (
+        bool,
+        bool,
+        i64,
+        bool,
+        Option<Vec<u8>>,
+        Option<i64>,
+    ) = sqlx::query_as(
+        "WITH authorized AS (
              SELECT EXISTS (SELECT 1 FROM tokens WHERE digest = $6) AS yes
          ), held AS (
              SELECT id FROM updates, authorized
@@ -66,29 +77,48 @@ pub(crate) async fn append(
              FOR SHARE OF updates
          ), last AS (
              SELECT COALESCE(max(seq), 0) AS seq FROM journal_batches WHERE update_id = $1
+         ), unbegun AS (
+             SELECT min(s) AS seq FROM unnest($9::bigint[]) s
+             WHERE NOT EXISTS (SELECT 1 FROM open_creates o WHERE o.update_id = $1 AND o.seq = s)
          ), inserted AS (
              INSERT INTO journal_batches (update_id, seq, digest, entries)
-             SELECT $1, $3, $4, $5::json FROM held, last WHERE last.seq = $3 - 1
+             SELECT $1, $3, $4, $5::json FROM held, last, unbegun
+             WHERE last.seq = $3 - 1 AND unbegun.seq IS NULL
              ON CONFLICT DO NOTHING
              RETURNING seq
+         ), closed AS (
+             DELETE FROM open_creates
+             WHERE update_id = $1 AND seq = ANY ($8::bigint[] || $9::bigint[])
+               AND EXISTS (SELECT 1 FROM inserted)
+         ), opened AS (
+             INSERT INTO open_creates (update_id, seq)
+             SELECT $1, s FROM unnest($7::bigint[]) s WHERE EXISTS (SELECT 1 FROM inserted)
+             ON CONFLICT DO NOTHING
          )
          SELECT (SELECT yes FROM authorized), EXISTS (SELECT 1 FROM held), (SELECT seq FROM last),
                 EXISTS (SELECT 1 FROM inserted),
-                (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3)",
-        )
-        .bind(id)
-        .bind(digest(lease))
-        .bind(seq)
-        .bind(&content)
-        .bind(&text)
-        .bind(token)
-        .fetch_one(pool)
-        .await?;
+                (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3),
+                (SELECT seq FROM unbegun)",
+    )
+    .bind(id)
+    .bind(digest(lease))
+    .bind(seq)
+    .bind(&content)
+    .bind(&text)
+    .bind(token)
+    .bind(&creates.opened)
+    .bind(&creates.closed)
+    .bind(&creates.needed)
+    .fetch_one(pool)
+    .await?;
     if !authorized {
         return Err(crate::auth::invalid_token());
     }
     if !holds {
         return Err(crate::updates::refused(pool, id, lease).await);
+    }
+    if let Some(create) = unbegun.filter(|_| !inserted && stored.is_none() && seq == last + 1) {
+        return Err(unbegun_create(seq, create));
     }
     if inserted {
         // Kept for the fold, once this transaction is committed: it is one statement.
@@ -126,6 +156,50 @@ pub(crate) async fn append(
              batch is never rewritten"
         )))
     }
+}
+
+/// The creates batch `seq` opens, closes, and needs open, as the database keeps them.
+struct CreateSeqs {
+    opened: Vec<i64>,
+    closed: Vec<i64>,
+    needed: Vec<i64>,
+}
+
+fn creates_of(seq: i64, batch: &ParsedBatch) -> Result<CreateSeqs, ApiError> {
+    let creates = batch.creates();
+    let numbers = |seqs: &[u64]| -> Result<Vec<i64>, ApiError> {
+        (seqs.iter())
+            .map(|&s| {
+                i64::try_from(s).map_err(|_| {
+                    ApiError::BadRequest(format!(
+                        "journal batch {seq} numbers an operation {s}, beyond what is accepted"
+                    ))
+                })
+            })
+            .collect()
+    };
+    let needed = numbers(&creates.needed)?;
+    let closed = numbers(&creates.closed)?;
+    // A create ended twice in this batch, in short after any other end: no earlier `begin`
+    // makes that rebuildable.
+    let mut seen = std::collections::HashSet::new();
+    if let Some(create) = (needed.iter()).find(|s| !seen.insert(**s) || closed.contains(s)) {
+        return Err(unbegun_create(seq, *create));
+    }
+    Ok(CreateSeqs {
+        opened: numbers(&creates.opened)?,
+        closed,
+        needed,
+    })
+}
+
+/// The refusal of batch `seq`, which ends `create` in short without its `begin` open.
+fn unbegun_create(seq: i64, create: i64) -> ApiError {
+    ApiError::BadRequest(format!(
+        "journal batch {seq} ends create {create} as begun (`created-as-begun`), but no earlier \
+         entry of this update began it, or it has ended already: the state could not be rebuilt \
+         from such a journal; send the whole `created` entry"
+    ))
 }
 
 /// `entries` as one JSON array.

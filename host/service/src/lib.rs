@@ -2,13 +2,19 @@
 //! behind one database behave as one. Between requests a replica keeps only the journal batches
 //! it parsed, a shortcut the fold checks against the database (`parsed`).
 
+mod admission;
+mod answers;
 mod api;
 mod auth;
+mod body;
+mod checks;
 mod db;
 mod error;
 mod events;
+mod health;
 mod journal;
 mod parsed;
+mod repair;
 mod secrets;
 mod tokens;
 mod updates;
@@ -17,5 +23,6 @@ mod versions;
 pub use api::{Options, router};
 pub use auth::{Level, Scope};
 pub use db::connect;
+pub use repair::{Repaired, repair};
 pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};
 pub use tokens::{Revoke, TokenInfo, create_token, list_tokens, revoke_tokens};

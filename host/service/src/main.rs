@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use plinth_service::{
     Level, MasterKey, MasterKeys, Options, Revoke, Scope, TokenInfo, connect, create_token,
-    list_tokens, revoke_tokens, rotate, router,
+    list_tokens, repair, revoke_tokens, rotate, router,
 };
 
 #[derive(Parser)]
@@ -42,6 +42,10 @@ struct ServeArgs {
     /// The largest request body accepted, in bytes; larger ones are answered 413.
     #[arg(long, default_value_t = Options::default().body_limit)]
     body_limit: usize,
+    /// The most request body bytes held at once (at least --body-limit); a body beyond it is
+    /// answered 503 with Retry-After until others are done, bounding the replica's memory.
+    #[arg(long, default_value_t = Options::default().bodies_in_flight)]
+    bodies_in_flight: usize,
     /// The master key file (from `plinth serve key create`) that seals each stack's data key;
     /// without one, service-managed secrets are refused. Give it twice, old and new, while
     /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
@@ -57,6 +61,22 @@ enum Command {
     /// Manage the master key of service-managed secrets.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Repair stacks.
+    #[command(subcommand)]
+    Stack(StackCommand),
+}
+
+#[derive(Subcommand)]
+enum StackCommand {
+    /// Free a stack an update holds and cannot end: end the update as failed, record what its
+    /// journal rebuilds as a version (as far as it rebuilds), and keep the journal for
+    /// inspection.
+    Repair {
+        #[arg(long, env = "PLINTH_DATABASE_URL")]
+        database: String,
+        /// The stack, as PROJECT/STACK.
+        stack: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -183,6 +203,27 @@ async fn token_command(command: TokenCommand) -> Result<()> {
 async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Token(command)) => token_command(command).await,
+        Some(Command::Stack(StackCommand::Repair { database, stack })) => {
+            let (project, name) = stack
+                .split_once('/')
+                .context("name the stack as PROJECT/STACK")?;
+            let pool = connect(&database).await?;
+            let repaired = repair(&pool, project, name).await?;
+            match repaired.ended {
+                Some(update) => println!(
+                    "Ended update {update} of {stack} as failed; the stack is free. Its journal \
+                     is kept: GET /api/v1/updates/{update}/journal."
+                ),
+                None => println!("No update held {stack}; it is free."),
+            }
+            if repaired.salvaged {
+                println!(
+                    "Its journal could not be rebuilt whole: the new version holds what could \
+                     be (`plinth stack history` says where it stopped)."
+                );
+            }
+            Ok(())
+        }
         Some(Command::Key(KeyCommand::Create { file })) => {
             MasterKey::create(&file)?;
             println!(
@@ -225,6 +266,7 @@ async fn run(cli: Cli) -> Result<()> {
                 lease_seconds: args.lease.as_secs_f64(),
                 body_limit: args.body_limit,
                 master_keys,
+                bodies_in_flight: args.bodies_in_flight,
             };
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await

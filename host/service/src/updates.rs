@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use crate::auth::{User, digest, new_token};
 use crate::error::ApiError;
-use crate::versions::{self, Source, StackKey};
+use crate::versions::{self, Ended, Entry, Source, StackKey};
 
 /// What this service takes in journal batches beyond whole entries; the rebuild completes them.
 const JOURNAL_EXTENSIONS: &[&str] = &[plinth_backend::CREATED_AS_BEGUN];
@@ -306,7 +306,8 @@ pub(crate) async fn complete(
 ) -> Result<(), ApiError> {
     if !matches!(result, "succeeded" | "failed") {
         return Err(ApiError::BadRequest(format!(
-            "an update ends `succeeded` or `failed`, not `{result}`"
+            "an update ends `succeeded` or `failed`, not `{}`",
+            crate::checks::shown(result)
         )));
     }
     let mut tx = pool.begin().await?;
@@ -330,16 +331,37 @@ pub(crate) async fn complete(
     .bind(id)
     .fetch_one(&mut *tx)
     .await?;
+    let mut result = result;
     if unfolded.0 {
-        let entry = match entry {
-            Some(entry) => entry.clone(),
-            None => {
-                versions::failed_entry(&key.kind, key.started, "ended without a phase recorded")
-            }
+        let ended = Ended {
+            kind: &key.kind,
+            started: key.started,
+            note: "ended without a phase recorded",
         };
         let source = Source::Journal { plugins: None };
-        versions::fold(&mut tx, &key.stack, id, None, &entry, source).await?;
+        let salvaged = match entry {
+            Some(entry) => {
+                match versions::fold(&mut tx, &key.stack, id, None, Entry::Sent(entry), source)
+                    .await
+                {
+                    Ok(_) => false,
+                    // Recorded as far as it rebuilds, and failed: the stack is not kept.
+                    Err(ApiError::Unrebuildable(_)) => {
+                        versions::fold_ending(&mut tx, &key.stack, id, ended).await?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            None => versions::fold_ending(&mut tx, &key.stack, id, ended).await?,
+        };
+        if salvaged {
+            result = "failed";
+        }
     }
+    sqlx::query("DELETE FROM open_creates WHERE update_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("UPDATE updates SET status = $2, ended = now() WHERE id = $1")
         .bind(id)
         .bind(result)
@@ -405,6 +427,7 @@ pub(crate) async fn phase(
     if let Some((version,)) = done {
         return Ok(version);
     }
+    let entry = Entry::Sent(entry);
     let version = versions::fold(&mut tx, &held.stack, id, Some(phase), entry, source).await?;
     tx.commit().await?;
     Ok(version)

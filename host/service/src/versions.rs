@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use plinth_backend::{
-    HistoryEntry, JournalBatch, ParsedBatch, PluginUse, UpdateKind, UpdateResult,
+    HistoryEntry, JournalBatch, ParsedBatch, PluginUse, Rebuilt, UpdateKind, UpdateResult,
 };
+use plinth_engine::events::ChangeSummary;
 use plinth_engine::names::{ProjectName, StackName};
 use serde::Serialize;
 use serde_json::Value;
@@ -53,6 +54,31 @@ pub(crate) enum Source {
     Checkpoint(Vec<u8>),
 }
 
+/// The history entry of a new version: the client's, or one the service writes for an update
+/// that ended without recording its own, counting the changes its journal recorded.
+pub(crate) enum Entry<'a> {
+    Sent(&'a Value),
+    Ended(Ended<'a>),
+}
+
+/// An update the service ended, or whose client ended it without an entry.
+#[derive(Clone, Copy)]
+pub(crate) struct Ended<'a> {
+    pub kind: &'a str,
+    /// Unix time.
+    pub started: i64,
+    pub note: &'a str,
+}
+
+impl Entry<'_> {
+    fn written(&self, changes: ChangeSummary) -> Value {
+        match self {
+            Entry::Sent(entry) => (*entry).clone(),
+            Entry::Ended(ended) => failed_entry(ended.kind, ended.started, ended.note, changes),
+        }
+    }
+}
+
 /// Makes the next version of `stack` in `tx` from update `update`'s batches after those already
 /// folded (or from `source`'s checkpoint), recording `entry`; returns the version.
 pub(crate) async fn fold(
@@ -60,7 +86,7 @@ pub(crate) async fn fold(
     stack: &StackKey,
     update: Uuid,
     phase: Option<i32>,
-    entry: &Value,
+    entry: Entry<'_>,
     source: Source,
 ) -> Result<i64, ApiError> {
     let started = Instant::now();
@@ -73,7 +99,10 @@ pub(crate) async fn fold(
     let batches: Vec<JournalBatch> = batches.into_iter().map(|(_, batch)| batch).collect();
     let (version, base) = latest(&mut *conn, stack.id).await?;
     let read = started.elapsed();
-    let checkpoint = match source {
+    let Rebuilt {
+        checkpoint,
+        changes,
+    } = match source {
         // Nothing journaled: the state is the base's, kept as it is (a no-op update of a large
         // stack would parse and write it again for nothing).
         Source::Journal { plugins }
@@ -82,25 +111,26 @@ pub(crate) async fn fold(
                     plinth_backend::rebuilt_as_is(base, plugins.as_deref())
                 }) =>
         {
-            base.expect("checked just above")
+            Rebuilt {
+                checkpoint: base.expect("checked just above"),
+                changes: ChangeSummary::default(),
+            }
         }
         Source::Journal { plugins } => rebuild(stack, base, batches, plugins).await?,
         // A replacement is checked as the file backend checks an import: parsed, verified and
         // written back in its canonical form.
         Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new(), None).await?,
     };
-    let version = version + 1;
-    sqlx::query(
-        "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+    let entry = entry.written(changes);
+    let version = insert(
+        &mut *conn,
+        stack,
+        version + 1,
+        update,
+        phase,
+        &checkpoint,
+        &entry,
     )
-    .bind(stack.id)
-    .bind(version)
-    .bind(update)
-    .bind(phase)
-    .bind(&checkpoint)
-    .bind(sqlx::types::Json(entry))
-    .execute(&mut *conn)
     .await?;
     sqlx::query("UPDATE updates SET folded_seq = $2 WHERE id = $1")
         .bind(update)
@@ -116,6 +146,130 @@ pub(crate) async fn fold(
         read.as_secs_f64() * 1e3,
     );
     Ok(version)
+}
+
+/// Stores `checkpoint` as version `version` of `stack`, made by `update` (its `phase`).
+async fn insert(
+    conn: &mut PgConnection,
+    stack: &StackKey,
+    version: i64,
+    update: Uuid,
+    phase: Option<i32>,
+    checkpoint: &[u8],
+    entry: &Value,
+) -> Result<i64, ApiError> {
+    sqlx::query(
+        "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(stack.id)
+    .bind(version)
+    .bind(update)
+    .bind(phase)
+    .bind(checkpoint)
+    .bind(sqlx::types::Json(entry))
+    .execute(&mut *conn)
+    .await?;
+    Ok(version)
+}
+
+/// Folds what update `update` journaled and left unfolded into a version recording `ended`,
+/// whatever its journal holds: one that cannot be rebuilt (stored before batches were checked
+/// against the journal they extend, or by a bug) must not hold its stack for good. The version
+/// then holds what the longest rebuildable run of its batches makes, its entry says where the
+/// rest failed, and every batch stays stored for inspection. Says whether it had to salvage.
+pub(crate) async fn fold_ending(
+    conn: &mut PgConnection,
+    stack: &StackKey,
+    update: Uuid,
+    ended: Ended<'_>,
+) -> Result<bool, ApiError> {
+    let source = Source::Journal { plugins: None };
+    let reason = match fold(&mut *conn, stack, update, None, Entry::Ended(ended), source).await {
+        Ok(_) => return Ok(false),
+        Err(ApiError::Unrebuildable(reason)) => reason,
+        Err(e) => return Err(e),
+    };
+    tracing::error!(
+        "the journal of update {update} of {}/{} cannot be rebuilt ({reason}); recording what \
+         it can",
+        stack.project,
+        stack.name
+    );
+    let (folded,): (i64,) = sqlx::query_as("SELECT folded_seq FROM updates WHERE id = $1")
+        .bind(update)
+        .fetch_one(&mut *conn)
+        .await?;
+    let texts: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT seq, entries::text FROM journal_batches WHERE update_id = $1 AND seq > $2
+         ORDER BY seq",
+    )
+    .bind(update)
+    .bind(folded)
+    .fetch_all(&mut *conn)
+    .await?;
+    let through = texts.last().map_or(folded, |(seq, _)| *seq);
+    let (version, base) = latest(&mut *conn, stack.id).await?;
+    let prefix = |count: usize| -> Vec<JournalBatch> {
+        (texts[..count].iter())
+            .map(|(_, text)| JournalBatch::Text(text.clone()))
+            .collect()
+    };
+    // The longest run of batches that rebuilds: none (the base as it was) at worst.
+    let (mut good, mut bad) = (0, texts.len());
+    let mut rebuilt = rebuild(stack, base.clone(), Vec::new(), None).await;
+    while bad - good > 1 {
+        let middle = (good + bad) / 2;
+        match rebuild(stack, base.clone(), prefix(middle), None).await {
+            Ok(ok) => {
+                good = middle;
+                rebuilt = Ok(ok);
+            }
+            Err(_) => bad = middle,
+        }
+    }
+    let note = format!(
+        "{}; its journal could not be rebuilt past batch {good} of {} ({}), so this version \
+         holds what the batches before made; the journal is kept (GET \
+         /api/v1/updates/{update}/journal)",
+        ended.note,
+        texts.len(),
+        crate::checks::shown_up_to(&reason, 300),
+    );
+    let ended = Ended {
+        note: &note,
+        ..ended
+    };
+    match rebuilt {
+        Ok(Rebuilt {
+            checkpoint,
+            changes,
+        }) => {
+            let entry = Entry::Ended(ended).written(changes);
+            insert(
+                &mut *conn,
+                stack,
+                version + 1,
+                update,
+                None,
+                &checkpoint,
+                &entry,
+            )
+            .await?;
+        }
+        // Not even the base rebuilds: nothing can be recorded; the stack is freed all the same.
+        Err(e) => tracing::error!(
+            "the latest version of {}/{} cannot be rebuilt either: {e}",
+            stack.project,
+            stack.name
+        ),
+    }
+    sqlx::query("UPDATE updates SET folded_seq = $2 WHERE id = $1")
+        .bind(update)
+        .bind(through)
+        .execute(&mut *conn)
+        .await?;
+    Ok(true)
 }
 
 /// Update `update`'s journal batches after batch `folded`, in order: those this replica parsed
@@ -176,7 +330,7 @@ async fn rebuild(
     base: Option<Vec<u8>>,
     batches: Vec<JournalBatch>,
     plugins: Option<Vec<PluginUse>>,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Rebuilt, ApiError> {
     let project = ProjectName::new(&stack.project)
         .map_err(|e| ApiError::BadRequest(format!("project `{}`: {e}", stack.project)))?;
     let name = StackName::new(&stack.name)
@@ -202,7 +356,7 @@ async fn rebuild(
     })
     .await
     .map_err(|e| ApiError::Internal(format!("rebuilding the state: {e}")))?
-    .map_err(|e| ApiError::BadRequest(format!("the state cannot be rebuilt: {e}")))
+    .map_err(|e| ApiError::Unrebuildable(e.to_string()))
 }
 
 /// Folds what updates of `stack` that ended without completing (their lease expired, or they
@@ -224,25 +378,26 @@ pub(crate) async fn fold_abandoned(
     .await?;
     let folded = !abandoned.is_empty();
     for (id, kind, started) in abandoned {
-        let entry = failed_entry(
-            &kind,
+        let ended = Ended {
+            kind: &kind,
             started,
-            "interrupted: its lease expired or it was cancelled",
-        );
-        let source = Source::Journal { plugins: None };
-        fold(&mut *conn, stack, id, None, &entry, source).await?;
+            note: "interrupted: its lease expired or it was cancelled",
+        };
+        fold_ending(&mut *conn, stack, id, ended).await?;
     }
     Ok(folded)
 }
 
 /// The history entry of an update of `kind` begun at Unix time `started` that ended now
 /// without recording one of its own, as `note` says.
-pub(crate) fn failed_entry(kind: &str, started: i64, note: &str) -> Value {
+pub(crate) fn failed_entry(kind: &str, started: i64, note: &str, changes: ChangeSummary) -> Value {
     let kind: UpdateKind =
         serde_json::from_value(Value::String(kind.to_owned())).unwrap_or(UpdateKind::Update);
-    let started = SystemTime::UNIX_EPOCH + Duration::from_secs(started.max(0) as u64);
-    let entry = HistoryEntry::ended_now(kind, started, UpdateResult::Failed, Default::default())
-        .with_note(note);
+    // The database rounds the start to the nearest second: never after now, when it ends.
+    let started = (SystemTime::UNIX_EPOCH + Duration::from_secs(started.max(0) as u64))
+        .min(SystemTime::now());
+    let entry =
+        HistoryEntry::ended_now(kind, started, UpdateResult::Failed, changes).with_note(note);
     serde_json::to_value(entry).expect("a history entry serializes")
 }
 
@@ -307,7 +462,7 @@ pub(crate) async fn export(
     if wanted == latest_version {
         return match latest {
             Some(bytes) => Ok(bytes),
-            None => rebuild(stack, None, Vec::new(), None).await,
+            None => Ok(rebuild(stack, None, Vec::new(), None).await?.checkpoint),
         };
     }
     let row: Option<(Vec<u8>,)> =

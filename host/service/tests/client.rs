@@ -78,7 +78,8 @@ fn the_journal_goes_in_batches_and_the_service_rebuilds_the_state_secrets_sealed
     assert_eq!(short, 125, "every create's end goes short");
     assert!(!journal.to_string().contains("hunter2"));
     let phase = json!({ "phase": 1, "entry": { "kind": "update", "started": 1, "ended": 2,
-        "result": "succeeded", "changes": {}, "plinth": "test" } });
+        "result": "succeeded", "plinth": "test",
+        "changes": { "same": 0, "create": 0, "update": 0, "replace": 0, "delete": 0 } } });
     let done = transport
         .call(
             "POST",

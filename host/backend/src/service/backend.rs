@@ -174,10 +174,10 @@ struct Holder {
 }
 
 impl Holder {
-    fn info(self, url: &str) -> LockInfo {
+    fn info(self) -> LockInfo {
         LockInfo {
             pid: 0,
-            host: url.to_owned(),
+            host: String::new(),
             user: self.user,
             command: self.kind,
             started: self.started,
@@ -352,7 +352,7 @@ impl Backend for ServiceBackend {
                 })?;
                 return Err(BackendError::Locked {
                     stack: stack.name.to_string(),
-                    holder: holder.info(&self.url).to_string(),
+                    holder: holder.info().to_string(),
                 });
             }
             Err(e) => return Err(stack_error(e, stack)),
@@ -395,7 +395,7 @@ impl Backend for ServiceBackend {
         let found: Found = decode(answer, &format!("GET {path}"))?;
         Ok(found.holder.map(|holder| LockHolder {
             running: !holder.expired,
-            info: Some(holder.info(&self.url)),
+            info: Some(holder.info()),
         }))
     }
 
@@ -409,6 +409,9 @@ impl Backend for ServiceBackend {
         #[derive(Deserialize)]
         struct Version {
             entry: HistoryEntry,
+            /// Who ran it, as the service knows it: not what the entry says.
+            #[serde(default)]
+            user: Option<String>,
         }
         #[derive(Deserialize)]
         struct Page {
@@ -425,7 +428,10 @@ impl Backend for ServiceBackend {
                 .map_err(|e| stack_error(e, stack))?;
             let page: Page = decode(answer, &format!("GET {path}"))?;
             let last = page.versions.is_empty();
-            entries.extend(page.versions.into_iter().map(|v| v.entry));
+            entries.extend((page.versions.into_iter()).map(|v| HistoryEntry {
+                user: v.user,
+                ..v.entry
+            }));
             if last || entries.len() >= page.total {
                 break;
             }

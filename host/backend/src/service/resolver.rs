@@ -59,7 +59,12 @@ impl Resolver for CachingResolver {
         {
             return Ok(kept.addrs.clone());
         }
-        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
+        // A lookup that fails is a name that does not resolve (ureq says so as an I/O error).
+        let addrs =
+            (DefaultResolver::default().resolve(uri, config, timeout)).map_err(|e| match e {
+                ureq::Error::Io(_) => ureq::Error::HostNotFound,
+                other => other,
+            })?;
         let resolved = Resolved {
             addrs: addrs.clone(),
             at: Instant::now(),

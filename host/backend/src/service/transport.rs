@@ -43,7 +43,20 @@ pub enum ServiceError {
         attempts: u32,
         last: String,
     },
-    #[error("{0}; log in again with `plinth login`")]
+    /// Nothing that answers as a plinth service could be reached there, and it never answered:
+    /// a name that does not resolve, nothing listening, another protocol. Not retried: no
+    /// retry heals it.
+    #[error("cannot reach a plinth service at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    /// It answered, but not as a plinth service does (another server, or a URL with a path).
+    #[error(
+        "{url} answered {answer}, which is not how a plinth service answers: check the backend \
+         URL (the service's root, such as https://plinth.example.com, without a path; a plinth \
+         service answers every request with JSON)"
+    )]
+    NotPlinth { url: String, answer: String },
+    /// The message says what to do (log in again, use the update's own lease token).
+    #[error("{0}")]
     Unauthorized(String),
     /// The token does not grant what the request needs (a read-only token, another project's).
     #[error("{0}")]
@@ -107,6 +120,9 @@ struct Counters {
 struct Reach {
     /// A call gave up on the service, and none had an answer since.
     unreachable: AtomicBool,
+    /// The service answered a call once: a connection it refuses later is an outage that may
+    /// pass (a restart), not a wrong URL.
+    known: AtomicBool,
     /// When calls stop retrying, once told to hurry.
     hurry_until: Mutex<Option<Instant>>,
     /// Wakes the calls waiting to try again when either of the above is set.
@@ -140,6 +156,7 @@ impl Reach {
 
     fn answered(&self) {
         self.unreachable.store(false, Ordering::Relaxed);
+        self.known.store(true, Ordering::Relaxed);
     }
 
     /// Waits until `resume` to try again; false, at once, if the call should give up instead:
@@ -237,7 +254,13 @@ impl Transport {
     ) -> Result<Value, ServiceError> {
         let body = body.map(|b| serde_json::to_vec(b).expect("JSON serializes"));
         let text = self.send_until(method, path, lease, body, deadline)?;
-        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|_| ServiceError::NotPlinth {
+            url: format!("{}/api/v1/{path}", self.base),
+            answer: format!("{method} with {} bytes that are not JSON", text.len()),
+        })
     }
 
     /// `GET /api/v1/{path}`: the answer as it came (once ungzipped), for an answer the caller
@@ -299,6 +322,14 @@ impl Transport {
                 .timeout_global(Some(timeout))
                 .build();
             let wait = match self.agent.run(request) {
+                // Never answered: the URL is wrong, or names no plinth service. Waiting heals
+                // neither.
+                Err(e) if !self.reach.known.load(Ordering::Relaxed) => {
+                    return Err(ServiceError::Unreachable {
+                        url: self.base.clone(),
+                        reason: unreachable(&e),
+                    });
+                }
                 Err(e) => {
                     // The service may have moved: its address is looked up again.
                     self.resolver.forget();
@@ -336,7 +367,29 @@ impl Transport {
                         return Ok(text);
                     }
                     let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                    let message = json["message"].as_str().unwrap_or(&text).to_owned();
+                    let message = match json["message"].as_str() {
+                        Some(message) => message.to_owned(),
+                        // A proxy in front of a service that restarts answers so: retried.
+                        None if matches!(status, 429 | 502..=504) => {
+                            format!("{} bytes", text.len())
+                        }
+                        None => {
+                            let kind = (response.headers().get("Content-Type"))
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("no content type");
+                            return Err(ServiceError::NotPlinth {
+                                url,
+                                answer: format!(
+                                    "{status} with {} bytes of {}",
+                                    text.len(),
+                                    kind.chars()
+                                        .filter(|c| !c.is_control())
+                                        .take(60)
+                                        .collect::<String>()
+                                ),
+                            });
+                        }
+                    };
                     match status {
                         429 | 502..=504 => {
                             last = format!("{status}: {message}");
@@ -367,6 +420,26 @@ impl Transport {
             attempts,
             last,
         })
+    }
+}
+
+/// Why a service that never answered cannot be reached, and what to check.
+fn unreachable(error: &ureq::Error) -> String {
+    use std::io::ErrorKind;
+    match error {
+        ureq::Error::HostNotFound => {
+            "its host name does not resolve: check the backend URL".to_owned()
+        }
+        ureq::Error::Io(e) if e.kind() == ErrorKind::ConnectionRefused => {
+            "nothing accepts connections there (connection refused): check the URL's port, and \
+             that the service runs"
+                .to_owned()
+        }
+        // TLS spoken to a plain HTTP port (rustls says so as an I/O error), or another protocol.
+        other => format!(
+            "it does not answer HTTP as a plinth service does ({other}): check the URL's scheme \
+             (http or https) and port"
+        ),
     }
 }
 
@@ -480,6 +553,87 @@ mod tests {
         format!("http://{}", listener.local_addr().unwrap())
     }
 
+    /// Answers one request on `listener` with `{}`.
+    fn answer_once(listener: TcpListener) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            read_request(&stream);
+            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+            stream.write_all(answer.as_bytes()).unwrap();
+        })
+    }
+
+    /// A transport to a service that answered once and is gone since: its port refuses
+    /// connections, an outage that may pass.
+    fn gone_after_answering() -> Transport {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let transport = Transport::new(&format!("http://{}", listener.local_addr().unwrap()), "t");
+        let server = answer_once(listener);
+        assert_eq!(transport.call("GET", "p", None, None).unwrap(), json!({}));
+        server.join().unwrap();
+        transport
+    }
+
+    #[test]
+    fn a_service_that_never_answered_is_not_waited_for() {
+        let started = Instant::now();
+        let error = Transport::new(&nobody_listening(), "t").call("GET", "user", None, None);
+        let error = error.unwrap_err().to_string();
+        assert!(
+            error.contains("connection refused") && error.contains("port"),
+            "{error}"
+        );
+        let error = Transport::new("http://plinth.invalid", "t").call("GET", "user", None, None);
+        let error = error.unwrap_err().to_string();
+        assert!(error.contains("does not resolve"), "{error}");
+        // TLS spoken to a port that answers plain HTTP.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let answer = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+            let _ = stream.write_all(answer.as_bytes());
+        });
+        let error = Transport::new(&url, "t").call("GET", "user", None, None);
+        let error = error.unwrap_err().to_string();
+        assert!(error.contains("scheme (http or https)"), "{error}");
+        server.join().unwrap();
+        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn an_answer_that_is_not_a_plinth_services_says_so_without_quoting_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/foo", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            for answer in [
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 18\r\n\
+                 Connection: close\r\n\r\n<html>\x1b[31m</html>",
+            ] {
+                let (mut stream, _) = listener.accept().unwrap();
+                read_request(&stream);
+                stream.write_all(answer.as_bytes()).unwrap();
+            }
+        });
+        let transport = Transport::new(&base, "t");
+        for expected in ["404 with 0 bytes", "GET with 18 bytes that are not JSON"] {
+            let error = transport
+                .call("GET", "user", None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(expected) && error.contains("without a path"),
+                "{error}"
+            );
+            assert!(
+                !error.contains("html") && !error.contains('\u{1b}'),
+                "{error}"
+            );
+        }
+        server.join().unwrap();
+    }
+
     fn attempts(error: ServiceError) -> u32 {
         match error {
             ServiceError::Unavailable { attempts, .. } => attempts,
@@ -493,13 +647,13 @@ mod tests {
 
     #[test]
     fn a_budget_or_a_hurry_bounds_the_retries() {
-        let transport = Transport::new(&nobody_listening(), "t");
+        let transport = gone_after_answering();
         let started = Instant::now();
         let error = transport.call_within("POST", "p", None, None, SHORT_BUDGET);
-        assert!(attempts(error.unwrap_err()) < ATTEMPTS);
+        assert!((2..ATTEMPTS).contains(&attempts(error.unwrap_err())));
         assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
 
-        let transport = Transport::new(&nobody_listening(), "t");
+        let transport = gone_after_answering();
         transport.clone().hurry();
         let started = Instant::now();
         let error = transport.call("GET", "p", None, None).unwrap_err();
@@ -509,10 +663,8 @@ mod tests {
 
     #[test]
     fn after_a_call_gave_up_the_next_tries_once_until_the_service_answers() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        drop(listener);
-        let transport = Transport::new(&base, "t");
+        let transport = gone_after_answering();
+        let base = transport.base().to_owned();
         transport
             .call_within("POST", "p", None, None, Duration::from_millis(300))
             .unwrap_err();
@@ -523,12 +675,7 @@ mod tests {
 
         // The service is back (on the same port): it answers, and retries are as before.
         let listener = TcpListener::bind(base.strip_prefix("http://").unwrap()).unwrap();
-        let server = std::thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
-            read_request(&stream);
-            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
-            stream.write_all(answer.as_bytes()).unwrap();
-        });
+        let server = answer_once(listener);
         assert_eq!(transport.call("GET", "p", None, None).unwrap(), json!({}));
         server.join().unwrap();
         let error = transport.call_within("GET", "p", None, None, Duration::from_secs(2));
@@ -541,12 +688,13 @@ mod tests {
             |t: &Transport| drop(t.call_within("GET", "q", None, None, Duration::ZERO)),
             Transport::hurry,
         ] {
-            let transport = Transport::new(&nobody_listening(), "t");
+            let transport = gone_after_answering();
+            let before = transport.traffic().requests;
             let riding = transport.clone();
             let started = Instant::now();
             let call = std::thread::spawn(move || riding.call("POST", "p", None, None));
             // Once it has tried, it waits between tries.
-            while transport.traffic().requests == 0 {
+            while transport.traffic().requests == before {
                 std::thread::yield_now();
             }
             stop(&transport);

@@ -85,12 +85,15 @@ async fn data_key(
         Some((sealed,)) => sealed,
         None => new_data_key(pool, master, stack_id, &binding).await?,
     };
+    // Not this request's fault, nor the database's: this replica was started with keys the
+    // database no longer uses. Another replica may serve it (503); its operator must act.
     let key = master.open_data_key(&sealed, &binding).ok_or_else(|| {
-        ApiError::Internal(format!(
-            "the data key of stack {stack_id} opens with none of this service's master keys: \
-             the database's master key was rotated (`plinth serve key rotate`); restart this \
-             service with the current key (`--master-key FILE`)"
-        ))
+        ApiError::Unavailable(
+            "this replica of the service cannot open the stack's secrets: none of its master \
+             keys is the database's (the key was rotated with `plinth serve key rotate`); its \
+             administrator must restart it with the current key (`--master-key FILE`)"
+                .to_owned(),
+        )
     })?;
     Ok(XChaCha20Poly1305::new_from_slice(&key).expect("a data key is 32 bytes"))
 }
@@ -104,7 +107,11 @@ async fn new_data_key(
     binding: &[u8],
 ) -> Result<Vec<u8>, ApiError> {
     let mut tx = pool.begin().await?;
-    let current = master.current(&mut tx).await.map_err(ApiError::Internal)?;
+    let current = master.current(&mut tx).await.map_err(|e| {
+        ApiError::Unavailable(format!(
+            "this replica of the service cannot seal secrets: {e}"
+        ))
+    })?;
     let mut key = [0u8; KEY_LEN];
     getrandom::getrandom(&mut key).map_err(|e| ApiError::Internal(e.to_string()))?;
     let sealed =

@@ -42,8 +42,14 @@ impl Drop for Service {
     }
 }
 
+/// The `plinth-serve` the tests run: this build's, or `PLINTH_TEST_SERVE` (another build's, to
+/// see a regression test fail without its fix).
+pub fn serve_binary() -> String {
+    std::env::var("PLINTH_TEST_SERVE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_plinth-serve").into())
+}
+
 pub fn serve(database: &str, extra: &[&str]) -> Service {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
+    let mut child = Command::new(serve_binary())
         .args(["--database", database, "--listen", "127.0.0.1:0"])
         .args(extra)
         .stdout(Stdio::piped())
@@ -80,7 +86,7 @@ pub fn scoped_token(database: &str, user: &str, scope: &[&str]) -> String {
 
 /// Runs `plinth-serve token …` with `args` against `database`.
 pub fn token_admin(database: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_plinth-serve"))
+    Command::new(serve_binary())
         .arg("token")
         .args(args)
         .args(["--database", database])
@@ -145,6 +151,46 @@ pub fn send(
         status,
         serde_json::from_str(&text).unwrap_or(Value::String(text)),
     )
+}
+
+/// One request written byte for byte (a path or header no HTTP client would send): its status,
+/// headers (lower-cased names) and body. The service closes the connection after it.
+pub fn raw(service: &Service, request: &[u8]) -> (u16, String, Value) {
+    use std::io::{Read, Write};
+    let address = service.url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = (head.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+    let body = dechunk(head, body);
+    let json = serde_json::from_str(&body).unwrap_or(Value::String(body));
+    (status, head.to_ascii_lowercase(), json)
+}
+
+/// A chunked body's data.
+fn dechunk(head: &str, body: &str) -> String {
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body.to_owned();
+    }
+    let mut data = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || after.len() < size {
+            break;
+        }
+        data.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    data
 }
 
 pub fn begin(service: &Service, token: &str, stack: &str) -> (u16, Value) {
