@@ -84,9 +84,12 @@ impl UsedPlugins {
     }
 }
 
+/// What is read of a checkpoint before anything else: its schema version, and whose it is.
 #[derive(Deserialize)]
-struct VersionOnly {
+struct Head {
     version: u32,
+    #[serde(default)]
+    stack: Option<String>,
 }
 
 impl Checkpoint {
@@ -165,9 +168,51 @@ impl Checkpoint {
     }
 
     /// Parses a checkpoint as its file holds it, checking its schema version and its fields,
-    /// without upgrading it: a journal left with it refers to it as it is.
+    /// without upgrading it: a journal left with it refers to it as it is. A checkpoint whose
+    /// `stack` is not `stack` is refused before any of its secrets is opened: it is another
+    /// stack's state (a file copied over this one's), and writing this stack's next state from
+    /// it would mix the two.
     pub(crate) fn decode(
         bytes: &[u8],
+        stack: &str,
+        path: &Path,
+        crypter: &dyn Crypter,
+    ) -> Result<Decoded, BackendError> {
+        let head = Checkpoint::head(bytes, path)?;
+        if let Some(found) = head.stack.as_deref()
+            && found != stack
+        {
+            return Err(BackendError::OtherStack {
+                path: path.to_owned(),
+                found: found.escape_debug().to_string(),
+                stack: stack.to_owned(),
+            });
+        }
+        Checkpoint::decode_with(bytes, head, stack, path, crypter)
+    }
+
+    /// Parses a checkpoint whichever stack it names (for `stack export`, which shows a
+    /// checkpoint refused as another stack's as it is), upgraded; not checked for integrity.
+    pub(crate) fn parse_any_stack(
+        bytes: &[u8],
+        path: &Path,
+        crypter: &dyn Crypter,
+    ) -> Result<Checkpoint, BackendError> {
+        let head = Checkpoint::head(bytes, path)?;
+        let stack = head.stack.clone().unwrap_or_default();
+        Ok(Checkpoint::decode_with(bytes, head, &stack, path, crypter)?.upgraded())
+    }
+
+    fn head(bytes: &[u8], path: &Path) -> Result<Head, BackendError> {
+        serde_json::from_slice(bytes).map_err(|e| BackendError::Corrupt {
+            path: path.to_owned(),
+            reason: format!("{e} (no readable schema `version`)"),
+        })
+    }
+
+    fn decode_with(
+        bytes: &[u8],
+        version: Head,
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
@@ -176,8 +221,6 @@ impl Checkpoint {
             path: path.to_owned(),
             reason,
         };
-        let version: VersionOnly = serde_json::from_slice(bytes)
-            .map_err(|e| corrupt(format!("{e} (no readable schema `version`)")))?;
         if version.version > SCHEMA_VERSION {
             return Err(BackendError::NewerSchema {
                 stack: stack.to_owned(),
@@ -384,7 +427,8 @@ mod tests {
         let other = PassphraseCrypter::create("pw", "dev").unwrap().0;
         assert!(matches!(
             Checkpoint::parse(&json, "dev", Path::new("x"), &other),
-            Err(BackendError::Secrets(SecretsError::Undecryptable(_)))
+            Err(BackendError::Secrets(SecretsError::At { error, .. }))
+                if matches!(*error, SecretsError::Undecryptable(_))
         ));
         let tampered = text.replacen("\"ciphertext\":\"v1:", "\"ciphertext\":\"v1:AAAA", 1);
         assert!(matches!(

@@ -34,6 +34,11 @@ impl StateEdit {
     pub fn recovered(&self) -> bool {
         self.loaded.recovered
     }
+
+    /// The state as loaded, with what its load found (a torn journal end).
+    pub fn loaded(&self) -> &LoadedStack {
+        &self.loaded
+    }
 }
 
 /// Stands in for a secret's plaintext while the secret stays sealed.
@@ -47,7 +52,7 @@ struct Ciphertext {
 /// "Opens" a secret into a [`Ciphertext`] holding its sealed form and "seals" that back into
 /// the same sealed form. Anything else handed to `seal` (a secret stored unsealed by an older
 /// plinth) really is plaintext, and is sealed by the stack's own crypter.
-struct Verbatim<'a>(&'a dyn Crypter);
+pub(crate) struct Verbatim<'a>(pub(crate) &'a dyn Crypter);
 
 impl Crypter for Verbatim<'_> {
     fn seal(&self, plaintext: &str) -> Result<String, SecretsError> {
@@ -82,6 +87,8 @@ impl StateEdit {
                 snapshot: checkpoint.snapshot,
                 recovered,
                 plugins: checkpoint.plugins,
+                torn: None,
+                running: None,
             },
         })
     }

@@ -40,6 +40,16 @@ pub enum BackendError {
     #[error("the state file {path} is not valid: {reason}")]
     Corrupt { path: PathBuf, reason: String },
     #[error(
+        "the state file {path} is the state of stack `{found}`, not of stack `{stack}`, so it was refused and nothing was changed: \
+         if it is stack `{found}`'s state, import it there (`plinth --stack {found} stack import --file F`, F a copy of it); \
+         if it really is `{stack}`'s, set its `stack` field, and the stack part of its resource URNs, to `{stack}`"
+    )]
+    OtherStack {
+        path: PathBuf,
+        found: String,
+        stack: String,
+    },
+    #[error(
         "the edited state of stack `{stack}` would not be valid, so it was not written: {error}"
     )]
     InvalidEdit { stack: String, error: InvalidState },

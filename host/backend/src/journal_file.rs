@@ -223,13 +223,37 @@ fn digest(checkpoint: &[u8]) -> String {
 pub(crate) struct JournalRead {
     pub entries: Vec<JournalEntry>,
     pub stack_outputs: Option<PropertyMap>,
+    /// The end that could not be read, if any.
+    pub torn: Option<TornEnd>,
+}
+
+/// The end of a journal that could not be read and was left out: a crash cut its last write
+/// short (or something damaged it). The operations it recorded are not in the state read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornEnd {
+    /// The frame (`frame 3`) or, in a journal of plain lines, the line (`line 7`).
+    pub place: String,
+    /// Where it starts in the file, in bytes.
+    pub offset: u64,
+    /// Its length, to the end of the file.
+    pub bytes: u64,
+}
+
+impl std::fmt::Display for TornEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (the last {} bytes, from byte {})",
+            self.place, self.bytes, self.offset
+        )
+    }
 }
 
 /// Reads the entries of a journal left behind by an interrupted update of the checkpoint whose
 /// file holds `checkpoint`; `None` if the journal is of an update already compacted into it. A
 /// torn end (the process died mid-write: a cut frame, or a cut last line in a journal of plain
-/// lines) is dropped; damage anywhere else is an error. Sealed secrets are opened with
-/// `crypter`.
+/// lines) is left out and reported in [`JournalRead::torn`]; damage anywhere else is an error.
+/// Sealed secrets are opened with `crypter`.
 pub(crate) fn read_journal(
     path: &Path,
     checkpoint: &[u8],
@@ -239,14 +263,11 @@ pub(crate) fn read_journal(
     (File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)))
         .map_err(BackendError::io("reading journal", path))?;
     let first_line = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
-    let (frames, body, first_number) = match serde_json::from_slice::<Header>(first_line) {
+    let (frames, start, first_number) = match serde_json::from_slice::<Header>(first_line) {
         Ok(header) if header.base != digest(checkpoint) => return Ok(None),
-        Ok(header) => {
-            let body = &bytes[(first_line.len() + 1).min(bytes.len())..];
-            (header.frames, body, 2)
-        }
+        Ok(header) => (header.frames, (first_line.len() + 1).min(bytes.len()), 2),
         // A journal of plinth before headers: entries from the first line.
-        Err(_) => (None, &bytes[..], 1),
+        Err(_) => (None, 0, 1),
     };
     let mut reader = LineReader {
         path,
@@ -254,14 +275,17 @@ pub(crate) fn read_journal(
         entries: Vec::new(),
         begun: Begun::default(),
         stack_outputs: None,
+        torn: None,
     };
+    let body = &bytes[start..];
     match frames {
-        None => reader.plain_lines(body, first_number)?,
-        Some(Frames::Gzip) => reader.frames(body)?,
+        None => reader.plain_lines(body, start as u64, first_number)?,
+        Some(Frames::Gzip) => reader.frames(body, start as u64)?,
     }
     Ok(Some(JournalRead {
         entries: reader.entries,
         stack_outputs: reader.stack_outputs,
+        torn: reader.torn,
     }))
 }
 
@@ -272,6 +296,7 @@ struct LineReader<'a> {
     entries: Vec<JournalEntry>,
     begun: Begun,
     stack_outputs: Option<PropertyMap>,
+    torn: Option<TornEnd>,
 }
 
 /// Why a line could not be read.
@@ -292,16 +317,32 @@ impl LineReader<'_> {
         }
     }
 
-    /// Lines as plinth wrote them before journal frames, numbered from `first_number`: the
-    /// last may be torn.
-    fn plain_lines(&mut self, body: &[u8], first_number: usize) -> Result<(), BackendError> {
+    /// Lines as plinth wrote them before journal frames, numbered from `first_number`, the
+    /// first at byte `offset` of the file: the last may be torn.
+    fn plain_lines(
+        &mut self,
+        body: &[u8],
+        mut offset: u64,
+        first_number: usize,
+    ) -> Result<(), BackendError> {
+        let whole = body.len() as u64;
         let body = body.strip_suffix(b"\n").unwrap_or(body);
+        let end = offset + whole;
         let mut lines = body.split(|b| *b == b'\n').enumerate().peekable();
         while let Some((i, line)) = lines.next() {
+            let at = offset;
+            offset += line.len() as u64 + 1;
             match self.line(line) {
                 Ok(()) => {}
                 Err(LineError::Secrets(e)) => return Err(e),
-                Err(LineError::Unreadable(_)) if lines.peek().is_none() => break,
+                Err(LineError::Unreadable(_)) if lines.peek().is_none() => {
+                    self.torn = Some(TornEnd {
+                        place: format!("line {}", i + first_number),
+                        offset: at,
+                        bytes: end - at,
+                    });
+                    break;
+                }
                 Err(LineError::Unreadable(e) | LineError::Bad(e)) => {
                     return Err(self.corrupt(format!("line {}", i + first_number), e));
                 }
@@ -310,16 +351,26 @@ impl LineReader<'_> {
         Ok(())
     }
 
-    /// Frames, each whole or else the torn end of the journal.
-    fn frames(&mut self, mut body: &[u8]) -> Result<(), BackendError> {
+    /// Frames, the first at byte `offset` of the file, each whole or else the torn end of the
+    /// journal.
+    fn frames(&mut self, mut body: &[u8], offset: u64) -> Result<(), BackendError> {
+        let end = offset + body.len() as u64;
         let mut number = 0;
         while !body.is_empty() {
             number += 1;
+            let at = end - body.len() as u64;
+            let torn = TornEnd {
+                place: format!("frame {number}"),
+                offset: at,
+                bytes: end - at,
+            };
             let Some((len, rest)) = frame_length(body) else {
+                self.torn = Some(torn);
                 break;
             };
             let len = len.map_err(|e| self.corrupt(format!("frame {number}"), e))?;
             let Some(member) = rest.get(..len) else {
+                self.torn = Some(torn);
                 break;
             };
             body = &rest[len..];
@@ -328,7 +379,10 @@ impl LineReader<'_> {
                 Ok(_) => {}
                 // A crash may leave the file extended but the end of the last write unwritten:
                 // the last frame may be torn inside as well.
-                Err(_) if body.is_empty() => break,
+                Err(_) if body.is_empty() => {
+                    self.torn = Some(torn);
+                    break;
+                }
                 Err(e) => return Err(self.corrupt(format!("frame {number}"), e)),
             }
             let Some(text) = text.strip_suffix(b"\n") else {
@@ -546,6 +600,13 @@ mod tests {
             .map(|read| read.unwrap().entries)
     }
 
+    fn read_torn(journal: &JournalFile) -> Option<TornEnd> {
+        read_journal(&journal.journal_path, b"{}", &crate::secrets::Redacted)
+            .unwrap()
+            .unwrap()
+            .torn
+    }
+
     /// Many creates, synced in batches of `batch`.
     fn creates(journal: &mut JournalFile, count: usize, batch: usize) -> Vec<JournalEntry> {
         let mut entries = Vec::new();
@@ -606,7 +667,16 @@ mod tests {
         for cut in [second + 3, second + 8, second + 20, bytes.len() - 1] {
             std::fs::write(&journal.journal_path, &bytes[..cut]).unwrap();
             assert_eq!(read_back(&journal).unwrap(), entries[..20], "cut at {cut}");
+            let torn = read_torn(&journal);
+            let expected = TornEnd {
+                place: "frame 2".into(),
+                offset: second as u64,
+                bytes: (cut - second) as u64,
+            };
+            assert_eq!(torn, Some(expected), "cut at {cut}");
         }
+        std::fs::write(&journal.journal_path, &bytes).unwrap();
+        assert_eq!(read_torn(&journal), None);
         // A damaged byte in the last frame's member: as torn.
         let mut damaged = bytes.clone();
         damaged[second + 30] ^= 0x55;
@@ -645,6 +715,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(read_back(&journal).unwrap(), [carried(0), carried(1)]);
+        let torn = read_torn(&journal).unwrap();
+        assert_eq!((torn.place.as_str(), torn.bytes), ("line 4", 12));
         // Damage before the last line is an error naming the line.
         std::fs::write(
             &journal.journal_path,

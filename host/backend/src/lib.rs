@@ -26,7 +26,7 @@ pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
 pub use edit::StateEdit;
 pub use error::{BackendError, InvalidState};
 pub use history::{HistoryEntry, UpdateKind, UpdateResult};
-pub use journal_file::write_atomically;
+pub use journal_file::{TornEnd, write_atomically};
 pub use journal_short::CREATED_AS_BEGUN;
 pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};

@@ -19,7 +19,7 @@ use plinth_engine::urn::{is_counted, is_stack_type};
 
 use crate::checkpoint::{Checkpoint, CheckpointView, PluginUse, UsedPlugins};
 use crate::error::BackendError;
-use crate::journal_file::{JournalFile, read_journal, write_atomically};
+use crate::journal_file::{JournalFile, TornEnd, read_journal, write_atomically};
 use crate::lock::{LockHolder, StackLock};
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
 
@@ -31,6 +31,13 @@ pub struct LoadedStack {
     pub recovered: bool,
     /// The plugins the checkpoint records.
     pub plugins: Vec<PluginUse>,
+    /// The end of the replayed journal that could not be read and was left out: operations
+    /// recorded there are missing from `snapshot`.
+    pub torn: Option<TornEnd>,
+    /// The replayed journal is that of an update still running (its writer holds the stack's
+    /// lock), not of an interrupted one: `snapshot` is its state as recorded so far. Only a
+    /// load without the lock (a preview, a read) can find one.
+    pub running: Option<Box<LockHolder>>,
 }
 
 /// One line of `plinth stack ls`.
@@ -240,6 +247,30 @@ impl LocalBackend {
         self.load_with(project, stack, &Redacted)
     }
 
+    /// [`load_with`](Self::load_with) for a reader that does not hold the stack's lock: a
+    /// journal it replays belongs to a running update if the lock was held when the read
+    /// began or ended (an update that began meanwhile writes no journal before it holds it).
+    pub(crate) fn load_unlocked(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+        crypter: &dyn Crypter,
+    ) -> Result<LoadedStack, BackendError> {
+        let running = || -> Result<Option<Box<LockHolder>>, BackendError> {
+            let holder = self.lock_holder(project, stack)?;
+            Ok(holder.filter(|holder| holder.running).map(Box::new))
+        };
+        let before = running()?;
+        let mut loaded = self.load_with(project, stack, crypter)?;
+        if loaded.recovered {
+            loaded.running = match before {
+                Some(holder) => Some(holder),
+                None => running()?,
+            };
+        }
+        Ok(loaded)
+    }
+
     /// Loads a stack's snapshot, opening its secrets with `crypter`.
     pub(crate) fn load_with(
         &self,
@@ -279,6 +310,8 @@ impl LocalBackend {
                 snapshot: checkpoint.snapshot,
                 recovered: false,
                 plugins: checkpoint.plugins,
+                torn: None,
+                running: None,
             });
         };
         let corrupt = |reason: String| BackendError::Corrupt {
@@ -298,6 +331,8 @@ impl LocalBackend {
             snapshot: checkpoint.snapshot,
             recovered: true,
             plugins: checkpoint.plugins,
+            torn: read.torn,
+            running: None,
         })
     }
 
@@ -378,28 +413,37 @@ impl LocalBackend {
         Ok(Box::new(journal))
     }
 
-    /// The stack's state as checkpoint JSON, its secrets sealed.
+    /// The stack's state as checkpoint JSON, its secrets sealed as they are: none is opened,
+    /// so that no passphrase is needed and a secret that does not open is exported for repair.
     /// Works on a checkpoint that fails the integrity checks too, so that it can be repaired.
     pub fn export(
         &self,
         project: &ProjectName,
         stack: &StackName,
     ) -> Result<Vec<u8>, BackendError> {
-        let crypter = self.crypter(stack);
-        let (snapshot, plugins) = match self.load_with(project, stack, crypter.as_ref()) {
+        let stack_crypter = self.crypter(stack);
+        let verbatim = crate::edit::Verbatim(stack_crypter.as_ref());
+        let crypter = &verbatim;
+        let (snapshot, plugins) = match self.load_with(project, stack, crypter) {
             Ok(loaded) => (loaded.snapshot, loaded.plugins),
             Err(BackendError::Corrupt { .. }) if !self.path(project, stack, "journal").exists() => {
                 let path = self.path(project, stack, "json");
                 let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
-                let checkpoint =
-                    Checkpoint::parse_unverified(&bytes, stack, &path, crypter.as_ref())?;
+                let checkpoint = Checkpoint::parse_unverified(&bytes, stack, &path, crypter)?;
                 (checkpoint.snapshot, checkpoint.plugins)
+            }
+            // Another stack's checkpoint is exported as that stack's, to be imported there.
+            Err(BackendError::OtherStack { .. }) => {
+                let path = self.path(project, stack, "json");
+                let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
+                let checkpoint = Checkpoint::parse_any_stack(&bytes, &path, crypter)?;
+                return checkpoint.to_json(crypter);
             }
             Err(e) => return Err(e),
         };
         Checkpoint::new(project, stack, snapshot)
             .with_plugins(plugins)
-            .to_json(crypter.as_ref())
+            .to_json(crypter)
     }
 
     /// The selected stack; none if the workspace file is missing or names no valid stack.

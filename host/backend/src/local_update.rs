@@ -105,11 +105,13 @@ impl Backend for LocalBackend {
     }
 
     fn load(&self, stack: &StackRef) -> Result<LoadedStack, BackendError> {
-        LocalBackend::load(self, &stack.project, &stack.name)
+        let crypter = self.crypter(&stack.name);
+        self.load_unlocked(&stack.project, &stack.name, crypter.as_ref())
     }
 
     fn load_redacted(&self, stack: &StackRef) -> Result<LoadedStack, BackendError> {
-        LocalBackend::load_redacted(self, &stack.project, &stack.name)
+        let redacted = crate::secrets::Redacted;
+        self.load_unlocked(&stack.project, &stack.name, &redacted)
     }
 
     /// Locks before loading: a snapshot loaded outside the lock could be overtaken by the

@@ -49,19 +49,24 @@ impl std::fmt::Display for LockInfo {
         let time = |seconds: u64| {
             humantime::format_rfc3339_seconds(UNIX_EPOCH + std::time::Duration::from_secs(seconds))
         };
+        // Read from a file anyone with the state directory can write: shown escaped.
+        let (command, user, host) = (
+            self.command.escape_debug(),
+            self.user.escape_debug(),
+            self.host.escape_debug(),
+        );
         match self.lease_expires {
             Some(expires) => write!(
                 f,
-                "`{}` by {} (started {}, its lease expires {} unless renewed)",
-                self.command,
-                self.user,
+                "`{command}` by {user} (started {}, its lease expires {} unless renewed)",
                 time(self.started),
                 time(expires)
             ),
             None => write!(
                 f,
-                "`{}` by {}@{} (pid {}, started at unix time {})",
-                self.command, self.user, self.host, self.pid, self.started
+                "`{command}` by {user}@{host} (pid {}, started {})",
+                self.pid,
+                time(self.started)
             ),
         }
     }

@@ -31,7 +31,7 @@ use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
 use crate::secrets::{open_config, unlock_for_update};
-use crate::{Workspace, confirm, display, pending, targets};
+use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
 #[derive(Args)]
 pub struct CommonArgs {
@@ -389,13 +389,8 @@ impl<'a> Deployer<'a> {
             Some(update) => update.base()?.clone(),
             None => backend.load(&self.stack)?,
         };
-        if loaded.recovered {
-            eprintln!(
-                "{} stack `{}` had an interrupted update; its journal was replayed",
-                style("warning:").yellow().bold(),
-                self.stack
-            );
-        }
+        journal_notes::warn_journal(&self.stack.to_string(), &loaded);
+        let running = loaded.running.is_some();
         let targets = targets::resolve(&loaded.snapshot, &common.targets)?.map(|urns| Targets {
             urns,
             dependents: common.target_dependents,
@@ -421,7 +416,7 @@ impl<'a> Deployer<'a> {
             };
             // One copy of the state, shared by the engine and the snapshot manager.
             let base = Arc::new(std::mem::take(&mut loaded.snapshot));
-            let phase = self.phase(UpdateKind::Refresh, preview, &mut update, &base)?;
+            let phase = self.phase(UpdateKind::Refresh, preview, running, &mut update, &base)?;
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
                     refresh::run(
@@ -457,7 +452,7 @@ impl<'a> Deployer<'a> {
             // The last phase: the engine and the snapshot manager share the loaded state
             // rather than each taking a copy of it.
             let base = Arc::new(std::mem::take(&mut loaded.snapshot));
-            let phase = self.phase(kind, preview, &mut update, &base)?;
+            let phase = self.phase(kind, preview, running, &mut update, &base)?;
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
                     let providers = self.providers.clone();
@@ -493,11 +488,13 @@ impl<'a> Deployer<'a> {
         Ok(ran)
     }
 
-    /// Announces one phase of a run and, outside preview, starts recording it.
+    /// Announces one phase of a run and, outside preview, starts recording it. The operations
+    /// an update still `running` has in flight are no interrupted ones to warn about.
     fn phase(
         &self,
         kind: UpdateKind,
         preview: bool,
+        running: bool,
         update: &mut Option<Box<dyn Update>>,
         base: &Arc<Snapshot>,
     ) -> Result<Phase> {
@@ -508,7 +505,9 @@ impl<'a> Deployer<'a> {
             style(&self.stack).bold(),
             style(project).bold()
         );
-        pending::warn_pending(base);
+        if !running {
+            pending::warn_pending(base);
+        }
         let (recorder, log) = match update {
             None => (None, None),
             Some(update) => {

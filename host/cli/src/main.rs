@@ -8,6 +8,7 @@ mod grant_advice;
 mod guest;
 mod home;
 mod log_writer;
+mod journal_notes;
 mod login;
 mod logs;
 mod pending;
@@ -20,6 +21,7 @@ mod stack_config;
 mod stack_transfer;
 mod state;
 mod targets;
+mod yaml_file;
 
 use plinth_engine::names::StackName;
 use std::io::IsTerminal;

@@ -223,15 +223,9 @@ impl Project {
 
     fn load(dir: &Path) -> Result<Project> {
         let path = dir.join(PROJECT_FILE);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let file: ProjectFile = serde_yaml_ng::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is malformed: {}",
-                path.display(),
-                e.to_string().replace('\n', " ")
-            )
-        })?;
+        let text = crate::yaml_file::read(&path)?
+            .with_context(|| format!("cannot read {}: it is gone", path.display()))?;
+        let file: ProjectFile = crate::yaml_file::parse(&path, &text)?;
         for (name, spec) in &file.plugins {
             spec.validate(name)
                 .map_err(|e| anyhow::anyhow!("{} is malformed: {e}", path.display()))?;

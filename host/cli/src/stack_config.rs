@@ -122,22 +122,10 @@ impl StackConfig {
     }
 
     fn read(&self) -> Result<StackConfigFile> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(StackConfigFile::default());
-            }
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot read {}", self.path.display()));
-            }
-        };
-        serde_yaml_ng::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is malformed: {}",
-                self.path.display(),
-                e.to_string().replace('\n', " ")
-            )
-        })
+        match crate::yaml_file::read(&self.path)? {
+            Some(text) => crate::yaml_file::parse(&self.path, &text),
+            None => Ok(StackConfigFile::default()),
+        }
     }
 
     fn write(&self, file: &StackConfigFile) -> Result<()> {

@@ -6,7 +6,6 @@ use std::time::SystemTime;
 
 use anyhow::{Result, anyhow};
 use clap::Subcommand;
-use console::style;
 use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult};
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::shown::escape_controls;
@@ -57,12 +56,7 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
     let command = cmd.name();
     let mut update = ws.backend.begin_update(&stack, command)?;
     let mut edit = update.load_for_edit()?;
-    if edit.recovered() {
-        eprintln!(
-            "{} stack `{stack}` had an interrupted update; its journal was replayed",
-            style("warning:").yellow().bold(),
-        );
-    }
+    crate::journal_notes::warn_journal(&stack.to_string(), edit.loaded());
     warn_pending(edit.snapshot());
     let urn = match &cmd {
         StateCommand::Delete { resource, .. }

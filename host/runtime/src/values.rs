@@ -3,7 +3,8 @@
 //!
 //! What comes from a guest is checked: every index in range, every node the child of at most one
 //! parent (so no cycles and no shared subtrees that could blow up when expanded), a bounded depth,
-//! an object where a property map is required, and no output references from providers.
+//! an object where a property map is required, no output references from providers, and no NaN
+//! or infinite number (JSON, in which state is stored, has none: it would be stored as `null`).
 //! Strings are moved out of the guest's nodes, never copied.
 
 use std::collections::btree_map::Entry;
@@ -43,6 +44,51 @@ pub(crate) enum ValueError {
         "node {node} is a reference to another resource's output, which only programs may send"
     )]
     OutputFromProvider { node: usize },
+    #[error(
+        "{} is {what}: a number must be finite (state is JSON, which has no NaN or infinity)",
+        if path.is_empty() { "the value".to_owned() } else { format!("`{path}`") }
+    )]
+    NotFinite {
+        /// Where, from the value's root (`outputs.size`, `list[2].x`), escaped for display.
+        path: String,
+        what: &'static str,
+    },
+}
+
+impl ValueError {
+    /// This error, for the value under `segment` (a key, or `[i]`) of its parent.
+    fn under(self, segment: impl FnOnce() -> String) -> ValueError {
+        match self {
+            ValueError::NotFinite { path, what } => {
+                let segment = segment();
+                let path = match path.as_bytes().first() {
+                    None => segment,
+                    Some(b'[') => format!("{segment}{path}"),
+                    Some(_) => format!("{segment}.{path}"),
+                };
+                ValueError::NotFinite { path, what }
+            }
+            other => other,
+        }
+    }
+}
+
+/// A number from a guest, refused if it is not finite.
+fn finite(n: f64) -> Result<f64, ValueError> {
+    if n.is_finite() {
+        return Ok(n);
+    }
+    let what = if n.is_nan() {
+        "NaN"
+    } else if n > 0.0 {
+        "infinity"
+    } else {
+        "negative infinity"
+    };
+    Err(ValueError::NotFinite {
+        path: String::new(),
+        what,
+    })
 }
 
 /// Who sent a value: only programs may refer to other registrations' outputs.
@@ -185,12 +231,13 @@ impl Tree {
             wit::Node::Null => Value::Null,
             wit::Node::Boolean(b) => Value::Bool(b),
             wit::Node::Integer(n) => Value::Integer(n),
-            wit::Node::Number(n) => Value::Number(n),
+            wit::Node::Number(n) => Value::Number(finite(n)?),
             wit::Node::Text(s) => Value::String(s),
             wit::Node::Array(children) => Value::Array(
-                children
-                    .into_iter()
-                    .map(|child| self.child(index, child, depth))
+                (children.into_iter().enumerate())
+                    .map(|(i, child)| {
+                        (self.child(index, child, depth)).map_err(|e| e.under(|| format!("[{i}]")))
+                    })
                     .collect::<Result<_, _>>()?,
             ),
             wit::Node::Object(entries) => Value::Object(self.entries(index, entries, depth)?),
@@ -218,7 +265,8 @@ impl Tree {
     ) -> Result<PropertyMap, ValueError> {
         let mut map = PropertyMap::new();
         for (key, child) in entries {
-            let value = self.child(index, child, depth)?;
+            let value = (self.child(index, child, depth))
+                .map_err(|e| e.under(|| key.escape_debug().to_string()))?;
             match map.entry(key) {
                 Entry::Vacant(entry) => entry.insert(value),
                 Entry::Occupied(entry) => {
@@ -280,6 +328,37 @@ mod tests {
 
     fn value(nodes: Vec<Node>) -> wit::Value {
         wit::Value { nodes }
+    }
+
+    #[test]
+    fn a_number_that_is_not_finite_is_refused_naming_its_path() {
+        for (n, what) in [
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "infinity"),
+            (f64::NEG_INFINITY, "negative infinity"),
+        ] {
+            // {"size": 1, "list": [true, {"x\n": n}]}
+            let nodes = vec![
+                Node::Object(vec![("size".into(), 1), ("list".into(), 2)]),
+                Node::Number(1.0),
+                Node::Array(vec![3, 4]),
+                Node::Boolean(true),
+                Node::Object(vec![("x\n".into(), 5)]),
+                Node::Secret(6),
+                Node::Number(n),
+            ];
+            for origin in [Origin::Provider, Origin::Program] {
+                let err = map_from_wit(value(nodes.clone()), origin).unwrap_err();
+                assert_eq!(
+                    err.to_string(),
+                    format!(
+                        "`list[1].x\\n` is {what}: a number must be finite (state is JSON, which has no NaN or infinity)"
+                    )
+                );
+            }
+            let err = from_wit(value(vec![Node::Number(n)]), Origin::Program).unwrap_err();
+            assert!(err.to_string().starts_with("the value is"), "{err}");
+        }
     }
 
     #[test]

@@ -25,4 +25,10 @@ pub enum SecretsError {
     Foreign { what: String, reason: String },
     #[error("redacted secrets cannot be sealed again")]
     Redacted,
+    /// A secret of a state document that could not be opened, and where it is.
+    #[error("cannot open the secret {place}: {error}")]
+    At {
+        place: String,
+        error: Box<SecretsError>,
+    },
 }

@@ -143,23 +143,132 @@ pub(crate) fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), S
     if secrets.is_empty() {
         return Ok(());
     }
-    let sealed = (secrets.iter())
-        .map(|map| match &map[SEALED] {
-            Value::String(sealed) => Ok(sealed.clone()),
-            _ => Err(SecretsError::MalformedState(
-                "`ciphertext` is not a string".to_owned(),
-            )),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let opened = crypter.open_all(&sealed)?;
-    for (map, plain) in secrets.into_iter().zip(opened) {
-        let plain: Value = serde_json::from_str(&plain).map_err(|e| {
-            SecretsError::MalformedState(format!("an opened secret is not JSON: {e}"))
-        })?;
+    let mut sealed = Vec::with_capacity(secrets.len());
+    for (i, map) in secrets.iter().enumerate() {
+        match &map[SEALED] {
+            Value::String(text) => sealed.push(text.clone()),
+            _ => {
+                drop(secrets);
+                let error = SecretsError::MalformedState("`ciphertext` is not a string".into());
+                return Err(located(tree, i, error));
+            }
+        }
+    }
+    let opened = match crypter.open_all(&sealed) {
+        Ok(opened) => opened,
+        Err(error) => {
+            drop(secrets);
+            return Err(match failing_value(&error, &sealed, crypter) {
+                Some(i) => located(tree, i, error),
+                None => error,
+            });
+        }
+    };
+    // Every plaintext is parsed before any secret is replaced, so that the tree still says
+    // where the bad one is.
+    let parsed = (opened.iter())
+        .enumerate()
+        .map(|(i, plain)| serde_json::from_str::<Value>(plain).map_err(|e| (i, e)))
+        .collect::<Result<Vec<_>, _>>();
+    let plains = match parsed {
+        Ok(plains) => plains,
+        Err((i, e)) => {
+            drop(secrets);
+            let error = SecretsError::MalformedState(format!("its plaintext is not JSON: {e}"));
+            return Err(located(tree, i, error));
+        }
+    };
+    for (map, plain) in secrets.into_iter().zip(plains) {
         map.remove(SEALED);
         map.insert(PLAIN.to_owned(), plain);
     }
     Ok(())
+}
+
+/// Which of `sealed` the failure `error` of opening them all is about, for errors about one
+/// value (malformed, or not decrypting): found by opening them one at a time, on this error
+/// path only.
+fn failing_value(error: &SecretsError, sealed: &[String], crypter: &dyn Crypter) -> Option<usize> {
+    match error {
+        SecretsError::Malformed { .. } | SecretsError::Undecryptable(_) if sealed.len() > 1 => {
+            sealed.iter().position(|text| crypter.open(text).is_err())
+        }
+        SecretsError::Malformed { .. } | SecretsError::Undecryptable(_) => Some(0),
+        _ => None,
+    }
+}
+
+/// `error`, naming where the `index`-th sealed secret of `tree` (in document order) is: the
+/// URN of the innermost object around it that has one (a resource's state) and the path to
+/// it from there (`outputs.password`). Both come from a state file, so both are escaped.
+fn located(tree: &Value, index: usize, error: SecretsError) -> SecretsError {
+    let mut search = Locate {
+        left: index,
+        path: Vec::new(),
+        found: None,
+    };
+    search.walk(tree, None);
+    match search.found {
+        Some((urn, path)) => SecretsError::At {
+            place: match urn {
+                Some(urn) => format!("of resource `{urn}` at `{path}`"),
+                None => format!("at `{path}`"),
+            },
+            error: Box::new(error),
+        },
+        None => error,
+    }
+}
+
+/// A walk to the n-th sealed secret of a tree, in the order [`collect_secrets`] takes them.
+struct Locate {
+    left: usize,
+    path: Vec<String>,
+    /// The URN around the secret, if any, and its path from the object holding that URN.
+    found: Option<(Option<String>, String)>,
+}
+
+impl Locate {
+    /// `urn`: the innermost URN around `tree`, with the length of the path where it was found.
+    fn walk(&mut self, tree: &Value, urn: Option<(&str, usize)>) {
+        if self.found.is_some() {
+            return;
+        }
+        match tree {
+            Value::Object(map) if is_secret(map) => {
+                if !map.contains_key(SEALED) {
+                    return;
+                }
+                if self.left == 0 {
+                    let from = urn.map_or(0, |(_, depth)| depth);
+                    let path = self.path[from..].join("");
+                    let path = path.strip_prefix('.').unwrap_or(&path).to_owned();
+                    let urn = urn.map(|(urn, _)| urn.escape_debug().to_string());
+                    self.found = Some((urn, path));
+                }
+                self.left = self.left.wrapping_sub(1);
+            }
+            Value::Object(map) => {
+                let urn = match map.get("urn") {
+                    Some(Value::String(here)) => Some((here.as_str(), self.path.len())),
+                    _ => urn,
+                };
+                for (key, value) in map {
+                    self.path.push(format!(".{}", key.escape_debug()));
+                    self.walk(value, urn);
+                    self.path.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (i, value) in items.iter().enumerate() {
+                    self.path.push(format!("[{i}]"));
+                    self.walk(value, urn);
+                    self.path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The secrets in `tree` that have a `field` (their plaintext or their ciphertext), in document
@@ -277,6 +386,31 @@ mod tests {
         assert_eq!(bytes, serde_json::to_vec(&doc).unwrap());
         let back: Value = from_sealed_json(&bytes, &Redacted).unwrap();
         assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn a_secret_that_does_not_open_is_named_by_resource_and_property() {
+        let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+        let good = crypter.seal("\"fine\"").unwrap();
+        for (bad, says) in [
+            (json!("v1:AAAA"), "is malformed: too short"),
+            (json!(3), "`ciphertext` is not a string"),
+            (
+                json!(crypter.seal("not json").unwrap()),
+                "its plaintext is not JSON",
+            ),
+        ] {
+            let mut tree = json!({"snapshot": {"resources": [
+                {"urn": "urn:a", "outputs": {"ok": {SIG_KEY: SECRET, SEALED: good}}},
+                {"urn": "urn:b\u{1b}", "outputs": {"deep": [1, {"pw": {SIG_KEY: SECRET, SEALED: bad}}]}},
+            ]}});
+            let err = open_tree(&mut tree, &crypter).unwrap_err().to_string();
+            assert!(
+                err.contains("of resource `urn:b\\u{1b}` at `outputs.deep[1].pw`")
+                    && err.contains(says),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -157,6 +157,8 @@ fn loaded(
         snapshot: checkpoint.snapshot,
         recovered,
         plugins: checkpoint.plugins,
+        torn: None,
+        running: None,
     })
 }
 
@@ -579,6 +581,8 @@ impl Update for ServiceUpdate {
                     snapshot: Snapshot::default(),
                     recovered: false,
                     plugins: Vec::new(),
+                    torn: None,
+                    running: None,
                 },
             };
             self.base = Base::Loaded(loaded);

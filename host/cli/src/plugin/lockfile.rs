@@ -160,17 +160,12 @@ fn names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
 }
 
 fn read(path: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    let Some(text) = crate::yaml_file::read(path)? else {
+        return Ok(None);
     };
-    let lock: LockFile = serde_yaml_ng::from_str(&text).map_err(|e| {
+    let lock: LockFile = crate::yaml_file::parse(path, &text).map_err(|e| {
         anyhow::anyhow!(
-            "{} is malformed: {}; restore it from version control or rewrite it with \
-             `plinth plugin lock`",
-            path.display(),
-            e.to_string().replace('\n', " ")
+            "{e}; restore it from version control or rewrite it with `plinth plugin lock`"
         )
     })?;
     if lock.version != LOCK_VERSION {

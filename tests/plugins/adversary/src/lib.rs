@@ -18,6 +18,7 @@ mod crash;
 mod files;
 mod ids;
 mod inputs;
+mod numbers;
 mod runaway;
 
 use plinth_sdk::{Checked, PropertyMap, Provider, ProviderError, ResourceType};
@@ -44,6 +45,7 @@ impl Provider for Adversary {
             Box::new(runaway::Runaway),
             Box::new(Crash),
             Box::new(ids::Ids),
+            Box::new(numbers::Numbers),
         ]
     }
 

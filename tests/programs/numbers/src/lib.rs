@@ -8,6 +8,7 @@
 //! | `m` | `random:RandomInteger` | `min` = `max` = `product`'s product (a float from the 0.2 guest) |
 //! | `big` | `random:RandomInteger` | `min` = `max` = 2^53 + 1, which no float holds |
 //! | `bad` | `random:RandomPet` | only with config `wrong` = `true`: `separator` = 5, a number for a string |
+//! | `odd` | `random:RandomPet` | only with config `not_finite` = `nan`, `inf` or `-inf`: `tuning` = `[1, that number]`, which JSON cannot hold |
 //!
 //! Stack outputs: `n`, `product`, `m`, `big` (their results) and `ratio`, the float 0.5.
 
@@ -53,6 +54,17 @@ fn main(ctx: &Context) -> Result<(), Error> {
     if ctx.config("wrong").as_deref() == Some("true") {
         ctx.resource("random:RandomPet", "bad")
             .input("separator", 5)
+            .register();
+    }
+    let not_finite = match ctx.config("not_finite").as_deref() {
+        Some("nan") => Some(f64::NAN),
+        Some("inf") => Some(f64::INFINITY),
+        Some("-inf") => Some(f64::NEG_INFINITY),
+        _ => None,
+    };
+    if let Some(number) = not_finite {
+        ctx.resource("random:RandomPet", "odd")
+            .input("tuning", vec![1.0, number])
             .register();
     }
     ctx.export("n", n.output("result"));
