@@ -8,6 +8,7 @@ mod api;
 mod auth;
 mod body;
 mod checks;
+mod database_url;
 mod db;
 mod error;
 mod events;
@@ -22,6 +23,7 @@ mod versions;
 
 pub use api::{Options, router};
 pub use auth::{Level, Scope};
+pub use database_url::{DatabaseUrlError, has_password, read_database_file};
 pub use db::connect;
 pub use repair::{Repaired, repair};
 pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};

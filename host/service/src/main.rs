@@ -3,14 +3,16 @@
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use plinth_service::{
-    Level, MasterKey, MasterKeys, Options, Revoke, Scope, TokenInfo, connect, create_token,
-    list_tokens, repair, revoke_tokens, rotate, router,
+    DatabaseUrlError, Level, MasterKey, MasterKeys, Options, Revoke, Scope, TokenInfo, connect,
+    create_token, has_password, list_tokens, read_database_file, repair, revoke_tokens, rotate,
+    router,
 };
 
 #[derive(Parser)]
@@ -30,9 +32,8 @@ struct Cli {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// The PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DB.
-    #[arg(long, env = "PLINTH_DATABASE_URL")]
-    database: Option<String>,
+    #[command(flatten)]
+    database: Database,
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -51,6 +52,53 @@ struct ServeArgs {
     /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
     #[arg(long, env = "PLINTH_MASTER_KEY_FILE", value_delimiter = ',')]
     master_key: Vec<PathBuf>,
+}
+
+/// The database, given so that its password stays off the command line (which every user of the
+/// machine can read): in the environment or in a file.
+#[derive(clap::Args)]
+struct Database {
+    /// The PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DB. Prefer the environment
+    /// or --database-file: a password on the command line is visible to every user of the machine.
+    #[arg(
+        long,
+        env = "PLINTH_DATABASE_URL",
+        hide_env_values = true,
+        conflicts_with = "database_file"
+    )]
+    database: Option<String>,
+    /// A file holding the database URL on one line (readable by the service's user only).
+    #[arg(long, env = "PLINTH_DATABASE_FILE", value_name = "FILE")]
+    database_file: Option<PathBuf>,
+}
+
+impl Database {
+    /// The URL, warning if it carries a password and came from the command line.
+    fn url(self, on_command_line: bool) -> Result<String> {
+        let url = match (self.database, self.database_file) {
+            (Some(url), _) => url,
+            (None, Some(file)) => read_database_file(&file)?,
+            (None, None) => return Err(DatabaseUrlError::Missing.into()),
+        };
+        if on_command_line && has_password(&url) {
+            tracing::warn!(
+                "the database password is on the command line, where every user of this machine \
+                 can read it (ps, /proc): set PLINTH_DATABASE_URL or pass --database-file FILE instead"
+            );
+        }
+        Ok(url)
+    }
+}
+
+/// Whether `--database` was given on the command line (not through the environment), in
+/// whichever subcommand parsed it.
+fn database_on_command_line(matches: &ArgMatches) -> bool {
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    leaf.ids().any(|id| id.as_str() == "database")
+        && leaf.value_source("database") == Some(ValueSource::CommandLine)
 }
 
 #[derive(Subcommand)]
@@ -72,8 +120,8 @@ enum StackCommand {
     /// journal rebuilds as a version (as far as it rebuilds), and keep the journal for
     /// inspection.
     Repair {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// The stack, as PROJECT/STACK.
         stack: String,
     },
@@ -87,8 +135,8 @@ enum KeyCommand {
     /// current one, in one transaction. Run it while every replica holds both keys (`--master-key
     /// OLD --master-key NEW`), then restart them with the new key only.
     Rotate {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// The key the data keys are sealed with now (more than one if an earlier rotation
         /// was never finished).
         #[arg(long = "from", required = true)]
@@ -103,8 +151,8 @@ enum KeyCommand {
 enum TokenCommand {
     /// Create an access token for a user (created if new) and print it; it is shown only once.
     Create {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         #[arg(long)]
         user: String,
         /// What the token is for ("alice's laptop", "CI of repo X"), shown by `token list`.
@@ -123,8 +171,8 @@ enum TokenCommand {
     },
     /// List the tokens (ids, users, descriptions, creation times), never the tokens themselves.
     List {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// Only this user's tokens.
         #[arg(long)]
         user: Option<String>,
@@ -132,8 +180,8 @@ enum TokenCommand {
     /// Revoke a token by its id (from `token list`), or every token of a user: their requests
     /// are refused from now on.
     Revoke {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// The id of the token, as `token list` shows it.
         #[arg(required_unless_present = "user", conflicts_with = "user")]
         id: Option<String>,
@@ -158,7 +206,7 @@ fn print_tokens(tokens: &[TokenInfo]) {
     }
 }
 
-async fn token_command(command: TokenCommand) -> Result<()> {
+async fn token_command(command: TokenCommand, on_command_line: bool) -> Result<()> {
     match command {
         TokenCommand::Create {
             database,
@@ -168,7 +216,7 @@ async fn token_command(command: TokenCommand) -> Result<()> {
             project,
             stack,
         } => {
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let scope = Scope {
                 level,
                 project,
@@ -183,11 +231,11 @@ async fn token_command(command: TokenCommand) -> Result<()> {
             );
         }
         TokenCommand::List { database, user } => {
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             print_tokens(&list_tokens(&pool, user.as_deref()).await?);
         }
         TokenCommand::Revoke { database, id, user } => {
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let what = match (&id, &user) {
                 (Some(id), _) => Revoke::Id(id),
                 (None, user) => Revoke::User(user.as_deref().context("give a token id or --user")?),
@@ -200,14 +248,15 @@ async fn token_command(command: TokenCommand) -> Result<()> {
     Ok(())
 }
 
-async fn run(cli: Cli) -> Result<()> {
+/// Runs `cli`; `on_command_line`: whether `--database` was given on the command line.
+async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
     match cli.command {
-        Some(Command::Token(command)) => token_command(command).await,
+        Some(Command::Token(command)) => token_command(command, on_command_line).await,
         Some(Command::Stack(StackCommand::Repair { database, stack })) => {
             let (project, name) = stack
                 .split_once('/')
                 .context("name the stack as PROJECT/STACK")?;
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let repaired = repair(&pool, project, name).await?;
             match repaired.ended {
                 Some(update) => println!(
@@ -237,7 +286,7 @@ async fn run(cli: Cli) -> Result<()> {
         Some(Command::Key(KeyCommand::Rotate { database, from, to })) => {
             let from = MasterKeys::load(&from)?;
             let new = MasterKey::load(&to)?;
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let rotated = rotate(&pool, &from, &new).await?;
             println!(
                 "Re-sealed {} stack keys with {} ({} already were); it is now the database's \
@@ -251,10 +300,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         None => {
             let args = cli.serve;
-            let database = args.database.context(
-                "no database: pass --database postgres://… (or set PLINTH_DATABASE_URL)",
-            )?;
-            let pool = connect(&database).await?;
+            let pool = connect(&args.database.url(on_command_line)?).await?;
             let master_keys = if args.master_key.is_empty() {
                 None
             } else {
@@ -306,7 +352,12 @@ async fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match run(Cli::parse()).await {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli, database_on_command_line(&matches)).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
