@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::api::App;
 use crate::error::ApiError;
+use crate::request_log::Caller;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
@@ -143,6 +144,10 @@ impl FromRequestParts<App> for User {
         let level = Level::parse(&level).ok_or_else(|| {
             ApiError::Internal(format!("a token with an unknown level `{level}`"))
         })?;
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            caller.user(&name);
+            caller.token(&digest);
+        }
         app.screened.found_valid(digest);
         Ok(User {
             id,
@@ -205,6 +210,9 @@ impl FromRequestParts<App> for AccessToken {
                 return Err(invalid_token());
             }
             app.screened.found_valid(digest.clone());
+        }
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            caller.token(&digest);
         }
         Ok(AccessToken(digest))
     }

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use plinth_service::{
-    DatabaseUrlError, Level, MasterKey, MasterKeys, Options, Revoke, Scope, TokenInfo, connect,
-    create_token, has_password, list_tokens, read_database_file, repair, revoke_tokens, rotate,
-    router,
+    DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, Options, Revoke, Scope, TokenInfo,
+    connect, create_token, has_password, list_tokens, metrics_router, read_database_file, repair,
+    revoke_tokens, rotate, router,
 };
 
 #[derive(Parser)]
@@ -37,6 +37,14 @@ struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+    /// The address to answer `GET /metrics` on (Prometheus's text format), without a token:
+    /// bind it where only the monitoring can reach it. Without it, no metrics are served.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+    /// How log lines are written on standard error: `text` for people, `json` (one object a
+    /// line) for log collectors. Each request is logged at level info (RUST_LOG to change).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     /// How long an update's lease lasts unless its client renews it (at half of it).
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
     lease: std::time::Duration,
@@ -99,6 +107,12 @@ fn database_on_command_line(matches: &ArgMatches) -> bool {
     }
     leaf.ids().any(|id| id.as_str() == "database")
         && leaf.value_source("database") == Some(ValueSource::CommandLine)
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -314,6 +328,20 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
                 master_keys,
                 bodies_in_flight: args.bodies_in_flight,
             };
+            let metrics = Metrics::new();
+            if let Some(address) = args.metrics_listen {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen for metrics on {address}"))?;
+                // Before the line below, which tests and scripts wait for.
+                println!("metrics on http://{}/metrics", listener.local_addr()?);
+                let metrics = metrics_router(pool.clone(), metrics.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = axum::serve(listener, metrics).await {
+                        tracing::error!("the metrics listener failed: {e}");
+                    }
+                });
+            }
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -327,7 +355,7 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
             });
             // Tests and scripts read the address from this line (useful with port 0).
             println!("listening on http://{local}");
-            axum::serve(listener, router(pool, options))
+            axum::serve(listener, router(pool, options, metrics))
                 .with_graceful_shutdown(async {
                     let _ = tokio::signal::ctrl_c().await;
                 })
@@ -345,18 +373,22 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    // Warnings, and a line per request the service answers.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,plinth_service::request=info")
+    });
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.serve.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
     match run(cli, database_on_command_line(&matches)).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

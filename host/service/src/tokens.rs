@@ -104,7 +104,7 @@ pub async fn create_token(
 }
 
 /// The id of the token of digest `digest`.
-fn token_id(digest: &[u8]) -> String {
+pub(crate) fn token_id(digest: &[u8]) -> String {
     hex::encode(&digest[..ID_LEN / 2])
 }
 

@@ -5,8 +5,13 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{ChildStderr, Command, Output, Stdio};
+use std::sync::Arc;
 
 use common::*;
+use plinth_backend::secrets::PassphraseCrypter;
+use plinth_backend::service::{ServicePersister, Transport};
+use plinth_engine::journal::Persister;
+use serde_json::{Value, json};
 
 /// `plinth-serve ARGS` with the environment `env` (and no inherited database variables).
 fn admin(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -19,8 +24,9 @@ fn admin(args: &[&str], env: &[(&str, &str)]) -> Output {
         .unwrap()
 }
 
-/// A service started with `args` and `env`, and its standard error.
-fn start(args: &[&str], env: &[(&str, &str)]) -> (Service, ChildStderr) {
+/// A service started with `args` and `env`, its standard error and its metrics' URL if it
+/// serves them.
+fn start(args: &[&str], env: &[(&str, &str)]) -> (Service, ChildStderr, Option<String>) {
     let mut child = Command::new(serve_binary())
         .args(args)
         .env_remove("PLINTH_DATABASE_URL")
@@ -31,14 +37,20 @@ fn start(args: &[&str], env: &[(&str, &str)]) -> (Service, ChildStderr) {
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = (line.trim().strip_prefix("listening on "))
-        .unwrap_or_else(|| panic!("the service did not start: {line:?}"))
-        .to_owned();
-    (Service { child, url }, stderr)
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut metrics = None;
+    loop {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        if let Some(url) = line.trim().strip_prefix("metrics on ") {
+            metrics = Some(url.to_owned());
+            continue;
+        }
+        let url = (line.trim().strip_prefix("listening on "))
+            .unwrap_or_else(|| panic!("the service did not start: {line:?}"))
+            .to_owned();
+        return (Service { child, url }, stderr, metrics);
+    }
 }
 
 /// Stops `service` and returns all it wrote on `stderr`.
@@ -86,7 +98,7 @@ fn the_database_url_comes_from_the_environment_or_a_file_and_one_on_the_command_
 
     // The service started with the URL in the environment only answers that token, and does
     // not warn; started with it on the command line, it warns.
-    let (service, stderr) = start(
+    let (service, stderr, _) = start(
         &["--listen", "127.0.0.1:0"],
         &[("PLINTH_DATABASE_URL", &database)],
     );
@@ -98,7 +110,7 @@ fn the_database_url_comes_from_the_environment_or_a_file_and_one_on_the_command_
     );
     let stderr = stopped(service, stderr);
     assert!(!stderr.contains(WARNING), "{stderr}");
-    let (service, stderr) = start(&["--listen", "127.0.0.1:0", "--database", &database], &[]);
+    let (service, stderr, _) = start(&["--listen", "127.0.0.1:0", "--database", &database], &[]);
     let stderr = stopped(service, stderr);
     assert!(stderr.contains(WARNING), "no warning: {stderr}");
 
@@ -175,5 +187,191 @@ fn the_database_url_comes_from_the_environment_or_a_file_and_one_on_the_command_
         text(&both.stderr).contains("cannot be used with"),
         "{}",
         text(&both.stderr)
+    );
+}
+
+/// The value of the sample `name` (with its labels, as written) in `metrics`.
+fn sample(metrics: &str, name: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let value = line.strip_prefix(name)?.strip_prefix(' ')?;
+        value.parse().ok()
+    })
+}
+
+fn scrape(url: &str) -> String {
+    let mut answer = ureq::get(url).call().unwrap();
+    let kind = answer.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    answer.body_mut().read_to_string().unwrap()
+}
+
+const BEGIN: &str = r#"plinth_http_requests_total{method="POST",route="/api/v1/stacks/{project}/{stack}/updates",status="200"}"#;
+const JOURNAL: &str = r#"plinth_http_requests_total{method="POST",route="/api/v1/updates/{id}/journal",status="200"}"#;
+
+#[test]
+fn metrics_count_a_real_update_and_each_request_is_logged_once_as_json_without_paths_or_bodies() {
+    let (server, db) = database();
+    let alice = token(&db, "alice");
+    let (service, stderr, metrics) = start(
+        &[
+            "--database",
+            &db,
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+        ],
+        &[],
+    );
+    let metrics = metrics.expect("no metrics line");
+    // Only on the metrics address: the API's, which the load balancer exposes, has none.
+    let (status, _, _) = raw(
+        &service,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 404);
+    // Nothing counted before the first request; the pool and the database are.
+    let before = scrape(&metrics);
+    assert_eq!(sample(&before, BEGIN), None, "{before}");
+    assert_eq!(
+        sample(&before, "plinth_updates_running"),
+        Some(0.0),
+        "{before}"
+    );
+    assert_eq!(sample(&before, "plinth_database_up"), Some(1.0), "{before}");
+    assert_eq!(
+        sample(&before, "plinth_database_connections_max"),
+        Some(16.0)
+    );
+
+    // An update through the client: two journal batches, whose entries name a marker that
+    // must never reach the log.
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let (update, lease) = begin_through(&transport);
+    let running = scrape(&metrics);
+    assert_eq!(
+        sample(&running, "plinth_updates_running"),
+        Some(1.0),
+        "{running}"
+    );
+    let (crypter, _) = PassphraseCrypter::create("pw", "dev").unwrap();
+    let mut persister =
+        ServicePersister::new(transport.clone(), &update, &lease, Arc::new(crypter));
+    for (seq, batch) in [(1, 0), (2, 0), (3, 1)] {
+        let r = resource(&format!("body-marker-{seq}"), Default::default());
+        for entry in creating(seq, &r, false) {
+            persister
+                .append(&serde_json::from_value(entry).unwrap())
+                .unwrap();
+        }
+        if batch == 0 && seq == 2 || batch == 1 {
+            persister.sync().unwrap();
+        }
+    }
+    let phase = json!({ "phase": 1, "entry": history_entry("update") });
+    transport
+        .call(
+            "POST",
+            &format!("updates/{update}/phases"),
+            Some(&lease),
+            Some(&phase),
+        )
+        .unwrap();
+    let done = json!({ "result": "succeeded" });
+    transport
+        .call(
+            "POST",
+            &format!("updates/{update}/complete"),
+            Some(&lease),
+            Some(&done),
+        )
+        .unwrap();
+    let ended = scrape(&metrics);
+    assert_eq!(
+        sample(&ended, "plinth_updates_running"),
+        Some(0.0),
+        "{ended}"
+    );
+
+    // A lease found expired by the next update is counted once.
+    let name = db.rsplit('/').next().unwrap();
+    let (second, _) = begin_through(&transport);
+    server
+        .psql(name, "UPDATE updates SET lease_expires = now() - interval '1 minute' WHERE status = 'running'")
+        .unwrap();
+    let (third, _) = begin_through(&transport);
+    assert_ne!(second, third);
+
+    let after = scrape(&metrics);
+    assert_eq!(sample(&after, BEGIN), Some(3.0), "{after}");
+    assert_eq!(sample(&after, JOURNAL), Some(2.0), "{after}");
+    assert_eq!(
+        sample(&after, "plinth_journal_batches_received_total"),
+        Some(2.0),
+        "{after}"
+    );
+    assert!(
+        sample(&after, "plinth_journal_received_bytes_total").unwrap() > 0.0,
+        "{after}"
+    );
+    assert_eq!(
+        sample(&after, "plinth_leases_expired_total"),
+        Some(1.0),
+        "{after}"
+    );
+    assert_eq!(
+        sample(&after, "plinth_updates_running"),
+        Some(1.0),
+        "{after}"
+    );
+    let begins = r#"plinth_http_request_duration_seconds_count{method="POST",route="/api/v1/stacks/{project}/{stack}/updates"}"#;
+    assert_eq!(sample(&after, begins), Some(3.0), "{after}");
+    assert!(
+        !after.contains("/stacks/p/dev"),
+        "a path in the metrics: {after}"
+    );
+    let requests: f64 = (after.lines())
+        .filter(|line| line.starts_with("plinth_http_requests_total{"))
+        .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+
+    // One JSON line per request, with its fields; neither a path nor a body.
+    let log = stopped(service, stderr);
+    let lines: Vec<Value> = (log.lines())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .filter(|line: &Value| line["target"] == "plinth_service::request")
+        .collect();
+    assert_eq!(lines.len() as f64, requests, "{log}");
+    let created = (lines.iter())
+        .find(|line| {
+            line["method"] == "POST" && line["route"] == "/api/v1/stacks/{project}/{stack}"
+        })
+        .unwrap_or_else(|| panic!("no line of the stack's creation: {log}"));
+    assert_eq!(created["status"], 201, "{created}");
+    assert_eq!(created["user"], "alice", "{created}");
+    assert_eq!(created["level"], "INFO", "{created}");
+    assert!(created["duration_ms"].as_f64().unwrap() >= 0.0, "{created}");
+    assert!(created["token"].as_str().unwrap().len() == 12, "{created}");
+    let journal = (lines.iter())
+        .find(|line| line["route"] == "/api/v1/updates/{id}/journal")
+        .unwrap_or_else(|| panic!("no line of a journal batch: {log}"));
+    assert_eq!(
+        journal["token"], created["token"],
+        "the batch's token, by id"
+    );
+    assert!(!log.contains("body-marker"), "a body in the log: {log}");
+    assert!(
+        !log.contains("/stacks/p/dev") && !log.contains(&update),
+        "a path in the log: {log}"
+    );
+    assert!(
+        !log.contains(&alice) && !log.contains(&lease),
+        "a token in the log: {log}"
     );
 }

@@ -52,6 +52,8 @@ pub fn serve(database: &str, extra: &[&str]) -> Service {
     let mut child = Command::new(serve_binary())
         .args(["--database", database, "--listen", "127.0.0.1:0"])
         .args(extra)
+        // Warnings only: a line per request would drown the tests' output.
+        .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
