@@ -50,7 +50,9 @@ pub fn serve_binary() -> String {
 
 pub fn serve(database: &str, extra: &[&str]) -> Service {
     let mut child = Command::new(serve_binary())
-        .args(["--database", database, "--listen", "127.0.0.1:0"])
+        // As the README says to: the password off the command line.
+        .env("PLINTH_DATABASE_URL", database)
+        .args(["--listen", "127.0.0.1:0"])
         .args(extra)
         // Warnings only: a line per request would drown the tests' output.
         .env("RUST_LOG", "warn")
@@ -91,7 +93,7 @@ pub fn token_admin(database: &str, args: &[&str]) -> std::process::Output {
     Command::new(serve_binary())
         .arg("token")
         .args(args)
-        .args(["--database", database])
+        .env("PLINTH_DATABASE_URL", database)
         .output()
         .unwrap()
 }
