@@ -174,8 +174,12 @@ enum TokenCommand {
         description: String,
         /// What it may do: `read` (see stacks, open their secrets), `write` (also create
         /// stacks, run updates, cancel them, seal secrets) or `admin` (also remove stacks).
-        #[arg(long, default_value = "admin", value_parser = parse_level)]
+        #[arg(long, default_value = "write", value_parser = parse_level)]
         level: Level,
+        /// How long it lasts (`90d`, `12h`); after that, requests carrying it are refused (401)
+        /// saying it expired. Without it, until revoked.
+        #[arg(long, value_parser = parse_lifetime)]
+        expires: Option<std::time::Duration>,
         /// Only the stacks of this project.
         #[arg(long)]
         project: Option<String>,
@@ -183,7 +187,8 @@ enum TokenCommand {
         #[arg(long, requires = "project")]
         stack: Option<String>,
     },
-    /// List the tokens (ids, users, descriptions, creation times), never the tokens themselves.
+    /// List the tokens (ids, users, grants, status, last use, descriptions), revoked and expired
+    /// ones included, never the tokens themselves.
     List {
         #[command(flatten)]
         database: Database,
@@ -205,18 +210,52 @@ enum TokenCommand {
     },
 }
 
+/// The longest a token may last: a longer one is a token without expiry in disguise.
+const LONGEST_LIFETIME: std::time::Duration = std::time::Duration::from_secs(10 * 366 * 86_400);
+
+fn parse_lifetime(text: &str) -> Result<std::time::Duration, String> {
+    let lifetime = humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration like 90d or 12h: {e}"))?;
+    if lifetime.is_zero() || lifetime > LONGEST_LIFETIME {
+        return Err(format!(
+            "a token lasts more than 0s and at most 10 years, not `{text}`: leave --expires out \
+             for one that lasts until revoked"
+        ));
+    }
+    Ok(lifetime)
+}
+
 fn parse_level(name: &str) -> Result<Level, String> {
     Level::parse(name).ok_or_else(|| format!("`{name}` is not a level: read, write or admin"))
 }
 
 /// Prints tokens as a table.
 fn print_tokens(tokens: &[TokenInfo]) {
-    let row = |id: &str, created: &str, user: &str, grants: &str, description: &str| {
-        println!("{id:<12}  {created:<19}  {user:<16}  {grants:<32}  {description}")
+    let row = |t: [&str; 7]| {
+        let [id, created, user, grants, status, used, description] = t;
+        println!(
+            "{id:<12}  {created:<19}  {user:<16}  {grants:<32}  {status:<24}  {used:<16}  {description}"
+        )
     };
-    row("ID", "CREATED (UTC)", "USER", "GRANTS", "DESCRIPTION");
+    row([
+        "ID",
+        "CREATED (UTC)",
+        "USER",
+        "GRANTS",
+        "STATUS",
+        "LAST USED",
+        "DESCRIPTION",
+    ]);
     for t in tokens {
-        row(&t.id, &t.created, &t.user, &t.scope, &t.description);
+        row([
+            &t.id,
+            &t.created,
+            &t.user,
+            &t.scope,
+            &t.status,
+            &t.last_used,
+            &t.description,
+        ]);
     }
 }
 
@@ -229,6 +268,7 @@ async fn token_command(command: TokenCommand, on_command_line: bool) -> Result<(
             level,
             project,
             stack,
+            expires,
         } => {
             let pool = connect(&database.url(on_command_line)?).await?;
             let scope = Scope {
@@ -236,12 +276,16 @@ async fn token_command(command: TokenCommand, on_command_line: bool) -> Result<(
                 project,
                 stack,
             };
-            let (token, id) = create_token(&pool, &user, &description, &scope).await?;
+            let (token, id) = create_token(&pool, &user, &description, &scope, expires).await?;
             // The token alone on stdout, for scripts; what to know about it on stderr.
             println!("{token}");
             eprintln!(
-                "Created token {id} for {user}, granting {}; it is shown only this once.",
-                scope.describe()
+                "Created token {id} for {user}, granting {}{}; it is shown only this once.",
+                scope.describe(),
+                expires.map_or(String::new(), |d| format!(
+                    ", for {}",
+                    humantime::format_duration(d)
+                ))
             );
         }
         TokenCommand::List { database, user } => {

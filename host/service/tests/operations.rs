@@ -375,3 +375,127 @@ fn metrics_count_a_real_update_and_each_request_is_logged_once_as_json_without_p
         "a token in the log: {log}"
     );
 }
+
+/// The one line `token list` prints for the token of id `id`.
+fn listed(db: &str, id: &str) -> String {
+    let out = token_admin(db, &["list"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = text(&out.stdout);
+    (list.lines().find(|line| line.starts_with(id)))
+        .unwrap_or_else(|| panic!("{id} is not listed: {list}"))
+        .to_owned()
+}
+
+/// Creates a token with `args`: the token and its id.
+fn created(db: &str, args: &[&str]) -> (String, String) {
+    let out = token_admin(db, &[&["create"], args].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let told = text(&out.stderr);
+    let id = (told.strip_prefix("Created token "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{told}"))
+        .to_owned();
+    (text(&out.stdout).trim().to_owned(), id)
+}
+
+#[test]
+fn tokens_expire_with_a_clear_refusal_their_use_is_noted_once_a_minute_and_revoked_ones_stay_listed()
+ {
+    let (server, db) = database();
+    let name = db.rsplit('/').next().unwrap().to_owned();
+    let sql = |statement: &str| server.psql(&name, statement).unwrap().trim().to_owned();
+    let service = serve(&db, &[]);
+
+    // A new token writes, not more, unless asked; it lasts as long as --expires says.
+    let (alice, id) = created(&db, &["--user", "alice", "--expires", "90d"]);
+    let line = listed(&db, &id);
+    assert!(line.contains("write on every stack"), "{line}");
+    assert!(line.contains("until ") && line.contains("never"), "{line}");
+    let (status, _) = call(&service, "DELETE", "stacks/p/dev", Some(&alice), None, None);
+    assert_eq!(status, 403, "a write token removes no stack");
+
+    // Its use is noted, then not again within the minute: no write per request.
+    create_stack(&service, &alice, "dev");
+    let used = |id: &str| {
+        sql(&format!(
+            "SELECT last_used FROM tokens WHERE encode(digest, 'hex') LIKE '{id}%'"
+        ))
+    };
+    assert_ne!(used(&id), "", "a use is noted");
+    sql("UPDATE tokens SET last_used = now() - interval '30 seconds'");
+    let before = used(&id);
+    assert_eq!(
+        call(&service, "GET", "user", Some(&alice), None, None).0,
+        200
+    );
+    assert_eq!(used(&id), before, "noted again within the minute");
+    sql("UPDATE tokens SET last_used = now() - interval '2 minutes'");
+    let before = used(&id);
+    assert_eq!(
+        call(&service, "GET", "user", Some(&alice), None, None).0,
+        200
+    );
+    assert_ne!(used(&id), before, "not noted after a minute");
+    assert!(!listed(&db, &id).contains("never"));
+
+    // An update is running under it when it expires: every request carrying it is refused,
+    // saying it expired and what to do.
+    let update = lease_of(&begin(&service, &alice, "dev").1);
+    let batch = |seq: u64| {
+        let r = resource(&format!("r{seq}"), Default::default());
+        Some(json!({ "seq": seq, "entries": creating(seq, &r, false) }))
+    };
+    assert_eq!(
+        on_update(&service, &alice, &update, "journal", batch(1)).0,
+        200
+    );
+    sql("UPDATE tokens SET expires = now() - interval '1 second'");
+    let (status, body) = call(&service, "GET", "user", Some(&alice), None, None);
+    assert_eq!(status, 401, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("expired at") && message.contains("plinth serve token create"),
+        "{message}"
+    );
+    let (status, body) = on_update(&service, &alice, &update, "journal", batch(2));
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("expired"),
+        "{body}"
+    );
+    assert!(
+        listed(&db, &id).contains("expired "),
+        "{}",
+        listed(&db, &id)
+    );
+
+    // A revoked token stays listed, as revoked; revoking it again says so.
+    let (bob, bobs) = created(&db, &["--user", "bob", "--level", "read"]);
+    assert_eq!(call(&service, "GET", "user", Some(&bob), None, None).0, 200);
+    let revoked = token_admin(&db, &["revoke", &bobs]);
+    assert!(revoked.status.success(), "{}", text(&revoked.stderr));
+    assert_eq!(call(&service, "GET", "user", Some(&bob), None, None).0, 401);
+    let line = listed(&db, &bobs);
+    assert!(
+        line.contains("revoked ") && line.contains("read on every stack"),
+        "{line}"
+    );
+    let again = token_admin(&db, &["revoke", &bobs]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("no token not yet revoked"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // Lifetimes that make no sense are refused, saying what would.
+    for lifetime in ["0s", "90 parsecs", "20y"] {
+        let out = token_admin(&db, &["create", "--user", "eve", "--expires", lifetime]);
+        assert!(!out.status.success(), "{lifetime}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("--expires") && stderr.contains(lifetime),
+            "{stderr}"
+        );
+    }
+}

@@ -129,9 +129,10 @@ impl ServiceDatabase {
         ServiceProcess { child, url }
     }
 
-    /// A new access token for `user` (created if new), as `plinth serve token create` prints it.
+    /// A new access token for `user` (created if new) that may do anything, as `plinth serve
+    /// token create` prints it.
     pub fn token(&self, user: &str) -> String {
-        self.token_granting(user, &[])
+        self.token_granting(user, &["--level", "admin"])
     }
 
     /// [`token`](Self::token), made with the `token create` options `grants` (`--level read`, …).

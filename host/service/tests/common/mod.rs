@@ -74,7 +74,7 @@ pub fn serve(database: &str, extra: &[&str]) -> Service {
 
 /// A new token for `user` that may do anything.
 pub fn token(database: &str, user: &str) -> String {
-    scoped_token(database, user, &[])
+    scoped_token(database, user, &["--level", "admin"])
 }
 
 /// A new token for `user`, made with the `token create` options `scope` (`--level read`, …).
