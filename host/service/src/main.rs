@@ -426,8 +426,10 @@ async fn main() -> std::process::ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("warn,plinth_service::request=info")
     });
+    // Colours only for a terminal: a file or a log collector would get escape codes.
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match cli.serve.log_format {
         LogFormat::Text => logs.init(),

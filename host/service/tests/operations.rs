@@ -110,6 +110,22 @@ fn the_database_url_comes_from_the_environment_or_a_file_and_one_on_the_command_
     );
     let stderr = stopped(service, stderr);
     assert!(!stderr.contains(WARNING), "{stderr}");
+    // Its request log, in the default text format, for people; no colour codes in a file.
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "escape codes in a log file: {stderr:?}"
+    );
+    let line = (stderr.lines())
+        .find(|line| line.contains("plinth_service::request"))
+        .unwrap_or_else(|| panic!("no request logged: {stderr}"));
+    for field in [
+        "method=\"GET\"",
+        "route=\"/api/v1/user\"",
+        "status=200",
+        "user=\"alice\"",
+    ] {
+        assert!(line.contains(field), "{field} not in {line}");
+    }
     let (service, stderr, _) = start(&["--listen", "127.0.0.1:0", "--database", &database], &[]);
     let stderr = stopped(service, stderr);
     assert!(stderr.contains(WARNING), "no warning: {stderr}");
