@@ -27,6 +27,13 @@ pub enum DatabaseUrlError {
     Lines { path: PathBuf },
 }
 
+/// Whether `path` may be read by users other than its owner (and root), as a file holding a
+/// password should not.
+pub fn readable_by_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o044 != 0)
+}
+
 /// The URL in `path`: its one line, without the line end.
 pub fn read_database_file(path: &Path) -> Result<String, DatabaseUrlError> {
     let text = std::fs::read_to_string(path).map_err(|source| DatabaseUrlError::Unreadable {

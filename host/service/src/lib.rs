@@ -25,7 +25,7 @@ mod versions;
 
 pub use api::{Options, router};
 pub use auth::{Level, Scope};
-pub use database_url::{DatabaseUrlError, has_password, read_database_file};
+pub use database_url::{DatabaseUrlError, has_password, read_database_file, readable_by_others};
 pub use db::connect;
 pub use metrics::{Metrics, router as metrics_router};
 pub use repair::{Repaired, repair};

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use plinth_service::{
     DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, Options, Revoke, Scope, TokenInfo,
-    connect, create_token, has_password, list_tokens, metrics_router, read_database_file, repair,
-    revoke_tokens, rotate, router,
+    connect, create_token, has_password, list_tokens, metrics_router, read_database_file,
+    readable_by_others, repair, revoke_tokens, rotate, router,
 };
 
 #[derive(Parser)]
@@ -85,7 +85,16 @@ impl Database {
     fn url(self, on_command_line: bool) -> Result<String> {
         let url = match (self.database, self.database_file) {
             (Some(url), _) => url,
-            (None, Some(file)) => read_database_file(&file)?,
+            (None, Some(file)) => {
+                if readable_by_others(&file) {
+                    tracing::warn!(
+                        "{} holds the database password and other users may read it: \
+                         chmod 600 it",
+                        file.display()
+                    );
+                }
+                read_database_file(&file)?
+            }
             (None, None) => return Err(DatabaseUrlError::Missing.into()),
         };
         if on_command_line && has_password(&url) {

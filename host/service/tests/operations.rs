@@ -76,7 +76,22 @@ fn the_database_url_comes_from_the_environment_or_a_file_and_one_on_the_command_
     // The URL in a file: a token made with it, nothing warned.
     let file = dir.path().join("database-url");
     std::fs::write(&file, format!("{database}\n")).unwrap();
-    let file = file.to_str().unwrap();
+    let readable = |mode| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    // Readable by others: warned of.
+    readable(0o644);
+    let file_name = file.to_str().unwrap();
+    let warned = admin(&["token", "list", "--database-file", file_name], &[]);
+    assert!(warned.status.success(), "{}", text(&warned.stderr));
+    assert!(
+        text(&warned.stderr).contains("other users may read it: chmod 600"),
+        "{}",
+        text(&warned.stderr)
+    );
+    readable(0o600);
+    let file = file_name;
     let created = admin(
         &[
             "token",
