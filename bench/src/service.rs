@@ -31,14 +31,8 @@ impl Service {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let database = postgres.url("plinth");
         let token = Command::new(serve)
-            .args([
-                "token",
-                "create",
-                "--database",
-                &database,
-                "--user",
-                "bench",
-            ])
+            .args(["token", "create", "--user", "bench"])
+            .env("PLINTH_DATABASE_URL", &database)
             .output()
             .with_context(|| format!("running {}", serve.display()))?;
         if !token.status.success() {
@@ -63,7 +57,10 @@ impl Service {
         }
 
         let mut child = Command::new(serve)
-            .args(["--database", &database, "--listen", "127.0.0.1:0"])
+            .args(["--listen", "127.0.0.1:0"])
+            .env("PLINTH_DATABASE_URL", &database)
+            // Warnings only, as the measurements before the request log were taken.
+            .env("RUST_LOG", "warn")
             .arg("--master-key")
             .arg(&master_key)
             .stdin(Stdio::null())

@@ -20,9 +20,12 @@ use crate::admission::Budget;
 use crate::auth::{AccessToken, Lease, Level, Screened, User};
 use crate::body::Body;
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
-use crate::{admission, answers, checks, events, health, journal, secrets, updates, versions};
+use crate::{
+    admission, answers, checks, events, health, journal, request_log, secrets, updates, versions,
+};
 
 /// How the service runs.
 #[derive(Debug, Clone)]
@@ -55,6 +58,13 @@ pub(crate) struct App {
     pub options: Options,
     pub screened: Arc<Screened>,
     pub budget: Budget,
+    pub metrics: Arc<Metrics>,
+}
+
+impl FromRef<App> for Arc<Metrics> {
+    fn from_ref(app: &App) -> Arc<Metrics> {
+        app.metrics.clone()
+    }
 }
 
 impl FromRef<App> for PgPool {
@@ -63,14 +73,15 @@ impl FromRef<App> for PgPool {
     }
 }
 
-/// The service's routes over `pool`.
-pub fn router(pool: PgPool, options: Options) -> Router {
+/// The service's routes over `pool`, counted in `metrics`.
+pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
     let limit = options.body_limit;
     let app = App {
         budget: Budget::new(options.bodies_in_flight.max(limit)),
         pool,
         options,
         screened: Arc::default(),
+        metrics,
     };
     Router::new()
         // Liveness (the process serves) and readiness (it can do its work: its database is
@@ -115,6 +126,8 @@ pub fn router(pool: PgPool, options: Options) -> Router {
         // start of every update; the default level spent a fifth of the service's CPU on it
         // for little gain (JSON compresses well at any level).
         .layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
+        // Outermost: it sees every answer as it leaves, refusals of the layers above included.
+        .layer(from_fn_with_state(app.clone(), request_log::observe))
         .with_state(app)
 }
 
@@ -244,6 +257,7 @@ async fn begin_update(
     let key = stack_key(&app.pool, &project, &stack).await?;
     let begun = updates::begin(
         &app.pool,
+        &app.metrics,
         &user,
         &key,
         &request.kind,
@@ -308,11 +322,17 @@ async fn append_journal(
     AccessToken(token): AccessToken,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
+    State(metrics): State<Arc<Metrics>>,
     Path(id): Path<Uuid>,
     Body(batch): Body<JournalBatch>,
 ) -> Result<Json<Value>, ApiError> {
     checks::seq("journal batches", batch.seq)?;
     let stored = journal::append(&pool, &token, id, &lease, batch.seq, &batch.entries).await?;
+    if stored != journal::Stored::Retry {
+        metrics.journal_batches.inc();
+        let bytes: usize = batch.entries.iter().map(|entry| entry.get().len()).sum();
+        metrics.journal_bytes.inc_by(bytes as u64);
+    }
     Ok(Json(
         json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
     ))

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::api::App;
 use crate::error::ApiError;
+use crate::request_log::Caller;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
@@ -118,31 +119,21 @@ impl FromRequestParts<App> for User {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<User, ApiError> {
         let digest = token_digest(parts)?;
-        #[derive(sqlx::FromRow)]
-        struct Row {
-            id: i64,
-            name: String,
-            level: String,
-            project: Option<String>,
-            stack: Option<String>,
-        }
-        let user: Option<Row> = sqlx::query_as(
-            "SELECT u.id, u.name, t.level, t.project, t.stack
-             FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.digest = $1",
-        )
-        .bind(&digest)
-        .fetch_optional(&app.pool)
-        .await?;
-        let Row {
+        let Holder {
             id,
             name,
             level,
             project,
             stack,
-        } = user.ok_or_else(invalid_token)?;
+            ..
+        } = holder(&app.pool, &digest).await?;
         let level = Level::parse(&level).ok_or_else(|| {
             ApiError::Internal(format!("a token with an unknown level `{level}`"))
         })?;
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            caller.user(&name);
+            caller.token(&digest);
+        }
         app.screened.found_valid(digest);
         Ok(User {
             id,
@@ -154,6 +145,49 @@ impl FromRequestParts<App> for User {
             },
         })
     }
+}
+
+/// The user of a live token and what it grants.
+#[derive(sqlx::FromRow)]
+struct Holder {
+    id: i64,
+    name: String,
+    level: String,
+    project: Option<String>,
+    stack: Option<String>,
+    revoked: bool,
+    /// When it expired (UTC), if it did.
+    expired: Option<String>,
+}
+
+/// The holder of the token of digest `digest`, if it is live; its use noted, at most once a
+/// minute (a write per request would double the database's writes for reads).
+async fn holder(pool: &sqlx::PgPool, digest: &[u8]) -> Result<Holder, ApiError> {
+    let holder: Option<Holder> = sqlx::query_as(
+        "WITH touched AS (
+             UPDATE tokens SET last_used = now()
+             WHERE digest = $1 AND revoked IS NULL AND (expires IS NULL OR expires > now())
+               AND (last_used IS NULL OR last_used < now() - interval '1 minute')
+         )
+         SELECT u.id, u.name, t.level, t.project, t.stack, t.revoked IS NOT NULL AS revoked,
+                CASE WHEN t.expires <= now() THEN
+                    to_char(t.expires AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') END AS expired
+         FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.digest = $1",
+    )
+    .bind(digest)
+    .fetch_optional(pool)
+    .await?;
+    let holder = holder.ok_or_else(invalid_token)?;
+    if holder.revoked {
+        return Err(invalid_token());
+    }
+    if let Some(at) = &holder.expired {
+        return Err(ApiError::Unauthorized(format!(
+            "the access token expired at {at} UTC: ask whoever runs the service for a new one \
+             (`plinth serve token create --expires …`), then `plinth login` with it"
+        )));
+    }
+    Ok(holder)
 }
 
 /// The digest of the access token a request carries, to be checked by the statement that does
@@ -196,15 +230,11 @@ impl FromRequestParts<App> for AccessToken {
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<AccessToken, ApiError> {
         let digest = token_digest(parts)?;
         if !app.screened.lately(&digest) {
-            let (valid,): (bool,) =
-                sqlx::query_as("SELECT EXISTS (SELECT 1 FROM tokens WHERE digest = $1)")
-                    .bind(&digest)
-                    .fetch_one(&app.pool)
-                    .await?;
-            if !valid {
-                return Err(invalid_token());
-            }
+            holder(&app.pool, &digest).await?;
             app.screened.found_valid(digest.clone());
+        }
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            caller.token(&digest);
         }
         Ok(AccessToken(digest))
     }
@@ -232,8 +262,8 @@ fn token_digest(parts: &Parts) -> Result<Vec<u8>, ApiError> {
 /// The answer to an access token no user has.
 pub(crate) fn invalid_token() -> ApiError {
     ApiError::Unauthorized(
-        "the access token is not valid (revoked, or from another service): log in again with \
-         `plinth login`"
+        "the access token is not valid (revoked, expired, or from another service): log in \
+         again with `plinth login`"
             .to_owned(),
     )
 }

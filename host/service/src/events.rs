@@ -59,7 +59,7 @@ pub(crate) async fn append(
         Option<Vec<u8>>,
     ) = sqlx::query_as(
         "WITH authorized AS (
-                 SELECT EXISTS (SELECT 1 FROM tokens WHERE digest = $7) AS yes
+                 SELECT EXISTS (SELECT 1 FROM live_tokens WHERE digest = $7) AS yes
              ), held AS (
                  SELECT (SELECT count(*) FROM versions WHERE update_id = $1) + 1 AS phase
                  FROM updates, authorized WHERE id = $1 AND lease_digest = $2

@@ -69,7 +69,7 @@ pub(crate) async fn append(
         Option<i64>,
     ) = sqlx::query_as(
         "WITH authorized AS (
-             SELECT EXISTS (SELECT 1 FROM tokens WHERE digest = $6) AS yes
+             SELECT EXISTS (SELECT 1 FROM live_tokens WHERE digest = $6) AS yes
          ), held AS (
              SELECT id FROM updates, authorized
              WHERE id = $1 AND lease_digest = $2 AND status = 'running'

@@ -3,14 +3,16 @@
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use plinth_service::{
-    Level, MasterKey, MasterKeys, Options, Revoke, Scope, TokenInfo, connect, create_token,
-    list_tokens, repair, revoke_tokens, rotate, router,
+    DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, Options, Revoke, Scope, TokenInfo,
+    connect, create_token, has_password, list_tokens, metrics_router, read_database_file,
+    readable_by_others, repair, revoke_tokens, rotate, router,
 };
 
 #[derive(Parser)]
@@ -30,12 +32,19 @@ struct Cli {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// The PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DB.
-    #[arg(long, env = "PLINTH_DATABASE_URL")]
-    database: Option<String>,
+    #[command(flatten)]
+    database: Database,
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+    /// The address to answer `GET /metrics` on (Prometheus's text format), without a token:
+    /// bind it where only the monitoring can reach it. Without it, no metrics are served.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+    /// How log lines are written on standard error: `text` for people, `json` (one object a
+    /// line) for log collectors. Each request is logged at level info (RUST_LOG to change).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     /// How long an update's lease lasts unless its client renews it (at half of it).
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
     lease: std::time::Duration,
@@ -51,6 +60,68 @@ struct ServeArgs {
     /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
     #[arg(long, env = "PLINTH_MASTER_KEY_FILE", value_delimiter = ',')]
     master_key: Vec<PathBuf>,
+}
+
+/// The database, given so that its password stays off the command line (which every user of the
+/// machine can read): in the environment or in a file.
+#[derive(clap::Args)]
+struct Database {
+    /// The PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DB. Prefer the environment
+    /// or --database-file: a password on the command line is visible to every user of the machine.
+    #[arg(
+        long,
+        env = "PLINTH_DATABASE_URL",
+        hide_env_values = true,
+        conflicts_with = "database_file"
+    )]
+    database: Option<String>,
+    /// A file holding the database URL on one line (readable by the service's user only).
+    #[arg(long, env = "PLINTH_DATABASE_FILE", value_name = "FILE")]
+    database_file: Option<PathBuf>,
+}
+
+impl Database {
+    /// The URL, warning if it carries a password and came from the command line.
+    fn url(self, on_command_line: bool) -> Result<String> {
+        let url = match (self.database, self.database_file) {
+            (Some(url), _) => url,
+            (None, Some(file)) => {
+                if readable_by_others(&file) {
+                    tracing::warn!(
+                        "{} holds the database password and other users may read it: \
+                         chmod 600 it",
+                        file.display()
+                    );
+                }
+                read_database_file(&file)?
+            }
+            (None, None) => return Err(DatabaseUrlError::Missing.into()),
+        };
+        if on_command_line && has_password(&url) {
+            tracing::warn!(
+                "the database password is on the command line, where every user of this machine \
+                 can read it (ps, /proc): set PLINTH_DATABASE_URL or pass --database-file FILE instead"
+            );
+        }
+        Ok(url)
+    }
+}
+
+/// Whether `--database` was given on the command line (not through the environment), in
+/// whichever subcommand parsed it.
+fn database_on_command_line(matches: &ArgMatches) -> bool {
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    leaf.ids().any(|id| id.as_str() == "database")
+        && leaf.value_source("database") == Some(ValueSource::CommandLine)
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -72,8 +143,8 @@ enum StackCommand {
     /// journal rebuilds as a version (as far as it rebuilds), and keep the journal for
     /// inspection.
     Repair {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// The stack, as PROJECT/STACK.
         stack: String,
     },
@@ -87,8 +158,8 @@ enum KeyCommand {
     /// current one, in one transaction. Run it while every replica holds both keys (`--master-key
     /// OLD --master-key NEW`), then restart them with the new key only.
     Rotate {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// The key the data keys are sealed with now (more than one if an earlier rotation
         /// was never finished).
         #[arg(long = "from", required = true)]
@@ -103,8 +174,8 @@ enum KeyCommand {
 enum TokenCommand {
     /// Create an access token for a user (created if new) and print it; it is shown only once.
     Create {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         #[arg(long)]
         user: String,
         /// What the token is for ("alice's laptop", "CI of repo X"), shown by `token list`.
@@ -112,8 +183,12 @@ enum TokenCommand {
         description: String,
         /// What it may do: `read` (see stacks, open their secrets), `write` (also create
         /// stacks, run updates, cancel them, seal secrets) or `admin` (also remove stacks).
-        #[arg(long, default_value = "admin", value_parser = parse_level)]
+        #[arg(long, default_value = "write", value_parser = parse_level)]
         level: Level,
+        /// How long it lasts (`90d`, `12h`); after that, requests carrying it are refused (401)
+        /// saying it expired. Without it, until revoked.
+        #[arg(long, value_parser = parse_lifetime)]
+        expires: Option<std::time::Duration>,
         /// Only the stacks of this project.
         #[arg(long)]
         project: Option<String>,
@@ -121,10 +196,11 @@ enum TokenCommand {
         #[arg(long, requires = "project")]
         stack: Option<String>,
     },
-    /// List the tokens (ids, users, descriptions, creation times), never the tokens themselves.
+    /// List the tokens (ids, users, grants, status, last use, descriptions), revoked and expired
+    /// ones included, never the tokens themselves.
     List {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// Only this user's tokens.
         #[arg(long)]
         user: Option<String>,
@@ -132,8 +208,8 @@ enum TokenCommand {
     /// Revoke a token by its id (from `token list`), or every token of a user: their requests
     /// are refused from now on.
     Revoke {
-        #[arg(long, env = "PLINTH_DATABASE_URL")]
-        database: String,
+        #[command(flatten)]
+        database: Database,
         /// The id of the token, as `token list` shows it.
         #[arg(required_unless_present = "user", conflicts_with = "user")]
         id: Option<String>,
@@ -143,22 +219,56 @@ enum TokenCommand {
     },
 }
 
+/// The longest a token may last: a longer one is a token without expiry in disguise.
+const LONGEST_LIFETIME: std::time::Duration = std::time::Duration::from_secs(10 * 366 * 86_400);
+
+fn parse_lifetime(text: &str) -> Result<std::time::Duration, String> {
+    let lifetime = humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration like 90d or 12h: {e}"))?;
+    if lifetime.is_zero() || lifetime > LONGEST_LIFETIME {
+        return Err(format!(
+            "a token lasts more than 0s and at most 10 years, not `{text}`: leave --expires out \
+             for one that lasts until revoked"
+        ));
+    }
+    Ok(lifetime)
+}
+
 fn parse_level(name: &str) -> Result<Level, String> {
     Level::parse(name).ok_or_else(|| format!("`{name}` is not a level: read, write or admin"))
 }
 
 /// Prints tokens as a table.
 fn print_tokens(tokens: &[TokenInfo]) {
-    let row = |id: &str, created: &str, user: &str, grants: &str, description: &str| {
-        println!("{id:<12}  {created:<19}  {user:<16}  {grants:<32}  {description}")
+    let row = |t: [&str; 7]| {
+        let [id, created, user, grants, status, used, description] = t;
+        println!(
+            "{id:<12}  {created:<19}  {user:<16}  {grants:<32}  {status:<24}  {used:<16}  {description}"
+        )
     };
-    row("ID", "CREATED (UTC)", "USER", "GRANTS", "DESCRIPTION");
+    row([
+        "ID",
+        "CREATED (UTC)",
+        "USER",
+        "GRANTS",
+        "STATUS",
+        "LAST USED",
+        "DESCRIPTION",
+    ]);
     for t in tokens {
-        row(&t.id, &t.created, &t.user, &t.scope, &t.description);
+        row([
+            &t.id,
+            &t.created,
+            &t.user,
+            &t.scope,
+            &t.status,
+            &t.last_used,
+            &t.description,
+        ]);
     }
 }
 
-async fn token_command(command: TokenCommand) -> Result<()> {
+async fn token_command(command: TokenCommand, on_command_line: bool) -> Result<()> {
     match command {
         TokenCommand::Create {
             database,
@@ -167,27 +277,32 @@ async fn token_command(command: TokenCommand) -> Result<()> {
             level,
             project,
             stack,
+            expires,
         } => {
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let scope = Scope {
                 level,
                 project,
                 stack,
             };
-            let (token, id) = create_token(&pool, &user, &description, &scope).await?;
+            let (token, id) = create_token(&pool, &user, &description, &scope, expires).await?;
             // The token alone on stdout, for scripts; what to know about it on stderr.
             println!("{token}");
             eprintln!(
-                "Created token {id} for {user}, granting {}; it is shown only this once.",
-                scope.describe()
+                "Created token {id} for {user}, granting {}{}; it is shown only this once.",
+                scope.describe(),
+                expires.map_or(String::new(), |d| format!(
+                    ", for {}",
+                    humantime::format_duration(d)
+                ))
             );
         }
         TokenCommand::List { database, user } => {
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             print_tokens(&list_tokens(&pool, user.as_deref()).await?);
         }
         TokenCommand::Revoke { database, id, user } => {
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let what = match (&id, &user) {
                 (Some(id), _) => Revoke::Id(id),
                 (None, user) => Revoke::User(user.as_deref().context("give a token id or --user")?),
@@ -200,14 +315,15 @@ async fn token_command(command: TokenCommand) -> Result<()> {
     Ok(())
 }
 
-async fn run(cli: Cli) -> Result<()> {
+/// Runs `cli`; `on_command_line`: whether `--database` was given on the command line.
+async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
     match cli.command {
-        Some(Command::Token(command)) => token_command(command).await,
+        Some(Command::Token(command)) => token_command(command, on_command_line).await,
         Some(Command::Stack(StackCommand::Repair { database, stack })) => {
             let (project, name) = stack
                 .split_once('/')
                 .context("name the stack as PROJECT/STACK")?;
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let repaired = repair(&pool, project, name).await?;
             match repaired.ended {
                 Some(update) => println!(
@@ -237,7 +353,7 @@ async fn run(cli: Cli) -> Result<()> {
         Some(Command::Key(KeyCommand::Rotate { database, from, to })) => {
             let from = MasterKeys::load(&from)?;
             let new = MasterKey::load(&to)?;
-            let pool = connect(&database).await?;
+            let pool = connect(&database.url(on_command_line)?).await?;
             let rotated = rotate(&pool, &from, &new).await?;
             println!(
                 "Re-sealed {} stack keys with {} ({} already were); it is now the database's \
@@ -251,10 +367,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         None => {
             let args = cli.serve;
-            let database = args.database.context(
-                "no database: pass --database postgres://… (or set PLINTH_DATABASE_URL)",
-            )?;
-            let pool = connect(&database).await?;
+            let pool = connect(&args.database.url(on_command_line)?).await?;
             let master_keys = if args.master_key.is_empty() {
                 None
             } else {
@@ -268,6 +381,20 @@ async fn run(cli: Cli) -> Result<()> {
                 master_keys,
                 bodies_in_flight: args.bodies_in_flight,
             };
+            let metrics = Metrics::new();
+            if let Some(address) = args.metrics_listen {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("cannot listen for metrics on {address}"))?;
+                // Before the line below, which tests and scripts wait for.
+                println!("metrics on http://{}/metrics", listener.local_addr()?);
+                let metrics = metrics_router(pool.clone(), metrics.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = axum::serve(listener, metrics).await {
+                        tracing::error!("the metrics listener failed: {e}");
+                    }
+                });
+            }
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -281,7 +408,7 @@ async fn run(cli: Cli) -> Result<()> {
             });
             // Tests and scripts read the address from this line (useful with port 0).
             println!("listening on http://{local}");
-            axum::serve(listener, router(pool, options))
+            axum::serve(listener, router(pool, options, metrics))
                 .with_graceful_shutdown(async {
                     let _ = tokio::signal::ctrl_c().await;
                 })
@@ -299,14 +426,25 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match run(Cli::parse()).await {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // Warnings, and a line per request the service answers.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,plinth_service::request=info")
+    });
+    // Colours only for a terminal: a file or a log collector would get escape codes.
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match cli.serve.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
+    match run(cli, database_on_command_line(&matches)).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -23,9 +23,14 @@ pub struct TokenInfo {
     pub scope: String,
     /// When it was created, as PostgreSQL prints a timestamp in UTC.
     pub created: String,
+    /// `active`, `active until …`, `expired …` or `revoked …` (UTC).
+    pub status: String,
+    /// When a request last carried it (to the minute), or `never`.
+    pub last_used: String,
 }
 
-/// A token's row: digest, user, description, level, project, stack, creation time.
+/// A token's row: digest, user, description, level, project, stack, creation time, status,
+/// last use.
 type Row = (
     Vec<u8>,
     String,
@@ -34,14 +39,26 @@ type Row = (
     Option<String>,
     Option<String>,
     String,
+    String,
+    String,
 );
 
 /// The columns of a [`Row`], from `tokens` as `t` and `users` as `u`.
-const COLUMNS: &str = "t.digest, u.name, t.description, t.level, \
-     t.project, t.stack, to_char(t.created AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')";
+const COLUMNS: &str = "t.digest, u.name, t.description, t.level, t.project, t.stack, \
+     to_char(t.created AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), \
+     CASE WHEN t.revoked IS NOT NULL \
+              THEN 'revoked ' || to_char(t.revoked AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') \
+          WHEN t.expires <= now() \
+              THEN 'expired ' || to_char(t.expires AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') \
+          WHEN t.expires IS NOT NULL \
+              THEN 'until ' || to_char(t.expires AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') \
+          ELSE 'active' END, \
+     COALESCE(to_char(t.last_used AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI'), 'never')";
 
 impl TokenInfo {
-    fn from_row((digest, user, description, level, project, stack, created): Row) -> Self {
+    fn from_row(
+        (digest, user, description, level, project, stack, created, status, last_used): Row,
+    ) -> Self {
         let scope = Scope {
             level: Level::parse(&level).unwrap_or(Level::Admin),
             project,
@@ -53,17 +70,20 @@ impl TokenInfo {
             description,
             scope: scope.describe(),
             created,
+            status,
+            last_used,
         }
     }
 }
 
-/// Creates `user` if new and a token for them that grants `scope`; returns the token, which is
-/// stored only hashed, and its id.
+/// Creates `user` if new and a token for them that grants `scope`, for `lasting` (forever with
+/// `None`); returns the token, which is stored only hashed, and its id.
 pub async fn create_token(
     pool: &PgPool,
     user: &str,
     description: &str,
     scope: &Scope,
+    lasting: Option<std::time::Duration>,
 ) -> anyhow::Result<(String, String)> {
     ensure!(
         !user.is_empty() && user.len() <= 100 && !user.chars().any(char::is_control),
@@ -88,8 +108,8 @@ pub async fn create_token(
     .await?;
     let digest = digest(&token);
     sqlx::query(
-        "INSERT INTO tokens (digest, user_id, description, level, project, stack)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO tokens (digest, user_id, description, level, project, stack, expires)
+         VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))",
     )
     .bind(&digest)
     .bind(user_id)
@@ -97,6 +117,7 @@ pub async fn create_token(
     .bind(scope.level.name())
     .bind(&scope.project)
     .bind(&scope.stack)
+    .bind(lasting.map(|d| d.as_secs_f64()))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -104,7 +125,7 @@ pub async fn create_token(
 }
 
 /// The id of the token of digest `digest`.
-fn token_id(digest: &[u8]) -> String {
+pub(crate) fn token_id(digest: &[u8]) -> String {
     hex::encode(&digest[..ID_LEN / 2])
 }
 
@@ -132,7 +153,8 @@ pub enum Revoke<'a> {
 }
 
 /// Revokes tokens: requests carrying them are refused (401) from now on, including those of an
-/// update one of them is running. Returns what was revoked; naming nothing is an error.
+/// update one of them is running. They stay listed, as revoked. Returns what was revoked;
+/// naming nothing not yet revoked is an error.
 pub async fn revoke_tokens(pool: &PgPool, what: Revoke<'_>) -> anyhow::Result<Vec<TokenInfo>> {
     let (id, user) = match what {
         Revoke::Id(id) => {
@@ -149,8 +171,8 @@ pub async fn revoke_tokens(pool: &PgPool, what: Revoke<'_>) -> anyhow::Result<Ve
     };
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "WITH t AS (
-             DELETE FROM tokens t USING users u
-             WHERE u.id = t.user_id
+             UPDATE tokens t SET revoked = now() FROM users u
+             WHERE u.id = t.user_id AND t.revoked IS NULL
                AND ($1::bytea IS NULL OR substring(t.digest FROM 1 FOR $3) = $1)
                AND ($2::text IS NULL OR u.name = $2)
              RETURNING t.*)
@@ -164,8 +186,10 @@ pub async fn revoke_tokens(pool: &PgPool, what: Revoke<'_>) -> anyhow::Result<Ve
     .context("cannot revoke the tokens")?;
     if rows.is_empty() {
         match what {
-            Revoke::Id(id) => bail!("no token has the id `{id}`: see `plinth serve token list`"),
-            Revoke::User(user) => bail!("user `{user}` has no token"),
+            Revoke::Id(id) => {
+                bail!("no token not yet revoked has the id `{id}`: see `plinth serve token list`")
+            }
+            Revoke::User(user) => bail!("user `{user}` has no token not yet revoked"),
         }
     }
     Ok(rows.into_iter().map(TokenInfo::from_row).collect())

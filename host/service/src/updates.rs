@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::auth::{User, digest, new_token};
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::versions::{self, Ended, Entry, Source, StackKey};
 
 /// What this service takes in journal batches beyond whole entries; the rebuild completes them.
@@ -40,6 +41,7 @@ pub(crate) struct Begun {
 /// token: the first one never reached the client.
 pub(crate) async fn begin(
     pool: &PgPool,
+    metrics: &Metrics,
     user: &User,
     key: &StackKey,
     kind: &str,
@@ -48,17 +50,19 @@ pub(crate) async fn begin(
 ) -> Result<Begun, ApiError> {
     let (stack_id, stack) = (key.id, key.name.as_str());
     let mut tx = pool.begin().await?;
-    sqlx::query(
+    let expired = sqlx::query(
         "UPDATE updates SET status = 'expired', ended = now()
          WHERE stack_id = $1 AND status = 'running' AND lease_expires < now()",
     )
     .bind(stack_id)
     .execute(&mut *tx)
-    .await?;
+    .await?
+    .rows_affected();
     if let Some(request_id) = request_id
         && let Some(again) = begun_again(&mut tx, user, key, request_id, lease_seconds).await?
     {
         tx.commit().await?;
+        metrics.leases_expired.inc_by(expired);
         return Ok(again);
     }
     let update_id = Uuid::new_v4();
@@ -101,6 +105,7 @@ pub(crate) async fn begin(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
+    metrics.leases_expired.inc_by(expired);
     Ok(Begun {
         update_id,
         lease_token,

@@ -201,7 +201,7 @@ fn tokens_are_listed_without_themselves_and_a_revoked_one_is_refused_even_mid_up
     // Revoking again, or a malformed id, says what is wrong; nothing else is revoked.
     let again = token_admin(&db, &["revoke", &id]);
     assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("no token has the id"));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no token not yet revoked has the id"));
     let bad = token_admin(&db, &["revoke", "xyz"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a token id"));
 

@@ -106,7 +106,11 @@ impl ServiceDatabase {
     /// answered 503) going to `log`.
     pub fn serve_logging(&self, extra: &[&str], log: impl Into<Stdio>) -> ServiceProcess {
         let mut child = Command::new(serve_binary())
-            .args(["--database", &self.url, "--listen", "127.0.0.1:0"])
+            // As the README says to: the password off the command line.
+            .env("PLINTH_DATABASE_URL", &self.url)
+            // Warnings only: a line per request would drown the tests' output.
+            .env("RUST_LOG", "warn")
+            .args(["--listen", "127.0.0.1:0"])
             .arg("--master-key")
             .arg(&self.master_key)
             .args(extra)
@@ -125,15 +129,17 @@ impl ServiceDatabase {
         ServiceProcess { child, url }
     }
 
-    /// A new access token for `user` (created if new), as `plinth serve token create` prints it.
+    /// A new access token for `user` (created if new) that may do anything, as `plinth serve
+    /// token create` prints it.
     pub fn token(&self, user: &str) -> String {
-        self.token_granting(user, &[])
+        self.token_granting(user, &["--level", "admin"])
     }
 
     /// [`token`](Self::token), made with the `token create` options `grants` (`--level read`, …).
     pub fn token_granting(&self, user: &str, grants: &[&str]) -> String {
         let out = Command::new(serve_binary())
-            .args(["token", "create", "--database", &self.url, "--user", user])
+            .args(["token", "create", "--user", user])
+            .env("PLINTH_DATABASE_URL", &self.url)
             .args(grants)
             .output()
             .expect("running plinth-serve token create");

@@ -50,8 +50,12 @@ pub fn serve_binary() -> String {
 
 pub fn serve(database: &str, extra: &[&str]) -> Service {
     let mut child = Command::new(serve_binary())
-        .args(["--database", database, "--listen", "127.0.0.1:0"])
+        // As the README says to: the password off the command line.
+        .env("PLINTH_DATABASE_URL", database)
+        .args(["--listen", "127.0.0.1:0"])
         .args(extra)
+        // Warnings only: a line per request would drown the tests' output.
+        .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -70,7 +74,7 @@ pub fn serve(database: &str, extra: &[&str]) -> Service {
 
 /// A new token for `user` that may do anything.
 pub fn token(database: &str, user: &str) -> String {
-    scoped_token(database, user, &[])
+    scoped_token(database, user, &["--level", "admin"])
 }
 
 /// A new token for `user`, made with the `token create` options `scope` (`--level read`, …).
@@ -89,7 +93,7 @@ pub fn token_admin(database: &str, args: &[&str]) -> std::process::Output {
     Command::new(serve_binary())
         .arg("token")
         .args(args)
-        .args(["--database", database])
+        .env("PLINTH_DATABASE_URL", database)
         .output()
         .unwrap()
 }
