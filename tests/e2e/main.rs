@@ -9,6 +9,7 @@ mod docs;
 mod file;
 mod gen_sdk;
 mod grants;
+mod hostile_secrets;
 mod legacy;
 mod lifecycle;
 mod locking;

@@ -17,6 +17,7 @@ mod crash;
 mod files;
 mod inputs;
 mod runaway;
+mod secrets;
 
 use plinth_sdk::{Checked, PropertyMap, Provider, ProviderError, ResourceType};
 
@@ -41,6 +42,7 @@ impl Provider for Adversary {
             Box::new(files::WriteFile),
             Box::new(runaway::Runaway),
             Box::new(Crash),
+            Box::new(secrets::Leak),
         ]
     }
 
