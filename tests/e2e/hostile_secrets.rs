@@ -64,8 +64,8 @@ fn exported_x(env: &Env) -> Value {
     let state = env.export();
     let resources = state["snapshot"]["resources"].as_array().unwrap().iter();
     resources
-        .filter(|r| r["urn"].as_str().unwrap().ends_with("::x"))
-        .next_back()
+        .rev()
+        .find(|r| r["urn"].as_str().unwrap().ends_with("::x"))
         .cloned()
         .unwrap_or_else(|| panic!("no x in {state:#}"))
 }

@@ -560,8 +560,7 @@ impl Provider for ComponentProvider {
                 &downgrade(&new_inputs)
             )
         );
-        let diff: DiffResult = self.settle(instance, "diff", result)?.from_guest();
-        Ok(diff)
+        Ok(self.settle(instance, "diff", result)?.from_guest())
     }
 
     async fn create(
