@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, RwLock, RwLockReadGuard};
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use plinth_engine::value::Value;
 
 /// What an occurrence of a secret is replaced with.
@@ -227,8 +227,10 @@ impl Known {
 impl Level {
     fn build(secrets: Vec<Arc<str>>) -> Result<Level, (Vec<Arc<str>>, aho_corasick::BuildError)> {
         // Standard semantics: only they report overlapping occurrences, all of which are masked.
+        // A contiguous NFA builds several times faster than a DFA and searches nearly as fast.
         let built = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(secrets.iter().map(|s| s.as_bytes()));
         match built {
             Ok(finder) => Ok(Level { secrets, finder }),
