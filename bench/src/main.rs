@@ -69,6 +69,10 @@ struct Args {
     /// (one run varies by a fifth on a busy machine).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
+    /// Also run every shape with a distinct secret in every item (`<shape>+secrets`), as a
+    /// stack of many generated passwords: learning and masking secrets must stay linear.
+    #[arg(long)]
+    secrets: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -148,20 +152,29 @@ fn main() -> anyhow::Result<()> {
     let mut backends = vec![scenario::Backend::File];
     backends.extend(service.as_ref().map(scenario::Backend::Service));
     let mut scenarios = Vec::new();
+    let variants: &[bool] = if args.secrets {
+        &[false, true]
+    } else {
+        &[false]
+    };
     for &count in &args.sizes {
         for shape in &args.shapes {
-            let mut runs = vec![Vec::new(); backends.len()];
-            for run in 1..=args.runs {
-                for (&backend, runs) in backends.iter().zip(&mut runs) {
-                    eprintln!(
-                        "plinth-bench: {count} resources, {shape}, {} backend, run {run} of {}",
-                        backend.name(),
-                        args.runs
-                    );
-                    runs.push(scenario::run(&setup, backend, shape, count, run)?);
+            for &secrets in variants {
+                let mut runs = vec![Vec::new(); backends.len()];
+                for run in 1..=args.runs {
+                    for (&backend, runs) in backends.iter().zip(&mut runs) {
+                        eprintln!(
+                            "plinth-bench: {count} resources, {shape}{}, {} backend, run {run} \
+                             of {}",
+                            if secrets { " with secrets" } else { "" },
+                            backend.name(),
+                            args.runs
+                        );
+                        runs.push(scenario::run(&setup, backend, shape, count, run, secrets)?);
+                    }
                 }
+                scenarios.extend(runs.into_iter().map(scenario::Scenario::median));
             }
-            scenarios.extend(runs.into_iter().map(scenario::Scenario::median));
         }
     }
     let report = report::Report::new(scenarios, plugins, args.parallel, args.runs);

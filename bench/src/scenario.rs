@@ -216,15 +216,23 @@ impl Project<'_> {
 }
 
 /// Runs every step on a new project of `count` items of `shape`, its stack on `backend`; `run`
-/// counts the runs of the same scenario from 1 (the service keeps each run's stack).
+/// counts the runs of the same scenario from 1 (the service keeps each run's stack). With
+/// `secrets`, every item holds a distinct secret, and the shape is reported as
+/// `<shape>+secrets`.
 pub fn run(
     setup: &Setup,
     backend: Backend<'_>,
     shape: &str,
     count: u64,
     run: u32,
+    secrets: bool,
 ) -> anyhow::Result<Scenario> {
-    let name = format!("{}-{shape}-{count}", backend.name());
+    let label = if secrets {
+        format!("{shape}+secrets")
+    } else {
+        shape.to_owned()
+    };
+    let name = format!("{}-{label}-{count}", backend.name());
     let dir = setup.work.join("projects").join(&name);
     let state = setup.work.join("state").join(&name);
     for fresh in [&dir, &state] {
@@ -243,13 +251,16 @@ pub fn run(
         state,
         stack: match backend {
             Backend::File => "bench".to_owned(),
-            Backend::Service(_) => format!("{shape}-{count}-{run}"),
+            Backend::Service(_) => format!("{}-{count}-{run}", label.replace('+', "-")),
         },
     };
     let _ = std::fs::remove_file(&project.log);
     project.run(&["stack", "init", &project.stack])?;
     project.run(&["config", "set", "count", &count.to_string()])?;
     project.run(&["config", "set", "shape", shape])?;
+    if secrets {
+        project.run(&["config", "set", "secrets", "true"])?;
+    }
 
     if let Backend::Service(_) = backend {
         // A service runs for days: its first update of this size after it started would also
@@ -302,7 +313,7 @@ pub fn run(
     }
     Ok(Scenario {
         backend: backend.name(),
-        shape: shape.to_owned(),
+        shape: label,
         resources: count,
         steps,
     })

@@ -10,6 +10,7 @@ mod file;
 mod gen_sdk;
 mod grants;
 mod hostile_ids;
+mod hostile_secrets;
 mod hostile_state;
 mod legacy;
 mod lifecycle;

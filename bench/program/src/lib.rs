@@ -5,12 +5,14 @@
 //! - `shape`: `chains` (each item of a group depends on the one before it), `fanout` (every
 //!   item of a group depends on the group's first) or `independent` (default `chains`);
 //! - `changed`: the percentage of items whose payload differs from the first run (default 0):
-//!   the first item of every group when it is 10.
+//!   the first item of every group when it is 10;
+//! - `secrets`: `true` gives every item a distinct secret input `secret`, as a stack of many
+//!   generated passwords has (default none).
 //!
 //! Dependencies go through the id, which an update keeps: a changed item does not change the
 //! inputs of the items after it, so `changed` is exactly the share of items updated.
 
-use plinth_sdk::{Context, Error, Resource};
+use plinth_sdk::{Context, Error, Resource, Value};
 
 /// Items per chain or fan-out.
 const GROUP: u64 = 10;
@@ -25,6 +27,7 @@ enum Shape {
 fn main(ctx: &Context) -> Result<(), Error> {
     let count: u64 = ctx.config_as("count")?.unwrap_or(100);
     let changed: u64 = ctx.config_as("changed")?.unwrap_or(0);
+    let secrets = ctx.config("secrets").as_deref() == Some("true");
     let shape = match ctx.config_or("shape", "chains").as_str() {
         "chains" => Shape::Chains,
         "fanout" => Shape::Fanout,
@@ -58,6 +61,12 @@ fn main(ctx: &Context) -> Result<(), Error> {
         };
         if let Some(after) = after {
             item = item.input("after", after.id());
+        }
+        if secrets {
+            item = item.input(
+                "secret",
+                Value::secret(format!("secret-{index:06}-of-the-bench")),
+            );
         }
         let item = item.register();
         root.get_or_insert(item);

@@ -1,9 +1,9 @@
 //! The `bench` provider, built as a Wasm component: one resource type, `bench:Item`.
 //!
 //! Inputs: `index` (integer), `payload` (string), `after` (optional string, the id of the item
-//! before it in a chain or of its group's root). Outputs: the inputs and `result`, derived from
-//! the payload. Any input change updates the item in place; the id, derived from the URN, never
-//! changes. The native gRPC twin (`plinth-bench-grpc-provider`) implements the same type.
+//! before it in a chain or of its group's root), `secret` (optional, a secret string). Outputs:
+//! the inputs and `result`, derived from the payload. Any input change updates the item in
+//! place; the id, derived from the URN, never changes. The native gRPC twin (`plinth-bench-grpc-provider`) implements the same type.
 
 #[path = "../../item.rs"]
 mod item;
@@ -39,6 +39,8 @@ impl ResourceType for Item {
             .input(PropertySchema::new("index").of(Type::Integer).required())
             .input(PropertySchema::new("payload").of(Type::String).required())
             .input(PropertySchema::new("after").of(Type::String))
+            // A distinct secret per item, with `--secrets`: echoed as a secret output.
+            .input(PropertySchema::new("secret").of(Type::String).secret())
             .output(PropertySchema::new("result").of(Type::String).required())
             .equal_inputs_mean_no_change()
     }

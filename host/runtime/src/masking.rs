@@ -8,14 +8,21 @@
 //! front. It is process-wide because the log it protects is: one tracing subscriber serves
 //! every guest of the process, and a secret one guest saw may be printed by another.
 //!
+//! Learning must stay cheap however many secrets a stack holds (ten thousand generated
+//! passwords): learning a secret is a set insertion, and the automata that find secrets are
+//! built only when a text is searched, in levels whose sizes at least halve from one to the
+//! next (as in a log-structured merge): a new batch becomes the smallest level, merged into the
+//! one above while it is at least half its size. Each secret is thus rebuilt into an automaton
+//! a logarithmic number of times, and a search runs a logarithmic number of automata.
+//!
 //! Secrets shorter than [`MIN_MASKED_LEN`] characters are not masked: masking `1` or `ok` would
 //! garble every line while hiding next to nothing (such a value is guessable anyway).
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
-use std::sync::{LazyLock, RwLock};
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, RwLock, RwLockReadGuard};
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use plinth_engine::value::Value;
 
 /// What an occurrence of a secret is replaced with.
@@ -24,7 +31,11 @@ pub const MASK: &str = "[secret]";
 /// Shorter secrets are not masked (see the module documentation).
 pub const MIN_MASKED_LEN: usize = 4;
 
-/// The secrets known so far, and an automaton that finds them all in one pass over a line.
+/// Secrets learned since the last automaton was built are searched one by one until there are
+/// this many: a handful of substring searches cost less than building an automaton.
+const BATCH: usize = 8;
+
+/// The secrets known so far, and the automata that find them.
 #[derive(Default)]
 pub struct SecretMasker {
     state: RwLock<Known>,
@@ -32,9 +43,21 @@ pub struct SecretMasker {
 
 #[derive(Default)]
 struct Known {
-    secrets: BTreeSet<String>,
-    /// Rebuilt when a secret is added; `None` while there is none.
-    finder: Option<AhoCorasick>,
+    /// Every secret learned: a secret seen again costs a lookup.
+    secrets: HashSet<Arc<str>>,
+    /// Automata over the older secrets, largest first.
+    levels: Vec<Level>,
+    /// The newest secrets, in no automaton yet.
+    recent: Vec<Arc<str>>,
+    /// The length in bytes of the shortest secret: a shorter text holds none (most property
+    /// names and values are shorter than a generated password).
+    shortest: usize,
+}
+
+/// An automaton over some of the secrets, and those secrets, to rebuild it merged with another.
+struct Level {
+    secrets: Vec<Arc<str>>,
+    finder: AhoCorasick,
 }
 
 static PROCESS_MASKER: LazyLock<SecretMasker> = LazyLock::new(SecretMasker::default);
@@ -66,37 +89,166 @@ impl SecretMasker {
             let known = self.read();
             texts
                 .into_iter()
-                .filter(|t| t.chars().count() >= MIN_MASKED_LEN && !known.secrets.contains(t))
+                .filter(|t| t.chars().count() >= MIN_MASKED_LEN && !known.secrets.contains(&**t))
                 .collect()
         };
         if new.is_empty() {
             return;
         }
         let mut known = self.state.write().unwrap_or_else(|p| p.into_inner());
-        known.secrets.extend(new);
-        // Leftmost-longest: of two secrets where one contains the other, the longer is masked
-        // whole rather than leaving its tail in the clear.
-        known.finder = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&known.secrets)
-            .map_err(|e| tracing::error!("cannot build the secret masker: {e}"))
-            .ok();
-    }
-
-    /// `text` with every occurrence of a known secret replaced with [`MASK`].
-    pub fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let known = self.read();
-        match &known.finder {
-            Some(finder) if finder.is_match(text) => {
-                Cow::Owned(finder.replace_all(text, &vec![MASK; known.secrets.len()]))
+        for text in new {
+            let text: Arc<str> = text.into();
+            if known.secrets.insert(text.clone()) {
+                known.shortest = match known.shortest {
+                    0 => text.len(),
+                    shortest => shortest.min(text.len()),
+                };
+                known.recent.push(text);
             }
-            _ => Cow::Borrowed(text),
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Known> {
-        // Every update replaces the set and its automaton together, under the lock.
+    /// True while no secret is known: nothing needs masking.
+    pub fn knows_none(&self) -> bool {
+        self.read().secrets.is_empty()
+    }
+
+    /// True if `text` is exactly the plaintext of a known secret.
+    pub fn is_secret(&self, text: &str) -> bool {
+        text.len() >= MIN_MASKED_LEN && self.read().secrets.contains(text)
+    }
+
+    /// True if `text` holds the plaintext of a known secret.
+    pub fn contains_secret(&self, text: &str) -> bool {
+        if text.len() < MIN_MASKED_LEN {
+            return false;
+        }
+        let known = self.searchable();
+        if known.secrets.is_empty() || text.len() < known.shortest {
+            return false;
+        }
+        known.levels.iter().any(|level| level.finder.is_match(text))
+            || known.recent.iter().any(|secret| text.contains(&**secret))
+    }
+
+    /// `text` with every occurrence of a known secret replaced with [`MASK`]. Where secrets
+    /// overlap (one inside another, or sharing a part), everything any of them covers is masked
+    /// as one.
+    pub fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if text.len() < MIN_MASKED_LEN {
+            return Cow::Borrowed(text);
+        }
+        // `reach[i]`: how far the longest occurrence starting at byte `i` reaches.
+        let mut reach: Vec<usize> = Vec::new();
+        let mut cover = |start: usize, end: usize| {
+            if reach.is_empty() {
+                reach.resize(text.len(), 0);
+            }
+            reach[start] = reach[start].max(end);
+        };
+        {
+            let known = self.searchable();
+            if known.secrets.is_empty() || text.len() < known.shortest {
+                return Cow::Borrowed(text);
+            }
+            for level in &known.levels {
+                for found in level.finder.find_overlapping_iter(text) {
+                    cover(found.start(), found.end());
+                }
+            }
+            for secret in &known.recent {
+                let mut from = 0;
+                while let Some(at) = text[from..].find(&**secret) {
+                    let start = from + at;
+                    cover(start, start + secret.len());
+                    // The next occurrence may overlap this one: search again from its next char.
+                    from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+                }
+            }
+        }
+        if reach.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut masked = String::with_capacity(text.len());
+        let (mut copied, mut start) = (0, 0);
+        while start < text.len() {
+            let mut end = reach[start];
+            if end == 0 {
+                start += 1;
+                continue;
+            }
+            // Extend over every occurrence that starts before this run of masked text ends.
+            let mut at = start;
+            while at < end {
+                end = end.max(reach[at]);
+                at += 1;
+            }
+            masked.push_str(&text[copied..start]);
+            masked.push_str(MASK);
+            (copied, start) = (end, end);
+        }
+        masked.push_str(&text[copied..]);
+        Cow::Owned(masked)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Known> {
+        // Every update leaves the set, the levels and the recent secrets consistent.
         self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The known secrets, with the recent ones built into an automaton if there are enough.
+    fn searchable(&self) -> RwLockReadGuard<'_, Known> {
+        {
+            let known = self.read();
+            if known.recent.len() < BATCH {
+                return known;
+            }
+        }
+        self.state
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .build_recent();
+        self.read()
+    }
+}
+
+impl Known {
+    /// Builds the recent secrets into a level, then merges each level into the one above it
+    /// while it is at least half that one's size: every level is less than half the one above.
+    fn build_recent(&mut self) {
+        if self.recent.len() < BATCH {
+            return;
+        }
+        let mut secrets = std::mem::take(&mut self.recent);
+        while let Some(above) = self.levels.last()
+            && above.secrets.len() <= 2 * secrets.len()
+        {
+            let above = self.levels.pop().expect("a level was just seen");
+            secrets.extend(above.secrets);
+        }
+        match Level::build(secrets) {
+            Ok(level) => self.levels.push(level),
+            // Cannot happen with secrets of bounded size; if it does, keep them searchable.
+            Err((secrets, e)) => {
+                tracing::error!("cannot build the secret masker's automaton: {e}");
+                self.recent = secrets;
+            }
+        }
+    }
+}
+
+impl Level {
+    fn build(secrets: Vec<Arc<str>>) -> Result<Level, (Vec<Arc<str>>, aho_corasick::BuildError)> {
+        // Standard semantics: only they report overlapping occurrences, all of which are masked.
+        // A contiguous NFA builds several times faster than a DFA and searches nearly as fast.
+        let built = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .build(secrets.iter().map(|s| s.as_bytes()));
+        match built {
+            Ok(finder) => Ok(Level { secrets, finder }),
+            Err(e) => Err((secrets, e)),
+        }
     }
 }
 
@@ -157,6 +309,19 @@ mod tests {
         masker.learn(&secret("abcd"));
         masker.learn(&secret("abcdefgh"));
         assert_eq!(masker.mask("x abcdefgh y abcd"), "x [secret] y [secret]");
+        masker.learn(&secret("zzabcdefghzz"));
+        assert_eq!(masker.mask("<zzabcdefghzz>"), "<[secret]>");
+    }
+
+    #[test]
+    fn overlapping_secrets_are_masked_as_one() {
+        let masker = SecretMasker::default();
+        masker.learn(&secret("abcdef"));
+        masker.learn(&secret("defghi"));
+        assert_eq!(masker.mask("-abcdefghi-"), "-[secret]-");
+        // Overlapping occurrences of one secret.
+        masker.learn(&secret("aaaa"));
+        assert_eq!(masker.mask("baaaaab"), "b[secret]b");
     }
 
     #[test]
@@ -174,5 +339,70 @@ mod tests {
         masker.learn(&secret("abc"));
         masker.learn(&Value::Secret(Box::new(Value::Bool(true))));
         assert_eq!(masker.mask("abc true"), "abc true");
+    }
+
+    #[test]
+    fn non_ascii_secrets_and_texts_are_masked_on_char_boundaries() {
+        let masker = SecretMasker::default();
+        masker.learn(&secret("mot-de-passe-été"));
+        masker.learn(&secret("ééé-ü"));
+        assert_eq!(
+            masker.mask("→mot-de-passe-été← éééé-ü!"),
+            "→[secret]← é[secret]!"
+        );
+    }
+
+    /// Thousands of secrets, learned one at a time between searches, as an `up` of thousands of
+    /// generated passwords does: every one is found, in every level, whatever the order, and
+    /// overlaps across levels are masked as one.
+    #[test]
+    fn every_secret_is_found_whichever_level_holds_it() {
+        let masker = SecretMasker::default();
+        let secret_of = |i: usize| format!("pw-{i:05}-x");
+        for i in 0..3000 {
+            masker.learn(&secret(&secret_of(i)));
+            // Searching between learns builds levels as it goes.
+            if i % 7 == 0 {
+                assert_eq!(masker.mask(&secret_of(i)), MASK, "secret {i}");
+            }
+        }
+        let known = masker.read();
+        assert!(known.levels.len() > 2, "{} levels", known.levels.len());
+        assert!(
+            (known.levels.windows(2)).all(|w| w[1].secrets.len() * 2 < w[0].secrets.len()),
+            "each level is less than half the one above"
+        );
+        drop(known);
+        for i in 0..3000 {
+            let line = format!("a {} b", secret_of(i));
+            assert_eq!(masker.mask(&line), "a [secret] b", "secret {i}");
+            assert!(masker.contains_secret(&line) && masker.is_secret(&secret_of(i)));
+        }
+        // The newest (recent) secret overlapping one in the oldest level.
+        masker.learn(&secret("x-extends-the-oldest"));
+        assert_eq!(masker.mask("pw-00000-x-extends-the-oldest!"), "[secret]!");
+        assert!(!masker.contains_secret("pw-99999-x") && !masker.is_secret("pw-0000"));
+    }
+
+    /// Learning 10,000 distinct secrets with a search after each costs the automata a
+    /// logarithmic number of rebuilds per secret, not one rebuild of them all per secret.
+    #[test]
+    fn learning_secrets_rebuilds_each_only_a_logarithmic_number_of_times() {
+        let masker = SecretMasker::default();
+        let mut sizes_built = 0;
+        let mut levels_seen = 0;
+        for i in 0..10_000 {
+            masker.learn_text(&format!("generated-password-{i}"));
+            assert!(masker.contains_secret(&format!("generated-password-{i}")));
+            let known = masker.read();
+            // A level's size is counted each time one is (re)built: when the levels change.
+            let levels: usize = known.levels.iter().map(|l| l.secrets.len()).sum();
+            if levels != levels_seen {
+                sizes_built += known.levels.last().map_or(0, |l| l.secrets.len());
+                levels_seen = levels;
+            }
+        }
+        // log2(10_000 / 8) ≈ 10.3 rebuilds per secret at most; quadratic would be ~5,000.
+        assert!(sizes_built <= 12 * 10_000, "{sizes_built} secrets rebuilt");
     }
 }

@@ -20,6 +20,7 @@ use wasmtime_wasi::{WasiCtxView, WasiView};
 use crate::bindings::{legacy_types, types, v0_1, v0_2, v0_3};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
+use crate::guest::FromGuest;
 use crate::limits::Limits;
 use crate::sandbox::{self, Sandbox, Sandboxed};
 use crate::upgrade::{Upgrade, downgrade};
@@ -191,12 +192,13 @@ impl ComponentProgram {
             Ok(returned) => {
                 self.broken = None;
                 returned.map_err(|message| {
-                    let message = crate::masking::secret_masker().mask(&message).into_owned();
+                    let message = message.from_guest();
                     ProgramError(format!("program `{}`: `{op}` failed: {message}", self.name))
                 })
             }
             Err(e) => {
-                let failure = self.store.data().sandbox.failure(op, &e);
+                // A host call's error may quote what the program sent.
+                let failure = self.store.data().sandbox.failure(op, &e).from_guest();
                 self.broken = Some(failure.clone());
                 Err(ProgramError(format!("program `{}`: {failure}", self.name)))
             }
@@ -293,26 +295,69 @@ macro_rules! monitor_host {
             use super::{ProgramState, guest_map};
             use crate::bindings::$types as types;
             use crate::bindings::$version::program::plinth::plugin::monitor;
+            use crate::guest::FromGuest;
             use crate::values::{self, Origin};
 
-            fn resource_options(options: monitor::ResourceOptions) -> ResourceOptions {
+            /// Every string of the options masked (see [`crate::guest`]); taken apart
+            /// exhaustively, so that a new field does not compile until it is converted.
+            pub(crate) fn resource_options(options: monitor::ResourceOptions) -> ResourceOptions {
+                let monitor::ResourceOptions {
+                    depends_on,
+                    parent,
+                    provider,
+                    protect,
+                    retain_on_delete,
+                    delete_before_replace,
+                    ignore_changes,
+                    replace_on_changes,
+                    aliases,
+                    custom_timeouts,
+                    import_id,
+                } = options;
                 ResourceOptions {
-                    depends_on: options.depends_on,
-                    parent: options.parent,
-                    provider: options.provider,
-                    protect: options.protect,
-                    retain_on_delete: options.retain_on_delete,
-                    delete_before_replace: options.delete_before_replace,
-                    ignore_changes: options.ignore_changes,
-                    replace_on_changes: options.replace_on_changes,
-                    aliases: options.aliases,
-                    custom_timeouts: options.custom_timeouts.map(|t| CustomTimeouts {
+                    depends_on,
+                    parent,
+                    provider,
+                    protect,
+                    retain_on_delete,
+                    delete_before_replace,
+                    ignore_changes: ignore_changes.from_guest(),
+                    replace_on_changes: replace_on_changes.from_guest(),
+                    aliases: aliases.from_guest(),
+                    custom_timeouts: custom_timeouts.map(|t| CustomTimeouts {
                         create_seconds: t.create_seconds,
                         update_seconds: t.update_seconds,
                         delete_seconds: t.delete_seconds,
                     }),
-                    import_id: options.import_id,
+                    import_id: import_id.from_guest(),
                 }
+            }
+
+            /// A registration with its strings masked and its inputs concealed. The inputs
+            /// come first: a secret among them is masked in the name too.
+            pub(crate) fn register_request(
+                request: monitor::RegisterRequest,
+            ) -> wasmtime::Result<RegisterRequest> {
+                let monitor::RegisterRequest {
+                    type_,
+                    name,
+                    custom,
+                    inputs,
+                    options,
+                } = request;
+                let inputs = guest_map(up(inputs), || {
+                    format!(
+                        "register-resource `{}`: malformed inputs",
+                        name.clone().from_guest()
+                    )
+                })?;
+                Ok(RegisterRequest {
+                    ty: type_.from_guest(),
+                    name: name.from_guest(),
+                    custom,
+                    inputs,
+                    options: resource_options(options),
+                })
             }
 
             impl monitor::Host for ProgramState {
@@ -320,17 +365,8 @@ macro_rules! monitor_host {
                     &mut self,
                     request: monitor::RegisterRequest,
                 ) -> wasmtime::Result<u64> {
-                    let name = request.name;
-                    let inputs = guest_map(up(request.inputs), || {
-                        format!("register-resource `{name}`: malformed inputs")
-                    })?;
-                    Ok(self.monitor()?.register_resource(RegisterRequest {
-                        ty: request.type_,
-                        name,
-                        custom: request.custom,
-                        inputs,
-                        options: resource_options(request.options),
-                    }))
+                    let request = register_request(request)?;
+                    Ok(self.monitor()?.register_resource(request))
                 }
 
                 fn read_resource(
@@ -341,9 +377,11 @@ macro_rules! monitor_host {
                     inputs: types::Value,
                     options: monitor::ResourceOptions,
                 ) -> wasmtime::Result<u64> {
+                    let name = name.from_guest();
                     let inputs = guest_map(up(inputs), || {
                         format!("read-resource `{name}`: malformed inputs")
                     })?;
+                    let (ty, id) = (ty.from_guest(), id.from_guest());
                     let options = resource_options(options);
                     Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
                 }
@@ -381,6 +419,7 @@ macro_rules! monitor_host {
                     args: types::Value,
                 ) -> wasmtime::Result<Result<types::Value, String>> {
                     let monitor = self.monitor()?.clone();
+                    let token = token.from_guest();
                     let args = guest_map(up(args), || {
                         format!("invoke `{token}`: malformed arguments")
                     })?;
@@ -393,7 +432,7 @@ macro_rules! monitor_host {
                 fn config(&mut self, key: String) -> wasmtime::Result<Option<types::Value>> {
                     Ok(self
                         .monitor()?
-                        .config(&key)
+                        .config(&key.from_guest())
                         .map(|v| down(values::to_wit(&v))))
                 }
 
@@ -418,8 +457,7 @@ macro_rules! monitor_host {
                         monitor::LogLevel::Error => Severity::Error,
                     };
                     // What a program logs is its output too: masked like its stdout.
-                    let message = crate::masking::secret_masker().mask(&message).into_owned();
-                    self.monitor()?.log(severity, message);
+                    self.monitor()?.log(severity, message.from_guest());
                     Ok(())
                 }
             }
@@ -443,5 +481,46 @@ impl WasiView for ProgramState {
 impl Sandboxed for ProgramState {
     fn sandbox(&mut self) -> &mut Sandbox {
         &mut self.sandbox
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::bindings::types::{Node, Value};
+    use crate::bindings::v0_3::program::plinth::plugin::monitor;
+
+    /// Every string a program sends with `register-resource` (`text` holds `secret`, learned
+    /// already) reaches the engine masked; `read-resource`, `invoke`, `config` and `log`
+    /// convert theirs with the same `from_guest`.
+    pub(crate) fn assert_monitor_strings_masked(text: &str, secret: &str) {
+        let options = monitor::ResourceOptions {
+            depends_on: vec![],
+            parent: None,
+            provider: None,
+            protect: false,
+            retain_on_delete: false,
+            delete_before_replace: false,
+            ignore_changes: vec![text.into()],
+            replace_on_changes: vec![text.into()],
+            aliases: vec![text.into()],
+            custom_timeouts: None,
+            import_id: Some(text.into()),
+        };
+        let request = monitor::RegisterRequest {
+            type_: text.into(),
+            name: text.into(),
+            custom: true,
+            inputs: Value {
+                nodes: vec![
+                    Node::Object(vec![(text.into(), 1), ("plain".into(), 2)]),
+                    Node::Text(text.into()),
+                    Node::Text(secret.into()),
+                ],
+            },
+            options,
+        };
+        let request = super::monitor_v0_3::register_request(request).unwrap();
+        let shown = format!("{request:?}");
+        assert!(!shown.contains(secret), "a registration: {shown}");
     }
 }

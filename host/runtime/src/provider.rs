@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use plinth_engine::provider::{
-    CheckFailure, CheckResult, Created, DiffResult, PartialState, Provider, ProviderError,
-    ProviderInfo, ReadResult,
+    CheckResult, Created, DiffResult, PartialState, Provider, ProviderError, ProviderInfo,
+    ReadResult,
 };
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
@@ -32,9 +32,10 @@ use crate::capabilities::{self, Capabilities, DirRequest};
 use crate::epoch::EpochTicker;
 use crate::error::LoadError;
 use crate::grants::{Access, Grants};
+use crate::guest::{FromGuest, ProviderMap};
 use crate::hints::{self, Hints};
 use crate::limits::Limits;
-use crate::masking::secret_masker;
+use crate::remark;
 use crate::sandbox::{self, Sandbox};
 use crate::schema;
 use crate::upgrade::{Upgrade, downgrade};
@@ -239,7 +240,7 @@ impl Factory {
                     return Err(ProviderError::Failed(format!(
                         "plugin `{}`: `configure`, replayed on a new instance, failed: {}",
                         self.name,
-                        self.provider_error("configure", e)
+                        e.from_guest()
                     )));
                 }
                 Err(e) => return Err(self.crashed(&instance.store, "configure", &e)),
@@ -293,10 +294,11 @@ impl Factory {
     }
 
     fn crashed(&self, store: &Store<Sandbox>, op: &str, error: &wasmtime::Error) -> ProviderError {
+        // The failure quotes what the plugin printed last (its panic message): masked.
         ProviderError::Crashed(format!(
             "plugin `{}`: {}",
             self.name,
-            store.data().failure(op, error)
+            store.data().failure(op, error).from_guest()
         ))
     }
 
@@ -307,40 +309,11 @@ impl Factory {
         ))
     }
 
-    /// Converts a value the provider returned from `op`.
+    /// Converts a property map the provider returned from `op`.
     fn map(&self, op: &str, what: &str, value: types::Value) -> Result<PropertyMap, ProviderError> {
-        values::map_from_wit(value, Origin::Provider).map_err(|e| self.malformed(op, what, e))
-    }
-
-    fn provider_error(&self, op: &str, error: wit::ProviderError) -> ProviderError {
-        match error {
-            wit::ProviderError::Invalid(failures) => {
-                ProviderError::Invalid(failures.into_iter().map(check_failure).collect())
-            }
-            wit::ProviderError::UnknownType(token) => ProviderError::UnknownType(token),
-            wit::ProviderError::NotFound => ProviderError::NotFound,
-            wit::ProviderError::PartiallyCreated(partial) => {
-                // What a plugin says is its output: masked like its stdout.
-                let mut reasons: Vec<String> = (partial.reasons.iter())
-                    .map(|reason| secret_masker().mask(reason).into_owned())
-                    .collect();
-                // The resource exists: keep its id even if its outputs cannot be read.
-                let outputs = self
-                    .map(op, "partial outputs", partial.outputs)
-                    .unwrap_or_else(|e| {
-                        reasons.push(e.to_string());
-                        PropertyMap::new()
-                    });
-                ProviderError::PartiallyCreated(PartialState {
-                    id: partial.id,
-                    outputs,
-                    reasons,
-                })
-            }
-            wit::ProviderError::Failed(message) => {
-                ProviderError::Failed(secret_masker().mask(&message).into_owned())
-            }
-        }
+        ProviderMap(value)
+            .from_guest()
+            .map_err(|e| self.malformed(op, what, e))
     }
 }
 
@@ -442,16 +415,29 @@ impl ComponentProvider {
     ) -> Result<R, ProviderError> {
         match result {
             Ok(returned) => {
-                let returned = returned.map_err(|e| {
-                    sandbox::explain_refusals(
-                        instance.store.data(),
-                        self.factory.provider_error(op, e),
-                    )
-                });
+                let returned = returned
+                    .map_err(|e| sandbox::explain_refusals(instance.store.data(), e.from_guest()));
                 self.release(instance);
                 returned
             }
             Err(e) => Err(self.factory.crashed(&instance.store, op, &e)),
+        }
+    }
+
+    /// Keeps secret, in `outputs` of a resource `urn`, what was secret in each of `sent` and
+    /// what the schema declares secret, among its inputs (echoed in outputs) and outputs.
+    fn keep_secret(&self, urn: &Urn, sent: &[&PropertyMap], outputs: &mut PropertyMap) {
+        sent.iter().for_each(|sent| remark::like(sent, outputs));
+        if let Some(schema) = self.info.resources.iter().find(|r| r.token == urn.ty()) {
+            remark::by_schema(&schema.inputs, outputs);
+            remark::by_schema(&schema.outputs, outputs);
+        }
+    }
+
+    /// [`keep_secret`](Self::keep_secret) for the outputs of a partially created resource.
+    fn keep_partial_secret(&self, urn: &Urn, sent: &[&PropertyMap], error: &mut ProviderError) {
+        if let ProviderError::PartiallyCreated(partial) = error {
+            self.keep_secret(urn, sent, &mut partial.outputs);
         }
     }
 
@@ -460,10 +446,9 @@ impl ComponentProvider {
         op: &str,
         result: wit::CheckResult,
     ) -> Result<CheckResult, ProviderError> {
-        Ok(CheckResult {
-            inputs: self.factory.map(op, "inputs", result.inputs)?,
-            failures: result.failures.into_iter().map(check_failure).collect(),
-        })
+        result
+            .from_guest()
+            .map_err(|e| self.factory.malformed(op, "inputs", e))
     }
 }
 
@@ -474,7 +459,8 @@ impl Provider for ComponentProvider {
     }
 
     async fn check_config(&self, config: &PropertyMap) -> Result<CheckResult, ProviderError> {
-        let config = values::map_to_wit(config);
+        let sent = config;
+        let config = values::map_to_wit(sent);
         let mut instance = self.checkout().await?;
         let result = call!(
             instance,
@@ -482,7 +468,10 @@ impl Provider for ComponentProvider {
             legacy(&downgrade(&config))
         );
         let checked = self.settle(instance, "check-config", result)?;
-        self.check_result("check-config", checked)
+        let mut checked = self.check_result("check-config", checked)?;
+        remark::like(sent, &mut checked.inputs);
+        remark::by_schema(&self.info.config, &mut checked.inputs);
+        Ok(checked)
     }
 
     async fn configure(&self, config: &PropertyMap) -> Result<(), ProviderError> {
@@ -503,7 +492,7 @@ impl Provider for ComponentProvider {
             Err(e) => return Err(self.factory.crashed(&instance.store, "configure", &e)),
         };
         // A rejected configuration may have left the instance half-configured: drop it.
-        returned.map_err(|e| self.factory.provider_error("configure", e))?;
+        returned.map_err(FromGuest::from_guest)?;
         let generation = {
             let mut config = lock(&self.config);
             config.generation += 1;
@@ -522,8 +511,9 @@ impl Provider for ComponentProvider {
         olds: Option<&PropertyMap>,
         news: &PropertyMap,
     ) -> Result<CheckResult, ProviderError> {
+        let sent = news;
         let olds = olds.map(values::map_to_wit);
-        let news = values::map_to_wit(news);
+        let news = values::map_to_wit(sent);
         let mut instance = self.checkout().await?;
         let result = call!(
             instance,
@@ -535,7 +525,13 @@ impl Provider for ComponentProvider {
             )
         );
         let checked = self.settle(instance, "check", result)?;
-        self.check_result("check", checked)
+        let mut checked = self.check_result("check", checked)?;
+        // What the program sent secret stays secret, whatever the provider normalized it to.
+        remark::like(sent, &mut checked.inputs);
+        if let Some(schema) = self.info.resources.iter().find(|r| r.token == urn.ty()) {
+            remark::by_schema(&schema.inputs, &mut checked.inputs);
+        }
+        Ok(checked)
     }
 
     async fn diff(
@@ -564,12 +560,7 @@ impl Provider for ComponentProvider {
                 &downgrade(&new_inputs)
             )
         );
-        let diff = self.settle(instance, "diff", result)?;
-        Ok(DiffResult {
-            changed: diff.changed,
-            replaces: diff.replaces,
-            delete_before_replace: diff.delete_before_replace,
-        })
+        Ok(self.settle(instance, "diff", result)?.from_guest())
     }
 
     async fn create(
@@ -578,26 +569,32 @@ impl Provider for ComponentProvider {
         inputs: &PropertyMap,
         preview: bool,
     ) -> Result<Created, ProviderError> {
-        let inputs = values::map_to_wit(inputs);
+        let sent = inputs;
+        let inputs = values::map_to_wit(sent);
         let mut instance = self.checkout().await?;
         let result = call!(
             instance,
             call_create(urn.as_str(), &inputs, preview),
             legacy(urn.as_str(), &downgrade(&inputs), preview)
         );
-        let created = self.settle(instance, "create", result)?;
-        match self.factory.map("create", "outputs", created.outputs) {
-            Ok(outputs) => Ok(Created {
-                id: created.id,
-                outputs,
-            }),
-            // The resource exists: report it as partially created so its id is recorded.
-            Err(e) => Err(ProviderError::PartiallyCreated(PartialState {
-                id: created.id,
+        let returned = self.settle(instance, "create", result);
+        let returned = returned.map_err(|mut e| {
+            self.keep_partial_secret(urn, &[sent], &mut e);
+            e
+        })?;
+        let created: Result<Created, _> = returned.from_guest().map(|mut created: Created| {
+            self.keep_secret(urn, &[sent], &mut created.outputs);
+            created
+        });
+        // The resource exists: if its outputs are malformed, report it as partially created so
+        // that its id is recorded.
+        created.map_err(|(id, e)| {
+            ProviderError::PartiallyCreated(PartialState {
+                id,
                 outputs: PropertyMap::new(),
-                reasons: vec![e.to_string()],
-            })),
-        }
+                reasons: vec![self.factory.malformed("create", "outputs", e).to_string()],
+            })
+        })
     }
 
     async fn read(
@@ -607,22 +604,27 @@ impl Provider for ComponentProvider {
         inputs: &PropertyMap,
         outputs: &PropertyMap,
     ) -> Result<Option<ReadResult>, ProviderError> {
-        let inputs = values::map_to_wit(inputs);
-        let outputs = values::map_to_wit(outputs);
+        let sent = (inputs, outputs);
+        let inputs = values::map_to_wit(sent.0);
+        let outputs = values::map_to_wit(sent.1);
         let mut instance = self.checkout().await?;
         let result = call!(
             instance,
             call_read(urn.as_str(), id, &inputs, &outputs),
             legacy(urn.as_str(), id, &downgrade(&inputs), &downgrade(&outputs))
         );
-        let Some(read) = self.settle(instance, "read", result)? else {
-            return Ok(None);
-        };
-        Ok(Some(ReadResult {
-            id: read.id,
-            inputs: self.factory.map("read", "inputs", read.inputs)?,
-            outputs: self.factory.map("read", "outputs", read.outputs)?,
-        }))
+        let read: Option<Result<ReadResult, _>> =
+            self.settle(instance, "read", result)?.from_guest();
+        let mut read =
+            (read.transpose()).map_err(|(what, e)| self.factory.malformed("read", what, e))?;
+        if let Some(read) = &mut read {
+            remark::like(sent.0, &mut read.inputs);
+            if let Some(schema) = self.info.resources.iter().find(|r| r.token == urn.ty()) {
+                remark::by_schema(&schema.inputs, &mut read.inputs);
+            }
+            self.keep_secret(urn, &[sent.0, sent.1], &mut read.outputs);
+        }
+        Ok(read)
     }
 
     async fn update(
@@ -634,6 +636,7 @@ impl Provider for ComponentProvider {
         new_inputs: &PropertyMap,
         preview: bool,
     ) -> Result<PropertyMap, ProviderError> {
+        let sent = [new_inputs, old_outputs];
         let old_inputs = values::map_to_wit(old_inputs);
         let old_outputs = values::map_to_wit(old_outputs);
         let new_inputs = values::map_to_wit(new_inputs);
@@ -657,8 +660,14 @@ impl Provider for ComponentProvider {
                 preview
             )
         );
-        let outputs = self.settle(instance, "update", result)?;
-        self.factory.map("update", "outputs", outputs)
+        let returned = self.settle(instance, "update", result);
+        let returned = returned.map_err(|mut e| {
+            self.keep_partial_secret(urn, &sent, &mut e);
+            e
+        })?;
+        let mut outputs = self.factory.map("update", "outputs", returned)?;
+        self.keep_secret(urn, &sent, &mut outputs);
+        Ok(outputs)
     }
 
     async fn delete(
@@ -680,7 +689,8 @@ impl Provider for ComponentProvider {
     }
 
     async fn invoke(&self, token: &str, args: &PropertyMap) -> Result<Value, ProviderError> {
-        let args = values::map_to_wit(args);
+        let sent = args;
+        let args = values::map_to_wit(sent);
         let mut instance = self.checkout().await?;
         let result = call!(
             instance,
@@ -688,15 +698,10 @@ impl Provider for ComponentProvider {
             legacy(token, &downgrade(&args))
         );
         let value = self.settle(instance, "invoke", result)?;
-        values::from_wit(value, Origin::Provider)
-            .map_err(|e| self.factory.malformed("invoke", "a result", e))
-    }
-}
-
-fn check_failure(failure: types::CheckFailure) -> CheckFailure {
-    CheckFailure {
-        property: failure.property,
-        reason: failure.reason,
+        let mut value = values::from_wit(value, Origin::Provider)
+            .map_err(|e| self.factory.malformed("invoke", "a result", e))?;
+        remark::whole_if_any(sent, &mut value);
+        Ok(value)
     }
 }
 

@@ -6,6 +6,10 @@
 //! an object where a property map is required, no output references from providers, and no NaN
 //! or infinite number (JSON, in which state is stored, has none: it would be stored as `null`).
 //! Strings are moved out of the guest's nodes, never copied.
+//!
+//! What a guest sends is also the one place where its strings in values reach the host, so
+//! they are concealed here (see [`conceal`]): a key holding a known secret is masked, and a
+//! plain string or number holding one comes back marked secret.
 
 use std::collections::btree_map::Entry;
 
@@ -131,7 +135,10 @@ pub(crate) fn from_wit(value: wit::Value, origin: Origin) -> Result<Value, Value
     let root = tree.take_root()?;
     let value = tree.convert(0, root, 0)?;
     secret_masker().learn(&value);
-    Ok(value)
+    if secret_masker().knows_none() {
+        return Ok(value);
+    }
+    conceal(value, 0)
 }
 
 /// Rebuilds a property map a guest sent: the root must be an object.
@@ -141,12 +148,64 @@ pub(crate) fn map_from_wit(value: wit::Value, origin: Origin) -> Result<Property
         wit::Node::Object(entries) => {
             let map = tree.entries(0, entries, 0)?;
             map.values().for_each(|v| secret_masker().learn(v));
-            Ok(map)
+            if secret_masker().knows_none() {
+                return Ok(map);
+            }
+            conceal_entries(map, 0)
         }
         other => Err(ValueError::NotAnObject {
             found: describe(&other),
         }),
     }
+}
+
+/// Conceals the known secrets in a value a guest sent, once its own secrets are learned: a
+/// plain string holding a secret's plaintext (an input echoed back as plain text, a connection
+/// string built from a password) or a number equal to one is marked secret, as the value it
+/// came from was; a key holding one is masked (a key cannot be secret). `node` names the value
+/// for errors.
+fn conceal(value: Value, node: usize) -> Result<Value, ValueError> {
+    let masker = secret_masker();
+    Ok(match value {
+        Value::String(text) if masker.contains_secret(&text) => {
+            Value::Secret(Box::new(Value::String(text)))
+        }
+        Value::Integer(n) if masker.is_secret(&n.to_string()) => {
+            Value::Secret(Box::new(Value::Integer(n)))
+        }
+        Value::Number(n) if masker.is_secret(&n.to_string()) => {
+            Value::Secret(Box::new(Value::Number(n)))
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| conceal(v, node))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(conceal_entries(map, node)?),
+        // A secret is concealed already; nothing else holds text.
+        other => other,
+    })
+}
+
+fn conceal_entries(map: PropertyMap, node: usize) -> Result<PropertyMap, ValueError> {
+    let mut concealed = PropertyMap::new();
+    for (key, value) in map {
+        let key = match secret_masker().mask(&key) {
+            std::borrow::Cow::Borrowed(_) => key,
+            std::borrow::Cow::Owned(masked) => masked,
+        };
+        match concealed.entry(key) {
+            Entry::Vacant(entry) => {
+                entry.insert(conceal(value, node)?);
+            }
+            Entry::Occupied(entry) => {
+                let (key, _) = entry.remove_entry();
+                return Err(ValueError::DuplicateKey { node, key });
+            }
+        }
+    }
+    Ok(concealed)
 }
 
 /// Appends `value`'s nodes, parents before children, and returns the index of its root.

@@ -20,6 +20,7 @@ mod ids;
 mod inputs;
 mod numbers;
 mod runaway;
+mod secrets;
 
 use plinth_sdk::{Checked, PropertyMap, Provider, ProviderError, ResourceType};
 
@@ -46,6 +47,7 @@ impl Provider for Adversary {
             Box::new(Crash),
             Box::new(ids::Ids),
             Box::new(numbers::Numbers),
+            Box::new(secrets::Leak),
         ]
     }
 

@@ -1,0 +1,318 @@
+//! What a guest returns, made host values: the one way a string a guest supplied becomes a host
+//! `String` is [`FromGuest`], whose every path goes through the masker. Errors, check reasons,
+//! tokens, ids, property names and messages all arrive here; values go through
+//! [`crate::values`], which conceals the secrets they hold.
+//!
+//! Each conversion takes its record apart exhaustively (no `..`, no wildcard arm): a field or a
+//! variant added to the WIT does not compile until it is converted here, so none can bypass the
+//! masker by accident. `tests::every_result_of_every_interface_is_masked` checks the lot.
+
+use std::borrow::Cow;
+
+use plinth_engine::provider::{
+    CheckFailure, CheckResult, Created, DiffResult, PartialState, ProviderError, ReadResult,
+};
+use plinth_engine::value::PropertyMap;
+
+use crate::bindings::types;
+use crate::bindings::v0_3::provider::exports::plinth::plugin::provider as wit;
+use crate::masking::secret_masker;
+use crate::values::{self, Origin, ValueError};
+
+/// A guest's result converted into the host's types, every string in it masked.
+pub(crate) trait FromGuest {
+    type Host;
+    fn from_guest(self) -> Self::Host;
+}
+
+impl FromGuest for String {
+    type Host = String;
+
+    /// The text with every known secret masked.
+    fn from_guest(self) -> String {
+        match secret_masker().mask(&self) {
+            Cow::Borrowed(_) => self,
+            Cow::Owned(masked) => masked,
+        }
+    }
+}
+
+impl<T: FromGuest> FromGuest for Vec<T> {
+    type Host = Vec<T::Host>;
+
+    fn from_guest(self) -> Self::Host {
+        self.into_iter().map(FromGuest::from_guest).collect()
+    }
+}
+
+impl<T: FromGuest> FromGuest for Option<T> {
+    type Host = Option<T::Host>;
+
+    fn from_guest(self) -> Self::Host {
+        self.map(FromGuest::from_guest)
+    }
+}
+
+/// A property map a provider returned, or why it is malformed.
+pub(crate) struct ProviderMap(pub(crate) types::Value);
+
+impl FromGuest for ProviderMap {
+    type Host = Result<PropertyMap, ValueError>;
+
+    fn from_guest(self) -> Self::Host {
+        values::map_from_wit(self.0, Origin::Provider)
+    }
+}
+
+impl FromGuest for types::CheckFailure {
+    type Host = CheckFailure;
+
+    fn from_guest(self) -> CheckFailure {
+        let types::CheckFailure { property, reason } = self;
+        CheckFailure {
+            property: property.from_guest(),
+            reason: reason.from_guest(),
+        }
+    }
+}
+
+impl FromGuest for wit::CheckResult {
+    type Host = Result<CheckResult, ValueError>;
+
+    fn from_guest(self) -> Self::Host {
+        let wit::CheckResult { inputs, failures } = self;
+        Ok(CheckResult {
+            inputs: ProviderMap(inputs).from_guest()?,
+            failures: failures.from_guest(),
+        })
+    }
+}
+
+impl FromGuest for wit::DiffResult {
+    type Host = DiffResult;
+
+    fn from_guest(self) -> DiffResult {
+        let wit::DiffResult {
+            changed,
+            replaces,
+            delete_before_replace,
+        } = self;
+        DiffResult {
+            changed: changed.from_guest(),
+            replaces: replaces.from_guest(),
+            delete_before_replace,
+        }
+    }
+}
+
+impl FromGuest for wit::Created {
+    /// Outputs that are malformed still leave the resource's (masked) id to record.
+    type Host = Result<Created, (String, ValueError)>;
+
+    fn from_guest(self) -> Self::Host {
+        let wit::Created { id, outputs } = self;
+        let id = id.from_guest();
+        match ProviderMap(outputs).from_guest() {
+            Ok(outputs) => Ok(Created { id, outputs }),
+            Err(e) => Err((id, e)),
+        }
+    }
+}
+
+impl FromGuest for wit::ReadResult {
+    type Host = Result<ReadResult, (&'static str, ValueError)>;
+
+    fn from_guest(self) -> Self::Host {
+        let wit::ReadResult {
+            id,
+            inputs,
+            outputs,
+        } = self;
+        Ok(ReadResult {
+            id: id.from_guest(),
+            inputs: ProviderMap(inputs)
+                .from_guest()
+                .map_err(|e| ("inputs", e))?,
+            outputs: ProviderMap(outputs)
+                .from_guest()
+                .map_err(|e| ("outputs", e))?,
+        })
+    }
+}
+
+impl FromGuest for wit::PartialState {
+    type Host = PartialState;
+
+    fn from_guest(self) -> PartialState {
+        let wit::PartialState {
+            id,
+            outputs,
+            reasons,
+        } = self;
+        let mut reasons = reasons.from_guest();
+        // The resource exists: keep its id even if its outputs cannot be read.
+        let outputs = ProviderMap(outputs).from_guest().unwrap_or_else(|e| {
+            reasons.push(format!("it returned malformed partial outputs: {e}"));
+            PropertyMap::new()
+        });
+        PartialState {
+            id: id.from_guest(),
+            outputs,
+            reasons,
+        }
+    }
+}
+
+impl FromGuest for wit::ProviderError {
+    type Host = ProviderError;
+
+    fn from_guest(self) -> ProviderError {
+        match self {
+            wit::ProviderError::Invalid(failures) => ProviderError::Invalid(failures.from_guest()),
+            wit::ProviderError::UnknownType(token) => {
+                ProviderError::UnknownType(token.from_guest())
+            }
+            wit::ProviderError::NotFound => ProviderError::NotFound,
+            wit::ProviderError::PartiallyCreated(partial) => {
+                ProviderError::PartiallyCreated(partial.from_guest())
+            }
+            wit::ProviderError::Failed(message) => ProviderError::Failed(message.from_guest()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plinth_engine::value::Value;
+
+    use super::*;
+    use crate::bindings::types::Node;
+
+    /// Learned as a secret before the guest answers, as an input would be.
+    const SECRET: &str = "enumerated-secret-5d1c";
+
+    fn text() -> String {
+        format!("<{SECRET}>")
+    }
+
+    /// A property map with the secret as a key, as a plain string nested at every level, and
+    /// as a plain string alone.
+    fn map() -> types::Value {
+        types::Value {
+            nodes: vec![
+                Node::Object(vec![(text(), 1), ("plain".into(), 2), ("nested".into(), 3)]),
+                Node::Text(SECRET.into()),
+                Node::Text(text()),
+                Node::Array(vec![4, 5]),
+                Node::Object(vec![("deep".into(), 6)]),
+                Node::Text(SECRET.into()),
+                Node::Text(text()),
+            ],
+        }
+    }
+
+    fn failures() -> Vec<types::CheckFailure> {
+        vec![types::CheckFailure {
+            property: text(),
+            reason: text(),
+        }]
+    }
+
+    /// Every variant of `provider-error`: the match has no wildcard, so a new variant does not
+    /// compile until it is added to the list.
+    fn every_provider_error() -> Vec<wit::ProviderError> {
+        let errors = vec![
+            wit::ProviderError::Invalid(failures()),
+            wit::ProviderError::UnknownType(text()),
+            wit::ProviderError::NotFound,
+            wit::ProviderError::PartiallyCreated(wit::PartialState {
+                id: text(),
+                outputs: map(),
+                reasons: vec![text(), text()],
+            }),
+            wit::ProviderError::Failed(text()),
+        ];
+        for error in &errors {
+            match error {
+                wit::ProviderError::Invalid(_)
+                | wit::ProviderError::UnknownType(_)
+                | wit::ProviderError::NotFound
+                | wit::ProviderError::PartiallyCreated(_)
+                | wit::ProviderError::Failed(_) => {}
+            }
+        }
+        errors
+    }
+
+    /// `shown` (a host value's `Debug` and `Display`) holds no plaintext of the secret.
+    fn assert_masked(what: &str, shown: &str) {
+        assert!(
+            !shown.contains(SECRET),
+            "{what} reached the host unmasked: {shown}"
+        );
+    }
+
+    #[test]
+    fn every_result_of_every_interface_is_masked() {
+        secret_masker().learn(&Value::Secret(Box::new(SECRET.into())));
+
+        for error in every_provider_error() {
+            let error = error.from_guest();
+            assert_masked("a provider error", &format!("{error:?} / {error}"));
+        }
+        let checked = wit::CheckResult {
+            inputs: map(),
+            failures: failures(),
+        };
+        let checked = checked.from_guest().unwrap();
+        assert_masked("check", &format!("{checked:?}"));
+        let diff = wit::DiffResult {
+            changed: vec![text()],
+            replaces: vec![text()],
+            delete_before_replace: true,
+        };
+        assert_masked("diff", &format!("{:?}", diff.from_guest()));
+        let created = wit::Created {
+            id: text(),
+            outputs: map(),
+        };
+        assert_masked("create", &format!("{:?}", created.from_guest().unwrap()));
+        let malformed = wit::Created {
+            id: text(),
+            outputs: types::Value { nodes: vec![] },
+        };
+        assert_masked("create's id", &format!("{:?}", malformed.from_guest()));
+        let read = Some(wit::ReadResult {
+            id: text(),
+            inputs: map(),
+            outputs: map(),
+        });
+        assert_masked("read", &format!("{:?}", read.from_guest().unwrap()));
+        // `update`'s outputs and `invoke`'s result are values.
+        assert_masked("update", &format!("{:?}", ProviderMap(map()).from_guest()));
+        let invoked = values::from_wit(map(), Origin::Provider).unwrap();
+        assert_masked("invoke", &format!("{invoked:?}"));
+
+        // The program interface: the errors of `run` and `resume`, the value `resume` returns,
+        // and the strings of every monitor call (see `crate::program`).
+        let failed: Result<(), String> = Err(text());
+        assert_masked("run", &format!("{:?}", failed.map_err(String::from_guest)));
+        let resumed = values::from_wit(map(), Origin::Program).unwrap();
+        assert_masked("resume", &format!("{resumed:?}"));
+        crate::program::tests::assert_monitor_strings_masked(&text(), SECRET);
+    }
+
+    #[test]
+    fn a_secret_echoed_as_plain_text_comes_back_secret_with_its_value() {
+        secret_masker().learn(&Value::Secret(Box::new(SECRET.into())));
+        let map = ProviderMap(map()).from_guest().unwrap();
+        assert_eq!(
+            map.get("plain"),
+            Some(&Value::Secret(Box::new(text().into())))
+        );
+        assert_eq!(
+            map.get("<[secret]>"),
+            Some(&Value::Secret(Box::new(SECRET.into())))
+        );
+    }
+}
