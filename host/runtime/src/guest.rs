@@ -22,14 +22,14 @@ use crate::values::{self, Origin, ValueError};
 /// A guest's result converted into the host's types, every string in it masked.
 pub(crate) trait FromGuest {
     type Host;
-    fn from_guest(self) -> Self::Host;
+    fn into_host(self) -> Self::Host;
 }
 
 impl FromGuest for String {
     type Host = String;
 
     /// The text with every known secret masked.
-    fn from_guest(self) -> String {
+    fn into_host(self) -> String {
         match secret_masker().mask(&self) {
             Cow::Borrowed(_) => self,
             Cow::Owned(masked) => masked,
@@ -40,16 +40,16 @@ impl FromGuest for String {
 impl<T: FromGuest> FromGuest for Vec<T> {
     type Host = Vec<T::Host>;
 
-    fn from_guest(self) -> Self::Host {
-        self.into_iter().map(FromGuest::from_guest).collect()
+    fn into_host(self) -> Self::Host {
+        self.into_iter().map(FromGuest::into_host).collect()
     }
 }
 
 impl<T: FromGuest> FromGuest for Option<T> {
     type Host = Option<T::Host>;
 
-    fn from_guest(self) -> Self::Host {
-        self.map(FromGuest::from_guest)
+    fn into_host(self) -> Self::Host {
+        self.map(FromGuest::into_host)
     }
 }
 
@@ -59,7 +59,7 @@ pub(crate) struct ProviderMap(pub(crate) types::Value);
 impl FromGuest for ProviderMap {
     type Host = Result<PropertyMap, ValueError>;
 
-    fn from_guest(self) -> Self::Host {
+    fn into_host(self) -> Self::Host {
         values::map_from_wit(self.0, Origin::Provider)
     }
 }
@@ -67,11 +67,11 @@ impl FromGuest for ProviderMap {
 impl FromGuest for types::CheckFailure {
     type Host = CheckFailure;
 
-    fn from_guest(self) -> CheckFailure {
+    fn into_host(self) -> CheckFailure {
         let types::CheckFailure { property, reason } = self;
         CheckFailure {
-            property: property.from_guest(),
-            reason: reason.from_guest(),
+            property: property.into_host(),
+            reason: reason.into_host(),
         }
     }
 }
@@ -79,11 +79,11 @@ impl FromGuest for types::CheckFailure {
 impl FromGuest for wit::CheckResult {
     type Host = Result<CheckResult, ValueError>;
 
-    fn from_guest(self) -> Self::Host {
+    fn into_host(self) -> Self::Host {
         let wit::CheckResult { inputs, failures } = self;
         Ok(CheckResult {
-            inputs: ProviderMap(inputs).from_guest()?,
-            failures: failures.from_guest(),
+            inputs: ProviderMap(inputs).into_host()?,
+            failures: failures.into_host(),
         })
     }
 }
@@ -91,15 +91,15 @@ impl FromGuest for wit::CheckResult {
 impl FromGuest for wit::DiffResult {
     type Host = DiffResult;
 
-    fn from_guest(self) -> DiffResult {
+    fn into_host(self) -> DiffResult {
         let wit::DiffResult {
             changed,
             replaces,
             delete_before_replace,
         } = self;
         DiffResult {
-            changed: changed.from_guest(),
-            replaces: replaces.from_guest(),
+            changed: changed.into_host(),
+            replaces: replaces.into_host(),
             delete_before_replace,
         }
     }
@@ -109,10 +109,10 @@ impl FromGuest for wit::Created {
     /// Outputs that are malformed still leave the resource's (masked) id to record.
     type Host = Result<Created, (String, ValueError)>;
 
-    fn from_guest(self) -> Self::Host {
+    fn into_host(self) -> Self::Host {
         let wit::Created { id, outputs } = self;
-        let id = id.from_guest();
-        match ProviderMap(outputs).from_guest() {
+        let id = id.into_host();
+        match ProviderMap(outputs).into_host() {
             Ok(outputs) => Ok(Created { id, outputs }),
             Err(e) => Err((id, e)),
         }
@@ -122,19 +122,19 @@ impl FromGuest for wit::Created {
 impl FromGuest for wit::ReadResult {
     type Host = Result<ReadResult, (&'static str, ValueError)>;
 
-    fn from_guest(self) -> Self::Host {
+    fn into_host(self) -> Self::Host {
         let wit::ReadResult {
             id,
             inputs,
             outputs,
         } = self;
         Ok(ReadResult {
-            id: id.from_guest(),
+            id: id.into_host(),
             inputs: ProviderMap(inputs)
-                .from_guest()
+                .into_host()
                 .map_err(|e| ("inputs", e))?,
             outputs: ProviderMap(outputs)
-                .from_guest()
+                .into_host()
                 .map_err(|e| ("outputs", e))?,
         })
     }
@@ -143,20 +143,20 @@ impl FromGuest for wit::ReadResult {
 impl FromGuest for wit::PartialState {
     type Host = PartialState;
 
-    fn from_guest(self) -> PartialState {
+    fn into_host(self) -> PartialState {
         let wit::PartialState {
             id,
             outputs,
             reasons,
         } = self;
-        let mut reasons = reasons.from_guest();
+        let mut reasons = reasons.into_host();
         // The resource exists: keep its id even if its outputs cannot be read.
-        let outputs = ProviderMap(outputs).from_guest().unwrap_or_else(|e| {
+        let outputs = ProviderMap(outputs).into_host().unwrap_or_else(|e| {
             reasons.push(format!("it returned malformed partial outputs: {e}"));
             PropertyMap::new()
         });
         PartialState {
-            id: id.from_guest(),
+            id: id.into_host(),
             outputs,
             reasons,
         }
@@ -166,17 +166,17 @@ impl FromGuest for wit::PartialState {
 impl FromGuest for wit::ProviderError {
     type Host = ProviderError;
 
-    fn from_guest(self) -> ProviderError {
+    fn into_host(self) -> ProviderError {
         match self {
-            wit::ProviderError::Invalid(failures) => ProviderError::Invalid(failures.from_guest()),
+            wit::ProviderError::Invalid(failures) => ProviderError::Invalid(failures.into_host()),
             wit::ProviderError::UnknownType(token) => {
-                ProviderError::UnknownType(token.from_guest())
+                ProviderError::UnknownType(token.into_host())
             }
             wit::ProviderError::NotFound => ProviderError::NotFound,
             wit::ProviderError::PartiallyCreated(partial) => {
-                ProviderError::PartiallyCreated(partial.from_guest())
+                ProviderError::PartiallyCreated(partial.into_host())
             }
-            wit::ProviderError::Failed(message) => ProviderError::Failed(message.from_guest()),
+            wit::ProviderError::Failed(message) => ProviderError::Failed(message.into_host()),
         }
     }
 }
@@ -257,46 +257,46 @@ mod tests {
         secret_masker().learn(&Value::Secret(Box::new(SECRET.into())));
 
         for error in every_provider_error() {
-            let error = error.from_guest();
+            let error = error.into_host();
             assert_masked("a provider error", &format!("{error:?} / {error}"));
         }
         let checked = wit::CheckResult {
             inputs: map(),
             failures: failures(),
         };
-        let checked = checked.from_guest().unwrap();
+        let checked = checked.into_host().unwrap();
         assert_masked("check", &format!("{checked:?}"));
         let diff = wit::DiffResult {
             changed: vec![text()],
             replaces: vec![text()],
             delete_before_replace: true,
         };
-        assert_masked("diff", &format!("{:?}", diff.from_guest()));
+        assert_masked("diff", &format!("{:?}", diff.into_host()));
         let created = wit::Created {
             id: text(),
             outputs: map(),
         };
-        assert_masked("create", &format!("{:?}", created.from_guest().unwrap()));
+        assert_masked("create", &format!("{:?}", created.into_host().unwrap()));
         let malformed = wit::Created {
             id: text(),
             outputs: types::Value { nodes: vec![] },
         };
-        assert_masked("create's id", &format!("{:?}", malformed.from_guest()));
+        assert_masked("create's id", &format!("{:?}", malformed.into_host()));
         let read = Some(wit::ReadResult {
             id: text(),
             inputs: map(),
             outputs: map(),
         });
-        assert_masked("read", &format!("{:?}", read.from_guest().unwrap()));
+        assert_masked("read", &format!("{:?}", read.into_host().unwrap()));
         // `update`'s outputs and `invoke`'s result are values.
-        assert_masked("update", &format!("{:?}", ProviderMap(map()).from_guest()));
+        assert_masked("update", &format!("{:?}", ProviderMap(map()).into_host()));
         let invoked = values::from_wit(map(), Origin::Provider).unwrap();
         assert_masked("invoke", &format!("{invoked:?}"));
 
         // The program interface: the errors of `run` and `resume`, the value `resume` returns,
         // and the strings of every monitor call (see `crate::program`).
         let failed: Result<(), String> = Err(text());
-        assert_masked("run", &format!("{:?}", failed.map_err(String::from_guest)));
+        assert_masked("run", &format!("{:?}", failed.map_err(String::into_host)));
         let resumed = values::from_wit(map(), Origin::Program).unwrap();
         assert_masked("resume", &format!("{resumed:?}"));
         crate::program::tests::assert_monitor_strings_masked(&text(), SECRET);
@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn a_secret_echoed_as_plain_text_comes_back_secret_with_its_value() {
         secret_masker().learn(&Value::Secret(Box::new(SECRET.into())));
-        let map = ProviderMap(map()).from_guest().unwrap();
+        let map = ProviderMap(map()).into_host().unwrap();
         assert_eq!(
             map.get("plain"),
             Some(&Value::Secret(Box::new(text().into())))

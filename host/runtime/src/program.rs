@@ -192,13 +192,13 @@ impl ComponentProgram {
             Ok(returned) => {
                 self.broken = None;
                 returned.map_err(|message| {
-                    let message = message.from_guest();
+                    let message = message.into_host();
                     ProgramError(format!("program `{}`: `{op}` failed: {message}", self.name))
                 })
             }
             Err(e) => {
                 // A host call's error may quote what the program sent.
-                let failure = self.store.data().sandbox.failure(op, &e).from_guest();
+                let failure = self.store.data().sandbox.failure(op, &e).into_host();
                 self.broken = Some(failure.clone());
                 Err(ProgramError(format!("program `{}`: {failure}", self.name)))
             }
@@ -321,15 +321,15 @@ macro_rules! monitor_host {
                     protect,
                     retain_on_delete,
                     delete_before_replace,
-                    ignore_changes: ignore_changes.from_guest(),
-                    replace_on_changes: replace_on_changes.from_guest(),
-                    aliases: aliases.from_guest(),
+                    ignore_changes: ignore_changes.into_host(),
+                    replace_on_changes: replace_on_changes.into_host(),
+                    aliases: aliases.into_host(),
                     custom_timeouts: custom_timeouts.map(|t| CustomTimeouts {
                         create_seconds: t.create_seconds,
                         update_seconds: t.update_seconds,
                         delete_seconds: t.delete_seconds,
                     }),
-                    import_id: import_id.from_guest(),
+                    import_id: import_id.into_host(),
                 }
             }
 
@@ -348,12 +348,12 @@ macro_rules! monitor_host {
                 let inputs = guest_map(up(inputs), || {
                     format!(
                         "register-resource `{}`: malformed inputs",
-                        name.clone().from_guest()
+                        name.clone().into_host()
                     )
                 })?;
                 Ok(RegisterRequest {
-                    ty: type_.from_guest(),
-                    name: name.from_guest(),
+                    ty: type_.into_host(),
+                    name: name.into_host(),
                     custom,
                     inputs,
                     options: resource_options(options),
@@ -377,11 +377,11 @@ macro_rules! monitor_host {
                     inputs: types::Value,
                     options: monitor::ResourceOptions,
                 ) -> wasmtime::Result<u64> {
-                    let name = name.from_guest();
+                    let name = name.into_host();
                     let inputs = guest_map(up(inputs), || {
                         format!("read-resource `{name}`: malformed inputs")
                     })?;
-                    let (ty, id) = (ty.from_guest(), id.from_guest());
+                    let (ty, id) = (ty.into_host(), id.into_host());
                     let options = resource_options(options);
                     Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
                 }
@@ -419,7 +419,7 @@ macro_rules! monitor_host {
                     args: types::Value,
                 ) -> wasmtime::Result<Result<types::Value, String>> {
                     let monitor = self.monitor()?.clone();
-                    let token = token.from_guest();
+                    let token = token.into_host();
                     let args = guest_map(up(args), || {
                         format!("invoke `{token}`: malformed arguments")
                     })?;
@@ -432,7 +432,7 @@ macro_rules! monitor_host {
                 fn config(&mut self, key: String) -> wasmtime::Result<Option<types::Value>> {
                     Ok(self
                         .monitor()?
-                        .config(&key.from_guest())
+                        .config(&key.into_host())
                         .map(|v| down(values::to_wit(&v))))
                 }
 
@@ -457,7 +457,7 @@ macro_rules! monitor_host {
                         monitor::LogLevel::Error => Severity::Error,
                     };
                     // What a program logs is its output too: masked like its stdout.
-                    self.monitor()?.log(severity, message.from_guest());
+                    self.monitor()?.log(severity, message.into_host());
                     Ok(())
                 }
             }
@@ -491,7 +491,7 @@ pub(crate) mod tests {
 
     /// Every string a program sends with `register-resource` (`text` holds `secret`, learned
     /// already) reaches the engine masked; `read-resource`, `invoke`, `config` and `log`
-    /// convert theirs with the same `from_guest`.
+    /// convert theirs with the same `into_host`.
     pub(crate) fn assert_monitor_strings_masked(text: &str, secret: &str) {
         let options = monitor::ResourceOptions {
             depends_on: vec![],

@@ -240,7 +240,7 @@ impl Factory {
                     return Err(ProviderError::Failed(format!(
                         "plugin `{}`: `configure`, replayed on a new instance, failed: {}",
                         self.name,
-                        e.from_guest()
+                        e.into_host()
                     )));
                 }
                 Err(e) => return Err(self.crashed(&instance.store, "configure", &e)),
@@ -298,7 +298,7 @@ impl Factory {
         ProviderError::Crashed(format!(
             "plugin `{}`: {}",
             self.name,
-            store.data().failure(op, error).from_guest()
+            store.data().failure(op, error).into_host()
         ))
     }
 
@@ -312,7 +312,7 @@ impl Factory {
     /// Converts a property map the provider returned from `op`.
     fn map(&self, op: &str, what: &str, value: types::Value) -> Result<PropertyMap, ProviderError> {
         ProviderMap(value)
-            .from_guest()
+            .into_host()
             .map_err(|e| self.malformed(op, what, e))
     }
 }
@@ -416,7 +416,7 @@ impl ComponentProvider {
         match result {
             Ok(returned) => {
                 let returned = returned
-                    .map_err(|e| sandbox::explain_refusals(instance.store.data(), e.from_guest()));
+                    .map_err(|e| sandbox::explain_refusals(instance.store.data(), e.into_host()));
                 self.release(instance);
                 returned
             }
@@ -447,7 +447,7 @@ impl ComponentProvider {
         result: wit::CheckResult,
     ) -> Result<CheckResult, ProviderError> {
         result
-            .from_guest()
+            .into_host()
             .map_err(|e| self.factory.malformed(op, "inputs", e))
     }
 }
@@ -492,7 +492,7 @@ impl Provider for ComponentProvider {
             Err(e) => return Err(self.factory.crashed(&instance.store, "configure", &e)),
         };
         // A rejected configuration may have left the instance half-configured: drop it.
-        returned.map_err(FromGuest::from_guest)?;
+        returned.map_err(FromGuest::into_host)?;
         let generation = {
             let mut config = lock(&self.config);
             config.generation += 1;
@@ -560,7 +560,7 @@ impl Provider for ComponentProvider {
                 &downgrade(&new_inputs)
             )
         );
-        Ok(self.settle(instance, "diff", result)?.from_guest())
+        Ok(self.settle(instance, "diff", result)?.into_host())
     }
 
     async fn create(
@@ -582,7 +582,7 @@ impl Provider for ComponentProvider {
             self.keep_partial_secret(urn, &[sent], &mut e);
             e
         })?;
-        let created: Result<Created, _> = returned.from_guest().map(|mut created: Created| {
+        let created: Result<Created, _> = returned.into_host().map(|mut created: Created| {
             self.keep_secret(urn, &[sent], &mut created.outputs);
             created
         });
@@ -614,7 +614,7 @@ impl Provider for ComponentProvider {
             legacy(urn.as_str(), id, &downgrade(&inputs), &downgrade(&outputs))
         );
         let read: Option<Result<ReadResult, _>> =
-            self.settle(instance, "read", result)?.from_guest();
+            self.settle(instance, "read", result)?.into_host();
         let mut read =
             (read.transpose()).map_err(|(what, e)| self.factory.malformed("read", what, e))?;
         if let Some(read) = &mut read {
