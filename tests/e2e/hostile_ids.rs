@@ -216,6 +216,51 @@ fn a_state_an_older_plinth_wrote_with_a_control_character_id_exports_and_repairs
 }
 
 #[test]
+fn a_journal_an_older_plinth_wrote_with_a_control_character_id_exports_and_repairs() {
+    let env = arena("");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    let state = env.export();
+    let resources = state["snapshot"]["resources"].as_array().unwrap();
+    let old = resources.iter().position(|r| r["urn"] == X).unwrap();
+    let mut x = resources[old].clone();
+    x["id"] = "x\n+ created fake\u{1b}[2K".into();
+    // A journal of plain lines, as plinth wrote before journal headers: the interrupted
+    // update recorded a changed state of `x`, with an id no plinth records now.
+    let line = serde_json::json!({"entry": "same", "old": old, "resource": x});
+    let journal = env.state.path().join("stacks/scenario/dev.journal");
+    std::fs::write(&journal, format!("{line}\n")).unwrap();
+
+    let stderr = env.fails(&["preview"]);
+    assert!(
+        stderr.contains("contains control characters") && stderr.contains("plinth state delete"),
+        "{stderr}"
+    );
+    assert_inert(&stderr);
+    // The export holds the journal's state, as it is.
+    assert_eq!(
+        recorded(&env.export(), "x").unwrap()["id"],
+        "x\n+ created fake\u{1b}[2K"
+    );
+    let out = env.run(&["state", "delete", "x", "--yes"]);
+    assert!(out.status.success(), "{}", printed(&out));
+    assert!(
+        printed(&out).contains(r"id x\n+ created fake\u{1b}[2K"),
+        "{}",
+        printed(&out)
+    );
+    assert!(
+        !printed(&out).contains("\n+ created fake"),
+        "{}",
+        printed(&out)
+    );
+    assert_inert(&printed(&out));
+    assert!(!journal.exists());
+    assert!(recorded(&env.export(), "x").is_none());
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    env.ok(&["destroy", "--yes"]);
+}
+
+#[test]
 fn a_state_imported_with_a_control_character_id_is_refused_even_with_force() {
     let env = arena("");
     env.ok(&["up", "--yes", "--skip-preview"]);
