@@ -353,3 +353,33 @@ fn a_resource_name_made_of_terminal_escapes_is_refused_and_shown_escaped() {
     env.config("resources", "ok");
     env.ok(&["up", "--yes", "--skip-preview"]);
 }
+
+#[test]
+fn a_plugin_whose_name_would_print_a_line_of_its_own_is_refused_and_shown_escaped() {
+    // tests/plugins/misnamed calls itself "misnamed\n[fake] created\e[2K".
+    let wasm = guest("plinth-misnamed");
+    let wasm = wasm.to_str().unwrap();
+    let env = Env::scenario_with(&format!("  misnamed:\n    path: {wasm}\n"));
+    env.config("resources", "x");
+    env.config("type_x", "misnamed:Thing");
+    for args in [
+        &["plugin", "install", wasm][..],
+        &["plugin", "inspect", wasm],
+        &["gen-sdk", wasm, "--lang", "rust"],
+        &["preview"],
+    ] {
+        let out = env.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let text = printed(&out);
+        assert!(
+            text.contains(r#"`info` returned the name "misnamed\n[fake] created\u{1b}[2K""#),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+            "{args:?}: {text}"
+        );
+        assert_inert(&text);
+    }
+    assert!(!env.project.join("sdks").exists());
+}
