@@ -383,3 +383,24 @@ fn a_plugin_whose_name_would_print_a_line_of_its_own_is_refused_and_shown_escape
     }
     assert!(!env.project.join("sdks").exists());
 }
+
+#[test]
+fn a_program_error_with_a_newline_and_escapes_stays_on_its_line() {
+    // The scenario program fails with "unknown kind `…`", quoting this value.
+    let env = arena("");
+    env.config("kind", "x\n[fake] created\u{1b}[2K");
+    for args in [&["preview"][..], &["up", "--yes", "--skip-preview"]] {
+        let out = env.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let text = printed(&out);
+        assert!(
+            text.contains(r"unknown kind `x\n[fake] created\u{1b}[2K`"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+            "{args:?}: {text}"
+        );
+        assert_inert(&text);
+    }
+}

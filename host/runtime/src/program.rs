@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use plinth_engine::program::{Monitor, Program, ProgramError};
+use plinth_engine::shown::escape_controls;
 use plinth_engine::value::{PropertyMap, Value};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
@@ -191,7 +192,9 @@ impl ComponentProgram {
             Ok(returned) => {
                 self.broken = None;
                 returned.map_err(|message| {
-                    let message = crate::masking::secret_masker().mask(&message).into_owned();
+                    let message = crate::masking::secret_masker().mask(&message);
+                    // The program's own words, on one line: they cannot start a line of their own.
+                    let message = escape_controls(&message);
                     ProgramError(format!("program `{}`: `{op}` failed: {message}", self.name))
                 })
             }
