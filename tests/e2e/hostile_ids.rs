@@ -404,3 +404,22 @@ fn a_program_error_with_a_newline_and_escapes_stays_on_its_line() {
         assert_inert(&text);
     }
 }
+
+#[test]
+fn plugin_inspect_shows_a_schema_description_escaped_on_its_line() {
+    // adversary:Ids describes itself with a newline, a fake line and an erase-line.
+    let env = arena("");
+    let wasm = guest("plinth-adversary");
+    let out = env.run(&["plugin", "inspect", wasm.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", printed(&out));
+    let text = printed(&out);
+    assert!(
+        text.contains(r"keys its inputs name.\n[fake] created\u{1b}[2K"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+        "{text}"
+    );
+    assert_inert(&text);
+}
