@@ -423,3 +423,29 @@ fn plugin_inspect_shows_a_schema_description_escaped_on_its_line() {
     );
     assert_inert(&text);
 }
+
+#[test]
+fn stack_history_shows_a_history_file_s_text_escaped() {
+    let env = arena("");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    // A history file someone edited: a plugin name and a plinth version that would print a
+    // fake line and erase the one before.
+    let file = env.state.path().join("stacks/scenario/dev.history");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut entry: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    entry["plugins"][0]["name"] = "p\n[fake] created\u{1b}[1A".into();
+    entry["plinth"] = "0.1\r\u{1b}[2K".into();
+    std::fs::write(&file, format!("{text}{entry}\n")).unwrap();
+    let out = env.run(&["stack", "history"]);
+    assert!(out.status.success(), "{}", printed(&out));
+    let text = printed(&out);
+    assert!(
+        text.contains(r"p\n[fake] created\u{1b}[1A@") && text.contains(r"0.1\r\u{1b}[2K"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+        "{text}"
+    );
+    assert_inert(&text);
+}
