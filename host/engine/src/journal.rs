@@ -909,6 +909,22 @@ mod tests {
         assert!(!error_text(&bad).contains('\t'));
     }
 
+    #[test]
+    fn a_journal_an_older_plinth_wrote_replays_unchecked_for_export_and_repair() {
+        let mut carried = state("a", &[]);
+        carried.id = "x\ny".into();
+        let entries = || {
+            [JournalEntry::Same {
+                old: 0,
+                resource: Some(carried.clone()),
+            }]
+        };
+        let refused = replay(base(), entries()).unwrap_err();
+        assert!(matches!(refused, SnapshotError::Field(_)), "{refused}");
+        let snapshot = replay_unchecked(base(), entries()).unwrap();
+        assert_eq!(snapshot.resources[0].id, "x\ny");
+    }
+
     fn error_text(state: &ResourceState) -> String {
         state.check_fields().unwrap_err().to_string()
     }
