@@ -216,6 +216,51 @@ fn a_state_an_older_plinth_wrote_with_a_control_character_id_exports_and_repairs
 }
 
 #[test]
+fn a_journal_an_older_plinth_wrote_with_a_control_character_id_exports_and_repairs() {
+    let env = arena("");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    let state = env.export();
+    let resources = state["snapshot"]["resources"].as_array().unwrap();
+    let old = resources.iter().position(|r| r["urn"] == X).unwrap();
+    let mut x = resources[old].clone();
+    x["id"] = "x\n+ created fake\u{1b}[2K".into();
+    // A journal of plain lines, as plinth wrote before journal headers: the interrupted
+    // update recorded a changed state of `x`, with an id no plinth records now.
+    let line = serde_json::json!({"entry": "same", "old": old, "resource": x});
+    let journal = env.state.path().join("stacks/scenario/dev.journal");
+    std::fs::write(&journal, format!("{line}\n")).unwrap();
+
+    let stderr = env.fails(&["preview"]);
+    assert!(
+        stderr.contains("contains control characters") && stderr.contains("plinth state delete"),
+        "{stderr}"
+    );
+    assert_inert(&stderr);
+    // The export holds the journal's state, as it is.
+    assert_eq!(
+        recorded(&env.export(), "x").unwrap()["id"],
+        "x\n+ created fake\u{1b}[2K"
+    );
+    let out = env.run(&["state", "delete", "x", "--yes"]);
+    assert!(out.status.success(), "{}", printed(&out));
+    assert!(
+        printed(&out).contains(r"id x\n+ created fake\u{1b}[2K"),
+        "{}",
+        printed(&out)
+    );
+    assert!(
+        !printed(&out).contains("\n+ created fake"),
+        "{}",
+        printed(&out)
+    );
+    assert_inert(&printed(&out));
+    assert!(!journal.exists());
+    assert!(recorded(&env.export(), "x").is_none());
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    env.ok(&["destroy", "--yes"]);
+}
+
+#[test]
 fn a_state_imported_with_a_control_character_id_is_refused_even_with_force() {
     let env = arena("");
     env.ok(&["up", "--yes", "--skip-preview"]);
@@ -307,4 +352,100 @@ fn a_resource_name_made_of_terminal_escapes_is_refused_and_shown_escaped() {
     );
     env.config("resources", "ok");
     env.ok(&["up", "--yes", "--skip-preview"]);
+}
+
+#[test]
+fn a_plugin_whose_name_would_print_a_line_of_its_own_is_refused_and_shown_escaped() {
+    // tests/plugins/misnamed calls itself "misnamed\n[fake] created\e[2K".
+    let wasm = guest("plinth-misnamed");
+    let wasm = wasm.to_str().unwrap();
+    let env = Env::scenario_with(&format!("  misnamed:\n    path: {wasm}\n"));
+    env.config("resources", "x");
+    env.config("type_x", "misnamed:Thing");
+    for args in [
+        &["plugin", "install", wasm][..],
+        &["plugin", "inspect", wasm],
+        &["gen-sdk", wasm, "--lang", "rust"],
+        &["preview"],
+    ] {
+        let out = env.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let text = printed(&out);
+        assert!(
+            text.contains(r#"`info` returned the name "misnamed\n[fake] created\u{1b}[2K""#),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+            "{args:?}: {text}"
+        );
+        assert_inert(&text);
+    }
+    assert!(!env.project.join("sdks").exists());
+}
+
+#[test]
+fn a_program_error_with_a_newline_and_escapes_stays_on_its_line() {
+    // The scenario program fails with "unknown kind `…`", quoting this value.
+    let env = arena("");
+    env.config("kind", "x\n[fake] created\u{1b}[2K");
+    for args in [&["preview"][..], &["up", "--yes", "--skip-preview"]] {
+        let out = env.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let text = printed(&out);
+        assert!(
+            text.contains(r"unknown kind `x\n[fake] created\u{1b}[2K`"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+            "{args:?}: {text}"
+        );
+        assert_inert(&text);
+    }
+}
+
+#[test]
+fn plugin_inspect_shows_a_schema_description_escaped_on_its_line() {
+    // adversary:Ids describes itself with a newline, a fake line and an erase-line.
+    let env = arena("");
+    let wasm = guest("plinth-adversary");
+    let out = env.run(&["plugin", "inspect", wasm.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", printed(&out));
+    let text = printed(&out);
+    assert!(
+        text.contains(r"keys its inputs name.\n[fake] created\u{1b}[2K"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+        "{text}"
+    );
+    assert_inert(&text);
+}
+
+#[test]
+fn stack_history_shows_a_history_file_s_text_escaped() {
+    let env = arena("");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    // A history file someone edited: a plugin name and a plinth version that would print a
+    // fake line and erase the one before.
+    let file = env.state.path().join("stacks/scenario/dev.history");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut entry: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    entry["plugins"][0]["name"] = "p\n[fake] created\u{1b}[1A".into();
+    entry["plinth"] = "0.1\r\u{1b}[2K".into();
+    std::fs::write(&file, format!("{text}{entry}\n")).unwrap();
+    let out = env.run(&["stack", "history"]);
+    assert!(out.status.success(), "{}", printed(&out));
+    let text = printed(&out);
+    assert!(
+        text.contains(r"p\n[fake] created\u{1b}[1A@") && text.contains(r"0.1\r\u{1b}[2K"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with("[fake]")),
+        "{text}"
+    );
+    assert_inert(&text);
 }

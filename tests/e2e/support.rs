@@ -33,6 +33,7 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-file",
             "plinth-files",
             "plinth-notes",
+            "plinth-misnamed",
             "plinth-legacy-v01",
             "plinth-legacy-v02",
             "plinth-legacy-program-v01",

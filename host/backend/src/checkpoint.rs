@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use plinth_engine::names::{ProjectName, StackName};
+use plinth_engine::resource::FieldError;
 use plinth_engine::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 
@@ -274,14 +275,19 @@ impl Checkpoint {
 /// Checks every resource's fields ([`Snapshot::check_fields`]), saying how to repair a state
 /// that fails: everything but `stack export` and `state delete` refuses it.
 pub(crate) fn check_fields(snapshot: &Snapshot, path: &Path) -> Result<(), BackendError> {
-    snapshot.check_fields().map_err(|e| BackendError::Corrupt {
+    (snapshot.check_fields()).map_err(|e| unrecordable_field(&e, path))
+}
+
+/// The error of a state file (checkpoint or journal) holding a field no plinth records.
+pub(crate) fn unrecordable_field(error: &FieldError, path: &Path) -> BackendError {
+    BackendError::Corrupt {
         path: path.to_owned(),
         reason: format!(
-            "{e}; no plinth records that. Keep a copy with `plinth stack export --file F`, then \
-             remove that resource from the state with `plinth state delete URN` (and delete what \
-             it names in the real world by hand if it still exists)"
+            "{error}; no plinth records that. Keep a copy with `plinth stack export --file F`, \
+             then remove that resource from the state with `plinth state delete URN` (and delete \
+             what it names in the real world by hand if it still exists)"
         ),
-    })
+    }
 }
 
 /// A [`Checkpoint`] of a borrowed snapshot, serialized the same way: an update's last snapshot

@@ -13,11 +13,11 @@ use plinth_engine::names::{ProjectName, StackName};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use plinth_engine::journal::{Persister, replay};
+use plinth_engine::journal::{Persister, SnapshotError, replay, replay_unchecked};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::urn::{is_counted, is_stack_type};
 
-use crate::checkpoint::{Checkpoint, CheckpointView, PluginUse, UsedPlugins};
+use crate::checkpoint::{Checkpoint, CheckpointView, PluginUse, UsedPlugins, unrecordable_field};
 use crate::error::BackendError;
 use crate::journal_file::{JournalFile, TornEnd, read_journal, write_atomically};
 use crate::lock::{LockHolder, StackLock};
@@ -324,8 +324,15 @@ impl LocalBackend {
             ));
         }
         let base = decoded.checkpoint.snapshot.clone();
-        // Replaying checks the fields of every state the journal records.
-        let snapshot = replay(base, read.entries).map_err(|e| corrupt(e.to_string()))?;
+        // Replaying checks the fields of every state the journal records, unless asked not to.
+        let replayed = match fields {
+            Fields::Checked => replay(base, read.entries),
+            Fields::Unchecked => replay_unchecked(base, read.entries),
+        };
+        let snapshot = replayed.map_err(|e| match e {
+            SnapshotError::Field(e) => unrecordable_field(&e, &journal),
+            e => corrupt(e.to_string()),
+        })?;
         let checkpoint = decoded.upgrade(snapshot, read.stack_outputs);
         Ok(LoadedStack {
             snapshot: checkpoint.snapshot,
@@ -426,7 +433,14 @@ impl LocalBackend {
         let crypter = &verbatim;
         let (snapshot, plugins) = match self.load_with(project, stack, crypter) {
             Ok(loaded) => (loaded.snapshot, loaded.plugins),
-            Err(BackendError::Corrupt { .. }) if !self.path(project, stack, "journal").exists() => {
+            // A state an older plinth wrote, whose fields no plinth records now, still exports:
+            // it is how the user keeps a copy before repairing it.
+            Err(BackendError::Corrupt { .. }) if self.path(project, stack, "journal").exists() => {
+                let loaded =
+                    self.load_checking(project, stack, crypter.as_ref(), Fields::Unchecked)?;
+                (loaded.snapshot, loaded.plugins)
+            }
+            Err(BackendError::Corrupt { .. }) => {
                 let path = self.path(project, stack, "json");
                 let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
                 let checkpoint = Checkpoint::parse_unverified(&bytes, stack, &path, crypter)?;

@@ -31,7 +31,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use plinth_backend::{Backend, StackRef};
-use plinth_engine::shown::escape_controls_keeping_lines;
+use plinth_engine::shown::{escape_controls, escape_controls_keeping_lines};
 
 use crate::project::Project;
 
@@ -219,9 +219,11 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
         println!("Stack `{stack}` is not locked.");
         return Ok(ExitCode::SUCCESS);
     };
-    let who = holder
-        .info
-        .map_or_else(|| "an unknown process".to_owned(), |info| info.to_string());
+    // The lock file (or the service) says who holds it: shown escaped.
+    let who = holder.info.map_or_else(
+        || "an unknown process".to_owned(),
+        |info| escape_controls(&info.to_string()).into_owned(),
+    );
     if !holder.running {
         ws.backend.cancel(&stack)?;
         println!("Removed the lock of stack `{stack}` left by {who}, which no longer runs.");

@@ -305,7 +305,10 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         let plugins: Vec<_> = e
             .plugins
             .iter()
-            .map(|p| format!("{}@{} ({})", p.name, p.version, short(&p.sha256)))
+            .map(|p| {
+                let (name, version) = (escape_controls(&p.name), escape_controls(&p.version));
+                format!("{name}@{version} ({})", short(&p.sha256))
+            })
             .collect();
         println!(
             "{:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
@@ -318,7 +321,7 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             e.changes.update,
             e.changes.replace,
             e.changes.delete,
-            e.plinth,
+            escape_controls(&e.plinth),
             plugins.join(", ")
         );
     }
@@ -382,12 +385,19 @@ pub fn run_config(ws: &Workspace, cmd: ConfigCommand) -> Result<ExitCode> {
                 .values()?
                 .remove(&ws.project.qualify_key(&key))
                 .with_context(|| format!("stack `{stack}` has no config value `{key}`"))?;
-            match value {
-                ConfigValue::Plain(text) => println!("{text}"),
+            let text = match value {
+                ConfigValue::Plain(text) => text,
                 ConfigValue::Sealed(sealed) if show_secrets => {
-                    println!("{}", ws.backend.crypter(&stack).open(&sealed)?);
+                    ws.backend.crypter(&stack).open(&sealed)?
                 }
-                ConfigValue::Sealed(_) => println!("[secret]"),
+                ConfigValue::Sealed(_) => "[secret]".to_owned(),
+            };
+            // Piped, the value is printed as it is: a script asked for it. On a terminal, a
+            // value from a stack file someone else wrote cannot act on the terminal.
+            if std::io::stdout().is_terminal() {
+                println!("{}", escape_controls(&text));
+            } else {
+                println!("{text}");
             }
         }
     }

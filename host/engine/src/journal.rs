@@ -189,6 +189,9 @@ pub struct JournalState {
     root: Option<Urn>,
     /// The changes made since the last commit, to roll back.
     undo: Vec<undo::Undo>,
+    /// Whether each state an entry records must pass [`ResourceState::check_fields`]: always,
+    /// but when a state an older plinth wrote is read to be exported or repaired.
+    check_fields: bool,
 }
 
 /// An operation begun in this journal and not ended.
@@ -238,6 +241,7 @@ impl JournalState {
             forgotten: HashSet::new(),
             root,
             undo: Vec::new(),
+            check_fields: true,
             base,
         }
     }
@@ -274,7 +278,7 @@ impl JournalState {
     }
 
     fn apply_entry(&mut self, entry: JournalEntry) -> Result<(), SnapshotError> {
-        if let Some(state) = entry.state() {
+        if let Some(state) = entry.state().filter(|_| self.check_fields) {
             state.check_fields()?;
         }
         match entry {
@@ -734,7 +738,25 @@ pub fn replay(
     base: impl Into<Arc<Snapshot>>,
     entries: impl IntoIterator<Item = JournalEntry>,
 ) -> Result<Snapshot, SnapshotError> {
+    replay_with(JournalState::new(base), entries)
+}
+
+/// [`replay`], without checking the fields of the states the entries record: for a journal an
+/// older plinth wrote, read only to be exported or to have the resource that fails them removed
+/// (whose fields are checked before anything is written back).
+pub fn replay_unchecked(
+    base: impl Into<Arc<Snapshot>>,
+    entries: impl IntoIterator<Item = JournalEntry>,
+) -> Result<Snapshot, SnapshotError> {
     let mut state = JournalState::new(base);
+    state.check_fields = false;
+    replay_with(state, entries)
+}
+
+fn replay_with(
+    mut state: JournalState,
+    entries: impl IntoIterator<Item = JournalEntry>,
+) -> Result<Snapshot, SnapshotError> {
     for entry in entries {
         state.apply_owned(entry)?;
     }
@@ -885,6 +907,22 @@ mod tests {
             assert_eq!(journal.snapshot(), before, "{entry:?}");
         }
         assert!(!error_text(&bad).contains('\t'));
+    }
+
+    #[test]
+    fn a_journal_an_older_plinth_wrote_replays_unchecked_for_export_and_repair() {
+        let mut carried = state("a", &[]);
+        carried.id = "x\ny".into();
+        let entries = || {
+            [JournalEntry::Same {
+                old: 0,
+                resource: Some(carried.clone()),
+            }]
+        };
+        let refused = replay(base(), entries()).unwrap_err();
+        assert!(matches!(refused, SnapshotError::Field(_)), "{refused}");
+        let snapshot = replay_unchecked(base(), entries()).unwrap();
+        assert_eq!(snapshot.resources[0].id, "x\ny");
     }
 
     fn error_text(state: &ResourceState) -> String {

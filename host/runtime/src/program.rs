@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use plinth_engine::program::{Monitor, Program, ProgramError};
+use plinth_engine::shown::escape_controls;
 use plinth_engine::value::{PropertyMap, Value};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
@@ -193,6 +194,8 @@ impl ComponentProgram {
                 self.broken = None;
                 returned.map_err(|message| {
                     let message = message.into_host();
+                    // The program's own words, on one line: they cannot start a line of their own.
+                    let message = escape_controls(&message);
                     ProgramError(format!("program `{}`: `{op}` failed: {message}", self.name))
                 })
             }

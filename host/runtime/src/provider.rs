@@ -19,6 +19,7 @@ use plinth_engine::provider::{
     CheckResult, Created, DiffResult, PartialState, Provider, ProviderError, ProviderInfo,
     ReadResult,
 };
+use plinth_engine::shown::escape_controls;
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
 use wasmtime::component::{self, Component, ComponentExportIndex, InstancePre, Linker};
@@ -270,8 +271,17 @@ impl Factory {
             .map_err(|e| start_error(e.to_string()))?;
         sandbox::begin_call(&mut instance.store);
         let (info, capabilities) = match call!(instance, call_info(), legacy()) {
-            Ok(info) => provider_info(info)
-                .map_err(|e| start_error(format!("`info` returned a malformed schema: {e}")))?,
+            Ok(info) => {
+                check_identity(&info.name, &info.version).map_err(start_error)?;
+                // A schema error quotes property names the guest chose: escaped, on one line.
+                provider_info(info).map_err(|e| {
+                    let e = e.to_string();
+                    start_error(format!(
+                        "`info` returned a malformed schema: {}",
+                        escape_controls(&e)
+                    ))
+                })?
+            }
             Err(e) => return Err(start_error(instance.store.data().failure("info", &e))),
         };
         let hints = match &self.pre.hints {
@@ -706,6 +716,29 @@ impl Provider for ComponentProvider {
 }
 
 /// The engine's part of a provider's `info`, and the capabilities it asks for.
+/// Refuses a name or version that no Plinth.yaml or plugin store could carry, before either
+/// reaches a message, a path (`plinth gen-sdk` writes under the name) or the state.
+fn check_identity(name: &str, version: &str) -> Result<(), String> {
+    let name_ok = !name.is_empty()
+        && (name.chars()).all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !matches!(name, "." | "..");
+    if !name_ok {
+        return Err(format!(
+            "`info` returned the name \"{}\": a plugin's name is letters, digits, `-`, `_` or \
+             `.`; the plugin is broken, ask its author for a fixed build",
+            escape_controls(name)
+        ));
+    }
+    if version.is_empty() || escape_controls(version) != version {
+        return Err(format!(
+            "`info` returned the version \"{}\": a version is not empty and holds no control \
+             characters; the plugin is broken, ask its author for a fixed build",
+            escape_controls(version)
+        ));
+    }
+    Ok(())
+}
+
 fn provider_info(
     info: wit::PluginInfo,
 ) -> Result<(ProviderInfo, Capabilities), schema::SchemaError> {

@@ -25,6 +25,7 @@ use crate::home::plinth_home;
 use crate::plugin::store::Store;
 use crate::plugin::{locate, provider_info};
 pub use model::{Package, Reserved};
+use plinth_engine::shown::escape_controls;
 
 #[derive(Args)]
 pub struct GenSdkArgs {
@@ -140,7 +141,8 @@ pub async fn run(start: &Path, args: GenSdkArgs) -> Result<ExitCode> {
     };
     let (files, notes) = generate(&info, args.lang, &Options { sdk_path });
     for note in &notes {
-        eprintln!("note: {note}");
+        // A note quotes names from the plugin's schema.
+        eprintln!("note: {}", escape_controls(note));
     }
     if args.check {
         let stale: Vec<&str> = (files.iter())

@@ -17,6 +17,7 @@ use crate::build::component_path;
 use crate::guest::Role;
 use crate::home::plinth_home;
 use crate::project::Project;
+use plinth_engine::shown::escape_controls;
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -178,9 +179,11 @@ fn check_name(name: &str, version: &str) -> Result<()> {
             .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '@' | '/' | '\\'));
     if !name_ok || !version_ok {
         bail!(
-            "the plugin calls itself `{name}` version `{version}`: a name must be letters, \
+            "the plugin calls itself `{}` version `{}`: a name must be letters, \
              digits, `-`, `_` or `.`, and a version must not be empty or contain spaces, `@` or \
-             slashes; it cannot be installed"
+             slashes; it cannot be installed",
+            escape_controls(name),
+            escape_controls(version)
         );
     }
     Ok(())

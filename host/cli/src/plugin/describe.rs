@@ -1,5 +1,6 @@
 //! What a component file is, as `plugin install` records it and `plugin inspect` shows it.
 
+use plinth_engine::shown::escape_controls as e;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -120,7 +121,8 @@ impl Description {
     /// The description as `plinth plugin inspect` prints it.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
+        // Everything but the hash and size is what the plugin said: shown escaped, on its line.
+        let unknown = |v: &Option<String>| e(v.as_deref().unwrap_or("-")).into_owned();
         let _ = writeln!(out, "name:         {}", unknown(&self.name));
         let _ = writeln!(out, "version:      {}", unknown(&self.version));
         let _ = writeln!(out, "kind:         {}", self.kind);
@@ -137,7 +139,8 @@ impl Description {
         } else {
             let _ = writeln!(out, "capabilities:");
             for dir in &caps.dirs {
-                let _ = writeln!(out, "  dir   {} ({}): {}", dir.guest, dir.access, dir.why);
+                let (guest, why) = (e(&dir.guest), e(&dir.why));
+                let _ = writeln!(out, "  dir   {guest} ({}): {why}", dir.access);
             }
             for (what, items) in [
                 ("env ", &caps.env),
@@ -146,7 +149,7 @@ impl Description {
                 ("http", &caps.http),
             ] {
                 for item in items {
-                    let _ = writeln!(out, "  {what}  {item}");
+                    let _ = writeln!(out, "  {what}  {}", e(item));
                 }
             }
         }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use plinth_engine::provider::{FunctionSchema, PropertySchema, PropertyType, ResourceSchema};
+use plinth_engine::shown::escape_controls as e;
 
 /// The `resources:` section.
 pub fn render_resources(resources: &[ResourceSchema]) -> String {
@@ -13,9 +14,9 @@ pub fn render_resources(resources: &[ResourceSchema]) -> String {
         out.push_str("  none\n");
     }
     for resource in resources {
-        let _ = writeln!(out, "  {}", resource.token);
+        let _ = writeln!(out, "  {}", e(&resource.token));
         if !resource.description.is_empty() {
-            let _ = writeln!(out, "    {}", resource.description);
+            let _ = writeln!(out, "    {}", e(&resource.description));
         }
         section(&mut out, "inputs", &resource.inputs);
         section(&mut out, "outputs", &resource.outputs);
@@ -30,9 +31,14 @@ pub fn render_functions(functions: &[FunctionSchema]) -> String {
     }
     let mut out = String::from("functions:\n");
     for function in functions {
-        let _ = writeln!(out, "  {} -> {}", function.token, function.output);
+        let _ = writeln!(
+            out,
+            "  {} -> {}",
+            e(&function.token),
+            e(&function.output.to_string())
+        );
         if !function.description.is_empty() {
-            let _ = writeln!(out, "    {}", function.description);
+            let _ = writeln!(out, "    {}", e(&function.description));
         }
         section(&mut out, "arguments", &function.inputs);
     }
@@ -73,10 +79,11 @@ fn section(out: &mut String, title: &str, properties: &[PropertySchema]) {
 fn collect(rows: &mut Vec<Row>, properties: &[PropertySchema], depth: usize) {
     for property in properties {
         rows.push(Row {
-            name: format!("{}{}", "  ".repeat(depth), property.name),
-            ty: property.ty.to_string(),
-            flags: flags(property),
-            description: property.description.clone(),
+            // What the plugin wrote, each on its row: a newline cannot start a row of its own.
+            name: format!("{}{}", "  ".repeat(depth), e(&property.name)),
+            ty: e(&property.ty.to_string()).into_owned(),
+            flags: e(&flags(property)).into_owned(),
+            description: e(&property.description).into_owned(),
         });
         if let Some(object) = nested_object(&property.ty) {
             collect(rows, &object.properties, depth + 1);

@@ -68,7 +68,10 @@ fn unescape(text: &str) -> String {
 impl ResourceType for Ids {
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::new("adversary:Ids")
-            .describe("Answers with the hostile ids, messages and keys its inputs name.")
+            // A description that would print a fake line of `plinth plugin inspect`.
+            .describe(
+                "Answers with the hostile ids, messages and keys its inputs name.\n[fake] created\u{1b}[2K",
+            )
     }
 
     fn check(
