@@ -16,6 +16,7 @@ mod login;
 mod logs;
 mod messages;
 mod names;
+mod nested_grants;
 mod numbers;
 mod polyglot;
 mod postgres;

@@ -37,6 +37,7 @@ mod env;
 mod epoch;
 mod error;
 mod file_index;
+mod grant_overlap;
 mod grants;
 mod hints;
 mod http;
