@@ -3,6 +3,7 @@
 
 mod adversarial;
 mod capabilities;
+mod component_files;
 mod crash;
 mod distribution;
 mod docs;

@@ -230,7 +230,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Rejects files that are not components with a message that says what they are instead.
-fn check_is_component(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+pub(crate) fn check_is_component(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
     let reason = match bytes {
         [b'\0', b'a', b's', b'm', _, _, 1, 0, ..] => return Ok(()),
         [b'\0', b'a', b's', b'm', _, _, 0, 0, ..] => {

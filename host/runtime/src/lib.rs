@@ -57,7 +57,7 @@ mod versions;
 mod wait;
 
 pub use advice::{GrantAdvice, PlainAdvice};
-pub use bytes::ComponentBytes;
+pub use bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
 pub use cache::LoadStats;
 pub use capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
 pub use endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};
