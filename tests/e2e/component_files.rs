@@ -2,7 +2,8 @@
 //! of memory before its magic number was checked), `/dev/zero` (read until out of memory), a
 //! directory, a FIFO (opening one blocks) and a file that is not a component. Each is refused
 //! with a message saying what it is, by `plugin install`, as a plugin's `path:` and as the
-//! program.
+//! program. And the precompiled cache: an artifact that was damaged is compiled again, with a
+//! warning, instead of being trusted (wasmtime's deserialization trusts its input).
 
 use std::path::{Path, PathBuf};
 
@@ -79,5 +80,62 @@ fn a_plugin_or_program_path_to_what_is_no_component_file_is_refused() {
                 "{path:?}: {stderr}"
             );
         }
+    }
+}
+
+/// The `.cwasm` artifacts in `home`'s precompiled cache.
+fn artifacts(home: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(home.join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_damaged_precompiled_artifact_is_compiled_again() {
+    let env = Env::scenario();
+    let home = tempfile::tempdir().unwrap();
+    let preview = || {
+        let out = env
+            .command(&["preview"])
+            .env("PLINTH_HOME", home.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    let first = preview();
+    assert!(!first.contains("damaged"), "{first}");
+    let cached = artifacts(home.path());
+    assert_eq!(cached.len(), 2, "the program and the testkit plugin");
+    let damages: [(&str, fn(&mut Vec<u8>)); 3] = [
+        ("a byte flipped", |bytes| {
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0xff;
+        }),
+        ("truncated", |bytes| bytes.truncate(bytes.len() * 2 / 3)),
+        ("its header zeroed", |bytes| bytes[..64].fill(0)),
+    ];
+    for (how, damage) in damages {
+        for artifact in &cached {
+            let mut bytes = std::fs::read(artifact).unwrap();
+            damage(&mut bytes);
+            std::fs::write(artifact, bytes).unwrap();
+        }
+        let stderr = preview();
+        for artifact in &cached {
+            let warning = stderr.lines().find(|l| {
+                l.contains("a precompiled artifact is damaged")
+                    && l.contains(&artifact.display().to_string())
+            });
+            assert!(warning.is_some(), "{how}, {artifact:?}: {stderr}");
+        }
+        assert!(stderr.contains("compiling the component again"), "{stderr}");
+        // Compiled again and stored whole: the next run is quiet.
+        assert!(!preview().contains("damaged"), "{how}");
     }
 }
