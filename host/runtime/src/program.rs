@@ -330,7 +330,7 @@ macro_rules! monitor_host {
                         custom: request.custom,
                         inputs,
                         options: resource_options(request.options),
-                    }))
+                    })?)
                 }
 
                 fn read_resource(
@@ -345,7 +345,9 @@ macro_rules! monitor_host {
                         format!("read-resource `{name}`: malformed inputs")
                     })?;
                     let options = resource_options(options);
-                    Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
+                    Ok(self
+                        .monitor()?
+                        .read_resource(ty, name, id, inputs, options)?)
                 }
 
                 fn register_apply(&mut self, inputs: Vec<types::Value>) -> wasmtime::Result<u64> {
@@ -360,7 +362,7 @@ macro_rules! monitor_host {
                             })
                         })
                         .collect::<wasmtime::Result<Vec<Value>>>()?;
-                    Ok(self.monitor()?.register_apply(inputs))
+                    Ok(self.monitor()?.register_apply(inputs)?)
                 }
 
                 fn register_outputs(
@@ -371,8 +373,7 @@ macro_rules! monitor_host {
                     let outputs = guest_map(up(outputs), || {
                         "register-outputs: malformed outputs".to_owned()
                     })?;
-                    self.monitor()?.register_outputs(handle, outputs);
-                    Ok(())
+                    Ok(self.monitor()?.register_outputs(handle, outputs)?)
                 }
 
                 async fn invoke(
