@@ -10,6 +10,7 @@ mod docs;
 mod file;
 mod gen_sdk;
 mod grants;
+mod hostile_program;
 mod legacy;
 mod lifecycle;
 mod locking;
