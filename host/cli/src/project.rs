@@ -96,9 +96,15 @@ pub struct GrantsSpec {
     /// TCP endpoints, `host:port`: `127.0.0.1:8080`, `db.internal:5432`, `*.example.com:443`.
     #[serde(default, deserialize_with = "parse_each")]
     pub tcp: Vec<EndpointPattern>,
+    /// Local addresses to listen on for TCP connections, written as the TCP endpoints.
+    #[serde(default, rename = "tcp-listen", deserialize_with = "parse_each")]
+    pub tcp_listen: Vec<EndpointPattern>,
     /// UDP endpoints, written as the TCP ones.
     #[serde(default, deserialize_with = "parse_each")]
     pub udp: Vec<EndpointPattern>,
+    /// Local addresses to receive UDP datagrams on.
+    #[serde(default, rename = "udp-listen", deserialize_with = "parse_each")]
+    pub udp_listen: Vec<EndpointPattern>,
     /// Authorities of outbound HTTP requests: `api.example.com`, `127.0.0.1:8080`.
     #[serde(default, deserialize_with = "parse_each")]
     pub http: Vec<AuthorityPattern>,

@@ -1,7 +1,7 @@
 //! What a plugin is granted beyond the bare sandbox. Deny by default: a plugin sees nothing of
 //! the host unless the project grants it: directories (preopened at a path of the plugin's
-//! choosing, read-only or read-write), named environment variables, TCP and UDP endpoints, and
-//! the authorities it may send HTTP requests to.
+//! choosing, read-only or read-write), named environment variables, TCP and UDP endpoints to
+//! reach, local addresses to listen on, and the authorities it may send HTTP requests to.
 
 use std::path::PathBuf;
 
@@ -18,10 +18,16 @@ pub struct Grants {
     pub dirs: Vec<DirGrant>,
     /// Environment variables the plugin sees, with their values in the host's environment.
     pub env: Vec<String>,
-    /// Endpoints the plugin may connect to (or listen on) over TCP.
+    /// Endpoints the plugin may connect to over TCP.
     pub tcp: Vec<EndpointPattern>,
+    /// Local addresses the plugin may bind and listen on for TCP connections (an ephemeral
+    /// port, as every connect binds, needs none).
+    pub tcp_listen: Vec<EndpointPattern>,
     /// Endpoints the plugin may exchange datagrams with over UDP.
     pub udp: Vec<EndpointPattern>,
+    /// Local addresses the plugin may bind a UDP socket to, to receive datagrams there (an
+    /// ephemeral port, to send from, needs none).
+    pub udp_listen: Vec<EndpointPattern>,
     /// Authorities the plugin may send outbound `wasi:http` requests to.
     pub http: Vec<AuthorityPattern>,
 }
