@@ -83,6 +83,9 @@ fn a_plugin_or_program_path_to_what_is_no_component_file_is_refused() {
     }
 }
 
+/// A way to damage an artifact's bytes.
+type Damage = fn(&mut Vec<u8>);
+
 /// The `.cwasm` artifacts in `home`'s precompiled cache.
 fn artifacts(home: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(home.join("cache"))
@@ -112,7 +115,7 @@ fn a_damaged_precompiled_artifact_is_compiled_again() {
     assert!(!first.contains("damaged"), "{first}");
     let cached = artifacts(home.path());
     assert_eq!(cached.len(), 2, "the program and the testkit plugin");
-    let damages: [(&str, fn(&mut Vec<u8>)); 3] = [
+    let damages: [(&str, Damage); 3] = [
         ("a byte flipped", |bytes| {
             let middle = bytes.len() / 2;
             bytes[middle] ^= 0xff;
