@@ -1,5 +1,5 @@
 //! A hostile program (tests/programs/hostile) tries to make the host hold without bound:
-//! applies that never end, a flood of registrations, huge inputs. Each meets its part of the
+//! applies that never end, a flood of registrations, huge inputs, applies returning huge values. Each meets its part of the
 //! program's budget (`limits:` under `program:`) with an error naming it, while the host's
 //! memory stays bounded; a first SIGTERM ends a program that never finishes; the state stays
 //! valid and a later run works.
@@ -73,6 +73,12 @@ fn each_part_of_the_budget_stops_its_attack_with_its_own_error() {
             "applies: 20000",
             "the program exceeded its budget of 20000 applies in one run",
             "raise `limits: { applies: ... }` under `program:` in Plinth.yaml",
+        ),
+        (
+            "huge-results",
+            "input-bytes: 64MiB",
+            "the program exceeded its budget of 67108864 bytes of inputs in one run",
+            "raise `limits: { input-bytes: ... }` under `program:` in Plinth.yaml",
         ),
         (
             "huge-inputs",

@@ -17,8 +17,8 @@ pub struct ProgramBudget {
     pub registrations: u64,
     /// Apply closures registered (each is resumed once its inputs resolve).
     pub applies: u64,
-    /// Bytes of the values (inputs, apply inputs, outputs) the program sends, as counted by
-    /// [`size_of`].
+    /// Bytes of the values the program sends (inputs, apply inputs, outputs) and its apply
+    /// closures return, as counted by [`size_of`].
     pub input_bytes: u64,
 }
 

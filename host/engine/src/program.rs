@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use crate::budget::{BudgetExceeded, ProgramBudget, Spent, map_size};
+use crate::budget::{BudgetExceeded, ProgramBudget, Spent, map_size, size_of};
 use crate::events::Severity;
 use crate::provider::ProviderSource;
 use crate::urn::package_of;
@@ -220,6 +220,12 @@ impl Monitor {
         self.spent.bytes(&self.budget, map_size(&outputs))?;
         self.send(Registration::Outputs { handle, outputs });
         Ok(())
+    }
+
+    /// Counts what an apply closure returned against the budget's bytes: the engine holds it
+    /// as the apply's value.
+    pub(crate) fn charge_result(&self, value: &Value) -> Result<(), BudgetExceeded> {
+        self.spent.bytes(&self.budget, size_of(value))
     }
 
     pub fn log(&self, severity: Severity, message: String) {

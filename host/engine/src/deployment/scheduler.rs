@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::Options;
 use super::node::*;
 use crate::events::EventSink;
-use crate::program::{Monitor, Program, Registration};
+use crate::program::{Monitor, Program, ProgramError, Registration};
 use crate::step::{StepContext, StepError, StepOutputs};
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};
@@ -97,7 +97,11 @@ impl Scheduler {
             while let Some(request) = resumes.recv().await {
                 let result = program
                     .resume(&monitor, request.apply, request.inputs)
-                    .await;
+                    .await
+                    .and_then(|value| match monitor.charge_result(&value) {
+                        Ok(()) => Ok(value),
+                        Err(e) => Err(ProgramError(e.to_string())),
+                    });
                 let _ = done.send(Completion::Resumed {
                     node: request.node,
                     result,

@@ -5,6 +5,7 @@
 //! - `endless-applies`: every `resume` registers another apply with a literal input, so the
 //!   program never finishes; after 100 resumes it logs the warning `hostile: resumed 100 times`
 //!   (once), which tests wait for;
+//! - `huge-results`: the same, each `resume` returning a 1 MiB string;
 //! - `registrations`: `run` registers components `hostile:Thing` without end;
 //! - `huge-inputs`: the same, each with a 1 MiB string input `blob`;
 //! - `one`: a harmless run: one component `hostile:Thing` named `ok`.
@@ -24,6 +25,7 @@ struct Hostile;
 
 thread_local! {
     static RESUMES: Cell<u64> = const { Cell::new(0) };
+    static HUGE_RESULTS: Cell<bool> = const { Cell::new(false) };
 }
 
 impl Guest for Hostile {
@@ -33,7 +35,8 @@ impl Guest for Hostile {
             other => return Err(format!("set the config value `mode`, not {other:?}")),
         };
         match mode.as_str() {
-            "endless-applies" => {
+            "endless-applies" | "huge-results" => {
+                HUGE_RESULTS.set(mode == "huge-results");
                 monitor::register_apply(&[text("start")]);
                 Ok(())
             }
@@ -59,6 +62,9 @@ impl Guest for Hostile {
             monitor::log(LogLevel::Warn, "hostile: resumed 100 times");
         }
         monitor::register_apply(&[text(&n.to_string())]);
+        if HUGE_RESULTS.get() {
+            return Ok(text(&"x".repeat(1 << 20)));
+        }
         Ok(Value {
             nodes: vec![Node::Null],
         })
