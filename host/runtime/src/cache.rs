@@ -4,8 +4,11 @@
 //! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>.sealed.cwasm`: the
 //! content hash names the component, and the fingerprint (see [`crate::engine::fingerprint`]) the
 //! wasmtime version and configuration it was compiled for. wasmtime trusts an artifact to be its
-//! own output (a damaged one can crash the process), so each ends with the SHA-256 of what
-//! precedes it, checked before it is deserialized; one that fails the check is compiled again. Loading by path first looks the file's hash up
+//! own output (a damaged one can crash the process), so each ends with the CRC-32 of what
+//! precedes it, checked before it is deserialized; one that fails the check is compiled again.
+//! A checksum, not a cryptographic digest: it guards against damage (a flipped byte, a torn
+//! file), and whoever can write the cache could rewrite a digest too. SHA-256 made a cache hit
+//! 15 times slower (3.1 ms instead of 0.2 ms for a 1.3 MB artifact). Loading by path first looks the file's hash up
 //! by its fingerprint (see [`crate::file_index`]), and reads and hashes the file only on a miss.
 
 use std::collections::HashMap;
@@ -14,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -209,14 +211,13 @@ impl ArtifactCache {
         let Some(serialized) = unseal(&sealed) else {
             tracing::warn!(
                 artifact = %artifact.display(),
-                "a precompiled artifact is damaged (it does not match the digest it ends with); \
+                "a precompiled artifact is damaged (it does not match the checksum it ends with); \
                  compiling the component again"
             );
             return None;
         };
         // SAFETY: wasmtime trusts a precompiled artifact to be its own output. These bytes are
-        // exactly what `store_artifact` wrote from `Component::serialize` (their digest
-        // matches), for an engine with the same fingerprint. The cache directory belongs to
+        // what `store_artifact` wrote from `Component::serialize` (their checksum matches), for an engine with the same fingerprint. The cache directory belongs to
         // the user running plinth, like the binary itself.
         match unsafe { Component::deserialize(engine, serialized) } {
             Ok(component) => Some(component),
@@ -237,18 +238,18 @@ impl ArtifactCache {
         std::fs::create_dir_all(&self.dir)?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
         file.write_all(&bytes)?;
-        file.write_all(&Sha256::digest(&bytes))?;
+        file.write_all(&crc32fast::hash(&bytes).to_le_bytes())?;
         file.as_file().sync_all()?;
         file.persist(artifact)?;
         Ok(())
     }
 }
 
-/// The serialized artifact `sealed` holds, if it ends with their SHA-256.
+/// The serialized artifact `sealed` holds, if it ends with their CRC-32.
 fn unseal(sealed: &[u8]) -> Option<&[u8]> {
-    let split = sealed.len().checked_sub(Sha256::output_size())?;
-    let (serialized, digest) = sealed.split_at(split);
-    (Sha256::digest(serialized).as_slice() == digest).then_some(serialized)
+    let split = sealed.len().checked_sub(4)?;
+    let (serialized, checksum) = sealed.split_at(split);
+    (crc32fast::hash(serialized).to_le_bytes() == checksum).then_some(serialized)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
