@@ -182,7 +182,12 @@ fn install_list_inspect_and_remove_from_a_file() {
     // Not plugins: garbage, and a program.
     let garbage = dist.file("garbage.wasm", b"not wasm at all");
     let stderr = dist.fails(&["plugin", "install", &garbage]);
-    assert!(stderr.contains("is not a plinth plugin"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "is not a WebAssembly component: it does not start with the WebAssembly magic number"
+        ),
+        "{stderr}"
+    );
     let program = guest("plinth-scenario").display().to_string();
     let stderr = dist.fails(&["plugin", "install", &program]);
     assert!(

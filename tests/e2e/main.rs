@@ -3,6 +3,7 @@
 
 mod adversarial;
 mod capabilities;
+mod component_files;
 mod crash;
 mod distribution;
 mod docs;
@@ -10,6 +11,7 @@ mod file;
 mod gen_sdk;
 mod grants;
 mod hostile_ids;
+mod hostile_program;
 mod hostile_secrets;
 mod hostile_state;
 mod legacy;
@@ -19,6 +21,7 @@ mod login;
 mod logs;
 mod messages;
 mod names;
+mod nested_grants;
 mod numbers;
 mod polyglot;
 mod postgres;

@@ -1,7 +1,7 @@
 //! Sandbox grants beyond directories, and per-plugin limits, from `Plinth.yaml`: the `reach`
 //! provider (tests/plugins/reach) reads environment variables, connects over TCP, looks names
 //! up, sends UDP datagrams and HTTP requests to servers this test runs on 127.0.0.1, and
-//! allocates memory and burns time. Without a grant each attempt fails with an error naming the
+//! listens on local ports, allocates memory and burns time. Without a grant each attempt fails with an error naming the
 //! plugin, the attempt and the Plinth.yaml line that allows it; with the grant it works; a grant
 //! opens its own endpoint only.
 
@@ -366,6 +366,58 @@ fn udp_sends_only_to_granted_endpoints() {
         &format!("udp: [\"127.0.0.1:{}\"]", other.port),
     );
     assert_eq!(other.served(), 0);
+}
+
+/// A free local port, for a listener: bound by the host then released.
+fn free_port(protocol: &str) -> u16 {
+    match protocol {
+        "tcp" => TcpListener::bind("127.0.0.1:0").unwrap().local_addr(),
+        _ => UdpSocket::bind("127.0.0.1:0").unwrap().local_addr(),
+    }
+    .unwrap()
+    .port()
+}
+
+/// `tcp: ["*:47020"]` once let a plugin listen on 0.0.0.0:47020: listening (binding a fixed
+/// local port) takes `tcp-listen` or `udp-listen`, which grant that address only; `tcp` and
+/// `udp` grant the peers to reach.
+#[test]
+fn listening_takes_a_listen_grant_of_its_own() {
+    for (protocol, proto) in [("tcp", "TCP"), ("udp", "UDP")] {
+        let port = free_port(protocol);
+        let inputs = |address: &str| format!("protocol={protocol};address={address}");
+        let any = format!("0.0.0.0:{port}");
+        let local = format!("127.0.0.1:{port}");
+
+        for granted in ["", &format!("{protocol}: [\"*:{port}\", \"*:*\"]")] {
+            let sections = if granted.is_empty() {
+                String::new()
+            } else {
+                grants(&[granted])
+            };
+            let env = reach(&sections, "reach:Listen", &inputs(&any));
+            denied(
+                &env,
+                &[&format!("{proto} bind to {any}")],
+                &format!("{protocol}-listen: [\"{any}\"]"),
+            );
+        }
+
+        // A listen grant opens its own address only.
+        let env = reach(
+            &grants(&[&format!("{protocol}-listen: [\"{local}\"]")]),
+            "reach:Listen",
+            &inputs(&local),
+        );
+        assert_eq!(up_outputs(&env)["bound"], local.as_str());
+        env.ok(&["destroy", "--yes"]);
+        env.config("inputs_x", &inputs(&any));
+        denied(
+            &env,
+            &[&format!("{proto} bind to {any}")],
+            &format!("{protocol}-listen: [\"{any}\"]"),
+        );
+    }
 }
 
 #[test]

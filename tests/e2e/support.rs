@@ -37,6 +37,7 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-legacy-v01",
             "plinth-legacy-v02",
             "plinth-legacy-program-v01",
+            "plinth-hostile-program",
             "plinth-numbers",
             "plinth-postgresql",
             "plinth-pg-program",

@@ -154,13 +154,17 @@ impl Program for Chains {
                 };
                 inputs.insert("prev".into(), Value::Output(out));
             }
-            previous = Some(monitor.register_resource(RegisterRequest {
-                ty: "bench:Thing".into(),
-                name: format!("r{i}"),
-                custom: true,
-                inputs,
-                options: Default::default(),
-            }));
+            previous = Some(
+                monitor
+                    .register_resource(RegisterRequest {
+                        ty: "bench:Thing".into(),
+                        name: format!("r{i}"),
+                        custom: true,
+                        inputs,
+                        options: Default::default(),
+                    })
+                    .expect("within the budget"),
+            );
         }
         Ok(())
     }

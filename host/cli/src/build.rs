@@ -18,7 +18,8 @@ pub const WASM_TARGET: &str = "wasm32-wasip2";
 /// The component `path` names: the file itself, the cdylib its crate builds to, or the
 /// component a TypeScript/JavaScript or Python guest directory builds to as a `role`.
 pub fn component_path(path: &Path, what: &str, role: Role) -> Result<PathBuf> {
-    if path.is_file() {
+    // A file, or what the component reader refuses by name (a device, a FIFO).
+    if path.exists() && !path.is_dir() {
         return Ok(path.to_owned());
     }
     if let Some(language) = path.is_dir().then(|| Language::of(path)).flatten() {

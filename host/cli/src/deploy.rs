@@ -19,7 +19,7 @@ use plinth_engine::resource::is_recordable_id;
 use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::Value;
-use plinth_runtime::{Limits, Runtime};
+use plinth_runtime::Runtime;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -358,11 +358,12 @@ impl<'a> Deployer<'a> {
         if kind == UpdateKind::Destroy {
             return Ok(Box::new(EmptyProgram));
         }
-        let source = self.ws.project.resolve(&self.ws.project.file.program);
+        let spec = &self.ws.project.file.program;
+        let source = self.ws.project.resolve(&spec.path);
         let path =
             tokio::task::spawn_blocking(move || component_path(&source, "program", Role::Program))
                 .await??;
-        Ok(self.runtime.load_program(&path, Limits::default()).await?)
+        Ok(self.runtime.load_program(&path, spec.limits).await?)
     }
 
     async fn run(
@@ -448,6 +449,7 @@ impl<'a> Deployer<'a> {
                 targets,
                 replace,
                 continue_on_error: request.continue_on_error,
+                budget: self.ws.project.file.program.budget,
             };
             // The last phase: the engine and the snapshot manager share the loaded state
             // rather than each taking a copy of it.

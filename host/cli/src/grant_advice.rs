@@ -82,7 +82,7 @@ fn yaml_hint(plugin: &str, missing: &[Missing], grants: &Grants) -> String {
             let _ = writeln!(lines, "{ITEM}  access: {access}");
         }
     }
-    for key in ["env", "tcp", "udp", "http"] {
+    for key in ["env", "tcp", "tcp-listen", "udp", "udp-listen", "http"] {
         let items: Vec<&String> = missing
             .iter()
             .filter_map(list_entry)
@@ -93,7 +93,9 @@ fn yaml_hint(plugin: &str, missing: &[Missing], grants: &Grants) -> String {
             let granted = match key {
                 "env" => grants.env.len(),
                 "tcp" => grants.tcp.len(),
+                "tcp-listen" => grants.tcp_listen.len(),
                 "udp" => grants.udp.len(),
+                "udp-listen" => grants.udp_listen.len(),
                 _ => grants.http.len(),
             };
             if granted > 0 {
@@ -140,6 +142,8 @@ fn list_entry(missing: &Missing) -> Option<(&'static str, &String)> {
         Missing::Env(name) => Some(("env", name)),
         Missing::Tcp(pattern) => Some(("tcp", pattern)),
         Missing::Udp(pattern) => Some(("udp", pattern)),
+        Missing::TcpListen(pattern) => Some(("tcp-listen", pattern)),
+        Missing::UdpListen(pattern) => Some(("udp-listen", pattern)),
         Missing::Http(pattern) => Some(("http", pattern)),
         Missing::Dir(_) | Missing::DirWrite(_) | Missing::Lookup(_) => None,
     }

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use plinth_runtime::{AuthorityPattern, EndpointPattern, Limits};
 use serde::Deserialize;
 
+use crate::program_spec::ProgramSpec;
 use crate::stack_config::StackConfig;
 
 pub const PROJECT_FILE: &str = "Plinth.yaml";
@@ -19,16 +20,12 @@ pub struct ProjectFile {
     pub name: ProjectName,
     #[serde(default)]
     pub description: Option<String>,
-    /// A `.wasm` component, or a directory holding a Rust crate to build for wasm32-wasip2.
-    #[serde(default = "default_program")]
-    pub program: PathBuf,
+    /// The program (a `.wasm` component, or a directory to build) and its limits.
+    #[serde(default)]
+    pub program: ProgramSpec,
     /// Plugins by package name.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSpec>,
-}
-
-fn default_program() -> PathBuf {
-    PathBuf::from(".")
 }
 
 /// Where a plugin comes from, and what it may use.
@@ -99,9 +96,15 @@ pub struct GrantsSpec {
     /// TCP endpoints, `host:port`: `127.0.0.1:8080`, `db.internal:5432`, `*.example.com:443`.
     #[serde(default, deserialize_with = "parse_each")]
     pub tcp: Vec<EndpointPattern>,
+    /// Local addresses to listen on for TCP connections, written as the TCP endpoints.
+    #[serde(default, rename = "tcp-listen", deserialize_with = "parse_each")]
+    pub tcp_listen: Vec<EndpointPattern>,
     /// UDP endpoints, written as the TCP ones.
     #[serde(default, deserialize_with = "parse_each")]
     pub udp: Vec<EndpointPattern>,
+    /// Local addresses to receive UDP datagrams on.
+    #[serde(default, rename = "udp-listen", deserialize_with = "parse_each")]
+    pub udp_listen: Vec<EndpointPattern>,
     /// Authorities of outbound HTTP requests: `api.example.com`, `127.0.0.1:8080`.
     #[serde(default, deserialize_with = "parse_each")]
     pub http: Vec<AuthorityPattern>,
@@ -137,7 +140,7 @@ struct RawLimits {
 /// A size or a duration as written: with a unit, or a bare number.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum Quantity {
+pub(crate) enum Quantity {
     Number(u64),
     Text(String),
 }
@@ -146,34 +149,38 @@ impl TryFrom<RawLimits> for LimitsSpec {
     type Error = String;
 
     fn try_from(raw: RawLimits) -> Result<LimitsSpec, String> {
-        let default = Limits::default();
-        let memory = match raw.memory {
-            None => default.memory_bytes as u64,
-            // A bare number of bytes is unambiguous.
-            Some(Quantity::Number(bytes)) => bytes,
-            Some(Quantity::Text(text)) => text
-                .trim()
-                .parse::<bytesize::ByteSize>()
-                .map_err(|e| {
-                    format!("memory `{text}` is not a size such as `512MiB` or `1GiB`: {e}")
-                })?
-                .as_u64(),
-        };
-        let call_timeout = match raw.call_timeout {
-            None => default.call_timeout,
-            Some(Quantity::Number(n)) => {
-                return Err(format!(
-                    "call-timeout `{n}` has no unit: write e.g. `{n}s` or `{n}ms`"
-                ));
-            }
-            Some(Quantity::Text(text)) => humantime::parse_duration(text.trim()).map_err(|e| {
-                format!("call-timeout `{text}` is not a duration such as `30s` or `2m`: {e}")
-            })?,
-        };
-        Limits::new(memory, call_timeout)
-            .map(LimitsSpec)
-            .map_err(|e| e.to_string())
+        limits_from(raw.memory, raw.call_timeout).map(LimitsSpec)
     }
+}
+
+/// The limits `memory` and `call_timeout` say, each its default if not given.
+pub(crate) fn limits_from(
+    memory: Option<Quantity>,
+    call_timeout: Option<Quantity>,
+) -> Result<Limits, String> {
+    let default = Limits::default();
+    let memory = match memory {
+        None => default.memory_bytes as u64,
+        // A bare number of bytes is unambiguous.
+        Some(Quantity::Number(bytes)) => bytes,
+        Some(Quantity::Text(text)) => text
+            .trim()
+            .parse::<bytesize::ByteSize>()
+            .map_err(|e| format!("memory `{text}` is not a size such as `512MiB` or `1GiB`: {e}"))?
+            .as_u64(),
+    };
+    let call_timeout = match call_timeout {
+        None => default.call_timeout,
+        Some(Quantity::Number(n)) => {
+            return Err(format!(
+                "call-timeout `{n}` has no unit: write e.g. `{n}s` or `{n}ms`"
+            ));
+        }
+        Some(Quantity::Text(text)) => humantime::parse_duration(text.trim()).map_err(|e| {
+            format!("call-timeout `{text}` is not a duration such as `30s` or `2m`: {e}")
+        })?,
+    };
+    Limits::new(memory, call_timeout).map_err(|e| e.to_string())
 }
 
 /// One entry of `grants.dirs`.

@@ -4,6 +4,7 @@
 //! and to programs through [`program::Program`]; the runtime implements both over components,
 //! and tests implement them in process.
 
+pub mod budget;
 mod delete_step;
 pub mod deployment;
 pub mod events;

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
+use crate::budget::{BudgetExceeded, ProgramBudget, Spent, map_size, size_of};
 use crate::events::Severity;
 use crate::provider::ProviderSource;
 use crate::urn::package_of;
@@ -139,6 +140,8 @@ pub struct Monitor {
     info: Arc<StackInfo>,
     config: Arc<BTreeMap<String, Value>>,
     providers: Arc<dyn ProviderSource>,
+    budget: ProgramBudget,
+    spent: Arc<Spent>,
 }
 
 impl Monitor {
@@ -146,6 +149,7 @@ impl Monitor {
         info: StackInfo,
         config: BTreeMap<String, Value>,
         providers: Arc<dyn ProviderSource>,
+        budget: ProgramBudget,
     ) -> (Monitor, mpsc::UnboundedReceiver<Registration>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let monitor = Monitor {
@@ -154,6 +158,8 @@ impl Monitor {
             info: Arc::new(info),
             config: Arc::new(config),
             providers,
+            budget,
+            spent: Arc::default(),
         };
         (monitor, rx)
     }
@@ -167,12 +173,15 @@ impl Monitor {
         let _ = self.tx.send(registration);
     }
 
-    pub fn register_resource(&self, request: RegisterRequest) -> u64 {
+    /// Registers a resource or component; past the program's budget, an error instead.
+    pub fn register_resource(&self, request: RegisterRequest) -> Result<u64, BudgetExceeded> {
+        self.spent.registration(&self.budget, &request.inputs)?;
         let handle = self.handle();
         self.send(Registration::Resource { handle, request });
-        handle
+        Ok(handle)
     }
 
+    /// Registers the read of an existing resource; past the program's budget, an error instead.
     pub fn read_resource(
         &self,
         ty: String,
@@ -180,7 +189,8 @@ impl Monitor {
         id: String,
         inputs: PropertyMap,
         options: ResourceOptions,
-    ) -> u64 {
+    ) -> Result<u64, BudgetExceeded> {
+        self.spent.registration(&self.budget, &inputs)?;
         let handle = self.handle();
         self.send(Registration::Read {
             handle,
@@ -190,17 +200,32 @@ impl Monitor {
             inputs,
             options,
         });
-        handle
+        Ok(handle)
     }
 
-    pub fn register_apply(&self, inputs: Vec<Value>) -> u64 {
+    /// Registers an apply closure; past the program's budget, an error instead.
+    pub fn register_apply(&self, inputs: Vec<Value>) -> Result<u64, BudgetExceeded> {
+        self.spent.apply(&self.budget, &inputs)?;
         let handle = self.handle();
         self.send(Registration::Apply { handle, inputs });
-        handle
+        Ok(handle)
     }
 
-    pub fn register_outputs(&self, handle: Option<u64>, outputs: PropertyMap) {
+    /// Registers outputs; past the program's budget of bytes, an error instead.
+    pub fn register_outputs(
+        &self,
+        handle: Option<u64>,
+        outputs: PropertyMap,
+    ) -> Result<(), BudgetExceeded> {
+        self.spent.bytes(&self.budget, map_size(&outputs))?;
         self.send(Registration::Outputs { handle, outputs });
+        Ok(())
+    }
+
+    /// Counts what an apply closure returned against the budget's bytes: the engine holds it
+    /// as the apply's value.
+    pub(crate) fn charge_result(&self, value: &Value) -> Result<(), BudgetExceeded> {
+        self.spent.bytes(&self.budget, size_of(value))
     }
 
     pub fn log(&self, severity: Severity, message: String) {

@@ -1,9 +1,14 @@
 //! Loads components through a cache of precompiled artifacts, so that a plugin seen before starts
 //! in a fraction of a millisecond instead of being compiled again.
 //!
-//! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>.cwasm`: the content hash
-//! names the component, and the fingerprint (see [`crate::engine::fingerprint`]) the wasmtime
-//! version and configuration it was compiled for. Loading by path first looks the file's hash up
+//! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>.sealed.cwasm`: the
+//! content hash names the component, and the fingerprint (see [`crate::engine::fingerprint`]) the
+//! wasmtime version and configuration it was compiled for. wasmtime trusts an artifact to be its
+//! own output (a damaged one can crash the process), so each ends with the CRC-32 of what
+//! precedes it, checked before it is deserialized; one that fails the check is compiled again.
+//! A checksum, not a cryptographic digest: it guards against damage (a flipped byte, a torn
+//! file), and whoever can write the cache could rewrite a digest too. SHA-256 made a cache hit
+//! 15 times slower (3.1 ms instead of 0.2 ms for a 1.3 MB artifact). Loading by path first looks the file's hash up
 //! by its fingerprint (see [`crate::file_index`]), and reads and hashes the file only on a miss.
 
 use std::collections::HashMap;
@@ -123,7 +128,7 @@ impl ArtifactCache {
 
     fn artifact(&self, sha256: &str) -> PathBuf {
         self.dir
-            .join(format!("{sha256}-{}.cwasm", self.fingerprint))
+            .join(format!("{sha256}-{}.sealed.cwasm", self.fingerprint))
     }
 
     /// Loads the component `wasm`, from its precompiled artifact when there is one, found by
@@ -192,14 +197,29 @@ impl ArtifactCache {
     }
 
     fn deserialize(&self, engine: &Engine, artifact: &Path) -> Option<Component> {
-        if !artifact.is_file() {
+        let sealed = match std::fs::read(artifact) {
+            Ok(sealed) => sealed,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(
+                    artifact = %artifact.display(),
+                    "cannot read a precompiled artifact, compiling the component again: {e}"
+                );
+                return None;
+            }
+        };
+        let Some(serialized) = unseal(&sealed) else {
+            tracing::warn!(
+                artifact = %artifact.display(),
+                "a precompiled artifact is damaged (it does not match the checksum it ends with); \
+                 compiling the component again"
+            );
             return None;
-        }
-        // SAFETY: wasmtime trusts a precompiled artifact to be its own output. This one was
-        // written by `store_artifact` from `Component::serialize`, for an engine with the same
-        // fingerprint, and renamed into place only once complete, so it is never a torn file.
-        // The cache directory belongs to the user running plinth, like the binary itself.
-        match unsafe { Component::deserialize_file(engine, artifact) } {
+        };
+        // SAFETY: wasmtime trusts a precompiled artifact to be its own output. These bytes are
+        // what `store_artifact` wrote from `Component::serialize` (their checksum matches), for an engine with the same fingerprint. The cache directory belongs to
+        // the user running plinth, like the binary itself.
+        match unsafe { Component::deserialize(engine, serialized) } {
             Ok(component) => Some(component),
             Err(e) => {
                 tracing::warn!(
@@ -218,10 +238,18 @@ impl ArtifactCache {
         std::fs::create_dir_all(&self.dir)?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
         file.write_all(&bytes)?;
+        file.write_all(&crc32fast::hash(&bytes).to_le_bytes())?;
         file.as_file().sync_all()?;
         file.persist(artifact)?;
         Ok(())
     }
+}
+
+/// The serialized artifact `sealed` holds, if it ends with their CRC-32.
+fn unseal(sealed: &[u8]) -> Option<&[u8]> {
+    let split = sealed.len().checked_sub(4)?;
+    let (serialized, checksum) = sealed.split_at(split);
+    (crc32fast::hash(serialized).to_le_bytes() == checksum).then_some(serialized)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -230,7 +258,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Rejects files that are not components with a message that says what they are instead.
-fn check_is_component(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+pub(crate) fn check_is_component(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
     let reason = match bytes {
         [b'\0', b'a', b's', b'm', _, _, 1, 0, ..] => return Ok(()),
         [b'\0', b'a', b's', b'm', _, _, 0, 0, ..] => {
@@ -292,6 +320,13 @@ mod tests {
             .map(|e| e.unwrap().path())
             .collect();
         assert_eq!(artifacts.len(), 1, "no temporary file is left behind");
+        let sealed = std::fs::read(&artifacts[0]).unwrap();
+        assert!(unseal(&sealed).is_some());
+        let mut flipped = sealed.clone();
+        flipped[sealed.len() / 2] ^= 0x40;
+        assert!(unseal(&flipped).is_none());
+        assert!(unseal(&sealed[..sealed.len() - 1]).is_none());
+        assert!(unseal(&sealed[..10]).is_none());
         std::fs::write(&artifacts[0], b"torn").unwrap();
         // This process goes on with the component it loaded; another one recompiles it.
         assert!(load(&wasm).unwrap().1.cache_hit);

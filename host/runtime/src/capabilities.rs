@@ -60,6 +60,10 @@ pub enum Missing {
     Env(String),
     Tcp(String),
     Udp(String),
+    /// Listening on a local address: a plugin cannot ask for this (only a refused attempt
+    /// needs it).
+    TcpListen(String),
+    UdpListen(String),
     Http(String),
     /// Looking up a host name no TCP or UDP grant names. A plugin cannot ask for this as such
     /// (its TCP and UDP patterns do): only a refused attempt needs it.
@@ -350,6 +354,8 @@ impl fmt::Display for Missing {
             Missing::Env(name) => write!(f, "the environment variable {name}"),
             Missing::Tcp(pattern) => write!(f, "TCP connections to {pattern}"),
             Missing::Udp(pattern) => write!(f, "UDP datagrams with {pattern}"),
+            Missing::TcpListen(pattern) => write!(f, "listening for TCP connections on {pattern}"),
+            Missing::UdpListen(pattern) => write!(f, "receiving UDP datagrams on {pattern}"),
             Missing::Http(pattern) => write!(f, "HTTP requests to {pattern}"),
             Missing::Lookup(name) => write!(f, "name lookups of {name}"),
         }

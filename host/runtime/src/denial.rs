@@ -177,17 +177,20 @@ impl Denial {
         match self {
             Denial::Socket {
                 protocol,
+                action,
                 addr,
                 name,
-                ..
             } => {
                 let pattern = match name {
                     Some(name) => format!("{name}:{}", addr.port()),
                     None => addr.to_string(),
                 };
-                match protocol {
-                    Protocol::Tcp => Missing::Tcp(pattern),
-                    Protocol::Udp => Missing::Udp(pattern),
+                let listens = matches!(action, SocketAction::Bind | SocketAction::Listen);
+                match (protocol, listens) {
+                    (Protocol::Tcp, false) => Missing::Tcp(pattern),
+                    (Protocol::Udp, false) => Missing::Udp(pattern),
+                    (Protocol::Tcp, true) => Missing::TcpListen(pattern),
+                    (Protocol::Udp, true) => Missing::UdpListen(pattern),
                 }
             }
             Denial::Lookup { name } => Missing::Lookup(name.clone()),

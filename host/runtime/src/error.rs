@@ -15,6 +15,20 @@ pub enum LoadError {
     /// walks the chain does not print it twice.
     #[error("cannot read `{}`: {error}", path.display())]
     Read { path: PathBuf, error: io::Error },
+    /// The path names a directory, a device, a FIFO: nothing a component is read from.
+    #[error(
+        "`{}` is {kind}, not a component file: give the path of a `.wasm` file",
+        path.display()
+    )]
+    NotAFile { path: PathBuf, kind: &'static str },
+    /// The file is larger than any component plinth reads.
+    #[error(
+        "`{}` is {} MiB, larger than the {} MiB a component file may be: is it the right file?",
+        path.display(),
+        size >> 20,
+        crate::bytes::MAX_COMPONENT_BYTES >> 20
+    )]
+    TooLarge { path: PathBuf, size: u64 },
     /// The file is not a WebAssembly component (garbage, or a core module).
     #[error("`{}` is not a WebAssembly component: {reason}", path.display())]
     NotAComponent { path: PathBuf, reason: String },

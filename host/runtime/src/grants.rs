@@ -1,7 +1,7 @@
 //! What a plugin is granted beyond the bare sandbox. Deny by default: a plugin sees nothing of
 //! the host unless the project grants it: directories (preopened at a path of the plugin's
-//! choosing, read-only or read-write), named environment variables, TCP and UDP endpoints, and
-//! the authorities it may send HTTP requests to.
+//! choosing, read-only or read-write), named environment variables, TCP and UDP endpoints to
+//! reach, local addresses to listen on, and the authorities it may send HTTP requests to.
 
 use std::path::PathBuf;
 
@@ -9,6 +9,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::endpoint::{AuthorityPattern, EndpointPattern};
 use crate::error::LoadError;
+use crate::grant_overlap::{Resolved, conflict, normalise_guest};
 
 /// Everything a plugin is granted. The default grants nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,10 +18,16 @@ pub struct Grants {
     pub dirs: Vec<DirGrant>,
     /// Environment variables the plugin sees, with their values in the host's environment.
     pub env: Vec<String>,
-    /// Endpoints the plugin may connect to (or listen on) over TCP.
+    /// Endpoints the plugin may connect to over TCP.
     pub tcp: Vec<EndpointPattern>,
+    /// Local addresses the plugin may bind and listen on for TCP connections (an ephemeral
+    /// port, as every connect binds, needs none).
+    pub tcp_listen: Vec<EndpointPattern>,
     /// Endpoints the plugin may exchange datagrams with over UDP.
     pub udp: Vec<EndpointPattern>,
+    /// Local addresses the plugin may bind a UDP socket to, to receive datagrams there (an
+    /// ephemeral port, to send from, needs none).
+    pub udp_listen: Vec<EndpointPattern>,
     /// Authorities the plugin may send outbound `wasi:http` requests to.
     pub http: Vec<AuthorityPattern>,
 }
@@ -44,22 +51,19 @@ pub enum Access {
 
 impl Grants {
     /// Checks, before the plugin `plugin` starts, that every granted directory exists, that no
-    /// two grants claim the same guest path, and that granted variable names are names.
-    /// (Network patterns are checked when they are parsed.)
+    /// two grants claim the same guest path, that no two grants with different access nest
+    /// (see [`grant_overlap`](crate::grant_overlap)), and that granted variable names are
+    /// names. (Network patterns are checked when they are parsed.)
     pub(crate) fn validate(&self, plugin: &str) -> Result<(), LoadError> {
-        for (i, dir) in self.dirs.iter().enumerate() {
+        let mut resolved: Vec<Resolved> = Vec::with_capacity(self.dirs.len());
+        for dir in &self.dirs {
             let refuse = |reason: String| LoadError::Grant {
                 plugin: plugin.to_owned(),
                 path: dir.host.clone(),
                 reason,
             };
-            if !dir.guest.starts_with('/') {
-                return Err(refuse(format!(
-                    "its guest path `{}` must be absolute",
-                    dir.guest
-                )));
-            }
-            if self.dirs[..i].iter().any(|d| d.guest == dir.guest) {
+            let guest = normalise_guest(&dir.guest).map_err(refuse)?;
+            if resolved.iter().any(|r| r.guest == guest) {
                 return Err(refuse(format!(
                     "another directory is already granted at `{}`",
                     dir.guest
@@ -70,6 +74,16 @@ impl Grants {
                 Ok(_) => return Err(refuse("it is not a directory".to_owned())),
                 Err(e) => return Err(refuse(e.to_string())),
             }
+            let host = std::fs::canonicalize(&dir.host).map_err(|e| refuse(e.to_string()))?;
+            let this = Resolved {
+                grant: dir,
+                guest,
+                host,
+            };
+            if let Some(reason) = resolved.iter().find_map(|r| conflict(&this, r)) {
+                return Err(refuse(reason));
+            }
+            resolved.push(this);
         }
         for name in &self.env {
             let reason = if name.is_empty() {
@@ -95,13 +109,14 @@ impl Grants {
                 Access::ReadOnly => FsPerms::ReadOnly,
                 Access::ReadWrite => FsPerms::ReadWrite,
             };
-            wasi.preopened_dir(&dir.host, &dir.guest, perms)
-                .map_err(|e| {
-                    format!(
-                        "cannot open the granted directory `{}`: {e:#}",
-                        dir.host.display()
-                    )
-                })?;
+            // Under its normal spelling, so that `/site/` is matched as `/site` is.
+            let guest = normalise_guest(&dir.guest)?;
+            wasi.preopened_dir(&dir.host, &guest, perms).map_err(|e| {
+                format!(
+                    "cannot open the granted directory `{}`: {e:#}",
+                    dir.host.display()
+                )
+            })?;
         }
         Ok(())
     }
@@ -127,5 +142,99 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    fn dir(host: PathBuf, guest: &str, access: Access) -> DirGrant {
+        DirGrant {
+            host,
+            guest: guest.into(),
+            access,
+        }
+    }
+
+    /// `./site` read-write at `/site` and `./site/secret` read-only, spelled every way a guest
+    /// or host path can be: each pair is refused, naming both; same access, or no nesting, is
+    /// fine.
+    #[test]
+    fn grants_nested_with_different_access_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let site = root.path().join("site");
+        std::fs::create_dir_all(site.join("secret")).unwrap();
+        std::fs::create_dir(root.path().join("other")).unwrap();
+        std::os::unix::fs::symlink(&site, root.path().join("link")).unwrap();
+        let outer = dir(site.clone(), "/site", Access::ReadWrite);
+        let by_guest = [
+            "/site/secret",
+            "/site/./secret",
+            "/site//secret",
+            "/site/secret/",
+        ];
+        for guest in by_guest {
+            let inner = dir(site.join("secret"), guest, Access::ReadOnly);
+            for dirs in [
+                vec![outer.clone(), inner.clone()],
+                vec![inner, outer.clone()],
+            ] {
+                let err = Grants {
+                    dirs,
+                    ..Grants::default()
+                }
+                .validate("p")
+                .unwrap_err();
+                let err = err.to_string();
+                assert!(
+                    err.contains("plugin `p`: cannot grant the directory")
+                        && err.contains("granted read-only at")
+                        && err.contains("granted read-write at `/site`")
+                        && err.contains("do not nest"),
+                    "{guest}: {err}"
+                );
+            }
+        }
+        // The host directories nest, whatever the guest paths, however the host path is spelt.
+        for host in [
+            site.join("secret"),
+            site.join("../site/secret"),
+            root.path().join("link/secret"),
+        ] {
+            let inner = dir(host.clone(), "/elsewhere", Access::ReadOnly);
+            let grants = Grants {
+                dirs: vec![outer.clone(), inner],
+                ..Grants::default()
+            };
+            let err = grants.validate("p").unwrap_err().to_string();
+            assert!(
+                err.contains("its host directory lies within"),
+                "{host:?}: {err}"
+            );
+        }
+        let same = dir(root.path().join("link"), "/again", Access::ReadOnly);
+        let grants = Grants {
+            dirs: vec![outer.clone(), same],
+            ..Grants::default()
+        };
+        assert!(grants.validate("p").is_err());
+
+        let fine = [
+            dir(site.join("secret"), "/site/secret", Access::ReadWrite),
+            dir(root.path().join("other"), "/site-other", Access::ReadOnly),
+        ];
+        for other in fine {
+            let grants = Grants {
+                dirs: vec![outer.clone(), other],
+                ..Grants::default()
+            };
+            assert!(grants.validate("p").is_ok(), "{grants:?}");
+        }
+        let twice = dir(root.path().join("other"), "/site/", Access::ReadWrite);
+        let grants = Grants {
+            dirs: vec![outer, twice],
+            ..Grants::default()
+        };
+        let err = grants.validate("p").unwrap_err().to_string();
+        assert!(
+            err.contains("another directory is already granted at `/site/`"),
+            "{err}"
+        );
     }
 }

@@ -130,9 +130,7 @@ impl FromGuest for wit::ReadResult {
         } = self;
         Ok(ReadResult {
             id: id.into_host(),
-            inputs: ProviderMap(inputs)
-                .into_host()
-                .map_err(|e| ("inputs", e))?,
+            inputs: ProviderMap(inputs).into_host().map_err(|e| ("inputs", e))?,
             outputs: ProviderMap(outputs)
                 .into_host()
                 .map_err(|e| ("outputs", e))?,
@@ -169,9 +167,7 @@ impl FromGuest for wit::ProviderError {
     fn into_host(self) -> ProviderError {
         match self {
             wit::ProviderError::Invalid(failures) => ProviderError::Invalid(failures.into_host()),
-            wit::ProviderError::UnknownType(token) => {
-                ProviderError::UnknownType(token.into_host())
-            }
+            wit::ProviderError::UnknownType(token) => ProviderError::UnknownType(token.into_host()),
             wit::ProviderError::NotFound => ProviderError::NotFound,
             wit::ProviderError::PartiallyCreated(partial) => {
                 ProviderError::PartiallyCreated(partial.into_host())

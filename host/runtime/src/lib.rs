@@ -37,6 +37,7 @@ mod env;
 mod epoch;
 mod error;
 mod file_index;
+mod grant_overlap;
 mod grants;
 mod guest;
 mod hints;
@@ -58,7 +59,7 @@ mod versions;
 mod wait;
 
 pub use advice::{GrantAdvice, PlainAdvice};
-pub use bytes::ComponentBytes;
+pub use bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
 pub use cache::LoadStats;
 pub use capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
 pub use endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};

@@ -29,7 +29,9 @@ use crate::sandbox::Sandboxed;
 /// The network a guest may use, and what its lookups resolved.
 pub(crate) struct NetPolicy {
     tcp: Vec<EndpointPattern>,
+    tcp_listen: Vec<EndpointPattern>,
     udp: Vec<EndpointPattern>,
+    udp_listen: Vec<EndpointPattern>,
     denials: Arc<Denials>,
     state: Mutex<Resolved>,
 }
@@ -46,7 +48,9 @@ impl NetPolicy {
     pub(crate) fn new(grants: &Grants, denials: Arc<Denials>) -> Arc<NetPolicy> {
         Arc::new(NetPolicy {
             tcp: grants.tcp.clone(),
+            tcp_listen: grants.tcp_listen.clone(),
             udp: grants.udp.clone(),
+            udp_listen: grants.udp_listen.clone(),
             denials,
             state: Mutex::default(),
         })
@@ -79,15 +83,23 @@ impl NetPolicy {
             SocketAddrUse::TcpBind | SocketAddrUse::UdpBind if addr.port() == 0 => return true,
             // Listening was checked; whoever connects to a granted listener may.
             SocketAddrUse::TcpAccept => return true,
+            // A fixed local port is a listener: `tcp-listen` and `udp-listen` grant those,
+            // `tcp` and `udp` only the peers to reach.
             SocketAddrUse::TcpBind => (Protocol::Tcp, SocketAction::Bind),
             SocketAddrUse::TcpListen => (Protocol::Tcp, SocketAction::Listen),
             SocketAddrUse::TcpConnect => (Protocol::Tcp, SocketAction::Connect),
             SocketAddrUse::UdpBind => (Protocol::Udp, SocketAction::Bind),
             SocketAddrUse::UdpSend => (Protocol::Udp, SocketAction::Send),
             // A datagram from elsewhere is dropped unseen: nothing for the guest to report.
-            SocketAddrUse::UdpReceive => return self.allows(Protocol::Udp, addr),
+            SocketAddrUse::UdpReceive => return self.allows(&self.udp, addr),
         };
-        let allowed = self.allows(protocol, addr);
+        let grants = match (protocol, action) {
+            (Protocol::Tcp, SocketAction::Bind | SocketAction::Listen) => &self.tcp_listen,
+            (Protocol::Udp, SocketAction::Bind | SocketAction::Listen) => &self.udp_listen,
+            (Protocol::Tcp, _) => &self.tcp,
+            (Protocol::Udp, _) => &self.udp,
+        };
+        let allowed = self.allows(grants, addr);
         if !allowed {
             let ip = addr.ip().to_canonical();
             let name = self.state().names.get(&ip).and_then(|names| {
@@ -105,13 +117,9 @@ impl NetPolicy {
         allowed
     }
 
-    /// Whether a grant of `protocol` covers `addr`, by the address itself or by a granted name
-    /// that a lookup resolved to it.
-    fn allows(&self, protocol: Protocol, addr: SocketAddr) -> bool {
-        let grants = match protocol {
-            Protocol::Tcp => &self.tcp,
-            Protocol::Udp => &self.udp,
-        };
+    /// Whether one of `grants` covers `addr`, by the address itself or by a granted name that
+    /// a lookup resolved to it.
+    fn allows(&self, grants: &[EndpointPattern], addr: SocketAddr) -> bool {
         let (ip, port) = (addr.ip().to_canonical(), addr.port());
         if grants.iter().any(|g| g.matches_addr(ip, port)) {
             return true;
@@ -125,11 +133,13 @@ impl NetPolicy {
         })
     }
 
-    /// Whether some TCP or UDP grant names `name`, so that the guest may look it up.
+    /// Whether some network grant names `name`, so that the guest may look it up.
     fn may_resolve(&self, name: &str) -> bool {
         self.tcp
             .iter()
             .chain(&self.udp)
+            .chain(&self.tcp_listen)
+            .chain(&self.udp_listen)
             .any(|g| g.host.matches_name(name))
     }
 }
@@ -246,9 +256,21 @@ mod tests {
     use crate::denial::Owner;
 
     fn policy(tcp: &[&str], udp: &[&str]) -> Arc<NetPolicy> {
+        listening_policy(tcp, udp, &[], &[])
+    }
+
+    fn listening_policy(
+        tcp: &[&str],
+        udp: &[&str],
+        tcp_listen: &[&str],
+        udp_listen: &[&str],
+    ) -> Arc<NetPolicy> {
+        let parse = |patterns: &[&str]| patterns.iter().map(|s| s.parse().unwrap()).collect();
         let grants = Grants {
-            tcp: tcp.iter().map(|s| s.parse().unwrap()).collect(),
-            udp: udp.iter().map(|s| s.parse().unwrap()).collect(),
+            tcp: parse(tcp),
+            udp: parse(udp),
+            tcp_listen: parse(tcp_listen),
+            udp_listen: parse(udp_listen),
             ..Grants::default()
         };
         NetPolicy::new(
@@ -289,14 +311,36 @@ mod tests {
     }
 
     #[test]
-    fn ephemeral_binds_are_free_and_listening_needs_a_grant() {
-        let p = policy(&["127.0.0.1:8080"], &[]);
+    fn ephemeral_binds_are_free_and_listening_needs_a_listen_grant() {
+        // `tcp: ["*:47020"]` once let a plugin listen on 0.0.0.0:47020 too.
+        let p = policy(&["*:47020", "127.0.0.1:8080"], &["*:5353"]);
         assert!(p.check(addr("0.0.0.0:0"), SocketAddrUse::TcpBind));
         assert!(p.check(addr("0.0.0.0:0"), SocketAddrUse::UdpBind));
-        assert!(!p.check(addr("0.0.0.0:8080"), SocketAddrUse::TcpBind));
-        assert!(p.check(addr("127.0.0.1:8080"), SocketAddrUse::TcpListen));
-        assert!(!p.check(addr("127.0.0.1:9000"), SocketAddrUse::TcpListen));
+        for (local, usage) in [
+            ("0.0.0.0:47020", SocketAddrUse::TcpBind),
+            ("0.0.0.0:47020", SocketAddrUse::TcpListen),
+            ("127.0.0.1:8080", SocketAddrUse::TcpListen),
+            ("0.0.0.0:5353", SocketAddrUse::UdpBind),
+        ] {
+            assert!(!p.check(addr(local), usage), "{local} {usage:?}");
+        }
+        assert!(p.check(addr("127.0.0.1:47020"), SocketAddrUse::TcpConnect));
+        assert!(p.check(addr("127.0.0.1:5353"), SocketAddrUse::UdpSend));
         assert!(!p.check(addr("127.0.0.1:9000"), SocketAddrUse::UdpReceive));
+
+        let p = listening_policy(&[], &[], &["127.0.0.1:47020"], &["0.0.0.0:5353"]);
+        assert!(p.check(addr("127.0.0.1:47020"), SocketAddrUse::TcpBind));
+        assert!(p.check(addr("127.0.0.1:47020"), SocketAddrUse::TcpListen));
+        assert!(!p.check(addr("0.0.0.0:47020"), SocketAddrUse::TcpListen));
+        assert!(!p.check(addr("127.0.0.1:47020"), SocketAddrUse::TcpConnect));
+        assert!(p.check(addr("0.0.0.0:5353"), SocketAddrUse::UdpBind));
+        assert!(!p.check(addr("127.0.0.1:5353"), SocketAddrUse::UdpSend));
+        let note = p.denials.explain("", &[]).unwrap();
+        assert!(note.contains("TCP listen on 0.0.0.0:47020"), "{note}");
+        assert!(
+            note.contains("listening for TCP connections on 0.0.0.0:47020"),
+            "{note}"
+        );
     }
 
     #[test]

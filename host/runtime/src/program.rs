@@ -369,7 +369,7 @@ macro_rules! monitor_host {
                     request: monitor::RegisterRequest,
                 ) -> wasmtime::Result<u64> {
                     let request = register_request(request)?;
-                    Ok(self.monitor()?.register_resource(request))
+                    Ok(self.monitor()?.register_resource(request)?)
                 }
 
                 fn read_resource(
@@ -386,7 +386,9 @@ macro_rules! monitor_host {
                     })?;
                     let (ty, id) = (ty.into_host(), id.into_host());
                     let options = resource_options(options);
-                    Ok(self.monitor()?.read_resource(ty, name, id, inputs, options))
+                    Ok(self
+                        .monitor()?
+                        .read_resource(ty, name, id, inputs, options)?)
                 }
 
                 fn register_apply(&mut self, inputs: Vec<types::Value>) -> wasmtime::Result<u64> {
@@ -401,7 +403,7 @@ macro_rules! monitor_host {
                             })
                         })
                         .collect::<wasmtime::Result<Vec<Value>>>()?;
-                    Ok(self.monitor()?.register_apply(inputs))
+                    Ok(self.monitor()?.register_apply(inputs)?)
                 }
 
                 fn register_outputs(
@@ -412,8 +414,7 @@ macro_rules! monitor_host {
                     let outputs = guest_map(up(outputs), || {
                         "register-outputs: malformed outputs".to_owned()
                     })?;
-                    self.monitor()?.register_outputs(handle, outputs);
-                    Ok(())
+                    Ok(self.monitor()?.register_outputs(handle, outputs)?)
                 }
 
                 async fn invoke(

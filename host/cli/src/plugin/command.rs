@@ -88,7 +88,9 @@ async fn fetch(source: &str) -> Result<(Vec<u8>, String)> {
         return Ok((bytes, url.to_string()));
     }
     let path = Path::new(source);
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // Refuses a directory, a device, a FIFO, a huge file or one that is no component before
+    // reading it whole.
+    let bytes = plinth_runtime::read_component_file(path)?;
     let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
     Ok((bytes, path.display().to_string()))
 }

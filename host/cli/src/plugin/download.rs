@@ -6,9 +6,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use url::{Host, Url};
 
-/// Larger downloads are refused: no plugin is this big, and a runaway server must not fill the
-/// disk or the memory.
-const MAX_SIZE: u64 = 512 * 1024 * 1024;
+/// Larger downloads are refused, as larger files are: no plugin is this big, and a runaway
+/// server must not fill the disk or the memory.
+const MAX_SIZE: u64 = plinth_runtime::MAX_COMPONENT_BYTES;
 
 /// Parses `source` as a URL plinth may download from: `https://`, or `http://` to a loopback
 /// address only (a plugin fetched in clear text could be swapped on the way).

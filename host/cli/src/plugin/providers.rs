@@ -157,6 +157,8 @@ fn grants(project: &Project, spec: &GrantsSpec) -> Grants {
             .collect(),
         env: spec.env.clone(),
         tcp: spec.tcp.clone(),
+        tcp_listen: spec.tcp_listen.clone(),
+        udp_listen: spec.udp_listen.clone(),
         udp: spec.udp.clone(),
         http: spec.http.clone(),
     }

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::ProgramBudget;
 use crate::events::{ChangeSummary, Event, EventSink, Severity};
 use crate::journal::{JournalEntry, SnapshotManager};
 use crate::program::{Monitor, Program, StackInfo};
@@ -45,6 +46,8 @@ pub struct Options {
     pub replace: HashSet<Urn>,
     /// After a failure, keep running every step that does not depend on it.
     pub continue_on_error: bool,
+    /// What the program may make the host hold.
+    pub budget: ProgramBudget,
 }
 
 /// The resources an operation may change; the others are left exactly as they were.
@@ -114,7 +117,8 @@ pub async fn run(
         stack: options.stack.clone(),
         dry_run: options.preview,
     };
-    let (monitor, registrations) = Monitor::new(info, options.config.clone(), providers);
+    let (monitor, registrations) =
+        Monitor::new(info, options.config.clone(), providers, options.budget);
     // Cancellation: no new step starts; steps in flight finish and are recorded.
     // It holds the context weakly: an aborted task is dropped later, and must not keep the
     // base alive when the final snapshot is built.

@@ -87,6 +87,16 @@ pub(super) enum Completion {
     ComponentOutputs(Result<(), String>),
 }
 
+impl Completion {
+    /// Whether this ends a call into the program (its body or a resume).
+    pub(super) fn is_program_call(&self) -> bool {
+        matches!(
+            self,
+            Completion::ProgramDone(_) | Completion::Resumed { .. }
+        )
+    }
+}
+
 /// An apply closure to resume, with what its result inherits from its inputs.
 pub(super) struct ResumeRequest {
     pub(super) node: usize,

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::Options;
 use super::node::*;
 use crate::events::EventSink;
-use crate::program::{Monitor, Program, Registration};
+use crate::program::{Monitor, Program, ProgramError, Registration};
 use crate::step::{StepContext, StepError, StepOutputs};
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};
@@ -37,6 +37,8 @@ pub(super) struct Scheduler {
     /// The errors recorded so far, to record each once.
     pub(super) seen_errors: HashSet<String>,
     pub(super) in_flight: usize,
+    /// Of `in_flight`, the calls into the program (its body and resumes).
+    pub(super) program_calls: usize,
     pub(super) completions_tx: mpsc::UnboundedSender<Completion>,
     pub(super) completions: mpsc::UnboundedReceiver<Completion>,
     pub(super) resume_tx: Option<mpsc::UnboundedSender<ResumeRequest>>,
@@ -67,6 +69,7 @@ impl Scheduler {
             errors: Vec::new(),
             seen_errors: HashSet::new(),
             in_flight: 0,
+            program_calls: 0,
             completions_tx,
             completions,
             resume_tx: None,
@@ -94,7 +97,11 @@ impl Scheduler {
             while let Some(request) = resumes.recv().await {
                 let result = program
                     .resume(&monitor, request.apply, request.inputs)
-                    .await;
+                    .await
+                    .and_then(|value| match monitor.charge_result(&value) {
+                        Ok(()) => Ok(value),
+                        Err(e) => Err(ProgramError(e.to_string())),
+                    });
                 let _ = done.send(Completion::Resumed {
                     node: request.node,
                     result,
@@ -104,13 +111,34 @@ impl Scheduler {
             }
         });
         self.in_flight += 1; // the program's body
+        self.program_calls += 1;
+        let mut stopped = false;
         loop {
-            if self.in_flight == 0 && registrations.is_empty() {
+            if self.in_flight == 0 && (stopped || registrations.is_empty()) {
                 break;
             }
             tokio::select! {
-                Some(registration) = registrations.recv() => self.on_registration(registration),
+                // Cancelled: the program stops at once, inside a call or between two (a call
+                // yields at every epoch tick), since what it registers next could start no
+                // step. Steps in flight finish and are recorded.
+                _ = self.cancel.cancelled(), if !stopped => {
+                    stopped = true;
+                    actor.abort();
+                    self.resume_tx = None;
+                    self.in_flight -= self.program_calls;
+                    self.program_calls = 0;
+                }
+                Some(registration) = registrations.recv(), if !stopped => {
+                    self.on_registration(registration);
+                }
                 Some(completion) = self.completions.recv() => {
+                    if completion.is_program_call() {
+                        if stopped {
+                            // Sent just before the program was stopped: counted out already.
+                            continue;
+                        }
+                        self.program_calls -= 1;
+                    }
                     self.in_flight -= 1;
                     self.on_completion(completion);
                 }

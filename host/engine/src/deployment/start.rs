@@ -170,6 +170,7 @@ impl Scheduler {
                 let values = values.into_iter().map(reveal).collect();
                 if let Some(tx) = &self.resume_tx {
                     self.in_flight += 1;
+                    self.program_calls += 1;
                     let _ = tx.send(ResumeRequest {
                         node: index,
                         apply,

@@ -443,24 +443,30 @@ impl Program for ScriptProgram {
                 provider: d.provider.map(|p| handles[p]),
                 ..d.options.clone()
             };
-            let h = monitor.register_resource(RegisterRequest {
-                ty: d.ty.unwrap_or("fake:Thing").into(),
-                name: d.name.into(),
-                custom: !d.component,
-                inputs,
-                options,
-            });
+            let h = monitor
+                .register_resource(RegisterRequest {
+                    ty: d.ty.unwrap_or("fake:Thing").into(),
+                    name: d.name.into(),
+                    custom: !d.component,
+                    inputs,
+                    options,
+                })
+                .expect("within the budget");
             handles.insert(d.name, h);
             for outputs in [&d.outputs, &d.outputs_again] {
                 if !outputs.is_empty() {
-                    monitor.register_outputs(Some(h), values(outputs, &handles));
+                    monitor
+                        .register_outputs(Some(h), values(outputs, &handles))
+                        .expect("within the budget");
                 }
             }
             exports.extend(values(&d.exports, &handles));
         }
         let mut outputs = exports;
         if let Some(first) = self.decls.first() {
-            let apply = monitor.register_apply(vec![out_ref(handles[first.name])]);
+            let apply = monitor
+                .register_apply(vec![out_ref(handles[first.name])])
+                .expect("within the budget");
             outputs.insert(
                 "greeting".into(),
                 Value::Output(OutputRef {
@@ -469,7 +475,9 @@ impl Program for ScriptProgram {
                 }),
             );
         }
-        monitor.register_outputs(None, outputs);
+        monitor
+            .register_outputs(None, outputs)
+            .expect("within the budget");
         Ok(())
     }
 

@@ -9,12 +9,14 @@
 //! | `reach:Tcp` | `host`, `port`, `line` | `reply`: the line the server sent back |
 //! | `reach:Lookup` | `host` | `addresses`: the addresses, comma-separated |
 //! | `reach:Udp` | `host`, `port`, `message` | `reply`: the datagram the server sent back |
+//! | `reach:Listen` | `protocol` (`tcp`, `udp`), `address` | `bound`: the local address bound |
 //! | `reach:Http` | `url` | `status`, `body` of a GET |
 //! | `reach:Alloc` | `mib` | `mib`: allocates and touches that many MiB |
 //! | `reach:Spin` | `ms` | `ms`: keeps the CPU busy that long |
 //! | `reach:Sleep` | `ms` | `ms`: sleeps that long |
 
 mod limits;
+mod listen;
 mod net;
 
 use plinth_sdk::{
@@ -41,6 +43,7 @@ impl Provider for Reach {
             ("reach:Tcp", net::tcp),
             ("reach:Lookup", net::lookup),
             ("reach:Udp", net::udp),
+            ("reach:Listen", listen::listen),
             ("reach:Http", net::http),
             ("reach:Alloc", limits::alloc),
             ("reach:Spin", limits::spin),

@@ -1,0 +1,141 @@
+//! A hostile program (tests/programs/hostile) tries to make the host hold without bound:
+//! applies that never end, a flood of registrations, huge inputs, applies returning huge values. Each meets its part of the
+//! program's budget (`limits:` under `program:`) with an error naming it, while the host's
+//! memory stays bounded; a first SIGTERM ends a program that never finishes; the state stays
+//! valid and a later run works.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::{Env, guest};
+
+const MIB: u64 = 1 << 20;
+
+/// A project running the hostile program under `limits` (a YAML flow mapping's contents).
+fn project(limits: &str) -> Env {
+    Env::project(&format!(
+        "name: scenario\nprogram:\n  path: {}\n  limits: {{ {limits} }}\n",
+        guest("plinth-hostile-program").display()
+    ))
+}
+
+/// Peak resident memory of a `plinth` run, sampled from /proc while it runs; with its stderr.
+fn peak_rss(env: &Env, args: &[&str]) -> (u64, String) {
+    let mut child = env
+        .command(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0;
+    while child.try_wait().unwrap().is_none() {
+        // VmHWM is the high-water mark: the last reading before exit is the peak.
+        let hwm = std::fs::read_to_string(&status).ok().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        });
+        peak_kib = peak_kib.max(hwm.unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success(), "the attack succeeded");
+    (peak_kib << 10, String::from_utf8(output.stderr).unwrap())
+}
+
+/// After an attack: the state loads with nothing pending, and a harmless run works.
+fn assert_recovers(env: &Env) {
+    let state = env.export();
+    assert!(
+        state["snapshot"]["pending_operations"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{state:#}"
+    );
+    env.config("mode", "one");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    assert_eq!(env.resources(), [("ok".to_owned(), String::new())]);
+}
+
+#[test]
+fn each_part_of_the_budget_stops_its_attack_with_its_own_error() {
+    let attacks = [
+        (
+            "registrations",
+            "registrations: 20000",
+            "the program exceeded its budget of 20000 registrations in one run",
+            "raise `limits: { registrations: ... }` under `program:` in Plinth.yaml",
+        ),
+        (
+            "endless-applies",
+            "applies: 20000",
+            "the program exceeded its budget of 20000 applies in one run",
+            "raise `limits: { applies: ... }` under `program:` in Plinth.yaml",
+        ),
+        (
+            "huge-results",
+            "input-bytes: 64MiB",
+            "the program exceeded its budget of 67108864 bytes of inputs in one run",
+            "raise `limits: { input-bytes: ... }` under `program:` in Plinth.yaml",
+        ),
+        (
+            "huge-inputs",
+            "input-bytes: 64MiB",
+            "the program exceeded its budget of 67108864 bytes of inputs in one run",
+            "raise `limits: { input-bytes: ... }` under `program:` in Plinth.yaml",
+        ),
+    ];
+    for (mode, limits, error, advice) in attacks {
+        let env = project(limits);
+        env.config("mode", mode);
+        for command in [&["preview"][..], &["up", "--yes", "--skip-preview"]] {
+            let (peak, stderr) = peak_rss(&env, command);
+            println!("{mode}, {command:?}: peak RSS {} MiB", peak / MIB);
+            assert!(
+                stderr.contains(error) && stderr.contains(advice),
+                "{mode}: {stderr}"
+            );
+            // The program's own memory (its limit is 256 MiB; it uses a few) and what the
+            // budget lets the host hold, with room for the host itself.
+            assert!(peak < 400 * MIB, "{mode}: peak RSS {} MiB", peak / MIB);
+        }
+        assert_recovers(&env);
+    }
+}
+
+/// `preview` of a program whose every resume registers another apply ran until it had taken
+/// 10 GB; SIGTERM only printed "Cancelling". The first SIGTERM now ends it.
+#[test]
+fn a_first_sigterm_ends_a_program_that_never_finishes() {
+    let env = project("applies: 1000000000");
+    env.config("mode", "endless-applies");
+    for command in [&["preview"][..], &["up", "--yes", "--skip-preview"]] {
+        let mut child = env
+            .command(command)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader stays open to the end: plinth must not meet a closed pipe.
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        assert!(
+            (&mut stdout)
+                .lines()
+                .any(|line| line.is_ok_and(|l| l.contains("hostile: resumed 100 times"))),
+            "the program did not start"
+        );
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = child.wait_with_output().unwrap();
+        drop(stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{command:?}");
+        assert!(stderr.contains("cancelled"), "{command:?}: {stderr}");
+    }
+    assert_recovers(&env);
+}
