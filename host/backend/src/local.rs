@@ -436,8 +436,7 @@ impl LocalBackend {
             // A state an older plinth wrote, whose fields no plinth records now, still exports:
             // it is how the user keeps a copy before repairing it.
             Err(BackendError::Corrupt { .. }) if self.path(project, stack, "journal").exists() => {
-                let loaded =
-                    self.load_checking(project, stack, crypter.as_ref(), Fields::Unchecked)?;
+                let loaded = self.load_checking(project, stack, crypter, Fields::Unchecked)?;
                 (loaded.snapshot, loaded.plugins)
             }
             Err(BackendError::Corrupt { .. }) => {
