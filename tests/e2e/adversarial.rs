@@ -10,7 +10,6 @@
 //! project hold secrets it must not reach.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -472,30 +471,6 @@ fn unbounded_allocation_hits_the_memory_limit() {
     );
 }
 
-/// Peak resident memory of a `plinth` run, sampled from /proc while it runs; with its stderr.
-fn peak_rss(env: &Env, args: &[&str]) -> (u64, String) {
-    let mut child = env
-        .command(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak_kib = 0;
-    while child.try_wait().unwrap().is_none() {
-        // VmHWM is the high-water mark: the last reading before exit is the peak.
-        let hwm = std::fs::read_to_string(&status).ok().and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        });
-        peak_kib = peak_kib.max(hwm.unwrap_or(0));
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let output = child.wait_with_output().unwrap();
-    (peak_kib << 10, String::from_utf8(output.stderr).unwrap())
-}
-
 const MIB: u64 = 1 << 20;
 
 #[test]
@@ -504,12 +479,12 @@ fn a_huge_output_is_refused_before_the_host_copies_it() {
     let up = ["up", "--yes", "--skip-preview"];
     // The same run with a 1 MiB output, which succeeds: the baseline.
     arena.declare("adversary:Runaway", "attack=huge-output;size_mb=1");
-    let (baseline, _) = peak_rss(&arena.env, &up);
+    let (baseline, _) = arena.env.peak_rss(&up);
     arena.env.config("resources", "ok");
     arena.env.ok(&up);
 
     arena.declare("adversary:Runaway", "attack=huge-output;size_mb=200");
-    let (peak, stderr) = peak_rss(&arena.env, &up);
+    let (peak, stderr) = arena.env.peak_rss(&up);
     println!(
         "peak RSS of `plinth up`: {} MiB with a 1 MiB output, {} MiB refusing a 200 MiB one",
         baseline / MIB,

@@ -6,7 +6,6 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::Duration;
 
 use crate::support::{Env, guest};
 
@@ -18,31 +17,6 @@ fn project(limits: &str) -> Env {
         "name: scenario\nprogram:\n  path: {}\n  limits: {{ {limits} }}\n",
         guest("plinth-hostile-program").display()
     ))
-}
-
-/// Peak resident memory of a `plinth` run, sampled from /proc while it runs; with its stderr.
-fn peak_rss(env: &Env, args: &[&str]) -> (u64, String) {
-    let mut child = env
-        .command(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let mut peak_kib = 0;
-    while child.try_wait().unwrap().is_none() {
-        // VmHWM is the high-water mark: the last reading before exit is the peak.
-        let hwm = std::fs::read_to_string(&status).ok().and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        });
-        peak_kib = peak_kib.max(hwm.unwrap_or(0));
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let output = child.wait_with_output().unwrap();
-    assert!(!output.status.success(), "the attack succeeded");
-    (peak_kib << 10, String::from_utf8(output.stderr).unwrap())
 }
 
 /// After an attack: the state loads with nothing pending, and a harmless run works.
@@ -91,7 +65,7 @@ fn each_part_of_the_budget_stops_its_attack_with_its_own_error() {
         let env = project(limits);
         env.config("mode", mode);
         for command in [&["preview"][..], &["up", "--yes", "--skip-preview"]] {
-            let (peak, stderr) = peak_rss(&env, command);
+            let (peak, stderr) = env.peak_rss(command);
             println!("{mode}, {command:?}: peak RSS {} MiB", peak / MIB);
             assert!(
                 stderr.contains(error) && stderr.contains(advice),

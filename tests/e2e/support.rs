@@ -116,6 +116,31 @@ pub struct ServiceLogin {
 }
 
 impl Env {
+    /// Peak resident memory of a `plinth` run, sampled from /proc while it runs; with its
+    /// stderr.
+    pub fn peak_rss(&self, args: &[&str]) -> (u64, String) {
+        let mut child = self
+            .command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = format!("/proc/{}/status", child.id());
+        let mut peak_kib = 0;
+        while child.try_wait().unwrap().is_none() {
+            // VmHWM is the high-water mark: the last reading before exit is the peak.
+            let hwm = std::fs::read_to_string(&status).ok().and_then(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            });
+            peak_kib = peak_kib.max(hwm.unwrap_or(0));
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let output = child.wait_with_output().unwrap();
+        (peak_kib << 10, String::from_utf8(output.stderr).unwrap())
+    }
+
     /// A fresh project running the `scenario` program on the `testkit` provider.
     pub fn scenario() -> Env {
         Env::scenario_with("")
