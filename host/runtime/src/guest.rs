@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use plinth_engine::provider::{
     CheckFailure, CheckResult, Created, DiffResult, PartialState, ProviderError, ReadResult,
 };
+use plinth_engine::shown::escape_controls;
 use plinth_engine::value::PropertyMap;
 
 use crate::bindings::types;
@@ -105,13 +106,22 @@ impl FromGuest for wit::DiffResult {
     }
 }
 
+/// A resource's id as the plugin returned it, never masked: it is the plugin's only handle on
+/// what it made, and an id altered (`apps/[secret]`) would send the later `read`, `update` and
+/// `delete` elsewhere and leave the real thing unmanaged. Ids are not secret, as in Pulumi: a
+/// plugin that puts a secret in one exposes it. (Control characters are refused by the engine
+/// before an id is recorded.)
+fn kept_id(id: String) -> String {
+    id
+}
+
 impl FromGuest for wit::Created {
-    /// Outputs that are malformed still leave the resource's (masked) id to record.
+    /// Outputs that are malformed still leave the resource's id to record.
     type Host = Result<Created, (String, ValueError)>;
 
     fn into_host(self) -> Self::Host {
         let wit::Created { id, outputs } = self;
-        let id = id.into_host();
+        let id = kept_id(id);
         match ProviderMap(outputs).into_host() {
             Ok(outputs) => Ok(Created { id, outputs }),
             Err(e) => Err((id, e)),
@@ -129,7 +139,7 @@ impl FromGuest for wit::ReadResult {
             outputs,
         } = self;
         Ok(ReadResult {
-            id: id.into_host(),
+            id: kept_id(id),
             inputs: ProviderMap(inputs).into_host().map_err(|e| ("inputs", e))?,
             outputs: ProviderMap(outputs)
                 .into_host()
@@ -154,7 +164,7 @@ impl FromGuest for wit::PartialState {
             PropertyMap::new()
         });
         PartialState {
-            id: id.into_host(),
+            id: kept_id(id),
             outputs,
             reasons,
         }
@@ -172,7 +182,11 @@ impl FromGuest for wit::ProviderError {
             wit::ProviderError::PartiallyCreated(partial) => {
                 ProviderError::PartiallyCreated(partial.into_host())
             }
-            wit::ProviderError::Failed(message) => ProviderError::Failed(message.into_host()),
+            // The plugin's words, on one line, where they enter: the host adds lines of its own
+            // (the grants to add) to a failure, which must keep theirs.
+            wit::ProviderError::Failed(message) => {
+                ProviderError::Failed(escape_controls(&message.into_host()).into_owned())
+            }
         }
     }
 }
@@ -186,6 +200,10 @@ mod tests {
 
     /// Learned as a secret before the guest answers, as an input would be.
     const SECRET: &str = "enumerated-secret-5d1c";
+
+    /// Ids are kept as the plugin returned them (see `kept_id`), so the enumeration gives them
+    /// no secret; `an_id_is_kept_as_returned` checks that one holding a secret is not altered.
+    const ID: &str = "id-1";
 
     fn text() -> String {
         format!("<{SECRET}>")
@@ -222,7 +240,7 @@ mod tests {
             wit::ProviderError::UnknownType(text()),
             wit::ProviderError::NotFound,
             wit::ProviderError::PartiallyCreated(wit::PartialState {
-                id: text(),
+                id: ID.into(),
                 outputs: map(),
                 reasons: vec![text(), text()],
             }),
@@ -269,17 +287,17 @@ mod tests {
         };
         assert_masked("diff", &format!("{:?}", diff.into_host()));
         let created = wit::Created {
-            id: text(),
+            id: ID.into(),
             outputs: map(),
         };
         assert_masked("create", &format!("{:?}", created.into_host().unwrap()));
         let malformed = wit::Created {
-            id: text(),
+            id: ID.into(),
             outputs: types::Value { nodes: vec![] },
         };
         assert_masked("create's id", &format!("{:?}", malformed.into_host()));
         let read = Some(wit::ReadResult {
-            id: text(),
+            id: ID.into(),
             inputs: map(),
             outputs: map(),
         });
@@ -310,5 +328,15 @@ mod tests {
             map.get("<[secret]>"),
             Some(&Value::Secret(Box::new(SECRET.into())))
         );
+    }
+
+    #[test]
+    fn an_id_is_kept_as_returned() {
+        secret_masker().learn(&Value::Secret(Box::new(SECRET.into())));
+        let created = wit::Created {
+            id: text(),
+            outputs: map(),
+        };
+        assert_eq!(created.into_host().unwrap().id, text());
     }
 }

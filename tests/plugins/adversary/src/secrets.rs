@@ -6,10 +6,13 @@
 //! - `invalid`: `check` fails with an `invalid` error whose property and reason hold it;
 //! - `unknown-type`: `create` fails with an `unknown-type` token holding it;
 //! - `failed`: `create` fails with a message holding it;
-//! - `partial`: `create` reports a partial creation whose id, outputs and reasons hold it;
-//! - `outputs-plain`: `create`, `update` and `read` return an id holding it, outputs with
+//! - `partial`: `create` reports a partial creation whose outputs and reasons hold it;
+//! - `outputs-plain`: `create`, `update` and `read` return outputs with
 //!   `token` plain, a `copy`, a `url` built from it, a key holding it, and `credential` (which
 //!   the schema declares secret) plain; `diff` reports a changed property named after it.
+//!
+//! Ids are kept as a plugin returns them (they are its handle on what it made, and not secret,
+//! as in Pulumi), so no mode puts the secret in one.
 //!
 //! In every other respect an echo that updates in place.
 
@@ -108,12 +111,12 @@ impl ResourceType for Leak {
             "unknown-type" => Err(ProviderError::UnknownType(format!("adversary:{token}"))),
             "failed" => Err(ProviderError::failed(format!("cannot create: {token}"))),
             "partial" => Err(ProviderError::PartiallyCreated {
-                id: format!("partial-{token}"),
+                id: "partial-leak".into(),
                 outputs: leaked(inputs, &token),
                 reasons: vec![format!("initializing with `{token}` failed")],
             }),
             "outputs-plain" => Ok(Created {
-                id: format!("id-{token}"),
+                id: "id-leak".into(),
                 outputs: leaked(inputs, &token),
             }),
             _ => Ok(Created {
@@ -141,7 +144,7 @@ impl ResourceType for Leak {
         let mut plain = inputs.clone();
         plain.insert("token".into(), token.as_str().into());
         Ok(Some(ReadResult {
-            id: format!("read-{token}"),
+            id: "read-leak".into(),
             inputs: plain,
             outputs: leaked(inputs, &token),
         }))
