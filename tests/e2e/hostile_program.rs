@@ -72,8 +72,10 @@ fn each_part_of_the_budget_stops_its_attack_with_its_own_error() {
                 "{mode}: {stderr}"
             );
             // The program's own memory (its limit is 256 MiB; it uses a few) and what the
-            // budget lets the host hold, with room for the host itself.
-            assert!(peak < 400 * MIB, "{mode}: peak RSS {} MiB", peak / MIB);
+            // budget lets the host hold, several times over for `up` (the state, the journal,
+            // their encodings), with room for the host and its allocator: an unbounded attack
+            // grows into gigabytes. `up` of 64 MiB of inputs peaked at 300-426 MiB on CI.
+            assert!(peak < 768 * MIB, "{mode}: peak RSS {} MiB", peak / MIB);
         }
         assert_recovers(&env);
     }
