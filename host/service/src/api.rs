@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -24,7 +24,8 @@ use crate::metrics::Metrics;
 use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
 use crate::{
-    admission, answers, checks, events, health, journal, request_log, secrets, updates, versions,
+    access, admission, answers, audit, checks, events, health, journal, request_log, secrets,
+    updates, versions,
 };
 
 /// How the service runs.
@@ -39,6 +40,10 @@ pub struct Options {
     /// The most request body bytes a replica holds at once; more are answered 503 until
     /// some are done. At least `body_limit`.
     pub bodies_in_flight: usize,
+    /// Record the last address of `X-Forwarded-For` as a request's source in the audit log
+    /// (behind a proxy that sets it); by default the peer's address, which a client cannot
+    /// forge.
+    pub trust_forwarded_for: bool,
 }
 
 impl Default for Options {
@@ -48,6 +53,7 @@ impl Default for Options {
             body_limit: 64 << 20,
             master_keys: None,
             bodies_in_flight: 128 << 20,
+            trust_forwarded_for: false,
         }
     }
 }
@@ -108,6 +114,12 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         .route("/api/v1/stacks/{project}/{stack}/secrets/seal", post(seal))
         .route("/api/v1/stacks/{project}/{stack}/secrets/open", post(open))
         .route("/api/v1/stacks/{project}/{stack}/logs", get(logs))
+        .route("/api/v1/audit", get(access::audit))
+        .route(
+            "/api/v1/tokens",
+            get(access::list_tokens).post(access::create_token),
+        )
+        .route("/api/v1/tokens/{id}", delete(access::revoke_token))
         .route("/api/v1/updates/{id}/phases", post(record_phase))
         .route("/api/v1/updates/{id}/renew", post(renew))
         .route(
@@ -167,7 +179,7 @@ async fn list_stacks(
     Path(project): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     checks::name("project", &project)?;
-    user.may(Level::Read, &project, None)?;
+    user.may(Level::ReadNoSecrets, &project, None)?;
     let stacks: Vec<(String, bool, Option<Vec<u8>>)> = sqlx::query_as(
         "SELECT s.name,
                 EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
@@ -204,7 +216,7 @@ async fn get_stack(
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    user.may(Level::Read, &project, Some(&stack))?;
+    user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     let id = stack_id(&pool, &project, &stack).await?;
     let holder = updates::running(&pool, id).await?;
     Ok(Json(
@@ -220,18 +232,22 @@ async fn create_stack(
     checks::name("project", &project)?;
     checks::name("stack", &stack)?;
     user.may(Level::Write, &project, Some(&stack))?;
+    let mut tx = pool.begin().await?;
     let created = sqlx::query(
         "INSERT INTO stacks (project, name) VALUES ($1, $2) ON CONFLICT (project, name) DO NOTHING",
     )
     .bind(&project)
     .bind(&stack)
-    .execute(&pool)
+    .execute(&mut *tx)
     .await?;
     if created.rows_affected() == 0 {
         return Err(ApiError::Conflict(format!(
             "stack `{stack}` already exists"
         )));
     }
+    let on = Some((project.as_str(), stack.as_str()));
+    audit::record(&mut tx, &user.actor(), audit::Action::StackCreated, on, "").await?;
+    tx.commit().await?;
     Ok((
         StatusCode::CREATED,
         Json(json!({ "project": project, "name": stack })),
@@ -275,7 +291,7 @@ async fn cancel(
 ) -> Result<Json<Value>, ApiError> {
     user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&pool, &project, &stack).await?;
-    let cancelled = updates::cancel(&pool, &key).await?;
+    let cancelled = updates::cancel(&pool, &user.actor(), &key).await?;
     Ok(Json(json!({ "cancelled": cancelled })))
 }
 
@@ -298,7 +314,7 @@ struct CompleteRequest {
 }
 
 async fn complete(
-    _: User,
+    user: User,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
@@ -307,7 +323,8 @@ async fn complete(
     if let Some(entry) = &request.entry {
         checks::entry(entry)?;
     }
-    updates::complete(&pool, id, &lease, &request.result, request.entry.as_ref()).await?;
+    let entry = request.entry.as_ref();
+    updates::complete(&pool, &user.actor(), id, &lease, &request.result, entry).await?;
     Ok(Json(json!({})))
 }
 
@@ -345,7 +362,7 @@ async fn journal_entries(
     Path(id): Path<Uuid>,
 ) -> Result<Json<Value>, ApiError> {
     let (project, stack) = updates::stack_of(&pool, id).await?;
-    user.may(Level::Read, &project, Some(&stack))?;
+    user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     Ok(Json(
         json!({ "entries": journal::entries(&pool, id).await? }),
     ))
@@ -388,7 +405,7 @@ async fn logs(
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<LogsQuery>,
 ) -> Result<Json<events::Page>, ApiError> {
-    user.may(Level::Read, &project, Some(&stack))?;
+    user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     let id = stack_id(&pool, &project, &stack).await?;
     match events::page(&pool, id, query.update, query.after).await? {
         Some(page) => Ok(Json(page)),
@@ -417,7 +434,7 @@ struct PhaseRequest {
 }
 
 async fn record_phase(
-    _: User,
+    user: User,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
@@ -436,7 +453,17 @@ async fn record_phase(
             plugins: request.plugins,
         },
     };
-    let version = updates::phase(&pool, id, &lease, request.phase, &request.entry, source).await?;
+    let actor = user.actor();
+    let version = updates::phase(
+        &pool,
+        &actor,
+        id,
+        &lease,
+        request.phase,
+        &request.entry,
+        source,
+    )
+    .await?;
     Ok(Json(json!({ "version": version })))
 }
 
@@ -463,7 +490,7 @@ async fn history(
     Path((project, stack)): Path<(String, String)>,
     Query(page): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
-    user.may(Level::Read, &project, Some(&stack))?;
+    user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     if !(1..=checks::MAX_SEQ).contains(&page.page) || !(1..=500).contains(&page.per_page) {
         return Err(ApiError::BadRequest(format!(
             "page {} of {} per page: pages count from 1, with 1 to 500 entries",
@@ -487,7 +514,7 @@ async fn export(
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<ExportQuery>,
 ) -> Result<([(axum::http::HeaderName, &'static str); 1], Vec<u8>), ApiError> {
-    user.may(Level::Read, &project, Some(&stack))?;
+    user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     let key = stack_key(&pool, &project, &stack).await?;
     let bytes = versions::export(&pool, &key, query.version).await?;
     Ok((
@@ -512,7 +539,7 @@ async fn remove_stack(
 ) -> Result<Json<Value>, ApiError> {
     user.may(Level::Admin, &project, Some(&stack))?;
     let key = stack_key(&pool, &project, &stack).await?;
-    versions::remove(&pool, &key, query.force).await?;
+    versions::remove(&pool, &user.actor(), &key, query.force).await?;
     Ok(Json(json!({})))
 }
 
@@ -548,7 +575,7 @@ async fn open(
     Path((project, stack)): Path<(String, String)>,
     Body(request): Body<OpenRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    user.may(Level::Read, &project, Some(&stack))?;
+    user.may_open(&project, &stack)?;
     let id = stack_id(&app.pool, &project, &stack).await?;
     let master = app.options.master_keys.as_deref();
     let opened = secrets::open_values(&app.pool, master, id, &stack, &request.ciphertexts).await?;

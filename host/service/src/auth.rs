@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::api::App;
+use crate::audit::{Actor, source};
 use crate::error::ApiError;
 use crate::request_log::Caller;
 use axum::extract::FromRequestParts;
@@ -27,7 +28,10 @@ pub(crate) fn digest(token: &str) -> Vec<u8> {
 /// What a token lets its holder do, from least to most. Each level includes the ones below.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
-    /// See stacks: their states, history, logs, and their secrets opened (a preview needs them).
+    /// See stacks: their states (secrets left sealed), history and logs; open no secret. For
+    /// dashboards and audits.
+    ReadNoSecrets,
+    /// Also open their secrets (a preview needs them).
     Read,
     /// Change them: create stacks, run updates, cancel one, seal secrets.
     Write,
@@ -38,6 +42,7 @@ pub enum Level {
 impl Level {
     pub fn name(self) -> &'static str {
         match self {
+            Level::ReadNoSecrets => "read-no-secrets",
             Level::Read => "read",
             Level::Write => "write",
             Level::Admin => "admin",
@@ -45,9 +50,14 @@ impl Level {
     }
 
     pub fn parse(name: &str) -> Option<Level> {
-        [Level::Read, Level::Write, Level::Admin]
-            .into_iter()
-            .find(|level| level.name() == name)
+        [
+            Level::ReadNoSecrets,
+            Level::Read,
+            Level::Write,
+            Level::Admin,
+        ]
+        .into_iter()
+        .find(|level| level.name() == name)
     }
 }
 
@@ -61,6 +71,20 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// Whether this scope grants at least everything `other` does: a token may only make
+    /// tokens within its own.
+    pub fn includes(&self, other: &Scope) -> bool {
+        let project_ok = self.project.is_none() || self.project == other.project;
+        let stack_ok = self.stack.is_none() || self.stack == other.stack;
+        self.level >= other.level && project_ok && stack_ok
+    }
+
+    /// Whether it grants `level` on every stack: what administering the service (the audit log,
+    /// other users' tokens) needs.
+    pub fn everywhere(&self, level: Level) -> bool {
+        self.level >= level && self.project.is_none()
+    }
+
     fn covers(&self, project: &str, stack: Option<&str>) -> bool {
         let project_ok = self.project.as_deref().is_none_or(|p| p == project);
         let stack_ok = match (self.stack.as_deref(), stack) {
@@ -89,9 +113,39 @@ pub(crate) struct User {
     pub id: i64,
     pub name: String,
     pub scope: Scope,
+    /// The id of the token the request carried, as `token list` shows it.
+    pub token_id: String,
+    /// When that token expires (Unix time), if it does.
+    pub expires: Option<i64>,
+    /// Where the request came from, for the audit log.
+    pub source: String,
 }
 
 impl User {
+    /// Who made the request, as the audit log records it.
+    pub fn actor(&self) -> Actor {
+        Actor {
+            user: Some(self.name.clone()),
+            token: Some(self.token_id.clone()),
+            source: self.source.clone(),
+        }
+    }
+
+    /// Refuses (403) unless the token may open the secrets of `project/stack`; a
+    /// `read-no-secrets` token is told why.
+    pub fn may_open(&self, project: &str, stack: &str) -> Result<(), ApiError> {
+        if self.scope.level == Level::ReadNoSecrets && self.scope.covers(project, Some(stack)) {
+            return Err(ApiError::Forbidden(format!(
+                "the token of {} grants {}, which opens no secret: reading stack {project}/{stack} \
+                 with its secrets opened (a preview, an update) needs a token granting `read` or \
+                 more; `plinth stack export` works without one, its secrets left sealed",
+                self.name,
+                self.scope.describe()
+            )));
+        }
+        self.may(Level::Read, project, Some(stack))
+    }
+
     /// Refuses (403) unless the token may act at `level` on `project` (and `stack`, unless the
     /// request concerns the whole project).
     pub fn may(&self, level: Level, project: &str, stack: Option<&str>) -> Result<(), ApiError> {
@@ -125,6 +179,7 @@ impl FromRequestParts<App> for User {
             level,
             project,
             stack,
+            expires,
             ..
         } = holder(&app.pool, &digest).await?;
         let level = Level::parse(&level).ok_or_else(|| {
@@ -134,6 +189,7 @@ impl FromRequestParts<App> for User {
             caller.user(&name);
             caller.token(&digest);
         }
+        let token_id = crate::tokens::token_id(&digest);
         app.screened.found_valid(digest);
         Ok(User {
             id,
@@ -143,6 +199,9 @@ impl FromRequestParts<App> for User {
                 project,
                 stack,
             },
+            token_id,
+            expires,
+            source: source(parts, app.options.trust_forwarded_for),
         })
     }
 }
@@ -156,6 +215,8 @@ struct Holder {
     project: Option<String>,
     stack: Option<String>,
     revoked: bool,
+    /// When it expires (Unix time), if it does.
+    expires: Option<i64>,
     /// When it expired (UTC), if it did.
     expired: Option<String>,
 }
@@ -170,6 +231,7 @@ async fn holder(pool: &sqlx::PgPool, digest: &[u8]) -> Result<Holder, ApiError> 
                AND (last_used IS NULL OR last_used < now() - interval '1 minute')
          )
          SELECT u.id, u.name, t.level, t.project, t.stack, t.revoked IS NOT NULL AS revoked,
+                EXTRACT(EPOCH FROM t.expires)::BIGINT AS expires,
                 CASE WHEN t.expires <= now() THEN
                     to_char(t.expires AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') END AS expired
          FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.digest = $1",

@@ -122,6 +122,18 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<crate::tokens::TokenError> for ApiError {
+    fn from(e: crate::tokens::TokenError) -> ApiError {
+        use crate::tokens::TokenError;
+        match e {
+            TokenError::Invalid(message) => ApiError::BadRequest(message),
+            TokenError::NotFound(message) => ApiError::NotFound(message),
+            TokenError::NotYours(message) => ApiError::Forbidden(message),
+            TokenError::Database(e) => ApiError::Database(e),
+        }
+    }
+}
+
 /// Whether the database refused a value as such (SQLSTATE class 22: a NUL in text, a number
 /// out of range), rather than failed to serve.
 fn is_data_exception(e: &sqlx::Error) -> bool {

@@ -2,9 +2,11 @@
 //! behind one database behave as one. Between requests a replica keeps only the journal batches
 //! it parsed, a shortcut the fold checks against the database (`parsed`).
 
+mod access;
 mod admission;
 mod answers;
 mod api;
+mod audit;
 mod auth;
 mod body;
 mod checks;
@@ -24,10 +26,11 @@ mod updates;
 mod versions;
 
 pub use api::{Options, router};
+pub use audit::{Entry as AuditEntry, Filter as AuditFilter, list as list_audit, parse_since};
 pub use auth::{Level, Scope};
 pub use database_url::{DatabaseUrlError, has_password, read_database_file, readable_by_others};
 pub use db::connect;
 pub use metrics::{Metrics, router as metrics_router};
 pub use repair::{Repaired, repair};
 pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};
-pub use tokens::{Revoke, TokenInfo, create_token, list_tokens, revoke_tokens};
+pub use tokens::{Revoke, TokenError, TokenInfo, create_token, list_tokens, revoke_tokens};

@@ -10,10 +10,12 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use plinth_service::{
-    DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, Options, Revoke, Scope, TokenInfo,
-    connect, create_token, has_password, list_tokens, metrics_router, read_database_file,
-    readable_by_others, repair, revoke_tokens, rotate, router,
+    AuditFilter, DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, Options, Revoke, Scope,
+    TokenInfo, connect, create_token, has_password, list_audit, list_tokens, metrics_router,
+    parse_since, read_database_file, readable_by_others, repair, revoke_tokens, rotate, router,
 };
+
+mod audit_print;
 
 #[derive(Parser)]
 #[command(
@@ -60,6 +62,11 @@ struct ServeArgs {
     /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
     #[arg(long, env = "PLINTH_MASTER_KEY_FILE", value_delimiter = ',')]
     master_key: Vec<PathBuf>,
+    /// Record the last address of X-Forwarded-For as a request's source in the audit log, with
+    /// the peer's. Only behind a proxy that appends it: otherwise any client could name any
+    /// address. Without it, the peer's address, which a client cannot forge.
+    #[arg(long)]
+    trust_forwarded_for: bool,
 }
 
 /// The database, given so that its password stays off the command line (which every user of the
@@ -135,6 +142,27 @@ enum Command {
     /// Repair stacks.
     #[command(subcommand)]
     Stack(StackCommand),
+    /// Show the audit log: every change made through the API or an admin command, newest
+    /// first, with who made it, with which token, when and from where.
+    Audit {
+        #[command(flatten)]
+        database: Database,
+        /// Only this stack's rows (PROJECT/STACK), or a project's (PROJECT).
+        #[arg(long)]
+        stack: Option<String>,
+        /// Only this user's rows.
+        #[arg(long)]
+        user: Option<String>,
+        /// Only rows since then: a duration back from now (7d, 12h) or a time (RFC 3339).
+        #[arg(long, value_parser = parse_since)]
+        since: Option<std::time::SystemTime>,
+        /// At most this many rows.
+        #[arg(long, default_value_t = 1000)]
+        limit: i64,
+        /// One JSON object a line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -181,8 +209,10 @@ enum TokenCommand {
         /// What the token is for ("alice's laptop", "CI of repo X"), shown by `token list`.
         #[arg(long, default_value = "")]
         description: String,
-        /// What it may do: `read` (see stacks, open their secrets), `write` (also create
-        /// stacks, run updates, cancel them, seal secrets) or `admin` (also remove stacks).
+        /// What it may do: `read-no-secrets` (see stacks, their history, logs and exports,
+        /// secrets sealed), `read` (also open their secrets), `write` (also create stacks, run
+        /// updates, cancel them, seal secrets) or `admin` (also remove stacks, read the audit
+        /// log).
         #[arg(long, default_value = "write", value_parser = parse_level)]
         level: Level,
         /// How long it lasts (`90d`, `12h`); after that, requests carrying it are refused (401)
@@ -235,13 +265,15 @@ fn parse_lifetime(text: &str) -> Result<std::time::Duration, String> {
 }
 
 fn parse_level(name: &str) -> Result<Level, String> {
-    Level::parse(name).ok_or_else(|| format!("`{name}` is not a level: read, write or admin"))
+    Level::parse(name)
+        .ok_or_else(|| format!("`{name}` is not a level: read-no-secrets, read, write or admin"))
 }
 
 /// Prints tokens as a table.
 fn print_tokens(tokens: &[TokenInfo]) {
     let row = |t: [&str; 7]| {
-        let [id, created, user, grants, status, used, description] = t;
+        // From the database: shown escaped, as every stored string.
+        let [id, created, user, grants, status, used, description] = t.map(audit_print::escaped);
         println!(
             "{id:<12}  {created:<19}  {user:<16}  {grants:<32}  {status:<24}  {used:<16}  {description}"
         )
@@ -319,6 +351,36 @@ async fn token_command(command: TokenCommand, on_command_line: bool) -> Result<(
 async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
     match cli.command {
         Some(Command::Token(command)) => token_command(command, on_command_line).await,
+        Some(Command::Audit {
+            database,
+            stack,
+            user,
+            since,
+            limit,
+            json,
+        }) => {
+            let (project, stack) = match stack {
+                Some(named) => match named.split_once('/') {
+                    Some((p, s)) => (Some(p.to_owned()), Some(s.to_owned())),
+                    None => (Some(named), None),
+                },
+                None => (None, None),
+            };
+            let filter = AuditFilter {
+                project,
+                stack,
+                user,
+                since,
+                before: None,
+                limit: limit.max(1),
+            };
+            let pool = connect(&database.url(on_command_line)?).await?;
+            let entries = list_audit(&pool, &filter)
+                .await
+                .context("cannot read the audit log")?;
+            audit_print::print(&entries, json);
+            Ok(())
+        }
         Some(Command::Stack(StackCommand::Repair { database, stack })) => {
             let (project, name) = stack
                 .split_once('/')
@@ -380,6 +442,7 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
                 body_limit: args.body_limit,
                 master_keys,
                 bodies_in_flight: args.bodies_in_flight,
+                trust_forwarded_for: args.trust_forwarded_for,
             };
             let metrics = Metrics::new();
             if let Some(address) = args.metrics_listen {
@@ -408,7 +471,10 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
             });
             // Tests and scripts read the address from this line (useful with port 0).
             println!("listening on http://{local}");
-            axum::serve(listener, router(pool, options, metrics))
+            // The peer's address is each request's source in the audit log.
+            let app =
+                router(pool, options, metrics).into_make_service_with_connect_info::<SocketAddr>();
+            axum::serve(listener, app)
                 .with_graceful_shutdown(async {
                     let _ = tokio::signal::ctrl_c().await;
                 })

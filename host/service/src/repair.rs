@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::audit::{self, Action, Actor};
 use crate::versions::{self, Ended, StackKey};
 
 /// What a repair did.
@@ -62,6 +63,17 @@ pub async fn repair(pool: &PgPool, project: &str, stack: &str) -> anyhow::Result
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("recording what earlier updates journaled")?;
+    let detail = match &running {
+        Some((update, kind, _)) if salvaged => {
+            format!("ended update {update} ({kind}) as failed; its journal rebuilt in part")
+        }
+        Some((update, kind, _)) => format!("ended update {update} ({kind}) as failed"),
+        None => "no update held it".to_owned(),
+    };
+    let on = Some((project, stack));
+    audit::record(&mut tx, &Actor::cli(), Action::StackRepaired, on, &detail)
+        .await
+        .context("recording the repair in the audit log")?;
     tx.commit().await?;
     Ok(Repaired {
         ended: running.map(|(update, ..)| update),

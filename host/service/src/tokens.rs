@@ -4,10 +4,12 @@
 //! A token is known only by its digest; its id is the digest's first 12 hex digits, which names
 //! it in a list without saying anything of the token itself.
 
-use anyhow::{Context, bail, ensure};
+use anyhow::Context;
 use sqlx::PgPool;
 
+use crate::audit::{self, Action, Actor};
 use crate::auth::{Level, Scope, digest, new_token};
+use crate::checks::{shown, shown_up_to};
 
 /// How many hex digits of a token's digest make its id.
 const ID_LEN: usize = 12;
@@ -76,8 +78,24 @@ impl TokenInfo {
     }
 }
 
+/// Why a token could not be made or revoked.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// What was asked is not valid (a name, a description, a scope): what to give instead.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// The token is another user's, and the caller may not revoke it.
+    #[error("{0}")]
+    NotYours(String),
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
 /// Creates `user` if new and a token for them that grants `scope`, for `lasting` (forever with
-/// `None`); returns the token, which is stored only hashed, and its id.
+/// `None`); returns the token, which is stored only hashed, and its id. An admin command's:
+/// recorded in the audit log as the database role's.
 pub async fn create_token(
     pool: &PgPool,
     user: &str,
@@ -85,18 +103,39 @@ pub async fn create_token(
     scope: &Scope,
     lasting: Option<std::time::Duration>,
 ) -> anyhow::Result<(String, String)> {
-    ensure!(
-        !user.is_empty() && user.len() <= 100 && !user.chars().any(char::is_control),
-        "invalid user name `{user}`: use 1 to 100 printable characters"
-    );
-    ensure!(
-        scope.stack.is_none() || scope.project.is_some(),
-        "a token for one stack names its project too (`--project P --stack S`)"
-    );
-    ensure!(
-        description.len() <= 200 && !description.chars().any(char::is_control),
-        "invalid description: use at most 200 printable characters"
-    );
+    let made = create(pool, &Actor::cli(), user, description, scope, lasting).await?;
+    Ok(made)
+}
+
+/// [`create_token`] on behalf of `actor`.
+pub(crate) async fn create(
+    pool: &PgPool,
+    actor: &Actor,
+    user: &str,
+    description: &str,
+    scope: &Scope,
+    lasting: Option<std::time::Duration>,
+) -> Result<(String, String), TokenError> {
+    let invalid = |message: String| Err(TokenError::Invalid(message));
+    if user.is_empty() || user.len() > 100 || user.chars().any(char::is_control) {
+        return invalid(format!(
+            "invalid user name `{}`: use 1 to 100 printable characters",
+            shown(user)
+        ));
+    }
+    if scope.stack.is_some() && scope.project.is_none() {
+        return invalid(
+            "a token for one stack names its project too (`--project P --stack S`)".to_owned(),
+        );
+    }
+    for (what, name) in [("project", &scope.project), ("stack", &scope.stack)] {
+        if let Some(name) = name {
+            crate::checks::name(what, name).map_err(|e| TokenError::Invalid(e.to_string()))?;
+        }
+    }
+    if description.len() > 200 || description.chars().any(char::is_control) {
+        return invalid("invalid description: use at most 200 printable characters".to_owned());
+    }
     let token = new_token();
     let mut tx = pool.begin().await?;
     let (user_id,): (i64,) = sqlx::query_as(
@@ -120,8 +159,23 @@ pub async fn create_token(
     .bind(lasting.map(|d| d.as_secs_f64()))
     .execute(&mut *tx)
     .await?;
+    let id = token_id(&digest);
+    let detail = format!(
+        "token {id} for {user}, granting {}{}{}",
+        scope.describe(),
+        lasting.map_or(String::new(), |d| format!(
+            ", for {}",
+            humantime::format_duration(std::time::Duration::from_secs(d.as_secs()))
+        )),
+        match description {
+            "" => String::new(),
+            named => format!(", named `{}`", shown_up_to(named, 60)),
+        }
+    );
+    let on = scope.project.as_deref().zip(scope.stack.as_deref());
+    audit::record(&mut tx, actor, Action::TokenCreated, on, &detail).await?;
     tx.commit().await?;
-    Ok((token, token_id(&digest)))
+    Ok((token, id))
 }
 
 /// The id of the token of digest `digest`.
@@ -154,43 +208,88 @@ pub enum Revoke<'a> {
 
 /// Revokes tokens: requests carrying them are refused (401) from now on, including those of an
 /// update one of them is running. They stay listed, as revoked. Returns what was revoked;
-/// naming nothing not yet revoked is an error.
+/// naming nothing not yet revoked is an error. An admin command's: recorded in the audit log as
+/// the database role's.
 pub async fn revoke_tokens(pool: &PgPool, what: Revoke<'_>) -> anyhow::Result<Vec<TokenInfo>> {
+    Ok(revoke(pool, &Actor::cli(), what, None).await?)
+}
+
+/// [`revoke_tokens`] on behalf of `actor`; with `owner`, only that user's tokens.
+pub(crate) async fn revoke(
+    pool: &PgPool,
+    actor: &Actor,
+    what: Revoke<'_>,
+    owner: Option<&str>,
+) -> Result<Vec<TokenInfo>, TokenError> {
     let (id, user) = match what {
         Revoke::Id(id) => {
             let prefix = hex::decode(id).ok().filter(|p| p.len() == ID_LEN / 2);
             let Some(prefix) = prefix else {
-                bail!(
-                    "`{id}` is not a token id ({ID_LEN} hex digits, as `plinth serve token list` \
-                     shows them)"
-                );
+                return Err(TokenError::Invalid(format!(
+                    "`{}` is not a token id ({ID_LEN} hex digits, as `token list` shows them)",
+                    shown(id)
+                )));
             };
             (Some(prefix), None)
         }
         Revoke::User(user) => (None, Some(user)),
     };
+    let mut tx = pool.begin().await?;
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "WITH t AS (
              UPDATE tokens t SET revoked = now() FROM users u
              WHERE u.id = t.user_id AND t.revoked IS NULL
                AND ($1::bytea IS NULL OR substring(t.digest FROM 1 FOR $3) = $1)
                AND ($2::text IS NULL OR u.name = $2)
+               AND ($4::text IS NULL OR u.name = $4)
              RETURNING t.*)
          SELECT {COLUMNS} FROM t JOIN users u ON u.id = t.user_id ORDER BY t.created, t.digest"
     ))
     .bind(&id)
     .bind(user)
     .bind(ID_LEN as i32 / 2)
-    .fetch_all(pool)
-    .await
-    .context("cannot revoke the tokens")?;
+    .bind(owner)
+    .fetch_all(&mut *tx)
+    .await?;
     if rows.is_empty() {
-        match what {
-            Revoke::Id(id) => {
-                bail!("no token not yet revoked has the id `{id}`: see `plinth serve token list`")
+        tx.rollback().await?;
+        return Err(match (what, owner) {
+            (Revoke::Id(shown_id), Some(owner)) => {
+                let theirs: Option<(String,)> = sqlx::query_as(
+                    "SELECT u.name FROM tokens t JOIN users u ON u.id = t.user_id
+                     WHERE substring(t.digest FROM 1 FOR $2) = $1 AND t.revoked IS NULL",
+                )
+                .bind(&id)
+                .bind(ID_LEN as i32 / 2)
+                .fetch_optional(pool)
+                .await?;
+                match theirs {
+                    Some(_) => TokenError::NotYours(format!(
+                        "token {shown_id} is not one of {}'s: a token revokes only its own \
+                         user's tokens, unless it grants admin on every stack",
+                        shown(owner)
+                    )),
+                    None => TokenError::NotFound(format!(
+                        "{} has no token not yet revoked with the id `{shown_id}`: see `plinth \
+                         token ls`",
+                        shown(owner)
+                    )),
+                }
             }
-            Revoke::User(user) => bail!("user `{user}` has no token not yet revoked"),
-        }
+            (Revoke::Id(id), None) => TokenError::NotFound(format!(
+                "no token not yet revoked has the id `{id}`: see `plinth serve token list`"
+            )),
+            (Revoke::User(user), _) => TokenError::NotFound(format!(
+                "user `{}` has no token not yet revoked",
+                shown(user)
+            )),
+        });
     }
-    Ok(rows.into_iter().map(TokenInfo::from_row).collect())
+    let revoked: Vec<TokenInfo> = rows.into_iter().map(TokenInfo::from_row).collect();
+    for token in &revoked {
+        let detail = format!("token {} of {}", token.id, token.user);
+        audit::record(&mut tx, actor, Action::TokenRevoked, None, &detail).await?;
+    }
+    tx.commit().await?;
+    Ok(revoked)
 }

@@ -5,6 +5,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::audit::{self, Action, Actor};
 use crate::auth::{User, digest, new_token};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -50,14 +51,16 @@ pub(crate) async fn begin(
 ) -> Result<Begun, ApiError> {
     let (stack_id, stack) = (key.id, key.name.as_str());
     let mut tx = pool.begin().await?;
-    let expired = sqlx::query(
-        "UPDATE updates SET status = 'expired', ended = now()
-         WHERE stack_id = $1 AND status = 'running' AND lease_expires < now()",
+    let taken: Vec<(Uuid, String)> = sqlx::query_as(
+        "UPDATE updates u SET status = 'expired', ended = now() FROM users usr
+         WHERE u.stack_id = $1 AND u.status = 'running' AND u.lease_expires < now()
+           AND usr.id = u.user_id
+         RETURNING u.id, usr.name",
     )
     .bind(stack_id)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .fetch_all(&mut *tx)
+    .await?;
+    let expired = taken.len() as u64;
     if let Some(request_id) = request_id
         && let Some(again) = begun_again(&mut tx, user, key, request_id, lease_seconds).await?
     {
@@ -97,6 +100,14 @@ pub(crate) async fn begin(
         }
         return Err(holder(pool, stack_id, stack).await);
     };
+    let actor = user.actor();
+    let on = Some((key.project.as_str(), stack));
+    for (taken, holder) in &taken {
+        let detail = format!("update {taken} of {holder}, its lease expired");
+        audit::record(&mut tx, &actor, Action::UpdateTakenOver, on, &detail).await?;
+    }
+    let detail = format!("update {update_id} ({kind})");
+    audit::record(&mut tx, &actor, Action::UpdateBegun, on, &detail).await?;
     // The new update holds the stack: nothing else folds or versions it meanwhile.
     let recovered = versions::fold_abandoned(&mut tx, key).await?;
     let (base_version, base) = versions::latest(&mut tx, stack_id).await?;
@@ -304,6 +315,7 @@ pub(crate) async fn renew(
 /// lost may retry.
 pub(crate) async fn complete(
     pool: &PgPool,
+    actor: &Actor,
     id: Uuid,
     lease: &str,
     result: &str,
@@ -372,6 +384,9 @@ pub(crate) async fn complete(
         .bind(result)
         .execute(&mut *tx)
         .await?;
+    let on = Some((key.stack.project.as_str(), key.stack.name.as_str()));
+    let detail = format!("update {id} ({}) {result}", key.kind);
+    audit::record(&mut tx, actor, Action::UpdateCompleted, on, &detail).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -412,6 +427,7 @@ pub(crate) async fn held(
 /// retried phase (same number) answers the version it made.
 pub(crate) async fn phase(
     pool: &PgPool,
+    actor: &Actor,
     id: Uuid,
     lease: &str,
     phase: i32,
@@ -432,24 +448,52 @@ pub(crate) async fn phase(
     if let Some((version,)) = done {
         return Ok(version);
     }
+    // A checkpoint replacing the state is a change of its own (an import, an edit by hand);
+    // a phase rebuilt from the journal is the update's, which begun and completed record.
+    let replaced = match &source {
+        Source::Checkpoint(bytes) => Some(bytes.len()),
+        Source::Journal { .. } => None,
+    };
     let entry = Entry::Sent(entry);
     let version = versions::fold(&mut tx, &held.stack, id, Some(phase), entry, source).await?;
+    if let Some(bytes) = replaced {
+        let action = match held.kind.as_str() {
+            "import" => Action::StackImported,
+            _ => Action::StateEdited,
+        };
+        let on = Some((held.stack.project.as_str(), held.stack.name.as_str()));
+        let detail = format!(
+            "update {id} ({}), phase {phase}: version {version}, a checkpoint of {bytes} bytes",
+            held.kind
+        );
+        audit::record(&mut tx, actor, action, on, &detail).await?;
+    }
     tx.commit().await?;
     Ok(version)
 }
 
 /// Ends the stack's running update at once (`plinth cancel`); returns it, if there was one. What
 /// it journaled becomes a version, its interrupted operations pending.
-pub(crate) async fn cancel(pool: &PgPool, key: &StackKey) -> Result<Option<Uuid>, ApiError> {
+pub(crate) async fn cancel(
+    pool: &PgPool,
+    actor: &Actor,
+    key: &StackKey,
+) -> Result<Option<Uuid>, ApiError> {
     let mut tx = pool.begin().await?;
-    let cancelled: Option<(Uuid,)> = sqlx::query_as(
-        "UPDATE updates SET status = 'cancelled', ended = now()
-         WHERE stack_id = $1 AND status = 'running' RETURNING id",
+    let cancelled: Option<(Uuid, String, String)> = sqlx::query_as(
+        "UPDATE updates u SET status = 'cancelled', ended = now() FROM users usr
+         WHERE u.stack_id = $1 AND u.status = 'running' AND usr.id = u.user_id
+         RETURNING u.id, u.kind, usr.name",
     )
     .bind(key.id)
     .fetch_optional(&mut *tx)
     .await?;
+    if let Some((update, kind, holder)) = &cancelled {
+        let on = Some((key.project.as_str(), key.name.as_str()));
+        let detail = format!("update {update} ({kind}) of {holder}");
+        audit::record(&mut tx, actor, Action::UpdateCancelled, on, &detail).await?;
+    }
     versions::fold_abandoned(&mut tx, key).await?;
     tx.commit().await?;
-    Ok(cancelled.map(|(id,)| id))
+    Ok(cancelled.map(|(id, ..)| id))
 }

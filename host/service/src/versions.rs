@@ -481,7 +481,12 @@ pub(crate) async fn export(
 
 /// Removes `stack`, refusing while an update holds it or, unless `force`, while its latest
 /// version has resources (its root alone is an empty stack).
-pub(crate) async fn remove(pool: &PgPool, stack: &StackKey, force: bool) -> Result<(), ApiError> {
+pub(crate) async fn remove(
+    pool: &PgPool,
+    actor: &crate::audit::Actor,
+    stack: &StackKey,
+    force: bool,
+) -> Result<(), ApiError> {
     let mut tx = pool.begin().await?;
     // Locking the stack's row makes an update that begins meanwhile wait for the outcome.
     sqlx::query("SELECT id FROM stacks WHERE id = $1 FOR UPDATE")
@@ -516,6 +521,10 @@ pub(crate) async fn remove(pool: &PgPool, stack: &StackKey, force: bool) -> Resu
         .bind(stack.id)
         .execute(&mut *tx)
         .await?;
+    let on = Some((stack.project.as_str(), stack.name.as_str()));
+    let detail = if force { "forced" } else { "" };
+    let action = crate::audit::Action::StackRemoved;
+    crate::audit::record(&mut tx, actor, action, on, detail).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -246,6 +246,14 @@ pub async fn rotate(pool: &PgPool, from: &MasterKeys, to: &MasterKey) -> anyhow:
     .execute(&mut *tx)
     .await
     .context("cannot record the new master key's check value")?;
+    let detail = format!(
+        "{} stack keys re-sealed, {} already were",
+        rotated.resealed, rotated.already
+    );
+    let (actor, action) = (crate::audit::Actor::cli(), crate::audit::Action::KeyRotated);
+    crate::audit::record(&mut tx, &actor, action, None, &detail)
+        .await
+        .context("cannot record the rotation in the audit log")?;
     tx.commit().await.context("cannot commit the rotation")?;
     Ok(rotated)
 }
