@@ -28,6 +28,7 @@ mod postgres;
 mod reach;
 mod secrets;
 mod service;
+mod service_access;
 mod service_login;
 mod stack_life;
 mod stack_root;

@@ -22,6 +22,7 @@ mod stack_config;
 mod stack_transfer;
 mod state;
 mod targets;
+mod token;
 mod yaml_file;
 
 use plinth_engine::names::StackName;
@@ -90,6 +91,9 @@ enum Command {
     Logout(login::LogoutArgs),
     /// Show the current user and backend.
     Whoami,
+    /// Make, list and revoke your own access tokens on a plinth service.
+    #[command(subcommand)]
+    Token(token::TokenCommand),
     /// Run the team backend: stacks in PostgreSQL behind any number of stateless replicas
     /// (`plinth serve --database postgres://… [--listen ADDR] [--lease 5m]`,
     /// `plinth serve token create --database postgres://… --user NAME`).
@@ -205,6 +209,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Login(args) => login::login(args, &cli.global.start_dir()?),
         Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
         Command::Whoami => login::whoami(),
+        Command::Token(cmd) => token::run(cmd),
         Command::Serve { args } => serve::serve(args),
         Command::Logs(args) => logs::logs(&open()?, args),
         Command::State(cmd) => state::run_state(&open()?, cmd),

@@ -138,9 +138,7 @@ pub(crate) async fn list_tokens(
         }
         _ => user.name.as_str(),
     };
-    let listed = tokens::list_tokens(&pool, Some(whose))
-        .await
-        .map_err(|e| ApiError::Internal(format!("{e:#}")))?;
+    let listed = tokens::list(&pool, Some(whose)).await?;
     let listed: Vec<Value> = (listed.iter())
         .map(|t| {
             json!({

@@ -185,6 +185,11 @@ pub(crate) fn token_id(digest: &[u8]) -> String {
 
 /// The tokens of `user` (of every user with `None`), oldest first.
 pub async fn list_tokens(pool: &PgPool, user: Option<&str>) -> anyhow::Result<Vec<TokenInfo>> {
+    list(pool, user).await.context("cannot list the tokens")
+}
+
+/// [`list_tokens`], its error the database's.
+pub(crate) async fn list(pool: &PgPool, user: Option<&str>) -> Result<Vec<TokenInfo>, sqlx::Error> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM tokens t JOIN users u ON u.id = t.user_id
          WHERE $1::text IS NULL OR u.name = $1
@@ -192,8 +197,7 @@ pub async fn list_tokens(pool: &PgPool, user: Option<&str>) -> anyhow::Result<Ve
     ))
     .bind(user)
     .fetch_all(pool)
-    .await
-    .context("cannot list the tokens")?;
+    .await?;
     Ok(rows.into_iter().map(TokenInfo::from_row).collect())
 }
 

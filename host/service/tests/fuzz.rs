@@ -191,7 +191,8 @@ fn generate(rng: &mut Rng, target: &Target) -> Request {
     };
     let event = json!({ "seq": seq, "at_ms": 1, "event": "diagnostic", "severity": "info",
                         "message": "m" });
-    let (method, path, body): (&'static str, String, Option<Value>) = match rng.below(19) {
+    let token_id = segment(rng, &["0123456789ab"]);
+    let (method, path, body): (&'static str, String, Option<Value>) = match rng.below(23) {
         0 => ("GET", "user".into(), None),
         1 => ("GET", format!("stacks/{p}"), None),
         2 => ("GET", format!("stacks/{p}/{s}"), None),
@@ -257,6 +258,21 @@ fn generate(rng: &mut Rng, target: &Target) -> Request {
             format!("updates/{update}/complete"),
             Some(json!({ "result": "failed", "entry": history_entry("update") })),
         ),
+        18 => (
+            "GET",
+            format!(
+                "audit{}",
+                query(rng, &["stack", "user", "since", "before", "per_page"])
+            ),
+            None,
+        ),
+        19 => (
+            "POST",
+            "tokens".into(),
+            Some(json!({ "name": "n", "level": "read", "project": p, "expires_in": 60 })),
+        ),
+        20 => ("GET", format!("tokens{}", query(rng, &["user"])), None),
+        21 => ("DELETE", format!("tokens/{token_id}"), None),
         _ => (
             *rng.pick(&["GET", "PUT", "PATCH", "POST", "DELETE"]),
             format!(
