@@ -158,17 +158,15 @@ fn users_make_list_and_revoke_their_own_tokens_never_beyond_their_grants() {
             "create",
             "--level",
             "read",
-            "--project",
-            "scenario",
-            "--stack",
-            "dev",
+            "--scope",
+            "scenario/dev",
         ],
     )
     .0;
     let err = fails_as(
         &env,
         read_one.trim(),
-        &["token", "create", "--project", "other"],
+        &["token", "create", "--scope", "other"],
     );
     assert!(err.contains("read on stack scenario/dev"), "{err}");
     let err = fails_as(&env, &alice, &["token", "create", "--expires", "400d"]);

@@ -22,12 +22,10 @@ pub enum TokenCommand {
         /// `read-no-secrets`, `read`, `write` or `admin`: at most what your token grants.
         #[arg(long)]
         level: Option<String>,
-        /// Only this project's stacks (within your token's).
-        #[arg(long)]
-        project: Option<String>,
-        /// Only this stack (of `--project`, or of your token's project).
-        #[arg(long)]
-        stack: Option<String>,
+        /// Only this project's stacks, or this one stack (`PROJECT/STACK`), within your token's.
+        /// (Not `--stack`: that is every command's stack.)
+        #[arg(long, value_name = "PROJECT[/STACK]")]
+        scope: Option<String>,
         /// How long it lasts (`90d`, `12h`): no longer than your token does.
         #[arg(long, value_parser = humantime::parse_duration)]
         expires: Option<std::time::Duration>,
@@ -54,11 +52,15 @@ pub fn run(command: TokenCommand) -> Result<ExitCode> {
         TokenCommand::Create {
             name,
             level,
-            project,
-            stack,
+            scope,
             expires,
         } => {
             let mut body = json!({ "name": name });
+            let (project, stack) = match scope.as_deref().map(|s| s.split_once('/')) {
+                Some(Some((project, stack))) => (Some(project.to_owned()), Some(stack.to_owned())),
+                Some(None) => (scope, None),
+                None => (None, None),
+            };
             for (key, value) in [("level", level), ("project", project), ("stack", stack)] {
                 if let Some(value) = value {
                     body[key] = json!(value);
