@@ -461,8 +461,7 @@ macro_rules! monitor_host {
                         monitor::LogLevel::Error => Severity::Error,
                     };
                     // What a program logs is its output too: masked like its stdout.
-                    self.monitor()?.log(severity, message.into_host());
-                    Ok(())
+                    Ok(self.monitor()?.log(severity, message.into_host())?)
                 }
             }
         }
