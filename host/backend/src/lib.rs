@@ -32,7 +32,7 @@ pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
 pub use rebuild::{
-    Creates, JournalBatch, ParsedBatch, Rebuilt, rebuild_parsed, rebuild_sealed, rebuilt_as_is,
+    Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed, rebuild_sealed, rebuilt_as_is,
     seal_entry,
 };
 pub use transfer::ImportReport;
