@@ -22,9 +22,9 @@ fn answer(request: &str) -> (u16, serde_json::Value) {
     if path == "/api/v1/user" {
         (200, json!({ "name": FAKE }))
     } else if path == "/api/v1/stacks/scenario" {
-        let stacks = [("dev", 1), (FAKE, 2)].map(|(name, resources)| {
-            json!({ "name": name, "resources": resources, "locked": false })
-        });
+        let stacks = [("dev", 1), (FAKE, 2)].map(
+            |(name, resources)| json!({ "name": name, "resources": resources, "locked": false }),
+        );
         (200, json!({ "stacks": stacks }))
     } else if path.starts_with("/api/v1/stacks/scenario/dev/history") {
         let entry = HistoryEntry::ended_now(
@@ -33,7 +33,10 @@ fn answer(request: &str) -> (u16, serde_json::Value) {
             UpdateResult::Succeeded,
             ChangeSummary::default(),
         );
-        (200, json!({ "versions": [{ "entry": entry, "user": FAKE }], "total": 1 }))
+        (
+            200,
+            json!({ "versions": [{ "entry": entry, "user": FAKE }], "total": 1 }),
+        )
     } else if path.starts_with("/api/v1/stacks/scenario/gone") {
         (404, json!({ "message": FAKE }))
     } else {
@@ -59,7 +62,11 @@ fn hostile_service() -> String {
                 let text = String::from_utf8_lossy(&request);
                 if let Some(end) = text.find("\r\n\r\n") {
                     let length = (text.lines())
-                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
                         .unwrap_or(0);
                     if request.len() >= end + 4 + length {
                         break;

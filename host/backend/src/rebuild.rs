@@ -52,8 +52,16 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
 ) -> Result<Vec<u8>, BackendError> {
     let parsed = (batches.par_iter().enumerate())
         .map(|(index, batch)| ParsedBatch::parse(index, batch.as_ref(), origin));
-    rebuild_from(project, stack, base, parsed, plugins, origin, Replay::Checked)
-        .map(|r| r.checkpoint)
+    rebuild_from(
+        project,
+        stack,
+        base,
+        parsed,
+        plugins,
+        origin,
+        Replay::Checked,
+    )
+    .map(|r| r.checkpoint)
 }
 
 /// Whether a rebuild checks the fields of every state the journal records.
@@ -111,7 +119,15 @@ fn rebuild_from(
             parsed.into_iter().collect::<Result<Vec<_>, _>>()
         },
     );
-    replay_parsed(project, stack, checkpoint?, parsed?, plugins, origin, replay)
+    replay_parsed(
+        project,
+        stack,
+        checkpoint?,
+        parsed?,
+        plugins,
+        origin,
+        replay,
+    )
 }
 
 /// The checkpoint `base` of stack `stack` (the empty state's if `None`), secrets kept sealed.

@@ -230,7 +230,8 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
     let bytes = match &file {
         Some(file) => {
             let what = escape_controls(&file.display().to_string()).into_owned();
-            let opened = std::fs::File::open(file).with_context(|| format!("cannot read {what}"))?;
+            let opened =
+                std::fs::File::open(file).with_context(|| format!("cannot read {what}"))?;
             // A regular file's size is known: one too large is refused before a byte is read.
             let size = opened.metadata().map_or(0, |m| m.len());
             stack_transfer::read_import(opened, size, &what)?

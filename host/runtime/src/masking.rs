@@ -299,7 +299,9 @@ mod tests {
         nested.insert("pw".into(), secret("hunter22"));
         nested.insert("plain".into(), "visible".into());
         masker.learn(&Value::Object(nested));
-        masker.learn(&Value::Secret(Box::new(Value::Array(vec!["tok-1234".into()]))));
+        masker.learn(&Value::Secret(Box::new(Value::Array(vec![
+            "tok-1234".into(),
+        ]))));
         masker.learn(&Value::Secret(Box::new(Value::Number(987654.0))));
         assert_eq!(
             masker.mask("pw=hunter22 tok=tok-1234 n=987654 visible"),

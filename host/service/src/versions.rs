@@ -222,7 +222,14 @@ pub(crate) async fn fold_ending(
     // A journal an older plinth wrote may record a state no plinth records (an id with a
     // control character): kept whole, as the file backend keeps its journal, so that `stack
     // export` shows it and `plinth state delete` repairs it (every other command's load says so).
-    let whole = rebuild(stack, base.clone(), prefix(texts.len()), None, Replay::Unchecked).await;
+    let whole = rebuild(
+        stack,
+        base.clone(),
+        prefix(texts.len()),
+        None,
+        Replay::Unchecked,
+    )
+    .await;
     let (rebuilt, note) = match whole {
         Ok(ok) => {
             let note = format!(

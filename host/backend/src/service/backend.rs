@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::names::{ProjectName, StackName};
-use plinth_engine::snapshot::Snapshot;
 use plinth_engine::shown::escape_controls;
+use plinth_engine::snapshot::Snapshot;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
