@@ -38,7 +38,7 @@ fn answer(request: &str) -> (u16, serde_json::Value) {
             json!({ "versions": [{ "entry": entry, "user": FAKE }], "total": 1 }),
         )
     } else if path.starts_with("/api/v1/stacks/scenario/gone") {
-        (404, json!({ "message": FAKE }))
+        (400, json!({ "message": FAKE }))
     } else {
         (200, json!({}))
     }
