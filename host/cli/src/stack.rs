@@ -1,7 +1,7 @@
 //! `plinth stack …` and `plinth config …`.
 
 use plinth_engine::names::StackName;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
