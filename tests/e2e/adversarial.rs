@@ -619,7 +619,7 @@ fn a_crashing_plugin_s_stderr_cannot_pass_for_plinth_s_own_lines() {
             "`create` panicked",
             "adversary stderr|   + adversary:Crash x created",
             r"adversary stderr| error: nothing failed\u{1b}[1A\u{1b}[2K",
-            "adversary stderr| panicked at",
+            "adversary stderr| adversary: panic requested in `create`",
         ],
     );
     for line in stderr.lines() {
