@@ -529,7 +529,8 @@ pub(crate) mod tests {
         let refused = super::monitor_v0_3::register_request(request(text)).unwrap_err();
         let shown = format!("{refused:?}");
         assert!(
-            !shown.contains(secret) && shown.contains("a property name holding the value of a secret"),
+            !shown.contains(secret)
+                && shown.contains("a property name holding the value of a secret"),
             "a registration: {shown}"
         );
     }
