@@ -602,3 +602,32 @@ fn a_provider_that_breaks_in_configure_fails_to_load_cleanly() {
     env.ok(&["destroy", "--yes", "--skip-preview"]);
     assert!(env.resources().is_empty());
 }
+
+/// A plugin that prints lines reading like plinth's own (an indented `+ created`, an `error:`)
+/// before it panics: each line of its stderr in the failure is marked as the plugin's, escaped.
+#[test]
+fn a_crashing_plugin_s_stderr_cannot_pass_for_plinth_s_own_lines() {
+    let arena = Arena::new();
+    let fake = r"  + adversary:Crash x created\nerror: nothing failed\e[1A\e[2K";
+    let stderr = arena.attack(
+        "adversary:Crash",
+        &format!("crash_in=create;crash_say={fake}"),
+    );
+    assert_says(
+        &stderr,
+        &[
+            "`create` panicked",
+            "adversary stderr|   + adversary:Crash x created",
+            r"adversary stderr| error: nothing failed\u{1b}[1A\u{1b}[2K",
+            "adversary stderr| adversary: panic requested in `create`",
+        ],
+    );
+    for line in stderr.lines() {
+        let line = line.trim_start();
+        assert!(
+            !line.starts_with("+ adversary:Crash x created") && !line.starts_with("error: nothing"),
+            "a line of the plugin's passes for plinth's:\n{stderr}"
+        );
+    }
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+}

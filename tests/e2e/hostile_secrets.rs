@@ -4,7 +4,8 @@
 //! `unknown-type`, `failed` and `partially-created` errors, output values and keys, `diff`'s
 //! property names, `read` (refresh) and `update`. Whatever it does, the plaintext appears
 //! nowhere: not on stdout or stderr, not in `plinth logs`, the state directory (checkpoint,
-//! journal, backups, history, logs) or `stack export`, where the secret stays sealed.
+//! journal, backups, history, logs) or `stack export`, where the secret stays sealed. An output
+//! key holding it is refused (a key cannot be secret, and renaming it would change the data).
 
 use serde_json::Value;
 
@@ -127,7 +128,7 @@ fn a_secret_in_a_partial_creation_is_masked_and_sealed() {
 }
 
 #[test]
-fn a_secret_in_ids_outputs_keys_diffs_and_reads_stays_secret() {
+fn a_secret_in_ids_outputs_diffs_and_reads_stays_secret() {
     let env = arena("outputs-plain");
     let (ok, up) = run(&env, &["-v", "up", "--yes"]);
     assert!(ok, "{up}");
@@ -138,7 +139,6 @@ fn a_secret_in_ids_outputs_keys_diffs_and_reads_stays_secret() {
     for key in ["token", "copy", "url", "credential"] {
         assert_sealed(&x, "outputs", key);
     }
-    assert_eq!(x["outputs"]["key-[secret]"], true, "{x:#}");
     assert_nowhere(&env);
 
     // `diff` names a property after the secret and `update` returns it plain again.
@@ -163,4 +163,36 @@ fn a_secret_in_ids_outputs_keys_diffs_and_reads_stays_secret() {
     let (ok, destroy) = run(&env, &["-v", "destroy", "--yes"]);
     assert!(ok, "{destroy}");
     assert_nowhere(&env);
+}
+
+#[test]
+fn an_output_key_holding_a_secret_fails_the_step_and_nothing_renamed_is_recorded() {
+    for at in ["top", "nested"] {
+        let env = arena("key");
+        env.config("inputs_x", &format!("leak=key;leak_at={at}"));
+        let (ok, up) = run(&env, &["-v", "up", "--yes", "--skip-preview"]);
+        assert!(!ok, "{at}: {up}");
+        assert!(
+            up.contains("adversary:Leak::x")
+                && up.contains("plugin `adversary`")
+                && up.contains("`create` returned malformed outputs")
+                && up.contains("a property name holding the value of a secret (`key-[secret]`)"),
+            "{at}: the error names the resource, the plugin and what was wrong:\n{up}"
+        );
+        // The resource exists, so its id is kept, without the outputs it was refused for.
+        let x = exported_x(&env);
+        assert_eq!(x["id"], "key-leak", "{at}: {x:#}");
+        assert!(
+            !x["outputs"].to_string().contains("key-"),
+            "{at}: renamed: {x:#}"
+        );
+        assert_nowhere(&env);
+        // A plugin that stops doing it lets the stack go on.
+        env.config("inputs_x", "");
+        let (ok, up) = run(&env, &["up", "--yes", "--skip-preview"]);
+        assert!(ok, "{at}: {up}");
+        let (ok, destroy) = run(&env, &["destroy", "--yes"]);
+        assert!(ok, "{at}: {destroy}");
+        assert_nowhere(&env);
+    }
 }

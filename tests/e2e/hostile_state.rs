@@ -323,3 +323,35 @@ fn a_number_a_program_sends_that_json_cannot_hold_fails_the_run() {
     env.ok(&["config", "rm", "not_finite"]);
     env.ok(&["up", "--yes"]);
 }
+
+/// `stack import` reads at most 256 MiB: a larger file is refused by its size before a byte is
+/// read, and an endless stream (stdin from /dev/zero) once the cap is read, the state unchanged.
+#[test]
+fn a_checkpoint_to_import_larger_than_the_cap_is_refused_without_reading_it_all() {
+    let env = Env::scenario();
+    env.config("resources", "ok");
+    env.ok(&["up", "--yes", "--skip-preview"]);
+    let before = env.export();
+    let dir = tempfile::tempdir().unwrap();
+    // Sparse: no disk is used.
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((256 << 20) + 1)
+        .unwrap();
+    let stderr = env.fails(&["stack", "import", "--file", huge.to_str().unwrap()]);
+    assert!(
+        stderr.contains("huge.json is larger than 256 MiB, the most `stack import` reads"),
+        "{stderr}"
+    );
+    let out = (env.command(&["stack", "import"]))
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("standard input is larger than 256 MiB"),
+        "{stderr}"
+    );
+    assert_eq!(env.export(), before);
+}

@@ -13,6 +13,7 @@ mod grants;
 mod hostile_ids;
 mod hostile_program;
 mod hostile_secrets;
+mod hostile_service;
 mod hostile_state;
 mod legacy;
 mod lifecycle;

@@ -32,8 +32,8 @@ pub use local::{LoadedStack, LocalBackend, StackSummary};
 pub use lock::{LockHolder, LockInfo, StackLock};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
 pub use rebuild::{
-    Creates, JournalBatch, ParsedBatch, Rebuilt, rebuild_parsed, rebuild_sealed, rebuilt_as_is,
-    seal_entry,
+    Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed, rebuild_sealed,
+    rebuilt_as_is, seal_entry,
 };
 pub use transfer::ImportReport;
 pub use upgrade::OLDEST_UPGRADED_SCHEMA;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use plinth_engine::events::ChangeSummary;
-use plinth_engine::journal::{JournalEntry, replay};
+use plinth_engine::journal::{JournalEntry, replay, replay_unchecked};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::{PendingKind, Snapshot};
 
@@ -52,7 +52,28 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
 ) -> Result<Vec<u8>, BackendError> {
     let parsed = (batches.par_iter().enumerate())
         .map(|(index, batch)| ParsedBatch::parse(index, batch.as_ref(), origin));
-    rebuild_from(project, stack, base, parsed, plugins, origin).map(|r| r.checkpoint)
+    rebuild_from(
+        project,
+        stack,
+        base,
+        parsed,
+        plugins,
+        origin,
+        Replay::Checked,
+    )
+    .map(|r| r.checkpoint)
+}
+
+/// Whether a rebuild checks the fields of every state the journal records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// As every version a client's update makes is: a state no plinth records is refused.
+    Checked,
+    /// For an update that ended without completing, whose journal an older plinth may have
+    /// written with such a state (an id with a control character): what it recorded is kept,
+    /// as the file backend keeps its journal; every client's load then refuses the state
+    /// saying how to repair it, and `stack export` shows it as it is.
+    Unchecked,
 }
 
 /// A journal batch for [`rebuild_parsed`]: parsed already (as it arrived:
@@ -63,7 +84,7 @@ pub enum JournalBatch {
 }
 
 /// [`rebuild_sealed`] of `batches`, some of them parsed already, in order, with the changes
-/// they recorded.
+/// they recorded, checking the fields of the states they record as `replay` says.
 pub fn rebuild_parsed(
     project: &ProjectName,
     stack: &StackName,
@@ -71,12 +92,13 @@ pub fn rebuild_parsed(
     batches: Vec<JournalBatch>,
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
+    replay: Replay,
 ) -> Result<Rebuilt, BackendError> {
     let parsed = (batches.into_par_iter().enumerate()).map(|(index, batch)| match batch {
         JournalBatch::Parsed(parsed) => Ok(parsed),
         JournalBatch::Text(text) => ParsedBatch::parse(index, text.as_bytes(), origin),
     });
-    rebuild_from(project, stack, base, parsed, plugins, origin)
+    rebuild_from(project, stack, base, parsed, plugins, origin, replay)
 }
 
 /// Parses `base` while the batches are `parsed`, then replays them over it.
@@ -87,6 +109,7 @@ fn rebuild_from(
     parsed: impl IndexedParallelIterator<Item = Result<ParsedBatch, BackendError>>,
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
+    replay: Replay,
 ) -> Result<Rebuilt, BackendError> {
     let (checkpoint, parsed) = rayon::join(
         || parse_base(project, stack, base, origin),
@@ -96,7 +119,15 @@ fn rebuild_from(
             parsed.into_iter().collect::<Result<Vec<_>, _>>()
         },
     );
-    replay_parsed(project, stack, checkpoint?, parsed?, plugins, origin)
+    replay_parsed(
+        project,
+        stack,
+        checkpoint?,
+        parsed?,
+        plugins,
+        origin,
+        replay,
+    )
 }
 
 /// The checkpoint `base` of stack `stack` (the empty state's if `None`), secrets kept sealed.
@@ -213,6 +244,7 @@ fn replay_parsed(
     batches: Vec<ParsedBatch>,
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
+    fields: Replay,
 ) -> Result<Rebuilt, BackendError> {
     // Short entries completed in order, from the `begin` entries of this and earlier batches.
     let mut begun = Begun::default();
@@ -237,7 +269,10 @@ fn replay_parsed(
     // (the replay then copies the base states it keeps untouched: an update not limited to
     // targets has none).
     let base = Arc::new(checkpoint.snapshot);
-    let replayed = replay(base.clone(), decoded);
+    let replayed = match fields {
+        Replay::Checked => replay(base.clone(), decoded),
+        Replay::Unchecked => replay_unchecked(base.clone(), decoded),
+    };
     rayon::spawn(move || drop(base));
     let snapshot = replayed.map_err(|e| BackendError::Corrupt {
         path: origin.to_owned(),

@@ -15,6 +15,7 @@ use clap::Args;
 use plinth_backend::secrets::{NoSecrets, SecretsProvider};
 use plinth_backend::service::{ServiceBackend, Transport};
 use plinth_backend::{Backend, LocalBackend, write_atomically};
+use plinth_engine::shown::escape_controls;
 use serde::{Deserialize, Serialize};
 
 use crate::home::plinth_home;
@@ -306,7 +307,8 @@ pub fn logout(args: LogoutArgs, cwd: &Path) -> Result<ExitCode> {
 
 pub fn whoami() -> Result<ExitCode> {
     let backend = open_url(current_url()?.as_deref(), Arc::new(NoSecrets))?;
-    println!("User: {}", backend.user()?);
+    // The service says who the token belongs to: shown escaped.
+    println!("User: {}", escape_controls(&backend.user()?));
     println!("Backend: {}", backend.url());
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,7 @@
 //! program:
 //!   path: .
 //!   limits: { memory: 512MiB, call-timeout: 2m, registrations: 1000000, applies: 2000000,
-//!             input-bytes: 2GiB }
+//!             input-bytes: 2GiB, log-bytes: 256MiB }
 //! ```
 
 use std::fmt;
@@ -60,6 +60,7 @@ struct RawProgramLimits {
     registrations: Option<u64>,
     applies: Option<u64>,
     input_bytes: Option<Quantity>,
+    log_bytes: Option<Quantity>,
 }
 
 impl TryFrom<RawSpec> for ProgramSpec {
@@ -75,17 +76,8 @@ impl TryFrom<RawSpec> for ProgramSpec {
             )),
             Some(n) => Ok(n),
         };
-        let input_bytes = match limits.input_bytes {
-            None => default.input_bytes,
-            Some(Quantity::Number(bytes)) => bytes,
-            Some(Quantity::Text(text)) => text
-                .trim()
-                .parse::<bytesize::ByteSize>()
-                .map_err(|e| {
-                    format!("input-bytes `{text}` is not a size such as `512MiB` or `2GiB`: {e}")
-                })?
-                .as_u64(),
-        };
+        let input_bytes = size(limits.input_bytes, "input-bytes", default.input_bytes)?;
+        let log_bytes = size(limits.log_bytes, "log-bytes", default.log_bytes)?;
         Ok(ProgramSpec {
             path: raw.path.unwrap_or_else(|| PathBuf::from(".")),
             limits: limits_from(limits.memory, limits.call_timeout)?,
@@ -97,8 +89,20 @@ impl TryFrom<RawSpec> for ProgramSpec {
                 )?,
                 applies: positive(limits.applies, "applies", default.applies)?,
                 input_bytes: positive(Some(input_bytes), "input-bytes", default.input_bytes)?,
+                log_bytes: positive(Some(log_bytes), "log-bytes", default.log_bytes)?,
             },
         })
+    }
+}
+
+/// A size limit `key`: a number of bytes, or text such as `512MiB`; `default` if not given.
+fn size(quantity: Option<Quantity>, key: &str, default: u64) -> Result<u64, String> {
+    match quantity {
+        None => Ok(default),
+        Some(Quantity::Number(bytes)) => Ok(bytes),
+        Some(Quantity::Text(text)) => (text.trim().parse::<bytesize::ByteSize>())
+            .map(|size| size.as_u64())
+            .map_err(|e| format!("{key} `{text}` is not a size such as `512MiB` or `2GiB`: {e}")),
     }
 }
 
@@ -145,7 +149,7 @@ mod tests {
         );
         let spec = parse(
             "path: p.wasm\nlimits: { memory: 64MiB, registrations: 10, applies: 20, \
-             input-bytes: 1KiB }",
+             input-bytes: 1KiB, log-bytes: 2KiB }",
         )
         .unwrap();
         assert_eq!(spec.path, PathBuf::from("p.wasm"));
@@ -156,6 +160,7 @@ mod tests {
                 registrations: 10,
                 applies: 20,
                 input_bytes: 1024,
+                log_bytes: 2048,
             }
         );
         assert_eq!(parse("limits: {}").unwrap(), ProgramSpec::default());
@@ -173,6 +178,7 @@ mod tests {
                 "limits: { input-bytes: lots }",
                 "input-bytes `lots` is not a size",
             ),
+            ("limits: { log-bytes: 0 }", "`log-bytes` must be at least 1"),
             ("limits: { memory: 1KiB }", "too small"),
             ("[a]", "a path, or a mapping with `path` and `limits`"),
         ] {

@@ -1,7 +1,7 @@
 //! `plinth stack …` and `plinth config …`.
 
 use plinth_engine::names::StackName;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -114,7 +114,8 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                 } else {
                     ""
                 };
-                let name = format!("{}{mark}", s.name);
+                // A service lists the names: shown escaped.
+                let name = format!("{}{mark}", escape_controls(&s.name));
                 let locked = if s.locked { "yes" } else { "" };
                 println!("{name:24} {:>9}  {locked}", s.resources);
             }
@@ -228,13 +229,14 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
     let stack = ws.stack()?;
     let bytes = match &file {
         Some(file) => {
-            std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?
+            let what = escape_controls(&file.display().to_string()).into_owned();
+            let opened =
+                std::fs::File::open(file).with_context(|| format!("cannot read {what}"))?;
+            // A regular file's size is known: one too large is refused before a byte is read.
+            let size = opened.metadata().map_or(0, |m| m.len());
+            stack_transfer::read_import(opened, size, &what)?
         }
-        None => {
-            let mut bytes = Vec::new();
-            std::io::stdin().read_to_end(&mut bytes)?;
-            bytes
-        }
+        None => stack_transfer::read_import(std::io::stdin(), 0, "standard input")?,
     };
     // Secrets sealed by another provider are opened and sealed again before anything is
     // written: one that does not open leaves the stack as it was.
@@ -279,13 +281,7 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
     // Who ran each update, where the backend knows (a service does).
     let users = entries.iter().any(|e| e.user.is_some());
     let user = |name: Option<&str>| match users {
-        true => format!(
-            "{:16} ",
-            name.unwrap_or("-")
-                .chars()
-                .filter(|c| !c.is_control())
-                .collect::<String>()
-        ),
+        true => format!("{:16} ", escape_controls(name.unwrap_or("-"))),
         false => String::new(),
     };
     println!(

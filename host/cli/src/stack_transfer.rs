@@ -3,6 +3,7 @@
 //! stack; never a key), and `stack import` into a stack whose provider differs opens every
 //! secret with the source's provider and seals it with the target's, before anything is written.
 
+use std::io::Read;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
@@ -16,6 +17,30 @@ use crate::stack_config::StackConfig;
 /// The variable holding the passphrase an exported state's secrets were sealed with, when it is
 /// not the target stack's.
 pub const SOURCE_PASSPHRASE_VAR: &str = "PLINTH_SOURCE_PASSPHRASE";
+
+/// The largest checkpoint `stack import` reads. A team service takes bodies of at most 64 MiB
+/// by default, gzip-compressed, and checkpoints compress four to eight times: what is larger
+/// than this could not be stored there either, and reading it whole would only exhaust memory.
+pub const MAX_IMPORT_BYTES: u64 = 256 << 20;
+
+/// Reads the checkpoint to import from `from` (named `what` in errors, `size` bytes long if
+/// known, else 0), refusing one larger than [`MAX_IMPORT_BYTES`] before holding more than that.
+pub fn read_import(from: impl Read, size: u64, what: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    if size <= MAX_IMPORT_BYTES {
+        (from.take(MAX_IMPORT_BYTES + 1))
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {what}"))?;
+    }
+    if size.max(bytes.len() as u64) > MAX_IMPORT_BYTES {
+        bail!(
+            "{what} is larger than {} MiB, the most `stack import` reads; this is not a \
+             checkpoint `plinth stack export` wrote (a stack that large is split into stacks)",
+            MAX_IMPORT_BYTES >> 20
+        );
+    }
+    Ok(bytes)
+}
 
 /// The top-level field of an export that records its secrets provider.
 const FIELD: &str = "secrets_provider";

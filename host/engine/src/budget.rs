@@ -1,8 +1,9 @@
 //! What a program may make the host hold. Registration never blocks the program, so without a
 //! bound a program that registers forever (or whose every apply registers another) grows the
 //! host's memory until it dies: its own memory limit and call deadline do not see what it hands
-//! over. Each run counts the program's registrations, applies and the bytes of the values it
-//! sends, and refuses the one past its budget.
+//! over. Each run counts the program's registrations, applies, the bytes of the values it
+//! sends and of the messages it logs (each kept in the update's log, shown by `plinth logs`),
+//! and refuses the one past its budget.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,7 +21,13 @@ pub struct ProgramBudget {
     /// Bytes of the values the program sends (inputs, apply inputs, outputs) and its apply
     /// closures return, as counted by [`size_of`].
     pub input_bytes: u64,
+    /// Bytes of the messages the program logs, each counted with [`LOG_ENTRY_BYTES`] more, so
+    /// that a flood of empty messages is bounded too.
+    pub log_bytes: u64,
 }
+
+/// What a logged message costs beyond its text: the time, severity and framing it is kept with.
+pub const LOG_ENTRY_BYTES: u64 = 64;
 
 impl Default for ProgramBudget {
     fn default() -> Self {
@@ -29,6 +36,8 @@ impl Default for ProgramBudget {
             applies: 1_000_000,
             // 2.5 KiB for each resource of a 100,000-resource stack; `up` holds a few copies.
             input_bytes: 256 << 20,
+            // A line of 600 bytes for each resource of a 100,000-resource stack.
+            log_bytes: 64 << 20,
         }
     }
 }
@@ -52,6 +61,7 @@ pub(crate) struct Spent {
     registrations: AtomicU64,
     applies: AtomicU64,
     input_bytes: AtomicU64,
+    log_bytes: AtomicU64,
 }
 
 impl Spent {
@@ -107,6 +117,17 @@ impl Spent {
             "input-bytes",
         )
     }
+
+    /// One logged `message`.
+    pub(crate) fn log(&self, budget: &ProgramBudget, message: &str) -> Result<(), BudgetExceeded> {
+        Self::take(
+            &self.log_bytes,
+            message.len() as u64 + LOG_ENTRY_BYTES,
+            budget.log_bytes,
+            "bytes of log messages",
+            "log-bytes",
+        )
+    }
 }
 
 /// The bytes `value` takes, roughly: its strings, and a word for every other node. Linear in
@@ -140,6 +161,7 @@ mod tests {
             registrations: 2,
             applies: 1,
             input_bytes: 100,
+            log_bytes: 2 * LOG_ENTRY_BYTES + 10,
         };
         let spent = Spent::default();
         let map = PropertyMap::new();
@@ -161,6 +183,15 @@ mod tests {
             .to_string();
         assert!(
             err.contains("budget of 100 bytes of inputs") && err.contains("input-bytes"),
+            "{err}"
+        );
+        // Empty messages count too.
+        spent.log(&budget, "0123456789").unwrap();
+        spent.log(&budget, "").unwrap();
+        let err = spent.log(&budget, "").unwrap_err().to_string();
+        assert!(
+            err.contains("budget of 138 bytes of log messages")
+                && err.contains("`limits: { log-bytes: ... }`"),
             "{err}"
         );
     }

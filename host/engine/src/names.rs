@@ -13,10 +13,12 @@ use serde::{Deserialize, Serialize};
 /// The longest project or stack name.
 pub const MAX_NAME_LEN: usize = 100;
 
-/// What is wrong with a project or stack name; its message states the rule.
+/// What is wrong with a project or stack name; its message states the rule, and shows the name
+/// escaped (it may come from a service or a file, and hold what a terminal acts on).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "invalid {kind} name `{name}`: {problem}; a {kind} name is 1 to {MAX_NAME_LEN} letters, digits, `-`, `_` or `.`, not starting with `.`"
+    "invalid {kind} name `{}`: {problem}; a {kind} name is 1 to {MAX_NAME_LEN} letters, digits, `-`, `_` or `.`, not starting with `.`",
+    crate::shown::escape_controls(.name)
 )]
 pub struct NameError {
     pub kind: &'static str,

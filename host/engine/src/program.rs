@@ -228,8 +228,11 @@ impl Monitor {
         self.spent.bytes(&self.budget, size_of(value))
     }
 
-    pub fn log(&self, severity: Severity, message: String) {
+    /// Logs `message`; past the program's budget of log bytes, an error instead.
+    pub fn log(&self, severity: Severity, message: String) -> Result<(), BudgetExceeded> {
+        self.spent.log(&self.budget, &message)?;
         self.send(Registration::Log { severity, message });
+        Ok(())
     }
 
     /// A configuration value: `key` is looked up as `<project>:key`, `ns:key` as given. A secret

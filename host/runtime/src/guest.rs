@@ -106,22 +106,16 @@ impl FromGuest for wit::DiffResult {
     }
 }
 
-/// A resource's id as the plugin returned it, never masked: it is the plugin's only handle on
-/// what it made, and an id altered (`apps/[secret]`) would send the later `read`, `update` and
-/// `delete` elsewhere and leave the real thing unmanaged. Ids are not secret, as in Pulumi: a
-/// plugin that puts a secret in one exposes it. (Control characters are refused by the engine
-/// before an id is recorded.)
-fn kept_id(id: String) -> String {
-    id
-}
-
 impl FromGuest for wit::Created {
     /// Outputs that are malformed still leave the resource's id to record.
     type Host = Result<Created, (String, ValueError)>;
 
     fn into_host(self) -> Self::Host {
+        // The id is kept as the plugin returned it, never masked: it is the plugin's only handle
+        // on what it made, and an altered id (`apps/[secret]`) would send the later `read`,
+        // `update` and `delete` elsewhere. Ids are not secret, as in Pulumi. (Control characters
+        // are refused by the engine before an id is recorded.)
         let wit::Created { id, outputs } = self;
-        let id = kept_id(id);
         match ProviderMap(outputs).into_host() {
             Ok(outputs) => Ok(Created { id, outputs }),
             Err(e) => Err((id, e)),
@@ -139,7 +133,8 @@ impl FromGuest for wit::ReadResult {
             outputs,
         } = self;
         Ok(ReadResult {
-            id: kept_id(id),
+            // Kept as returned, never masked (see `Created`).
+            id,
             inputs: ProviderMap(inputs).into_host().map_err(|e| ("inputs", e))?,
             outputs: ProviderMap(outputs)
                 .into_host()
@@ -164,7 +159,8 @@ impl FromGuest for wit::PartialState {
             PropertyMap::new()
         });
         PartialState {
-            id: kept_id(id),
+            // Kept as returned, never masked (see `Created`).
+            id,
             outputs,
             reasons,
         }
@@ -201,20 +197,25 @@ mod tests {
     /// Learned as a secret before the guest answers, as an input would be.
     const SECRET: &str = "enumerated-secret-5d1c";
 
-    /// Ids are kept as the plugin returned them (see `kept_id`), so the enumeration gives them
-    /// no secret; `an_id_is_kept_as_returned` checks that one holding a secret is not altered.
+    /// Ids are kept as the plugin returned them (see `Created`'s `into_host`), so the
+    /// enumeration gives them no secret; `an_id_is_kept_as_returned` checks that one holding a
+    /// secret is not altered.
     const ID: &str = "id-1";
 
     fn text() -> String {
         format!("<{SECRET}>")
     }
 
-    /// A property map with the secret as a key, as a plain string nested at every level, and
-    /// as a plain string alone.
+    /// A property map with the secret as a plain string nested at every level, and as a plain
+    /// string alone.
     fn map() -> types::Value {
         types::Value {
             nodes: vec![
-                Node::Object(vec![(text(), 1), ("plain".into(), 2), ("nested".into(), 3)]),
+                Node::Object(vec![
+                    ("echoed".into(), 1),
+                    ("plain".into(), 2),
+                    ("nested".into(), 3),
+                ]),
                 Node::Text(SECRET.into()),
                 Node::Text(text()),
                 Node::Array(vec![4, 5]),
@@ -325,9 +326,34 @@ mod tests {
             Some(&Value::Secret(Box::new(text().into())))
         );
         assert_eq!(
-            map.get("<[secret]>"),
+            map.get("echoed"),
             Some(&Value::Secret(Box::new(SECRET.into())))
         );
+    }
+
+    /// A key cannot be secret, and renaming it would change the data: a map with a key holding
+    /// a secret, at any depth, is refused, its error showing the key masked.
+    #[test]
+    fn a_key_holding_a_secret_is_refused() {
+        secret_masker().learn(&Value::Secret(Box::new(SECRET.into())));
+        let top = types::Value {
+            nodes: vec![Node::Object(vec![(text(), 1)]), Node::Boolean(true)],
+        };
+        let nested = types::Value {
+            nodes: vec![
+                Node::Object(vec![("tags".into(), 1)]),
+                Node::Object(vec![(format!("k-{SECRET}"), 2)]),
+                Node::Boolean(true),
+            ],
+        };
+        for value in [top, nested] {
+            let error = ProviderMap(value).into_host().unwrap_err();
+            assert!(
+                matches!(&error, ValueError::SecretKey { masked, .. } if masked.contains("[secret]")),
+                "{error:?}"
+            );
+            assert_masked("a refused key", &error.to_string());
+        }
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! a logarithmic number of times, and a search runs a logarithmic number of automata.
 //!
 //! Secrets shorter than [`MIN_MASKED_LEN`] characters are not masked: masking `1` or `ok` would
-//! garble every line while hiding next to nothing (such a value is guessable anyway).
+//! garble every line while hiding next to nothing (such a value is guessable anyway). Only what
+//! is secret is learned (see [`collect_secrets`]): a secret's string leaves, each line of a
+//! multi-line one without its indentation, and a number only when it is the whole secret.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -254,24 +256,29 @@ impl Level {
 
 /// Pushes onto `found` the plaintext of the secrets in `value`; `secret` says whether `value`
 /// is inside a secret already.
+///
+/// Only what is secret is learned: a secret's string leaves (never an object's keys, which name
+/// fields such as `kind` that plain text is full of), and a number only when it is the secret
+/// itself. A number inside a secret object or list (a port, a count) would otherwise mark every
+/// equal number of every resource secret.
 fn collect_secrets(value: &Value, secret: bool, found: &mut Vec<String>) {
     match value {
-        Value::Secret(inner) => collect_secrets(inner, true, found),
+        Value::Secret(inner) => match &**inner {
+            Value::Integer(n) => found.push(n.to_string()),
+            Value::Number(n) => found.push(n.to_string()),
+            inner => collect_secrets(inner, true, found),
+        },
         Value::Array(items) => items.iter().for_each(|v| collect_secrets(v, secret, found)),
         Value::Object(map) => map.values().for_each(|v| collect_secrets(v, secret, found)),
         Value::String(text) if secret => {
             // Output is masked line by line: each line of a multi-line secret (a PEM key) is
-            // a secret of its own.
+            // a secret of its own, without the indentation it shares with plain text (a
+            // line `  },` of a JSON document would otherwise mask every such line).
             if text.contains('\n') {
-                found.extend(
-                    text.lines()
-                        .map(|line| line.trim_end_matches('\r').to_owned()),
-                );
+                found.extend(text.lines().map(|line| line.trim().to_owned()));
             }
             found.push(text.clone());
         }
-        Value::Integer(n) if secret => found.push(n.to_string()),
-        Value::Number(n) if secret => found.push(n.to_string()),
         _ => {}
     }
 }
@@ -294,8 +301,8 @@ mod tests {
         masker.learn(&Value::Object(nested));
         masker.learn(&Value::Secret(Box::new(Value::Array(vec![
             "tok-1234".into(),
-            Value::Number(987654.0),
         ]))));
+        masker.learn(&Value::Secret(Box::new(Value::Number(987654.0))));
         assert_eq!(
             masker.mask("pw=hunter22 tok=tok-1234 n=987654 visible"),
             "pw=[secret] tok=[secret] n=[secret] visible"
@@ -331,6 +338,29 @@ mod tests {
             "-----BEGIN KEY-----\r\nc2VjcmV0\n-----END KEY-----",
         ));
         assert_eq!(masker.mask("key: c2VjcmV0"), "key: [secret]");
+    }
+
+    /// A secret object's keys and numbers, and the indentation of a multi-line secret's
+    /// lines, are not secrets: plain text holding them stays as it is, while every string
+    /// the secret holds is masked.
+    #[test]
+    fn only_a_secret_s_string_leaves_are_learned() {
+        let masker = SecretMasker::default();
+        let mut object = plinth_engine::value::PropertyMap::new();
+        object.insert("kind".into(), "db-password-3f9a".into());
+        object.insert("port".into(), Value::Integer(5432));
+        object.insert("nested".into(), Value::Array(vec!["token-77ac".into()]));
+        masker.learn(&Value::Secret(Box::new(Value::Object(object))));
+        masker.learn(&secret("{\n  \"user\": \"admin-9c2e\"\n  },\n}"));
+        assert_eq!(
+            masker.mask("kind port 5432 nested   },"),
+            "kind port 5432 nested   },"
+        );
+        assert!(!masker.is_secret("5432") && !masker.contains_secret("  },"));
+        assert_eq!(
+            masker.mask("db-password-3f9a token-77ac \"user\": \"admin-9c2e\""),
+            "[secret] [secret] [secret]"
+        );
     }
 
     #[test]

@@ -461,8 +461,7 @@ macro_rules! monitor_host {
                         monitor::LogLevel::Error => Severity::Error,
                     };
                     // What a program logs is its output too: masked like its stdout.
-                    self.monitor()?.log(severity, message.into_host());
-                    Ok(())
+                    Ok(self.monitor()?.log(severity, message.into_host())?)
                 }
             }
         }
@@ -494,10 +493,11 @@ pub(crate) mod tests {
     use crate::bindings::v0_3::program::plinth::plugin::monitor;
 
     /// Every string a program sends with `register-resource` (`text` holds `secret`, learned
-    /// already) reaches the engine masked; `read-resource`, `invoke`, `config` and `log`
-    /// convert theirs with the same `into_host`.
+    /// already) reaches the engine masked, and inputs with a key holding it are refused, the
+    /// error masked; `read-resource`, `invoke`, `config` and `log` convert theirs with the same
+    /// `into_host`.
     pub(crate) fn assert_monitor_strings_masked(text: &str, secret: &str) {
-        let options = monitor::ResourceOptions {
+        let options = || monitor::ResourceOptions {
             depends_on: vec![],
             parent: None,
             provider: None,
@@ -510,21 +510,28 @@ pub(crate) mod tests {
             custom_timeouts: None,
             import_id: Some(text.into()),
         };
-        let request = monitor::RegisterRequest {
+        let request = |key: &str| monitor::RegisterRequest {
             type_: text.into(),
             name: text.into(),
             custom: true,
             inputs: Value {
                 nodes: vec![
-                    Node::Object(vec![(text.into(), 1), ("plain".into(), 2)]),
+                    Node::Object(vec![(key.into(), 1), ("plain".into(), 2)]),
                     Node::Text(text.into()),
                     Node::Text(secret.into()),
                 ],
             },
-            options,
+            options: options(),
         };
-        let request = super::monitor_v0_3::register_request(request).unwrap();
-        let shown = format!("{request:?}");
+        let registered = super::monitor_v0_3::register_request(request("echoed")).unwrap();
+        let shown = format!("{registered:?}");
         assert!(!shown.contains(secret), "a registration: {shown}");
+        let refused = super::monitor_v0_3::register_request(request(text)).unwrap_err();
+        let shown = format!("{refused:?}");
+        assert!(
+            !shown.contains(secret)
+                && shown.contains("a property name holding the value of a secret"),
+            "a registration: {shown}"
+        );
     }
 }

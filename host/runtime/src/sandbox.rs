@@ -2,10 +2,12 @@
 //! stdout and stderr, a memory limit and a per-call deadline; and the account of how a call went
 //! wrong when it did, with what the sandbox refused the guest during it.
 
+use std::fmt::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plinth_engine::provider::ProviderError;
+use plinth_engine::shown::escape_controls;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::sockets::WasiSocketsCtxView;
@@ -36,6 +38,8 @@ pub(crate) struct Sandbox {
     /// for a program, which has no grants).
     dirs: Option<(String, Vec<DirGrant>)>,
     limiter: MemoryLimiter,
+    /// The guest's name, to mark each line it wrote to stderr as its own in a failure.
+    guest: Arc<str>,
     stderr: OutputPipe,
     timeout: Duration,
     /// When the current call must be done.
@@ -101,7 +105,7 @@ impl Sandbox {
         // harmless.
         net.install(&mut wasi);
         let wasi = wasi
-            .stdout(OutputPipe::new(guest, stdout))
+            .stdout(OutputPipe::new(guest.clone(), stdout))
             .stderr(stderr.clone())
             .build();
         Sandbox {
@@ -114,6 +118,7 @@ impl Sandbox {
             env: grants.env.clone(),
             dirs,
             limiter: MemoryLimiter::new(limits.memory_bytes),
+            guest,
             stderr,
             timeout: limits.call_timeout,
             deadline: Instant::now() + limits.call_timeout,
@@ -218,11 +223,17 @@ impl Sandbox {
             format!("`{op}` failed: {}", error.root_cause())
         };
         tracing::debug!(target: "plinth::guest", "{what}: {error:?}");
-        let mut message = if stderr.is_empty() {
-            what
-        } else {
-            format!("{what}:\n  {}", stderr.join("\n  "))
-        };
+        let mut message = what;
+        if !stderr.is_empty() {
+            message.push(':');
+        }
+        // Each line marked as the guest's and escaped onto it, so that none reads as plinth's
+        // own output (an indented `error:` or `+ created`).
+        let guest = escape_controls(&self.guest);
+        for line in &stderr {
+            write!(message, "\n  {guest} stderr| {}", escape_controls(line))
+                .expect("writing to a String");
+        }
         let said = format!("{message}\n{}", error.root_cause());
         if let Some(denials) = self.denials(&said) {
             message = format!("{message}\n{denials}");

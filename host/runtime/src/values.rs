@@ -8,11 +8,13 @@
 //! Strings are moved out of the guest's nodes, never copied.
 //!
 //! What a guest sends is also the one place where its strings in values reach the host, so
-//! they are concealed here (see [`conceal`]): a key holding a known secret is masked, and a
+//! they are concealed here (see [`conceal`]): a key holding a known secret is refused, and a
 //! plain string or number holding one comes back marked secret.
 
+use std::borrow::Cow;
 use std::collections::btree_map::Entry;
 
+use plinth_engine::shown::escape_controls;
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 
 use crate::bindings::types as wit;
@@ -42,6 +44,15 @@ pub(crate) enum ValueError {
     TooDeep,
     #[error("node {node} has the key `{key}` twice")]
     DuplicateKey { node: usize, key: String },
+    #[error(
+        "node {node} has a property name holding the value of a secret (`{masked}`): a \
+         property name cannot be kept secret, so the value is refused rather than renamed"
+    )]
+    SecretKey {
+        node: usize,
+        /// The name with the secret masked, escaped for display.
+        masked: String,
+    },
     #[error("expected an object of properties, found {found}")]
     NotAnObject { found: &'static str },
     #[error(
@@ -162,8 +173,8 @@ pub(crate) fn map_from_wit(value: wit::Value, origin: Origin) -> Result<Property
 /// Conceals the known secrets in a value a guest sent, once its own secrets are learned: a
 /// plain string holding a secret's plaintext (an input echoed back as plain text, a connection
 /// string built from a password) or a number equal to one is marked secret, as the value it
-/// came from was; a key holding one is masked (a key cannot be secret). `node` names the value
-/// for errors.
+/// came from was. A key holding one is refused: a key cannot be secret, and renaming it would
+/// silently change the data. `node` names the value for errors.
 fn conceal(value: Value, node: usize) -> Result<Value, ValueError> {
     let masker = secret_masker();
     Ok(match value {
@@ -191,10 +202,10 @@ fn conceal(value: Value, node: usize) -> Result<Value, ValueError> {
 fn conceal_entries(map: PropertyMap, node: usize) -> Result<PropertyMap, ValueError> {
     let mut concealed = PropertyMap::new();
     for (key, value) in map {
-        let key = match secret_masker().mask(&key) {
-            std::borrow::Cow::Borrowed(_) => key,
-            std::borrow::Cow::Owned(masked) => masked,
-        };
+        if let Cow::Owned(masked) = secret_masker().mask(&key) {
+            let masked = escape_controls(&masked).into_owned();
+            return Err(ValueError::SecretKey { node, masked });
+        }
         match concealed.entry(key) {
             Entry::Vacant(entry) => {
                 entry.insert(conceal(value, node)?);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use plinth_backend::{
-    HistoryEntry, JournalBatch, ParsedBatch, PluginUse, Rebuilt, UpdateKind, UpdateResult,
+    HistoryEntry, JournalBatch, ParsedBatch, PluginUse, Rebuilt, Replay, UpdateKind, UpdateResult,
 };
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::names::{ProjectName, StackName};
@@ -116,10 +116,14 @@ pub(crate) async fn fold(
                 changes: ChangeSummary::default(),
             }
         }
-        Source::Journal { plugins } => rebuild(stack, base, batches, plugins).await?,
+        Source::Journal { plugins } => {
+            rebuild(stack, base, batches, plugins, Replay::Checked).await?
+        }
         // A replacement is checked as the file backend checks an import: parsed, verified and
         // written back in its canonical form.
-        Source::Checkpoint(bytes) => rebuild(stack, Some(bytes), Vec::new(), None).await?,
+        Source::Checkpoint(bytes) => {
+            rebuild(stack, Some(bytes), Vec::new(), None, Replay::Checked).await?
+        }
     };
     let entry = entry.written(changes);
     let version = insert(
@@ -215,27 +219,52 @@ pub(crate) async fn fold_ending(
             .map(|(_, text)| JournalBatch::Text(text.clone()))
             .collect()
     };
-    // The longest run of batches that rebuilds: none (the base as it was) at worst.
-    let (mut good, mut bad) = (0, texts.len());
-    let mut rebuilt = rebuild(stack, base.clone(), Vec::new(), None).await;
-    while bad - good > 1 {
-        let middle = (good + bad) / 2;
-        match rebuild(stack, base.clone(), prefix(middle), None).await {
-            Ok(ok) => {
-                good = middle;
-                rebuilt = Ok(ok);
-            }
-            Err(_) => bad = middle,
+    // A journal an older plinth wrote may record a state no plinth records (an id with a
+    // control character): kept whole, as the file backend keeps its journal, so that `stack
+    // export` shows it and `plinth state delete` repairs it (every other command's load says so).
+    let whole = rebuild(
+        stack,
+        base.clone(),
+        prefix(texts.len()),
+        None,
+        Replay::Unchecked,
+    )
+    .await;
+    let (rebuilt, note) = match whole {
+        Ok(ok) => {
+            let note = format!(
+                "{}; its journal records a state no plinth records ({}), kept as recorded: \
+                 `plinth stack export` shows it, and `plinth state delete` removes it",
+                ended.note,
+                crate::checks::shown_up_to(&reason, 300),
+            );
+            (Ok(ok), note)
         }
-    }
-    let note = format!(
-        "{}; its journal could not be rebuilt past batch {good} of {} ({}), so this version \
-         holds what the batches before made; the journal is kept (GET \
-         /api/v1/updates/{update}/journal)",
-        ended.note,
-        texts.len(),
-        crate::checks::shown_up_to(&reason, 300),
-    );
+        Err(_) => {
+            // The longest run of batches that rebuilds: none (the base as it was) at worst.
+            let (mut good, mut bad) = (0, texts.len());
+            let mut rebuilt = rebuild(stack, base.clone(), Vec::new(), None, Replay::Checked).await;
+            while bad - good > 1 {
+                let middle = (good + bad) / 2;
+                match rebuild(stack, base.clone(), prefix(middle), None, Replay::Checked).await {
+                    Ok(ok) => {
+                        good = middle;
+                        rebuilt = Ok(ok);
+                    }
+                    Err(_) => bad = middle,
+                }
+            }
+            let note = format!(
+                "{}; its journal could not be rebuilt past batch {good} of {} ({}), so this \
+                 version holds what the batches before made; the journal is kept (GET \
+                 /api/v1/updates/{update}/journal)",
+                ended.note,
+                texts.len(),
+                crate::checks::shown_up_to(&reason, 300),
+            );
+            (rebuilt, note)
+        }
+    };
     let ended = Ended {
         note: &note,
         ..ended
@@ -330,6 +359,7 @@ async fn rebuild(
     base: Option<Vec<u8>>,
     batches: Vec<JournalBatch>,
     plugins: Option<Vec<PluginUse>>,
+    replay: Replay,
 ) -> Result<Rebuilt, ApiError> {
     let project = ProjectName::new(&stack.project)
         .map_err(|e| ApiError::BadRequest(format!("project `{}`: {e}", stack.project)))?;
@@ -346,6 +376,7 @@ async fn rebuild(
             batches,
             plugins,
             &origin,
+            replay,
         );
         tracing::debug!(
             "rebuilt {} from {count} journal batches in {:.1} ms",
@@ -462,7 +493,9 @@ pub(crate) async fn export(
     if wanted == latest_version {
         return match latest {
             Some(bytes) => Ok(bytes),
-            None => Ok(rebuild(stack, None, Vec::new(), None).await?.checkpoint),
+            None => Ok(rebuild(stack, None, Vec::new(), None, Replay::Checked)
+                .await?
+                .checkpoint),
         };
     }
     let row: Option<(Vec<u8>,)> =

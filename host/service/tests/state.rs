@@ -353,3 +353,61 @@ fn after_a_crashed_clients_lease_expires_the_next_update_starts_with_its_operati
     );
     assert_eq!(history["versions"][0]["user"], "alice", "{history}");
 }
+
+/// An update whose journal an older plinth wrote, recording an id no plinth records (a control
+/// character), cannot make a version as a client's phase; when it ends, the version keeps what
+/// its journal recorded, as the file backend keeps its journal: `stack export` shows it whole
+/// (every client's load refuses it, saying how to repair it with `plinth state delete`).
+#[test]
+fn a_journal_an_older_plinth_wrote_with_an_id_no_plinth_records_is_kept_when_it_ends() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let (status, begun) = begin(&service, &alice, "dev");
+    assert_eq!(status, 200, "{begun}");
+    let update = lease_of(&begun);
+    let mut old = resource("a", Default::default());
+    old.id = "a\tb".into();
+    let mut entries = creating(1, &old, false);
+    entries.extend(creating(2, &resource("c", Default::default()), false));
+    let batch = Some(json!({ "seq": 1, "entries": entries }));
+    assert_eq!(
+        on_update(&service, &alice, &update, "journal", batch).0,
+        200
+    );
+    let phase = Some(json!({ "phase": 1, "entry": history_entry("update") }));
+    let (status, body) = on_update(&service, &alice, &update, "phases", phase);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("contains control characters"),
+        "{body}"
+    );
+
+    let done = Some(json!({ "result": "failed" }));
+    let (status, body) = on_update(&service, &alice, &update, "complete", done);
+    assert_eq!(status, 200, "{body}");
+    let (status, latest) = export(&service, &alice, None);
+    assert_eq!(status, 200, "{latest}");
+    assert_eq!(resource_names(&latest), ["a", "c"], "{latest}");
+    assert_eq!(latest["snapshot"]["resources"][0]["id"], "a\tb");
+    let (status, history) = call(
+        &service,
+        "GET",
+        "stacks/p/dev/history",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200, "{history}");
+    assert!(
+        history["versions"][0]["entry"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("kept as recorded"),
+        "{history}"
+    );
+}

@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::names::{ProjectName, StackName};
+use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::Snapshot;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -267,7 +268,7 @@ impl Backend for ServiceBackend {
                 let name = StackName::new(&stack.name).map_err(|e| {
                     BackendError::Service(ServiceError::Unreadable {
                         request: request.clone(),
-                        reason: format!("stack `{}`: {e}", stack.name),
+                        reason: format!("stack `{}`: {e}", escape_controls(&stack.name)),
                     })
                 })?;
                 Ok(StackSummary {

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use plinth_engine::shown::escape_controls;
 use serde_json::Value;
 use ureq::unversioned::transport::DefaultConnector;
 
@@ -368,7 +369,9 @@ impl Transport {
                     }
                     let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                     let message = match json["message"].as_str() {
-                        Some(message) => message.to_owned(),
+                        // The service's words, on one line where they enter: plinth adds lines
+                        // of its own to an error, and a hostile service could fake them.
+                        Some(message) => escape_controls(message).into_owned(),
                         // A proxy in front of a service that restarts answers so: retried.
                         None if matches!(status, 429 | 502..=504) => {
                             format!("{} bytes", text.len())

@@ -1,6 +1,7 @@
 //! `adversary:Crash`: a resource that panics or traps in the provider operation its inputs
 //! name. Inputs: `crash_in`, one of [`OPERATIONS`], and `crash_how`, `panic` (the default) or
-//! `trap` (a WebAssembly `unreachable`). In every other operation it behaves like an echo that
+//! `trap` (a WebAssembly `unreachable`), and `crash_say`, lines written to stderr first (with
+//! visible escapes, see [`crate::ids::unescape`]: a fake line of plinth's own output, say). In every other operation it behaves like an echo that
 //! updates in place, so the operation that breaks can be reached: `diff` and `update` on the
 //! next `up` after `crash_in` changes, `delete` on the `destroy` after it was set, `read` when
 //! the program reads the resource. The provider itself breaks in `check-config` or `configure`
@@ -39,6 +40,7 @@ enum How {
 struct Fault {
     how: How,
     op: &'static str,
+    say: Option<String>,
 }
 
 impl Fault {
@@ -65,11 +67,15 @@ impl Fault {
                 ));
             }
         };
-        Ok((target == op).then_some(Fault { how, op }))
+        let say = inputs::optional(inputs, "crash_say").map(crate::ids::unescape);
+        Ok((target == op).then_some(Fault { how, op, say }))
     }
 
     /// Panics or traps, as asked.
     fn strike(self) -> ! {
+        if let Some(say) = &self.say {
+            eprintln!("{say}");
+        }
         match self.how {
             How::Panic => panic!("adversary: panic requested in `{}`", self.op),
             How::Trap => trap(),

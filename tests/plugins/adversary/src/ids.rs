@@ -28,7 +28,7 @@ fn hostile(inputs: &PropertyMap, key: &str) -> Option<String> {
 
 /// Turns `\e`, `\a`, `\b`, `\r`, `\n`, `\t` and `\u{HEX}` into the characters they name; any
 /// other text is kept as it is.
-fn unescape(text: &str) -> String {
+pub(crate) fn unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('\\') {

@@ -8,8 +8,10 @@
 //! - `failed`: `create` fails with a message holding it;
 //! - `partial`: `create` reports a partial creation whose outputs and reasons hold it;
 //! - `outputs-plain`: `create`, `update` and `read` return outputs with
-//!   `token` plain, a `copy`, a `url` built from it, a key holding it, and `credential` (which
-//!   the schema declares secret) plain; `diff` reports a changed property named after it.
+//!   `token` plain, a `copy`, a `url` built from it, and `credential` (which the schema
+//!   declares secret) plain; `diff` reports a changed property named after it;
+//! - `key`: `create` returns an output whose key holds it (nested under `tags` when `leak_at`
+//!   is `nested`).
 //!
 //! Ids are kept as a plugin returns them (they are its handle on what it made, and not secret,
 //! as in Pulumi), so no mode puts the secret in one.
@@ -41,7 +43,6 @@ fn leaked(mut inputs: PropertyMap, token: &str) -> PropertyMap {
         "url".into(),
         format!("db://admin:{token}@db.internal").into(),
     );
-    inputs.insert(format!("key-{token}"), Value::Bool(true));
     inputs.insert("credential".into(), "credential-never-learned".into());
     inputs
 }
@@ -119,6 +120,20 @@ impl ResourceType for Leak {
                 id: "id-leak".into(),
                 outputs: leaked(inputs, &token),
             }),
+            "key" => {
+                let key = format!("key-{token}");
+                let mut outputs = inputs.clone();
+                if inputs::optional(&inputs, "leak_at") == Some("nested") {
+                    let tags = PropertyMap::from([(key, Value::Bool(true))]);
+                    outputs.insert("tags".into(), Value::Object(tags));
+                } else {
+                    outputs.insert(key, Value::Bool(true));
+                }
+                Ok(Created {
+                    id: "key-leak".into(),
+                    outputs,
+                })
+            }
             _ => Ok(Created {
                 id: "leak".into(),
                 outputs: inputs,

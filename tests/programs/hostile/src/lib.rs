@@ -8,6 +8,7 @@
 //! - `huge-results`: the same, each `resume` returning a 1 MiB string;
 //! - `registrations`: `run` registers components `hostile:Thing` without end;
 //! - `huge-inputs`: the same, each with a 1 MiB string input `blob`;
+//! - `logs`: `run` logs messages without end;
 //! - `one`: a harmless run: one component `hostile:Thing` named `ok`.
 
 wit_bindgen::generate!({
@@ -42,6 +43,9 @@ impl Guest for Hostile {
             }
             "registrations" => flood(None),
             "huge-inputs" => flood(Some("x".repeat(1 << 20))),
+            "logs" => loop {
+                monitor::log(LogLevel::Info, "hostile: a log that never ends");
+            },
             "one" => {
                 register(
                     "ok",
