@@ -4,59 +4,34 @@
 
 pub(crate) mod limit;
 mod node;
+mod options;
 mod root;
 mod scheduler;
 mod start;
+pub(crate) mod step;
+pub(crate) mod target;
 mod unclaimed;
 
+pub use options::Options;
 use scheduler::Scheduler;
+pub use target::Targets;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::ProgramBudget;
 use crate::events::{ChangeSummary, Event, EventSink, Severity};
 use crate::journal::{JournalEntry, SnapshotManager};
 use crate::program::{Monitor, Program, StackInfo};
 use crate::provider::ProviderSource;
-use crate::provider_step::reference;
 use crate::snapshot::{PendingKind, Snapshot};
-use crate::step::StepContext;
-use crate::target::TargetSet;
-use crate::urn::{Urn, provided_package, stack_urn};
-use crate::value::{PropertyMap, Value};
-
-/// How a deployment runs.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    pub project: String,
-    pub stack: String,
-    /// Plan only: providers are asked to preview, nothing is recorded.
-    pub preview: bool,
-    /// Upper bound on provider calls in flight.
-    pub parallel: usize,
-    /// Stack configuration, keyed `namespace:key`: strings, or secrets holding strings.
-    pub config: BTreeMap<String, Value>,
-    /// Change only these resources (`--target`); everything when `None`.
-    pub targets: Option<Targets>,
-    /// Replace these resources even if their inputs did not change (`--replace`).
-    pub replace: HashSet<Urn>,
-    /// After a failure, keep running every step that does not depend on it.
-    pub continue_on_error: bool,
-    /// What the program may make the host hold.
-    pub budget: ProgramBudget,
-}
-
-/// The resources an operation may change; the others are left exactly as they were.
-#[derive(Debug, Clone, Default)]
-pub struct Targets {
-    pub urns: HashSet<Urn>,
-    /// Also target every resource that depends on a targeted one, transitively.
-    pub dependents: bool,
-}
+use crate::urn::{Urn, stack_urn};
+use crate::value::PropertyMap;
+use step::StepContext;
+use step::provider::providers_by_reference;
+use target::TargetSet;
 
 /// What a deployment did (or, in preview, would do).
 #[derive(Debug)]
@@ -229,16 +204,6 @@ async fn drop_interrupted(
             .await?;
     }
     Ok(())
-}
-
-/// The provider resources of a state, by the reference resources record to them.
-pub(crate) fn providers_by_reference(
-    resources: &[crate::resource::ResourceState],
-) -> HashMap<crate::resource::ProviderRef, usize> {
-    (resources.iter().enumerate())
-        .filter(|(_, r)| provided_package(&r.ty).is_some())
-        .map(|(i, r)| (reference(r.urn.clone(), &Value::String(r.id.clone())), i))
-        .collect()
 }
 
 /// For each URN, the resources that name it as parent or dependency.

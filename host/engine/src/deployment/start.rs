@@ -6,11 +6,11 @@ use tokio::sync::oneshot;
 use super::node::*;
 use super::root::ROOT_HANDLE;
 use super::scheduler::Scheduler;
+use super::step::provider::reference;
+use super::step::{ProviderBinding, ResourceStep};
 use crate::events::{Event, Severity};
 use crate::journal::JournalEntry;
-use crate::provider_step::reference;
 use crate::shown::escape_controls;
-use crate::step::{ProviderBinding, ResourceStep};
 use crate::urn::{Urn, package_of, provided_package, provider_type};
 use crate::value::{OutputField, OutputRef, PropertyMap, Value, object_at_path};
 

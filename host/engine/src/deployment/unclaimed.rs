@@ -5,9 +5,9 @@ use std::collections::{HashMap, HashSet};
 
 use tokio::task::JoinSet;
 
-use super::Scheduler;
+use super::scheduler::Scheduler;
+use super::step::StepError;
 use crate::events::{Severity, StepOp};
-use crate::step::StepError;
 use crate::urn::{Urn, is_stack_type};
 
 impl Scheduler {

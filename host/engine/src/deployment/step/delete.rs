@@ -7,12 +7,13 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::claims::{ClaimOutcome, mark_deleted};
+use super::{StepContext, StepError};
 use crate::deployment::limit::{Permit, Reservation};
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;
 use crate::provider::ProviderError;
 use crate::snapshot::PendingKind;
-use crate::step::{ClaimOutcome, StepContext, StepError, mark_deleted};
 use crate::urn::provided_package;
 use crate::value::PropertyMap;
 

@@ -25,10 +25,10 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::{ResourceStep, StepContext, StepError, StepOutputs, StepResult};
 use crate::events::{Event, Severity, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::resource::ResourceState;
-use crate::step::{ResourceStep, StepContext, StepError, StepOutputs, StepResult};
 use crate::urn::{Urn, is_stack_type, provided_package};
 use crate::value::{PropertyMap, Value};
 

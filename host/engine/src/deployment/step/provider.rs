@@ -4,14 +4,15 @@
 //! nothing in the real world. A configuration change the provider's schema marks
 //! `replace_on_change` replaces the provider resource, and with it every resource it manages.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::{ProviderBinding, StepContext, StepError, StepOutputs, StepResult};
 use crate::events::StepOp;
 use crate::journal::JournalEntry;
 use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::PendingKind;
-use crate::step::{ProviderBinding, StepContext, StepError, StepOutputs, StepResult};
 use crate::urn::provided_package;
 use crate::value::{PropertyMap, Value};
 
@@ -169,4 +170,14 @@ pub(crate) fn reference(urn: crate::urn::Urn, id: &Value) -> ProviderRef {
         urn,
         id: id.as_str().unwrap_or_default().to_owned(),
     }
+}
+
+/// The provider resources of a state, by the reference resources record to them.
+pub(crate) fn providers_by_reference(
+    resources: &[crate::resource::ResourceState],
+) -> HashMap<crate::resource::ProviderRef, usize> {
+    (resources.iter().enumerate())
+        .filter(|(_, r)| provided_package(&r.ty).is_some())
+        .map(|(i, r)| (reference(r.urn.clone(), &Value::String(r.id.clone())), i))
+        .collect()
 }

@@ -1,0 +1,124 @@
+//! Which base resources the steps of a deployment took charge of: a registration's step claims
+//! the base resource with its URN (or an alias), a delete-before-replace marks the dependents it
+//! deletes first, and each tells those waiting for it how it ended.
+
+use std::collections::HashMap;
+
+use tokio::sync::watch;
+
+use super::{StepContext, StepError};
+use crate::resource::ResourceState;
+use crate::urn::Urn;
+
+/// How a registration's step ended for the base resource it took charge of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClaimOutcome {
+    /// Carried over (same or updated): the old state is gone from the snapshot.
+    Carried,
+    /// Replaced create-before-delete: the old state stays, marked for deletion.
+    Replaced,
+    Failed,
+}
+
+/// Reports a claim's outcome when dropped: `Failed` unless told otherwise.
+pub(super) struct ClaimGuard(
+    pub(super) watch::Sender<Option<ClaimOutcome>>,
+    pub(super) ClaimOutcome,
+);
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        self.0.send_replace(Some(self.1));
+    }
+}
+
+/// Marks base resource `index` as deleted ahead of a delete-before-replace; the sender tells
+/// waiting registrations when (and whether) the delete happened.
+pub(crate) fn mark_deleted(
+    claims: &mut Claims,
+    index: usize,
+) -> (usize, watch::Sender<Option<bool>>) {
+    let (done, deletion) = watch::channel(None);
+    claims.deleted.insert(index, deletion);
+    (index, done)
+}
+
+/// A base resource a step took charge of.
+pub(super) struct Claimed<'a> {
+    pub(super) index: usize,
+    pub(super) state: &'a ResourceState,
+    pub(super) guard: ClaimGuard,
+}
+
+/// Which base resources this deployment has already decided about.
+#[derive(Default)]
+pub(crate) struct Claims {
+    /// A registration's step took charge of it; the flag tells how that step ended.
+    pub(crate) claimed: HashMap<usize, watch::Receiver<Option<ClaimOutcome>>>,
+    /// Deleted ahead of the delete-before-replace of a resource it depends on; the flag turns
+    /// to `Some(deleted)` when that delete is over.
+    pub(crate) deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
+    /// With `--target`: base resources a started step (even one still waiting for a permit)
+    /// will take charge of; its sender is dropped when that step ends.
+    pub(crate) under_way: HashMap<usize, watch::Receiver<()>>,
+    /// With `--target`: steps (by the base resource they take charge of) waiting, before they
+    /// record, for the step under way for another base resource (see
+    /// [`StepContext::record_after_in_flight`]). Each waits for one at a time.
+    pub(crate) record_waits: HashMap<usize, usize>,
+}
+
+impl Claims {
+    pub fn is_deleted(&self, index: usize) -> bool {
+        self.deleted.contains_key(&index)
+    }
+
+    /// A registration's step took charge of it (possibly under an alias).
+    pub fn is_claimed(&self, index: usize) -> bool {
+        self.claimed.contains_key(&index)
+    }
+}
+
+impl StepContext {
+    /// Takes charge of the live base resource with `urn`, or else with one of its `aliases`
+    /// (URNs it was known by). One being deleted ahead of a delete-before-replace is waited for,
+    /// and then is no longer there.
+    pub(super) async fn claim(
+        &self,
+        urn: &Urn,
+        aliases: &[Urn],
+    ) -> Result<Option<Claimed<'_>>, StepError> {
+        let Some(index) = self.live_base_index_of(urn, aliases) else {
+            return Ok(None);
+        };
+        let deletion = {
+            let mut claims = self.claims.lock().expect("claims");
+            match claims.deleted.get(&index) {
+                Some(deletion) => deletion.clone(),
+                None => {
+                    let (outcome, watcher) = watch::channel(None);
+                    claims.claimed.insert(index, watcher);
+                    return Ok(Some(Claimed {
+                        index,
+                        state: &self.base.resources[index],
+                        guard: ClaimGuard(outcome, ClaimOutcome::Failed),
+                    }));
+                }
+            }
+        };
+        let mut deletion = deletion;
+        let deleted = self
+            .unless_cancelled(deletion.wait_for(Option::is_some))
+            .await?
+            .map(|d| *d == Some(true))
+            .unwrap_or(false);
+        if deleted {
+            Ok(None)
+        } else {
+            Err(self.fail(
+                urn,
+                "its previous copy had to be deleted first (a resource it depends on is replaced \
+                 delete-before-replace), and that delete did not happen",
+            ))
+        }
+    }
+}
