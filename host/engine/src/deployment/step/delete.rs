@@ -8,13 +8,13 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::claims::{ClaimOutcome, mark_deleted};
+use super::plan::{DeletePlan, plan_delete};
 use super::{StepContext, StepError};
 use crate::deployment::limit::{Permit, Reservation};
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;
 use crate::provider::ProviderError;
 use crate::snapshot::PendingKind;
-use crate::urn::provided_package;
 use crate::value::PropertyMap;
 
 /// One thing a delete-before-replace cascade does about a dependent, at that dependent's place
@@ -178,28 +178,21 @@ impl StepContext {
     ) -> Result<(), StepError> {
         let old = &self.base.resources[index];
         let urn = &old.urn;
-        if old.protect {
-            let error = self.fail(
-                urn,
-                format!(
-                    "cannot delete protected resource; run `plinth state unprotect {urn}` (and \
-                     drop the program's `protect` option) first"
-                ),
-            );
-            self.failed(info.clone(), &error);
-            return Err(error);
-        }
-        if self.preview {
-            return Ok(());
-        }
-        if old.retain_on_delete || provided_package(&old.ty).is_some() {
-            return self
-                .record(|| JournalEntry::Deleted {
-                    seq: None,
-                    old: index,
-                })
-                .await
-                .map_err(|e| self.persist_error(urn, e));
+        match plan_delete(old, self.preview) {
+            DeletePlan::Refused => {
+                let error = self.fail(
+                    urn,
+                    format!(
+                        "cannot delete protected resource; run `plinth state unprotect {urn}` \
+                         (and drop the program's `protect` option) first"
+                    ),
+                );
+                self.failed(info.clone(), &error);
+                return Err(error);
+            }
+            DeletePlan::Nothing => return Ok(()),
+            DeletePlan::Forget => return self.forget(index).await,
+            DeletePlan::Delete => {}
         }
         let provider = self.provider_for(old, None).await?;
         let seq = self
@@ -273,15 +266,20 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         if old.custom {
             self.delete_base(index, &info, None, permit).await?;
-        } else if !self.preview {
-            self.record(|| JournalEntry::Deleted {
-                seq: None,
-                old: index,
-            })
-            .await
-            .map_err(|e| self.persist_error(&old.urn, e))?;
+        } else if plan_delete(old, self.preview) == DeletePlan::Forget {
+            self.forget(index).await?;
         }
         self.done(info, &PropertyMap::new(), started);
         Ok(())
+    }
+
+    /// Drops base resource `index` from the state without a provider call.
+    async fn forget(&self, index: usize) -> Result<(), StepError> {
+        self.record(|| JournalEntry::Deleted {
+            seq: None,
+            old: index,
+        })
+        .await
+        .map_err(|e| self.persist_error(&self.base.resources[index].urn, e))
     }
 }

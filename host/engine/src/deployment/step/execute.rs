@@ -1,20 +1,34 @@
 //! Running a registration's step: claiming its base resource, deciding, and carrying out the
 //! provider calls, each recorded before it starts and after it ends.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::claims::ClaimOutcome;
+use super::plan::{Kind, PlanInput, PlanOptions, StepPlan, ignore_changes, import_mismatch, plan};
 use super::{ProviderBinding, ResourceStep, StepContext, StepError, StepOutputs, StepResult};
 use crate::deployment::limit::{Permit, Reservation};
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotManager};
-use crate::property_path::PropertyPath;
-use crate::provider::{Provider, ProviderError};
+use crate::program::{CustomTimeouts, ResourceOptions};
+use crate::provider::{DiffResult, Provider, ProviderError};
 use crate::resource::{ResourceState, is_recordable_id};
 use crate::shown::escape_controls;
 use crate::snapshot::PendingKind;
-use crate::urn::{Urn, package_of, provided_package};
+use crate::urn::{Urn, package_of};
 use crate::value::{PropertyMap, Value};
+
+/// What carrying out a plan acts on.
+struct Action<'a> {
+    kind: Kind,
+    /// The new state, its inputs checked.
+    state: ResourceState,
+    /// The recorded state the step took charge of, and its place in the base state.
+    old: Option<(usize, &'a ResourceState)>,
+    /// The provider that manages a custom resource, or that a provider resource configured.
+    provider: Option<Arc<dyn Provider>>,
+    timeouts: CustomTimeouts,
+}
 
 impl StepContext {
     /// Runs one registration's step.
@@ -90,21 +104,62 @@ impl StepContext {
             provider: step.provider.as_ref().map(|b| b.reference.clone()),
             custom_timeouts: opts.custom_timeouts,
         };
-        if self.leaves_out(&state.urn, &state.ty, state.predecessors()) {
-            return self.untargeted(state, old).await;
-        }
-        if old.is_some()
+        let kind = Kind::of(&state);
+        let targeted = !self.leaves_out(&state.urn, &state.ty, state.predecessors());
+        if targeted
+            && old.is_some()
             && let Some(error) = self.kept_dependent(&state)
         {
             return Err(error);
         }
-        let is_provider = provided_package(&state.ty).is_some();
-        if !state.custom {
-            return self.run_component(state, old).await;
-        }
-        if is_provider {
-            return self.run_provider_resource(state, old).await;
-        }
+        let binding = step.provider.as_ref();
+        let (provider, diff) = match kind {
+            Kind::Custom if targeted => {
+                let (provider, diff) = self.check_and_diff(&mut state, old, binding, opts).await?;
+                (Some(provider), diff)
+            }
+            Kind::Provider => {
+                let (provider, diff) = self.configure_provider(&mut state, old).await?;
+                (Some(provider), diff)
+            }
+            _ => (None, None),
+        };
+        let no_diff = DiffResult::default();
+        let options = PlanOptions {
+            targeted,
+            replace: self.replace.contains(&state.urn),
+            provider_changed: old.is_some_and(|(_, o)| self.provider_replaced(o, binding)),
+            import_id: opts.import_id.as_deref(),
+            replace_on_changes: &opts.replace_on_changes,
+            delete_before_replace: opts.delete_before_replace,
+        };
+        let input = PlanInput {
+            kind,
+            old: old.map(|(_, o)| (o, diff.as_ref().unwrap_or(&no_diff))),
+            options,
+        };
+        let plan = plan(&input).map_err(|e| self.fail(&state.urn, e.to_string()))?;
+        let timeouts = opts.custom_timeouts.unwrap_or_default();
+        let action = Action {
+            kind,
+            state,
+            old,
+            provider,
+            timeouts,
+        };
+        self.execute(plan, action, permit).await
+    }
+
+    /// What a custom resource's plan takes from its provider: the provider that manages it,
+    /// having checked the program's inputs (`ignore_changes` applied), which `state` then
+    /// holds, and its diff of the recorded state and those, if there is one.
+    async fn check_and_diff(
+        &self,
+        state: &mut ResourceState,
+        old: Option<(usize, &ResourceState)>,
+        binding: Option<&ProviderBinding>,
+        opts: &ResourceOptions,
+    ) -> Result<(Arc<dyn Provider>, Option<DiffResult>), StepError> {
         let urn = state.urn.clone();
         if !self.preview {
             let unknown: Vec<&str> = (state.inputs.iter())
@@ -122,21 +177,14 @@ impl StepContext {
                 ));
             }
         }
-        let binding = step.provider.as_ref();
-        let provider = self
-            .provider_for(&state, binding.map(|b| &b.config))
-            .await?;
+        let provider = self.provider_for(state, binding.map(|b| &b.config)).await?;
         // A misspelt type fails here, naming the types there are, before the provider's check.
         if let Some(message) = provider.info().unknown_resource_type(&state.ty) {
             return Err(self.fail(&urn, message));
         }
-        let timeouts = opts.custom_timeouts.unwrap_or_default();
         if let Some((_, old)) = old {
-            for path in &opts.ignore_changes {
-                let path = PropertyPath::parse(path)
-                    .map_err(|e| self.fail(&urn, format!("ignore_changes: {e}")))?;
-                path.keep_old(&old.inputs, &mut state.inputs);
-            }
+            ignore_changes(&old.inputs, &mut state.inputs, &opts.ignore_changes)
+                .map_err(|e| self.fail(&urn, e.to_string()))?;
         }
         let checked = provider
             .check(&urn, old.map(|(_, o)| &o.inputs), &state.inputs)
@@ -150,65 +198,104 @@ impl StepContext {
             ));
         }
         state.inputs = checked.inputs;
-
-        let Some((old_index, old)) = old else {
-            if let Some(id) = &opts.import_id {
-                return self.import(&*provider, state, id).await;
-            }
-            let info = self.info(StepOp::Create, &state, None, Vec::new(), Vec::new());
-            let timeout = timeouts.create_seconds;
-            return (self.create(&*provider, state, info, None, timeout, permit)).await;
+        let Some((_, old)) = old else {
+            return Ok((provider, None));
         };
         let diff = provider
             .diff(&urn, &old.id, &old.inputs, &old.outputs, &state.inputs)
             .await
             .map_err(|e| self.provider_error(&urn, "diff", e))?;
-        let mut replaces = diff.replaces;
-        for key in &diff.changed {
-            if opts.replace_on_changes.contains(key) && !replaces.contains(key) {
-                replaces.push(key.clone());
-            }
-        }
+        // Whatever it becomes, the resource keeps its id until a create gives it a new one.
         state.id = old.id.clone();
-        let forced = self.replace.contains(&urn) || self.provider_replaced(old, binding);
-        if diff.changed.is_empty() && !forced {
-            state.outputs = old.outputs.clone();
-            let info = self.info(StepOp::Same, &state, Some(old), Vec::new(), Vec::new());
-            return self.same(old_index, old, state, info).await;
-        }
-        if replaces.is_empty() && !forced {
-            let info = self.info(StepOp::Update, &state, Some(old), diff.changed, Vec::new());
-            let limit = timeouts.update_seconds;
-            return self
-                .update(&*provider, (old_index, old), state, info, limit, permit)
-                .await;
-        }
-        if old.protect {
-            let why = if replaces.is_empty() {
-                "--replace asks for it".to_owned()
-            } else {
-                format!("changes to {} require it", replaces.join(", "))
-            };
-            return Err(self.fail(
-                &urn,
-                format!(
-                    "cannot replace protected resource ({why}); remove `protect` first \
-                     (`plinth state unprotect {urn}`)"
-                ),
-            ));
-        }
-        let info = self.info(StepOp::Replace, &state, Some(old), diff.changed, replaces);
-        if diff.delete_before_replace || opts.delete_before_replace {
-            self.delete_dependents(old_index).await?;
-            // The create that follows still needs the permit.
-            let timeout = timeouts.delete_seconds;
-            (self.delete_base(old_index, &info, timeout, &mut None)).await?;
-            let timeout = timeouts.create_seconds;
-            (self.create(&*provider, state, info, None, timeout, permit)).await
-        } else {
-            let replaces = Some(old_index);
-            let timeout = timeouts.create_seconds;
-            (self.create(&*provider, state, info, replaces, timeout, permit)).await
+        Ok((provider, Some(diff)))
+    }
+
+    /// Carries out `plan` for `action`'s resource.
+    async fn execute(
+        &self,
+        plan: StepPlan,
+        action: Action<'_>,
+        permit: &mut Option<Permit>,
+    ) -> Result<StepResult, StepError> {
+        let Action {
+            kind,
+            mut state,
+            old,
+            provider,
+            timeouts,
+        } = action;
+        let info = |state: &ResourceState| {
+            let (changed, replaces) = plan.changes();
+            let op = plan.op().unwrap_or(StepOp::Same);
+            self.info(
+                op,
+                state,
+                old.map(|(_, o)| o),
+                changed.to_vec(),
+                replaces.to_vec(),
+            )
+        };
+        match (&plan, kind, provider, old) {
+            (StepPlan::Kept | StepPlan::NotCreated, ..) => self.untargeted(state, old).await,
+            (StepPlan::Same | StepPlan::Create, Kind::Component, ..) => {
+                let info = info(&state);
+                self.run_component(state, old, info).await
+            }
+            (StepPlan::Same, _, _, Some((old_index, old))) => {
+                state.id = old.id.clone();
+                if kind == Kind::Custom {
+                    state.outputs = old.outputs.clone();
+                }
+                let info = info(&state);
+                self.same(old_index, old, state, info).await
+            }
+            (StepPlan::Create, Kind::Provider, ..) => {
+                let info = info(&state);
+                self.record_provider(state, info, None).await
+            }
+            (StepPlan::Create, _, Some(provider), _) => {
+                let info = info(&state);
+                let timeout = timeouts.create_seconds;
+                (self.create(&*provider, state, info, None, timeout, permit)).await
+            }
+            (StepPlan::Import { id }, _, Some(provider), _) => {
+                self.import(&*provider, state, id).await
+            }
+            (StepPlan::Update { .. }, Kind::Provider, _, Some(old)) => {
+                state.id = old.1.id.clone();
+                let info = info(&state);
+                self.update_provider(old, state, info).await
+            }
+            (StepPlan::Update { .. }, _, Some(provider), Some(old)) => {
+                let info = info(&state);
+                let limit = timeouts.update_seconds;
+                (self.update(&*provider, old, state, info, limit, permit)).await
+            }
+            (StepPlan::Replace { .. }, Kind::Provider, _, Some((old_index, _))) => {
+                let info = info(&state);
+                self.record_provider(state, info, Some(old_index)).await
+            }
+            (StepPlan::Replace { delete_first, .. }, _, Some(provider), Some((old_index, _))) => {
+                let info = info(&state);
+                let timeout = timeouts.create_seconds;
+                if *delete_first {
+                    self.delete_dependents(old_index).await?;
+                    // The create that follows still needs the permit.
+                    let delete = timeouts.delete_seconds;
+                    (self.delete_base(old_index, &info, delete, &mut None)).await?;
+                    (self.create(&*provider, state, info, None, timeout, permit)).await
+                } else {
+                    let replaces = Some(old_index);
+                    (self.create(&*provider, state, info, replaces, timeout, permit)).await
+                }
+            }
+            // The plan never asks for these: a component is only ever same or created; every
+            // other step of a custom or provider resource has its provider, and an update or a
+            // replacement its recorded state.
+            (plan, kind, ..) => Err(self.fail(
+                &state.urn,
+                format!("internal error: no way to carry out {plan:?} for a {kind:?} resource"),
+            )),
         }
     }
 
@@ -253,26 +340,8 @@ impl StepContext {
                 .diff(&urn, &read.id, &read.inputs, &read.outputs, &state.inputs)
                 .await
                 .map_err(|e| self.provider_error(&urn, "import (diff)", e))?;
-            if !diff.changed.is_empty() {
-                let differences: Vec<String> = (diff.changed.iter())
-                    .map(|k| {
-                        let show =
-                            |m: &PropertyMap| m.get(k).map_or("(none)".into(), Value::to_string);
-                        format!(
-                            "{k}: existing {} vs program {}",
-                            show(&read.inputs),
-                            show(&state.inputs)
-                        )
-                    })
-                    .collect();
-                return Err(self.fail(
-                    &urn,
-                    format!(
-                        "cannot import `{id}`: the program's inputs differ from the existing \
-                         resource ({}); make the program match, then run again",
-                        differences.join("; ")
-                    ),
-                ));
+            if let Some(mismatch) = import_mismatch(id, &diff, &read.inputs, &state.inputs) {
+                return Err(self.fail(&urn, mismatch.to_string()));
             }
             Ok(read)
         }
@@ -294,14 +363,9 @@ impl StepContext {
         &self,
         state: ResourceState,
         old: Option<(usize, &ResourceState)>,
+        info: StepInfo,
     ) -> Result<StepResult, StepError> {
         let started = Instant::now();
-        let op = if old.is_some() {
-            StepOp::Same
-        } else {
-            StepOp::Create
-        };
-        let info = self.info(op, &state, old.map(|(_, o)| o), Vec::new(), Vec::new());
         self.events.emit(Event::StepStarted(info.clone()));
         let urn = state.urn.clone();
         let outputs = old.map(|(_, o)| o.outputs.clone()).unwrap_or_default();

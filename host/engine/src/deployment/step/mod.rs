@@ -10,6 +10,7 @@ mod claims;
 mod context;
 mod delete;
 mod execute;
+mod plan;
 pub(crate) mod provider;
 mod untargeted;
 

@@ -5,72 +5,59 @@
 //! `replace_on_change` replaces the provider resource, and with it every resource it manages.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::plan::{config_diff, provider_changed};
 use super::{ProviderBinding, StepContext, StepError, StepOutputs, StepResult};
-use crate::events::StepOp;
+use crate::events::StepInfo;
 use crate::journal::JournalEntry;
+use crate::provider::{DiffResult, Provider};
 use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::PendingKind;
 use crate::urn::provided_package;
-use crate::value::{PropertyMap, Value};
+use crate::value::Value;
 
 impl StepContext {
-    pub(crate) async fn run_provider_resource(
+    /// Configures the provider a provider resource describes (which checks the configuration),
+    /// leaving the configuration as its outputs, and diffs it with the recorded one.
+    pub(super) async fn configure_provider(
         &self,
-        mut state: ResourceState,
+        state: &mut ResourceState,
         old: Option<(usize, &ResourceState)>,
-    ) -> Result<StepResult, StepError> {
-        let urn = state.urn.clone();
+    ) -> Result<(Arc<dyn Provider>, Option<DiffResult>), StepError> {
         let package = provided_package(&state.ty).expect("a provider resource");
         let provider = (self.providers.configured(package, &state.inputs))
             .await
-            .map_err(|e| self.fail(&urn, format!("cannot configure the provider: {e}")))?;
+            .map_err(|e| self.fail(&state.urn, format!("cannot configure the provider: {e}")))?;
         state.outputs = state.inputs.clone();
-        let Some((old_index, old)) = old else {
-            let info = self.info(StepOp::Create, &state, None, Vec::new(), Vec::new());
-            return self.record_provider(state, info, None).await;
+        let schema = &provider.info().config;
+        let diff = old.map(|(_, old)| config_diff(&old.inputs, &state.inputs, schema));
+        Ok((provider, diff))
+    }
+
+    /// Records a changed configuration that replaces nothing.
+    pub(super) async fn update_provider(
+        &self,
+        (old_index, old): (usize, &ResourceState),
+        state: ResourceState,
+        info: StepInfo,
+    ) -> Result<StepResult, StepError> {
+        let end = |seq, resource| JournalEntry::Updated {
+            seq,
+            old: old_index,
+            resource,
         };
-        let changed = changed_keys(&old.inputs, &state.inputs);
-        if changed.is_empty() {
-            state.id = old.id.clone();
-            let info = self.info(StepOp::Same, &state, Some(old), Vec::new(), Vec::new());
-            return self.same(old_index, old, state, info).await;
-        }
-        let replaces: Vec<String> = (changed.iter())
-            .filter(|k| {
-                (provider.info().config.iter()).any(|p| p.name == **k && p.replace_on_change)
-            })
-            .cloned()
-            .collect();
-        if replaces.is_empty() {
-            state.id = old.id.clone();
-            let info = self.info(StepOp::Update, &state, Some(old), changed, Vec::new());
-            let end = |seq, resource| JournalEntry::Updated {
-                seq,
-                old: old_index,
-                resource,
-            };
-            let begun = (PendingKind::Updating, old, Some(old_index));
-            let started = Instant::now();
-            return (self.record_done(begun, state, end, (info, started), None)).await;
-        }
-        if old.protect {
-            return Err(self.fail(
-                &urn,
-                "cannot replace protected provider resource; remove `protect` first",
-            ));
-        }
-        let info = self.info(StepOp::Replace, &state, Some(old), changed, replaces);
-        self.record_provider(state, info, Some(old_index)).await
+        let begun = (PendingKind::Updating, old, Some(old_index));
+        (self.record_done(begun, state, end, (info, Instant::now()), None)).await
     }
 
     /// Records a new provider resource (replacing base resource `replaces`, if set).
-    async fn record_provider(
+    pub(super) async fn record_provider(
         &self,
         mut state: ResourceState,
-        info: crate::events::StepInfo,
+        info: StepInfo,
         replaces: Option<usize>,
     ) -> Result<StepResult, StepError> {
         if !self.preview {
@@ -94,7 +81,7 @@ impl StepContext {
         (kind, subject, old): (PendingKind, &ResourceState, Option<usize>),
         state: ResourceState,
         end: impl FnOnce(u64, ResourceState) -> JournalEntry,
-        (info, started): (crate::events::StepInfo, Instant),
+        (info, started): (StepInfo, Instant),
         replaced: Option<usize>,
     ) -> Result<StepResult, StepError> {
         let urn = state.urn.clone();
@@ -118,40 +105,17 @@ impl StepContext {
         })
     }
 
-    /// Whether a resource recorded as `old` must be replaced because of its provider: the
-    /// provider resource was replaced in this run, or the resource moves to another provider
-    /// resource configured differently.
+    /// Whether a resource recorded as `old` must be replaced because of its provider (see
+    /// [`provider_changed`]).
     pub(crate) fn provider_replaced(
         &self,
         old: &ResourceState,
         binding: Option<&ProviderBinding>,
     ) -> bool {
-        let Some(binding) = binding else {
-            return false;
-        };
-        if binding.replaced {
-            return true;
-        }
-        match &old.provider {
-            Some(reference) if reference.urn != binding.reference.urn => {
-                let old_config =
-                    (self.base_providers.get(reference)).map(|&i| &self.base.resources[i].outputs);
-                old_config != Some(&binding.config)
-            }
-            _ => false,
-        }
+        provider_changed(old.provider.as_ref(), binding, |reference| {
+            (self.base_providers.get(reference)).map(|&i| &self.base.resources[i].outputs)
+        })
     }
-}
-
-/// The top-level keys whose values differ between two configurations.
-fn changed_keys(old: &PropertyMap, new: &PropertyMap) -> Vec<String> {
-    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
-        .filter(|k| old.get(*k) != new.get(*k))
-        .cloned()
-        .collect()
 }
 
 /// A fresh provider resource id: unique within a stack, which is all it needs to be.
