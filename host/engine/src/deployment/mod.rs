@@ -16,8 +16,7 @@ pub use options::Options;
 use scheduler::Scheduler;
 pub use target::Targets;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
@@ -27,11 +26,9 @@ use crate::journal::{JournalEntry, SnapshotManager};
 use crate::program::{Monitor, Program, StackInfo};
 use crate::provider::ProviderSource;
 use crate::snapshot::{PendingKind, Snapshot};
-use crate::urn::{Urn, stack_urn};
+use crate::urn::stack_urn;
 use crate::value::PropertyMap;
 use step::StepContext;
-use step::provider::providers_by_reference;
-use target::TargetSet;
 
 /// What a deployment did (or, in preview, would do).
 #[derive(Debug)]
@@ -62,31 +59,14 @@ pub async fn run(
     if let Err(e) = drop_interrupted(&base, recorder.as_ref(), &events).await {
         errors.push(e.to_string());
     }
-    let base_live = base
-        .resources
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| !r.delete)
-        .map(|(i, r)| (r.urn.clone(), i))
-        .collect();
-    let ctx = Arc::new(StepContext {
-        preview: options.preview,
-        providers: providers.clone(),
-        recorder: recorder.clone(),
-        events: events.clone(),
-        base_dependents: dependents_by_urn(&base.resources),
-        base_live,
-        claims: Default::default(),
-        halted: Default::default(),
-        continue_on_error: options.continue_on_error,
-        limit: limit::StepLimit::new(options.parallel, cancel.clone()),
-        cancel: cancel.clone(),
-        targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
-        replace: options.replace.clone(),
-        base_providers: providers_by_reference(&base.resources),
+    let ctx = Arc::new(StepContext::new(
+        &options,
         base,
-        changes: Mutex::new(ChangeSummary::default()),
-    });
+        providers.clone(),
+        recorder.clone(),
+        events.clone(),
+        cancel.clone(),
+    ));
     let info = StackInfo {
         project: options.project.clone(),
         stack: options.stack.clone(),
@@ -127,7 +107,7 @@ pub async fn run(
         None if !scheduler.has_root && scheduler.options.targets.is_some() => old_outputs.clone(),
         None => PropertyMap::new(),
     };
-    if scheduler.has_root && errors.is_empty() && !ctx.preview {
+    if scheduler.has_root && errors.is_empty() && !ctx.preview() {
         let entry = JournalEntry::ComponentOutputs {
             urn: stack_urn(&scheduler.options.project, &scheduler.options.stack),
             outputs: outputs.clone(),
@@ -140,8 +120,8 @@ pub async fn run(
         old: old_outputs,
         new: outputs.clone(),
     });
-    let changes = ctx.changes.lock().expect("change counter").clone();
-    let preview = ctx.preview;
+    let changes = ctx.changes();
+    let preview = ctx.preview();
     // Every step is done and let go of the context: dropping it and the scheduler frees what
     // they kept per resource, and leaves the snapshot manager alone with the base, so the
     // final snapshot takes the base's states instead of copying them.
@@ -204,15 +184,4 @@ async fn drop_interrupted(
             .await?;
     }
     Ok(())
-}
-
-/// For each URN, the resources that name it as parent or dependency.
-fn dependents_by_urn(resources: &[crate::resource::ResourceState]) -> HashMap<Urn, Vec<usize>> {
-    let mut dependents: HashMap<Urn, Vec<usize>> = HashMap::new();
-    for (i, r) in resources.iter().enumerate() {
-        for p in r.predecessors() {
-            dependents.entry(p.clone()).or_default().push(i);
-        }
-    }
-    dependents
 }

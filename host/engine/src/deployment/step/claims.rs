@@ -12,7 +12,7 @@ use crate::urn::Urn;
 
 /// How a registration's step ended for the base resource it took charge of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ClaimOutcome {
+pub(super) enum ClaimOutcome {
     /// Carried over (same or updated): the old state is gone from the snapshot.
     Carried,
     /// Replaced create-before-delete: the old state stays, marked for deletion.
@@ -34,7 +34,7 @@ impl Drop for ClaimGuard {
 
 /// Marks base resource `index` as deleted ahead of a delete-before-replace; the sender tells
 /// waiting registrations when (and whether) the delete happened.
-pub(crate) fn mark_deleted(
+pub(super) fn mark_deleted(
     claims: &mut Claims,
     index: usize,
 ) -> (usize, watch::Sender<Option<bool>>) {
@@ -54,26 +54,26 @@ pub(super) struct Claimed<'a> {
 #[derive(Default)]
 pub(crate) struct Claims {
     /// A registration's step took charge of it; the flag tells how that step ended.
-    pub(crate) claimed: HashMap<usize, watch::Receiver<Option<ClaimOutcome>>>,
+    pub(super) claimed: HashMap<usize, watch::Receiver<Option<ClaimOutcome>>>,
     /// Deleted ahead of the delete-before-replace of a resource it depends on; the flag turns
     /// to `Some(deleted)` when that delete is over.
-    pub(crate) deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
+    pub(super) deleted: HashMap<usize, watch::Receiver<Option<bool>>>,
     /// With `--target`: base resources a started step (even one still waiting for a permit)
     /// will take charge of; its sender is dropped when that step ends.
-    pub(crate) under_way: HashMap<usize, watch::Receiver<()>>,
+    pub(super) under_way: HashMap<usize, watch::Receiver<()>>,
     /// With `--target`: steps (by the base resource they take charge of) waiting, before they
     /// record, for the step under way for another base resource (see
     /// [`StepContext::record_after_in_flight`]). Each waits for one at a time.
-    pub(crate) record_waits: HashMap<usize, usize>,
+    pub(super) record_waits: HashMap<usize, usize>,
 }
 
 impl Claims {
-    pub fn is_deleted(&self, index: usize) -> bool {
+    pub(crate) fn is_deleted(&self, index: usize) -> bool {
         self.deleted.contains_key(&index)
     }
 
     /// A registration's step took charge of it (possibly under an alias).
-    pub fn is_claimed(&self, index: usize) -> bool {
+    pub(crate) fn is_claimed(&self, index: usize) -> bool {
         self.claimed.contains_key(&index)
     }
 }
@@ -99,7 +99,7 @@ impl StepContext {
                     claims.claimed.insert(index, watcher);
                     return Ok(Some(Claimed {
                         index,
-                        state: &self.base.resources[index],
+                        state: &self.base.resources()[index],
                         guard: ClaimGuard(outcome, ClaimOutcome::Failed),
                     }));
                 }

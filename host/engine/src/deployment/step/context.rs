@@ -1,52 +1,105 @@
 //! What every step of one deployment shares, and the small acts every kind of step performs:
 //! failing with context, finding the provider, recording, reporting to the display.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use super::base::BaseState;
 use super::{Claims, ResourceStep, StepError};
-use crate::deployment::limit::StepLimit;
+use crate::deployment::Options;
+use crate::deployment::limit::{Reservation, StepLimit};
 use crate::deployment::target::TargetSet;
 use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::provider::{Provider, ProviderError, ProviderSource};
-use crate::resource::{ProviderRef, ResourceState};
+use crate::resource::ResourceState;
 use crate::snapshot::{PendingKind, Snapshot};
 use crate::urn::{Urn, is_counted, package_of};
 use crate::value::PropertyMap;
 
-/// What every step of one deployment shares.
+/// What every step of one deployment shares. The scheduler reaches it through the methods
+/// below; its fields are the step family's own.
 pub(crate) struct StepContext {
-    pub preview: bool,
-    pub providers: Arc<dyn ProviderSource>,
-    pub recorder: Option<SnapshotManager>,
-    pub events: EventSink,
-    /// The state the deployment started from, shared with the snapshot manager.
-    pub base: Arc<Snapshot>,
-    /// Live base resources by URN.
-    pub base_live: HashMap<Urn, usize>,
-    /// Base resources naming a URN as parent or dependency, by that URN.
-    pub base_dependents: HashMap<Urn, Vec<usize>>,
-    pub claims: Mutex<Claims>,
-    /// `--parallel`: steps take their turn in the order they became ready.
-    pub limit: StepLimit,
-    /// The first Ctrl-C: ends every wait (for a permit, a claimed step, a delete in progress).
-    pub cancel: CancellationToken,
+    // What the steps act on and report to.
+    pub(super) providers: Arc<dyn ProviderSource>,
+    pub(super) recorder: Option<SnapshotManager>,
+    pub(super) events: EventSink,
+    pub(super) base: BaseState,
+    // The options that shape every step.
+    pub(super) preview: bool,
     /// `--target`: only these resources change; `None` targets everything.
-    pub targets: Option<TargetSet>,
+    pub(super) targets: Option<TargetSet>,
     /// `--replace`: resources to replace whatever their diff says.
-    pub replace: HashSet<Urn>,
-    /// Provider resources of the base state, by reference.
-    pub base_providers: HashMap<ProviderRef, usize>,
-    /// Set when no new step may start: a step waiting for a permit gives up once it has one.
-    pub halted: AtomicBool,
+    pub(super) replace: HashSet<Urn>,
     /// `--continue-on-error`: a failure does not halt the operation.
-    pub continue_on_error: bool,
-    pub changes: std::sync::Mutex<ChangeSummary>,
+    continue_on_error: bool,
+    // How the steps coordinate.
+    pub(super) claims: Mutex<Claims>,
+    /// `--parallel`: steps take their turn in the order they became ready.
+    limit: StepLimit,
+    /// The first Ctrl-C: ends every wait (for a permit, a claimed step, a delete in progress).
+    cancel: CancellationToken,
+    /// Set when no new step may start: a step waiting for a permit gives up once it has one.
+    halted: AtomicBool,
+    changes: Mutex<ChangeSummary>,
+}
+
+impl StepContext {
+    pub(crate) fn new(
+        options: &Options,
+        base: Arc<Snapshot>,
+        providers: Arc<dyn ProviderSource>,
+        recorder: Option<SnapshotManager>,
+        events: EventSink,
+        cancel: CancellationToken,
+    ) -> StepContext {
+        StepContext {
+            providers,
+            recorder,
+            events,
+            preview: options.preview,
+            targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
+            replace: options.replace.clone(),
+            continue_on_error: options.continue_on_error,
+            base: BaseState::new(base),
+            claims: Mutex::default(),
+            limit: StepLimit::new(options.parallel, cancel.clone()),
+            cancel,
+            halted: AtomicBool::default(),
+            changes: Mutex::default(),
+        }
+    }
+
+    pub(crate) fn preview(&self) -> bool {
+        self.preview
+    }
+
+    pub(crate) fn base(&self) -> &BaseState {
+        &self.base
+    }
+
+    pub(crate) fn targets(&self) -> Option<&TargetSet> {
+        self.targets.as_ref()
+    }
+
+    /// Which base resources the steps took charge of so far.
+    pub(crate) fn claims(&self) -> MutexGuard<'_, Claims> {
+        self.claims.lock().expect("claims")
+    }
+
+    /// Takes the next place in line for a permit to run (see [`StepLimit::reserve`]).
+    pub(crate) fn reserve(&self) -> Reservation {
+        self.limit.reserve()
+    }
+
+    /// What the steps changed so far.
+    pub(crate) fn changes(&self) -> ChangeSummary {
+        self.changes.lock().expect("change counter").clone()
+    }
 }
 
 impl StepContext {
@@ -68,8 +121,7 @@ impl StepContext {
         let package = package_of(&state.ty);
         let config = config.or_else(|| {
             let reference = state.provider.as_ref()?;
-            let &index = self.base_providers.get(reference)?;
-            Some(&self.base.resources[index].outputs)
+            self.base.provider_config(reference)
         });
         match config {
             Some(config) => self.providers.configured(package, config).await,
@@ -114,11 +166,11 @@ impl StepContext {
         self.fail(urn, e.to_string())
     }
 
-    pub fn halt(&self) {
+    pub(crate) fn halt(&self) {
         self.halted.store(true, Ordering::Relaxed);
     }
 
-    pub fn is_halted(&self) -> bool {
+    pub(crate) fn is_halted(&self) -> bool {
         self.halted.load(Ordering::Relaxed)
     }
 
@@ -150,7 +202,7 @@ impl StepContext {
     pub(crate) fn live_base_index_of(&self, urn: &Urn, aliases: &[Urn]) -> Option<usize> {
         std::iter::once(urn)
             .chain(aliases)
-            .find_map(|u| self.base_live.get(u).copied())
+            .find_map(|u| self.base.live(u))
     }
 
     /// The URNs of a registration's `aliases`: a full URN, or a bare old name (same type and

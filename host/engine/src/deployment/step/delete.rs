@@ -95,8 +95,8 @@ impl StepContext {
         let mut seen = HashSet::new();
         let mut stack = vec![index];
         while let Some(i) = stack.pop() {
-            let dependents = self.base_dependents.get(&self.base.resources[i].urn);
-            for &j in dependents.into_iter().flatten() {
+            let dependents = self.base.dependents(&self.base.resources()[i].urn);
+            for &j in dependents {
                 if j <= i || !seen.insert(j) {
                     continue;
                 }
@@ -110,23 +110,23 @@ impl StepContext {
                 }
             }
         }
-        if let Some(&p) = doomed.iter().find(|&&j| self.base.resources[j].protect) {
+        if let Some(&p) = doomed.iter().find(|&&j| self.base.resources()[j].protect) {
             return Err(self.fail(
-                &self.base.resources[index].urn,
+                &self.base.resources()[index].urn,
                 format!(
                     "cannot replace it (delete first): it would delete {}, which is protected",
-                    self.base.resources[p].urn
+                    self.base.resources()[p].urn
                 ),
             ));
         }
         if let Some(targets) = &self.targets
             && let Some(&u) = doomed
                 .iter()
-                .find(|&&j| !targets.contains(&self.base.resources[j].urn))
+                .find(|&&j| !targets.contains(&self.base.resources()[j].urn))
         {
-            let other = &self.base.resources[u].urn;
+            let other = &self.base.resources()[u].urn;
             return Err(self.fail(
-                &self.base.resources[index].urn,
+                &self.base.resources()[index].urn,
                 format!(
                     "cannot replace it (delete first): it would delete {other}, which is not \
                      targeted; add `--target {other}` or `--target-dependents`"
@@ -176,7 +176,7 @@ impl StepContext {
         timeout: Option<u32>,
         permit: &mut Option<Permit>,
     ) -> Result<(), StepError> {
-        let old = &self.base.resources[index];
+        let old = &self.base.resources()[index];
         let urn = &old.urn;
         match plan_delete(old, self.preview) {
             DeletePlan::Refused => {
@@ -251,7 +251,7 @@ impl StepContext {
         op: StepOp,
         permit: &mut Option<Permit>,
     ) -> Result<(), StepError> {
-        let old = &self.base.resources[index];
+        let old = &self.base.resources()[index];
         let started = Instant::now();
         let info = StepInfo {
             op,
@@ -280,6 +280,6 @@ impl StepContext {
             old: index,
         })
         .await
-        .map_err(|e| self.persist_error(&self.base.resources[index].urn, e))
+        .map_err(|e| self.persist_error(&self.base.resources()[index].urn, e))
     }
 }

@@ -6,6 +6,7 @@
 //! they took charge of, [`execute`] runs a registration's step, [`delete`] the deletes,
 //! [`provider`] the steps of provider resources and [`untargeted`] what `--target` leaves out.
 
+mod base;
 mod claims;
 mod context;
 mod delete;

@@ -113,7 +113,7 @@ impl StepContext {
         binding: Option<&ProviderBinding>,
     ) -> bool {
         provider_changed(old.provider.as_ref(), binding, |reference| {
-            (self.base_providers.get(reference)).map(|&i| &self.base.resources[i].outputs)
+            self.base.provider_config(reference)
         })
     }
 }

@@ -91,7 +91,7 @@ impl StepContext {
         if waits.is_empty() {
             return Ok(());
         }
-        let old = &self.base.resources[index];
+        let old = &self.base.resources()[index];
         let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
         self.events.emit(Event::StepStarted(info.clone()));
         for mut step in waits {
@@ -109,8 +109,8 @@ impl StepContext {
     /// through those no step takes charge of (kept as they are, and carried with it).
     fn steps_deciding_predecessors(&self, index: usize) -> Vec<watch::Receiver<()>> {
         let live_predecessors = |i: usize| {
-            let state = &self.base.resources[i];
-            (state.predecessors()).filter_map(|p| self.base_live.get(p).copied())
+            let state = &self.base.resources()[i];
+            (state.predecessors()).filter_map(|p| self.base.live(p))
         };
         let claims = self.claims.lock().expect("claims");
         let mut waits = Vec::new();
@@ -168,13 +168,11 @@ impl StepContext {
             } => (*replaces, resource.urn.clone()),
             JournalEntry::Updated { old, resource, .. } => (Some(*old), resource.urn.clone()),
             JournalEntry::Same { old, resource } => {
-                let state = resource.as_ref().unwrap_or(&self.base.resources[*old]);
+                let state = resource.as_ref().unwrap_or(&self.base.resources()[*old]);
                 (Some(*old), state.urn.clone())
             }
             // They carry over the component, if nothing recorded it yet.
-            JournalEntry::ComponentOutputs { urn, .. } => {
-                (self.base_live.get(urn).copied(), urn.clone())
-            }
+            JournalEntry::ComponentOutputs { urn, .. } => (self.base.live(urn), urn.clone()),
             // Nothing else records a state.
             _ => return recorder.record(entry).await,
         };
@@ -250,10 +248,10 @@ impl StepContext {
             if !seen.insert(urn) || targets.contains(urn) {
                 continue;
             }
-            let Some(&i) = self.base_live.get(urn) else {
+            let Some(i) = self.base.live(urn) else {
                 continue;
             };
-            let kept = &self.base.resources[i];
+            let kept = &self.base.resources()[i];
             if kept.predecessors().any(|p| *p == state.urn) {
                 let (urn, kept) = (&state.urn, &kept.urn);
                 return Some(self.fail(
