@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::deployment::Targets;
-use crate::deployment::step::provider::providers_by_reference;
+use crate::deployment::step::base::providers_by_reference;
 use crate::deployment::step::unrecordable_read;
 use crate::deployment::target::TargetSet;
 use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};

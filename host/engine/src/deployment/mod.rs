@@ -4,7 +4,7 @@
 
 pub(crate) mod limit;
 mod node;
-mod options;
+pub(crate) mod options;
 mod root;
 mod scheduler;
 mod start;

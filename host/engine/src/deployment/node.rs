@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::step::{StepError, StepResult};
+use super::step::result::{StepError, StepResult};
 use crate::program::ProgramError;
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};

@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::node::*;
 use super::options::Options;
-use super::step::{StepContext, StepError, StepOutputs};
+use super::step::StepContext;
+use super::step::result::{StepError, StepOutputs};
 use crate::events::EventSink;
 use crate::program::{Monitor, Program, ProgramError, Registration};
 use crate::urn::Urn;

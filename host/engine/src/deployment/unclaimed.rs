@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use tokio::task::JoinSet;
 
 use super::scheduler::Scheduler;
-use super::step::StepError;
+use super::step::result::StepError;
 use crate::events::{Severity, StepOp};
 use crate::urn::{Urn, is_stack_type};
 

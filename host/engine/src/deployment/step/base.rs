@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::provider::providers_by_reference;
+use super::request::reference;
 use crate::resource::{ProviderRef, ResourceState};
 use crate::snapshot::Snapshot;
-use crate::urn::Urn;
-use crate::value::PropertyMap;
+use crate::urn::{Urn, provided_package};
+use crate::value::{PropertyMap, Value};
 
 pub(crate) struct BaseState {
     /// Shared with the snapshot manager.
@@ -58,4 +58,12 @@ impl BaseState {
         let &index = self.providers.get(reference)?;
         Some(&self.snapshot.resources[index].outputs)
     }
+}
+
+/// The provider resources of a state, by the reference resources record to them.
+pub(crate) fn providers_by_reference(resources: &[ResourceState]) -> HashMap<ProviderRef, usize> {
+    (resources.iter().enumerate())
+        .filter(|(_, r)| provided_package(&r.ty).is_some())
+        .map(|(i, r)| (reference(r.urn.clone(), &Value::String(r.id.clone())), i))
+        .collect()
 }

@@ -6,9 +6,7 @@ use std::collections::HashMap;
 
 use tokio::sync::watch;
 
-use super::{StepContext, StepError};
 use crate::resource::ResourceState;
-use crate::urn::Urn;
 
 /// How a registration's step ended for the base resource it took charge of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,50 +73,5 @@ impl Claims {
     /// A registration's step took charge of it (possibly under an alias).
     pub(crate) fn is_claimed(&self, index: usize) -> bool {
         self.claimed.contains_key(&index)
-    }
-}
-
-impl StepContext {
-    /// Takes charge of the live base resource with `urn`, or else with one of its `aliases`
-    /// (URNs it was known by). One being deleted ahead of a delete-before-replace is waited for,
-    /// and then is no longer there.
-    pub(super) async fn claim(
-        &self,
-        urn: &Urn,
-        aliases: &[Urn],
-    ) -> Result<Option<Claimed<'_>>, StepError> {
-        let Some(index) = self.live_base_index_of(urn, aliases) else {
-            return Ok(None);
-        };
-        let deletion = {
-            let mut claims = self.claims.lock().expect("claims");
-            match claims.deleted.get(&index) {
-                Some(deletion) => deletion.clone(),
-                None => {
-                    let (outcome, watcher) = watch::channel(None);
-                    claims.claimed.insert(index, watcher);
-                    return Ok(Some(Claimed {
-                        index,
-                        state: &self.base.resources()[index],
-                        guard: ClaimGuard(outcome, ClaimOutcome::Failed),
-                    }));
-                }
-            }
-        };
-        let mut deletion = deletion;
-        let deleted = self
-            .unless_cancelled(deletion.wait_for(Option::is_some))
-            .await?
-            .map(|d| *d == Some(true))
-            .unwrap_or(false);
-        if deleted {
-            Ok(None)
-        } else {
-            Err(self.fail(
-                urn,
-                "its previous copy had to be deleted first (a resource it depends on is replaced \
-                 delete-before-replace), and that delete did not happen",
-            ))
-        }
     }
 }

@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::base::BaseState;
-use super::{Claims, ResourceStep, StepError};
-use crate::deployment::Options;
+use super::claims::Claims;
+use super::request::ResourceStep;
+use super::result::StepError;
 use crate::deployment::limit::{Reservation, StepLimit};
+use crate::deployment::options::Options;
 use crate::deployment::target::TargetSet;
 use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};

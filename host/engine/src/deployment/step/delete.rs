@@ -8,8 +8,9 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::claims::{ClaimOutcome, mark_deleted};
+use super::context::StepContext;
 use super::plan::{DeletePlan, plan_delete};
-use super::{StepContext, StepError};
+use super::result::StepError;
 use crate::deployment::limit::{Permit, Reservation};
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;

@@ -4,9 +4,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::claims::ClaimOutcome;
+use tokio::sync::watch;
+
+use super::claims::{ClaimGuard, ClaimOutcome, Claimed};
+use super::context::StepContext;
 use super::plan::{Kind, PlanInput, PlanOptions, StepPlan, ignore_changes, import_mismatch, plan};
-use super::{ProviderBinding, ResourceStep, StepContext, StepError, StepOutputs, StepResult};
+use super::request::{ProviderBinding, ResourceStep};
+use super::result::{StepError, StepOutputs, StepResult};
 use crate::deployment::limit::{Permit, Reservation};
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotManager};
@@ -653,4 +657,49 @@ pub(crate) fn unrecordable_read(ty: &str, id: &str) -> String {
         package_of(ty),
         escape_controls(id)
     )
+}
+
+impl StepContext {
+    /// Takes charge of the live base resource with `urn`, or else with one of its `aliases`
+    /// (URNs it was known by). One being deleted ahead of a delete-before-replace is waited for,
+    /// and then is no longer there.
+    pub(super) async fn claim(
+        &self,
+        urn: &Urn,
+        aliases: &[Urn],
+    ) -> Result<Option<Claimed<'_>>, StepError> {
+        let Some(index) = self.live_base_index_of(urn, aliases) else {
+            return Ok(None);
+        };
+        let deletion = {
+            let mut claims = self.claims.lock().expect("claims");
+            match claims.deleted.get(&index) {
+                Some(deletion) => deletion.clone(),
+                None => {
+                    let (outcome, watcher) = watch::channel(None);
+                    claims.claimed.insert(index, watcher);
+                    return Ok(Some(Claimed {
+                        index,
+                        state: &self.base.resources()[index],
+                        guard: ClaimGuard(outcome, ClaimOutcome::Failed),
+                    }));
+                }
+            }
+        };
+        let mut deletion = deletion;
+        let deleted = self
+            .unless_cancelled(deletion.wait_for(Option::is_some))
+            .await?
+            .map(|d| *d == Some(true))
+            .unwrap_or(false);
+        if deleted {
+            Ok(None)
+        } else {
+            Err(self.fail(
+                urn,
+                "its previous copy had to be deleted first (a resource it depends on is replaced \
+                 delete-before-replace), and that delete did not happen",
+            ))
+        }
+    }
 }

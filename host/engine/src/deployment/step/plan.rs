@@ -4,7 +4,7 @@
 //! state, so they are tested on their own; [`super::execute`] gathers what they need (the
 //! provider's check and diff) and carries out what they decide.
 
-use super::ProviderBinding;
+use super::request::ProviderBinding;
 use crate::events::StepOp;
 use crate::property_path::{PathError, PropertyPath};
 use crate::provider::{DiffResult, PropertySchema};

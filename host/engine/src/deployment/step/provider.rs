@@ -4,17 +4,18 @@
 //! nothing in the real world. A configuration change the provider's schema marks
 //! `replace_on_change` replaces the provider resource, and with it every resource it manages.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::context::StepContext;
 use super::plan::{config_diff, provider_changed};
-use super::{ProviderBinding, StepContext, StepError, StepOutputs, StepResult};
+use super::request::ProviderBinding;
+use super::result::{StepError, StepOutputs, StepResult};
 use crate::events::StepInfo;
 use crate::journal::JournalEntry;
 use crate::provider::{DiffResult, Provider};
-use crate::resource::{ProviderRef, ResourceState};
+use crate::resource::ResourceState;
 use crate::snapshot::PendingKind;
 use crate::urn::provided_package;
 use crate::value::Value;
@@ -126,22 +127,4 @@ fn new_provider_id() -> String {
         .map_or(0, |d| d.as_nanos());
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{nanos:x}-{n:x}")
-}
-
-/// The reference a resource records to the provider resource `urn` with `id`.
-pub(crate) fn reference(urn: crate::urn::Urn, id: &Value) -> ProviderRef {
-    ProviderRef {
-        urn,
-        id: id.as_str().unwrap_or_default().to_owned(),
-    }
-}
-
-/// The provider resources of a state, by the reference resources record to them.
-pub(crate) fn providers_by_reference(
-    resources: &[crate::resource::ResourceState],
-) -> HashMap<crate::resource::ProviderRef, usize> {
-    (resources.iter().enumerate())
-        .filter(|(_, r)| provided_package(&r.ty).is_some())
-        .map(|(i, r)| (reference(r.urn.clone(), &Value::String(r.id.clone())), i))
-        .collect()
 }

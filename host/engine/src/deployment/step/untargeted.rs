@@ -25,7 +25,9 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::{ResourceStep, StepContext, StepError, StepOutputs, StepResult};
+use super::context::StepContext;
+use super::request::ResourceStep;
+use super::result::{StepError, StepOutputs, StepResult};
 use crate::events::{Event, Severity, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::resource::ResourceState;
