@@ -105,7 +105,7 @@ impl StepContext {
 }
 
 impl StepContext {
-    pub(crate) fn fail(&self, urn: &Urn, message: impl Into<String>) -> StepError {
+    pub(super) fn fail(&self, urn: &Urn, message: impl Into<String>) -> StepError {
         StepError::Resource {
             urn: urn.clone(),
             message: message.into(),
@@ -115,7 +115,7 @@ impl StepContext {
     /// The provider that manages `state`: configured as its provider resource is (`config`
     /// for a binding made in this run, else as recorded in the base state), or from the stack
     /// configuration for a state recorded before provider resources were.
-    pub(crate) async fn provider_for(
+    pub(super) async fn provider_for(
         &self,
         state: &ResourceState,
         config: Option<&PropertyMap>,
@@ -135,7 +135,7 @@ impl StepContext {
         })
     }
 
-    pub(crate) fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
+    pub(super) fn provider_error(&self, urn: &Urn, action: &str, e: ProviderError) -> StepError {
         let plugin = package_of(urn.ty());
         self.fail(urn, format!("{action} failed in plugin `{plugin}`: {e}"))
     }
@@ -152,7 +152,7 @@ impl StepContext {
         }
     }
 
-    pub(crate) async fn begin(
+    pub(super) async fn begin(
         &self,
         kind: PendingKind,
         state: &ResourceState,
@@ -164,7 +164,7 @@ impl StepContext {
         }
     }
 
-    pub(crate) fn persist_error(&self, urn: &Urn, e: SnapshotError) -> StepError {
+    pub(super) fn persist_error(&self, urn: &Urn, e: SnapshotError) -> StepError {
         self.fail(urn, e.to_string())
     }
 
@@ -177,7 +177,7 @@ impl StepContext {
     }
 
     /// Waits for `wait`, unless the operation is cancelled first.
-    pub(crate) async fn unless_cancelled<T>(
+    pub(super) async fn unless_cancelled<T>(
         &self,
         wait: impl Future<Output = T>,
     ) -> Result<T, StepError> {
@@ -190,7 +190,7 @@ impl StepContext {
 
     /// After a failure no new step starts (unless `--continue-on-error`): halting here, before
     /// the permit is given back, keeps a step that waits for it from starting.
-    pub(crate) fn halt_on_failure<T>(&self, result: &Result<T, StepError>) {
+    pub(super) fn halt_on_failure<T>(&self, result: &Result<T, StepError>) {
         if result.is_err() && !self.continue_on_error {
             self.halt();
         }
@@ -201,7 +201,7 @@ impl StepContext {
     }
 
     /// The live base resource with `urn`, or else with one of its `aliases`.
-    pub(crate) fn live_base_index_of(&self, urn: &Urn, aliases: &[Urn]) -> Option<usize> {
+    pub(super) fn live_base_index_of(&self, urn: &Urn, aliases: &[Urn]) -> Option<usize> {
         std::iter::once(urn)
             .chain(aliases)
             .find_map(|u| self.base.live(u))
@@ -209,7 +209,7 @@ impl StepContext {
 
     /// The URNs of a registration's `aliases`: a full URN, or a bare old name (same type and
     /// parent).
-    pub(crate) fn aliases(&self, step: &ResourceStep) -> Result<Vec<Urn>, StepError> {
+    pub(super) fn aliases(&self, step: &ResourceStep) -> Result<Vec<Urn>, StepError> {
         let name = step.urn.name();
         (step.request.options.aliases.iter())
             .map(|alias| {
@@ -226,7 +226,7 @@ impl StepContext {
     /// Runs a provider call under the resource's custom timeout, if it has one. A call that runs
     /// out of time is abandoned and its operation stays recorded as pending: it may still
     /// finish in the real world, and `plinth refresh` finds out.
-    pub(crate) async fn timed<T>(
+    pub(super) async fn timed<T>(
         &self,
         urn: &Urn,
         action: &str,
@@ -249,7 +249,7 @@ impl StepContext {
             })
     }
 
-    pub(crate) fn info(
+    pub(super) fn info(
         &self,
         op: StepOp,
         state: &ResourceState,
@@ -271,7 +271,7 @@ impl StepContext {
         }
     }
 
-    pub(crate) fn done(&self, info: StepInfo, outputs: &PropertyMap, started: Instant) {
+    pub(super) fn done(&self, info: StepInfo, outputs: &PropertyMap, started: Instant) {
         // Summaries count real resources: not provider resources, nor the stack's root.
         if is_counted(info.urn.ty()) {
             self.count(info.op);
@@ -284,7 +284,7 @@ impl StepContext {
         });
     }
 
-    pub(crate) fn failed(&self, info: StepInfo, error: &StepError) {
+    pub(super) fn failed(&self, info: StepInfo, error: &StepError) {
         let message = match error {
             StepError::Resource { message, .. } => message.clone(),
             StepError::Plugin { cause, .. } => cause.to_string(),

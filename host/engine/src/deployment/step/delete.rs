@@ -41,7 +41,7 @@ impl StepContext {
     /// at later places: a claimed step's own cascade only reaches later places, and every other
     /// cascade goes last to first too. So the work at the last unfinished place can always go
     /// on, and no wait is ever part of a cycle.
-    pub(crate) async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
+    pub(super) async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
         let mut work = self.plan_cascade(index)?;
         work.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
         let mut work = work.into_iter();
@@ -170,7 +170,7 @@ impl StepContext {
     /// retain-on-delete and the delete timeout (`timeout`, the registration's, or else the one
     /// recorded with the resource). A provider resource is only forgotten: it is nothing real.
     /// A successful delete gives `permit` back before its end is recorded.
-    pub(crate) async fn delete_base(
+    pub(super) async fn delete_base(
         &self,
         index: usize,
         info: &StepInfo,

@@ -86,6 +86,8 @@ impl StepContext {
         result
     }
 
+    /// Gathers what the plan of a registration's step needs (asking the provider only when it
+    /// decides anything), plans it, and carries the plan out.
     async fn run_claimed(
         &self,
         step: ResourceStep,
@@ -122,7 +124,7 @@ impl StepContext {
                 let (provider, diff) = self.check_and_diff(&mut state, old, binding, opts).await?;
                 (Some(provider), diff)
             }
-            Kind::Provider => {
+            Kind::Provider if targeted => {
                 let (provider, diff) = self.configure_provider(&mut state, old).await?;
                 (Some(provider), diff)
             }
@@ -139,6 +141,7 @@ impl StepContext {
         };
         let input = PlanInput {
             kind,
+            urn: &state.urn,
             old: old.map(|(_, o)| (o, diff.as_ref().unwrap_or(&no_diff))),
             options,
         };
@@ -418,7 +421,7 @@ impl StepContext {
         })
     }
 
-    pub(crate) async fn same(
+    pub(super) async fn same(
         &self,
         old_index: usize,
         old: &ResourceState,

@@ -109,6 +109,8 @@ pub(crate) struct PlanOptions<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PlanInput<'a> {
     pub kind: Kind,
+    /// The registration's URN (its recorded state may have another: an alias).
+    pub urn: &'a Urn,
     /// The recorded state the step takes charge of, with the provider's diff of its inputs and
     /// the checked ones. The diff is empty where no provider is asked: a component, a resource
     /// `--target` leaves out.
@@ -151,7 +153,12 @@ fn why_replaced(replaces: &[String]) -> String {
 
 /// Decides a registration's step.
 pub(crate) fn plan(input: &PlanInput) -> Result<StepPlan, PlanError> {
-    let PlanInput { kind, old, options } = *input;
+    let PlanInput {
+        kind,
+        urn,
+        old,
+        options,
+    } = *input;
     if !options.targeted {
         return Ok(if old.is_some() {
             StepPlan::Kept
@@ -202,7 +209,7 @@ pub(crate) fn plan(input: &PlanInput) -> Result<StepPlan, PlanError> {
                 })
             } else if old.protect {
                 Err(PlanError::Protected {
-                    urn: old.urn.clone(),
+                    urn: urn.clone(),
                     replaces,
                 })
             } else {

@@ -77,7 +77,7 @@ impl StepContext {
 
     /// Records an operation that needs no provider call (its begin and its `end` at once),
     /// leaving `state`, and reports it done.
-    pub(crate) async fn record_done(
+    pub(super) async fn record_done(
         &self,
         (kind, subject, old): (PendingKind, &ResourceState, Option<usize>),
         state: ResourceState,
@@ -108,7 +108,7 @@ impl StepContext {
 
     /// Whether a resource recorded as `old` must be replaced because of its provider (see
     /// [`provider_changed`]).
-    pub(crate) fn provider_replaced(
+    pub(super) fn provider_replaced(
         &self,
         old: &ResourceState,
         binding: Option<&ProviderBinding>,

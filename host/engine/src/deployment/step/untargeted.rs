@@ -38,7 +38,7 @@ impl StepContext {
     /// Whether `--target` leaves the resource `urn` (of type `ty`, with these predecessors) out.
     /// Provider resources are always targeted: they change nothing in the real world; nor does
     /// the stack's root, which no target needs to name.
-    pub(crate) fn leaves_out<'a>(
+    pub(super) fn leaves_out<'a>(
         &self,
         urn: &Urn,
         ty: &str,
@@ -52,7 +52,7 @@ impl StepContext {
     }
 
     /// [`leaves_out`](Self::leaves_out) for a registration's step.
-    pub(crate) fn leaves_out_step(&self, step: &ResourceStep) -> bool {
+    pub(super) fn leaves_out_step(&self, step: &ResourceStep) -> bool {
         let provider = step.provider.iter().map(|b| &b.reference.urn);
         let predecessors = (step.parent.iter())
             .chain(&step.dependencies)
@@ -82,7 +82,7 @@ impl StepContext {
     /// Before an untargeted step takes charge of its base resource: waits until the steps
     /// under way that decide what its kept state depends on (directly, or through kept states
     /// no step takes charge of) have ended. A step that waits shows as started meanwhile.
-    pub(crate) async fn after_kept_predecessors(
+    pub(super) async fn after_kept_predecessors(
         &self,
         step: &ResourceStep,
     ) -> Result<(), StepError> {
@@ -158,7 +158,7 @@ impl StepContext {
     /// change instead cannot be done safely: it may not be registered yet, or depend on this
     /// very state (the new `a` depends on `c`, which depends on the kept `b`, which depends on
     /// the old `a`).
-    pub(crate) async fn record_after_in_flight(
+    pub(super) async fn record_after_in_flight(
         &self,
         recorder: &SnapshotManager,
         entry: JournalEntry,
@@ -240,7 +240,7 @@ impl StepContext {
     /// depends on, kept as recorded, whose recorded state depends on that base resource, directly
     /// or through other kept states. No order of the snapshot holds both: each would have to come
     /// before the other. Found before the provider acts, it fails the step.
-    pub(crate) fn kept_dependent(&self, state: &ResourceState) -> Option<StepError> {
+    pub(super) fn kept_dependent(&self, state: &ResourceState) -> Option<StepError> {
         let targets = self.targets.as_ref()?;
         let mut seen = HashSet::new();
         let mut next: Vec<&Urn> = state.predecessors().collect();
@@ -272,7 +272,7 @@ impl StepContext {
 
     /// A registration `--target` leaves out: an existing resource stays exactly as recorded; a
     /// new one is not created, and what depends on it sees unknowns.
-    pub(crate) async fn untargeted(
+    pub(super) async fn untargeted(
         &self,
         state: ResourceState,
         old: Option<(usize, &ResourceState)>,

@@ -65,7 +65,14 @@ fn decide(
     old: Option<(&ResourceState, &DiffResult)>,
     options: PlanOptions,
 ) -> Result<StepPlan, PlanError> {
-    plan(&PlanInput { kind, old, options })
+    // Not the recorded state's URN: an alias may have found that state.
+    let urn = Urn::new("dev", "proj", None, "pkg:index:Thing", "registered");
+    plan(&PlanInput {
+        kind,
+        urn: &urn,
+        old,
+        options,
+    })
 }
 
 fn update(changed: &[&str]) -> StepPlan {
@@ -213,7 +220,7 @@ fn protect_refuses_a_replacement_and_says_why() {
         format!(
             "cannot replace protected resource (changes to name require it); remove `protect` \
              first (`plinth state unprotect {}`)",
-            old.urn
+            Urn::new("dev", "proj", None, "pkg:index:Thing", "registered")
         )
     );
     let none = DiffResult::default();
