@@ -5,7 +5,6 @@
 //! and tests implement them in process.
 
 pub mod budget;
-mod delete_step;
 pub mod deployment;
 pub mod events;
 pub mod journal;
@@ -13,17 +12,13 @@ pub mod names;
 pub mod program;
 pub mod property_path;
 pub mod provider;
-mod provider_step;
 pub mod refresh;
 pub mod resource;
 mod root;
 pub mod schema;
 pub mod shown;
 pub mod snapshot;
-mod step;
-mod target;
-mod untargeted;
 pub mod urn;
 pub mod value;
 
-pub use step::StepError;
+pub use deployment::step::StepError;

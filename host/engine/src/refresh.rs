@@ -16,15 +16,16 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::deployment::{Targets, providers_by_reference};
+use crate::deployment::Targets;
+use crate::deployment::step::base::providers_by_reference;
+use crate::deployment::step::unrecordable_read;
+use crate::deployment::target::TargetSet;
 use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
 use crate::journal::{JournalEntry, JournalState, SnapshotManager};
 use crate::provider::{ProviderSource, ReadResult};
 use crate::resource::{ResourceState, is_recordable_id};
 use crate::shown::escape_controls;
 use crate::snapshot::{PendingKind, Snapshot};
-use crate::step::unrecordable_read;
-use crate::target::TargetSet;
 use crate::urn::{Urn, is_counted, package_of, provided_package};
 use crate::value::PropertyMap;
 

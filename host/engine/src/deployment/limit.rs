@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::step::StepError;
+/// The operation was cancelled while a step waited for its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("cancelled while waiting for a turn")]
+pub(crate) struct Cancelled;
 
 /// A fair, ordered limit on steps running at once.
 #[derive(Clone)]
@@ -83,12 +86,12 @@ impl StepLimit {
 }
 
 impl Reservation {
-    /// Waits for this reservation's turn; `Halted` if the operation is cancelled first.
-    pub(crate) async fn acquire(mut self) -> Result<Permit, StepError> {
+    /// Waits for this reservation's turn, unless the operation is cancelled first.
+    pub(crate) async fn acquire(mut self) -> Result<Permit, Cancelled> {
         if let Turn::Waiting(rx) = &mut self.turn {
             tokio::select! {
                 biased;
-                _ = self.limit.cancel.cancelled() => return Err(StepError::Halted),
+                _ = self.limit.cancel.cancelled() => return Err(Cancelled),
                 granted = rx => granted.expect("a queued sender is only dropped after sending"),
             }
         }
@@ -169,6 +172,6 @@ mod tests {
         let _held = limit.reserve().acquire().await.unwrap();
         let waiting = limit.reserve();
         cancel.cancel();
-        assert!(matches!(waiting.acquire().await, Err(StepError::Halted)));
+        assert!(matches!(waiting.acquire().await, Err(Cancelled)));
     }
 }

@@ -4,59 +4,31 @@
 
 pub(crate) mod limit;
 mod node;
+pub(crate) mod options;
 mod root;
 mod scheduler;
 mod start;
+pub(crate) mod step;
+pub(crate) mod target;
 mod unclaimed;
 
+pub use options::Options;
 use scheduler::Scheduler;
+pub use target::Targets;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::ProgramBudget;
 use crate::events::{ChangeSummary, Event, EventSink, Severity};
 use crate::journal::{JournalEntry, SnapshotManager};
 use crate::program::{Monitor, Program, StackInfo};
 use crate::provider::ProviderSource;
-use crate::provider_step::reference;
 use crate::snapshot::{PendingKind, Snapshot};
-use crate::step::StepContext;
-use crate::target::TargetSet;
-use crate::urn::{Urn, provided_package, stack_urn};
-use crate::value::{PropertyMap, Value};
-
-/// How a deployment runs.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    pub project: String,
-    pub stack: String,
-    /// Plan only: providers are asked to preview, nothing is recorded.
-    pub preview: bool,
-    /// Upper bound on provider calls in flight.
-    pub parallel: usize,
-    /// Stack configuration, keyed `namespace:key`: strings, or secrets holding strings.
-    pub config: BTreeMap<String, Value>,
-    /// Change only these resources (`--target`); everything when `None`.
-    pub targets: Option<Targets>,
-    /// Replace these resources even if their inputs did not change (`--replace`).
-    pub replace: HashSet<Urn>,
-    /// After a failure, keep running every step that does not depend on it.
-    pub continue_on_error: bool,
-    /// What the program may make the host hold.
-    pub budget: ProgramBudget,
-}
-
-/// The resources an operation may change; the others are left exactly as they were.
-#[derive(Debug, Clone, Default)]
-pub struct Targets {
-    pub urns: HashSet<Urn>,
-    /// Also target every resource that depends on a targeted one, transitively.
-    pub dependents: bool,
-}
+use crate::urn::stack_urn;
+use crate::value::PropertyMap;
+use step::StepContext;
 
 /// What a deployment did (or, in preview, would do).
 #[derive(Debug)]
@@ -87,31 +59,14 @@ pub async fn run(
     if let Err(e) = drop_interrupted(&base, recorder.as_ref(), &events).await {
         errors.push(e.to_string());
     }
-    let base_live = base
-        .resources
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| !r.delete)
-        .map(|(i, r)| (r.urn.clone(), i))
-        .collect();
-    let ctx = Arc::new(StepContext {
-        preview: options.preview,
-        providers: providers.clone(),
-        recorder: recorder.clone(),
-        events: events.clone(),
-        base_dependents: dependents_by_urn(&base.resources),
-        base_live,
-        claims: Default::default(),
-        halted: Default::default(),
-        continue_on_error: options.continue_on_error,
-        limit: limit::StepLimit::new(options.parallel, cancel.clone()),
-        cancel: cancel.clone(),
-        targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
-        replace: options.replace.clone(),
-        base_providers: providers_by_reference(&base.resources),
+    let ctx = Arc::new(StepContext::new(
+        &options,
         base,
-        changes: Mutex::new(ChangeSummary::default()),
-    });
+        providers.clone(),
+        recorder.clone(),
+        events.clone(),
+        cancel.clone(),
+    ));
     let info = StackInfo {
         project: options.project.clone(),
         stack: options.stack.clone(),
@@ -152,7 +107,7 @@ pub async fn run(
         None if !scheduler.has_root && scheduler.options.targets.is_some() => old_outputs.clone(),
         None => PropertyMap::new(),
     };
-    if scheduler.has_root && errors.is_empty() && !ctx.preview {
+    if scheduler.has_root && errors.is_empty() && !ctx.preview() {
         let entry = JournalEntry::ComponentOutputs {
             urn: stack_urn(&scheduler.options.project, &scheduler.options.stack),
             outputs: outputs.clone(),
@@ -165,8 +120,8 @@ pub async fn run(
         old: old_outputs,
         new: outputs.clone(),
     });
-    let changes = ctx.changes.lock().expect("change counter").clone();
-    let preview = ctx.preview;
+    let changes = ctx.changes();
+    let preview = ctx.preview();
     // Every step is done and let go of the context: dropping it and the scheduler frees what
     // they kept per resource, and leaves the snapshot manager alone with the base, so the
     // final snapshot takes the base's states instead of copying them.
@@ -229,25 +184,4 @@ async fn drop_interrupted(
             .await?;
     }
     Ok(())
-}
-
-/// The provider resources of a state, by the reference resources record to them.
-pub(crate) fn providers_by_reference(
-    resources: &[crate::resource::ResourceState],
-) -> HashMap<crate::resource::ProviderRef, usize> {
-    (resources.iter().enumerate())
-        .filter(|(_, r)| provided_package(&r.ty).is_some())
-        .map(|(i, r)| (reference(r.urn.clone(), &Value::String(r.id.clone())), i))
-        .collect()
-}
-
-/// For each URN, the resources that name it as parent or dependency.
-fn dependents_by_urn(resources: &[crate::resource::ResourceState]) -> HashMap<Urn, Vec<usize>> {
-    let mut dependents: HashMap<Urn, Vec<usize>> = HashMap::new();
-    for (i, r) in resources.iter().enumerate() {
-        for p in r.predecessors() {
-            dependents.entry(p.clone()).or_default().push(i);
-        }
-    }
-    dependents
 }

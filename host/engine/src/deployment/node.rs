@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::step::result::{StepError, StepResult};
 use crate::program::ProgramError;
-use crate::step::{StepError, StepResult};
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};
 

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::Options;
 use super::node::*;
+use super::options::Options;
+use super::step::StepContext;
+use super::step::result::{StepError, StepOutputs};
 use crate::events::EventSink;
 use crate::program::{Monitor, Program, ProgramError, Registration};
-use crate::step::{StepContext, StepError, StepOutputs};
 use crate::urn::Urn;
 use crate::value::{PropertyMap, Value};
 

@@ -6,11 +6,10 @@ use tokio::sync::oneshot;
 use super::node::*;
 use super::root::ROOT_HANDLE;
 use super::scheduler::Scheduler;
+use super::step::request::{ProviderBinding, ResourceStep, reference};
 use crate::events::{Event, Severity};
 use crate::journal::JournalEntry;
-use crate::provider_step::reference;
 use crate::shown::escape_controls;
-use crate::step::{ProviderBinding, ResourceStep};
 use crate::urn::{Urn, package_of, provided_package, provider_type};
 use crate::value::{OutputField, OutputRef, PropertyMap, Value, object_at_path};
 
@@ -26,7 +25,7 @@ impl Scheduler {
                 OutputField::Property(path) => match &res.value {
                     ResolvedValue::Value(value) => value.at_path(path),
                     ResolvedValue::BaseOutputs(i) => {
-                        object_at_path(&self.ctx.base.resources[*i].outputs, path)
+                        object_at_path(&self.ctx.base().resources()[*i].outputs, path)
                     }
                 },
                 OutputField::Id => res.id.clone(),
@@ -74,7 +73,7 @@ impl Scheduler {
         };
         let config = match &resolved.value {
             ResolvedValue::Value(Value::Object(config)) => config.clone(),
-            ResolvedValue::BaseOutputs(i) => self.ctx.base.resources[*i].outputs.clone(),
+            ResolvedValue::BaseOutputs(i) => self.ctx.base().resources()[*i].outputs.clone(),
             ResolvedValue::Value(_) => PropertyMap::new(),
         };
         Some(ProviderBinding {
@@ -142,7 +141,7 @@ impl Scheduler {
                 }
                 let ctx = self.ctx.clone();
                 let done = self.completions_tx.clone();
-                let turn = self.ctx.limit.reserve();
+                let turn = self.ctx.reserve();
                 self.in_flight += 1;
                 spawn_step(async move {
                     let result = ctx.run_read(&urn, &id, &inputs, binding, turn).await;
@@ -208,8 +207,8 @@ impl Scheduler {
     /// before for it. A component `--target` leaves out keeps the outputs it recorded, as it
     /// keeps the rest of its state.
     fn start_component_outputs(&mut self, urn: Urn, outputs: PropertyMap) {
-        let old = (self.ctx.base_live.get(&urn)).map(|&i| &self.ctx.base.resources[i].outputs);
-        let kept = (self.ctx.targets.as_ref()).is_some_and(|t| !t.contains(&urn));
+        let old = (self.ctx.base().live(&urn)).map(|i| &self.ctx.base().resources()[i].outputs);
+        let kept = (self.ctx.targets()).is_some_and(|t| !t.contains(&urn));
         if kept {
             if old != Some(&outputs) {
                 let note = "not targeted: the outputs it registers now are not recorded";
@@ -222,7 +221,7 @@ impl Scheduler {
             old: old.cloned().unwrap_or_default(),
             new: outputs.clone(),
         });
-        if self.ctx.preview {
+        if self.ctx.preview() {
             return;
         }
         // Each recording goes after the one before it for the same component: the tasks may
@@ -315,7 +314,7 @@ impl Scheduler {
             && self.is_absent(handle)
         {
             let predecessors = std::iter::once(parent).chain(&dependencies);
-            if (self.ctx.targets.as_ref()).is_some_and(|t| t.includes(&urn, predecessors)) {
+            if (self.ctx.targets()).is_some_and(|t| t.includes(&urn, predecessors)) {
                 return self.fail(
                     index,
                     format!(
@@ -340,7 +339,7 @@ impl Scheduler {
         let done = self.completions_tx.clone();
         // The place in line is taken now, in the order steps become ready, not when the task
         // first runs.
-        let turn = self.ctx.limit.reserve();
+        let turn = self.ctx.reserve();
         let under_way = self.ctx.under_way(&step);
         self.in_flight += 1;
         spawn_step(async move {

@@ -5,9 +5,9 @@ use std::collections::{HashMap, HashSet};
 
 use tokio::task::JoinSet;
 
-use super::Scheduler;
+use super::scheduler::Scheduler;
+use super::step::result::StepError;
 use crate::events::{Severity, StepOp};
-use crate::step::StepError;
 use crate::urn::{Urn, is_stack_type};
 
 impl Scheduler {
@@ -17,11 +17,11 @@ impl Scheduler {
     /// incomplete, so an undeclared resource may merely be one whose registration was skipped.
     pub(super) async fn delete_unclaimed(&mut self, clean: bool) {
         let replaced: HashSet<usize> = self.replaced.iter().copied().collect();
-        let base = &self.ctx.base.resources;
-        let targeted = |urn: &Urn| self.ctx.targets.as_ref().is_none_or(|t| t.contains(urn));
+        let base = self.ctx.base().resources();
+        let targeted = |urn: &Urn| self.ctx.targets().is_none_or(|t| t.contains(urn));
         let mut kept = 0;
         let mut doomed: Vec<(usize, StepOp)> = {
-            let claims = self.ctx.claims.lock().expect("claims");
+            let claims = self.ctx.claims();
             base.iter()
                 .enumerate()
                 .filter_map(|(i, r)| {
@@ -49,7 +49,7 @@ impl Scheduler {
             );
         }
         // An untargeted resource stays as it is, so what it depends on must stay too.
-        if self.ctx.targets.is_some() {
+        if self.ctx.targets().is_some() {
             let doomed_urns: HashSet<&Urn> = doomed.iter().map(|(i, _)| &base[*i].urn).collect();
             let mut refused = HashSet::new();
             for (i, op) in &doomed {
@@ -57,7 +57,7 @@ impl Scheduler {
                 if *op != StepOp::Delete {
                     continue;
                 }
-                let blocker = (self.ctx.base_dependents.get(urn).into_iter().flatten())
+                let blocker = (self.ctx.base().dependents(urn).iter())
                     .map(|&j| &base[j])
                     .find(|d| !d.delete && !doomed_urns.contains(&d.urn) && !targeted(&d.urn));
                 if let Some(dependent) = blocker {
@@ -102,7 +102,7 @@ impl Scheduler {
         let spawn = |tasks: &mut JoinSet<_>, slot: usize| {
             let ctx = ctx.clone();
             let (index, op) = doomed[slot];
-            let turn = ctx.limit.reserve();
+            let turn = ctx.reserve();
             tasks.spawn(async move { (slot, ctx.run_delete(index, op, turn).await) });
         };
         for slot in (0..doomed.len()).rev().filter(|&s| blockers[s] == 0) {

@@ -5,9 +5,16 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use crate::deployment::Targets;
 use crate::resource::ResourceState;
 use crate::urn::Urn;
+
+/// The resources an operation may change; the others are left exactly as they were.
+#[derive(Debug, Clone, Default)]
+pub struct Targets {
+    pub urns: HashSet<Urn>,
+    /// Also target every resource that depends on a targeted one, transitively.
+    pub dependents: bool,
+}
 
 pub(crate) struct TargetSet {
     targeted: Mutex<HashSet<Urn>>,

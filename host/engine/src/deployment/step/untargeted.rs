@@ -25,10 +25,12 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::context::StepContext;
+use super::request::ResourceStep;
+use super::result::{StepError, StepOutputs, StepResult};
 use crate::events::{Event, Severity, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::resource::ResourceState;
-use crate::step::{ResourceStep, StepContext, StepError, StepOutputs, StepResult};
 use crate::urn::{Urn, is_stack_type, provided_package};
 use crate::value::{PropertyMap, Value};
 
@@ -36,7 +38,7 @@ impl StepContext {
     /// Whether `--target` leaves the resource `urn` (of type `ty`, with these predecessors) out.
     /// Provider resources are always targeted: they change nothing in the real world; nor does
     /// the stack's root, which no target needs to name.
-    pub(crate) fn leaves_out<'a>(
+    pub(super) fn leaves_out<'a>(
         &self,
         urn: &Urn,
         ty: &str,
@@ -50,7 +52,7 @@ impl StepContext {
     }
 
     /// [`leaves_out`](Self::leaves_out) for a registration's step.
-    pub(crate) fn leaves_out_step(&self, step: &ResourceStep) -> bool {
+    pub(super) fn leaves_out_step(&self, step: &ResourceStep) -> bool {
         let provider = step.provider.iter().map(|b| &b.reference.urn);
         let predecessors = (step.parent.iter())
             .chain(&step.dependencies)
@@ -80,7 +82,7 @@ impl StepContext {
     /// Before an untargeted step takes charge of its base resource: waits until the steps
     /// under way that decide what its kept state depends on (directly, or through kept states
     /// no step takes charge of) have ended. A step that waits shows as started meanwhile.
-    pub(crate) async fn after_kept_predecessors(
+    pub(super) async fn after_kept_predecessors(
         &self,
         step: &ResourceStep,
     ) -> Result<(), StepError> {
@@ -91,7 +93,7 @@ impl StepContext {
         if waits.is_empty() {
             return Ok(());
         }
-        let old = &self.base.resources[index];
+        let old = &self.base.resources()[index];
         let info = self.info(StepOp::Same, old, Some(old), Vec::new(), Vec::new());
         self.events.emit(Event::StepStarted(info.clone()));
         for mut step in waits {
@@ -109,8 +111,8 @@ impl StepContext {
     /// through those no step takes charge of (kept as they are, and carried with it).
     fn steps_deciding_predecessors(&self, index: usize) -> Vec<watch::Receiver<()>> {
         let live_predecessors = |i: usize| {
-            let state = &self.base.resources[i];
-            (state.predecessors()).filter_map(|p| self.base_live.get(p).copied())
+            let state = &self.base.resources()[i];
+            (state.predecessors()).filter_map(|p| self.base.live(p))
         };
         let claims = self.claims.lock().expect("claims");
         let mut waits = Vec::new();
@@ -156,7 +158,7 @@ impl StepContext {
     /// change instead cannot be done safely: it may not be registered yet, or depend on this
     /// very state (the new `a` depends on `c`, which depends on the kept `b`, which depends on
     /// the old `a`).
-    pub(crate) async fn record_after_in_flight(
+    pub(super) async fn record_after_in_flight(
         &self,
         recorder: &SnapshotManager,
         entry: JournalEntry,
@@ -168,13 +170,11 @@ impl StepContext {
             } => (*replaces, resource.urn.clone()),
             JournalEntry::Updated { old, resource, .. } => (Some(*old), resource.urn.clone()),
             JournalEntry::Same { old, resource } => {
-                let state = resource.as_ref().unwrap_or(&self.base.resources[*old]);
+                let state = resource.as_ref().unwrap_or(&self.base.resources()[*old]);
                 (Some(*old), state.urn.clone())
             }
             // They carry over the component, if nothing recorded it yet.
-            JournalEntry::ComponentOutputs { urn, .. } => {
-                (self.base_live.get(urn).copied(), urn.clone())
-            }
+            JournalEntry::ComponentOutputs { urn, .. } => (self.base.live(urn), urn.clone()),
             // Nothing else records a state.
             _ => return recorder.record(entry).await,
         };
@@ -240,7 +240,7 @@ impl StepContext {
     /// depends on, kept as recorded, whose recorded state depends on that base resource, directly
     /// or through other kept states. No order of the snapshot holds both: each would have to come
     /// before the other. Found before the provider acts, it fails the step.
-    pub(crate) fn kept_dependent(&self, state: &ResourceState) -> Option<StepError> {
+    pub(super) fn kept_dependent(&self, state: &ResourceState) -> Option<StepError> {
         let targets = self.targets.as_ref()?;
         let mut seen = HashSet::new();
         let mut next: Vec<&Urn> = state.predecessors().collect();
@@ -250,10 +250,10 @@ impl StepContext {
             if !seen.insert(urn) || targets.contains(urn) {
                 continue;
             }
-            let Some(&i) = self.base_live.get(urn) else {
+            let Some(i) = self.base.live(urn) else {
                 continue;
             };
-            let kept = &self.base.resources[i];
+            let kept = &self.base.resources()[i];
             if kept.predecessors().any(|p| *p == state.urn) {
                 let (urn, kept) = (&state.urn, &kept.urn);
                 return Some(self.fail(
@@ -272,7 +272,7 @@ impl StepContext {
 
     /// A registration `--target` leaves out: an existing resource stays exactly as recorded; a
     /// new one is not created, and what depends on it sees unknowns.
-    pub(crate) async fn untargeted(
+    pub(super) async fn untargeted(
         &self,
         state: ResourceState,
         old: Option<(usize, &ResourceState)>,

@@ -7,13 +7,15 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::claims::{ClaimOutcome, mark_deleted};
+use super::context::StepContext;
+use super::plan::{DeletePlan, plan_delete};
+use super::result::StepError;
 use crate::deployment::limit::{Permit, Reservation};
 use crate::events::{Event, StepInfo, StepOp};
 use crate::journal::JournalEntry;
 use crate::provider::ProviderError;
 use crate::snapshot::PendingKind;
-use crate::step::{ClaimOutcome, StepContext, StepError, mark_deleted};
-use crate::urn::provided_package;
 use crate::value::PropertyMap;
 
 /// One thing a delete-before-replace cascade does about a dependent, at that dependent's place
@@ -39,7 +41,7 @@ impl StepContext {
     /// at later places: a claimed step's own cascade only reaches later places, and every other
     /// cascade goes last to first too. So the work at the last unfinished place can always go
     /// on, and no wait is ever part of a cycle.
-    pub(crate) async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
+    pub(super) async fn delete_dependents(&self, index: usize) -> Result<(), StepError> {
         let mut work = self.plan_cascade(index)?;
         work.sort_unstable_by_key(|(j, _)| std::cmp::Reverse(*j));
         let mut work = work.into_iter();
@@ -94,8 +96,8 @@ impl StepContext {
         let mut seen = HashSet::new();
         let mut stack = vec![index];
         while let Some(i) = stack.pop() {
-            let dependents = self.base_dependents.get(&self.base.resources[i].urn);
-            for &j in dependents.into_iter().flatten() {
+            let dependents = self.base.dependents(&self.base.resources()[i].urn);
+            for &j in dependents {
                 if j <= i || !seen.insert(j) {
                     continue;
                 }
@@ -109,23 +111,23 @@ impl StepContext {
                 }
             }
         }
-        if let Some(&p) = doomed.iter().find(|&&j| self.base.resources[j].protect) {
+        if let Some(&p) = doomed.iter().find(|&&j| self.base.resources()[j].protect) {
             return Err(self.fail(
-                &self.base.resources[index].urn,
+                &self.base.resources()[index].urn,
                 format!(
                     "cannot replace it (delete first): it would delete {}, which is protected",
-                    self.base.resources[p].urn
+                    self.base.resources()[p].urn
                 ),
             ));
         }
         if let Some(targets) = &self.targets
             && let Some(&u) = doomed
                 .iter()
-                .find(|&&j| !targets.contains(&self.base.resources[j].urn))
+                .find(|&&j| !targets.contains(&self.base.resources()[j].urn))
         {
-            let other = &self.base.resources[u].urn;
+            let other = &self.base.resources()[u].urn;
             return Err(self.fail(
-                &self.base.resources[index].urn,
+                &self.base.resources()[index].urn,
                 format!(
                     "cannot replace it (delete first): it would delete {other}, which is not \
                      targeted; add `--target {other}` or `--target-dependents`"
@@ -168,37 +170,30 @@ impl StepContext {
     /// retain-on-delete and the delete timeout (`timeout`, the registration's, or else the one
     /// recorded with the resource). A provider resource is only forgotten: it is nothing real.
     /// A successful delete gives `permit` back before its end is recorded.
-    pub(crate) async fn delete_base(
+    pub(super) async fn delete_base(
         &self,
         index: usize,
         info: &StepInfo,
         timeout: Option<u32>,
         permit: &mut Option<Permit>,
     ) -> Result<(), StepError> {
-        let old = &self.base.resources[index];
+        let old = &self.base.resources()[index];
         let urn = &old.urn;
-        if old.protect {
-            let error = self.fail(
-                urn,
-                format!(
-                    "cannot delete protected resource; run `plinth state unprotect {urn}` (and \
-                     drop the program's `protect` option) first"
-                ),
-            );
-            self.failed(info.clone(), &error);
-            return Err(error);
-        }
-        if self.preview {
-            return Ok(());
-        }
-        if old.retain_on_delete || provided_package(&old.ty).is_some() {
-            return self
-                .record(|| JournalEntry::Deleted {
-                    seq: None,
-                    old: index,
-                })
-                .await
-                .map_err(|e| self.persist_error(urn, e));
+        match plan_delete(old, self.preview) {
+            DeletePlan::Refused => {
+                let error = self.fail(
+                    urn,
+                    format!(
+                        "cannot delete protected resource; run `plinth state unprotect {urn}` \
+                         (and drop the program's `protect` option) first"
+                    ),
+                );
+                self.failed(info.clone(), &error);
+                return Err(error);
+            }
+            DeletePlan::Nothing => return Ok(()),
+            DeletePlan::Forget => return self.forget(index).await,
+            DeletePlan::Delete => {}
         }
         let provider = self.provider_for(old, None).await?;
         let seq = self
@@ -257,7 +252,7 @@ impl StepContext {
         op: StepOp,
         permit: &mut Option<Permit>,
     ) -> Result<(), StepError> {
-        let old = &self.base.resources[index];
+        let old = &self.base.resources()[index];
         let started = Instant::now();
         let info = StepInfo {
             op,
@@ -272,15 +267,20 @@ impl StepContext {
         self.events.emit(Event::StepStarted(info.clone()));
         if old.custom {
             self.delete_base(index, &info, None, permit).await?;
-        } else if !self.preview {
-            self.record(|| JournalEntry::Deleted {
-                seq: None,
-                old: index,
-            })
-            .await
-            .map_err(|e| self.persist_error(&old.urn, e))?;
+        } else if plan_delete(old, self.preview) == DeletePlan::Forget {
+            self.forget(index).await?;
         }
         self.done(info, &PropertyMap::new(), started);
         Ok(())
+    }
+
+    /// Drops base resource `index` from the state without a provider call.
+    async fn forget(&self, index: usize) -> Result<(), StepError> {
+        self.record(|| JournalEntry::Deleted {
+            seq: None,
+            old: index,
+        })
+        .await
+        .map_err(|e| self.persist_error(&self.base.resources()[index].urn, e))
     }
 }
