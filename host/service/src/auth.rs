@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 /// A new random token, as hex.
 pub(crate) fn new_token() -> String {
     let mut bytes = [0u8; 32];
-    getrandom::getrandom(&mut bytes).expect("the OS random source works");
+    getrandom::fill(&mut bytes).expect("the OS random source works");
     hex::encode(bytes)
 }
 

@@ -31,7 +31,7 @@ impl PassphraseCrypter {
         stack: &str,
     ) -> Result<(PassphraseCrypter, String), SecretsError> {
         let mut salt = [0u8; SALT_LEN];
-        getrandom::getrandom(&mut salt).map_err(|e| SecretsError::Random(e.to_string()))?;
+        getrandom::fill(&mut salt).map_err(|e| SecretsError::Random(e.to_string()))?;
         let crypter = PassphraseCrypter::derive(passphrase, &salt, stack)?;
         let check = crypter.seal(CHECK)?;
         let encryption_salt = format!("{VERSION}{}:{check}", BASE64.encode(salt));
@@ -101,7 +101,7 @@ impl PassphraseCrypter {
 impl Crypter for PassphraseCrypter {
     fn seal(&self, plaintext: &str) -> Result<String, SecretsError> {
         let mut nonce = [0u8; NONCE_LEN];
-        getrandom::getrandom(&mut nonce).map_err(|e| SecretsError::Random(e.to_string()))?;
+        getrandom::fill(&mut nonce).map_err(|e| SecretsError::Random(e.to_string()))?;
         let ciphertext = self
             .cipher
             .encrypt(XNonce::from_slice(&nonce), plaintext.as_bytes())

@@ -44,7 +44,7 @@ impl MasterKey {
     /// existing file is never overwritten: the data keys it seals would be lost with it.
     pub fn create(path: &Path) -> anyhow::Result<()> {
         let mut key = [0u8; KEY_LEN];
-        getrandom::getrandom(&mut key).context("cannot draw random bytes for the key")?;
+        getrandom::fill(&mut key).context("cannot draw random bytes for the key")?;
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -29,7 +29,7 @@ const VERSION: &str = "v1:";
 /// Seals `plaintext` under `cipher` with a fresh random nonce: `nonce || ciphertext`.
 fn seal(cipher: &XChaCha20Poly1305, plaintext: &[u8], aad: &[u8]) -> anyhow::Result<Vec<u8>> {
     let mut nonce = [0u8; NONCE_LEN];
-    getrandom::getrandom(&mut nonce).context("cannot draw random bytes for a nonce")?;
+    getrandom::fill(&mut nonce).context("cannot draw random bytes for a nonce")?;
     let payload = Payload {
         msg: plaintext,
         aad,
@@ -113,7 +113,7 @@ async fn new_data_key(
         ))
     })?;
     let mut key = [0u8; KEY_LEN];
-    getrandom::getrandom(&mut key).map_err(|e| ApiError::Internal(e.to_string()))?;
+    getrandom::fill(&mut key).map_err(|e| ApiError::Internal(e.to_string()))?;
     let sealed =
         seal(&current.cipher, &key, binding).map_err(|e| ApiError::Internal(e.to_string()))?;
     let (stored,): (Vec<u8>,) = sqlx::query_as(
