@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use plinth_service::{
-    DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, Options, Revoke, Scope, TokenInfo,
-    connect, create_token, has_password, list_tokens, metrics_router, read_database_file,
-    readable_by_others, repair, revoke_tokens, rotate, router,
+    DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, OidcConfig, Options, Revoke, Scope,
+    TokenInfo, connect, create_token, has_password, list_tokens, metrics_router,
+    read_database_file, readable_by_others, repair, revoke_tokens, rotate, router,
 };
 
 #[derive(Parser)]
@@ -60,6 +60,11 @@ struct ServeArgs {
     /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
     #[arg(long, env = "PLINTH_MASTER_KEY_FILE", value_delimiter = ',')]
     master_key: Vec<PathBuf>,
+    /// A YAML file naming the OIDC issuers (GitHub Actions, GitLab, …) whose ID tokens are
+    /// exchanged for short-lived access tokens (`POST /api/v1/oidc/exchange`), and the rules
+    /// mapping their claims to grants. Checked at start; without it, no token is exchanged.
+    #[arg(long, env = "PLINTH_OIDC_CONFIG", value_name = "FILE")]
+    oidc_config: Option<PathBuf>,
 }
 
 /// The database, given so that its password stays off the command line (which every user of the
@@ -367,6 +372,11 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
         }
         None => {
             let args = cli.serve;
+            // Before the database: a mistake in it is said at once, whatever else is wrong.
+            let oidc = match &args.oidc_config {
+                Some(path) => Some(Arc::new(OidcConfig::load(path)?)),
+                None => None,
+            };
             let pool = connect(&args.database.url(on_command_line)?).await?;
             let master_keys = if args.master_key.is_empty() {
                 None
@@ -380,6 +390,7 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
                 body_limit: args.body_limit,
                 master_keys,
                 bodies_in_flight: args.bodies_in_flight,
+                oidc,
             };
             let metrics = Metrics::new();
             if let Some(address) = args.metrics_listen {
