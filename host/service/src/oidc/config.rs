@@ -312,7 +312,10 @@ issuers:
     fn rules_match_claims_exactly_or_as_globs_in_order() {
         let config = OidcConfig::parse(GOOD).unwrap();
         let issuer = &config.issuers[0];
-        let rule = |c: Value| (issuer.rules.iter()).position(|r| r.matches(&claims(c)));
+        let rule = |c: Value| {
+            let c = claims(c);
+            (issuer.rules.iter()).position(|r| r.matches(&c))
+        };
         assert_eq!(
             rule(json!({"repository": "octo/shop", "ref": "refs/heads/feature/x"})),
             Some(0)
