@@ -8,9 +8,9 @@ use std::process::Command;
 
 use serde_json::json;
 
-use plinth_test_oidc::{Issuer, RSA_KID};
 use crate::support::service::{TestService, serve_binary};
 use crate::support::{Env, ServiceLogin};
+use plinth_test_oidc::{Issuer, RSA_KID};
 
 const AUDIENCE: &str = "https://plinth.test";
 
@@ -61,11 +61,20 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         (out.status.success(), text(&out.stdout), text(&out.stderr))
     };
-    let login = |id_token: &str| plinth(&["login", &url, "--oidc-token", "env:CI_ID_TOKEN"], id_token);
+    let login = |id_token: &str| {
+        plinth(
+            &["login", &url, "--oidc-token", "env:CI_ID_TOKEN"],
+            id_token,
+        )
+    };
 
     // The main branch's job: write on scenario/dev, for the rule's 20 minutes, from a file.
     let token_file = dir.path().join("id-token");
-    std::fs::write(&token_file, issuer.rs256(&issuer.claims(AUDIENCE, json!({})))).unwrap();
+    std::fs::write(
+        &token_file,
+        issuer.rs256(&issuer.claims(AUDIENCE, json!({}))),
+    )
+    .unwrap();
     let (ok, out, err) = plinth(
         &["login", &url, "--oidc-token", token_file.to_str().unwrap()],
         "",
@@ -85,7 +94,10 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
     let feature = json!({ "ref": "refs/heads/feature/x",
                           "sub": "repo:octo/shop:ref:refs/heads/feature/\u{1b}[31mx" });
     let (ok, out, err) = login(&issuer.es256(&issuer.claims(AUDIENCE, feature)));
-    assert!(ok && out.contains("granting read on project scenario, for 1h"), "{out}{err}");
+    assert!(
+        ok && out.contains("granting read on project scenario, for 1h"),
+        "{out}{err}"
+    );
     let (ok, out, err) = plinth(&["preview", "--expect-no-changes"], "");
     assert!(ok, "{out}{err}");
     let (ok, _, err) = plinth(&["up", "--yes"], "");
@@ -99,11 +111,16 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
     let stored = std::fs::read(&credentials).unwrap();
     let good = |extra| issuer.claims(AUDIENCE, extra);
     let now = good(json!({}))["iat"].as_u64().unwrap() + 60;
-    let hs256 = Issuer::unsigned(&json!({ "alg": "HS256", "kid": "hmac-1" }), &good(json!({})));
+    let hs256 = Issuer::unsigned(
+        &json!({ "alg": "HS256", "kid": "hmac-1" }),
+        &good(json!({})),
+    );
     let refused: Vec<(&str, String, &str)> = vec![
         (
             "expired",
-            issuer.rs256(&good(json!({ "iat": now - 1200, "nbf": now - 1200, "exp": now - 600 }))),
+            issuer.rs256(&good(
+                json!({ "iat": now - 1200, "nbf": now - 1200, "exp": now - 600 }),
+            )),
             "the ID token expired at",
         ),
         (
@@ -153,8 +170,15 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
         let (ok, out, err) = login(token);
         assert!(!ok, "a token {what} was exchanged: {out}");
         assert!(err.contains(says), "a token {what}: {err}");
-        assert!(!err.contains(token.as_str()), "a token {what}: the token is echoed: {err}");
-        assert_eq!(std::fs::read(&credentials).unwrap(), stored, "{what}: nothing stored");
+        assert!(
+            !err.contains(token.as_str()),
+            "a token {what}: the token is echoed: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&credentials).unwrap(),
+            stored,
+            "{what}: nothing stored"
+        );
     }
     // The keys were fetched once: the unknown key id did not make the service fetch them again.
     assert_eq!(issuer.fetches(), 1);
@@ -168,7 +192,11 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
             .env("PLINTH_DATABASE_URL", &service.database.url)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let listed = admin(&["list"]);
@@ -185,7 +213,10 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
         "{feature_row}"
     );
     let main_row = row(&user);
-    assert!(main_row.contains("write on stack scenario/dev"), "{main_row}");
+    assert!(
+        main_row.contains("write on stack scenario/dev"),
+        "{main_row}"
+    );
     let id = feature_row.split_whitespace().next().unwrap();
     admin(&["revoke", id]);
     let (ok, _, err) = plinth(&["preview"], "");
@@ -218,6 +249,9 @@ fn a_bad_oidc_configuration_stops_the_service_at_start_saying_what_is_wrong() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{text}");
-        assert!(err.contains("the OIDC configuration") && err.contains(says), "{text}: {err}");
+        assert!(
+            err.contains("the OIDC configuration") && err.contains(says),
+            "{text}: {err}"
+        );
     }
 }

@@ -254,7 +254,10 @@ fn id_token(source: &str) -> Result<String> {
         }
     };
     let text = text.trim();
-    anyhow::ensure!(!text.is_empty(), "--oidc-token {source}: the ID token is empty");
+    anyhow::ensure!(
+        !text.is_empty(),
+        "--oidc-token {source}: the ID token is empty"
+    );
     Ok(text.to_owned())
 }
 

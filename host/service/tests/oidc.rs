@@ -45,7 +45,14 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
     let alice = token(&database, "alice");
     create_stack(&service, &alice, "dev");
     let exchange = |id_token: &str| {
-        call(&service, "POST", "oidc/exchange", None, None, Some(json!({ "token": id_token })))
+        call(
+            &service,
+            "POST",
+            "oidc/exchange",
+            None,
+            None,
+            Some(json!({ "token": id_token })),
+        )
     };
     let tokens = || {
         let out = token_admin(&database, &["list"]);
@@ -74,10 +81,16 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
     assert_eq!(read["grants"], "read on project p");
     assert_eq!(read["expires_in"], 3600);
     let reader = read["token"].as_str().unwrap();
-    assert_eq!(call(&service, "GET", "stacks/p/dev", Some(reader), None, None).0, 200);
+    assert_eq!(
+        call(&service, "GET", "stacks/p/dev", Some(reader), None, None).0,
+        200
+    );
     let (status, refused) = begin(&service, reader, "dev");
     assert_eq!(status, 403, "{refused}");
-    assert!(refused["message"].as_str().unwrap().contains("needs write"), "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("needs write"),
+        "{refused}"
+    );
 
     let before = tokens();
     let good = |extra| issuer.claims(AUDIENCE, extra);
@@ -86,7 +99,9 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
     let cases: Vec<(&str, String, u16, &str)> = vec![
         (
             "expired",
-            issuer.rs256(&good(json!({ "iat": now - 1200, "nbf": now - 1200, "exp": now - 600 }))),
+            issuer.rs256(&good(
+                json!({ "iat": now - 1200, "nbf": now - 1200, "exp": now - 600 }),
+            )),
             401,
             "the ID token expired at",
         ),
@@ -169,7 +184,10 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
         let message = answer["message"].as_str().unwrap_or_default();
         assert_eq!(status, *expected, "a token {what}: {answer}");
         assert!(message.contains(says), "a token {what}: {message}");
-        assert!(!message.contains(token.as_str()), "a token {what} is echoed: {message}");
+        assert!(
+            !message.contains(token.as_str()),
+            "a token {what} is echoed: {message}"
+        );
     }
     assert_eq!(tokens(), before, "no refused token stored anything");
     // One fetch of the keys: tokens naming an unknown key did not make it fetch them again.
@@ -184,12 +202,21 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
     let row = (listed.lines())
         .find(|l| l.contains("refs/heads/\\u{1b}[2Jx@127.0.0.1"))
         .unwrap_or_else(|| panic!("{listed}"));
-    assert!(row.contains("read on project p") && row.contains("until "), "{row}");
+    assert!(
+        row.contains("read on project p") && row.contains("until "),
+        "{row}"
+    );
     assert!(row.contains(&format!("OIDC: {}", issuer.url)), "{row}");
     let id = row.split_whitespace().next().unwrap();
     assert!(token_admin(&database, &["revoke", id]).status.success());
-    assert_eq!(call(&service, "GET", "user", Some(reader), None, None).0, 401);
-    assert_eq!(call(&service, "GET", "user", Some(written), None, None).0, 200);
+    assert_eq!(
+        call(&service, "GET", "user", Some(reader), None, None).0,
+        401
+    );
+    assert_eq!(
+        call(&service, "GET", "user", Some(written), None, None).0,
+        200
+    );
 }
 
 #[test]
@@ -205,5 +232,11 @@ fn without_a_configuration_no_token_is_exchanged() {
         Some(json!({ "token": "a.b.c" })),
     );
     assert_eq!(status, 501, "{answer}");
-    assert!(answer["message"].as_str().unwrap().contains("--oidc-config"), "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("--oidc-config"),
+        "{answer}"
+    );
 }

@@ -32,8 +32,15 @@ pub const RSA_KID: &str = "rsa-1";
 pub const EC_KID: &str = "ec-1";
 
 fn openssl(args: &[&str]) -> Vec<u8> {
-    let out = Command::new("openssl").args(args).output().expect("running openssl");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("running openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
 }
 
@@ -57,10 +64,23 @@ impl Issuer {
             &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
         );
         // The public halves as JWK: the RSA modulus (the exponent is 65537), the P-256 point.
-        let modulus = openssl(&["rsa", "-in", rsa_path.to_str().unwrap(), "-noout", "-modulus"]);
+        let modulus = openssl(&[
+            "rsa",
+            "-in",
+            rsa_path.to_str().unwrap(),
+            "-noout",
+            "-modulus",
+        ]);
         let modulus = String::from_utf8(modulus).unwrap();
         let modulus = hex::decode(modulus.trim().trim_start_matches("Modulus=")).unwrap();
-        let point = openssl(&["pkey", "-in", ec_path.to_str().unwrap(), "-pubout", "-outform", "DER"]);
+        let point = openssl(&[
+            "pkey",
+            "-in",
+            ec_path.to_str().unwrap(),
+            "-pubout",
+            "-outform",
+            "DER",
+        ]);
         let point = &point[point.len() - 64..];
         let jwks = json!({ "keys": [
             { "kty": "RSA", "kid": RSA_KID, "use": "sig", "alg": "RS256",
