@@ -80,7 +80,7 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
         "",
     );
     assert!(ok, "{out}{err}");
-    let user = format!("repo:octo/shop:ref:refs/heads/main@127.0.0.1");
+    let user = "repo:octo/shop:ref:refs/heads/main@127.0.0.1";
     assert!(
         out.contains("granting write on stack scenario/dev, for 20m")
             && out.contains(&format!("as {user}.")),
@@ -131,7 +131,7 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
         (
             "for another audience",
             issuer.rs256(&good(json!({ "aud": "https://other.example" }))),
-            &*format!("audience (`aud`) the service does not accept"),
+            "audience (`aud`) the service does not accept",
         ),
         (
             "of another issuer",
@@ -212,7 +212,7 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
         feature_row.contains("read on project scenario") && feature_row.contains("until "),
         "{feature_row}"
     );
-    let main_row = row(&user);
+    let main_row = row(user);
     assert!(
         main_row.contains("write on stack scenario/dev"),
         "{main_row}"

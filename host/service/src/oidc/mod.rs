@@ -41,7 +41,10 @@ pub(crate) async fn exchange(
         )
     })?;
     let (issuer, claims) = verify::verify(config, &request.token).await?;
-    let sub = claims["sub"].as_str().unwrap_or_default();
+    let sub = claims
+        .get("sub")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let (number, rule) = (issuer.rules.iter().enumerate())
         .find(|(_, rule)| rule.matches(&claims))
         .ok_or_else(|| {
