@@ -13,9 +13,20 @@ use serde_json::{Value, json};
 
 const AUDIENCE: &str = "https://plinth.test";
 
-fn config(issuer: &Issuer) -> String {
+/// An issuer URL nothing answers at: a loopback port just closed.
+fn dead_issuer() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}", listener.local_addr().unwrap())
+}
+
+fn config(issuer: &Issuer, dead: &str) -> String {
     format!(
         "issuers:
+  - issuer: {dead}
+    audiences: [{AUDIENCE}]
+    rules:
+      - claims: {{ repository: octo/shop }}
+        level: read
   - issuer: {}
     audiences: [{AUDIENCE}, another]
     max_token_lifetime: 2h
@@ -39,7 +50,8 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
     let issuer = Issuer::start();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("oidc.yaml");
-    std::fs::write(&file, config(&issuer)).unwrap();
+    let dead = dead_issuer();
+    std::fs::write(&file, config(&issuer, &dead)).unwrap();
     let (_server, database) = common::database();
     let service = serve(&database, &["--oidc-config", file.to_str().unwrap()]);
     let alice = token(&database, "alice");
@@ -189,6 +201,14 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
             "a token {what} is echoed: {message}"
         );
     }
+    // An issuer that cannot be reached: 503, saying so, for a retry to succeed later.
+    let (status, answer) = exchange(&issuer.rs256(&good(json!({ "iss": dead }))));
+    assert_eq!(status, 503, "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("cannot fetch the signing keys of {dead}")),
+        "{message}"
+    );
     assert_eq!(tokens(), before, "no refused token stored anything");
     // One fetch of the keys: tokens naming an unknown key did not make it fetch them again.
     assert_eq!(issuer.fetches(), 1);

@@ -58,6 +58,8 @@ struct Cached {
     keys: HashMap<String, Key>,
     /// When the keys were last fetched (or a fetch last failed).
     fetched: Option<Instant>,
+    /// Why the last fetch failed, if it did.
+    failed: Option<String>,
 }
 
 impl KeyCache {
@@ -86,30 +88,31 @@ impl KeyCache {
             // every token.
             cached.fetched = Some(Instant::now());
             match fetched {
-                Ok(keys) => cached.keys = keys,
-                Err(reason) => {
-                    return Err(KeyError::Unreachable {
-                        issuer: self.issuer.clone(),
-                        reason,
-                    });
-                }
+                Ok(keys) => (cached.keys, cached.failed) = (keys, None),
+                Err(reason) => cached.failed = Some(reason),
             }
         }
-        cached
-            .keys
-            .get(kid)
-            .cloned()
-            .ok_or_else(|| KeyError::Unknown {
+        if let Some(key) = cached.keys.get(kid) {
+            return Ok(key.clone());
+        }
+        // Keys not had because the issuer could not be reached are not "unknown".
+        if let Some(reason) = &cached.failed {
+            return Err(KeyError::Unreachable {
                 issuer: self.issuer.clone(),
-                kid: checks::shown(kid),
-                ago: match cached.fetched.map(|at| at.elapsed().as_secs()) {
-                    Some(secs) => format!(
-                        "{secs} s ago, and are fetched again at most every {}",
-                        humantime::format_duration(self.refetch_interval)
-                    ),
-                    None => "never".to_owned(),
-                },
-            })
+                reason: reason.clone(),
+            });
+        }
+        Err(KeyError::Unknown {
+            issuer: self.issuer.clone(),
+            kid: checks::shown(kid),
+            ago: match cached.fetched.map(|at| at.elapsed().as_secs()) {
+                Some(secs) => format!(
+                    "{secs} s ago, and are fetched again at most every {}",
+                    humantime::format_duration(self.refetch_interval)
+                ),
+                None => "never".to_owned(),
+            },
+        })
     }
 }
 
