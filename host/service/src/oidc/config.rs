@@ -187,7 +187,7 @@ fn check_issuer(file: FileIssuer) -> Result<Issuer, String> {
 /// replace them.
 pub(crate) fn check_issuer_url(text: &str) -> Result<(), String> {
     let url = url::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
-    if url.query().is_some() || url.fragment().is_some() || url.username() != "" {
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
         return Err("an issuer URL has no query, fragment or user".to_owned());
     }
     match url.scheme() {
