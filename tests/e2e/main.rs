@@ -24,6 +24,7 @@ mod messages;
 mod names;
 mod nested_grants;
 mod numbers;
+mod oidc;
 mod polyglot;
 mod postgres;
 mod reach;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Args;
 use plinth_backend::secrets::{NoSecrets, SecretsProvider};
-use plinth_backend::service::{ServiceBackend, Transport};
+use plinth_backend::service::{ServiceBackend, Transport, exchange_id_token};
 use plinth_backend::{Backend, LocalBackend, write_atomically};
 use plinth_engine::shown::escape_controls;
 use serde::{Deserialize, Serialize};
@@ -202,6 +202,11 @@ pub struct LoginArgs {
     /// else it is asked for.
     #[arg(long)]
     token: Option<String>,
+    /// Log in with the ID token a CI system issued the job (GitHub Actions, GitLab), which the
+    /// service exchanges for a short-lived access token: read from FILE, or from the
+    /// environment variable VAR with `env:VAR`.
+    #[arg(long, value_name = "FILE|env:VAR", conflicts_with = "token")]
+    oidc_token: Option<String>,
 }
 
 #[derive(Args)]
@@ -231,13 +236,54 @@ fn login_token(url: &str, given: Option<String>) -> Result<String> {
     Ok(token)
 }
 
+/// The largest ID token read from a file (real ones are a kilobyte or two).
+const MAX_ID_TOKEN: u64 = 64 << 10;
+
+/// The ID token `--oidc-token` names: `env:VAR`'s value, else the content of the file.
+fn id_token(source: &str) -> Result<String> {
+    let text = match source.strip_prefix("env:") {
+        Some(var) => non_empty_var(var).with_context(|| {
+            format!("--oidc-token {source}: the environment variable {var} is not set or empty")
+        })?,
+        None => {
+            use std::io::Read;
+            let mut text = String::new();
+            (std::fs::File::open(source).map(|f| f.take(MAX_ID_TOKEN)))
+                .and_then(|mut f| f.read_to_string(&mut text))
+                .with_context(|| format!("cannot read the ID token file {source}"))?;
+            text
+        }
+    };
+    let text = text.trim();
+    anyhow::ensure!(
+        !text.is_empty(),
+        "--oidc-token {source}: the ID token is empty"
+    );
+    Ok(text.to_owned())
+}
+
+/// The access token the service at `url` gives for the ID token `source` names.
+fn exchanged(url: &str, source: &str) -> Result<String> {
+    let exchanged = exchange_id_token(url, &id_token(source)?)
+        .with_context(|| format!("{url} did not exchange the ID token"))?;
+    println!(
+        "Exchanged the ID token for an access token granting {}, for {}.",
+        exchanged.grants,
+        humantime::format_duration(std::time::Duration::from_secs(exchanged.expires_in))
+    );
+    Ok(exchanged.token)
+}
+
 pub fn login(args: LoginArgs, cwd: &Path) -> Result<ExitCode> {
     let url = match args.url {
         Some(url) => canonical(&url, cwd)?,
         None => LocalBackend::from_url(None)?.url(),
     };
     let (user, token) = if is_service(&url) {
-        let token = login_token(&url, args.token)?;
+        let token = match &args.oidc_token {
+            Some(source) => exchanged(&url, source)?,
+            None => login_token(&url, args.token)?,
+        };
         // Checked before it is stored: a mistyped token is refused here, not on first use.
         let user = service(&url, &token, Arc::new(NoSecrets))?
             .user()
@@ -245,8 +291,9 @@ pub fn login(args: LoginArgs, cwd: &Path) -> Result<ExitCode> {
         (user, Some(token))
     } else {
         anyhow::ensure!(
-            args.token.is_none(),
-            "a file:// backend takes no access token; --token is for http(s):// services"
+            args.token.is_none() && args.oidc_token.is_none(),
+            "a file:// backend takes no access token; --token and --oidc-token are for \
+             http(s):// services"
         );
         let backend = LocalBackend::from_url(Some(&url))?;
         if let Some(dir) = url.strip_prefix("file://") {

@@ -21,6 +21,7 @@ use crate::auth::{AccessToken, Lease, Level, Screened, User};
 use crate::body::Body;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::oidc::{self, OidcConfig};
 use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
 use crate::{
@@ -44,6 +45,8 @@ pub struct Options {
     /// (behind a proxy that sets it); by default the peer's address, which a client cannot
     /// forge.
     pub trust_forwarded_for: bool,
+    /// The issuers whose ID tokens are exchanged for access tokens; none without it.
+    pub oidc: Option<Arc<OidcConfig>>,
 }
 
 impl Default for Options {
@@ -54,6 +57,7 @@ impl Default for Options {
             master_keys: None,
             bodies_in_flight: 128 << 20,
             trust_forwarded_for: false,
+            oidc: None,
         }
     }
 }
@@ -89,6 +93,12 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         screened: Arc::default(),
         metrics,
     };
+    // The one route without an access token (its caller has none yet): outside the admission,
+    // which reads a body only for a token found valid, under a small limit of its own.
+    let exchange = Router::new()
+        .route("/api/v1/oidc/exchange", post(oidc::exchange))
+        .layer(DefaultBodyLimit::max(oidc::BODY_LIMIT))
+        .layer(RequestDecompressionLayer::new());
     Router::new()
         // Liveness (the process serves) and readiness (it can do its work: its database is
         // reachable and migrated to this binary's schema), for load balancers and orchestrators.
@@ -133,6 +143,7 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         .layer(DefaultBodyLimit::max(limit))
         .layer(from_fn_with_state(app.clone(), admission::admit))
         .layer(RequestDecompressionLayer::new())
+        .merge(exchange)
         .layer(from_fn(answers::json_errors))
         // The fastest level: a checkpoint of 10,000 resources is 5 MB of JSON, sent at the
         // start of every update; the default level spent a fifth of the service's CPU on it

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use plinth_service::{
-    AuditFilter, DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, Options, Revoke, Scope,
-    TokenInfo, connect, create_token, has_password, list_audit, list_tokens, metrics_router,
-    parse_since, read_database_file, readable_by_others, repair, revoke_tokens, rotate, router,
+    AuditFilter, DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, OidcConfig, Options,
+    Revoke, Scope, TokenInfo, connect, create_token, has_password, list_audit, list_tokens,
+    metrics_router, parse_since, read_database_file, readable_by_others, repair, revoke_tokens,
+    rotate, router,
 };
 
 mod audit_print;
@@ -67,6 +68,11 @@ struct ServeArgs {
     /// address. Without it, the peer's address, which a client cannot forge.
     #[arg(long)]
     trust_forwarded_for: bool,
+    /// A YAML file naming the OIDC issuers (GitHub Actions, GitLab, …) whose ID tokens are
+    /// exchanged for short-lived access tokens (`POST /api/v1/oidc/exchange`), and the rules
+    /// mapping their claims to grants. Checked at start; without it, no token is exchanged.
+    #[arg(long, env = "PLINTH_OIDC_CONFIG", value_name = "FILE")]
+    oidc_config: Option<PathBuf>,
 }
 
 /// The database, given so that its password stays off the command line (which every user of the
@@ -429,6 +435,11 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
         }
         None => {
             let args = cli.serve;
+            // Before the database: a mistake in it is said at once, whatever else is wrong.
+            let oidc = match &args.oidc_config {
+                Some(path) => Some(Arc::new(OidcConfig::load(path)?)),
+                None => None,
+            };
             let pool = connect(&args.database.url(on_command_line)?).await?;
             let master_keys = if args.master_key.is_empty() {
                 None
@@ -443,6 +454,7 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
                 master_keys,
                 bodies_in_flight: args.bodies_in_flight,
                 trust_forwarded_for: args.trust_forwarded_for,
+                oidc,
             };
             let metrics = Metrics::new();
             if let Some(address) = args.metrics_listen {
