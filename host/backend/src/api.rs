@@ -55,8 +55,9 @@ pub trait Backend: Send + Sync {
     fn get_stack(&self, project: &ProjectName, name: &StackName) -> Result<StackRef, BackendError>;
     /// The project's stacks, by name.
     fn list_stacks(&self, project: &ProjectName) -> Result<Vec<StackSummary>, BackendError>;
-    /// Removes a stack; one that still has resources only with `force`.
-    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<(), BackendError>;
+    /// Removes a stack; one that still has resources only with `force`. Returns what the
+    /// backend keeps of it, to tell the user (a service keeps it, restorable, for a while).
+    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<Option<String>, BackendError>;
     /// The stack later commands operate on, if one is selected.
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName>;
     fn select_stack(&self, stack: &StackRef) -> Result<(), BackendError>;

@@ -125,9 +125,13 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             println!("Selected stack `{name}`.");
         }
         StackCommand::Rm { name, force } => {
-            ws.backend
+            let kept = ws
+                .backend
                 .remove_stack(&ws.backend.get_stack(project, &name)?, force)?;
-            println!("Removed stack `{name}`.");
+            match kept {
+                Some(kept) => println!("Removed stack `{name}`; {kept}."),
+                None => println!("Removed stack `{name}`."),
+            }
         }
         StackCommand::Output {
             name,

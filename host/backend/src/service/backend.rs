@@ -279,14 +279,17 @@ impl Backend for ServiceBackend {
             .collect()
     }
 
-    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<(), BackendError> {
+    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<Option<String>, BackendError> {
         let path = ServiceBackend::stack_path(stack, &format!("?force={force}"));
-        (self.transport.call("DELETE", &path, None, None)).map_err(|e| stack_error(e, stack))?;
+        let answer = (self.transport.call("DELETE", &path, None, None))
+            .map_err(|e| stack_error(e, stack))?;
         if self.selected_stack(&stack.project).as_ref() == Some(&stack.name) {
             let file = self.workspace_file(&stack.project);
             std::fs::remove_file(&file).map_err(BackendError::io("removing", &file))?;
         }
-        Ok(())
+        // The service's text: shown escaped, on one line.
+        Ok((answer["note"].as_str())
+            .map(|note| plinth_engine::shown::escape_controls(note).into_owned()))
     }
 
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
