@@ -26,6 +26,7 @@ mod numbers;
 mod polyglot;
 mod postgres;
 mod reach;
+mod recovery;
 mod secrets;
 mod service;
 mod service_login;

@@ -96,6 +96,10 @@ pub trait Backend: Send + Sync {
     /// The stack's state as checkpoint JSON, its secrets sealed by the stack's crypter.
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError>;
 
+    /// The checkpoint JSON of version `number` (the state history entry `number` left, the
+    /// first being 1), its secrets sealed as they were; for `stack rollback`.
+    fn version(&self, stack: &StackRef, number: u64) -> Result<Vec<u8>, BackendError>;
+
     /// The user asked the command to stop (Ctrl-C): what is still to be recorded should not
     /// wait out an outage. A local backend has none to wait out.
     fn interrupted(&self) {}

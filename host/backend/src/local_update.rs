@@ -176,6 +176,10 @@ impl Backend for LocalBackend {
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
         LocalBackend::export(self, &stack.project, &stack.name)
     }
+
+    fn version(&self, stack: &StackRef, number: u64) -> Result<Vec<u8>, BackendError> {
+        LocalBackend::version(self, &stack.project, &stack.name, number)
+    }
 }
 
 /// A stack of the file backend, locked for a change.

@@ -192,6 +192,7 @@ fn update_kind(command: &str) -> UpdateKind {
         "destroy" => UpdateKind::Destroy,
         "refresh" => UpdateKind::Refresh,
         "stack import" => UpdateKind::Import,
+        "stack rollback" => UpdateKind::Rollback,
         _ if command.starts_with("state ") => UpdateKind::StateEdit,
         _ => UpdateKind::Update,
     }
@@ -453,6 +454,19 @@ impl Backend for ServiceBackend {
 
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
         self.checkpoint(stack, None)
+    }
+
+    fn version(&self, stack: &StackRef, number: u64) -> Result<Vec<u8>, BackendError> {
+        let version = i64::try_from(number).unwrap_or(i64::MAX);
+        let path = ServiceBackend::stack_path(stack, &format!("/export?version={version}"));
+        (self.transport.get_bytes(&path)).map_err(|e| match e {
+            ServiceError::NotFound(reason) => BackendError::NoVersion {
+                stack: stack.name.to_string(),
+                version: number,
+                reason,
+            },
+            other => other.into(),
+        })
     }
 
     /// Calls stop retrying soon: a step's end that cannot be sent leaves its operation pending,
