@@ -28,6 +28,7 @@ mod oidc;
 mod polyglot;
 mod postgres;
 mod reach;
+mod recovery;
 mod secrets;
 mod service;
 mod service_access;

@@ -55,8 +55,9 @@ pub trait Backend: Send + Sync {
     fn get_stack(&self, project: &ProjectName, name: &StackName) -> Result<StackRef, BackendError>;
     /// The project's stacks, by name.
     fn list_stacks(&self, project: &ProjectName) -> Result<Vec<StackSummary>, BackendError>;
-    /// Removes a stack; one that still has resources only with `force`.
-    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<(), BackendError>;
+    /// Removes a stack; one that still has resources only with `force`. Returns what the
+    /// backend keeps of it, to tell the user (a service keeps it, restorable, for a while).
+    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<Option<String>, BackendError>;
     /// The stack later commands operate on, if one is selected.
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName>;
     fn select_stack(&self, stack: &StackRef) -> Result<(), BackendError>;
@@ -94,6 +95,10 @@ pub trait Backend: Send + Sync {
 
     /// The stack's state as checkpoint JSON, its secrets sealed by the stack's crypter.
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError>;
+
+    /// The checkpoint JSON of version `number` (the state history entry `number` left, the
+    /// first being 1), its secrets sealed as they were; for `stack rollback`.
+    fn version(&self, stack: &StackRef, number: u64) -> Result<Vec<u8>, BackendError>;
 
     /// The user asked the command to stop (Ctrl-C): what is still to be recorded should not
     /// wait out an outage. A local backend has none to wait out.

@@ -9,6 +9,13 @@ pub enum BackendError {
     NoSuchStack(String),
     #[error("stack `{0}` already exists")]
     StackExists(String),
+    /// An old version that cannot be had (`stack rollback`): `reason` says why.
+    #[error("stack `{stack}` has no version {version} to roll back to: {reason}")]
+    NoVersion {
+        stack: String,
+        version: u64,
+        reason: String,
+    },
     #[error(
         "stack `{stack}` still has {count} resources; run `plinth destroy` first, or pass --force to forget them"
     )]

@@ -26,6 +26,8 @@ pub enum UpdateKind {
     /// A change made by hand: `plinth state delete`, `protect`, `unprotect`.
     #[serde(rename = "state-edit")]
     StateEdit,
+    /// An old version's state written as the new one (`plinth stack rollback`).
+    Rollback,
 }
 
 impl std::fmt::Display for UpdateKind {
@@ -37,6 +39,7 @@ impl std::fmt::Display for UpdateKind {
             UpdateKind::Destroy => "destroy",
             UpdateKind::Import => "import",
             UpdateKind::StateEdit => "state-edit",
+            UpdateKind::Rollback => "rollback",
         })
     }
 }
@@ -185,7 +188,9 @@ impl LocalBackend {
         Ok(entries)
     }
 
-    /// Keeps the current checkpoint in the stack's backups, named by the time it was kept.
+    /// Keeps the current checkpoint in the stack's backups, named by the time it was kept and
+    /// the version it holds (as many as the history has entries: the checkpoint is the state
+    /// the last of them left), so that `stack rollback` finds it.
     ///
     /// A hard link keeps it without writing it again: a checkpoint is never written in place,
     /// only replaced ([`write_atomically`](crate::write_atomically)), so the backup keeps the
@@ -200,7 +205,8 @@ impl LocalBackend {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let target = dir.join(format!("{stack}.{nanos}.json"));
+        let version = self.history(project, stack)?.len();
+        let target = dir.join(format!("{stack}.{nanos}.v{version}.json"));
         let source = self.path(project, stack, "json");
         std::fs::hard_link(&source, &target)
             .or_else(|e| match e.kind() {
@@ -229,6 +235,66 @@ impl LocalBackend {
         backups.sort();
         Ok(backups)
     }
+
+    /// The checkpoint of version `number` (the state history entry `number` left): the first
+    /// backup taken while it was the latest, or the checkpoint itself if it still is.
+    pub fn version(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+        number: u64,
+    ) -> Result<Vec<u8>, BackendError> {
+        let latest = self.history(project, stack)?.len() as u64;
+        let missing = |reason: String| BackendError::NoVersion {
+            stack: stack.to_string(),
+            version: number,
+            reason,
+        };
+        if number == 0 || number > latest {
+            return Err(missing(format!(
+                "its versions are 1 to {latest}, as `plinth stack history` counts them"
+            )));
+        }
+        let path = match number == latest {
+            true => self.path(project, stack, "json"),
+            false => {
+                let backups = self.backups(project, stack)?;
+                let versions: Vec<(u64, &PathBuf)> = (backups.iter())
+                    .filter_map(|path| Some((backup_version(stack, path)?, path)))
+                    .collect();
+                match versions.iter().find(|(v, _)| *v == number) {
+                    Some((_, path)) => (*path).clone(),
+                    None => {
+                        let mut kept: Vec<String> = (versions.iter())
+                            .filter(|(v, _)| *v >= 1)
+                            .map(|(v, _)| v.to_string())
+                            .collect();
+                        kept.dedup();
+                        return Err(missing(format!(
+                            "no backup of it is kept in {} (one is kept before each change, \
+                             but those an older plinth kept do not say which version they \
+                             hold); versions kept: {}",
+                            self.backup_dir(project, stack).display(),
+                            match kept.is_empty() {
+                                true => "none".to_owned(),
+                                false => kept.join(", "),
+                            }
+                        )));
+                    }
+                }
+            }
+        };
+        std::fs::read(&path).map_err(BackendError::io("reading", &path))
+    }
+}
+
+/// The version a backup named `<stack>.<nanos>.v<version>.json` holds; none for a backup an
+/// older plinth named without it.
+fn backup_version(stack: &StackName, path: &std::path::Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let rest = name.strip_prefix(&**stack)?.strip_prefix('.')?;
+    let (_, version) = rest.strip_suffix(".json")?.rsplit_once(".v")?;
+    version.parse().ok()
 }
 
 #[cfg(test)]
@@ -411,5 +477,47 @@ mod tests {
         );
         keyless.append_history(&p, &dev, &entry).unwrap();
         assert_eq!(keyless.history(&p, &dev).unwrap(), [entry]);
+    }
+
+    #[test]
+    fn a_version_is_the_first_backup_taken_while_it_was_the_latest() {
+        use crate::write_atomically;
+
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let b = LocalBackend::from_url(Some(&url)).unwrap();
+        b.create_stack(&p(), &dev()).unwrap();
+        let checkpoint = b.path(&p(), &dev(), "json");
+        let entry = HistoryEntry::ended_now(
+            UpdateKind::Update,
+            SystemTime::now(),
+            UpdateResult::Succeeded,
+            ChangeSummary::default(),
+        );
+        // Version 1 is backed up twice (before each of two changes that recorded nothing);
+        // the first backup is the state version 1 left.
+        for (n, text) in ["one", "one-and-a-crash", "two"].iter().enumerate() {
+            b.backup_checkpoint(&p(), &dev()).unwrap();
+            write_atomically(&checkpoint, text.as_bytes()).unwrap();
+            if n != 1 {
+                b.append_history(&p(), &dev(), &entry).unwrap();
+            }
+        }
+        assert_eq!(b.version(&p(), &dev(), 1).unwrap(), b"one");
+        assert_eq!(b.version(&p(), &dev(), 2).unwrap(), b"two");
+        for missing in [0, 3] {
+            let e = b.version(&p(), &dev(), missing).unwrap_err().to_string();
+            assert!(e.contains("versions are 1 to 2"), "{e}");
+        }
+        // A backup an older plinth named without its version is no version's.
+        for backup in b.backups(&p(), &dev()).unwrap() {
+            let name = backup.to_string_lossy().replace(".v1.json", ".json");
+            std::fs::rename(&backup, name).unwrap();
+        }
+        let e = b.version(&p(), &dev(), 1).unwrap_err().to_string();
+        assert!(
+            e.contains("no backup of it is kept") && e.contains("versions kept: none"),
+            "{e}"
+        );
     }
 }

@@ -88,8 +88,8 @@ impl Backend for LocalBackend {
         self.stacks(project)
     }
 
-    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<(), BackendError> {
-        LocalBackend::remove_stack(self, &stack.project, &stack.name, force)
+    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<Option<String>, BackendError> {
+        LocalBackend::remove_stack(self, &stack.project, &stack.name, force).map(|()| None)
     }
 
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
@@ -175,6 +175,10 @@ impl Backend for LocalBackend {
 
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
         LocalBackend::export(self, &stack.project, &stack.name)
+    }
+
+    fn version(&self, stack: &StackRef, number: u64) -> Result<Vec<u8>, BackendError> {
+        LocalBackend::version(self, &stack.project, &stack.name, number)
     }
 }
 

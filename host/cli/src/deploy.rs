@@ -608,6 +608,7 @@ impl Phase {
             UpdateKind::Refresh => "Refreshing",
             UpdateKind::Import => "Importing into",
             UpdateKind::StateEdit => "Editing the state of",
+            UpdateKind::Rollback => "Rolling back",
         }
         .to_owned()
     }

@@ -15,6 +15,7 @@ mod pending;
 mod plugin;
 mod program_spec;
 mod project;
+mod rollback;
 mod secrets;
 mod serve;
 mod stack;

@@ -71,6 +71,15 @@ pub enum StackCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write the state of an old version (as `stack history` counts them, the oldest being 1)
+    /// as the stack's new version, after showing what it changes in the state. Only the state
+    /// changes: the next `plinth up` makes the real infrastructure match.
+    Rollback {
+        version: u64,
+        /// Roll back without asking for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -126,9 +135,13 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             println!("Selected stack `{name}`.");
         }
         StackCommand::Rm { name, force } => {
-            ws.backend
+            let kept = ws
+                .backend
                 .remove_stack(&ws.backend.get_stack(project, &name)?, force)?;
-            println!("Removed stack `{name}`.");
+            match kept {
+                Some(kept) => println!("Removed stack `{name}`; {kept}."),
+                None => println!("Removed stack `{name}`."),
+            }
         }
         StackCommand::Output {
             name,
@@ -191,6 +204,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
         }
         StackCommand::Import { file, force } => import(ws, file, force)?,
         StackCommand::History { json } => history(ws, json)?,
+        StackCommand::Rollback { version, yes } => crate::rollback::rollback(ws, version, yes)?,
     }
     Ok(ExitCode::SUCCESS)
 }

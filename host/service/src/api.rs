@@ -47,6 +47,8 @@ pub struct Options {
     pub trust_forwarded_for: bool,
     /// The issuers whose ID tokens are exchanged for access tokens; none without it.
     pub oidc: Option<Arc<OidcConfig>>,
+    /// How long a removed stack is kept, restorable, before it is purged.
+    pub removed_stack_retention: std::time::Duration,
 }
 
 impl Default for Options {
@@ -58,6 +60,7 @@ impl Default for Options {
             bodies_in_flight: 128 << 20,
             trust_forwarded_for: false,
             oidc: None,
+            removed_stack_retention: std::time::Duration::from_secs(30 * 86_400),
         }
     }
 }
@@ -163,12 +166,13 @@ async fn user(user: User) -> Json<Value> {
 async fn stack_id(pool: &PgPool, project: &str, stack: &str) -> Result<i64, ApiError> {
     checks::name("project", project)?;
     checks::name("stack", stack)?;
-    let found: Option<(i64,)> =
-        sqlx::query_as("SELECT id FROM stacks WHERE project = $1 AND name = $2")
-            .bind(project)
-            .bind(stack)
-            .fetch_optional(pool)
-            .await?;
+    let found: Option<(i64,)> = sqlx::query_as(
+        "SELECT id FROM stacks WHERE project = $1 AND name = $2 AND removed IS NULL",
+    )
+    .bind(project)
+    .bind(stack)
+    .fetch_optional(pool)
+    .await?;
     found.map(|(id,)| id).ok_or_else(|| {
         ApiError::NotFound(format!(
             "stack `{stack}` does not exist; create it with `plinth stack init {stack}`"
@@ -198,6 +202,7 @@ async fn list_stacks(
                 (SELECT v.checkpoint FROM versions v WHERE v.stack_id = s.id
                  ORDER BY v.version DESC LIMIT 1)
          FROM stacks s WHERE s.project = $1 AND ($2::text IS NULL OR s.name = $2)
+           AND s.removed IS NULL
          ORDER BY s.name",
     )
     .bind(project)
@@ -245,7 +250,8 @@ async fn create_stack(
     user.may(Level::Write, &project, Some(&stack))?;
     let mut tx = pool.begin().await?;
     let created = sqlx::query(
-        "INSERT INTO stacks (project, name) VALUES ($1, $2) ON CONFLICT (project, name) DO NOTHING",
+        "INSERT INTO stacks (project, name) VALUES ($1, $2)
+         ON CONFLICT (project, name) WHERE removed IS NULL DO NOTHING",
     )
     .bind(&project)
     .bind(&stack)
@@ -542,16 +548,23 @@ struct RemoveQuery {
 
 /// Removes a stack with its versions and updates; one that still has resources only with
 /// `force`, and never one being updated.
+/// Removes a stack: it is kept, invisible, for the retention period, and the answer's `note`
+/// says until when and how it is restored.
 async fn remove_stack(
     user: User,
-    State(pool): State<PgPool>,
+    State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<RemoveQuery>,
 ) -> Result<Json<Value>, ApiError> {
     user.may(Level::Admin, &project, Some(&stack))?;
-    let key = stack_key(&pool, &project, &stack).await?;
-    versions::remove(&pool, &user.actor(), &key, query.force).await?;
-    Ok(Json(json!({})))
+    let key = stack_key(&app.pool, &project, &stack).await?;
+    versions::remove(&app.pool, &user.actor(), &key, user.id, query.force).await?;
+    let kept = humantime::format_duration(app.options.removed_stack_retention);
+    let note = format!(
+        "the service keeps it for {kept}: until then its administrator can restore it \
+         (`plinth serve stack restore {project}/{stack}`)"
+    );
+    Ok(Json(json!({ "note": note })))
 }
 
 #[derive(Deserialize)]

@@ -27,6 +27,10 @@ pub(crate) enum Action {
     /// A phase replacing the state with a checkpoint, in any other update (`plinth state …`).
     StateEdited,
     StackRepaired,
+    /// A removed stack brought back (admin CLI).
+    StackRestored,
+    /// A removed stack deleted for good, past its retention (the service or the admin CLI).
+    StackPurged,
     TokenCreated,
     TokenRevoked,
     KeyRotated,
@@ -44,6 +48,8 @@ impl Action {
             Action::StackImported => "stack.imported",
             Action::StateEdited => "state.edited",
             Action::StackRepaired => "stack.repaired",
+            Action::StackRestored => "stack.restored",
+            Action::StackPurged => "stack.purged",
             Action::TokenCreated => "token.created",
             Action::TokenRevoked => "token.revoked",
             Action::KeyRotated => "key.rotated",

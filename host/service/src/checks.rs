@@ -36,7 +36,7 @@ pub(crate) fn name(what: &str, name: &str) -> Result<(), ApiError> {
 pub(crate) fn kind(kind: &str) -> Result<UpdateKind, ApiError> {
     serde_json::from_value(Value::String(kind.to_owned())).map_err(|_| {
         ApiError::BadRequest(format!(
-            "`{}` is not a kind of update: update, refresh, destroy, import or state-edit",
+            "`{}` is not a kind of update: update, refresh, destroy, import, state-edit or rollback",
             shown(kind)
         ))
     })

@@ -19,6 +19,7 @@ mod journal;
 mod metrics;
 mod oidc;
 mod parsed;
+mod removed;
 mod repair;
 mod request_log;
 mod secrets;
@@ -33,6 +34,7 @@ pub use database_url::{DatabaseUrlError, has_password, read_database_file, reada
 pub use db::connect;
 pub use metrics::{Metrics, router as metrics_router};
 pub use oidc::{ConfigError as OidcConfigError, OidcConfig};
+pub use removed::{RemovedStack, list_stacks, purge_periodically, purge_removed, restore};
 pub use repair::{Repaired, repair};
 pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};
 pub use tokens::{Revoke, TokenError, TokenInfo, create_token, list_tokens, revoke_tokens};

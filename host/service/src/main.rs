@@ -11,9 +11,9 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use plinth_service::{
     AuditFilter, DatabaseUrlError, Level, MasterKey, MasterKeys, Metrics, OidcConfig, Options,
-    Revoke, Scope, TokenInfo, connect, create_token, has_password, list_audit, list_tokens,
-    metrics_router, parse_since, read_database_file, readable_by_others, repair, revoke_tokens,
-    rotate, router,
+    RemovedStack, Revoke, Scope, TokenInfo, connect, create_token, has_password, list_audit,
+    list_stacks, list_tokens, metrics_router, parse_since, purge_periodically, purge_removed,
+    read_database_file, readable_by_others, repair, restore, revoke_tokens, rotate, router,
 };
 
 mod audit_print;
@@ -58,6 +58,10 @@ struct ServeArgs {
     /// answered 503 with Retry-After until others are done, bounding the replica's memory.
     #[arg(long, default_value_t = Options::default().bodies_in_flight)]
     bodies_in_flight: usize,
+    /// How long a removed stack (`plinth stack rm`) is kept, restorable with `plinth serve
+    /// stack restore`, before it is purged with everything it held (at start, then hourly).
+    #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
+    removed_stack_retention: std::time::Duration,
     /// The master key file (from `plinth serve key create`) that seals each stack's data key;
     /// without one, service-managed secrets are refused. Give it twice, old and new, while
     /// rotating (`plinth serve key rotate`); a list in the environment is comma-separated.
@@ -145,7 +149,7 @@ enum Command {
     /// Manage the master key of service-managed secrets.
     #[command(subcommand)]
     Key(KeyCommand),
-    /// Repair stacks.
+    /// List, restore, purge and repair stacks.
     #[command(subcommand)]
     Stack(StackCommand),
     /// Show the audit log: every change made through the API or an admin command, newest
@@ -182,6 +186,126 @@ enum StackCommand {
         /// The stack, as PROJECT/STACK.
         stack: String,
     },
+    /// List the stacks (id, project, name, versions), or with --removed the removed ones that
+    /// are kept until purged (also when and by whom they were removed).
+    Ls {
+        #[command(flatten)]
+        database: Database,
+        /// The removed stacks instead of the live ones.
+        #[arg(long)]
+        removed: bool,
+        /// Only this project's stacks.
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Bring a removed stack back, with its versions, history, logs and secrets. Refused while
+    /// a live stack holds its name.
+    Restore {
+        #[command(flatten)]
+        database: Database,
+        /// The stack, as PROJECT/STACK.
+        stack: String,
+        /// Which one, if several stacks of that name were removed (`stack ls --removed`).
+        #[arg(long)]
+        id: Option<i64>,
+    },
+    /// Delete for good the stacks removed longer ago than the retention period (which the
+    /// service also does at start and hourly).
+    Purge {
+        #[command(flatten)]
+        database: Database,
+        /// How long a removed stack is kept.
+        #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
+        removed_stack_retention: std::time::Duration,
+    },
+}
+
+/// `PROJECT/STACK` as its two names.
+fn project_and_stack(stack: &str) -> Result<(&str, &str)> {
+    stack
+        .split_once('/')
+        .context("name the stack as PROJECT/STACK")
+}
+
+/// Prints stacks as a table; `removed`: with when and by whom they were removed.
+fn print_stacks(stacks: &[RemovedStack], removed: bool) {
+    let row = |t: [&str; 6]| {
+        let [id, project, name, versions, when, by] = t;
+        match removed {
+            true => println!("{id:<8}  {project:<20}  {name:<20}  {versions:>8}  {when:<19}  {by}"),
+            false => println!("{id:<8}  {project:<20}  {name:<20}  {versions:>8}"),
+        }
+    };
+    row(["ID", "PROJECT", "STACK", "VERSIONS", "REMOVED (UTC)", "BY"]);
+    for s in stacks {
+        row([
+            &s.id.to_string(),
+            &s.project,
+            &s.name,
+            &s.versions.to_string(),
+            &s.removed,
+            s.removed_by.as_deref().unwrap_or("-"),
+        ]);
+    }
+}
+
+async fn stack_command(command: StackCommand, on_command_line: bool) -> Result<()> {
+    match command {
+        StackCommand::Repair { database, stack } => {
+            let (project, name) = project_and_stack(&stack)?;
+            let pool = connect(&database.url(on_command_line)?).await?;
+            let repaired = repair(&pool, project, name).await?;
+            match repaired.ended {
+                Some(update) => println!(
+                    "Ended update {update} of {stack} as failed; the stack is free. Its journal \
+                     is kept: GET /api/v1/updates/{update}/journal."
+                ),
+                None => println!("No update held {stack}; it is free."),
+            }
+            if repaired.salvaged {
+                println!(
+                    "Its journal could not be rebuilt whole: the new version holds what could \
+                     be (`plinth stack history` says where it stopped)."
+                );
+            }
+        }
+        StackCommand::Ls {
+            database,
+            removed,
+            project,
+        } => {
+            let pool = connect(&database.url(on_command_line)?).await?;
+            print_stacks(
+                &list_stacks(&pool, project.as_deref(), removed).await?,
+                removed,
+            );
+        }
+        StackCommand::Restore {
+            database,
+            stack,
+            id,
+        } => {
+            let (project, name) = project_and_stack(&stack)?;
+            let pool = connect(&database.url(on_command_line)?).await?;
+            let restored = restore(&pool, project, name, id).await?;
+            println!(
+                "Restored {stack} (id {}, removed {} UTC) with its {} versions.",
+                restored.id, restored.removed, restored.versions
+            );
+        }
+        StackCommand::Purge {
+            database,
+            removed_stack_retention,
+        } => {
+            let pool = connect(&database.url(on_command_line)?).await?;
+            let purged = purge_removed(&pool, removed_stack_retention).await?;
+            println!(
+                "Purged {purged} stacks removed more than {} ago.",
+                humantime::format_duration(removed_stack_retention)
+            );
+        }
+    }
+    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -387,27 +511,7 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
             audit_print::print(&entries, json);
             Ok(())
         }
-        Some(Command::Stack(StackCommand::Repair { database, stack })) => {
-            let (project, name) = stack
-                .split_once('/')
-                .context("name the stack as PROJECT/STACK")?;
-            let pool = connect(&database.url(on_command_line)?).await?;
-            let repaired = repair(&pool, project, name).await?;
-            match repaired.ended {
-                Some(update) => println!(
-                    "Ended update {update} of {stack} as failed; the stack is free. Its journal \
-                     is kept: GET /api/v1/updates/{update}/journal."
-                ),
-                None => println!("No update held {stack}; it is free."),
-            }
-            if repaired.salvaged {
-                println!(
-                    "Its journal could not be rebuilt whole: the new version holds what could \
-                     be (`plinth stack history` says where it stopped)."
-                );
-            }
-            Ok(())
-        }
+        Some(Command::Stack(command)) => stack_command(command, on_command_line).await,
         Some(Command::Key(KeyCommand::Create { file })) => {
             MasterKey::create(&file)?;
             println!(
@@ -441,6 +545,17 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
                 None => None,
             };
             let pool = connect(&args.database.url(on_command_line)?).await?;
+            // Before serving: a stack past its retention is gone once the service answers.
+            let retention = args.removed_stack_retention;
+            let purged = purge_removed(&pool, retention).await?;
+            if purged > 0 {
+                tracing::info!("purged {purged} stacks removed more than {retention:?} ago");
+            }
+            tokio::spawn(purge_periodically(
+                pool.clone(),
+                retention,
+                std::time::Duration::from_secs(3600),
+            ));
             let master_keys = if args.master_key.is_empty() {
                 None
             } else {
@@ -455,6 +570,7 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
                 bodies_in_flight: args.bodies_in_flight,
                 trust_forwarded_for: args.trust_forwarded_for,
                 oidc,
+                removed_stack_retention: retention,
             };
             let metrics = Metrics::new();
             if let Some(address) = args.metrics_listen {

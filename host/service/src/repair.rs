@@ -25,12 +25,13 @@ pub async fn repair(pool: &PgPool, project: &str, stack: &str) -> anyhow::Result
     crate::checks::name("stack", stack).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut tx = pool.begin().await?;
     // Locked, so that no update begins meanwhile.
-    let found: Option<(i64,)> =
-        sqlx::query_as("SELECT id FROM stacks WHERE project = $1 AND name = $2 FOR UPDATE")
-            .bind(project)
-            .bind(stack)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let found: Option<(i64,)> = sqlx::query_as(
+        "SELECT id FROM stacks WHERE project = $1 AND name = $2 AND removed IS NULL FOR UPDATE",
+    )
+    .bind(project)
+    .bind(stack)
+    .fetch_optional(&mut *tx)
+    .await?;
     let Some((id,)) = found else {
         bail!("there is no stack {project}/{stack} in this database");
     };

@@ -51,6 +51,18 @@ pub(crate) async fn begin(
 ) -> Result<Begun, ApiError> {
     let (stack_id, stack) = (key.id, key.name.as_str());
     let mut tx = pool.begin().await?;
+    // Shared with other updates' begins, exclusive with a removal: a stack removed meanwhile
+    // begins nothing.
+    let live: Option<(i64,)> =
+        sqlx::query_as("SELECT id FROM stacks WHERE id = $1 AND removed IS NULL FOR SHARE")
+            .bind(stack_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if live.is_none() {
+        return Err(ApiError::NotFound(format!(
+            "stack `{stack}` was removed; create it again with `plinth stack init {stack}`"
+        )));
+    }
     let taken: Vec<(Uuid, String)> = sqlx::query_as(
         "UPDATE updates u SET status = 'expired', ended = now() FROM users usr
          WHERE u.stack_id = $1 AND u.status = 'running' AND u.lease_expires < now()
@@ -217,7 +229,7 @@ pub(crate) struct Holder {
 pub(crate) async fn stack_of(pool: &PgPool, id: Uuid) -> Result<(String, String), ApiError> {
     let found: Option<(String, String)> = sqlx::query_as(
         "SELECT s.project, s.name FROM updates u JOIN stacks s ON s.id = u.stack_id
-         WHERE u.id = $1",
+         WHERE u.id = $1 AND s.removed IS NULL",
     )
     .bind(id)
     .fetch_optional(pool)
@@ -408,7 +420,7 @@ pub(crate) async fn held(
         "SELECT s.id, s.project, s.name, u.kind, EXTRACT(EPOCH FROM u.started)::BIGINT
          FROM updates u JOIN stacks s ON s.id = u.stack_id
          WHERE u.id = $1 AND u.lease_digest = $2 AND u.status = 'running'
-           AND u.lease_expires >= now()
+           AND u.lease_expires >= now() AND s.removed IS NULL
          FOR UPDATE OF u",
     )
     .bind(id)

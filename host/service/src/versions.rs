@@ -512,20 +512,29 @@ pub(crate) async fn export(
     })
 }
 
-/// Removes `stack`, refusing while an update holds it or, unless `force`, while its latest
-/// version has resources (its root alone is an empty stack).
+/// Removes `stack` for user `by`, refusing while an update holds it or, unless `force`, while
+/// its latest version has resources (its root alone is an empty stack). The stack is only marked
+/// removed, `force` or not: it is kept, invisible, until purged (see [`crate::removed`]).
 pub(crate) async fn remove(
     pool: &PgPool,
     actor: &crate::audit::Actor,
     stack: &StackKey,
+    by: i64,
     force: bool,
 ) -> Result<(), ApiError> {
     let mut tx = pool.begin().await?;
     // Locking the stack's row makes an update that begins meanwhile wait for the outcome.
-    sqlx::query("SELECT id FROM stacks WHERE id = $1 FOR UPDATE")
-        .bind(stack.id)
-        .execute(&mut *tx)
-        .await?;
+    let live: Option<(i64,)> =
+        sqlx::query_as("SELECT id FROM stacks WHERE id = $1 AND removed IS NULL FOR UPDATE")
+            .bind(stack.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if live.is_none() {
+        return Err(ApiError::NotFound(format!(
+            "stack `{}` was removed already",
+            stack.name
+        )));
+    }
     let running: Option<(String, String)> = sqlx::query_as(
         "SELECT usr.name, u.kind FROM updates u JOIN users usr ON usr.id = u.user_id
          WHERE u.stack_id = $1 AND u.status = 'running' AND u.lease_expires >= now()",
@@ -550,8 +559,9 @@ pub(crate) async fn remove(
             )));
         }
     }
-    sqlx::query("DELETE FROM stacks WHERE id = $1")
+    sqlx::query("UPDATE stacks SET removed = now(), removed_by = $2 WHERE id = $1")
         .bind(stack.id)
+        .bind(by)
         .execute(&mut *tx)
         .await?;
     let on = Some((stack.project.as_str(), stack.name.as_str()));

@@ -193,6 +193,7 @@ fn update_kind(command: &str) -> UpdateKind {
         "destroy" => UpdateKind::Destroy,
         "refresh" => UpdateKind::Refresh,
         "stack import" => UpdateKind::Import,
+        "stack rollback" => UpdateKind::Rollback,
         _ if command.starts_with("state ") => UpdateKind::StateEdit,
         _ => UpdateKind::Update,
     }
@@ -280,14 +281,17 @@ impl Backend for ServiceBackend {
             .collect()
     }
 
-    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<(), BackendError> {
+    fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<Option<String>, BackendError> {
         let path = ServiceBackend::stack_path(stack, &format!("?force={force}"));
-        (self.transport.call("DELETE", &path, None, None)).map_err(|e| stack_error(e, stack))?;
+        let answer = (self.transport.call("DELETE", &path, None, None))
+            .map_err(|e| stack_error(e, stack))?;
         if self.selected_stack(&stack.project).as_ref() == Some(&stack.name) {
             let file = self.workspace_file(&stack.project);
             std::fs::remove_file(&file).map_err(BackendError::io("removing", &file))?;
         }
-        Ok(())
+        // The service's text: shown escaped, on one line.
+        Ok((answer["note"].as_str())
+            .map(|note| plinth_engine::shown::escape_controls(note).into_owned()))
     }
 
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
@@ -451,6 +455,19 @@ impl Backend for ServiceBackend {
 
     fn export(&self, stack: &StackRef) -> Result<Vec<u8>, BackendError> {
         self.checkpoint(stack, None)
+    }
+
+    fn version(&self, stack: &StackRef, number: u64) -> Result<Vec<u8>, BackendError> {
+        let version = i64::try_from(number).unwrap_or(i64::MAX);
+        let path = ServiceBackend::stack_path(stack, &format!("/export?version={version}"));
+        (self.transport.get_bytes(&path)).map_err(|e| match e {
+            ServiceError::NotFound(reason) => BackendError::NoVersion {
+                stack: stack.name.to_string(),
+                version: number,
+                reason,
+            },
+            other => other.into(),
+        })
     }
 
     /// Calls stop retrying soon: a step's end that cannot be sent leaves its operation pending,
