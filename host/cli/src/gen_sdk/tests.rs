@@ -257,7 +257,7 @@ fn the_manifest_depends_on_the_sdk_by_path_or_version() {
         &kitchen_sink(),
         Lang::Rust,
         &Options {
-            sdk_path: Some("../../sdk-guest".into()),
+            sdk_path: Some("../../sdk-guest/rust".into()),
         },
     );
     let manifest = &files
@@ -267,7 +267,7 @@ fn the_manifest_depends_on_the_sdk_by_path_or_version() {
         .contents;
     assert!(manifest.contains("name = \"plinth-net-sdk\""), "{manifest}");
     assert!(
-        manifest.contains("plinth-sdk = { path = \"../../sdk-guest\", features = [\"program\"] }"),
+        manifest.contains("plinth-sdk = { path = \"../../sdk-guest/rust\", features = [\"program\"] }"),
         "{manifest}"
     );
     let (files, _) = rust(&kitchen_sink());
