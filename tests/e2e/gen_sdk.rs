@@ -24,7 +24,7 @@ fn committed_sdks_are_up_to_date() {
     for (wasm, sdk) in providers {
         // Each language's SDK, and the plinth SDK it depends on by path (Python's needs none).
         for (lang, sdk_path) in [
-            ("rust", Some("sdk-guest")),
+            ("rust", Some("sdk-guest/rust")),
             ("ts", Some("sdk-guest/js")),
             ("python", None),
         ] {

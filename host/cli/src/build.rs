@@ -1,229 +1,39 @@
-//! Turns a project's program or plugin reference into a component file, building a Rust crate
-//! for wasm32-wasip2 when the reference is a crate directory.
+//! Turns a project's program or plugin reference into a component file: the file itself, or
+//! the component a guest directory builds to, in whichever language it is written.
 
-use std::cell::Cell;
-use std::io::{BufRead, BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
-use serde::Deserialize;
+use anyhow::{Result, bail};
 
-use crate::guest::{self, CrateCache, Language, Role};
+use crate::guest::{self, LANGUAGES, Role};
 
-pub const WASM_TARGET: &str = "wasm32-wasip2";
-
-/// The component `path` names: the file itself, the cdylib its crate builds to, or the
-/// component a TypeScript/JavaScript or Python guest directory builds to as a `role`.
+/// The component `path` names: the file itself, or the component its guest directory builds
+/// to as a `role`.
 pub fn component_path(path: &Path, what: &str, role: Role) -> Result<PathBuf> {
     // A file, or what the component reader refuses by name (a device, a FIFO).
     if path.exists() && !path.is_dir() {
         return Ok(path.to_owned());
     }
-    if let Some(language) = path.is_dir().then(|| Language::of(path)).flatten() {
-        return guest::build(path, language, role, what);
+    if !path.is_dir() {
+        bail!("{what}: {} does not exist", path.display())
     }
-    let manifest = path.join("Cargo.toml");
-    if path.is_dir() && manifest.is_file() {
-        return build_crate(&manifest, what);
-    }
-    if path.is_dir() {
-        bail!(
-            "{what}: {} is a directory without a Cargo.toml, package.json or pyproject.toml; \
-             point to a .wasm component, a Rust crate, or a TypeScript/JavaScript or Python guest",
-            path.display()
-        )
-    }
-    bail!("{what}: {} does not exist", path.display())
-}
-
-#[derive(Deserialize)]
-struct CargoMessage {
-    reason: String,
-    #[serde(default)]
-    manifest_path: Option<PathBuf>,
-    #[serde(default)]
-    filenames: Vec<PathBuf>,
-    #[serde(default)]
-    target: Option<CargoTarget>,
-    /// Up to date: nothing was compiled for it.
-    #[serde(default)]
-    fresh: bool,
-}
-
-#[derive(Deserialize)]
-struct CargoTarget {
-    name: String,
-}
-
-/// Builds the crate, unless the component of its last build is still what cargo would build.
-fn build_crate(manifest: &Path, what: &str) -> Result<PathBuf> {
-    let manifest = manifest.canonicalize()?;
-    let cache = CrateCache::open(&manifest, WASM_TARGET)?;
-    if let Some(component) = cache.fresh() {
-        return Ok(component);
-    }
-    let component = run_cargo(&manifest, what)?;
-    if let Err(e) = cache.store(&manifest, &component) {
-        // Only the next build's speed depends on it.
-        tracing::warn!("cannot cache the build of {}: {e:#}", manifest.display());
-    }
-    Ok(component)
-}
-
-fn run_cargo(manifest: &Path, what: &str) -> Result<PathBuf> {
-    let manifest = manifest.to_owned();
-    let crate_dir = manifest.parent().unwrap_or(&manifest);
-    let label = format!(
-        "{what} `{}`",
-        crate_dir.file_name().map_or_else(
-            || crate_dir.display().to_string(),
-            |n| n.to_string_lossy().into_owned()
-        )
-    );
-    let progress = BuildProgress::start(&label, crate_dir);
-    let mut child = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "--target", WASM_TARGET])
-        .args([
-            "--message-format",
-            "json-render-diagnostics",
-            "--manifest-path",
-        ])
-        .arg(&manifest)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("{what}: cannot run cargo to build {}", manifest.display()))?;
-    // cargo's rendered diagnostics are shown as they come, above the spinner.
-    let stderr = child.stderr.take().expect("piped stderr");
-    let echo = {
-        let progress = progress.bar.clone();
-        std::thread::spawn(move || forward_diagnostics(stderr, progress.as_ref()))
-    };
-    let mut component = None;
-    for line in BufReader::new(child.stdout.take().expect("piped stdout")).lines() {
-        let Ok(message) = serde_json::from_str::<CargoMessage>(&line?) else {
-            continue;
-        };
-        if message.reason != "compiler-artifact" {
-            continue;
-        }
-        if !message.fresh {
-            progress.announce();
-        }
-        if message.manifest_path.as_deref() == Some(&manifest) {
-            component = (message.filenames.into_iter())
-                .find(|f| f.extension().is_some_and(|e| e == "wasm"))
-                .or(component);
-        } else if let Some(target) = message.target {
-            progress.compiled(&target.name);
-        }
-    }
-    let status = child.wait()?;
-    let _ = echo.join();
-    progress.finish(status.success());
-    if !status.success() {
-        bail!(
-            "{what}: building {} for {WASM_TARGET} failed (see cargo's messages above; \
-             if the target is missing, run `rustup target add {WASM_TARGET}`)",
-            manifest.display()
-        );
-    }
-    component.with_context(|| {
-        format!(
-            "{what}: {} built no .wasm component; its crate needs `crate-type = [\"cdylib\"]`",
-            manifest.display()
-        )
-    })
-}
-
-/// Copies cargo's stderr to ours, above the spinner when there is one.
-fn forward_diagnostics(stderr: impl Read, bar: Option<&ProgressBar>) {
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-        match bar {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
-        }
+    match guest::detect(path) {
+        Some(language) => language.build(path, role, what),
+        None => bail!(
+            "{what}: {} is a directory without a {}; point to a .wasm component, or a {} guest",
+            path.display(),
+            either(LANGUAGES.iter().map(|l| l.manifest())),
+            either(LANGUAGES.iter().map(|l| l.name())),
+        ),
     }
 }
 
-/// What a build shows while cargo runs: a spinner with the crate, the dependencies compiled so
-/// far and the time taken on a terminal; without one, a line once cargo compiles something and
-/// one when it is done. An up-to-date crate builds silently.
-struct BuildProgress {
-    label: String,
-    dir: PathBuf,
-    bar: Option<ProgressBar>,
-    started: Instant,
-    compiled: Cell<usize>,
-    /// Whether cargo compiled anything (the plain line was printed).
-    announced: Cell<bool>,
-}
-
-impl BuildProgress {
-    fn start(label: &str, dir: &Path) -> BuildProgress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
-                    .expect("valid template"),
-            );
-            bar.set_message(format!(
-                "Building {label} for {WASM_TARGET} (a first build compiles every dependency \
-                 and takes a while)"
-            ));
-            bar.enable_steady_tick(Duration::from_millis(100));
-            bar
-        });
-        BuildProgress {
-            label: label.to_owned(),
-            dir: dir.to_owned(),
-            bar,
-            started: Instant::now(),
-            compiled: Default::default(),
-            announced: Default::default(),
-        }
-    }
-
-    /// Cargo compiles something: without a terminal, say so once.
-    fn announce(&self) {
-        if self.announced.replace(true) || self.bar.is_some() {
-            return;
-        }
-        eprintln!(
-            "Building {} from {} for {WASM_TARGET} (a first build compiles every dependency \
-             and takes a while)...",
-            self.label,
-            self.dir.display()
-        );
-    }
-
-    /// A dependency was compiled (or found fresh).
-    fn compiled(&self, name: &str) {
-        self.compiled.set(self.compiled.get() + 1);
-        if let Some(bar) = &self.bar {
-            bar.set_message(format!(
-                "Building {} for {WASM_TARGET}: {} crates ready, last `{name}` (a first build \
-                 takes a while)",
-                self.label,
-                self.compiled.get()
-            ));
-        }
-    }
-
-    fn finish(&self, succeeded: bool) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-        if succeeded && self.announced.get() {
-            eprintln!(
-                "Built {} in {:.1}s.",
-                self.label,
-                self.started.elapsed().as_secs_f64()
-            );
-        }
+/// `a, b or c`.
+fn either<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let items: Vec<&str> = items.collect();
+    match items.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }

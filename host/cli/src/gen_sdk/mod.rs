@@ -5,11 +5,14 @@
 //! [`model::Package::new`] turns the provider's `info` into resources, functions and named
 //! types whose names are split into words, unique among their siblings and kept apart from the
 //! names the emitter's own code uses ([`Emitter::reserved`]); an [`Emitter`] cases those words
-//! its language's way, spells its keywords, and writes the files. To add a language, write an
-//! emitter (see `rust.rs`, `ts.rs`, `py.rs`), add it to [`Lang`], and give [`model::Name`] the casing it needs
-//! (it has snake, camel and Pascal case). Unit tests of an emitter run it on
+//! its language's way, spells its keywords, and writes the files with the shared helpers of
+//! [`code`]. Emitters are keyed by the id of their guest language (`crate::guest`), which is
+//! what `--lang` takes. To add a language, write an emitter (see `rust.rs`, `ts.rs`, `py.rs`),
+//! add it to [`EMITTERS`], and give [`model::Name`] the casing it needs (it has snake, camel
+//! and Pascal case); docs/languages.md has the whole list. Unit tests of an emitter run it on
 //! `tests.rs`'s `kitchen_sink` schema; the e2e tests check committed SDKs with `--check`.
 
+mod code;
 mod model;
 mod py;
 mod rust;
@@ -19,8 +22,10 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser};
 
+use crate::guest;
 use crate::home::plinth_home;
 use crate::plugin::store::Store;
 use crate::plugin::{locate, provider_info};
@@ -34,8 +39,8 @@ pub struct GenSdkArgs {
     #[arg(value_name = "NAME[@VERSION] | FILE | SOURCE-DIR")]
     plugin: String,
     /// The language of the SDK.
-    #[arg(long, value_enum)]
-    lang: Lang,
+    #[arg(long, value_parser = languages())]
+    lang: String,
     /// Where to write the SDK (default: `sdks/<provider>/<lang>`).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -50,33 +55,23 @@ pub struct GenSdkArgs {
     check: bool,
 }
 
-/// The languages SDKs are generated for.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Lang {
-    Rust,
-    /// TypeScript (and JavaScript, through the same package).
-    #[value(alias = "typescript")]
-    Ts,
-    #[value(alias = "py")]
-    Python,
+/// The emitters, one per guest language that has one.
+static EMITTERS: &[&dyn Emitter] = &[&rust::RustEmitter, &ts::TsEmitter, &py::PyEmitter];
+
+/// The emitter of the language `lang` names (its id or an alias).
+pub fn emitter(lang: &str) -> Option<&'static dyn Emitter> {
+    let id = guest::by_id(lang)?.id();
+    EMITTERS.iter().copied().find(|e| e.language() == id)
 }
 
-impl Lang {
-    fn emitter(self) -> &'static dyn Emitter {
-        match self {
-            Lang::Rust => &rust::RustEmitter,
-            Lang::Ts => &ts::TsEmitter,
-            Lang::Python => &py::PyEmitter,
-        }
-    }
-
-    fn dir_name(self) -> &'static str {
-        match self {
-            Lang::Rust => "rust",
-            Lang::Ts => "ts",
-            Lang::Python => "python",
-        }
-    }
+/// `--lang`'s values: the languages with an emitter, by id, with their aliases.
+fn languages() -> PossibleValuesParser {
+    PossibleValuesParser::new(EMITTERS.iter().map(|e| {
+        let language = guest::by_id(e.language()).expect("an emitter's language is registered");
+        PossibleValue::new(language.id())
+            .aliases(language.aliases().iter().copied())
+            .help(language.name())
+    }))
 }
 
 /// What an emitter needs beyond the package.
@@ -98,6 +93,9 @@ pub struct GeneratedFile {
 /// A language's half of the generator. Emitters are pure: the same package and options give
 /// the same files, byte for byte.
 pub trait Emitter: Sync {
+    /// The id of the guest language whose SDKs it writes ([`guest::GuestLanguage::id`]): the
+    /// `--lang` that picks it, and the folder (`sdks/<provider>/<id>`) it writes to by default.
+    fn language(&self) -> &'static str;
     /// The names the emitter's generated code uses itself; the model keeps the package's names
     /// apart from them.
     fn reserved(&self) -> Reserved;
@@ -105,14 +103,13 @@ pub trait Emitter: Sync {
     fn emit(&self, package: &Package, options: &Options) -> Vec<GeneratedFile>;
 }
 
-/// The files of `lang`'s SDK for the provider `info`, and the notes on what was renamed or
-/// skipped.
+/// The files of the SDK `emitter` writes for the provider `info`, and the notes on what was
+/// renamed or skipped.
 pub fn generate(
     info: &plinth_engine::provider::ProviderInfo,
-    lang: Lang,
+    emitter: &dyn Emitter,
     options: &Options,
 ) -> (Vec<GeneratedFile>, Vec<String>) {
-    let emitter = lang.emitter();
     let package = Package::new(info, emitter.reserved());
     let files = emitter.emit(&package, options);
     (files, package.notes)
@@ -122,12 +119,11 @@ pub async fn run(start: &Path, args: GenSdkArgs) -> Result<ExitCode> {
     let store = Store::in_home(&plinth_home()?);
     let (path, _) = locate(&store, &args.plugin).await?;
     let info = provider_info(&path).await?;
+    let emitter = emitter(&args.lang).expect("clap checked --lang");
+    let lang = emitter.language();
     let out = match &args.out {
         Some(out) => start.join(out),
-        None => start
-            .join("sdks")
-            .join(&info.name)
-            .join(args.lang.dir_name()),
+        None => start.join("sdks").join(&info.name).join(lang),
     };
     let sdk_path = match &args.sdk_path {
         Some(sdk) => {
@@ -139,7 +135,7 @@ pub async fn run(start: &Path, args: GenSdkArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let (files, notes) = generate(&info, args.lang, &Options { sdk_path });
+    let (files, notes) = generate(&info, emitter, &Options { sdk_path });
     for note in &notes {
         // A note quotes names from the plugin's schema.
         eprintln!("note: {}", escape_controls(note));
@@ -154,7 +150,7 @@ pub async fn run(start: &Path, args: GenSdkArgs) -> Result<ExitCode> {
         if !stale.is_empty() {
             eprintln!(
                 "The {} SDK of `{}` in {} is out of date ({}); regenerate it with `plinth gen-sdk`.",
-                args.lang.dir_name(),
+                lang,
                 info.name,
                 out.display(),
                 stale.join(", ")
@@ -163,7 +159,7 @@ pub async fn run(start: &Path, args: GenSdkArgs) -> Result<ExitCode> {
         }
         println!(
             "The {} SDK of `{}` in {} is up to date.",
-            args.lang.dir_name(),
+            lang,
             info.name,
             out.display()
         );
@@ -173,7 +169,7 @@ pub async fn run(start: &Path, args: GenSdkArgs) -> Result<ExitCode> {
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     println!(
         "Wrote the {} SDK of `{}` {} ({}, {}) to {}.",
-        args.lang.dir_name(),
+        lang,
         info.name,
         info.version,
         count(info.resources.len(), "resource type"),

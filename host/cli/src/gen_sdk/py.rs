@@ -8,10 +8,12 @@
 
 use std::fmt::Write as _;
 
+use super::code::{
+    Identifiers, Writer, json_string as py_string, property_doc, trailing_underscore,
+};
 use super::model::{
     EnumDef, Function, Name, ObjectDef, Package, Property, Reserved, Resource, TypeRef,
 };
-use super::rust::property_doc;
 use super::{Emitter, GeneratedFile, Options};
 
 pub struct PyEmitter;
@@ -34,6 +36,10 @@ const MODULE_NAMES: &[&str] = &[
 const TYPING: &[&str] = MODULE_NAMES.split_at(9).0;
 
 impl Emitter for PyEmitter {
+    fn language(&self) -> &'static str {
+        "python"
+    }
+
     fn reserved(&self) -> Reserved {
         Reserved {
             // The constructor's own parameters, and the module's own names.
@@ -94,14 +100,14 @@ fn manifest(package: &Package) -> String {
 
 struct Code<'a> {
     package: &'a Package,
-    out: String,
+    out: Writer,
 }
 
 impl<'a> Code<'a> {
     fn new(package: &'a Package) -> Code<'a> {
         Code {
             package,
-            out: String::new(),
+            out: Writer::new("    "),
         }
     }
 
@@ -109,18 +115,19 @@ impl<'a> Code<'a> {
         let package = self.package;
         let header = super::module_header(package);
         self.docstring(0, &header);
-        self.line(0, "");
-        self.line(0, "from __future__ import annotations");
-        self.line(0, "");
-        self.line(0, &format!("from typing import {}", TYPING.join(", ")));
-        self.line(0, "");
-        self.line(0, "import plinth as sdk");
-        self.line(0, "");
+        self.out.line(0, "");
+        self.out.line(0, "from __future__ import annotations");
+        self.out.line(0, "");
+        self.out
+            .line(0, &format!("from typing import {}", TYPING.join(", ")));
+        self.out.line(0, "");
+        self.out.line(0, "import plinth as sdk");
+        self.out.line(0, "");
         self.exports();
-        self.line(0, "");
-        self.line(0, "_T = TypeVar(\"_T\")");
-        self.line(0, "");
-        self.line(0, "Input = Union[_T, sdk.Output[_T]]");
+        self.out.line(0, "");
+        self.out.line(0, "_T = TypeVar(\"_T\")");
+        self.out.line(0, "");
+        self.out.line(0, "Input = Union[_T, sdk.Output[_T]]");
         self.docstring(
             0,
             "A value, or an output of another resource that resolves to one.",
@@ -137,15 +144,16 @@ impl<'a> Code<'a> {
         for function in &package.functions {
             self.function(function);
         }
-        self.line(0, "");
-        self.line(0, "");
-        self.line(0, "def _present(values: Dict[str, Any]) -> Dict[str, Any]:");
+        self.out.line(0, "");
+        self.out.line(0, "");
+        self.out
+            .line(0, "def _present(values: Dict[str, Any]) -> Dict[str, Any]:");
         self.docstring(1, "The values that were given: `None` is an absent input.");
-        self.line(
+        self.out.line(
             1,
             "return {key: value for key, value in values.items() if value is not None}",
         );
-        self.out
+        self.out.finish()
     }
 
     /// `__all__`: what `from plinth_<provider> import *` gives, not the `typing` names.
@@ -156,19 +164,11 @@ impl<'a> Code<'a> {
         names.extend(package.objects.iter().map(|o| type_ident(&o.name)));
         names.extend(package.resources.iter().map(|r| type_ident(&r.name)));
         names.extend(package.functions.iter().map(|f| field_ident(&f.name)));
-        self.line(0, "__all__ = [");
+        self.out.line(0, "__all__ = [");
         for name in names {
-            self.line(1, &format!("{},", py_string(&name)));
+            self.out.line(1, &format!("{},", py_string(&name)));
         }
-        self.line(0, "]");
-    }
-
-    fn line(&mut self, indent: usize, text: &str) {
-        if text.is_empty() {
-            self.out.push('\n');
-        } else {
-            let _ = writeln!(self.out, "{}{text}", "    ".repeat(indent));
-        }
+        self.out.line(0, "]");
     }
 
     fn docstring(&mut self, indent: usize, text: &str) {
@@ -178,17 +178,17 @@ impl<'a> Code<'a> {
             .replace("\"\"\"", "\\\"\\\"\\\"");
         let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
         if let [only] = lines.as_slice() {
-            self.line(indent, &format!("\"\"\"{only}\"\"\""));
+            self.out.line(indent, &format!("\"\"\"{only}\"\"\""));
             return;
         }
         for (i, line) in lines.iter().enumerate() {
             if i == 0 {
-                self.line(indent, &format!("\"\"\"{line}"));
+                self.out.line(indent, &format!("\"\"\"{line}"));
             } else {
-                self.line(indent, line);
+                self.out.line(indent, line);
             }
         }
-        self.line(indent, "\"\"\"");
+        self.out.line(indent, "\"\"\"");
     }
 
     /// The type of `ty`; object names quoted where they may not be defined yet.
@@ -225,11 +225,11 @@ impl<'a> Code<'a> {
     }
 
     fn enumeration(&mut self, enumeration: &EnumDef) {
-        self.line(0, "");
+        self.out.line(0, "");
         let values: Vec<String> = (enumeration.values.iter())
             .map(|v| py_string(&v.wire))
             .collect();
-        self.line(
+        self.out.line(
             0,
             &format!(
                 "{} = Literal[{}]",
@@ -242,15 +242,16 @@ impl<'a> Code<'a> {
 
     /// A `TypedDict` in its functional form: the provider's keys need not be identifiers.
     fn object(&mut self, object: &ObjectDef) {
-        self.line(0, "");
+        self.out.line(0, "");
         let name = type_ident(&object.name);
         if object.properties.is_empty() {
-            self.line(
+            self.out.line(
                 0,
                 &format!("{name} = TypedDict({}, {{}})", py_string(&name)),
             );
         } else {
-            self.line(0, &format!("{name} = TypedDict({}, {{", py_string(&name)));
+            self.out
+                .line(0, &format!("{name} = TypedDict({}, {{", py_string(&name)));
             for property in &object.properties {
                 let ty = self.type_name(&property.ty, true);
                 let ty = if property.required {
@@ -258,9 +259,10 @@ impl<'a> Code<'a> {
                 } else {
                     ty
                 };
-                self.line(1, &format!("{}: {ty},", py_string(&property.wire)));
+                self.out
+                    .line(1, &format!("{}: {ty},", py_string(&property.wire)));
             }
-            self.line(0, "}, total=False)");
+            self.out.line(0, "}, total=False)");
         }
         let mut doc = if object.description.is_empty() {
             format!("The object type `{name}`.")
@@ -303,30 +305,18 @@ impl<'a> Code<'a> {
     }
 
     fn signature(&mut self, indent: usize, head: &str, params: &[String], ret: &str) {
-        self.line(indent, &format!("def {head}("));
+        self.out.line(indent, &format!("def {head}("));
         for param in params {
-            self.line(indent + 2, &format!("{param},"));
+            self.out.line(indent + 2, &format!("{param},"));
         }
-        self.line(indent, &format!(") -> {ret}:"));
+        self.out.line(indent, &format!(") -> {ret}:"));
     }
 
     /// `{"wire": ident, ...}` for `properties`.
-    fn wire_dict(&mut self, indent: usize, properties: &[Property]) -> String {
-        if properties.is_empty() {
-            return "{}".into();
-        }
-        let mut text = String::from("{\n");
-        for property in properties {
-            let _ = writeln!(
-                text,
-                "{}{}: {},",
-                "    ".repeat(indent + 1),
-                py_string(&property.wire),
-                field_ident(&property.name)
-            );
-        }
-        let _ = write!(text, "{}}}", "    ".repeat(indent));
-        text
+    fn wire_dict(&self, indent: usize, properties: &[Property]) -> String {
+        let entries = (properties.iter())
+            .map(|p| format!("{}: {}", py_string(&p.wire), field_ident(&p.name)));
+        self.out.block(indent, entries)
     }
 
     fn arguments_doc(properties: &[Property]) -> String {
@@ -344,9 +334,9 @@ impl<'a> Code<'a> {
 
     fn resource(&mut self, resource: &Resource) {
         let name = type_ident(&resource.name);
-        self.line(0, "");
-        self.line(0, "");
-        self.line(0, &format!("class {name}(sdk.Resource):"));
+        self.out.line(0, "");
+        self.out.line(0, "");
+        self.out.line(0, &format!("class {name}(sdk.Resource):"));
         let mut doc = String::new();
         if !resource.description.is_empty() {
             let _ = write!(doc, "{}\n\n", resource.description.trim());
@@ -358,10 +348,11 @@ impl<'a> Code<'a> {
             resource.token
         );
         self.docstring(1, &doc);
-        self.line(0, "");
-        self.line(1, &format!("TYPE = {}", py_string(&resource.token)));
+        self.out.line(0, "");
+        self.out
+            .line(1, &format!("TYPE = {}", py_string(&resource.token)));
         self.docstring(1, "The type token.");
-        self.line(0, "");
+        self.out.line(0, "");
         let mut params = vec![
             "self".to_owned(),
             "ctx: sdk.Context".to_owned(),
@@ -381,23 +372,23 @@ impl<'a> Code<'a> {
         );
         self.docstring(2, &doc);
         let wire = self.wire_dict(2, &resource.inputs);
-        self.line(2, &format!("inputs = _present({wire})"));
-        self.line(
+        self.out.line(2, &format!("inputs = _present({wire})"));
+        self.out.line(
             2,
             &format!(
                 "super().__init__(ctx.resource({name}.TYPE, resource_name, inputs, opts).handle)"
             ),
         );
         for output in &resource.outputs {
-            self.line(0, "");
-            self.line(1, "@property");
+            self.out.line(0, "");
+            self.out.line(1, "@property");
             let ty = self.type_name(&output.ty, false);
             let ty = if output.required {
                 ty
             } else {
                 format!("Optional[{ty}]")
             };
-            self.line(
+            self.out.line(
                 1,
                 &format!(
                     "def {}(self) -> sdk.Output[{ty}]:",
@@ -405,7 +396,7 @@ impl<'a> Code<'a> {
                 ),
             );
             self.docstring(2, &property_doc(output));
-            self.line(
+            self.out.line(
                 2,
                 &format!("return self.output({})", py_string(&output.wire)),
             );
@@ -413,8 +404,8 @@ impl<'a> Code<'a> {
     }
 
     fn function(&mut self, function: &Function) {
-        self.line(0, "");
-        self.line(0, "");
+        self.out.line(0, "");
+        self.out.line(0, "");
         let mut params = vec!["ctx: sdk.Context".to_owned()];
         params.extend(self.parameters(&function.inputs, false));
         let result = self.type_name(&function.output, false);
@@ -431,7 +422,7 @@ impl<'a> Code<'a> {
         );
         self.docstring(1, &doc);
         let wire = self.wire_dict(1, &function.inputs);
-        self.line(
+        self.out.line(
             1,
             &format!(
                 "return ctx.invoke({}, _present({wire}))",
@@ -449,30 +440,18 @@ const KEYWORDS: &[&str] = &[
     "with", "yield",
 ];
 
-/// `name` as a Python identifier: a keyword gets a trailing `_` (PEP 8).
-fn ident(name: String) -> String {
-    if KEYWORDS.contains(&name.as_str()) {
-        format!("{name}_")
-    } else {
-        name
-    }
-}
+/// Python identifiers: a keyword gets a trailing `_` (PEP 8).
+const IDENTS: Identifiers = Identifiers::new(KEYWORDS, trailing_underscore);
 
 fn field_ident(name: &Name) -> String {
-    ident(name.snake())
+    IDENTS.snake(name)
 }
 
 fn type_ident(name: &Name) -> String {
-    ident(name.pascal())
+    IDENTS.pascal(name)
 }
 
 /// `text` on one line, its paragraphs joined.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A Python string literal.
-fn py_string(text: &str) -> String {
-    // JSON's escapes are Python's, for every string JSON can write.
-    serde_json::to_string(text).expect("a string")
 }

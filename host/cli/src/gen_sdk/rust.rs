@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use super::code::{Identifiers, Writer, property_doc};
 use super::model::{
     EnumDef, Function, Name, ObjectDef, Package, Property, Reserved, Resource, TypeRef,
 };
@@ -19,6 +20,10 @@ const CHAIN_WIDTH: usize = 60;
 pub struct RustEmitter;
 
 impl Emitter for RustEmitter {
+    fn language(&self) -> &'static str {
+        "rust"
+    }
+
     fn reserved(&self) -> Reserved {
         Reserved {
             // The builder's own methods and the parameters of `builder`.
@@ -98,14 +103,14 @@ fn toml_string(text: &str) -> String {
 /// The library's code, written item by item.
 struct Code<'a> {
     package: &'a Package,
-    out: String,
+    out: Writer,
 }
 
 impl<'a> Code<'a> {
     fn new(package: &'a Package) -> Code<'a> {
         Code {
             package,
-            out: String::new(),
+            out: Writer::new("    "),
         }
     }
 
@@ -123,15 +128,7 @@ impl<'a> Code<'a> {
         for function in &self.package.functions {
             self.function(function);
         }
-        self.out
-    }
-
-    fn line(&mut self, indent: usize, text: &str) {
-        if text.is_empty() {
-            self.out.push('\n');
-        } else {
-            let _ = writeln!(self.out, "{}{text}", "    ".repeat(indent));
-        }
+        self.out.finish()
     }
 
     /// `text` as doc comment lines (`//!` or `///`), wrapped at rustfmt's width.
@@ -142,11 +139,11 @@ impl<'a> Code<'a> {
         for line in text.trim().lines() {
             let line = line.trim_end();
             if line.is_empty() {
-                self.line(indent, marker);
+                self.out.line(indent, marker);
                 continue;
             }
             for wrapped in wrap(line, width) {
-                self.line(indent, &format!("{marker} {wrapped}"));
+                self.out.line(indent, &format!("{marker} {wrapped}"));
             }
         }
     }
@@ -155,21 +152,21 @@ impl<'a> Code<'a> {
         let package = self.package;
         let text = super::module_header(package) + "\n";
         self.doc(0, "//!", &text);
-        self.line(0, "");
+        self.out.line(0, "");
         let uses_map = self.all_types().any(contains_map);
         let derives_deserialize =
             !self.package.objects.is_empty() || !self.package.enums.is_empty();
         if uses_map {
-            self.line(0, "use std::collections::BTreeMap;");
-            self.line(0, "");
+            self.out.line(0, "use std::collections::BTreeMap;");
+            self.out.line(0, "");
         }
-        self.line(0, "use plinth_sdk as sdk;");
+        self.out.line(0, "use plinth_sdk as sdk;");
         let serde = if derives_deserialize {
             "use serde::{Deserialize, Serialize};"
         } else {
             "use serde::Serialize;"
         };
-        self.line(0, serde);
+        self.out.line(0, serde);
     }
 
     /// Every property type and function result of the package.
@@ -209,7 +206,7 @@ impl<'a> Code<'a> {
     }
 
     fn object(&mut self, object: &ObjectDef) {
-        self.line(0, "");
+        self.out.line(0, "");
         let name = type_ident(&object.name);
         let description = if object.description.is_empty() {
             format!("The object type `{}`.", name)
@@ -217,7 +214,7 @@ impl<'a> Code<'a> {
             object.description.clone()
         };
         self.doc(0, "///", &description);
-        self.line(
+        self.out.line(
             0,
             "#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]",
         );
@@ -233,10 +230,10 @@ impl<'a> Code<'a> {
         field_type: impl Fn(&Self, &Property) -> String,
     ) {
         if properties.is_empty() {
-            self.line(0, &format!("pub struct {name} {{}}"));
+            self.out.line(0, &format!("pub struct {name} {{}}"));
             return;
         }
-        self.line(0, &format!("pub struct {name} {{"));
+        self.out.line(0, &format!("pub struct {name} {{"));
         for property in properties {
             self.doc(1, "///", &property_doc(property));
             let ident = field_ident(&property.name);
@@ -255,48 +252,48 @@ impl<'a> Code<'a> {
             if !serde.is_empty() {
                 self.attribute(1, &format!("serde({})", serde.join(", ")));
             }
-            self.line(1, &format!("pub {ident}: {ty},"));
+            self.out.line(1, &format!("pub {ident}: {ty},"));
         }
-        self.line(0, "}");
+        self.out.line(0, "}");
     }
 
     /// `#[inner]`, as rustfmt lays out one too long for a line.
     fn attribute(&mut self, indent: usize, inner: &str) {
         let line = format!("#[{inner}]");
         if 4 * indent + line.len() <= MAX_WIDTH {
-            self.line(indent, &line);
+            self.out.line(indent, &line);
             return;
         }
         // `serde(a, b)` → one argument per line.
         let (head, args) = inner.split_once('(').unwrap_or((inner, ""));
         let args = args.strip_suffix(')').unwrap_or(args);
-        self.line(indent, &format!("#[{head}("));
+        self.out.line(indent, &format!("#[{head}("));
         for arg in args.split(", ") {
-            self.line(indent + 1, &format!("{arg},"));
+            self.out.line(indent + 1, &format!("{arg},"));
         }
-        self.line(indent, ")]");
+        self.out.line(indent, ")]");
     }
 
     fn enumeration(&mut self, enumeration: &EnumDef) {
-        self.line(0, "");
+        self.out.line(0, "");
         let name = type_ident(&enumeration.name);
         let values: Vec<String> = (enumeration.values.iter())
             .map(|v| format!("`{}`", rust_string(&v.wire)))
             .collect();
         self.doc(0, "///", &format!("One of {}.", values.join(", ")));
-        self.line(
+        self.out.line(
             0,
             "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]",
         );
-        self.line(0, &format!("pub enum {name} {{"));
+        self.out.line(0, &format!("pub enum {name} {{"));
         for value in &enumeration.values {
-            self.line(
+            self.out.line(
                 1,
                 &format!("#[serde(rename = {})]", rust_string(&value.wire)),
             );
-            self.line(1, &format!("{},", type_ident(&value.name)));
+            self.out.line(1, &format!("{},", type_ident(&value.name)));
         }
-        self.line(0, "}");
+        self.out.line(0, "}");
     }
 
     fn resource(&mut self, resource: &Resource) {
@@ -307,7 +304,7 @@ impl<'a> Code<'a> {
         let optional: Vec<&Property> = resource.inputs.iter().filter(|p| !p.required).collect();
 
         // The handle.
-        self.line(0, "");
+        self.out.line(0, "");
         let description = if resource.description.is_empty() {
             String::new()
         } else {
@@ -322,18 +319,20 @@ impl<'a> Code<'a> {
                 resource.token
             ),
         );
-        self.line(0, "#[derive(Clone, Copy, Debug, PartialEq, Eq)]");
-        self.line(0, &format!("pub struct {name} {{"));
-        self.line(1, "resource: sdk::Resource,");
-        self.line(0, "}");
-        self.line(0, "");
-        self.line(0, &format!("impl {name} {{"));
-        self.line(1, &format!("/// The type token, `{}`.", resource.token));
-        self.line(
+        self.out
+            .line(0, "#[derive(Clone, Copy, Debug, PartialEq, Eq)]");
+        self.out.line(0, &format!("pub struct {name} {{"));
+        self.out.line(1, "resource: sdk::Resource,");
+        self.out.line(0, "}");
+        self.out.line(0, "");
+        self.out.line(0, &format!("impl {name} {{"));
+        self.out
+            .line(1, &format!("/// The type token, `{}`.", resource.token));
+        self.out.line(
             1,
             &format!("pub const TYPE: &str = {};", rust_string(&resource.token)),
         );
-        self.line(0, "");
+        self.out.line(0, "");
         let mut builder_doc = format!(
             "Starts declaring a `{}` named `resource_name`",
             resource.token
@@ -364,8 +363,9 @@ impl<'a> Code<'a> {
             )
         }));
         self.signature(1, "pub fn builder", &params, &builder);
-        self.line(2, &format!("{builder} {{"));
-        self.line(3, "builder: ctx.resource(Self::TYPE, resource_name),");
+        self.out.line(2, &format!("{builder} {{"));
+        self.out
+            .line(3, "builder: ctx.resource(Self::TYPE, resource_name),");
         let fields: Vec<String> = (resource.inputs.iter())
             .map(|p| {
                 let ident = field_ident(&p.name);
@@ -377,10 +377,10 @@ impl<'a> Code<'a> {
             })
             .collect();
         self.struct_literal(3, "args: ", &args, &fields, ",");
-        self.line(2, "}");
-        self.line(1, "}");
-        self.line(0, "");
-        self.line(
+        self.out.line(2, "}");
+        self.out.line(1, "}");
+        self.out.line(0, "");
+        self.out.line(
             1,
             &format!(
                 "/// Declares a `{}` named `resource_name` with `args`.",
@@ -397,28 +397,31 @@ impl<'a> Code<'a> {
             ],
             &format!("Result<{name}, sdk::Error>"),
         );
-        self.line(2, &format!("{builder} {{"));
-        self.line(3, "builder: ctx.resource(Self::TYPE, resource_name),");
-        self.line(3, "args,");
-        self.line(2, "}");
-        self.line(2, ".register()");
-        self.line(1, "}");
-        self.line(0, "");
-        self.line(
+        self.out.line(2, &format!("{builder} {{"));
+        self.out
+            .line(3, "builder: ctx.resource(Self::TYPE, resource_name),");
+        self.out.line(3, "args,");
+        self.out.line(2, "}");
+        self.out.line(2, ".register()");
+        self.out.line(1, "}");
+        self.out.line(0, "");
+        self.out.line(
             1,
             "/// The registered resource: for other resources' options (`depends_on`, `parent`).",
         );
-        self.line(1, "pub fn resource(&self) -> &sdk::Resource {");
-        self.line(2, "&self.resource");
-        self.line(1, "}");
-        self.line(0, "");
-        self.line(1, "/// The id the provider gave the resource.");
+        self.out
+            .line(1, "pub fn resource(&self) -> &sdk::Resource {");
+        self.out.line(2, "&self.resource");
+        self.out.line(1, "}");
+        self.out.line(0, "");
+        self.out
+            .line(1, "/// The id the provider gave the resource.");
         self.accessor("id", "String", ".id()");
-        self.line(0, "");
-        self.line(1, "/// The resource's URN.");
+        self.out.line(0, "");
+        self.out.line(1, "/// The resource's URN.");
         self.accessor("urn", "String", ".urn()");
         for output in &resource.outputs {
-            self.line(0, "");
+            self.out.line(0, "");
             self.doc(1, "///", &property_doc(output));
             let ty = self.value_type(output);
             let ty = if output.required {
@@ -429,32 +432,34 @@ impl<'a> Code<'a> {
             let call = format!(".output({})", rust_string(&output.wire));
             self.accessor(&field_ident(&output.name), &ty, &call);
         }
-        self.line(0, "}");
+        self.out.line(0, "}");
 
         // The inputs.
-        self.line(0, "");
-        self.line(0, &format!("/// The inputs of a [`{name}`]."));
-        self.line(0, "#[derive(Clone, Debug, PartialEq, Serialize)]");
+        self.out.line(0, "");
+        self.out
+            .line(0, &format!("/// The inputs of a [`{name}`]."));
+        self.out
+            .line(0, "#[derive(Clone, Debug, PartialEq, Serialize)]");
         self.struct_body(&args, &resource.inputs, |code, p| {
             format!("sdk::Input<{}>", code.value_type(p))
         });
 
         // The builder.
-        self.line(0, "");
-        self.line(
+        self.out.line(0, "");
+        self.out.line(
             0,
             &format!("/// Declares a [`{name}`]: made by [`{name}::builder`]."),
         );
-        self.line(
+        self.out.line(
             0,
             "#[must_use = \"a resource is declared only when `register` is called\"]",
         );
-        self.line(0, &format!("pub struct {builder} {{"));
-        self.line(1, "builder: sdk::ResourceBuilder,");
-        self.line(1, &format!("args: {args},"));
-        self.line(0, "}");
-        self.line(0, "");
-        self.line(0, &format!("impl {builder} {{"));
+        self.out.line(0, &format!("pub struct {builder} {{"));
+        self.out.line(1, "builder: sdk::ResourceBuilder,");
+        self.out.line(1, &format!("args: {args},"));
+        self.out.line(0, "}");
+        self.out.line(0, "");
+        self.out.line(0, &format!("impl {builder} {{"));
         for input in &optional {
             let ident = field_ident(&input.name);
             let param = "value";
@@ -468,12 +473,13 @@ impl<'a> Code<'a> {
                 ],
                 &builder,
             );
-            self.line(2, &format!("self.args.{ident} = Some({param}.into());"));
-            self.line(2, "self");
-            self.line(1, "}");
-            self.line(0, "");
+            self.out
+                .line(2, &format!("self.args.{ident} = Some({param}.into());"));
+            self.out.line(2, "self");
+            self.out.line(1, "}");
+            self.out.line(0, "");
         }
-        self.line(
+        self.out.line(
             1,
             "/// Sets resource options (`depends_on`, `parent`, `protect`, `ignore_changes`, ...).",
         );
@@ -486,25 +492,25 @@ impl<'a> Code<'a> {
             ],
             &builder,
         );
-        self.line(2, "self.builder = f(self.builder);");
-        self.line(2, "self");
-        self.line(1, "}");
-        self.line(0, "");
-        self.line(
+        self.out.line(2, "self.builder = f(self.builder);");
+        self.out.line(2, "self");
+        self.out.line(1, "}");
+        self.out.line(0, "");
+        self.out.line(
             1,
             "/// Sends the registration to the engine; returns at once with the resource's handle.",
         );
-        self.line(
+        self.out.line(
             1,
             &format!("pub fn register(self) -> Result<{name}, sdk::Error> {{"),
         );
-        self.line(
+        self.out.line(
             2,
             "let resource = self.builder.inputs_from(&self.args)?.register();",
         );
-        self.line(2, &format!("Ok({name} {{ resource }})"));
-        self.line(1, "}");
-        self.line(0, "}");
+        self.out.line(2, &format!("Ok({name} {{ resource }})"));
+        self.out.line(1, "}");
+        self.out.line(0, "}");
     }
 
     /// `pub fn name(&self) -> sdk::Output<ty> { self.resource<call>.typed() }`, the chain split
@@ -518,20 +524,20 @@ impl<'a> Code<'a> {
         );
         let chain = format!("self.resource{call}.typed()");
         if chain.len() <= CHAIN_WIDTH && 8 + chain.len() <= MAX_WIDTH {
-            self.line(2, &chain);
+            self.out.line(2, &chain);
         } else {
             // `self.resource` stays on the first line, each call on its own.
-            self.line(2, "self.resource");
-            self.line(3, call);
-            self.line(3, ".typed()");
+            self.out.line(2, "self.resource");
+            self.out.line(3, call);
+            self.out.line(3, ".typed()");
         }
-        self.line(1, "}");
+        self.out.line(1, "}");
     }
 
     fn function(&mut self, function: &Function) {
         let name = field_ident(&function.name);
         let args = format!("{}Args", type_ident(&function.name));
-        self.line(0, "");
+        self.out.line(0, "");
         let mut doc = String::new();
         if !function.description.is_empty() {
             let _ = write!(doc, "{}\n\n", function.description.trim());
@@ -545,14 +551,16 @@ impl<'a> Code<'a> {
             &["ctx: &sdk::Context".to_owned(), format!("args: &{args}")],
             &format!("Result<{result}, sdk::Error>"),
         );
-        self.line(
+        self.out.line(
             1,
             &format!("ctx.invoke_typed({}, args)", rust_string(&function.token)),
         );
-        self.line(0, "}");
-        self.line(0, "");
-        self.line(0, &format!("/// The arguments of [`{name}`]."));
-        self.line(0, "#[derive(Clone, Debug, PartialEq, Serialize)]");
+        self.out.line(0, "}");
+        self.out.line(0, "");
+        self.out
+            .line(0, &format!("/// The arguments of [`{name}`]."));
+        self.out
+            .line(0, "#[derive(Clone, Debug, PartialEq, Serialize)]");
         self.struct_body(&args, &function.inputs, |code, p| code.value_type(p));
     }
 
@@ -560,14 +568,14 @@ impl<'a> Code<'a> {
     fn signature(&mut self, indent: usize, prefix: &str, params: &[String], ret: &str) {
         let one_line = format!("{prefix}({}) -> {ret} {{", params.join(", "));
         if 4 * indent + one_line.len() <= MAX_WIDTH {
-            self.line(indent, &one_line);
+            self.out.line(indent, &one_line);
             return;
         }
-        self.line(indent, &format!("{prefix}("));
+        self.out.line(indent, &format!("{prefix}("));
         for param in params {
-            self.line(indent + 1, &format!("{param},"));
+            self.out.line(indent + 1, &format!("{param},"));
         }
-        self.line(indent, &format!(") -> {ret} {{"));
+        self.out.line(indent, &format!(") -> {ret} {{"));
     }
 
     /// `lead name { fields }end`, on one line when rustfmt keeps it on one.
@@ -580,20 +588,20 @@ impl<'a> Code<'a> {
         end: &str,
     ) {
         if fields.is_empty() {
-            self.line(indent, &format!("{lead}{name} {{}}{end}"));
+            self.out.line(indent, &format!("{lead}{name} {{}}{end}"));
             return;
         }
         let body = fields.join(", ");
         let one_line = format!("{lead}{name} {{ {body} }}{end}");
         if body.len() <= STRUCT_LIT_WIDTH && 4 * indent + one_line.len() <= MAX_WIDTH {
-            self.line(indent, &one_line);
+            self.out.line(indent, &one_line);
             return;
         }
-        self.line(indent, &format!("{lead}{name} {{"));
+        self.out.line(indent, &format!("{lead}{name} {{"));
         for field in fields {
-            self.line(indent + 1, &format!("{field},"));
+            self.out.line(indent + 1, &format!("{field},"));
         }
-        self.line(indent, &format!("}}{end}"));
+        self.out.line(indent, &format!("}}{end}"));
     }
 }
 
@@ -616,32 +624,6 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// A property's description, with what the schema says beyond its type.
-pub(super) fn property_doc(property: &Property) -> String {
-    let mut doc = property.description.trim().to_owned();
-    let mut facts = Vec::new();
-    if let Some(default) = &property.default {
-        facts.push(format!("Default: `{default}`."));
-    }
-    if property.replace_on_change {
-        facts.push("Changing it replaces the resource.".to_owned());
-    }
-    if property.secret {
-        facts.push("Always a secret.".to_owned());
-    }
-    if !facts.is_empty() {
-        if !doc.is_empty() {
-            doc.push_str("\n\n");
-        }
-        doc.push_str(&facts.join(" "));
-    }
-    if doc.is_empty() {
-        format!("`{}`.", property.wire)
-    } else {
-        doc
-    }
-}
-
 fn contains_map(ty: &TypeRef) -> bool {
     match ty {
         TypeRef::Map(_) => true,
@@ -662,25 +644,23 @@ const KEYWORDS: &[&str] = &[
 /// Keywords that cannot even be raw identifiers.
 const NOT_RAW: &[&str] = &["crate", "self", "Self", "super"];
 
-/// `name` as a Rust identifier: a keyword raw (`r#type`), or with a `_` where it cannot be.
-fn ident(name: String) -> String {
-    if NOT_RAW.contains(&name.as_str()) {
-        format!("{name}_")
-    } else if KEYWORDS.contains(&name.as_str()) {
-        format!("r#{name}")
+/// Rust identifiers: a keyword raw (`r#type`), or with a `_` where it cannot be.
+const IDENTS: Identifiers = Identifiers::new(KEYWORDS, |keyword| {
+    if NOT_RAW.contains(&keyword) {
+        format!("{keyword}_")
     } else {
-        name
+        format!("r#{keyword}")
     }
-}
+});
 
 /// A field, method or function name: snake case.
 fn field_ident(name: &Name) -> String {
-    ident(name.snake())
+    IDENTS.snake(name)
 }
 
 /// A type or variant name: Pascal case.
 fn type_ident(name: &Name) -> String {
-    ident(name.pascal())
+    IDENTS.pascal(name)
 }
 
 /// A Rust string literal.

@@ -6,7 +6,7 @@ use plinth_engine::provider::{
 };
 use plinth_engine::value::Value;
 
-use super::{GeneratedFile, Lang, Options, generate};
+use super::{EMITTERS, GeneratedFile, Options, emitter, generate};
 
 fn prop(name: &str, ty: PropertyType) -> PropertySchema {
     PropertySchema::new(name, ty)
@@ -155,7 +155,7 @@ fn file<'a>(files: &'a [GeneratedFile], path: &str) -> &'a str {
 }
 
 fn rust(info: &ProviderInfo) -> (Vec<GeneratedFile>, Vec<String>) {
-    generate(info, Lang::Rust, &Options::default())
+    generate(info, emitter("rust").unwrap(), &Options::default())
 }
 
 #[test]
@@ -255,9 +255,9 @@ fn generation_is_deterministic_whatever_the_schema_order() {
 fn the_manifest_depends_on_the_sdk_by_path_or_version() {
     let (files, _) = generate(
         &kitchen_sink(),
-        Lang::Rust,
+        emitter("rust").unwrap(),
         &Options {
-            sdk_path: Some("../../sdk-guest".into()),
+            sdk_path: Some("../../sdk-guest/rust".into()),
         },
     );
     let manifest = &files
@@ -267,7 +267,8 @@ fn the_manifest_depends_on_the_sdk_by_path_or_version() {
         .contents;
     assert!(manifest.contains("name = \"plinth-net-sdk\""), "{manifest}");
     assert!(
-        manifest.contains("plinth-sdk = { path = \"../../sdk-guest\", features = [\"program\"] }"),
+        manifest
+            .contains("plinth-sdk = { path = \"../../sdk-guest/rust\", features = [\"program\"] }"),
         "{manifest}"
     );
     let (files, _) = rust(&kitchen_sink());
@@ -325,7 +326,7 @@ fn assert_contains(code: &str, needles: &[&str]) {
 }
 
 fn typescript(info: &ProviderInfo) -> Vec<GeneratedFile> {
-    generate(info, Lang::Ts, &Options::default()).0
+    generate(info, emitter("ts").unwrap(), &Options::default()).0
 }
 
 #[test]
@@ -423,7 +424,7 @@ fn typescript_keywords_and_collisions_become_valid_distinct_names() {
 fn the_typescript_package_depends_on_the_sdk_by_path_or_version() {
     let (files, _) = generate(
         &kitchen_sink(),
-        Lang::Ts,
+        emitter("ts").unwrap(),
         &Options {
             sdk_path: Some("../../../sdk-guest/js".into()),
         },
@@ -447,7 +448,7 @@ fn the_typescript_package_depends_on_the_sdk_by_path_or_version() {
 }
 
 fn python(info: &ProviderInfo) -> Vec<GeneratedFile> {
-    generate(info, Lang::Python, &Options::default()).0
+    generate(info, emitter("python").unwrap(), &Options::default()).0
 }
 
 #[test]
@@ -528,4 +529,21 @@ fn typescript_and_python_generation_is_deterministic_whatever_the_schema_order()
     reversed.functions.reverse();
     assert_eq!(typescript(&info), typescript(&reversed));
     assert_eq!(python(&info), python(&reversed));
+}
+
+/// `--lang` takes a guest language's id or alias, and each emitter is keyed by its language.
+#[test]
+fn emitters_are_keyed_by_their_guest_language() {
+    let ids: Vec<&str> = EMITTERS.iter().map(|e| e.language()).collect();
+    assert_eq!(ids, ["rust", "ts", "python"]);
+    for id in ids {
+        assert_eq!(emitter(id).unwrap().language(), id);
+        assert!(
+            crate::guest::by_id(id).is_some(),
+            "{id} is a guest language"
+        );
+    }
+    assert_eq!(emitter("typescript").unwrap().language(), "ts");
+    assert_eq!(emitter("py").unwrap().language(), "python");
+    assert!(emitter("cobol").is_none());
 }

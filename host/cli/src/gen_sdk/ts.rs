@@ -7,13 +7,17 @@
 
 use std::fmt::Write as _;
 
+use super::code::{Identifiers, Writer, json_string as js, property_doc, trailing_underscore};
 use super::model::{EnumDef, Function, ObjectDef, Package, Property, Reserved, Resource, TypeRef};
-use super::rust::property_doc;
 use super::{Emitter, GeneratedFile, Options};
 
 pub struct TsEmitter;
 
 impl Emitter for TsEmitter {
+    fn language(&self) -> &'static str {
+        "ts"
+    }
+
     fn reserved(&self) -> Reserved {
         Reserved {
             input_names: &[],
@@ -73,14 +77,14 @@ fn manifest(package: &Package, options: &Options) -> String {
 
 struct Code<'a> {
     package: &'a Package,
-    out: String,
+    out: Writer,
 }
 
 impl<'a> Code<'a> {
     fn new(package: &'a Package) -> Code<'a> {
         Code {
             package,
-            out: String::new(),
+            out: Writer::new("  "),
         }
     }
 
@@ -88,15 +92,16 @@ impl<'a> Code<'a> {
         let package = self.package;
         let header = super::module_header(package);
         for line in header.lines() {
-            self.line(0, format!("// {line}").trim_end());
+            self.out.line(0, format!("// {line}").trim_end());
         }
-        self.line(0, "import * as sdk from \"@plinth/sdk\";");
-        self.line(0, "");
-        self.line(
+        self.out.line(0, "import * as sdk from \"@plinth/sdk\";");
+        self.out.line(0, "");
+        self.out.line(
             0,
             "/** A value, or an output of another resource that resolves to one. */",
         );
-        self.line(0, "export type Input<T> = T | sdk.Output<T>;");
+        self.out
+            .line(0, "export type Input<T> = T | sdk.Output<T>;");
         for enumeration in &package.enums {
             self.enumeration(enumeration);
         }
@@ -109,15 +114,7 @@ impl<'a> Code<'a> {
         for function in &package.functions {
             self.function(function);
         }
-        self.out
-    }
-
-    fn line(&mut self, indent: usize, text: &str) {
-        if text.is_empty() {
-            self.out.push('\n');
-        } else {
-            let _ = writeln!(self.out, "{}{text}", "  ".repeat(indent));
-        }
+        self.out.finish()
     }
 
     /// `text` as a JSDoc comment.
@@ -125,14 +122,14 @@ impl<'a> Code<'a> {
         let text = text.trim().replace("*/", "*\\/");
         let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
         if let [only] = lines.as_slice() {
-            self.line(indent, &format!("/** {only} */"));
+            self.out.line(indent, &format!("/** {only} */"));
             return;
         }
-        self.line(indent, "/**");
+        self.out.line(indent, "/**");
         for line in lines {
-            self.line(indent, format!(" * {line}").trim_end());
+            self.out.line(indent, format!(" * {line}").trim_end());
         }
-        self.line(indent, " */");
+        self.out.line(indent, " */");
     }
 
     fn type_name(&self, ty: &TypeRef) -> String {
@@ -158,10 +155,10 @@ impl<'a> Code<'a> {
     }
 
     fn enumeration(&mut self, enumeration: &EnumDef) {
-        self.line(0, "");
+        self.out.line(0, "");
         let values: Vec<String> = enumeration.values.iter().map(|v| js(&v.wire)).collect();
         self.doc(0, &format!("One of {}.", values.join(", ")));
-        self.line(
+        self.out.line(
             0,
             &format!(
                 "export type {} = {};",
@@ -172,18 +169,18 @@ impl<'a> Code<'a> {
     }
 
     fn object(&mut self, object: &ObjectDef) {
-        self.line(0, "");
+        self.out.line(0, "");
         let name = object.name.pascal();
         if object.description.is_empty() {
             self.doc(0, &format!("The object type `{name}`."));
         } else {
             self.doc(0, &object.description);
         }
-        self.line(0, &format!("export interface {name} {{"));
+        self.out.line(0, &format!("export interface {name} {{"));
         for property in &object.properties {
             self.doc(1, &property_doc(property));
             let optional = if property.required { "" } else { "?" };
-            self.line(
+            self.out.line(
                 1,
                 &format!(
                     "{}{optional}: {};",
@@ -192,15 +189,15 @@ impl<'a> Code<'a> {
                 ),
             );
         }
-        self.line(0, "}");
+        self.out.line(0, "}");
     }
 
     /// `export interface <name> { field: Input<T>; ... }` for resource inputs or function
     /// arguments, keyed by the camelCase names.
     fn args_interface(&mut self, name: &str, what: &str, properties: &[Property], input: bool) {
-        self.line(0, "");
+        self.out.line(0, "");
         self.doc(0, what);
-        self.line(0, &format!("export interface {name} {{"));
+        self.out.line(0, &format!("export interface {name} {{"));
         for property in properties {
             self.doc(1, &property_doc(property));
             let optional = if property.required { "" } else { "?" };
@@ -209,31 +206,19 @@ impl<'a> Code<'a> {
             } else {
                 self.type_name(&property.ty)
             };
-            self.line(
+            self.out.line(
                 1,
                 &format!("{}{optional}: {ty};", property_key(&property.name.camel())),
             );
         }
-        self.line(0, "}");
+        self.out.line(0, "}");
     }
 
     /// The object literal mapping `args`'s camelCase fields to the provider's names.
-    fn wire_object(&mut self, indent: usize, properties: &[Property]) -> String {
-        if properties.is_empty() {
-            return "{}".into();
-        }
-        let mut text = String::from("{\n");
-        for property in properties {
-            let _ = writeln!(
-                text,
-                "{}{}: args.{},",
-                "  ".repeat(indent + 1),
-                property_key(&property.wire),
-                property.name.camel()
-            );
-        }
-        let _ = write!(text, "{}}}", "  ".repeat(indent));
-        text
+    fn wire_object(&self, indent: usize, properties: &[Property]) -> String {
+        let entries = (properties.iter())
+            .map(|p| format!("{}: args.{}", property_key(&p.wire), p.name.camel()));
+        self.out.block(indent, entries)
     }
 
     fn resource(&mut self, resource: &Resource) {
@@ -245,7 +230,7 @@ impl<'a> Code<'a> {
             &resource.inputs,
             true,
         );
-        self.line(0, "");
+        self.out.line(0, "");
         let mut doc = String::new();
         if !resource.description.is_empty() {
             let _ = write!(doc, "{}\n\n", resource.description.trim());
@@ -257,13 +242,14 @@ impl<'a> Code<'a> {
             resource.token
         );
         self.doc(0, &doc);
-        self.line(0, &format!("export class {name} extends sdk.Resource {{"));
+        self.out
+            .line(0, &format!("export class {name} extends sdk.Resource {{"));
         self.doc(1, &format!("The type token, `{}`.", resource.token));
-        self.line(
+        self.out.line(
             1,
             &format!("static readonly TYPE = {};", js(&resource.token)),
         );
-        self.line(0, "");
+        self.out.line(0, "");
         self.doc(
             1,
             &format!("Declares a `{}` named `name` with `args`.", resource.token),
@@ -273,7 +259,7 @@ impl<'a> Code<'a> {
         } else {
             " = {}"
         };
-        self.line(
+        self.out.line(
             1,
             &format!(
                 "constructor(ctx: sdk.Context, name: string, args: {args}{default}, \
@@ -281,13 +267,13 @@ impl<'a> Code<'a> {
             ),
         );
         let inputs = self.wire_object(2, &resource.inputs);
-        self.line(
+        self.out.line(
             2,
             &format!("super(ctx.resource({name}.TYPE, name, {inputs}, options).handle);"),
         );
-        self.line(1, "}");
+        self.out.line(1, "}");
         for output in &resource.outputs {
-            self.line(0, "");
+            self.out.line(0, "");
             self.doc(1, &property_doc(output));
             let ty = self.type_name(&output.ty);
             let ty = if output.required {
@@ -295,21 +281,22 @@ impl<'a> Code<'a> {
             } else {
                 format!("{ty} | undefined")
             };
-            self.line(
+            self.out.line(
                 1,
                 &format!(
                     "get {}(): sdk.Output<{ty}> {{",
                     property_key(&output.name.camel())
                 ),
             );
-            self.line(2, &format!("return this.output({});", js(&output.wire)));
-            self.line(1, "}");
+            self.out
+                .line(2, &format!("return this.output({});", js(&output.wire)));
+            self.out.line(1, "}");
         }
-        self.line(0, "}");
+        self.out.line(0, "}");
     }
 
     fn function(&mut self, function: &Function) {
-        let name = ident(function.name.camel());
+        let name = IDENTS.camel(&function.name);
         let args = format!("{}Args", function.name.pascal());
         self.args_interface(
             &args,
@@ -317,7 +304,7 @@ impl<'a> Code<'a> {
             &function.inputs,
             false,
         );
-        self.line(0, "");
+        self.out.line(0, "");
         let mut doc = String::new();
         if !function.description.is_empty() {
             let _ = write!(doc, "{}\n\n", function.description.trim());
@@ -330,7 +317,7 @@ impl<'a> Code<'a> {
             " = {}"
         };
         let result = self.type_name(&function.output);
-        self.line(
+        self.out.line(
             0,
             &format!(
                 "export function {name}(ctx: sdk.Context, args: {args}{default}): \
@@ -338,14 +325,14 @@ impl<'a> Code<'a> {
             ),
         );
         let wire = self.wire_object(1, &function.inputs);
-        self.line(
+        self.out.line(
             1,
             &format!(
                 "return ctx.invoke<{result}>({}, {wire});",
                 js(&function.token)
             ),
         );
-        self.line(0, "}");
+        self.out.line(0, "}");
     }
 }
 
@@ -401,14 +388,8 @@ const KEYWORDS: &[&str] = &[
     "eval",
 ];
 
-/// `name` as a function or variable name: a keyword gets a trailing `_`.
-fn ident(name: String) -> String {
-    if KEYWORDS.contains(&name.as_str()) {
-        format!("{name}_")
-    } else {
-        name
-    }
-}
+/// Function and variable names: a keyword gets a trailing `_`.
+const IDENTS: Identifiers = Identifiers::new(KEYWORDS, trailing_underscore);
 
 fn is_identifier(text: &str) -> bool {
     let mut chars = text.chars();
@@ -426,9 +407,4 @@ fn property_key(text: &str) -> String {
     } else {
         js(text)
     }
-}
-
-/// A JavaScript string literal.
-fn js(text: &str) -> String {
-    serde_json::to_string(text).expect("a string")
 }

@@ -1,23 +1,24 @@
-//! Guests written in TypeScript/JavaScript or Python: a program or plugin directory with a
-//! `package.json` or a `pyproject.toml` is componentized with the pinned tools `scripts/setup`
-//! installs. Built components are cached by a content hash of the sources, the SDK and the
-//! componentizer, so an unchanged guest is not built again.
+//! Guests built from source: a program or plugin directory in one of the languages plinth
+//! knows is built into a component. Each language is one module implementing
+//! [`GuestLanguage`], listed once in [`LANGUAGES`]; docs/languages.md says how to add one.
+//! TypeScript/JavaScript and Python guests are componentized with the pinned tools
+//! `scripts/setup` installs and cached by a content hash of their sources, the SDK and the
+//! componentizer ([`componentized`]); Rust guests are built by cargo and cached by cargo's
+//! dep-info ([`rust`]).
 
 mod cache;
+mod componentized;
 mod crate_cache;
-mod js;
 mod python;
 mod run;
+mod rust;
 mod sdk;
 mod tools;
+mod typescript;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::Result;
-
-pub use cache::ComponentCache;
-pub use crate_cache::CrateCache;
 
 /// What the component is for: the WIT world it is built against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,112 +36,110 @@ impl Role {
     }
 }
 
-/// The language of a guest directory, if it is a JS/TS or Python one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Language {
-    JavaScript,
-    Python,
+/// One guest language: how plinth recognises a guest written in it, the SDK files it embeds
+/// for it, and how it builds one.
+pub trait GuestLanguage: Sync {
+    /// The language's id: `plinth gen-sdk --lang`, the folder of generated SDKs
+    /// (`sdks/<provider>/<id>`) and the key of its SDK emitter.
+    fn id(&self) -> &'static str;
+    /// Other spellings `--lang` accepts.
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Its name in messages.
+    fn name(&self) -> &'static str;
+    /// The file whose presence makes a directory a guest in this language.
+    fn manifest(&self) -> &'static str;
+    /// Whether `dir` is a guest in this language.
+    fn detect(&self, dir: &Path) -> bool {
+        dir.join(self.manifest()).is_file()
+    }
+    /// The SDK files plinth embeds and writes out for this language's builds, as
+    /// `(path in the repository, contents)`; none when its build fetches the SDK itself.
+    fn sdk_files(&self) -> &'static [SdkFile] {
+        &[]
+    }
+    /// Builds the guest in `dir` as a `role` (or finds it in the cache) and returns its
+    /// component. `what` names it in messages.
+    fn build(&self, dir: &Path, role: Role, what: &str) -> Result<PathBuf>;
 }
 
-impl Language {
-    pub fn of(dir: &Path) -> Option<Language> {
-        if dir.join("package.json").is_file() {
-            Some(Language::JavaScript)
-        } else if dir.join("pyproject.toml").is_file() {
-            Some(Language::Python)
-        } else {
-            None
-        }
+/// An embedded file: its path in the repository and its contents.
+pub type SdkFile = (&'static str, &'static str);
+
+/// Every guest language, in the order a directory is matched against them: the first whose
+/// manifest it has builds it.
+pub static LANGUAGES: &[&dyn GuestLanguage] =
+    &[&typescript::TypeScript, &python::Python, &rust::Rust];
+
+/// The language of the guest in `dir`, if it is one.
+pub fn detect(dir: &Path) -> Option<&'static dyn GuestLanguage> {
+    LANGUAGES.iter().copied().find(|l| l.detect(dir))
+}
+
+/// The language `id` (or one of its aliases) names.
+pub fn by_id(id: &str) -> Option<&'static dyn GuestLanguage> {
+    (LANGUAGES.iter().copied()).find(|l| l.id() == id || l.aliases().contains(&id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::componentized::Componentized;
+    use super::*;
+
+    #[test]
+    fn a_directory_is_the_first_language_whose_manifest_it_has() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(detect(dir.path()).is_none());
+        std::fs::write(dir.path().join("Cargo.toml"), "").unwrap();
+        assert_eq!(detect(dir.path()).unwrap().id(), "rust");
+        std::fs::write(dir.path().join("pyproject.toml"), "").unwrap();
+        assert_eq!(detect(dir.path()).unwrap().id(), "python");
+        std::fs::write(dir.path().join("package.json"), "{}").unwrap();
+        assert_eq!(detect(dir.path()).unwrap().id(), "ts");
     }
 
-    fn name(self) -> &'static str {
-        match self {
-            Language::JavaScript => "TypeScript/JavaScript",
-            Language::Python => "Python",
-        }
+    #[test]
+    fn languages_have_distinct_ids_and_aliases() {
+        let mut names: Vec<&str> = (LANGUAGES.iter())
+            .flat_map(|l| std::iter::once(l.id()).chain(l.aliases().iter().copied()))
+            .collect();
+        let count = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), count, "{names:?}");
+        assert_eq!(by_id("typescript").unwrap().id(), "ts");
+        assert_eq!(by_id("py").unwrap().id(), "python");
+        assert!(by_id("cobol").is_none());
     }
-}
 
-/// A directory the guest depends on by path, outside its own: a generated SDK.
-#[derive(Debug, Clone)]
-pub struct Dependency {
-    /// The package name (JavaScript) or the path as written (Python).
-    name: String,
-    dir: PathBuf,
-}
-
-/// Builds the guest in `dir` (or finds it in the cache) and returns its component.
-pub fn build(dir: &Path, language: Language, role: Role, what: &str) -> Result<PathBuf> {
-    let dir = dir.canonicalize()?;
-    let dependencies = match language {
-        Language::JavaScript => js::dependencies(&dir, what)?,
-        Language::Python => python::dependencies(&dir, what)?,
-    };
-    let sdk = sdk::materialize()?;
-    let toolchain = match language {
-        Language::JavaScript => tools::javascript(what)?,
-        Language::Python => tools::python(what)?,
-    };
-    let cache = ComponentCache::open()?;
-    let mut key = cache::Key::new(language.name())
-        .with("role", role.world())
-        .with("sdk", &sdk.hash)
-        .with("toolchain", &toolchain.version)
-        .with_sources(&dir, |path| sources::is_source(language, path))?;
-    for dependency in &dependencies {
-        key = key
-            .with("dependency", &dependency.name)
-            .with_sources(&dependency.dir, |path| sources::is_source(language, path))?;
-    }
-    cache.get_or_build(&key, |out| {
-        // Componentizing takes seconds; say so, and how long it took.
-        eprintln!(
-            "Building {what} from {} ({}, with {})...",
-            dir.display(),
-            language.name(),
-            toolchain.version
-        );
-        let started = Instant::now();
-        match language {
-            Language::JavaScript => {
-                js::build(&dir, &dependencies, role, &sdk, &toolchain, out, what)?
-            }
-            Language::Python => {
-                python::build(&dir, &dependencies, role, &sdk, &toolchain, out, what)?
-            }
-        }
-        eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
-        Ok(())
-    })
-}
-
-/// Which files of a guest directory are its sources (and so part of the cache key).
-mod sources {
-    use std::path::Path;
-
-    use super::Language;
-
-    pub fn is_source(language: Language, path: &Path) -> bool {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        // The project's own files (stack config, lock) are not the guest's sources.
-        if name.starts_with("Plinth.") {
-            return false;
-        }
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or_default();
-        match language {
-            Language::JavaScript => {
-                matches!(
-                    ext,
-                    "ts" | "mts" | "cts" | "tsx" | "js" | "mjs" | "cjs" | "json"
-                )
-            }
-            Language::Python => matches!(ext, "py") || name == "pyproject.toml",
+    /// A missing path dependency is named in one readable sentence, in either language.
+    #[test]
+    fn a_missing_path_dependency_is_one_sentence() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("package.json"),
+            r#"{"dependencies": {"@plinth/random": "file:../nowhere"}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
+            "[tool.plinth]\npaths = [\"../nowhere\"]\n",
+        )
+        .unwrap();
+        for error in [
+            typescript::TypeScript
+                .dependencies(dir.path(), "program")
+                .unwrap_err(),
+            python::Python
+                .dependencies(dir.path(), "program")
+                .unwrap_err(),
+        ] {
+            let text = error.to_string();
+            assert!(
+                text.contains("nowhere") && text.contains("plinth gen-sdk") && !text.contains("  "),
+                "{text}"
+            );
         }
     }
 }

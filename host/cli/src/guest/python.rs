@@ -1,15 +1,158 @@
-//! Python guests: a small app module exports the user's `main` or `provider` through the SDK,
-//! and componentize-py builds it, the project's modules and the SDK into a component.
+//! Python guests: a directory with a `pyproject.toml`. A small app module exports the user's
+//! `main` or `provider` through the SDK, and componentize-py builds it, the project's modules
+//! and the SDK into a component.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use super::componentized::{self, Componentized, Dependency, Job};
 use super::run::run;
-use super::sdk::Sdk;
-use super::tools::Toolchain;
-use super::{Dependency, Role};
+use super::sdk::embed;
+use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
+use super::{GuestLanguage, Role, SdkFile};
+
+/// The version `scripts/setup` installs (keep the two in step).
+pub const COMPONENTIZE_PY: &str = "0.25.1";
+
+/// The directory that holds the `plinth` package, by its path in the repository.
+const SDK_DIR: &str = "sdk-guest/python";
+const SDK_FILES: &[SdkFile] = embed![
+    "sdk-guest/python/plinth/__init__.py",
+    "sdk-guest/python/plinth/value.py",
+    "sdk-guest/python/plinth/schema.py",
+    "sdk-guest/python/plinth/errors.py",
+    "sdk-guest/python/plinth/provider.py",
+    "sdk-guest/python/plinth/program.py",
+];
+
+/// The module that exports the user's code, written beside the component.
+const APP_MODULE: &str = "plinth_app";
+const APP_FILE: &str = "plinth_app.py";
+
+pub struct Python;
+
+impl GuestLanguage for Python {
+    fn id(&self) -> &'static str {
+        "python"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["py"]
+    }
+
+    fn name(&self) -> &'static str {
+        "Python"
+    }
+
+    fn manifest(&self) -> &'static str {
+        "pyproject.toml"
+    }
+
+    fn sdk_files(&self) -> &'static [SdkFile] {
+        SDK_FILES
+    }
+
+    fn build(&self, dir: &Path, role: Role, what: &str) -> Result<PathBuf> {
+        componentized::build(self, dir, role, what)
+    }
+}
+
+impl Componentized for Python {
+    /// componentize-py, from its virtual environment.
+    fn tools(&self, what: &str) -> Result<Toolchain> {
+        let tools = tools_dir()?;
+        let binary = tools.join("py/bin/componentize-py");
+        if !binary.is_file() {
+            let python = if on_path("python3").is_some() {
+                ""
+            } else {
+                "python3 (e.g. `apt-get install python3 python3-venv`) and "
+            };
+            bail!(
+                "{what} is Python (it has a pyproject.toml), and building it needs {python}\
+                 componentize-py {COMPONENTIZE_PY}, which is not installed: {}",
+                setup_hint(&tools)
+            );
+        }
+        let output = Command::new(&binary)
+            .arg("--version")
+            .output()
+            .with_context(|| {
+                format!(
+                    "{what}: cannot run {} (is python3 still installed?): {}",
+                    binary.display(),
+                    setup_hint(&tools)
+                )
+            })?;
+        let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        if !output.status.success() || !version.starts_with("componentize-py 0.25.") {
+            bail!(
+                "{what}: {} does not run as componentize-py {COMPONENTIZE_PY} (it says `{version}`): {}",
+                binary.display(),
+                setup_hint(&tools)
+            );
+        }
+        Ok(Toolchain {
+            version,
+            componentizer: (binary, Vec::new()),
+            bundler: None,
+        })
+    }
+
+    fn is_source(&self, name: &str, extension: &str) -> bool {
+        extension == "py" || name == "pyproject.toml"
+    }
+
+    fn dependencies(&self, dir: &Path, what: &str) -> Result<Vec<Dependency>> {
+        dependencies(dir, what)
+    }
+
+    fn entry_module(&self, job: &Job) -> Result<(&'static str, String)> {
+        let module = module(job.dir, job.what)?;
+        let (name, export, class, kind) = match job.role {
+            Role::Program => ("main", "export_program", "Callbacks", "program"),
+            Role::Provider => ("provider", "export_provider", "Provider", "provider"),
+        };
+        let app = format!(
+            "import {module} as _user\n\
+             from plinth.{kind} import {export}\n\
+             if not hasattr(_user, {name:?}):\n    \
+                 raise SystemExit(\"module `{module}` defines no `{name}`: a {kind} needs one\")\n\
+             {class} = {export}(_user.{name})\n",
+        );
+        Ok((APP_FILE, app))
+    }
+
+    /// componentize-py finds the app module (written in the work directory) by name.
+    fn componentize(&self, job: &Job, _entry: &Path) -> Result<()> {
+        let (componentizer, prefix) = &job.tools.componentizer;
+        let mut command = Command::new(componentizer);
+        command
+            .args(prefix)
+            .arg("-d")
+            .arg(job.sdk.wit())
+            .args(["-w", job.role.world(), "componentize", "-p"])
+            .arg(job.work)
+            .arg("-p")
+            .arg(job.dir);
+        for dependency in job.dependencies {
+            command.arg("-p").arg(&dependency.dir);
+        }
+        run(
+            command
+                .arg("-p")
+                .arg(job.sdk.dir(SDK_DIR))
+                .args([APP_MODULE, "-o"])
+                .arg(job.out)
+                .current_dir(job.work),
+            job.what,
+            "componentize-py",
+        )
+    }
+}
 
 #[derive(Deserialize, Default)]
 struct PyProject {
@@ -42,13 +185,15 @@ fn settings(dir: &Path, what: &str) -> Result<PlinthSettings> {
 
 /// The directories `[tool.plinth] paths` adds to the module search path: their sources are
 /// part of the build's cache key.
-pub fn dependencies(dir: &Path, what: &str) -> Result<Vec<Dependency>> {
+fn dependencies(dir: &Path, what: &str) -> Result<Vec<Dependency>> {
     let mut found = Vec::new();
     for path in settings(dir, what)?.paths {
         let full = dir.join(&path);
         if !full.is_dir() {
             bail!(
-                "{what}: [tool.plinth] paths in {} names {path:?}, which is not a directory;                  generate an SDK there with `plinth gen-sdk <plugin> --lang python --out <dir>`,                  or fix the path",
+                "{what}: [tool.plinth] paths in {} names {path:?}, which is not a directory; \
+                 generate an SDK there with `plinth gen-sdk <plugin> --lang python --out <dir>`, \
+                 or fix the path",
                 dir.join("pyproject.toml").display()
             );
         }
@@ -83,65 +228,4 @@ fn module(dir: &Path, what: &str) -> Result<String> {
         );
     }
     Ok(module)
-}
-
-pub fn build(
-    dir: &Path,
-    dependencies: &[Dependency],
-    role: Role,
-    sdk: &Sdk,
-    tools: &Toolchain,
-    out: &Path,
-    what: &str,
-) -> Result<()> {
-    let work = out
-        .parent()
-        .expect("the output is in the staging directory");
-    let module = module(dir, what)?;
-    let (name, export, class) = match role {
-        Role::Program => ("main", "export_program", "Callbacks"),
-        Role::Provider => ("provider", "export_provider", "Provider"),
-    };
-    let sdk_module = match role {
-        Role::Program => "program",
-        Role::Provider => "provider",
-    };
-    std::fs::write(
-        work.join("plinth_app.py"),
-        format!(
-            "import {module} as _user\n\
-             from plinth.{sdk_module} import {export}\n\
-             if not hasattr(_user, {name:?}):\n    \
-                 raise SystemExit(\"module `{module}` defines no `{name}`: a {kind} needs one\")\n\
-             {class} = {export}(_user.{name})\n",
-            kind = if role == Role::Program {
-                "program"
-            } else {
-                "provider"
-            },
-        ),
-    )?;
-    let (componentizer, prefix) = &tools.componentizer;
-    let mut command = std::process::Command::new(componentizer);
-    command
-        .args(prefix)
-        .arg("-d")
-        .arg(sdk.wit())
-        .args(["-w", role.world(), "componentize", "-p"])
-        .arg(work)
-        .arg("-p")
-        .arg(dir);
-    for dependency in dependencies {
-        command.arg("-p").arg(&dependency.dir);
-    }
-    run(
-        command
-            .arg("-p")
-            .arg(sdk.python())
-            .args(["plinth_app", "-o"])
-            .arg(out)
-            .current_dir(work),
-        what,
-        "componentize-py",
-    )
 }

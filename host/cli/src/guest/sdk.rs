@@ -1,5 +1,6 @@
 //! The guest SDKs and the WIT they are built against, embedded in the plinth binary so that
-//! guests build against exactly the SDK this plinth speaks. They are written out once per SDK
+//! guests build against exactly the SDK this plinth speaks: the WIT here, each language's files
+//! in its module ([`super::GuestLanguage::sdk_files`]). They are written out once per SDK
 //! version under `<PLINTH_HOME>/sdk/<hash>/`, where the componentizers read them.
 
 use std::path::{Path, PathBuf};
@@ -7,36 +8,31 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
+use super::{LANGUAGES, SdkFile};
 use crate::home::plinth_home;
 
+/// `(path, contents)` of files of the repository, by their paths in it, embedded in the binary.
 macro_rules! embed {
     ($($path:literal),* $(,)?) => {
         &[$(($path, include_str!(concat!("../../../../", $path)))),*]
     };
 }
+pub(super) use embed;
 
-/// Every file of the SDKs, by its path in the repository.
-const FILES: &[(&str, &str)] = embed![
+/// The WIT every language's guests are built against.
+const WIT: &[SdkFile] = embed![
     "wit/plugin/types.wit",
     "wit/plugin/schema.wit",
     "wit/plugin/provider.wit",
     "wit/plugin/program.wit",
     "wit/plugin/worlds.wit",
-    "sdk-guest/js/src/index.ts",
-    "sdk-guest/js/src/value.ts",
-    "sdk-guest/js/src/schema.ts",
-    "sdk-guest/js/src/errors.ts",
-    "sdk-guest/js/src/provider.ts",
-    "sdk-guest/js/src/program.ts",
-    "sdk-guest/js/src/sourcemap.ts",
-    "sdk-guest/js/src/no-monitor.ts",
-    "sdk-guest/python/plinth/__init__.py",
-    "sdk-guest/python/plinth/value.py",
-    "sdk-guest/python/plinth/schema.py",
-    "sdk-guest/python/plinth/errors.py",
-    "sdk-guest/python/plinth/provider.py",
-    "sdk-guest/python/plinth/program.py",
 ];
+
+/// Every file written out: the WIT, then each language's SDK.
+fn files() -> impl Iterator<Item = &'static SdkFile> {
+    WIT.iter()
+        .chain(LANGUAGES.iter().flat_map(|language| language.sdk_files()))
+}
 
 /// The SDKs on disk.
 pub struct Sdk {
@@ -50,21 +46,16 @@ impl Sdk {
         self.root.join("wit/plugin")
     }
 
-    /// The JavaScript SDK's source directory (`index.ts` is `@plinth/sdk`).
-    pub fn js(&self) -> PathBuf {
-        self.root.join("sdk-guest/js/src")
-    }
-
-    /// The directory that holds the `plinth` Python package.
-    pub fn python(&self) -> PathBuf {
-        self.root.join("sdk-guest/python")
+    /// A directory of the SDKs, by its path in the repository (`sdk-guest/python`).
+    pub fn dir(&self, path: &str) -> PathBuf {
+        self.root.join(path)
     }
 }
 
 /// Writes the SDKs out unless this version already is.
 pub fn materialize() -> Result<Sdk> {
     let mut hasher = Sha256::new();
-    for (path, text) in FILES {
+    for (path, text) in files() {
         hasher.update((path.len() as u64).to_le_bytes());
         hasher.update(path.as_bytes());
         hasher.update((text.len() as u64).to_le_bytes());
@@ -84,7 +75,7 @@ pub fn materialize() -> Result<Sdk> {
 fn write_all(sdks: &Path, root: &Path) -> Result<()> {
     std::fs::create_dir_all(sdks)?;
     let staging = tempfile::Builder::new().prefix(".sdk-").tempdir_in(sdks)?;
-    for (path, text) in FILES {
+    for (path, text) in files() {
         let file = staging.path().join(path);
         std::fs::create_dir_all(file.parent().expect("files are in directories"))?;
         std::fs::write(&file, text)?;

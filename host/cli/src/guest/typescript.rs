@@ -1,0 +1,361 @@
+//! TypeScript/JavaScript guests: a directory with a `package.json`. A wrapper module exports
+//! the user's default export through the SDK, esbuild bundles it (TypeScript included) into one
+//! ES module, and componentize-js turns that into a component. The bundle carries its source
+//! map so that the SDK can name the source file and line of an exception.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+
+use super::componentized::{self, Componentized, Dependency, Job};
+use super::run::run;
+use super::sdk::embed;
+use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
+use super::{GuestLanguage, Role, SdkFile};
+
+/// The versions `scripts/setup` installs (keep the two in step).
+pub const COMPONENTIZE_JS: &str = "0.23.0";
+pub const ESBUILD: &str = "0.25.12";
+
+/// The SDK's sources, by their path in the repository (`index.ts` is `@plinth/sdk`).
+const SDK_DIR: &str = "sdk-guest/js/src";
+const SDK_FILES: &[SdkFile] = embed![
+    "sdk-guest/js/src/index.ts",
+    "sdk-guest/js/src/value.ts",
+    "sdk-guest/js/src/schema.ts",
+    "sdk-guest/js/src/errors.ts",
+    "sdk-guest/js/src/provider.ts",
+    "sdk-guest/js/src/program.ts",
+    "sdk-guest/js/src/sourcemap.ts",
+    "sdk-guest/js/src/no-monitor.ts",
+];
+
+pub struct TypeScript;
+
+impl GuestLanguage for TypeScript {
+    fn id(&self) -> &'static str {
+        "ts"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["typescript"]
+    }
+
+    fn name(&self) -> &'static str {
+        "TypeScript/JavaScript"
+    }
+
+    fn manifest(&self) -> &'static str {
+        "package.json"
+    }
+
+    fn sdk_files(&self) -> &'static [SdkFile] {
+        SDK_FILES
+    }
+
+    fn build(&self, dir: &Path, role: Role, what: &str) -> Result<PathBuf> {
+        componentized::build(self, dir, role, what)
+    }
+}
+
+impl Componentized for TypeScript {
+    /// componentize-js and esbuild, run by node.
+    fn tools(&self, what: &str) -> Result<Toolchain> {
+        let tools = tools_dir()?;
+        let Some(node) = on_path("node") else {
+            bail!(
+                "{what} is TypeScript/JavaScript (it has a package.json), and building it needs \
+                 Node.js: install node (18 or later, e.g. `apt-get install nodejs npm`), then {}",
+                setup_hint(&tools)
+            );
+        };
+        let modules = tools.join("js/node_modules");
+        let cjs = modules.join("@bytecodealliance/componentize-js");
+        let esbuild = modules.join("esbuild");
+        let (Some(cjs_version), Some(esbuild_version)) = (
+            installed_version(&cjs.join("package.json")),
+            installed_version(&esbuild.join("package.json")),
+        ) else {
+            bail!(
+                "{what} is TypeScript/JavaScript, and building it needs componentize-js \
+                 {COMPONENTIZE_JS} and esbuild {ESBUILD}, which are not installed: {}",
+                setup_hint(&tools)
+            );
+        };
+        if !cjs_version.starts_with("0.23.") {
+            bail!(
+                "{what}: componentize-js {cjs_version} is installed, but plinth builds with \
+                 {COMPONENTIZE_JS}: {}",
+                setup_hint(&tools)
+            );
+        }
+        Ok(Toolchain {
+            version: format!("componentize-js {cjs_version} + esbuild {esbuild_version}"),
+            componentizer: (node, vec![cjs.join("src/cli.js")]),
+            // The native binary once esbuild's install script ran, else a node script with a
+            // shebang: executable either way.
+            bundler: Some((esbuild.join("bin/esbuild"), Vec::new())),
+        })
+    }
+
+    fn is_source(&self, _name: &str, extension: &str) -> bool {
+        matches!(
+            extension,
+            "ts" | "mts" | "cts" | "tsx" | "js" | "mjs" | "cjs" | "json"
+        )
+    }
+
+    fn dependencies(&self, dir: &Path, what: &str) -> Result<Vec<Dependency>> {
+        dependencies(dir, what)
+    }
+
+    fn entry_module(&self, job: &Job) -> Result<(&'static str, String)> {
+        let entry = entry(job.dir, job.what)?;
+        let js = |path: PathBuf| serde_json::to_string(&path.to_string_lossy()).expect("a string");
+        let sdk = job.sdk.dir(SDK_DIR);
+        let wrapper = match job.role {
+            Role::Program => format!(
+                "import main from {};\nimport {{ exportProgram }} from {};\n\
+                 if (typeof main !== \"function\") throw new Error({});\n\
+                 export const callbacks = exportProgram(main);\n",
+                js(entry.clone()),
+                js(sdk.join("program.ts")),
+                js(PathBuf::from(format!(
+                    "{}: the default export must be the program's main function",
+                    entry.display()
+                ))),
+            ),
+            Role::Provider => format!(
+                "import definition from {};\nimport {{ exportProvider }} from {};\n\
+                 if (typeof definition !== \"object\" || definition === null) throw new Error({});\n\
+                 export const provider = exportProvider(definition);\n",
+                js(entry.clone()),
+                js(sdk.join("provider.ts")),
+                js(PathBuf::from(format!(
+                    "{}: the default export must be the provider: `export default provider({{...}})`",
+                    entry.display()
+                ))),
+            ),
+        };
+        Ok(("plinth-entry.js", wrapper))
+    }
+
+    fn componentize(&self, job: &Job, entry: &Path) -> Result<()> {
+        bundle_and_componentize(job, entry)
+    }
+}
+
+#[derive(Deserialize)]
+struct Version {
+    version: String,
+}
+
+/// The version an npm package installed at `package_json` says it is.
+fn installed_version(package_json: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(package_json).ok()?;
+    serde_json::from_str::<Version>(&text)
+        .ok()
+        .map(|p| p.version)
+}
+
+/// The program world's import, left for componentize-js to bind.
+const MONITOR: &str = "plinth:plugin/monitor@0.3.0";
+
+#[derive(Deserialize)]
+struct PackageJson {
+    main: Option<String>,
+    #[serde(default)]
+    dependencies: BTreeMap<String, String>,
+    #[serde(default, rename = "devDependencies")]
+    dev_dependencies: BTreeMap<String, String>,
+}
+
+/// The SDK itself: the bundler resolves it to the SDK plinth ships, wherever it is.
+const SDK_PACKAGE: &str = "@plinth/sdk";
+
+/// The packages the guest depends on by path (`"@plinth/random": "file:../sdks/random/ts"`,
+/// what `npm install` links): the bundler resolves each name to its directory, and their
+/// sources are part of the build's cache key. Other dependencies are left to node_modules.
+fn dependencies(dir: &Path, what: &str) -> Result<Vec<Dependency>> {
+    let manifest = dir.join("package.json");
+    let text = std::fs::read_to_string(&manifest)?;
+    let package: PackageJson = serde_json::from_str(&text)
+        .with_context(|| format!("{what}: {} is not valid JSON", manifest.display()))?;
+    let mut found = Vec::new();
+    for (name, spec) in package.dependencies.iter().chain(&package.dev_dependencies) {
+        let Some(path) = spec.strip_prefix("file:") else {
+            continue;
+        };
+        if name == SDK_PACKAGE {
+            continue;
+        }
+        let path = dir.join(path);
+        if !path.join("package.json").is_file() {
+            bail!(
+                "{what}: the dependency {name:?} in {} is {spec:?}, but {} is not a package \
+                 directory (it has no package.json); generate it with `plinth gen-sdk <plugin> \
+                 --lang ts --out <dir>`, or fix the path",
+                manifest.display(),
+                path.display()
+            );
+        }
+        found.push(Dependency {
+            name: name.clone(),
+            dir: path.canonicalize()?,
+        });
+    }
+    Ok(found)
+}
+
+/// The module whose default export is the program's `main` or the provider.
+fn entry(dir: &Path, what: &str) -> Result<PathBuf> {
+    let manifest = dir.join("package.json");
+    let text = std::fs::read_to_string(&manifest)?;
+    let package: PackageJson = serde_json::from_str(&text)
+        .with_context(|| format!("{what}: {} is not valid JSON", manifest.display()))?;
+    if let Some(main) = package.main {
+        let path = dir.join(&main);
+        if !path.is_file() {
+            bail!(
+                "{what}: package.json's \"main\" is {main}, which does not exist in {}",
+                dir.display()
+            );
+        }
+        return Ok(path);
+    }
+    ["index.ts", "index.js", "src/index.ts", "src/index.js"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.is_file())
+        .with_context(|| {
+            format!(
+                "{what}: {} has no entry module: set \"main\" in package.json or add index.ts",
+                dir.display()
+            )
+        })
+}
+
+/// Bundles the entry module with the guest's code and the SDK, then componentizes the bundle.
+fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
+    let Job {
+        dir,
+        dependencies,
+        role,
+        sdk,
+        tools,
+        work,
+        out,
+        what,
+    } = *job;
+    let sdk_dir = sdk.dir(SDK_DIR);
+    // Each path dependency resolves to its entry module.
+    let aliases = (dependencies.iter())
+        .map(|d| {
+            Ok(format!(
+                "--alias:{}={}",
+                d.name,
+                entry(&d.dir, what)?.display()
+            ))
+        })
+        .collect::<Result<Vec<String>>>()?;
+
+    let bundle = work.join("bundle.js");
+    let (bundler, prefix) = tools.bundler.as_ref().expect("JavaScript has a bundler");
+    let mut command = Command::new(bundler);
+    if role == Role::Provider {
+        // The SDK's program side is bundled too; a provider has no monitor to import.
+        command.arg(format!(
+            "--alias:{MONITOR}={}",
+            sdk_dir.join("no-monitor.ts").display()
+        ));
+    }
+    command.args(prefix);
+    command.args(&aliases);
+    run(
+        command
+            .arg(wrapper)
+            .args([
+                "--bundle",
+                "--format=esm",
+                "--platform=neutral",
+                "--target=es2022",
+                "--main-fields=module,main",
+                "--external:plinth:plugin/*",
+                "--sourcemap",
+                "--sources-content=false",
+                "--log-level=warning",
+            ])
+            .arg(format!(
+                "--alias:@plinth/sdk={}",
+                sdk_dir.join("index.ts").display()
+            ))
+            .arg(format!("--outfile={}", bundle.display()))
+            .current_dir(dir),
+        what,
+        "bundling with esbuild",
+    )?;
+    embed_source_map(&bundle, work, dir)?;
+
+    let (componentizer, prefix) = &tools.componentizer;
+    run(
+        Command::new(componentizer)
+            .args(prefix)
+            .arg(&bundle)
+            .arg("--wit")
+            .arg(sdk.wit())
+            .args(["--world-name", role.world(), "-o"])
+            .arg(out)
+            .current_dir(work),
+        what,
+        "componentize-js",
+    )
+}
+
+/// Appends the bundle's source map as a global the SDK reads when it reports an exception,
+/// with its sources named relative to the project (`index.ts`, `@plinth/sdk/program.ts`).
+/// Appending keeps every line of the bundle where the map says it is.
+fn embed_source_map(bundle: &Path, work: &Path, project: &Path) -> Result<()> {
+    let map_path = bundle.with_extension("js.map");
+    let mut map: serde_json::Value = serde_json::from_slice(&std::fs::read(&map_path)?)
+        .context("esbuild wrote an unreadable source map")?;
+    if let Some(sources) = map.get_mut("sources").and_then(|s| s.as_array_mut()) {
+        for source in sources {
+            let Some(relative) = source.as_str() else {
+                continue;
+            };
+            let absolute = normalize(&work.join(relative));
+            let named = match absolute.strip_prefix(project) {
+                Ok(inside) => inside.display().to_string(),
+                Err(_) => absolute
+                    .file_name()
+                    .map(|f| format!("@plinth/sdk/{}", f.to_string_lossy()))
+                    .unwrap_or_default(),
+            };
+            *source = serde_json::Value::String(named);
+        }
+    }
+    let mut text = std::fs::read_to_string(bundle)?;
+    text.push_str("\nglobalThis.__plinthSourceMap = ");
+    text.push_str(&serde_json::to_string(&map)?);
+    text.push_str(";\n");
+    std::fs::write(bundle, text)?;
+    Ok(())
+}
+
+/// `a/b/../c` as `a/c`, without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
