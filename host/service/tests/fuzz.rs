@@ -1,7 +1,8 @@
 //! The protocol fuzzed: thousands of generated requests against every route of a real
 //! `plinth-serve` on a real PostgreSQL. Structure-aware (each route's valid body with hostile
 //! values put in its fields, keys added or dropped, subtrees replaced), plus random bytes and
-//! hostile path segments and query values. No answer may be a 5xx, every answer that is not a
+//! hostile path segments and query values; the OIDC exchange gets valid, forged, stranger-signed,
+//! unsigned and wrong-audience ID tokens of a live test issuer. No answer may be a 5xx, every answer that is not a
 //! success is `{"message"}` JSON, and afterwards every stack still begins, cancels and is
 //! removed.
 //!
@@ -13,7 +14,10 @@ mod common;
 use std::process::Command;
 
 use common::*;
+use plinth_test_oidc::{Issuer, RSA_KID};
 use serde_json::{Value, json};
+
+const AUDIENCE: &str = "https://plinth.test";
 
 /// SplitMix64: small, fast, and the same on every machine.
 struct Rng(u64);
@@ -154,6 +158,8 @@ fn segment(rng: &mut Rng, usual: &[&str]) -> String {
 struct Target {
     update: String,
     lease: String,
+    /// ID tokens of the test issuer: valid, forged, of a stranger's key, unsigned.
+    id_tokens: Vec<String>,
 }
 
 /// A request the fuzz sends: method, path under `/api/v1/` (or outside it), lease, body.
@@ -192,7 +198,7 @@ fn generate(rng: &mut Rng, target: &Target) -> Request {
     let event = json!({ "seq": seq, "at_ms": 1, "event": "diagnostic", "severity": "info",
                         "message": "m" });
     let token_id = segment(rng, &["0123456789ab"]);
-    let (method, path, body): (&'static str, String, Option<Value>) = match rng.below(23) {
+    let (method, path, body): (&'static str, String, Option<Value>) = match rng.below(24) {
         0 => ("GET", "user".into(), None),
         1 => ("GET", format!("stacks/{p}"), None),
         2 => ("GET", format!("stacks/{p}/{s}"), None),
@@ -273,6 +279,11 @@ fn generate(rng: &mut Rng, target: &Target) -> Request {
         ),
         20 => ("GET", format!("tokens{}", query(rng, &["user"])), None),
         21 => ("DELETE", format!("tokens/{token_id}"), None),
+        22 => (
+            "POST",
+            "oidc/exchange".into(),
+            Some(json!({ "token": rng.pick(&target.id_tokens) })),
+        ),
         _ => (
             *rng.pick(&["GET", "PUT", "PATCH", "POST", "DELETE"]),
             format!(
@@ -357,8 +368,37 @@ fn thousands_of_hostile_requests_get_no_5xx_and_every_refusal_is_a_json_message(
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // A live issuer, so that exchanges are refused or granted, never left unanswered.
+    let issuer = Issuer::start();
+    let oidc = dir.path().join("oidc.yaml");
+    let oidc_config = format!(
+        "issuers:\n  - issuer: {}\n    audiences: [{AUDIENCE}]\n    rules:\n      \
+         - claims: {{ repository: octo/shop }}\n        level: read\n        project: fz\n",
+        issuer.url
+    );
+    std::fs::write(&oidc, oidc_config).unwrap();
+    let good = issuer.claims(AUDIENCE, json!({}));
+    let valid = issuer.rs256(&good);
+    let mut forged = valid.clone().into_bytes();
+    let last = forged.len() - 2;
+    forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
+    let id_tokens = vec![
+        valid,
+        String::from_utf8(forged).unwrap(),
+        issuer.by_a_stranger("stranger", &good),
+        Issuer::unsigned(&json!({ "alg": "none", "kid": RSA_KID }), &good),
+        issuer.es256(&issuer.claims("another audience", json!({}))),
+    ];
     let (_server, db) = database();
-    let service = serve(&db, &["--master-key", key.to_str().unwrap()]);
+    let service = serve(
+        &db,
+        &[
+            "--master-key",
+            key.to_str().unwrap(),
+            "--oidc-config",
+            oidc.to_str().unwrap(),
+        ],
+    );
     let alice = token(&db, "alice");
     for stack in STACKS {
         call(
@@ -380,7 +420,11 @@ fn thousands_of_hostile_requests_get_no_5xx_and_every_refusal_is_a_json_message(
     );
     assert_eq!(status, 200, "{begun}");
     let (update, lease) = lease_of(&begun);
-    let target = Target { update, lease };
+    let target = Target {
+        update,
+        lease,
+        id_tokens,
+    };
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -423,6 +467,7 @@ fn thousands_of_hostile_requests_get_no_5xx_and_every_refusal_is_a_json_message(
         "some requests succeed"
     );
     assert!(statuses.contains_key(&400), "some are refused");
+    assert!(statuses.contains_key(&401), "some ID tokens are refused");
 
     // Whatever it left, every stack begins, cancels and is removed.
     for stack in STACKS {
