@@ -72,9 +72,17 @@ fn outputs_history_and_planned_inputs_read_as_a_person_expects() {
     // One Echo; the default provider resource is not counted, as in the summary.
     assert_eq!(row.split_whitespace().nth(1), Some("1"), "{ls}");
 
+    env.ok(&["up", "--yes"]);
     let history = env.ok(&["stack", "history"]);
+    // Rows are numbered from the oldest, as `stack rollback` and `logs --update` take them.
+    let versions: Vec<&str> = (history.lines().skip(1))
+        .map(|row| row.split_whitespace().next().unwrap())
+        .collect();
+    let count = versions.len();
+    let expected: Vec<String> = (1..=count).rev().map(|n| n.to_string()).collect();
+    assert!(count == 2 && versions == expected, "{history}");
     let row = history.lines().nth(1).unwrap();
-    let date = row.split_whitespace().next().unwrap();
+    let date = row.split_whitespace().nth(1).unwrap();
     assert!(
         date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
         "{history}"

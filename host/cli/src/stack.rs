@@ -298,8 +298,11 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         true => format!("{:16} ", escape_controls(name.unwrap_or("-"))),
         false => String::new(),
     };
+    // Numbered from the oldest, as `stack rollback` and `logs --update` take them.
+    let latest = entries.len();
     println!(
-        "{:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  PLUGINS",
+        "{:>7}  {:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  PLUGINS",
+        "VERSION",
         "STARTED",
         user(Some("USER")),
         "KIND",
@@ -311,7 +314,7 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         "DELETE",
         "PLINTH",
     );
-    for e in entries {
+    for (newer, e) in entries.into_iter().enumerate() {
         let plugins: Vec<_> = e
             .plugins
             .iter()
@@ -321,7 +324,8 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             })
             .collect();
         println!(
-            "{:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
+            "{:>7}  {:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  {}",
+            latest - newer,
             local_time(e.started),
             user(e.user.as_deref()),
             e.kind.to_string(),
