@@ -106,9 +106,11 @@ fn history_lists_operations_newest_first() {
     assert_eq!(history[2]["changes"]["create"], 2);
     assert_eq!(history[2]["plinth"], env!("CARGO_PKG_VERSION"));
     let table = env.ok(&["stack", "history"]);
-    // STARTED (a local date and time) comes first, then KIND.
+    // VERSION (numbered from the oldest) comes first, then STARTED (a local date and time),
+    // then KIND.
     let newest: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
-    assert_eq!(newest[2], "destroy", "{table}");
+    assert_eq!(newest[0], "3", "{table}");
+    assert_eq!(newest[3], "destroy", "{table}");
 }
 
 /// A lock file as an update that ran as `pid` on this host would leave it.

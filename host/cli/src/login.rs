@@ -266,9 +266,10 @@ fn id_token(source: &str) -> Result<String> {
 fn exchanged(url: &str, source: &str) -> Result<String> {
     let exchanged = exchange_id_token(url, &id_token(source)?)
         .with_context(|| format!("{url} did not exchange the ID token"))?;
+    // What a service answers is shown escaped, as everything it says.
     println!(
         "Exchanged the ID token for an access token granting {}, for {}.",
-        exchanged.grants,
+        escape_controls(&exchanged.grants),
         humantime::format_duration(std::time::Duration::from_secs(exchanged.expires_in))
     );
     Ok(exchanged.token)
