@@ -23,40 +23,12 @@
 //! # }
 //! ```
 
-mod advice;
-mod bindings;
-mod bytes;
-mod cache;
-mod capabilities;
-mod configured;
-mod denial;
-mod dir_advice;
-mod endpoint;
-mod engine;
-mod env;
-mod epoch;
+mod abi;
 mod error;
-mod file_index;
-mod grant_overlap;
-mod grants;
-mod guest;
-mod hints;
-mod http;
-mod inspect;
-mod limits;
+mod load;
 mod masking;
-mod net;
-mod program;
-mod provider;
-mod remark;
-mod runtime;
+mod policy;
 mod sandbox;
-mod schema;
-mod stdio;
-mod upgrade;
-mod values;
-mod versions;
-mod wait;
 
 pub use advice::{GrantAdvice, PlainAdvice};
 pub use bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};

@@ -2,6 +2,15 @@
 //! stdout and stderr, a memory limit and a per-call deadline; and the account of how a call went
 //! wrong when it did, with what the sandbox refused the guest during it.
 
+pub(crate) mod denial;
+pub(crate) mod env;
+pub(crate) mod epoch;
+pub(crate) mod http;
+pub(crate) mod limits;
+pub(crate) mod net;
+pub(crate) mod stdio;
+pub(crate) mod wait;
+
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
