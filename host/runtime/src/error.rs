@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::capabilities::CapabilityError;
+use crate::policy::capabilities::CapabilityError;
 
 /// Why a provider or program component could not be loaded and started.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +26,7 @@ pub enum LoadError {
         "`{}` is {} MiB, larger than the {} MiB a component file may be: is it the right file?",
         path.display(),
         size >> 20,
-        crate::bytes::MAX_COMPONENT_BYTES >> 20
+        crate::load::bytes::MAX_COMPONENT_BYTES >> 20
     )]
     TooLarge { path: PathBuf, size: u64 },
     /// The file is not a WebAssembly component (garbage, or a core module).

@@ -22,6 +22,11 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The modules fall into four groups: `sandbox` (what a guest instance runs in), `policy`
+//! (grants, the capabilities a plugin asks for, the advice a refusal gives), `abi` (the WIT
+//! contract's versions and what crosses it) and `load` (the engine, the cache, and the
+//! providers and programs it loads).
 
 mod abi;
 mod error;
@@ -30,15 +35,17 @@ mod masking;
 mod policy;
 mod sandbox;
 
-pub use advice::{GrantAdvice, PlainAdvice};
-pub use bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
-pub use cache::LoadStats;
-pub use capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
-pub use endpoint::{AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern};
+pub use abi::inspect::ComponentInfo;
+pub use abi::versions::{Kind, WitVersion};
 pub use error::LoadError;
-pub use grants::{Access, DirGrant, Grants};
-pub use inspect::ComponentInfo;
-pub use limits::{Limits, LimitsError};
+pub use load::bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
+pub use load::cache::LoadStats;
+pub use load::runtime::Runtime;
 pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
-pub use runtime::Runtime;
-pub use versions::{Kind, WitVersion};
+pub use policy::advice::{GrantAdvice, PlainAdvice};
+pub use policy::capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
+pub use policy::endpoint::{
+    AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern,
+};
+pub use policy::grants::{Access, DirGrant, Grants};
+pub use sandbox::limits::{Limits, LimitsError};

@@ -1,6 +1,9 @@
 //! The sandbox every guest instance runs in: a WASI context that grants nothing unasked, captured
 //! stdout and stderr, a memory limit and a per-call deadline; and the account of how a call went
 //! wrong when it did, with what the sandbox refused the guest during it.
+//!
+//! Its submodules are the sandbox's parts: the limits and the epoch deadline, bounded waits,
+//! stdio, the environment, sockets and HTTP under their grants, and the denials a call met.
 
 pub(crate) mod denial;
 pub(crate) mod env;
@@ -23,15 +26,15 @@ use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
-use crate::advice::{GrantAdvice, PlainAdvice};
-use crate::denial::{Denials, Owner};
-use crate::env::WatchedEnv;
-use crate::grants::{DirGrant, Grants};
-use crate::http::HttpGuard;
-use crate::limits::{Limits, MAX_TRANSFER_BYTES, MemoryLimiter};
-use crate::net::{GuardedLookup, NetPolicy};
-use crate::stdio::{LineSink, OutputPipe};
-use crate::wait::BoundedPoll;
+use crate::policy::advice::{GrantAdvice, PlainAdvice};
+use crate::policy::grants::{DirGrant, Grants};
+use crate::sandbox::denial::{Denials, Owner};
+use crate::sandbox::env::WatchedEnv;
+use crate::sandbox::http::HttpGuard;
+use crate::sandbox::limits::{Limits, MAX_TRANSFER_BYTES, MemoryLimiter};
+use crate::sandbox::net::{GuardedLookup, NetPolicy};
+use crate::sandbox::stdio::{LineSink, OutputPipe};
+use crate::sandbox::wait::BoundedPoll;
 
 /// The state of one guest instance that the host keeps for it.
 pub(crate) struct Sandbox {
@@ -84,7 +87,7 @@ impl Sandbox {
     ) -> Result<Sandbox, String> {
         let mut wasi = WasiCtxBuilder::new();
         grants.preopen(&mut wasi)?;
-        crate::env::pass_granted(&grants.env, &mut wasi, &guest);
+        crate::sandbox::env::pass_granted(&grants.env, &mut wasi, &guest);
         let owner = Owner::Plugin(guest.to_string());
         Ok(Sandbox::build(
             wasi, owner, guest, stdout, limits, grants, advice,
@@ -180,7 +183,7 @@ impl Sandbox {
     pub(crate) fn denials(&self, message: &str) -> Option<String> {
         let refused = self.denials.explain(message, &self.env);
         let dirs = (self.dirs.as_ref()).and_then(|(plugin, dirs)| {
-            crate::dir_advice::advise(plugin, dirs, message, self.denials.advice())
+            crate::policy::dir_advice::advise(plugin, dirs, message, self.denials.advice())
         });
         match (refused, dirs) {
             (Some(refused), Some(dirs)) => Some(format!("{refused}\n{dirs}")),

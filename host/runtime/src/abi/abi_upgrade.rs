@@ -8,9 +8,9 @@
 //! - Down, what the host sends an older guest: values node by node, an integer as the float it
 //!   would have been (exact up to 2^53).
 
-use crate::bindings::v0_3::provider::exports::plinth::plugin::provider as current;
-use crate::bindings::v0_3::provider::plinth::plugin::schema;
-use crate::bindings::{legacy_types as old_types, types};
+use crate::abi::bindings::v0_3::provider::exports::plinth::plugin::provider as current;
+use crate::abi::bindings::v0_3::provider::plinth::plugin::schema;
+use crate::abi::bindings::{legacy_types as old_types, types};
 
 /// A value of an older version's types, converted into the current version's.
 pub(crate) trait Upgrade {
@@ -216,7 +216,7 @@ macro_rules! provider_upgrades {
 
 /// From 0.2, whose provider declares its capabilities and configuration.
 mod from_0_2 {
-    provider_upgrades!(crate::bindings::v0_2::provider::exports::plinth::plugin::provider);
+    provider_upgrades!(crate::abi::bindings::v0_2::provider::exports::plinth::plugin::provider);
 
     impl Upgrade for old::PluginInfo {
         type Current = current::PluginInfo;
@@ -251,7 +251,7 @@ mod from_0_2 {
 
 /// From 0.1, which had no capabilities: a 0.1 provider asks for nothing.
 mod from_0_1 {
-    provider_upgrades!(crate::bindings::v0_1::provider::exports::plinth::plugin::provider);
+    provider_upgrades!(crate::abi::bindings::v0_1::provider::exports::plinth::plugin::provider);
 
     impl Upgrade for old::PluginInfo {
         type Current = current::PluginInfo;
@@ -278,8 +278,8 @@ mod from_0_1 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::v0_1::provider::exports::plinth::plugin::provider as v0_1;
-    use crate::bindings::v0_2::provider::exports::plinth::plugin::provider as v0_2;
+    use crate::abi::bindings::v0_1::provider::exports::plinth::plugin::provider as v0_1;
+    use crate::abi::bindings::v0_2::provider::exports::plinth::plugin::provider as v0_2;
 
     #[test]
     fn a_0_1_plugin_info_keeps_its_schemas_untyped_and_asks_for_nothing() {

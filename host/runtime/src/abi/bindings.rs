@@ -3,6 +3,6 @@
 //! `v0_2` and `v0_1` are kept so that guests built against them keep loading.
 //!
 //! 0.1 and 0.2 share one set of value types, [`legacy_types`]; 0.3's are [`types`];
-//! [`crate::upgrade`] converts between the two.
+//! [`crate::abi::abi_upgrade`] converts between the two.
 
 pub(crate) use plinth_wit_bindings::{legacy_types, types, v0_1, v0_2, v0_3};

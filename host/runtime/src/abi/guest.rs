@@ -1,7 +1,7 @@
 //! What a guest returns, made host values: the one way a string a guest supplied becomes a host
 //! `String` is [`FromGuest`], whose every path goes through the masker. Errors, check reasons,
 //! tokens, ids, property names and messages all arrive here; values go through
-//! [`crate::values`], which conceals the secrets they hold.
+//! [`crate::abi::values`], which conceals the secrets they hold.
 //!
 //! Each conversion takes its record apart exhaustively (no `..`, no wildcard arm): a field or a
 //! variant added to the WIT does not compile until it is converted here, so none can bypass the
@@ -15,10 +15,10 @@ use plinth_engine::provider::{
 use plinth_engine::shown::escape_controls;
 use plinth_engine::value::PropertyMap;
 
-use crate::bindings::types;
-use crate::bindings::v0_3::provider::exports::plinth::plugin::provider as wit;
+use crate::abi::bindings::types;
+use crate::abi::bindings::v0_3::provider::exports::plinth::plugin::provider as wit;
+use crate::abi::values::{self, Origin, ValueError};
 use crate::masking::secret_masker;
-use crate::values::{self, Origin, ValueError};
 
 /// A guest's result converted into the host's types, every string in it masked.
 pub(crate) trait FromGuest {
@@ -192,7 +192,7 @@ mod tests {
     use plinth_engine::value::Value;
 
     use super::*;
-    use crate::bindings::types::Node;
+    use crate::abi::bindings::types::Node;
 
     /// Learned as a secret before the guest answers, as an input would be.
     const SECRET: &str = "enumerated-secret-5d1c";
@@ -309,12 +309,12 @@ mod tests {
         assert_masked("invoke", &format!("{invoked:?}"));
 
         // The program interface: the errors of `run` and `resume`, the value `resume` returns,
-        // and the strings of every monitor call (see `crate::program`).
+        // and the strings of every monitor call (see `crate::load::program`).
         let failed: Result<(), String> = Err(text());
         assert_masked("run", &format!("{:?}", failed.map_err(String::into_host)));
         let resumed = values::from_wit(map(), Origin::Program).unwrap();
         assert_masked("resume", &format!("{resumed:?}"));
-        crate::program::tests::assert_monitor_strings_masked(&text(), SECRET);
+        crate::load::program::tests::assert_monitor_strings_masked(&text(), SECRET);
     }
 
     #[test]

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use plinth_engine::provider::ProviderInfo;
 
-use crate::capabilities::Capabilities;
+use crate::abi::versions::{Kind, WitVersion};
 use crate::error::LoadError;
-use crate::versions::{Kind, WitVersion};
+use crate::policy::capabilities::Capabilities;
 
 /// The description of a plinth component, from [`Runtime::inspect`](crate::Runtime::inspect).
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! Keeps secret what was secret, whatever a provider returns: a property the engine sent as a
 //! secret, or the schema declares secret, comes back marked secret at the same path even if the
 //! provider returned it plain (as Pulumi re-marks checked inputs and outputs). What a provider
-//! returns at another path is left to [`crate::values`], which marks any plain text holding a
+//! returns at another path is left to [`crate::abi::values`], which marks any plain text holding a
 //! known secret.
 
 use plinth_engine::provider::PropertySchema;

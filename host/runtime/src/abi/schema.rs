@@ -9,8 +9,8 @@ use plinth_engine::schema::{
     FunctionSchema, ObjectType, PropertySchema, PropertyType, ResourceSchema,
 };
 
-use crate::bindings::v0_3::provider::plinth::plugin::schema as wit;
-use crate::values::{self, MAX_DEPTH, Origin};
+use crate::abi::bindings::v0_3::provider::plinth::plugin::schema as wit;
+use crate::abi::values::{self, MAX_DEPTH, Origin};
 
 /// Why a schema from a guest was rejected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -75,7 +75,7 @@ fn property(p: wit::PropertySchema) -> Result<PropertySchema, SchemaError> {
 
 fn default(
     property: &str,
-    value: Option<crate::bindings::types::Value>,
+    value: Option<crate::abi::bindings::types::Value>,
 ) -> Result<Option<plinth_engine::value::Value>, SchemaError> {
     value
         .map(|v| values::from_wit(v, Origin::Provider))
@@ -169,7 +169,7 @@ impl<'a> Tree<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::types;
+    use crate::abi::bindings::types;
     use wit::TypeNode as N;
 
     fn tree(nodes: Vec<N>) -> wit::TypeTree {

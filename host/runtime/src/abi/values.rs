@@ -17,7 +17,7 @@ use std::collections::btree_map::Entry;
 use plinth_engine::shown::escape_controls;
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 
-use crate::bindings::types as wit;
+use crate::abi::bindings::types as wit;
 use crate::masking::secret_masker;
 
 /// How deep a value from a guest may nest. State is stored as JSON, which is read back with a

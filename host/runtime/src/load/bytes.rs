@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::cache::check_is_component;
 use crate::error::LoadError;
+use crate::load::cache::check_is_component;
 
 /// The largest component file plinth reads (and downloads): 256 MiB. No plugin or program is
 /// near it (a Python one, interpreter included, is about 40 MiB), and a file that is must not

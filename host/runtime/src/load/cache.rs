@@ -2,7 +2,7 @@
 //! in a fraction of a millisecond instead of being compiled again.
 //!
 //! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>.sealed.cwasm`: the
-//! content hash names the component, and the fingerprint (see [`crate::engine::fingerprint`]) the
+//! content hash names the component, and the fingerprint (see [`crate::load::engine::fingerprint`]) the
 //! wasmtime version and configuration it was compiled for. wasmtime trusts an artifact to be its
 //! own output (a damaged one can crash the process), so each ends with the CRC-32 of what
 //! precedes it, checked before it is deserialized; one that fails the check is compiled again.
@@ -12,7 +12,7 @@
 //! through a small buffer, and wasmtime then maps the file itself (its ELF reader ignores the
 //! checksum after it), as it did before there was one: reading the artifact whole and having
 //! wasmtime copy it into memory of its own took a hit from 0.2 ms to 0.91 ms. Loading by path
-//! first looks the file's hash up by its fingerprint (see [`crate::file_index`]), and reads and
+//! first looks the file's hash up by its fingerprint (see [`crate::load::file_index`]), and reads and
 //! hashes the file only on a miss.
 
 use std::collections::HashMap;
@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::bytes::ComponentBytes;
 use crate::error::LoadError;
-use crate::file_index::{FileIndex, Fingerprint};
+use crate::load::bytes::ComponentBytes;
+use crate::load::file_index::{FileIndex, Fingerprint};
 
 /// How a component was loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl ArtifactCache {
         ArtifactCache {
             hashes: FileIndex::new(dir.join("hashes")),
             dir,
-            fingerprint: crate::engine::fingerprint(engine),
+            fingerprint: crate::load::engine::fingerprint(engine),
             loaded: Arc::default(),
         }
     }
@@ -332,7 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let wasm = dir.path().join("empty.wasm");
         std::fs::write(&wasm, EMPTY_COMPONENT).unwrap();
-        let engine = crate::engine::new_engine().unwrap();
+        let engine = crate::load::engine::new_engine().unwrap();
         let cache = ArtifactCache::new(dir.path().join("cache"), &engine);
 
         let load = |path: &Path| cache.load(&engine, &ComponentBytes::read(path).unwrap());

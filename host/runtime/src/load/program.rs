@@ -18,15 +18,15 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 
-use crate::bindings::{legacy_types, types, v0_1, v0_2, v0_3};
-use crate::epoch::EpochTicker;
+use crate::abi::abi_upgrade::{Upgrade, downgrade};
+use crate::abi::bindings::{legacy_types, types, v0_1, v0_2, v0_3};
+use crate::abi::guest::FromGuest;
+use crate::abi::values::{self, Origin};
+use crate::abi::versions::WitVersion;
 use crate::error::LoadError;
-use crate::guest::FromGuest;
-use crate::limits::Limits;
+use crate::sandbox::epoch::EpochTicker;
+use crate::sandbox::limits::Limits;
 use crate::sandbox::{self, Sandbox, Sandboxed};
-use crate::upgrade::{Upgrade, downgrade};
-use crate::values::{self, Origin};
-use crate::versions::WitVersion;
 
 /// The store data of a program instance.
 pub(crate) struct ProgramState {
@@ -260,7 +260,7 @@ fn guest_map(value: types::Value, call: impl FnOnce() -> String) -> wasmtime::Re
 
 /// The value types of 0.3, as the monitor converts them: nothing to do.
 mod current_values {
-    use crate::bindings::types::Value;
+    use crate::abi::bindings::types::Value;
 
     pub(super) fn up(value: Value) -> Value {
         value
@@ -296,12 +296,12 @@ macro_rules! monitor_host {
 
             use super::$convert::{down, up};
             use super::{ProgramState, guest_map};
-            use crate::bindings::$types as types;
-            use crate::bindings::$version::program::plinth::plugin::monitor;
-            use crate::guest::FromGuest;
-            use crate::values::{self, Origin};
+            use crate::abi::bindings::$types as types;
+            use crate::abi::bindings::$version::program::plinth::plugin::monitor;
+            use crate::abi::guest::FromGuest;
+            use crate::abi::values::{self, Origin};
 
-            /// Every string of the options masked (see [`crate::guest`]); taken apart
+            /// Every string of the options masked (see [`crate::abi::guest`]); taken apart
             /// exhaustively, so that a new field does not compile until it is converted.
             pub(crate) fn resource_options(options: monitor::ResourceOptions) -> ResourceOptions {
                 let monitor::ResourceOptions {
@@ -489,8 +489,8 @@ impl Sandboxed for ProgramState {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::bindings::types::{Node, Value};
-    use crate::bindings::v0_3::program::plinth::plugin::monitor;
+    use crate::abi::bindings::types::{Node, Value};
+    use crate::abi::bindings::v0_3::program::plinth::plugin::monitor;
 
     /// Every string a program sends with `register-resource` (`text` holds `secret`, learned
     /// already) reaches the engine masked, and inputs with a key holding it are refused, the

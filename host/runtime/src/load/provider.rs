@@ -8,7 +8,7 @@
 //!
 //! A provider built against an older `plinth:plugin` (0.1 or 0.2) is driven through that
 //! version's bindings: what it is sent is converted down, what it returns is upgraded to the
-//! current version's types (see [`crate::upgrade`]).
+//! current version's types (see [`crate::abi::abi_upgrade`]).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -25,23 +25,23 @@ use plinth_engine::value::{PropertyMap, Value};
 use wasmtime::component::{self, Component, ComponentExportIndex, InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
-use crate::advice::GrantAdvice;
-use crate::bindings::types;
-use crate::bindings::v0_3::provider::exports::plinth::plugin::provider as wit;
-use crate::bindings::{v0_1, v0_2, v0_3};
-use crate::capabilities::{self, Capabilities, DirRequest};
-use crate::epoch::EpochTicker;
+use crate::abi::abi_upgrade::{Upgrade, downgrade};
+use crate::abi::bindings::types;
+use crate::abi::bindings::v0_3::provider::exports::plinth::plugin::provider as wit;
+use crate::abi::bindings::{v0_1, v0_2, v0_3};
+use crate::abi::guest::{FromGuest, ProviderMap};
+use crate::abi::remark;
+use crate::abi::schema;
+use crate::abi::values::{self, Origin, ValueError};
+use crate::abi::versions::WitVersion;
 use crate::error::LoadError;
-use crate::grants::{Access, Grants};
-use crate::guest::{FromGuest, ProviderMap};
-use crate::hints::{self, Hints};
-use crate::limits::Limits;
-use crate::remark;
+use crate::load::hints::{self, Hints};
+use crate::policy::advice::GrantAdvice;
+use crate::policy::capabilities::{self, Capabilities, DirRequest};
+use crate::policy::grants::{Access, Grants};
+use crate::sandbox::epoch::EpochTicker;
+use crate::sandbox::limits::Limits;
 use crate::sandbox::{self, Sandbox};
-use crate::schema;
-use crate::upgrade::{Upgrade, downgrade};
-use crate::values::{self, Origin, ValueError};
-use crate::versions::WitVersion;
 
 /// At most this many instances wait, idle, for the next call.
 const MAX_IDLE: usize = 16;
@@ -194,7 +194,7 @@ pub(crate) async fn read_info(
         limits,
         grants,
         // Nothing is checked against the grants here: no advice is given.
-        advice: Arc::new(crate::advice::PlainAdvice),
+        advice: Arc::new(crate::policy::advice::PlainAdvice),
     };
     let (_, info, capabilities, _) = factory.first_instance(path).await?;
     Ok((info, capabilities))
@@ -782,4 +782,4 @@ fn capabilities(asked: wit::Capabilities) -> Capabilities {
 /// The provider world imports only types: there is nothing to implement.
 impl types::Host for Sandbox {}
 impl v0_3::provider::plinth::plugin::schema::Host for Sandbox {}
-impl crate::bindings::legacy_types::Host for Sandbox {}
+impl crate::abi::bindings::legacy_types::Host for Sandbox {}

@@ -10,28 +10,28 @@ use plinth_engine::provider::Provider;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
-use crate::advice::{GrantAdvice, PlainAdvice};
-use crate::bindings::{v0_1, v0_2, v0_3};
-use crate::bytes::ComponentBytes;
-use crate::cache::{ArtifactCache, LoadStats};
-use crate::epoch::EpochTicker;
+use crate::abi::bindings::{v0_1, v0_2, v0_3};
+use crate::abi::inspect::ComponentInfo;
+use crate::abi::versions::{self, Kind, WitVersion};
 use crate::error::LoadError;
-use crate::grants::Grants;
-use crate::inspect::ComponentInfo;
-use crate::limits::Limits;
-use crate::program::{self, ComponentProgram, ProgramPre, ProgramState};
-use crate::provider::{self, ComponentProvider, ProviderPre};
+use crate::load::bytes::ComponentBytes;
+use crate::load::cache::{ArtifactCache, LoadStats};
+use crate::load::program::{self, ComponentProgram, ProgramPre, ProgramState};
+use crate::load::provider::{self, ComponentProvider, ProviderPre};
+use crate::policy::advice::{GrantAdvice, PlainAdvice};
+use crate::policy::grants::Grants;
+use crate::sandbox::epoch::EpochTicker;
+use crate::sandbox::limits::Limits;
 use crate::sandbox::{Sandbox, Sandboxed};
-use crate::versions::{self, Kind, WitVersion};
 
 /// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups, environment reads and blocking
 /// waits going through the sandbox's checks instead of wasmtime-wasi's own.
 fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
-    crate::net::link_guarded_lookup(linker)?;
-    crate::env::link_watched_environment(linker)?;
-    crate::wait::link_bounded_poll(linker)?;
-    crate::http::link_http(linker)
+    crate::sandbox::net::link_guarded_lookup(linker)?;
+    crate::sandbox::env::link_watched_environment(linker)?;
+    crate::sandbox::wait::link_bounded_poll(linker)?;
+    crate::sandbox::http::link_http(linker)
 }
 
 /// The wasmtime embedding: an engine configured for plinth's components, its precompiled-artifact
@@ -52,7 +52,7 @@ impl Runtime {
     /// Creates the engine and starts its epoch ticker. Precompiled artifacts are kept in
     /// `cache_dir`, which is created when the first one is written.
     pub fn new(cache_dir: PathBuf) -> Result<Runtime, LoadError> {
-        let engine = crate::engine::new_engine()?;
+        let engine = crate::load::engine::new_engine()?;
         let epoch = EpochTicker::start(&engine)
             .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?;
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));

@@ -6,8 +6,8 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::advice::GrantAdvice;
-use crate::capabilities::Missing;
+use crate::policy::advice::GrantAdvice;
+use crate::policy::capabilities::Missing;
 
 /// At most this many refusals are remembered per call: a guest retrying in a loop should not
 /// grow the error message without bound.
@@ -241,7 +241,7 @@ impl fmt::Display for Denial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::advice::PlainAdvice;
+    use crate::policy::advice::PlainAdvice;
 
     fn plugin() -> Denials {
         Denials::new(Owner::Plugin("reach".into()), Arc::new(PlainAdvice))

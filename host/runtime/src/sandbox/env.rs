@@ -7,8 +7,8 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::WasiCliCtxView;
 use wasmtime_wasi::p2::bindings::cli::environment::{self, Host};
 
-use crate::denial::Denials;
 use crate::sandbox::Sandboxed;
+use crate::sandbox::denial::Denials;
 
 /// Gives the guest the granted variables that are set in plinth's environment. One that is
 /// not set is absent in the guest too; one that is not Unicode cannot be passed and is absent.

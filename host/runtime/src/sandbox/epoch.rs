@@ -5,7 +5,7 @@ use std::thread::JoinHandle;
 
 use wasmtime::Engine;
 
-use crate::engine::EPOCH_TICK;
+use crate::load::engine::EPOCH_TICK;
 
 /// Advances the epoch every [`EPOCH_TICK`] while it lives. Everything that runs guest code holds
 /// an `Arc` of it, so deadlines keep working as long as a guest can run; dropping the last one
@@ -53,7 +53,7 @@ mod tests {
     #[test]
     fn stops_promptly_on_drop() {
         // That the epoch advances is shown by the deadline tests with real components.
-        let engine = crate::engine::new_engine().unwrap();
+        let engine = crate::load::engine::new_engine().unwrap();
         let ticker = EpochTicker::start(&engine).unwrap();
         std::thread::sleep(EPOCH_TICK * 3);
         let started = std::time::Instant::now();

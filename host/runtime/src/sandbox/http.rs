@@ -9,9 +9,9 @@ use wasmtime::component::Linker;
 use wasmtime_wasi_http::p2::bindings::{LinkOptions, http as wit};
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttp, WasiHttpHooks};
 
-use crate::denial::{Denial, Denials};
-use crate::endpoint::AuthorityPattern;
+use crate::policy::endpoint::AuthorityPattern;
 use crate::sandbox::Sandboxed;
+use crate::sandbox::denial::{Denial, Denials};
 
 /// Adds `wasi:http`'s outgoing handler and types to `linker`, governed by each sandbox's
 /// [`HttpGuard`].
@@ -66,7 +66,7 @@ impl HttpGuard {
         {
             return true;
         }
-        let host = crate::endpoint::normalize_name(host);
+        let host = crate::policy::endpoint::normalize_name(host);
         self.denials.refuse(Denial::Http {
             authority: if port == default_port {
                 host
@@ -103,14 +103,14 @@ impl WasiHttpHooks for HttpGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::denial::Owner;
+    use crate::sandbox::denial::Owner;
 
     fn guard(grants: &[&str]) -> HttpGuard {
         HttpGuard::new(
             grants.iter().map(|s| s.parse().unwrap()).collect(),
             Arc::new(Denials::new(
                 Owner::Plugin("p".into()),
-                Arc::new(crate::advice::PlainAdvice),
+                Arc::new(crate::policy::advice::PlainAdvice),
             )),
         )
     }

@@ -35,7 +35,7 @@ impl Limits {
     /// The largest: all a 32-bit linear memory can address.
     pub const MAX_MEMORY_BYTES: u64 = 4 << 30;
     /// The shortest call timeout: the granularity of deadlines.
-    pub const MIN_CALL_TIMEOUT: Duration = crate::engine::EPOCH_TICK;
+    pub const MIN_CALL_TIMEOUT: Duration = crate::load::engine::EPOCH_TICK;
     /// The longest call timeout.
     pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 

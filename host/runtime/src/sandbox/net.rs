@@ -21,10 +21,10 @@ use wasmtime_wasi::p2::bindings::sockets::network::{
 };
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsCtxView};
 
-use crate::denial::{Denial, Denials, Protocol, SocketAction};
-use crate::endpoint::{EndpointPattern, normalize_name};
-use crate::grants::Grants;
+use crate::policy::endpoint::{EndpointPattern, normalize_name};
+use crate::policy::grants::Grants;
 use crate::sandbox::Sandboxed;
+use crate::sandbox::denial::{Denial, Denials, Protocol, SocketAction};
 
 /// The network a guest may use, and what its lookups resolved.
 pub(crate) struct NetPolicy {
@@ -174,7 +174,7 @@ impl Host for GuardedLookup<'_> {
         name: String,
     ) -> Result<Resource<ResolveAddressStream>, SocketError> {
         // An address written as a name resolves to itself: the socket check judges it.
-        let literal = crate::endpoint::host_literal(&name).is_some();
+        let literal = crate::policy::endpoint::host_literal(&name).is_some();
         if !literal && !self.policy.may_resolve(&name) {
             self.policy.denials.refuse(Denial::Lookup {
                 name: normalize_name(&name),
@@ -253,7 +253,7 @@ fn ip_addr(address: IpAddress) -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::denial::Owner;
+    use crate::sandbox::denial::Owner;
 
     fn policy(tcp: &[&str], udp: &[&str]) -> Arc<NetPolicy> {
         listening_policy(tcp, udp, &[], &[])
@@ -277,7 +277,7 @@ mod tests {
             &grants,
             Arc::new(Denials::new(
                 Owner::Plugin("p".into()),
-                Arc::new(crate::advice::PlainAdvice),
+                Arc::new(crate::policy::advice::PlainAdvice),
             )),
         )
     }
