@@ -14,10 +14,10 @@ pub mod property_path;
 pub mod provider;
 pub mod refresh;
 pub mod resource;
-mod root;
 pub mod schema;
 pub mod shown;
 pub mod snapshot;
+mod stack_root;
 pub mod urn;
 pub mod value;
 

@@ -5,7 +5,7 @@
 pub(crate) mod limit;
 mod node;
 pub(crate) mod options;
-mod root;
+mod root_registration;
 mod scheduler;
 mod start;
 pub(crate) mod step;

@@ -4,7 +4,7 @@
 use tokio::sync::oneshot;
 
 use super::node::*;
-use super::root::ROOT_HANDLE;
+use super::root_registration::ROOT_HANDLE;
 use super::scheduler::Scheduler;
 use super::step::request::{ProviderBinding, ResourceStep, reference};
 use crate::events::{Event, Severity};
