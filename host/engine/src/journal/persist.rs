@@ -4,7 +4,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::JournalEntry;
+use super::entry::JournalEntry;
 use crate::snapshot::Snapshot;
 
 /// Durable storage for one operation's journal and the checkpoint it ends in.

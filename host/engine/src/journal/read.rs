@@ -17,7 +17,7 @@ use serde::de::{
     self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
 };
 
-use super::JournalEntry;
+use super::entry::JournalEntry;
 
 /// The key that names an entry's variant.
 const TAG: &str = "entry";

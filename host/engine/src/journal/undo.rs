@@ -1,13 +1,59 @@
-//! Taking back what [`JournalState::apply`] did: each change to the state is logged with what
-//! undoes it, until the changes are committed. An entry refused halfway leaves no trace, and
+//! The tables a [`JournalState`](super::state::JournalState) keeps, and taking back what its
+//! `apply` did: each change to them is logged with what undoes it, until the changes are
+//! committed. An entry refused halfway leaves no trace, and
 //! the snapshot manager takes back entries its persister could not store.
 
-use super::{Fate, InFlight, JournalState};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashSet};
+
+use crate::resource::ResourceState;
 use crate::snapshot::PendingOperation;
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
-/// One change to a [`JournalState`], as what it replaced.
+/// What became of a base resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    Untouched,
+    Carried,
+    /// Carried over as it was recorded, ahead of a recorded state that depends on it (see
+    /// `JournalState::pull_forward`): it can no longer change in this operation.
+    Pulled,
+    MarkedForDeletion,
+    Deleted,
+}
+
+/// An operation begun in this journal and not ended.
+#[derive(Debug, Clone)]
+pub(super) struct InFlight {
+    pub(super) op: PendingOperation,
+    /// The base resource it operates on, or that its create replaces.
+    pub(super) old: Option<usize>,
+}
+
+/// The tables of a journal state that entries change, each change logged to be undone.
+#[derive(Debug)]
+pub(super) struct Tables {
+    pub(super) fate: Vec<Fate>,
+    pub(super) recorded: Vec<ResourceState>,
+    pub(super) recorded_index: HashMap<Urn, usize>,
+    /// Base resources that are live (not marked for deletion), by URN.
+    pub(super) base_live: HashMap<Urn, usize>,
+    /// How many states in the snapshot name a URN as parent or dependency.
+    pub(super) referrers: HashMap<Urn, usize>,
+    pub(super) carried_pending: Vec<PendingOperation>,
+    pub(super) pending: BTreeMap<u64, InFlight>,
+    /// Base URNs carried over under a new URN (an alias): references to the old one in states
+    /// not recorded yet mean the new one.
+    pub(super) renamed: HashMap<Urn, Urn>,
+    /// URNs of resources found gone: references to them are dropped.
+    pub(super) forgotten: HashSet<Urn>,
+    /// The changes made since the last commit, to roll back.
+    pub(super) undo: Vec<Undo>,
+}
+
+/// One change to the [`Tables`], as what it replaced.
 #[derive(Debug)]
 pub(super) enum Undo {
     /// The pending operation `seq` was `previous`.
@@ -28,7 +74,7 @@ pub(super) enum Undo {
     ResolvedPending(usize, PendingOperation),
 }
 
-/// A point in the uncommitted changes of a [`JournalState`] to roll back to.
+/// A point in the uncommitted changes of the [`Tables`] to roll back to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Savepoint(usize);
 
@@ -42,7 +88,7 @@ impl Savepoint {
     }
 }
 
-impl JournalState {
+impl Tables {
     pub(super) fn savepoint(&self) -> Savepoint {
         Savepoint(self.undo.len())
     }
@@ -140,7 +186,7 @@ impl JournalState {
         previous
     }
 
-    pub(super) fn push_recorded(&mut self, state: crate::resource::ResourceState) {
+    pub(super) fn push_recorded(&mut self, state: ResourceState) {
         self.recorded_index
             .insert(state.urn.clone(), self.recorded.len());
         self.recorded.push(state);

@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::entry::JournalEntry;
+use super::error::SnapshotError;
+use super::persist::{PersistError, Persister, SyncWaker};
+use super::state::JournalState;
 use super::undo::Savepoint;
-use super::{JournalEntry, JournalState, PersistError, Persister, SnapshotError, SyncWaker};
 use crate::resource::ResourceState;
 use crate::snapshot::{PendingKind, Snapshot};
 
