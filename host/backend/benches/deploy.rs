@@ -1,6 +1,7 @@
 //! The engine and the local backend at the scale DESIGN.md designs for: `up` creating 10,000
 //! resources with durable state, then a no-op `up` and a `preview` of them, on an in-process
-//! provider that answers at once (so the figures are plinth's own cost). Prints its figures.
+//! provider that answers at once (`plinth-deploytest`'s fake, so the figures are plinth's own
+//! cost). Prints its figures.
 //!
 //! `cargo bench -p plinth-backend --bench deploy` (PLINTH_BENCH_RESOURCES changes the count).
 
@@ -11,125 +12,14 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use plinth_backend::LocalBackend;
+use plinth_deploytest::{FakeProvider, FakeProviders};
 use plinth_engine::deployment::{self, Options};
 use plinth_engine::events::EventSink;
 use plinth_engine::journal::{JournalEntry, PersistError, Persister, SnapshotManager};
 use plinth_engine::program::{Monitor, Program, ProgramError, RegisterRequest};
-use plinth_engine::provider::*;
 use plinth_engine::snapshot::Snapshot;
-use plinth_engine::urn::Urn;
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
 use tokio_util::sync::CancellationToken;
-
-/// A provider that creates at once and whose diff compares inputs.
-struct Immediate {
-    info: ProviderInfo,
-    next: AtomicU64,
-}
-
-#[async_trait]
-impl Provider for Immediate {
-    fn info(&self) -> &ProviderInfo {
-        &self.info
-    }
-    async fn check_config(&self, c: &PropertyMap) -> Result<CheckResult, ProviderError> {
-        Ok(CheckResult {
-            inputs: c.clone(),
-            failures: vec![],
-        })
-    }
-    async fn configure(&self, _: &PropertyMap) -> Result<(), ProviderError> {
-        Ok(())
-    }
-    async fn check(
-        &self,
-        _: &Urn,
-        _: Option<&PropertyMap>,
-        news: &PropertyMap,
-    ) -> Result<CheckResult, ProviderError> {
-        Ok(CheckResult {
-            inputs: news.clone(),
-            failures: vec![],
-        })
-    }
-    async fn diff(
-        &self,
-        _: &Urn,
-        _: &str,
-        olds: &PropertyMap,
-        _: &PropertyMap,
-        news: &PropertyMap,
-    ) -> Result<DiffResult, ProviderError> {
-        let changed = (news.iter())
-            .filter(|(k, v)| olds.get(*k) != Some(v))
-            .map(|(k, _)| k.clone())
-            .collect();
-        Ok(DiffResult {
-            changed,
-            replaces: vec![],
-            delete_before_replace: false,
-        })
-    }
-    async fn create(
-        &self,
-        _: &Urn,
-        inputs: &PropertyMap,
-        preview: bool,
-    ) -> Result<Created, ProviderError> {
-        let id = if preview {
-            String::new()
-        } else {
-            format!("id-{}", self.next.fetch_add(1, Ordering::Relaxed))
-        };
-        let mut outputs = inputs.clone();
-        outputs.insert("out".into(), Value::String(format!("out-{id}")));
-        Ok(Created { id, outputs })
-    }
-    async fn read(
-        &self,
-        _: &Urn,
-        _: &str,
-        _: &PropertyMap,
-        _: &PropertyMap,
-    ) -> Result<Option<ReadResult>, ProviderError> {
-        Ok(None)
-    }
-    async fn update(
-        &self,
-        _: &Urn,
-        _: &str,
-        _: &PropertyMap,
-        _: &PropertyMap,
-        news: &PropertyMap,
-        _: bool,
-    ) -> Result<PropertyMap, ProviderError> {
-        Ok(news.clone())
-    }
-    async fn delete(
-        &self,
-        _: &Urn,
-        _: &str,
-        _: &PropertyMap,
-        _: &PropertyMap,
-    ) -> Result<(), ProviderError> {
-        Ok(())
-    }
-    async fn invoke(&self, token: &str, _: &PropertyMap) -> Result<Value, ProviderError> {
-        Err(ProviderError::UnknownType(token.into()))
-    }
-}
-
-struct Source(Arc<Immediate>);
-
-#[async_trait]
-impl ProviderSource for Source {
-    async fn provider(&self, _: &str) -> Result<Arc<dyn Provider>, LoadError> {
-        Ok(self.0.clone())
-    }
-    async fn configured(&self, _: &str, _: &PropertyMap) -> Result<Arc<dyn Provider>, LoadError> {
-        Ok(self.0.clone())
-    }
-}
 
 /// `count` resources in chains of ten: each takes the previous one's `out` as an input.
 struct Chains {
@@ -157,7 +47,7 @@ impl Program for Chains {
             previous = Some(
                 monitor
                     .register_resource(RegisterRequest {
-                        ty: "bench:Thing".into(),
+                        ty: "fake:Thing".into(),
                         name: format!("r{i}"),
                         custom: true,
                         inputs,
@@ -205,7 +95,7 @@ async fn deploy(
     backend: &LocalBackend,
     count: usize,
     preview: bool,
-    provider: &Arc<Immediate>,
+    provider: &Arc<FakeProvider>,
 ) -> Run {
     let loaded = backend.load(&bench_project(), &dev_stack()).expect("load");
     let journal_bytes = Arc::new(AtomicU64::new(0));
@@ -237,7 +127,7 @@ async fn deploy(
         options,
         loaded.snapshot,
         Box::new(Chains { count }),
-        Arc::new(Source(provider.clone())),
+        Arc::new(FakeProviders(provider.clone())),
         recorder,
         EventSink::discard(),
         CancellationToken::new(),
@@ -271,14 +161,7 @@ fn main() {
     backend
         .create_stack(&bench_project(), &dev_stack())
         .expect("stack");
-    let provider = Arc::new(Immediate {
-        info: ProviderInfo {
-            name: "bench".into(),
-            version: "1.0.0".into(),
-            ..ProviderInfo::default()
-        },
-        next: AtomicU64::new(0),
-    });
+    let provider = FakeProvider::new();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

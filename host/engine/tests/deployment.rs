@@ -1,13 +1,11 @@
 //! The deployment lifecycle on in-process fakes: every snapshot persisted along the way is
 //! replayed and checked for integrity by `CheckingPersister`.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
+use plinth_deploytest::*;
 use plinth_engine::program::EmptyProgram;
 use plinth_engine::value::Value;
-use support::*;
 
 fn chain() -> Vec<Decl> {
     vec![

@@ -1,11 +1,10 @@
 //! Resource options, targeting, refresh and pending operations on in-process fakes. As in
 //! `deployment.rs`, every snapshot persisted along the way is replayed and integrity-checked.
 
-mod support;
-
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use plinth_deploytest::*;
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::events::Event;
 use plinth_engine::journal::JournalEntry;
@@ -14,7 +13,6 @@ use plinth_engine::refresh::RefreshOptions;
 use plinth_engine::snapshot::{PendingKind, PendingOperation, Snapshot};
 use plinth_engine::urn::{STACK_TYPE, stack_urn};
 use plinth_engine::value::{PropertyMap, Value};
-use support::*;
 
 fn chain() -> Vec<Decl> {
     vec![

@@ -6,11 +6,10 @@
 //!
 //! 1,000 cases by default; set `PROPTEST_CASES` for more.
 
-mod support;
-
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
+use plinth_deploytest::*;
 use plinth_engine::deployment::{Options, Targets};
 use plinth_engine::program::EmptyProgram;
 use plinth_engine::refresh::RefreshOptions;
@@ -18,7 +17,6 @@ use plinth_engine::resource::ResourceState;
 use plinth_engine::urn::{PROVIDER_TYPE_PREFIX, STACK_TYPE, is_counted, stack_urn};
 use plinth_engine::value::Value;
 use proptest::prelude::*;
-use support::*;
 
 const NAMES: [&str; 8] = ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"];
 

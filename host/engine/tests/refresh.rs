@@ -1,10 +1,8 @@
 //! How a refresh records what it finds, on in-process fakes.
 
-mod support;
-
+use plinth_deploytest::*;
 use plinth_engine::refresh::RefreshOptions;
 use plinth_engine::value::Value;
-use support::*;
 
 /// A refresh that finds every one of `count` resources drifted, and how many times it flushed
 /// the journal.

@@ -7,10 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plinth_engine::journal::JournalEntry;
 use plinth_engine::resource::ResourceState;
-use plinth_engine::snapshot::PendingKind;
-use plinth_engine::urn::Urn;
 use plinth_test_postgres::Postgres;
 use serde_json::{Value, json};
 
@@ -312,42 +309,12 @@ pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
-/// A custom resource `name` of type `t:T` in stack `dev` of project `p`, with `inputs`.
-pub fn resource(name: &str, inputs: plinth_engine::value::PropertyMap) -> ResourceState {
-    ResourceState {
-        urn: Urn::new("dev", "p", None, "t:T", name),
-        ty: "t:T".into(),
-        custom: true,
-        id: format!("{name}-1"),
-        inputs,
-        outputs: Default::default(),
-        parent: None,
-        dependencies: vec![],
-        protect: false,
-        retain_on_delete: false,
-        delete: false,
-        provider: None,
-        custom_timeouts: None,
-    }
-}
+pub use plinth_deploytest::fixtures::resource;
 
-/// The journal entries of creating `resource` as operation `seq`: begun, and done unless
-/// `interrupted`.
+/// The journal entries of creating `resource` as operation `seq` (begun, and done unless
+/// `interrupted`), as JSON.
 pub fn creating(seq: u64, resource: &ResourceState, interrupted: bool) -> Vec<Value> {
-    let mut entries = vec![JournalEntry::Begin {
-        seq,
-        kind: PendingKind::Creating,
-        resource: resource.clone(),
-        old: None,
-    }];
-    if !interrupted {
-        entries.push(JournalEntry::Created {
-            seq,
-            resource: resource.clone(),
-            replaces: None,
-        });
-    }
-    (entries.iter())
+    (plinth_deploytest::fixtures::creating(seq, resource, interrupted).iter())
         .map(|e| serde_json::to_value(e).unwrap())
         .collect()
 }
