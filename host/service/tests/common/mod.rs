@@ -309,6 +309,7 @@ pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+#[allow(unused_imports)] // each test binary uses its own part
 pub use plinth_deploytest::fixtures::resource;
 
 /// The journal entries of creating `resource` as operation `seq` (begun, and done unless
