@@ -5,7 +5,6 @@
 //! by index. The snapshot they describe is: resources the operation recorded, in the order it
 //! recorded them, followed by the base resources it did not touch. Steps complete only after the
 //! steps they depend on, so that order is always topological.
-
 //!
 //! `entry` is what the journal records and `read` how it is read back; `state` the snapshot a
 //! base and entries describe (its tables in `undo`, every change logged to be taken back);

@@ -1,7 +1,7 @@
 //! The tables a [`JournalState`](super::state::JournalState) keeps, and taking back what its
 //! `apply` did: each change to them is logged with what undoes it, until the changes are
-//! committed. An entry refused halfway leaves no trace, and
-//! the snapshot manager takes back entries its persister could not store.
+//! committed. An entry refused halfway leaves no trace, and the snapshot manager takes back
+//! entries its persister could not store.
 
 use std::collections::BTreeMap;
 
