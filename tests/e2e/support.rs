@@ -20,31 +20,20 @@ pub fn guest_target_dir() -> PathBuf {
     repo_root().join("target/wasm")
 }
 
+/// The Rust guest crates the tests run, one a line; `scripts/build-guests` builds the same list
+/// the same way beside the host build, so that on CI the builds here find nothing to do.
+const RUST_GUESTS: &str = include_str!("../rust-guests.txt");
+
 /// Builds the guest crates the tests use, once per test process.
 pub fn guest(package: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
-        for package in [
-            "plinth-testkit",
-            "plinth-scenario",
-            "plinth-random",
-            "plinth-adversary",
-            "plinth-reach",
-            "plinth-file",
-            "plinth-files",
-            "plinth-notes",
-            "plinth-misnamed",
-            "plinth-legacy-v01",
-            "plinth-legacy-v02",
-            "plinth-legacy-program-v01",
-            "plinth-hostile-program",
-            "plinth-numbers",
-            "plinth-postgresql",
-            "plinth-pg-program",
-            "plinth-kv",
-            "plinth-shapes",
-            "plinth-shapes-program",
-        ] {
+        let packages = RUST_GUESTS
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'));
+        // One invocation per crate, as plinth builds a guest: a grouped build would unify the
+        // SDK's `provider` and `program` features, which change what it compiles.
+        for package in packages {
             let status = Command::new(env!("CARGO"))
                 .args([
                     "build",
@@ -65,6 +54,10 @@ pub fn guest(package: &str) -> PathBuf {
             );
         }
     });
+    assert!(
+        RUST_GUESTS.lines().any(|l| l == package),
+        "{package} is not in tests/rust-guests.txt"
+    );
     guest_target_dir()
         .join("wasm32-wasip2/release")
         .join(format!("{}.wasm", package.replace('-', "_")))

@@ -5,6 +5,9 @@
 //! `plinth serve` execs the `plinth-serve` binary; the tests run that binary themselves, built
 //! once per test process apart from the outer `cargo test`'s target directory (whose lock that
 //! command holds while the tests run), so it is always the service of the sources under test.
+//! `PLINTH_TEST_SERVE` names one already built instead, as for the service's own tests:
+//! scripts/test passes the one its `cargo test` of plinth-service built from the same sources,
+//! sparing a second debug build of the service and its dependencies.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -15,11 +18,15 @@ use plinth_test_postgres::Postgres;
 
 use super::repo_root;
 
-/// The `plinth-serve` binary of the sources under test, built on first use.
+/// The `plinth-serve` binary of the sources under test: `PLINTH_TEST_SERVE`, or built on first
+/// use.
 pub fn serve_binary() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
+            if let Some(built) = std::env::var_os("PLINTH_TEST_SERVE").filter(|v| !v.is_empty()) {
+                return PathBuf::from(built);
+            }
             let target = repo_root().join("target/e2e-service");
             let status = Command::new(env!("CARGO"))
                 .args([

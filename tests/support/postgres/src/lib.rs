@@ -1,5 +1,6 @@
 //! A throwaway PostgreSQL server for tests: a new cluster in a temp dir, started on a free
-//! loopback port, stopped and removed when the last handle is dropped.
+//! loopback port, stopped and removed when the last handle is dropped (the shared one: when the
+//! test process exits).
 //!
 //! The server binaries are found through `PLINTH_PG_BINDIR` or `pg_config --bindir`. `initdb`
 //! refuses to run as root, so when the tests run as root the cluster is created and served by the
@@ -16,7 +17,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tempfile::TempDir;
 
@@ -58,21 +59,45 @@ pub struct Postgres {
     password: String,
 }
 
-static SHARED: Mutex<Weak<Postgres>> = Mutex::new(Weak::new());
+/// The server [`Postgres::shared`] hands out, from its first call to the process's exit.
+static SHARED: Mutex<Option<Arc<Postgres>>> = Mutex::new(None);
+
+// SAFETY: C's `atexit`, from the C library every Rust program on these platforms links.
+unsafe extern "C" {
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// Run by `exit` (a test binary's end, passed or failed): stops and removes the shared server.
+extern "C" fn stop_shared_at_exit() {
+    // `try_lock`: a thread still inside `shared` must not hang the exit; the next start of any
+    // test process sweeps the cluster left behind, as for a killed one.
+    let server = match SHARED.try_lock() {
+        Ok(mut shared) => shared.take(),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    };
+    drop(server);
+}
 
 impl Postgres {
-    /// A server shared by the tests of one process that hold it at the same time: started by the
-    /// first caller, stopped when the last handle is dropped. Tests that stop or restart the
-    /// server must use [`Postgres::start`] for their own.
+    /// A server shared by the tests of one process: started by the first caller, stopped and
+    /// removed when the process exits. It outlives its handles so that tests that follow one
+    /// another do not each create, start and stop a cluster of their own. Tests that stop or
+    /// restart the server must use [`Postgres::start`] for their own.
     pub fn shared() -> Result<Arc<Postgres>> {
-        let mut shared = SHARED
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(server) = shared.upgrade() {
-            return Ok(server);
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(server) = &*shared {
+            return Ok(Arc::clone(server));
         }
         let server = Arc::new(Postgres::start()?);
-        *shared = Arc::downgrade(&server);
+        // SAFETY: registers a plain function once (`shared` is `None` only until here); it
+        // touches nothing the exit has torn down (a mutex and the server's own files).
+        if unsafe { atexit(stop_shared_at_exit) } != 0 {
+            return Err(Error(
+                "cannot register the shared server's stop at exit (atexit failed)".into(),
+            ));
+        }
+        *shared = Some(Arc::clone(&server));
         Ok(server)
     }
 
@@ -511,5 +536,49 @@ mod tests {
         let b = Postgres::shared().unwrap();
         assert_eq!(a.port(), b.port());
         assert!(is_inside(&a, &a.log_path()));
+    }
+
+    #[test]
+    fn the_shared_server_outlives_its_handles() {
+        let first = Postgres::shared().unwrap();
+        let (port, dir) = (first.port(), first.dir.path().to_owned());
+        drop(first);
+        let again = Postgres::shared().unwrap();
+        assert_eq!((again.port(), again.dir.path()), (port, dir.as_path()));
+        assert_eq!(again.psql("postgres", "SELECT 1").unwrap().trim(), "1");
+    }
+
+    /// Run by [`the_shared_server_is_removed_when_the_process_exits`] in a process of its own:
+    /// starts the shared server and prints its directory and its postmaster's pid.
+    #[test]
+    #[ignore = "run by the_shared_server_is_removed_when_the_process_exits"]
+    fn start_the_shared_server_and_exit() {
+        let server = Postgres::shared().unwrap();
+        let pid = std::fs::read_to_string(server.data_dir().join("postmaster.pid")).unwrap();
+        println!("cluster dir: {}", server.dir.path().display());
+        println!("postmaster: {}", pid.lines().next().unwrap());
+    }
+
+    #[test]
+    fn the_shared_server_is_removed_when_the_process_exits() {
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "--nocapture"])
+            .arg("tests::start_the_shared_server_and_exit")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&child.stdout);
+        assert!(child.status.success(), "{stdout}");
+        let line = |prefix: &str| {
+            (stdout.lines().find_map(|l| l.strip_prefix(prefix)))
+                .unwrap_or_else(|| panic!("no {prefix:?} in:\n{stdout}"))
+                .to_owned()
+        };
+        let (dir, postmaster) = (line("cluster dir: "), line("postmaster: "));
+        // `exit` ran the stop, which waits for the server (`pg_ctl -w`), then removed its dir.
+        assert!(
+            !is_running(postmaster.parse().unwrap()),
+            "the server still runs"
+        );
+        assert!(!Path::new(&dir).exists(), "{dir} is left behind");
     }
 }

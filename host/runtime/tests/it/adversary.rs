@@ -3,7 +3,7 @@
 //! CLI never calls, an endless loop under a deadline of milliseconds, and the instance that
 //! serves the call after a refused oversized result.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The program host, on the `plinth-scenario` component, driven by the engine's real deployment
 //! loop with `plinth-testkit` as the provider.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! the attempt and the grant that would allow it. (tests/e2e/reach.rs covers the same through
 //! Plinth.yaml and the `plinth` binary, with the advice worded as Plinth.yaml lines.)
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

@@ -4,7 +4,7 @@
 //! a component of an unknown version is a clear error, a provider asking for more than it is
 //! granted does not load, and `inspect` describes any plinth component.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

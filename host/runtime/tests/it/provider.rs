@@ -1,6 +1,6 @@
 //! The provider host, on the `plinth-testkit` component.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

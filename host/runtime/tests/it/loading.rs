@@ -1,6 +1,6 @@
 //! Loading components: the precompiled cache, and files that are not components.
 
-mod support;
+use crate::support;
 
 use plinth_runtime::{ComponentBytes, Grants, Limits, LoadError, Runtime};
 

@@ -2,7 +2,7 @@
 //! else of the host. Driven through the `plinth-testkit` functions `testkit:readFile` and
 //! `testkit:writeFile`, which touch whatever path they are given.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;
