@@ -4,7 +4,7 @@
 //! A value unknown when the plan was made may be anything now (it becomes known as the resources
 //! it comes from are created); everything else must be exactly as planned.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -233,6 +233,44 @@ fn compare_step(planned: &PlannedStep, now: &PlannedStep) -> Result<(), Differen
         });
     }
     Ok(())
+}
+
+/// What an update under a saved plan may do: only the plan's changes. The CLI compares a whole
+/// preview with the plan before the update starts; this second check, made before each step
+/// runs, holds against a program that registers one thing in a preview and another in an
+/// update.
+#[derive(Debug, Default)]
+pub struct PlanGuard {
+    changes: HashMap<(Urn, StepOp), PlannedStep>,
+}
+
+impl PlanGuard {
+    pub fn new(steps: &[PlannedStep]) -> PlanGuard {
+        let changes = (steps.iter())
+            .filter(|s| s.op.is_change())
+            .map(|s| ((s.urn.clone(), s.op), s.clone()))
+            .collect();
+        PlanGuard { changes }
+    }
+
+    /// Lets `step` run if it changes nothing or is one of the plan's changes, its inputs those
+    /// planned (unknowns then may be anything now).
+    pub fn admit(&self, step: &StepInfo) -> Result<(), Difference> {
+        if !step.op.is_change() {
+            return Ok(());
+        }
+        let now = PlannedStep::of(step);
+        match self.changes.get(&(now.urn.clone(), now.op)) {
+            Some(planned) => compare_step(planned, &now),
+            // Deleting the copy a planned replacement replaced is part of that replacement.
+            None if now.op == StepOp::DeleteReplaced
+                && (self.changes).contains_key(&(now.urn.clone(), StepOp::Replace)) =>
+            {
+                Ok(())
+            }
+            None => Err(Difference::Unplanned(Step::from(&now))),
+        }
+    }
 }
 
 /// Whether a value found now fits the planned one: an unknown planned value fits anything;
