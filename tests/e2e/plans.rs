@@ -11,7 +11,10 @@ use crate::support::{Env, ServiceLogin, guest};
 fn stack_now(env: &Env) -> (serde_json::Value, usize) {
     let history = env.ok(&["stack", "history", "--json"]);
     let history: serde_json::Value = serde_json::from_str(&history).unwrap();
-    (env.export()["snapshot"].clone(), history.as_array().unwrap().len())
+    (
+        env.export()["snapshot"].clone(),
+        history.as_array().unwrap().len(),
+    )
 }
 
 /// `preview --save-plan` into the project directory; the plan file's path and its JSON.
@@ -48,7 +51,12 @@ fn applied_steps(env: &Env) -> Vec<(String, String)> {
     let logs: serde_json::Value = serde_json::from_str(&env.ok(&["logs", "--json"])).unwrap();
     let mut steps: Vec<(String, String)> = (logs["events"].as_array().unwrap().iter())
         .filter(|e| e["event"] == "step-done")
-        .map(|e| (e["urn"].as_str().unwrap().to_owned(), e["op"].as_str().unwrap().to_owned()))
+        .map(|e| {
+            (
+                e["urn"].as_str().unwrap().to_owned(),
+                e["op"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     steps.sort();
     steps
@@ -62,7 +70,10 @@ fn saved_then_applied(env: &Env) {
     env.config("chain", "true");
     let (path, plan) = save_plan(env);
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(!text.contains(token), "the plan holds the secret's plaintext");
+    assert!(
+        !text.contains(token),
+        "the plan holds the secret's plaintext"
+    );
     assert!(text.contains("\"ciphertext\""), "{text}");
     assert!(
         text.contains("\"plinth:sig\": \"unknown\""),
@@ -86,7 +97,11 @@ fn saved_then_applied(env: &Env) {
     assert_eq!(names, ["a", "b"]);
 
     // Applied once, the plan is spent: the state it was made against is gone.
-    refused(env, &path, "the stack's state moved since the plan was made");
+    refused(
+        env,
+        &path,
+        "the stack's state moved since the plan was made",
+    );
     // A new plan from there is the no-op it should be, and applies.
     let (path, plan) = save_plan(env);
     assert_eq!(plan["state"]["version"], 1);
@@ -110,7 +125,11 @@ fn a_saved_plan_applies_step_for_step_on_the_service() {
     // On the service, too, a plan made against one version is refused once another is made.
     let (path, _) = save_plan(&env);
     env.ok(&["refresh", "--yes"]);
-    refused(&env, &path, "it is now at version 3, the plan was made against version 2");
+    refused(
+        &env,
+        &path,
+        "it is now at version 3, the plan was made against version 2",
+    );
 }
 
 #[test]
@@ -119,7 +138,11 @@ fn a_plan_is_refused_once_the_state_moved() {
     env.ok(&["up", "--yes"]);
     let (path, _) = save_plan(&env);
     env.ok(&["refresh", "--yes"]);
-    refused(&env, &path, "the stack's state moved since the plan was made");
+    refused(
+        &env,
+        &path,
+        "the stack's state moved since the plan was made",
+    );
 }
 
 #[test]
@@ -127,9 +150,17 @@ fn a_plan_is_refused_once_a_config_value_changed() {
     let env = Env::scenario();
     let (path, _) = save_plan(&env);
     env.config("value_a", "other");
-    refused(&env, &path, "the configuration value `value_a` was set since the plan");
+    refused(
+        &env,
+        &path,
+        "the configuration value `value_a` was set since the plan",
+    );
     env.config("value_a", "v");
-    refused(&env, &path, "the configuration value `value_a` was set since the plan");
+    refused(
+        &env,
+        &path,
+        "the configuration value `value_a` was set since the plan",
+    );
     env.ok(&["config", "rm", "value_a"]);
     env.ok(&["up", "--yes", "--plan", path.to_str().unwrap()]);
 }
@@ -140,7 +171,14 @@ fn a_plan_is_refused_for_another_stack() {
     let (path, _) = save_plan(&env);
     env.ok(&["stack", "init", "other"]);
     let before = env.ok(&["stack", "export", "--stack", "other"]);
-    let stderr = env.fails(&["up", "--yes", "--stack", "other", "--plan", path.to_str().unwrap()]);
+    let stderr = env.fails(&[
+        "up",
+        "--yes",
+        "--stack",
+        "other",
+        "--plan",
+        path.to_str().unwrap(),
+    ]);
     assert!(
         stderr.contains("it was made for stack `dev` of project `scenario`, not stack `other`"),
         "{stderr}"
@@ -180,9 +218,17 @@ fn a_plan_is_refused_once_the_program_or_a_plugin_changed() {
         plugin.display()
     ));
     let (path, _) = save_plan(&env);
+    // Another plugin, pinned anew in Plinth.lock (as a commit that upgrades it would).
     touch_component(&plugin);
-    refused(&env, &path, "the plugin `testkit` changed since the plan was made");
+    let lock = env.project.join("Plinth.lock");
+    std::fs::remove_file(&lock).unwrap();
+    refused(
+        &env,
+        &path,
+        "the plugin `testkit` changed since the plan was made",
+    );
     std::fs::copy(guest("plinth-testkit"), &plugin).unwrap();
+    std::fs::remove_file(&lock).unwrap();
     touch_component(&program);
     refused(&env, &path, "the program changed since the plan was made");
     std::fs::copy(guest("plinth-scenario"), &program).unwrap();
@@ -221,8 +267,14 @@ fn a_corrupt_or_tampered_plan_is_refused_cleanly() {
         std::fs::write(&bad, contents).unwrap();
         refused(&env, &bad, reason);
     };
-    refused_as(&text[..text.len() / 2], "is not a plinth plan (it is not whole JSON");
-    refused_as("{}", "is not a plinth plan (it has no `plinth-plan` format version)");
+    refused_as(
+        &text[..text.len() / 2],
+        "is not a plinth plan (it is not whole JSON",
+    );
+    refused_as(
+        "{}",
+        "is not a plinth plan (it has no `plinth-plan` format version)",
+    );
     refused_as(
         &text.replace("\"plinth-plan\": 1", "\"plinth-plan\": 2"),
         "is a plan of format version 2, but this plinth reads version 1",
@@ -249,7 +301,10 @@ fn a_corrupt_or_tampered_plan_is_refused_cleanly() {
     );
     let mut moved = plan.clone();
     moved["state"]["digest"] = "0".repeat(64).into();
-    refused_as(&moved.to_string(), "the stack's state changed since the plan was made");
+    refused_as(
+        &moved.to_string(),
+        "the stack's state changed since the plan was made",
+    );
     // The plan's own options cannot be mixed with others.
     let stderr = env.fails(&["up", "--plan", path.to_str().unwrap(), "--target", "a"]);
     assert!(stderr.contains("cannot be used with"), "{stderr}");

@@ -341,7 +341,9 @@ async fn apply_plan(ws: &Workspace, args: &UpArgs, path: &Path) -> Result<ExitCo
         capture: false,
         ..request
     };
-    deployer.run(UpdateKind::Update, false, &args.common, &request).await?;
+    deployer
+        .run(UpdateKind::Update, false, &args.common, &request)
+        .await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -625,7 +627,8 @@ impl<'a> Deployer<'a> {
             errors = outcome.errors;
             shown = shown_now;
             if let Some(steps) = phase.capture {
-                ran.steps = std::mem::take(&mut steps.lock().unwrap_or_else(|e| e.into_inner()));
+                let mut steps = steps.lock().unwrap_or_else(|e| e.into_inner());
+                ran.steps = std::mem::take(&mut *steps);
             }
         }
         interrupts.abort();

@@ -92,8 +92,7 @@ impl Plan {
     /// this format is a clear error.
     pub fn read(path: &Path, crypter: &dyn Crypter) -> Result<Plan> {
         let shown = path.display();
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read the plan {shown}"))?;
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read the plan {shown}"))?;
         let not_a_plan = |why: String| {
             anyhow!(
                 "{shown} is not a plinth plan ({why}); make one with `plinth preview \
@@ -103,7 +102,11 @@ impl Plan {
         let mut tree: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| not_a_plan(format!("it is not whole JSON: {e}")))?;
         match tree.get(FORMAT_KEY).map(|v| (v, v.as_u64())) {
-            None => return Err(not_a_plan(format!("it has no `{FORMAT_KEY}` format version"))),
+            None => {
+                return Err(not_a_plan(format!(
+                    "it has no `{FORMAT_KEY}` format version"
+                )));
+            }
             Some((_, Some(FORMAT))) => {}
             Some((_, Some(other))) => {
                 return Err(anyhow!(
@@ -214,7 +217,10 @@ impl Plan {
     /// Refuses a plan whose plugins are not the ones the preview loaded now.
     pub fn check_plugins(&self, now: &[PluginUse]) -> Result<()> {
         let by_name = |plugins: &[PluginUse]| -> BTreeMap<String, PluginUse> {
-            plugins.iter().map(|p| (p.name.clone(), p.clone())).collect()
+            plugins
+                .iter()
+                .map(|p| (p.name.clone(), p.clone()))
+                .collect()
         };
         let (planned, now) = (by_name(&self.plugins), by_name(now));
         let names: BTreeSet<&String> = planned.keys().chain(now.keys()).collect();

@@ -211,14 +211,9 @@ fn compare_step(planned: &PlannedStep, now: &PlannedStep) -> Result<(), Differen
         });
     }
     let empty = PropertyMap::new();
-    let inputs = |step: &'_ PlannedStep| step.inputs.as_ref().unwrap_or(&empty).clone();
-    let (planned_inputs, now_inputs) = (inputs(planned), inputs(now));
-    if let Some((path, secret)) = first_misfit(
-        &Value::Object(planned_inputs),
-        &Value::Object(now_inputs),
-        &mut Vec::new(),
-        false,
-    ) {
+    let inputs = |step: &'_ PlannedStep| step.inputs.as_ref().unwrap_or(&empty);
+    let misfit = map_misfit(inputs(planned), inputs(now), &mut Vec::new(), false);
+    if let Some((path, secret)) = misfit {
         return Err(Difference::Input {
             step: Step::from(planned),
             path,
@@ -273,13 +268,31 @@ impl PlanGuard {
     }
 }
 
-/// Whether a value found now fits the planned one: an unknown planned value fits anything;
-/// everything else must be equal.
-pub fn fits(planned: &Value, now: &Value) -> bool {
-    first_misfit(planned, now, &mut Vec::new(), false).is_none()
+/// [`first_misfit`] of two maps: a key on one side only is a misfit at its path.
+fn map_misfit(
+    planned: &PropertyMap,
+    now: &PropertyMap,
+    path: &mut Vec<String>,
+    secret: bool,
+) -> Option<(String, bool)> {
+    let keys: std::collections::BTreeSet<&String> = planned.keys().chain(now.keys()).collect();
+    for key in keys {
+        path.push(key.clone());
+        let misfit = match (planned.get(key), now.get(key)) {
+            (Some(planned), Some(now)) => first_misfit(planned, now, path, secret),
+            _ => Some((path.join("."), secret)),
+        };
+        if misfit.is_some() {
+            return misfit;
+        }
+        path.pop();
+    }
+    None
 }
 
-/// The path of the first place `now` does not fit `planned`, and whether it is inside a secret.
+/// The path of the first place a value found `now` does not fit the `planned` one, and whether
+/// it is inside a secret: an unknown planned value fits anything; everything else must be
+/// equal.
 fn first_misfit(
     planned: &Value,
     now: &Value,
@@ -290,22 +303,7 @@ fn first_misfit(
     match (planned, now) {
         (Value::Unknown, _) => None,
         (Value::Secret(planned), Value::Secret(now)) => first_misfit(planned, now, path, true),
-        (Value::Object(planned), Value::Object(now)) => {
-            let keys: std::collections::BTreeSet<&String> =
-                planned.keys().chain(now.keys()).collect();
-            for key in keys {
-                path.push(key.clone());
-                let misfit = match (planned.get(key), now.get(key)) {
-                    (Some(planned), Some(now)) => first_misfit(planned, now, path, secret),
-                    _ => here(path),
-                };
-                if misfit.is_some() {
-                    return misfit;
-                }
-                path.pop();
-            }
-            None
-        }
+        (Value::Object(planned), Value::Object(now)) => map_misfit(planned, now, path, secret),
         (Value::Array(planned), Value::Array(now)) if planned.len() == now.len() => {
             for (i, (planned, now)) in planned.iter().zip(now).enumerate() {
                 path.push(i.to_string());

@@ -64,7 +64,10 @@ async fn a_step_with_other_inputs_or_not_planned_is_refused_before_it_runs() {
     assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
 
     let outcome = (h.up_with(vec![decl("a").input("v", "1"), decl("z")], under(&planned))).await;
-    let refused = format!("the program now asks for a create of `{}`", Harness::urn("z"));
+    let refused = format!(
+        "the program now asks for a create of `{}`",
+        Harness::urn("z")
+    );
     assert!(
         outcome.errors.iter().any(|e| e.contains(&refused)),
         "{:?}",
@@ -83,7 +86,10 @@ async fn a_delete_not_planned_is_refused_before_it_runs() {
     h.provider.clear_calls();
     let outcome = h.up_with(vec![decl("a")], under(&planned)).await;
     assert!(
-        outcome.errors.iter().any(|e| e.contains("the program now asks for a delete of")),
+        outcome
+            .errors
+            .iter()
+            .any(|e| e.contains("the program now asks for a delete of")),
         "{:?}",
         outcome.errors
     );

@@ -65,7 +65,10 @@ impl Guest for Hostile {
             }
             "two-faced" => {
                 let dry_run = monitor::get_stack_info().dry_run;
-                register("ok", object("face", if dry_run { "preview" } else { "update" }));
+                register(
+                    "ok",
+                    object("face", if dry_run { "preview" } else { "update" }),
+                );
                 Ok(())
             }
             other => Err(format!("unknown mode `{other}`")),
