@@ -309,10 +309,15 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
 /// `up --plan`: a preview first, compared with the plan; then, if nothing differs, the update,
 /// which again refuses to start unless its state is the plan's. See docs/ci.md.
 async fn apply_plan(ws: &Workspace, args: &UpArgs, path: &Path) -> Result<ExitCode> {
+    let stack = ws.stack()?;
+    let (project, name, url) = (
+        ws.project.name().to_string(),
+        stack.name.to_string(),
+        ws.backend.url(),
+    );
+    let crypter = ws.backend.crypter(&stack);
+    let plan = Plan::read(path, (&project, &name, &url), crypter.as_ref())?;
     let deployer = Deployer::for_update(ws, "up")?;
-    let plan = Plan::read(path, ws.backend.crypter(&deployer.stack).as_ref())?;
-    let stack = deployer.stack.name.to_string();
-    plan.check_stack(&ws.project.name().to_string(), &stack, &ws.backend.url())?;
     plan.check_config(&deployer.config)?;
     let request = Request {
         refresh_first: plan.options.refresh,

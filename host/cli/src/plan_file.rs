@@ -89,8 +89,9 @@ impl Plan {
     }
 
     /// Reads the plan at `path`, its secrets opened by `crypter`: a file that is not a plan of
-    /// this format is a clear error.
-    pub fn read(path: &Path, crypter: &dyn Crypter) -> Result<Plan> {
+    /// this format, or is one of another stack than `(project, stack, backend)`, is a clear
+    /// error before any secret is opened.
+    pub fn read(path: &Path, stack: (&str, &str, &str), crypter: &dyn Crypter) -> Result<Plan> {
         let shown = path.display();
         let bytes = std::fs::read(path).with_context(|| format!("cannot read the plan {shown}"))?;
         let not_a_plan = |why: String| {
@@ -122,6 +123,12 @@ impl Plan {
                 )));
             }
         }
+        // Whose it is, read first: another stack's key cannot open its secrets.
+        let head: Head = serde_json::from_value(tree.clone()).map_err(|e| {
+            let e = e.to_string();
+            anyhow!("{shown} is not a valid plan: {}", escape_controls(&e))
+        })?;
+        head.check_stack(stack.0, stack.1, stack.2)?;
         open_tree(&mut tree, crypter)
             .with_context(|| format!("cannot open the secrets of the plan {shown}"))?;
         serde_json::from_value(tree).map_err(|e| {
@@ -133,9 +140,19 @@ impl Plan {
             )
         })
     }
+}
 
+/// The stack a plan file names.
+#[derive(Deserialize)]
+struct Head {
+    project: String,
+    stack: String,
+    backend: String,
+}
+
+impl Head {
     /// Refuses a plan made for another stack or backend.
-    pub fn check_stack(&self, project: &str, stack: &str, backend: &str) -> Result<()> {
+    fn check_stack(&self, project: &str, stack: &str, backend: &str) -> Result<()> {
         if (self.project.as_str(), self.stack.as_str()) != (project, stack) {
             return Err(refused(format!(
                 "it was made for stack `{}` of project `{}`, not stack `{stack}` of project \
@@ -152,7 +169,9 @@ impl Plan {
         }
         Ok(())
     }
+}
 
+impl Plan {
     /// Refuses a plan whose configuration is not the stack's now.
     pub fn check_config(&self, config: &BTreeMap<String, Value>) -> Result<()> {
         let keys: BTreeSet<&String> = self.config.keys().chain(config.keys()).collect();

@@ -211,8 +211,11 @@ fn compare_step(planned: &PlannedStep, now: &PlannedStep) -> Result<(), Differen
         });
     }
     let empty = PropertyMap::new();
-    let inputs = |step: &'_ PlannedStep| step.inputs.as_ref().unwrap_or(&empty);
-    let misfit = map_misfit(inputs(planned), inputs(now), &mut Vec::new(), false);
+    let (planned_inputs, now_inputs) = (
+        planned.inputs.as_ref().unwrap_or(&empty),
+        now.inputs.as_ref().unwrap_or(&empty),
+    );
+    let misfit = map_misfit(planned_inputs, now_inputs, &mut Vec::new(), false);
     if let Some((path, secret)) = misfit {
         return Err(Difference::Input {
             step: Step::from(planned),
