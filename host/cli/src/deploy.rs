@@ -1,11 +1,13 @@
 //! `plinth preview`, `plinth up`, `plinth destroy` and `plinth refresh`.
 
 use std::cell::Cell;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use console::style;
 use plinth_backend::{Backend, EventLog, StackRef, Update};
@@ -13,6 +15,7 @@ use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
+use plinth_engine::plan::{PlanGuard, PlannedStep};
 use plinth_engine::program::{EmptyProgram, Program};
 use plinth_engine::refresh::{self, RefreshOptions};
 use plinth_engine::resource::is_recordable_id;
@@ -28,8 +31,9 @@ use crate::build::component_path;
 use crate::grant_advice::PlinthYamlAdvice;
 use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
+use crate::plan_file::{self, Plan, PlanOptions, StateMark};
 use crate::plugin::providers::PluginProviders;
-use crate::plugin::{lockfile, resolve::resolve, store::Store};
+use crate::plugin::{lockfile, resolve::resolve, store::Store, store::file_sha256};
 use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
@@ -93,6 +97,9 @@ pub struct PreviewArgs {
     /// Exit with an error if the preview finds any change (for CI).
     #[arg(long)]
     expect_no_changes: bool,
+    /// Save the plan to FILE, for `plinth up --plan FILE` to apply exactly that or nothing.
+    #[arg(long, value_name = "FILE")]
+    save_plan: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -110,7 +117,20 @@ pub struct UpArgs {
     /// Do not show a preview first.
     #[arg(long)]
     skip_preview: bool,
+    /// Apply exactly the plan `plinth preview --save-plan` saved in FILE, or nothing: the
+    /// preview that checks it cannot be skipped, and its options are the plan's.
+    #[arg(long, value_name = "FILE", conflicts_with_all = PLAN_FIXES)]
+    plan: Option<PathBuf>,
 }
+
+/// What a saved plan fixes, which `up --plan` therefore does not take.
+const PLAN_FIXES: [&str; 5] = [
+    "targets",
+    "target_dependents",
+    "replace",
+    "refresh",
+    "skip_preview",
+];
 
 #[derive(Args)]
 pub struct DestroyArgs {
@@ -167,6 +187,12 @@ struct Request {
     continue_on_error: bool,
     /// Pending creates to adopt, as given: URN (or name) and id.
     adopt: Vec<(String, String)>,
+    /// The targets (and whether their dependents too) instead of the command line's: a plan's.
+    targets: Option<(Vec<String>, bool)>,
+    /// Keep what a saved plan needs: each step, the state's mark, the program's digest.
+    capture: bool,
+    /// The plan the state and the program must still match before anything runs.
+    plan: Option<Rc<Plan>>,
 }
 
 impl Request {
@@ -184,23 +210,46 @@ impl Request {
 #[derive(Default)]
 struct Ran {
     changes: ChangeSummary,
+    /// With [`Request::capture`]: the last phase's steps, the state it started from, the
+    /// program's digest.
+    steps: Vec<PlannedStep>,
+    state: Option<StateMark>,
+    program: Option<String>,
 }
 
 pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
-    let request = Request::change(&args.change, args.refresh);
-    let outcome = Deployer::for_preview(ws)?
-        .run(UpdateKind::Update, true, &args.common, &request)
-        .await?;
+    let request = Request {
+        capture: args.save_plan.is_some(),
+        ..Request::change(&args.change, args.refresh)
+    };
+    let deployer = Deployer::for_preview(ws)?;
+    let outcome = (deployer.run(UpdateKind::Update, true, &args.common, &request)).await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
         bail!(
             "the preview found {} changes, but --expect-no-changes was given",
             outcome.changes.changes()
         );
     }
+    if let Some(path) = &args.save_plan {
+        let options = PlanOptions {
+            refresh: args.refresh,
+            targets: args.common.targets.clone(),
+            target_dependents: args.common.target_dependents,
+            replace: args.change.replace.clone(),
+        };
+        deployer.save_plan(path, options, outcome)?;
+        println!(
+            "Saved the plan to {}: `plinth up --plan {0}` applies exactly it, or nothing.",
+            path.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 pub async fn up(ws: &Workspace, args: UpArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.plan {
+        return apply_plan(ws, &args, path).await;
+    }
     let request = Request::change(&args.change, args.refresh);
     let confirm = Confirm {
         command: "up",
@@ -255,6 +304,52 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
         skip_preview: args.skip_preview,
     };
     run_confirmed(ws, UpdateKind::Refresh, &args.common, &request, confirm).await
+}
+
+/// `up --plan`: a preview first, compared with the plan; then, if nothing differs, the update,
+/// which again refuses to start unless its state is the plan's. See docs/ci.md.
+async fn apply_plan(ws: &Workspace, args: &UpArgs, path: &Path) -> Result<ExitCode> {
+    let stack = ws.stack()?;
+    let (project, name, url) = (
+        ws.project.name().to_string(),
+        stack.name.to_string(),
+        ws.backend.url(),
+    );
+    let crypter = ws.backend.crypter(&stack);
+    let plan = Plan::read(path, (&project, &name, &url), crypter.as_ref())?;
+    let deployer = Deployer::for_update(ws, "up")?;
+    plan.check_config(&deployer.config)?;
+    let request = Request {
+        refresh_first: plan.options.refresh,
+        replace: plan.options.replace.clone(),
+        continue_on_error: args.change.continue_on_error,
+        targets: Some((plan.options.targets.clone(), plan.options.target_dependents)),
+        capture: true,
+        plan: Some(Rc::new(plan)),
+        ..Request::default()
+    };
+    let plan = request.plan.clone().expect("set above");
+    let now = (deployer.run(UpdateKind::Update, true, &args.common, &request)).await?;
+    plan.check_plugins(&deployer.used.list())?;
+    plan.check_steps(&now.steps)?;
+    println!("The plan {} matches the preview.", path.display());
+    if now.changes.changes() == 0 {
+        println!("No changes to make.");
+    }
+    let asked = Instant::now();
+    if !args.yes && !confirm("Do you want to apply this plan?", "--yes")? {
+        println!("Cancelled; nothing was changed.");
+        return Ok(ExitCode::FAILURE);
+    }
+    (deployer.started).set(deployer.started.get() + asked.elapsed());
+    let request = Request {
+        capture: false,
+        ..request
+    };
+    deployer
+        .run(UpdateKind::Update, false, &args.common, &request)
+        .await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// How a command that changes the stack asks before it does.
@@ -354,7 +449,14 @@ impl<'a> Deployer<'a> {
         })
     }
 
-    async fn program(&self, kind: UpdateKind) -> Result<Box<dyn Program>> {
+    /// The program to run; with a plan's request, its digest is kept in `ran` and checked
+    /// against the plan's before it is loaded.
+    async fn program(
+        &self,
+        kind: UpdateKind,
+        request: &Request,
+        ran: &mut Ran,
+    ) -> Result<Box<dyn Program>> {
         if kind == UpdateKind::Destroy {
             return Ok(Box::new(EmptyProgram));
         }
@@ -363,7 +465,43 @@ impl<'a> Deployer<'a> {
         let path =
             tokio::task::spawn_blocking(move || component_path(&source, "program", Role::Program))
                 .await??;
+        if request.capture || request.plan.is_some() {
+            let digest = file_sha256(&path)
+                .with_context(|| format!("cannot read the program {}", path.display()))?;
+            if let Some(plan) = &request.plan {
+                plan.check_program(&digest)?;
+            }
+            ran.program = Some(digest);
+        }
         Ok(self.runtime.load_program(&path, spec.limits).await?)
+    }
+
+    /// Which state `snapshot` is, for a saved plan.
+    fn state_mark(&self, snapshot: &Snapshot) -> Result<StateMark> {
+        let version = self.ws.backend.history(&self.stack)?.len() as u64;
+        let digest = plan_file::state_digest(snapshot)?;
+        Ok(StateMark { version, digest })
+    }
+
+    /// Writes what a preview found as a plan to `path`.
+    fn save_plan(&self, path: &Path, options: PlanOptions, ran: Ran) -> Result<()> {
+        let (Some(state), Some(program)) = (ran.state, ran.program) else {
+            bail!("internal error: the preview kept nothing for the plan");
+        };
+        let plan = Plan {
+            format: plan_file::FORMAT,
+            plinth: env!("CARGO_PKG_VERSION").to_owned(),
+            project: self.ws.project.name().to_string(),
+            stack: self.stack.name.to_string(),
+            backend: self.ws.backend.url(),
+            state,
+            program,
+            plugins: self.used.list(),
+            config: self.config.clone(),
+            options,
+            steps: ran.steps,
+        };
+        plan.write(path, self.ws.backend.crypter(&self.stack).as_ref())
     }
 
     async fn run(
@@ -375,9 +513,10 @@ impl<'a> Deployer<'a> {
     ) -> Result<Ran> {
         let project = self.ws.project.name();
         let backend = &self.ws.backend;
+        let mut ran = Ran::default();
         let program = match kind {
             UpdateKind::Refresh => None,
-            _ => Some(self.program(kind).await?),
+            _ => Some(self.program(kind, request, &mut ran).await?),
         };
         // One call takes the stack and returns the state to start from; a preview takes
         // nothing.
@@ -391,18 +530,28 @@ impl<'a> Deployer<'a> {
             None => backend.load(&self.stack)?,
         };
         journal_notes::warn_journal(&self.stack.to_string(), &loaded);
+        // Before anything runs: an update under a plan starts from the plan's state or not at
+        // all.
+        if request.capture || request.plan.is_some() {
+            let mark = self.state_mark(&loaded.snapshot)?;
+            if let Some(plan) = &request.plan {
+                plan.check_state(&mark)?;
+            }
+            ran.state = Some(mark);
+        }
         let running = loaded.running.is_some();
-        let targets = targets::resolve(&loaded.snapshot, &common.targets)?.map(|urns| Targets {
-            urns,
-            dependents: common.target_dependents,
-        });
+        let (names, dependents) = match &request.targets {
+            Some((names, dependents)) => (names, *dependents),
+            None => (&common.targets, common.target_dependents),
+        };
+        let targets =
+            targets::resolve(&loaded.snapshot, names)?.map(|urns| Targets { urns, dependents });
         // Resolved before anything runs: a misspelt name must not leave a refresh done.
         let replace = (request.replace.iter())
             .map(|urn| targets::resolve_one(&loaded.snapshot, urn))
             .collect::<Result<_>>()?;
         let cancel = CancellationToken::new();
         let interrupts = tokio::spawn(watch_interrupts(cancel.clone(), backend.clone()));
-        let mut ran = Ran::default();
         let mut errors = Vec::new();
         let mut shown = Vec::new();
         if kind == UpdateKind::Refresh || request.refresh_first {
@@ -450,11 +599,17 @@ impl<'a> Deployer<'a> {
                 replace,
                 continue_on_error: request.continue_on_error,
                 budget: self.ws.project.file.program.budget,
+                // The update under a plan: a step the plan does not have is refused before it
+                // runs, even from a program that registered it only outside a preview.
+                plan: (request.plan.as_ref())
+                    .filter(|_| !preview)
+                    .map(|plan| Arc::new(PlanGuard::new(&plan.steps))),
             };
             // The last phase: the engine and the snapshot manager share the loaded state
             // rather than each taking a copy of it.
             let base = Arc::new(std::mem::take(&mut loaded.snapshot));
-            let phase = self.phase(kind, preview, running, &mut update, &base)?;
+            let mut phase = self.phase(kind, preview, running, &mut update, &base)?;
+            phase.capture = request.capture.then(Default::default);
             let (outcome, shown_now) = phase
                 .run(common.view(), |events| {
                     let providers = self.providers.clone();
@@ -476,6 +631,10 @@ impl<'a> Deployer<'a> {
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
+            if let Some(steps) = phase.capture {
+                let mut steps = steps.lock().unwrap_or_else(|e| e.into_inner());
+                ran.steps = std::mem::take(&mut *steps);
+            }
         }
         interrupts.abort();
         drop(update);
@@ -521,6 +680,7 @@ impl<'a> Deployer<'a> {
         Ok(Phase {
             kind,
             preview,
+            capture: None,
             recorder,
             log: std::sync::Mutex::new(log),
             started: SystemTime::now(),
@@ -588,6 +748,8 @@ fn config_hint(error: &str) -> Option<String> {
 struct Phase {
     kind: UpdateKind,
     preview: bool,
+    /// Where the steps it plans are kept, for a saved plan.
+    capture: Option<Arc<Mutex<Vec<PlannedStep>>>>,
     recorder: Option<SnapshotManager>,
     /// Keeps the phase's events for `plinth logs`; taken when it runs.
     log: std::sync::Mutex<Option<Box<dyn EventLog>>>,
@@ -629,6 +791,13 @@ impl Phase {
             }
             None => (receiver, None),
         };
+        let (receiver, capturing) = match &self.capture {
+            Some(steps) => {
+                let (receiver, capturing) = captured(receiver, steps.clone());
+                (receiver, Some(capturing))
+            }
+            None => (receiver, None),
+        };
         let words = match self.kind {
             UpdateKind::Refresh => display::RunKind::Refresh,
             _ => display::RunKind::Change,
@@ -641,6 +810,9 @@ impl Phase {
             self.command_started,
         ));
         let outcome = start(events).await;
+        if let Some(capturing) = capturing {
+            let _ = capturing.await;
+        }
         if let Some(logging) = logging {
             // The engine is done, so the events end and the log is made durable.
             let _ = logging.await;
@@ -673,6 +845,24 @@ fn logged(
         }
     });
     (display, logging)
+}
+
+/// Passes events on to the display, keeping each step a preview plans in `steps`.
+fn captured(
+    mut events: mpsc::UnboundedReceiver<Event>,
+    steps: Arc<Mutex<Vec<PlannedStep>>>,
+) -> (mpsc::UnboundedReceiver<Event>, tokio::task::JoinHandle<()>) {
+    let (forward, display) = mpsc::unbounded_channel();
+    let capturing = tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if let Event::StepDone { step, .. } = &event {
+                let mut steps = steps.lock().unwrap_or_else(|e| e.into_inner());
+                steps.push(PlannedStep::of(step));
+            }
+            let _ = forward.send(event);
+        }
+    });
+    (display, capturing)
 }
 
 /// First Ctrl-C: stop starting new steps, and tell `backend` not to wait out an outage for

@@ -12,6 +12,7 @@ mod log_writer;
 mod login;
 mod logs;
 mod pending;
+mod plan_file;
 mod plugin;
 mod program_spec;
 mod project;

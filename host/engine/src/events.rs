@@ -9,7 +9,7 @@ use crate::urn::Urn;
 use crate::value::PropertyMap;
 
 /// What a step does to a resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepOp {
     Same,

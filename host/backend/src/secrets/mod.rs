@@ -15,9 +15,9 @@ use std::sync::Arc;
 pub use error::SecretsError;
 pub use lazy::LazyCrypter;
 pub use passphrase::PassphraseCrypter;
-pub(crate) use tree::{
-    CodecError, Redacted, from_sealed_json, open_tree, seal_tree, to_sealed_json,
-};
+pub(crate) use tree::{CodecError, Redacted, from_sealed_json, to_sealed_json};
+// For other documents that hold secrets: saved plans.
+pub use tree::{open_tree, seal_tree};
 
 /// Seals and opens the secret values of one stack. Texts in, texts out: the plaintext is a
 /// secret value's JSON, the sealed form a versioned string (`v1:...`).

@@ -115,7 +115,7 @@ fn is_secret(map: &Map<String, Value>) -> bool {
 }
 
 /// Replaces each plaintext secret in `tree` with its sealed form, all sealed in one batch.
-pub(crate) fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
+pub fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
     let mut secrets = Vec::new();
     collect_secrets(tree, PLAIN, &mut secrets);
     if secrets.is_empty() {
@@ -137,7 +137,7 @@ pub(crate) fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), S
 
 /// Replaces each sealed secret in `tree` with its plaintext form, all opened in one batch. A
 /// secret without ciphertext (state written before secrets were sealed) is left as it is.
-pub(crate) fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
+pub fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
     let mut secrets = Vec::new();
     collect_secrets(tree, SEALED, &mut secrets);
     if secrets.is_empty() {

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::target::Targets;
 use crate::budget::ProgramBudget;
+use crate::plan::PlanGuard;
 use crate::urn::Urn;
 use crate::value::Value;
 
@@ -26,4 +27,6 @@ pub struct Options {
     pub continue_on_error: bool,
     /// What the program may make the host hold.
     pub budget: ProgramBudget,
+    /// `up --plan`: the plan's changes are the only ones a step may make.
+    pub plan: Option<std::sync::Arc<PlanGuard>>,
 }

@@ -9,7 +9,11 @@
 //! - `registrations`: `run` registers components `hostile:Thing` without end;
 //! - `huge-inputs`: the same, each with a 1 MiB string input `blob`;
 //! - `logs`: `run` logs messages without end;
-//! - `one`: a harmless run: one component `hostile:Thing` named `ok`.
+//! - `one`: a harmless run: one component `hostile:Thing` named `ok`;
+//! - `nonce`: the component `ok` with an input `nonce` that differs on every run (from the
+//!   host's random source), as a program that is not deterministic registers;
+//! - `two-faced`: the component `ok` with the input `face`, `preview` in a preview and
+//!   `update` in an update: the program shows a plan one thing and applies another.
 
 wit_bindgen::generate!({
     world: "program",
@@ -52,6 +56,18 @@ impl Guest for Hostile {
                     Value {
                         nodes: vec![Node::Object(Vec::new())],
                     },
+                );
+                Ok(())
+            }
+            "nonce" => {
+                register("ok", object("nonce", &nonce().to_string()));
+                Ok(())
+            }
+            "two-faced" => {
+                let dry_run = monitor::get_stack_info().dry_run;
+                register(
+                    "ok",
+                    object("face", if dry_run { "preview" } else { "update" }),
                 );
                 Ok(())
             }
@@ -103,6 +119,22 @@ fn register(name: &str, inputs: Value) {
         inputs,
         options: no_options(),
     });
+}
+
+/// A number that differs from run to run: std seeds its hash keys from the host's randomness.
+fn nonce() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0u8)
+}
+
+/// An object of one text property.
+fn object(key: &str, value: &str) -> Value {
+    Value {
+        nodes: vec![
+            Node::Object(vec![(key.to_owned(), 1)]),
+            Node::Text(value.to_owned()),
+        ],
+    }
 }
 
 fn text(s: &str) -> Value {

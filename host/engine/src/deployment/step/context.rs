@@ -17,6 +17,7 @@ use crate::deployment::options::Options;
 use crate::deployment::target::TargetSet;
 use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
+use crate::plan::PlanGuard;
 use crate::provider::{Provider, ProviderError, ProviderSource};
 use crate::resource::ResourceState;
 use crate::snapshot::{PendingKind, Snapshot};
@@ -39,6 +40,8 @@ pub(crate) struct StepContext {
     pub(super) replace: HashSet<Urn>,
     /// `--continue-on-error`: a failure does not halt the operation.
     continue_on_error: bool,
+    /// `up --plan`: what each step must be before it runs.
+    plan: Option<Arc<PlanGuard>>,
     // How the steps coordinate.
     pub(super) claims: Mutex<Claims>,
     /// `--parallel`: steps take their turn in the order they became ready.
@@ -67,6 +70,7 @@ impl StepContext {
             targets: (options.targets.clone()).map(|t| TargetSet::new(t, &base.resources)),
             replace: options.replace.clone(),
             continue_on_error: options.continue_on_error,
+            plan: options.plan.clone(),
             base: BaseState::new(base),
             claims: Mutex::default(),
             limit: StepLimit::new(options.parallel, cancel.clone()),
@@ -105,6 +109,21 @@ impl StepContext {
 }
 
 impl StepContext {
+    /// Refuses a step the plan being applied does not have, before it runs. `step` is made
+    /// only under a plan: it copies the inputs.
+    pub(super) fn planned(&self, step: impl FnOnce() -> StepInfo) -> Result<(), StepError> {
+        let Some(plan) = &self.plan else {
+            return Ok(());
+        };
+        let step = step();
+        plan.admit(&step).map_err(|difference| {
+            self.fail(
+                &step.urn,
+                format!("refused before it ran, as the plan does not have it: {difference}"),
+            )
+        })
+    }
+
     pub(super) fn fail(&self, urn: &Urn, message: impl Into<String>) -> StepError {
         StepError::Resource {
             urn: urn.clone(),

@@ -264,6 +264,7 @@ impl StepContext {
             changed: Vec::new(),
             replaces: Vec::new(),
         };
+        self.planned(|| info.clone())?;
         self.events.emit(Event::StepStarted(info.clone()));
         if old.custom {
             self.delete_base(index, &info, None, permit).await?;

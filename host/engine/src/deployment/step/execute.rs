@@ -242,6 +242,7 @@ impl StepContext {
                 replaces.to_vec(),
             )
         };
+        self.planned(|| info(&state))?;
         match (&plan, kind, provider, old) {
             (StepPlan::Kept | StepPlan::NotCreated, ..) => self.untargeted(state, old).await,
             (StepPlan::Same | StepPlan::Create, Kind::Component, ..) => {
