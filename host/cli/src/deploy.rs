@@ -13,6 +13,7 @@ use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
+use plinth_engine::policy::PolicyPacks;
 use plinth_engine::program::{EmptyProgram, Program};
 use plinth_engine::refresh::{self, RefreshOptions};
 use plinth_engine::resource::is_recordable_id;
@@ -31,6 +32,7 @@ use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
 use crate::secrets::{open_config, unlock_for_update};
+use crate::policy::{self, PolicyArgs};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
 #[derive(Args)]
@@ -74,6 +76,8 @@ pub struct ChangeArgs {
     /// After a failure, go on with every step that does not depend on it, then fail.
     #[arg(long)]
     continue_on_error: bool,
+    #[command(flatten)]
+    policy: PolicyArgs,
 }
 
 /// Provider calls mostly wait on remote APIs (and a Wasm provider's own work takes
@@ -167,6 +171,8 @@ struct Request {
     continue_on_error: bool,
     /// Pending creates to adopt, as given: URN (or name) and id.
     adopt: Vec<(String, String)>,
+    /// The policy packs to run, beside the project's.
+    policy: PolicyArgs,
 }
 
 impl Request {
@@ -175,6 +181,7 @@ impl Request {
             refresh_first,
             replace: change.replace.clone(),
             continue_on_error: change.continue_on_error,
+            policy: change.policy.clone(),
             ..Request::default()
         }
     }
@@ -379,6 +386,11 @@ impl<'a> Deployer<'a> {
             UpdateKind::Refresh => None,
             _ => Some(self.program(kind).await?),
         };
+        // Loaded before the stack is taken: a pack that does not load changes nothing.
+        let policies = match kind {
+            UpdateKind::Update => policy::load(&self.runtime, &self.ws.project, &request.policy).await?,
+            _ => PolicyPacks::default(),
+        };
         // One call takes the stack and returns the state to start from; a preview takes
         // nothing.
         let mut update = if preview {
@@ -450,6 +462,7 @@ impl<'a> Deployer<'a> {
                 replace,
                 continue_on_error: request.continue_on_error,
                 budget: self.ws.project.file.program.budget,
+                policies,
             };
             // The last phase: the engine and the snapshot manager share the loaded state
             // rather than each taking a copy of it.

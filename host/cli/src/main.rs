@@ -13,6 +13,7 @@ mod login;
 mod logs;
 mod pending;
 mod plugin;
+mod policy;
 mod program_spec;
 mod project;
 mod rollback;

@@ -26,6 +26,48 @@ pub struct ProjectFile {
     /// Plugins by package name.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSpec>,
+    /// Policy packs `preview` and `up` run, beside those `--policy-pack` names.
+    #[serde(default, rename = "policy-packs")]
+    pub policy_packs: Vec<PolicyPackSpec>,
+}
+
+/// One entry of `policy-packs:`: a path (a `.wasm` file or a guest directory, relative to the
+/// project), or `{ path, limits }`. A pack is granted nothing, so it takes no `grants`.
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "RawPolicyPack")]
+pub struct PolicyPackSpec {
+    pub path: PathBuf,
+    pub limits: LimitsSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawPolicyPack {
+    Path(PathBuf),
+    Full(FullPolicyPack),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FullPolicyPack {
+    path: PathBuf,
+    #[serde(default)]
+    limits: LimitsSpec,
+}
+
+impl TryFrom<RawPolicyPack> for PolicyPackSpec {
+    type Error = String;
+
+    fn try_from(raw: RawPolicyPack) -> Result<PolicyPackSpec, String> {
+        let (path, limits) = match raw {
+            RawPolicyPack::Path(path) => (path, LimitsSpec::default()),
+            RawPolicyPack::Full(FullPolicyPack { path, limits }) => (path, limits),
+        };
+        if path.as_os_str().is_empty() {
+            return Err("a policy pack's `path` is empty".into());
+        }
+        Ok(PolicyPackSpec { path, limits })
+    }
 }
 
 /// Where a plugin comes from, and what it may use.

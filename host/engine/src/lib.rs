@@ -9,6 +9,7 @@ pub mod deployment;
 pub mod events;
 pub mod journal;
 pub mod names;
+pub mod policy;
 pub mod program;
 pub mod property_path;
 pub mod provider;

@@ -64,6 +64,21 @@ impl Sandbox {
         )
     }
 
+    /// A sandbox for the policy pack named `guest`, granted nothing: no directory, network,
+    /// environment variable or argument, whatever the project grants its plugins.
+    pub(crate) fn for_policy_pack(guest: Arc<str>, stdout: LineSink, limits: Limits) -> Sandbox {
+        let owner = Owner::PolicyPack(guest.to_string());
+        Sandbox::build(
+            WasiCtxBuilder::new(),
+            owner,
+            guest,
+            stdout,
+            limits,
+            &Grants::default(),
+            Arc::new(PlainAdvice),
+        )
+    }
+
     /// A sandbox for the plugin named `guest`, with what `grants` grants; the error says which
     /// grant failed.
     pub(crate) fn granted(
@@ -96,7 +111,7 @@ impl Sandbox {
         });
         let dirs = match &owner {
             Owner::Plugin(name) => Some((name.clone(), grants.dirs.clone())),
-            Owner::Program(_) => None,
+            Owner::Program(_) | Owner::PolicyPack(_) => None,
         };
         let denials = Arc::new(Denials::new(owner, advice));
         let net = NetPolicy::new(grants, denials.clone());

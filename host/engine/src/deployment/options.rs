@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::target::Targets;
 use crate::budget::ProgramBudget;
+use crate::policy::PolicyPacks;
 use crate::urn::Urn;
 use crate::value::Value;
 
@@ -26,4 +27,6 @@ pub struct Options {
     pub continue_on_error: bool,
     /// What the program may make the host hold.
     pub budget: ProgramBudget,
+    /// The policy packs that judge each change and the stack (`--policy-pack`).
+    pub policies: PolicyPacks,
 }

@@ -16,6 +16,7 @@ use crate::deployment::limit::{Reservation, StepLimit};
 use crate::deployment::options::Options;
 use crate::deployment::target::TargetSet;
 use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
+use crate::policy::{PolicyPacks, PolicyResource};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::provider::{Provider, ProviderError, ProviderSource};
 use crate::resource::ResourceState;
@@ -48,6 +49,9 @@ pub(crate) struct StepContext {
     /// Set when no new step may start: a step waiting for a permit gives up once it has one.
     halted: AtomicBool,
     changes: Mutex<ChangeSummary>,
+    /// The policy packs that judge each change, and the resources they judge the stack by.
+    pub(super) policies: PolicyPacks,
+    pub(super) policy_resources: Mutex<Vec<PolicyResource>>,
 }
 
 impl StepContext {
@@ -73,6 +77,8 @@ impl StepContext {
             cancel,
             halted: AtomicBool::default(),
             changes: Mutex::default(),
+            policies: options.policies.clone(),
+            policy_resources: Mutex::default(),
         }
     }
 
