@@ -25,6 +25,7 @@ mod names;
 mod nested_grants;
 mod numbers;
 mod oidc;
+mod policy;
 mod polyglot;
 mod postgres;
 mod reach;

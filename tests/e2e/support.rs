@@ -44,6 +44,7 @@ pub fn guest(package: &str) -> PathBuf {
             "plinth-kv",
             "plinth-shapes",
             "plinth-shapes-program",
+            "plinth-policy-testpack",
         ] {
             let status = Command::new(env!("CARGO"))
                 .args([
