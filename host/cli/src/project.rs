@@ -357,6 +357,24 @@ mod tests {
     }
 
     #[test]
+    fn parses_policy_packs_as_paths_or_with_limits() {
+        let yaml = "name: p\npolicy-packs:\n  - rules.wasm\n  - path: more\n\
+                    \x20   limits: { memory: 64MiB, call-timeout: 2s }\n";
+        let project = load(yaml).unwrap();
+        let packs = &project.file.policy_packs;
+        assert_eq!(packs[0].path, Path::new("rules.wasm"));
+        assert_eq!(packs[0].limits.0, Limits::default());
+        assert_eq!(packs[1].path, Path::new("more"));
+        assert_eq!(packs[1].limits.0.memory_bytes, 64 << 20);
+        for bad in [
+            "name: p\npolicy-packs:\n  - path: x\n    grants: {}\n",
+            "name: p\npolicy-packs:\n  - \"\"\n",
+        ] {
+            assert!(load(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn parses_network_and_environment_grants_and_limits() {
         let yaml = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    grants:\n\
                     \x20     env: [API_TOKEN]\n\
