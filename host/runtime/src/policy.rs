@@ -51,9 +51,11 @@ struct Instance {
     bindings: Bindings,
 }
 
-/// Links what a pack may import: WASI (through the sandbox's checks) and nothing of plinth's.
+/// Links what a pack may import: WASI (through the sandbox's checks) and the (empty) value
+/// types interface; no plinth function.
 pub(crate) fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
-    crate::runtime::link_sandboxed_wasi(linker)
+    crate::runtime::link_sandboxed_wasi(linker)?;
+    Bindings::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |s| s)
 }
 
 /// Calls `$method` on `$instance` with `$args` under the sandbox's deadline and backstop.
@@ -96,7 +98,7 @@ impl ComponentPolicyPack {
                 message: format!("{e:#}"),
             })?;
         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-        let sandbox = Sandbox::for_policy_pack(stem.as_ref().into(), log_stdout, limits);
+        let sandbox = Sandbox::for_policy_pack(Arc::from(&*stem), log_stdout, limits);
         let mut store = sandbox::new_store(pre.engine(), sandbox);
         sandbox::begin_call(&mut store);
         let bindings = match pre.instantiate_async(&mut store).await {
@@ -143,24 +145,32 @@ impl ComponentPolicyPack {
         self.levels.keys().map(String::as_str)
     }
 
-    /// Runs `call` on the instance; a failure breaks the pack for good.
-    async fn run<R>(
+    /// The instance in `slot`, or the failure that broke the pack.
+    fn usable<'a>(
         &self,
+        slot: &'a mut Result<Instance, String>,
+    ) -> Result<&'a mut Instance, PolicyError> {
+        match slot {
+            Ok(instance) => Ok(instance),
+            Err(failure) => Err(self.error(failure.clone())),
+        }
+    }
+
+    /// Ends the call `op` on the instance in `slot`: a failure breaks the pack for good.
+    fn settle<R>(
+        &self,
+        slot: &mut Result<Instance, String>,
         op: &str,
-        call: impl AsyncFnOnce(&mut Instance) -> wasmtime::Result<R>,
+        result: wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
-        let mut slot = self.instance.lock().await;
-        let instance = match &mut *slot {
-            Ok(instance) => instance,
-            Err(failure) => return Err(self.error(failure.clone())),
-        };
-        match call(instance).await {
-            Ok(result) => Ok(result),
-            Err(e) => {
+        match (result, &*slot) {
+            (Ok(result), _) => Ok(result),
+            (Err(e), Ok(instance)) => {
                 let failure = instance.store.data().failure(op, &e).into_host();
                 *slot = Err(failure.clone());
                 Err(self.error(failure))
             }
+            (Err(_), Err(failure)) => Err(self.error(failure.clone())),
         }
     }
 
@@ -289,11 +299,10 @@ impl PolicyPack for ComponentPolicyPack {
             return Ok(Vec::new());
         }
         let sent = to_wit(resource);
-        let violations = self
-            .run("analyze-resource", async |instance| {
-                call!(*instance, call_analyze_resource(&sent))
-            })
-            .await?;
+        let mut slot = self.instance.lock().await;
+        let instance = self.usable(&mut slot)?;
+        let result = call!(*instance, call_analyze_resource(&sent));
+        let violations = self.settle(&mut slot, "analyze-resource", result)?;
         Ok(self.violations(violations, Some(&resource.urn)))
     }
 
@@ -305,11 +314,10 @@ impl PolicyPack for ComponentPolicyPack {
             return Ok(Vec::new());
         }
         let sent: Vec<wit::Resource> = resources.iter().map(to_wit).collect();
-        let violations = self
-            .run("analyze-stack", async |instance| {
-                call!(*instance, call_analyze_stack(&sent))
-            })
-            .await?;
+        let mut slot = self.instance.lock().await;
+        let instance = self.usable(&mut slot)?;
+        let result = call!(*instance, call_analyze_stack(&sent));
+        let violations = self.settle(&mut slot, "analyze-stack", result)?;
         Ok(self.violations(violations, None))
     }
 }
