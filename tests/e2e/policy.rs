@@ -52,8 +52,7 @@ fn succeeds(env: &Env, args: &[&str]) -> String {
     text
 }
 
-const TOO_SHORT: &str =
-    "[mandatory] policy `testpack/password-length`: the password is 8 characters long; make it \
+const TOO_SHORT: &str = "[mandatory] policy `testpack/password-length`: the password is 8 characters long; make it \
      at least 16 (property `length`)";
 
 #[test]
@@ -74,7 +73,10 @@ fn a_mandatory_violation_fails_preview_and_up_creates_nothing() {
     assert!(env.resources().is_empty(), "{:?}", env.resources());
 
     // Without the preview, the violating step is stopped before its provider is asked.
-    let up = fails(&env, &["up", "--yes", "--skip-preview", "--policy-pack", &pack]);
+    let up = fails(
+        &env,
+        &["up", "--yes", "--skip-preview", "--policy-pack", &pack],
+    );
     assert!(up.contains(TOO_SHORT), "{up}");
     let names: Vec<String> = env.resources().into_iter().map(|(name, _)| name).collect();
     assert!(!names.contains(&"password".to_owned()), "{names:?}");
@@ -128,14 +130,26 @@ fn the_configuration_sets_the_minimum_and_the_level() {
         "{preview}"
     );
 
-    let disabled = pack_config(&env, r#"{"password-length": "disabled", "value-length": "disabled"}"#);
+    let disabled = pack_config(
+        &env,
+        r#"{"password-length": "disabled", "value-length": "disabled"}"#,
+    );
     let preview = succeeds(&env, &["preview", "--policy-pack-config", &disabled]);
     assert!(!preview.contains("policy `testpack/"), "{preview}");
 
     for (json, error) in [
-        (r#"{"pasword-length": {"minimum": 32}}"#, "names the policy `pasword-length`, which no policy pack holds"),
-        (r#"{"password-length": "strict"}"#, "the level \"strict\" is not one of"),
-        (r#"{"password-length": {"minimum": "long"}}"#, "`minimum` must be a positive integer"),
+        (
+            r#"{"pasword-length": {"minimum": 32}}"#,
+            "names the policy `pasword-length`, which no policy pack holds",
+        ),
+        (
+            r#"{"password-length": "strict"}"#,
+            "the level \"strict\" is not one of",
+        ),
+        (
+            r#"{"password-length": {"minimum": "long"}}"#,
+            "`minimum` must be a positive integer",
+        ),
         ("not json", "is malformed"),
     ] {
         let file = pack_config(&env, json);
@@ -161,7 +175,10 @@ fn hostile_run_fails(mode: &str, expected: &str) {
             args.push("--skip-preview");
         }
         let out = fails(&env, &args);
-        assert!(out.contains("policy pack `testpack` failed"), "{mode}: {out}");
+        assert!(
+            out.contains("policy pack `testpack` failed"),
+            "{mode}: {out}"
+        );
         assert!(out.contains(expected), "{mode}: {out}");
         assert_eq!(env.export()["snapshot"]["resources"], before, "{mode}");
     }

@@ -115,7 +115,11 @@ mod tests {
         assert!(violations[0].message.contains("role `it` is a superuser"));
         let app = resource("postgresql:Role", &[("superuser", Value::Bool(false))]);
         assert!(NoSuperuser.check_resource(&app).is_empty());
-        assert!(NoSuperuser.check_resource(&resource("postgresql:Role", &[])).is_empty());
+        assert!(
+            NoSuperuser
+                .check_resource(&resource("postgresql:Role", &[]))
+                .is_empty()
+        );
     }
 
     #[test]
@@ -123,11 +127,18 @@ mod tests {
         for ty in ["postgresql:Grant", "postgresql:DefaultPrivileges"] {
             for role in ["public", "PUBLIC", "Public"] {
                 let grant = resource(ty, &[("role", Value::from(role))]);
-                assert_eq!(NoPublicGrants.check_resource(&grant).len(), 1, "{ty} {role}");
+                assert_eq!(
+                    NoPublicGrants.check_resource(&grant).len(),
+                    1,
+                    "{ty} {role}"
+                );
             }
             for role in ["app", "public "] {
                 let grant = resource(ty, &[("role", Value::from(role))]);
-                assert!(NoPublicGrants.check_resource(&grant).is_empty(), "{ty} {role}");
+                assert!(
+                    NoPublicGrants.check_resource(&grant).is_empty(),
+                    "{ty} {role}"
+                );
             }
         }
         let role = resource("postgresql:Role", &[("role", Value::from("public"))]);

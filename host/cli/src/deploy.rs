@@ -31,8 +31,8 @@ use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
-use crate::secrets::{open_config, unlock_for_update};
 use crate::policy::{self, PolicyArgs};
+use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
 #[derive(Args)]
@@ -388,7 +388,9 @@ impl<'a> Deployer<'a> {
         };
         // Loaded before the stack is taken: a pack that does not load changes nothing.
         let policies = match kind {
-            UpdateKind::Update => policy::load(&self.runtime, &self.ws.project, &request.policy).await?,
+            UpdateKind::Update => {
+                policy::load(&self.runtime, &self.ws.project, &request.policy).await?
+            }
             _ => PolicyPacks::default(),
         };
         // One call takes the stack and returns the state to start from; a preview takes

@@ -42,14 +42,19 @@ pub async fn load(runtime: &Runtime, project: &Project, args: &PolicyArgs) -> Re
     };
     let named = (project.file.policy_packs.iter())
         .map(|spec| (project.resolve(&spec.path), spec.limits.0))
-        .chain(args.packs.iter().map(|path| (path.clone(), Limits::default())));
+        .chain(
+            args.packs
+                .iter()
+                .map(|path| (path.clone(), Limits::default())),
+        );
     let mut packs: Vec<Arc<dyn PolicyPack>> = Vec::new();
     let mut known = BTreeSet::new();
     for (path, limits) in named {
         let source = path.clone();
-        let component =
-            tokio::task::spawn_blocking(move || component_path(&source, "policy pack", Role::PolicyPack))
-                .await??;
+        let component = tokio::task::spawn_blocking(move || {
+            component_path(&source, "policy pack", Role::PolicyPack)
+        })
+        .await??;
         let pack = (runtime.load_policy_pack(&component, limits, &config.settings))
             .await
             .with_context(|| format!("cannot load the policy pack {}", path.display()))?;
@@ -78,12 +83,21 @@ struct Config {
 }
 
 fn read_config(path: &Path) -> Result<Config> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read the policy pack configuration {}", path.display()))?;
+    let file = std::fs::File::open(path).with_context(|| {
+        format!(
+            "cannot read the policy pack configuration {}",
+            path.display()
+        )
+    })?;
     let mut text = String::new();
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_string(&mut text)
-        .with_context(|| format!("cannot read the policy pack configuration {}", path.display()))?;
+        .with_context(|| {
+            format!(
+                "cannot read the policy pack configuration {}",
+                path.display()
+            )
+        })?;
     if text.len() as u64 > MAX_CONFIG_BYTES {
         bail!(
             "the policy pack configuration {} is larger than {} KiB: is it the right file?",
@@ -121,8 +135,8 @@ fn parse_config(text: &str) -> Result<Config> {
                          \"mandatory\", \"disabled\""
                     ),
                 };
-                let config = (!object.is_empty())
-                    .then(|| serde_json::Value::Object(object).to_string());
+                let config =
+                    (!object.is_empty()).then(|| serde_json::Value::Object(object).to_string());
                 PolicySettings { level, config }
             }
             other => bail!(
@@ -182,7 +196,10 @@ mod tests {
         for (text, expected) in [
             ("[1]", "JSON object keyed by policy name"),
             (r#"{"p": "strict"}"#, "the level \"strict\" is not one of"),
-            (r#"{"p": {"enforcementLevel": 3}}"#, "`enforcementLevel` is 3"),
+            (
+                r#"{"p": {"enforcementLevel": 3}}"#,
+                "`enforcementLevel` is 3",
+            ),
             (r#"{"p": 3}"#, "`p` is 3: give a level"),
         ] {
             let error = format!("{:#}", parse_config(text).unwrap_err());

@@ -117,7 +117,9 @@ async fn an_update_is_judged_with_its_old_inputs_and_a_violation_keeps_the_old_s
 async fn an_advisory_violation_lets_the_run_succeed() {
     let mut h = Harness::new();
     let pack = Arc::new(FakePack::default());
-    let outcome = h.up_with(vec![decl("a").input("v", "meh")], with(pack)).await;
+    let outcome = h
+        .up_with(vec![decl("a").input("v", "meh")], with(pack))
+        .await;
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     assert_eq!(h.names(), ["a"]);
 }
@@ -150,7 +152,10 @@ async fn the_stack_is_judged_once_the_program_ends_before_anything_is_deleted() 
     let decls = vec![decl("a").input("v", "1"), decl("b").input("v", "2")];
     let outcome = h.up_with(decls, with(pack)).await;
     let errors = outcome.errors.join("\n");
-    assert!(errors.contains("the stack violates 1 mandatory policy"), "{errors}");
+    assert!(
+        errors.contains("the stack violates 1 mandatory policy"),
+        "{errors}"
+    );
     // The deletions wait for a clean run.
     assert!(h.names().contains(&"old".to_owned()), "{:?}", h.names());
 }

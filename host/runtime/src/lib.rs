@@ -68,7 +68,7 @@ pub use error::LoadError;
 pub use grants::{Access, DirGrant, Grants};
 pub use inspect::ComponentInfo;
 pub use limits::{Limits, LimitsError};
-pub use policy::{ComponentPolicyPack, PolicySettings};
 pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
+pub use policy::{ComponentPolicyPack, PolicySettings};
 pub use runtime::Runtime;
 pub use versions::{Kind, WitVersion};

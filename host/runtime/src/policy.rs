@@ -11,9 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use plinth_engine::policy::{
-    EnforcementLevel, PolicyError, PolicyPack, PolicyResource, Violation,
-};
+use plinth_engine::policy::{EnforcementLevel, PolicyError, PolicyPack, PolicyResource, Violation};
 use plinth_engine::shown::escape_controls;
 use plinth_engine::urn::Urn;
 use wasmtime::Store;
@@ -295,7 +293,11 @@ impl PolicyPack for ComponentPolicyPack {
         &self,
         resource: &PolicyResource,
     ) -> Result<Vec<Violation>, PolicyError> {
-        if self.levels.values().all(|l| *l == EnforcementLevel::Disabled) {
+        if self
+            .levels
+            .values()
+            .all(|l| *l == EnforcementLevel::Disabled)
+        {
             return Ok(Vec::new());
         }
         let sent = to_wit(resource);
@@ -310,7 +312,11 @@ impl PolicyPack for ComponentPolicyPack {
         &self,
         resources: &[PolicyResource],
     ) -> Result<Vec<Violation>, PolicyError> {
-        if self.levels.values().all(|l| *l == EnforcementLevel::Disabled) {
+        if self
+            .levels
+            .values()
+            .all(|l| *l == EnforcementLevel::Disabled)
+        {
             return Ok(Vec::new());
         }
         let sent: Vec<wit::Resource> = resources.iter().map(to_wit).collect();
