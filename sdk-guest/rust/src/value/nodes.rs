@@ -5,7 +5,7 @@ use super::{PropertyMap, Value};
 use crate::Error;
 use crate::wire::{self, Node};
 
-#[cfg(any(feature = "provider", feature = "program"))]
+#[cfg(any(feature = "provider", feature = "program", test))]
 /// Flattens a value, root first. Strings and keys are moved, never copied.
 pub(crate) fn encode(value: Value) -> wire::Value {
     // Counting first is a walk without allocation; growing the list as it fills would copy it
@@ -15,7 +15,7 @@ pub(crate) fn encode(value: Value) -> wire::Value {
     wire::Value { nodes }
 }
 
-#[cfg(any(feature = "provider", feature = "program"))]
+#[cfg(any(feature = "provider", feature = "program", test))]
 /// How many nodes `value` flattens to.
 fn count(value: &Value) -> usize {
     1 + match value {
@@ -32,7 +32,7 @@ pub(crate) fn encode_map(map: PropertyMap) -> wire::Value {
     encode(Value::Object(map))
 }
 
-#[cfg(any(feature = "provider", feature = "program"))]
+#[cfg(any(feature = "provider", feature = "program", test))]
 /// Appends `value` and its descendants; returns the index of `value`'s node.
 fn push(nodes: &mut Vec<Node>, value: Value) -> u32 {
     let index = nodes.len();
