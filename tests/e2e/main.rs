@@ -26,6 +26,7 @@ mod nested_grants;
 mod numbers;
 mod oidc;
 mod plans;
+mod policy;
 mod polyglot;
 mod postgres;
 mod reach;

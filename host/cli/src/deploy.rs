@@ -16,6 +16,7 @@ use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::plan::{PlanGuard, PlannedStep};
+use plinth_engine::policy::PolicyPacks;
 use plinth_engine::program::{EmptyProgram, Program};
 use plinth_engine::refresh::{self, RefreshOptions};
 use plinth_engine::resource::is_recordable_id;
@@ -34,6 +35,7 @@ use crate::home::{artifact_cache, plinth_home};
 use crate::plan_file::{self, Plan, PlanOptions, StateMark};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store, store::file_sha256};
+use crate::policy::{self, PolicyArgs};
 use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
@@ -78,6 +80,8 @@ pub struct ChangeArgs {
     /// After a failure, go on with every step that does not depend on it, then fail.
     #[arg(long)]
     continue_on_error: bool,
+    #[command(flatten)]
+    policy: PolicyArgs,
 }
 
 /// Provider calls mostly wait on remote APIs (and a Wasm provider's own work takes
@@ -193,6 +197,8 @@ struct Request {
     capture: bool,
     /// The plan the state and the program must still match before anything runs.
     plan: Option<Rc<Plan>>,
+    /// The policy packs to run, beside the project's.
+    policy: PolicyArgs,
 }
 
 impl Request {
@@ -201,6 +207,7 @@ impl Request {
             refresh_first,
             replace: change.replace.clone(),
             continue_on_error: change.continue_on_error,
+            policy: change.policy.clone(),
             ..Request::default()
         }
     }
@@ -518,6 +525,13 @@ impl<'a> Deployer<'a> {
             UpdateKind::Refresh => None,
             _ => Some(self.program(kind, request, &mut ran).await?),
         };
+        // Loaded before the stack is taken: a pack that does not load changes nothing.
+        let policies = match kind {
+            UpdateKind::Update => {
+                policy::load(&self.runtime, &self.ws.project, &request.policy).await?
+            }
+            _ => PolicyPacks::default(),
+        };
         // One call takes the stack and returns the state to start from; a preview takes
         // nothing.
         let mut update = if preview {
@@ -604,6 +618,7 @@ impl<'a> Deployer<'a> {
                 plan: (request.plan.as_ref())
                     .filter(|_| !preview)
                     .map(|plan| Arc::new(PlanGuard::new(&plan.steps))),
+                policies,
             };
             // The last phase: the engine and the snapshot manager share the loaded state
             // rather than each taking a copy of it.

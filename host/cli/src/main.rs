@@ -14,6 +14,7 @@ mod logs;
 mod pending;
 mod plan_file;
 mod plugin;
+mod policy;
 mod program_spec;
 mod project;
 mod rollback;

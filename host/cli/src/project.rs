@@ -26,6 +26,48 @@ pub struct ProjectFile {
     /// Plugins by package name.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSpec>,
+    /// Policy packs `preview` and `up` run, beside those `--policy-pack` names.
+    #[serde(default, rename = "policy-packs")]
+    pub policy_packs: Vec<PolicyPackSpec>,
+}
+
+/// One entry of `policy-packs:`: a path (a `.wasm` file or a guest directory, relative to the
+/// project), or `{ path, limits }`. A pack is granted nothing, so it takes no `grants`.
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "RawPolicyPack")]
+pub struct PolicyPackSpec {
+    pub path: PathBuf,
+    pub limits: LimitsSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawPolicyPack {
+    Path(PathBuf),
+    Full(FullPolicyPack),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FullPolicyPack {
+    path: PathBuf,
+    #[serde(default)]
+    limits: LimitsSpec,
+}
+
+impl TryFrom<RawPolicyPack> for PolicyPackSpec {
+    type Error = String;
+
+    fn try_from(raw: RawPolicyPack) -> Result<PolicyPackSpec, String> {
+        let (path, limits) = match raw {
+            RawPolicyPack::Path(path) => (path, LimitsSpec::default()),
+            RawPolicyPack::Full(FullPolicyPack { path, limits }) => (path, limits),
+        };
+        if path.as_os_str().is_empty() {
+            return Err("a policy pack's `path` is empty".into());
+        }
+        Ok(PolicyPackSpec { path, limits })
+    }
 }
 
 /// Where a plugin comes from, and what it may use.
@@ -312,6 +354,24 @@ mod tests {
             err.contains("needs `path`") && err.contains("`version`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn parses_policy_packs_as_paths_or_with_limits() {
+        let yaml = "name: p\npolicy-packs:\n  - rules.wasm\n  - path: more\n\
+                    \x20   limits: { memory: 64MiB, call-timeout: 2s }\n";
+        let project = load(yaml).unwrap();
+        let packs = &project.file.policy_packs;
+        assert_eq!(packs[0].path, Path::new("rules.wasm"));
+        assert_eq!(packs[0].limits.0, Limits::default());
+        assert_eq!(packs[1].path, Path::new("more"));
+        assert_eq!(packs[1].limits.0.memory_bytes, 64 << 20);
+        for bad in [
+            "name: p\npolicy-packs:\n  - path: x\n    grants: {}\n",
+            "name: p\npolicy-packs:\n  - \"\"\n",
+        ] {
+            assert!(load(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod events;
 pub mod journal;
 pub mod names;
 pub mod plan;
+pub mod policy;
 pub mod program;
 pub mod property_path;
 pub mod provider;

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::policy::capabilities::CapabilityError;
+use crate::access::capabilities::CapabilityError;
 
 /// Why a provider or program component could not be loaded and started.
 #[derive(Debug, thiserror::Error)]

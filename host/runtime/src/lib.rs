@@ -23,16 +23,16 @@
 //! # }
 //! ```
 //!
-//! The modules fall into four groups: `sandbox` (what a guest instance runs in), `policy`
+//! The modules fall into four groups: `sandbox` (what a guest instance runs in), `access`
 //! (grants, the capabilities a plugin asks for, the advice a refusal gives), `abi` (the WIT
 //! contract's versions and what crosses it) and `load` (the engine, the cache, and the
-//! providers and programs it loads).
+//! providers, programs and policy packs it loads).
 
 mod abi;
+mod access;
 mod error;
 mod load;
 mod masking;
-mod policy;
 mod sandbox;
 
 pub use abi::inspect::ComponentInfo;
@@ -40,12 +40,13 @@ pub use abi::versions::{Kind, WitVersion};
 pub use error::LoadError;
 pub use load::bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
 pub use load::cache::LoadStats;
+pub use load::policy_pack::{ComponentPolicyPack, PolicySettings};
 pub use load::runtime::Runtime;
 pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
-pub use policy::advice::{GrantAdvice, PlainAdvice};
-pub use policy::capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
-pub use policy::endpoint::{
+pub use access::advice::{GrantAdvice, PlainAdvice};
+pub use access::capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
+pub use access::endpoint::{
     AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern,
 };
-pub use policy::grants::{Access, DirGrant, Grants};
+pub use access::grants::{Access, DirGrant, Grants};
 pub use sandbox::limits::{Limits, LimitsError};

@@ -1,12 +1,13 @@
 //! Loading and caching: the wasmtime engine's one configuration, the cache of precompiled
 //! artifacts, and the [`Runtime`](runtime::Runtime) that loads components as the engine's
-//! providers and programs.
+//! providers, programs and policy packs.
 
 pub(crate) mod bytes;
 pub(crate) mod cache;
 pub(crate) mod engine;
 pub(crate) mod file_index;
 pub(crate) mod hints;
+pub(crate) mod policy_pack;
 pub(crate) mod program;
 pub(crate) mod provider;
 pub(crate) mod runtime;

@@ -26,8 +26,8 @@ use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
-use crate::policy::advice::{GrantAdvice, PlainAdvice};
-use crate::policy::grants::{DirGrant, Grants};
+use crate::access::advice::{GrantAdvice, PlainAdvice};
+use crate::access::grants::{DirGrant, Grants};
 use crate::sandbox::denial::{Denials, Owner};
 use crate::sandbox::env::WatchedEnv;
 use crate::sandbox::http::HttpGuard;
@@ -76,6 +76,21 @@ impl Sandbox {
         )
     }
 
+    /// A sandbox for the policy pack named `guest`, granted nothing: no directory, network,
+    /// environment variable or argument, whatever the project grants its plugins.
+    pub(crate) fn for_policy_pack(guest: Arc<str>, stdout: LineSink, limits: Limits) -> Sandbox {
+        let owner = Owner::PolicyPack(guest.to_string());
+        Sandbox::build(
+            WasiCtxBuilder::new(),
+            owner,
+            guest,
+            stdout,
+            limits,
+            &Grants::default(),
+            Arc::new(PlainAdvice),
+        )
+    }
+
     /// A sandbox for the plugin named `guest`, with what `grants` grants; the error says which
     /// grant failed.
     pub(crate) fn granted(
@@ -108,7 +123,7 @@ impl Sandbox {
         });
         let dirs = match &owner {
             Owner::Plugin(name) => Some((name.clone(), grants.dirs.clone())),
-            Owner::Program(_) => None,
+            Owner::Program(_) | Owner::PolicyPack(_) => None,
         };
         let denials = Arc::new(Denials::new(owner, advice));
         let net = NetPolicy::new(grants, denials.clone());
@@ -183,7 +198,7 @@ impl Sandbox {
     pub(crate) fn denials(&self, message: &str) -> Option<String> {
         let refused = self.denials.explain(message, &self.env);
         let dirs = (self.dirs.as_ref()).and_then(|(plugin, dirs)| {
-            crate::policy::dir_advice::advise(plugin, dirs, message, self.denials.advice())
+            crate::access::dir_advice::advise(plugin, dirs, message, self.denials.advice())
         });
         match (refused, dirs) {
             (Some(refused), Some(dirs)) => Some(format!("{refused}\n{dirs}")),

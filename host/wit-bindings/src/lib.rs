@@ -101,6 +101,19 @@ pub mod v0_1 {
     }
 }
 
+/// `plinth:policy@0.1.0`: the `policy-pack` world, whose values are those of the current
+/// `plinth:plugin` version.
+pub mod policy {
+    wasmtime::component::bindgen!({
+        path: ["../../wit/plugin", "../../wit/policy"],
+        world: "plinth:policy/policy-pack@0.1.0",
+        exports: { default: async },
+        with: {
+            "plinth:plugin/types": crate::v0_3::provider::plinth::plugin::types,
+        },
+    });
+}
+
 /// The value types 0.1 and 0.2 share.
 pub use v0_2::provider::plinth::plugin::types as legacy_types;
 /// The value types of the current version.

@@ -1,8 +1,8 @@
 //! The Rust SDK for plinth guests: resource providers and programs, built as WebAssembly
 //! components for `wasm32-wasip2`.
 //!
-//! A guest crate is a `cdylib` that enables exactly one feature of this crate — `provider` or
-//! `program` — because a component must contain only its own world. Guests use the types of
+//! A guest crate is a `cdylib` that enables exactly one feature of this crate — `provider`,
+//! `program` or `policy` — because a component must contain only its own world. Guests use the types of
 //! this crate only; the WIT bindings stay inside it.
 //!
 //! This SDK builds guests against `plinth:plugin@0.3.0`.
@@ -135,16 +135,20 @@
 ))]
 mod alloc;
 mod error;
+#[cfg(feature = "policy")]
+mod policy;
 #[cfg(feature = "program")]
 mod program;
 #[cfg(feature = "provider")]
 mod provider;
 mod secret;
 mod value;
-#[cfg(any(feature = "provider", feature = "program"))]
+#[cfg(any(feature = "provider", feature = "program", feature = "policy"))]
 mod wire;
 
 pub use error::Error;
+#[cfg(feature = "policy")]
+pub use policy::{EnforcementLevel, Policy, PolicyPack, PolicyResource, Violation};
 #[cfg(feature = "program")]
 pub use program::{AllOutputs, Context, Input, Output, Resource, ResourceBuilder};
 #[cfg(feature = "provider")]
@@ -165,6 +169,10 @@ pub use wire::{OutputField, OutputRef};
 /// What the export macros expand to; not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    #[cfg(feature = "policy")]
+    pub use crate::policy::bindings as policy_bindings;
+    #[cfg(feature = "policy")]
+    pub use crate::policy::export::PolicyExport;
     #[cfg(feature = "program")]
     pub use crate::program::bindings as program_bindings;
     #[cfg(feature = "program")]

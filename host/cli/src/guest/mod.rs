@@ -25,6 +25,7 @@ use anyhow::Result;
 pub enum Role {
     Program,
     Provider,
+    PolicyPack,
 }
 
 impl Role {
@@ -32,6 +33,7 @@ impl Role {
         match self {
             Role::Program => "program",
             Role::Provider => "provider-plugin",
+            Role::PolicyPack => "policy-pack",
         }
     }
 }

@@ -115,6 +115,9 @@ impl Componentized for Python {
         let (name, export, class, kind) = match job.role {
             Role::Program => ("main", "export_program", "Callbacks", "program"),
             Role::Provider => ("provider", "export_provider", "Provider", "provider"),
+            Role::PolicyPack => {
+                anyhow::bail!("{}: policy packs are written in Rust for now", job.what)
+            }
         };
         let app = format!(
             "import {module} as _user\n\

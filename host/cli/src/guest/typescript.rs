@@ -128,6 +128,9 @@ impl Componentized for TypeScript {
                     entry.display()
                 ))),
             ),
+            Role::PolicyPack => {
+                anyhow::bail!("{}: policy packs are written in Rust for now", job.what)
+            }
             Role::Provider => format!(
                 "import definition from {};\nimport {{ exportProvider }} from {};\n\
                  if (typeof definition !== \"object\" || definition === null) throw new Error({});\n\

@@ -89,6 +89,10 @@ pub async fn run(
     });
     let mut scheduler = Scheduler::new(options, ctx.clone(), events.clone(), cancel);
     scheduler.run_program(program, monitor, registrations).await;
+    if scheduler.errors.is_empty() && !scheduler.cancel.is_cancelled() {
+        let mut violated = ctx.check_stack_policies().await;
+        scheduler.errors.append(&mut violated);
+    }
     let clean = scheduler.errors.is_empty();
     if (clean || scheduler.options.continue_on_error) && !scheduler.cancel.is_cancelled() {
         scheduler.delete_unclaimed(clean).await;

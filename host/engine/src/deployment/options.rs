@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::target::Targets;
 use crate::budget::ProgramBudget;
 use crate::plan::PlanGuard;
+use crate::policy::PolicyPacks;
 use crate::urn::Urn;
 use crate::value::Value;
 
@@ -29,4 +30,6 @@ pub struct Options {
     pub budget: ProgramBudget,
     /// `up --plan`: the plan's changes are the only ones a step may make.
     pub plan: Option<std::sync::Arc<PlanGuard>>,
+    /// The policy packs that judge each change and the stack (`--policy-pack`).
+    pub policies: PolicyPacks,
 }

@@ -7,7 +7,7 @@ use plinth_engine::provider::ProviderInfo;
 
 use crate::abi::versions::{Kind, WitVersion};
 use crate::error::LoadError;
-use crate::policy::capabilities::Capabilities;
+use crate::access::capabilities::Capabilities;
 
 /// The description of a plinth component, from [`Runtime::inspect`](crate::Runtime::inspect).
 #[derive(Debug, Clone)]

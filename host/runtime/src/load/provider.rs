@@ -36,9 +36,9 @@ use crate::abi::values::{self, Origin, ValueError};
 use crate::abi::versions::WitVersion;
 use crate::error::LoadError;
 use crate::load::hints::{self, Hints};
-use crate::policy::advice::GrantAdvice;
-use crate::policy::capabilities::{self, Capabilities, DirRequest};
-use crate::policy::grants::{Access, Grants};
+use crate::access::advice::GrantAdvice;
+use crate::access::capabilities::{self, Capabilities, DirRequest};
+use crate::access::grants::{Access, Grants};
 use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
 use crate::sandbox::{self, Sandbox};
@@ -194,7 +194,7 @@ pub(crate) async fn read_info(
         limits,
         grants,
         // Nothing is checked against the grants here: no advice is given.
-        advice: Arc::new(crate::policy::advice::PlainAdvice),
+        advice: Arc::new(crate::access::advice::PlainAdvice),
     };
     let (_, info, capabilities, _) = factory.first_instance(path).await?;
     Ok((info, capabilities))

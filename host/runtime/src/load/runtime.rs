@@ -1,6 +1,6 @@
 //! The entry point: one [`Runtime`] per process loads every provider and program.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -18,15 +18,16 @@ use crate::load::bytes::ComponentBytes;
 use crate::load::cache::{ArtifactCache, LoadStats};
 use crate::load::program::{self, ComponentProgram, ProgramPre, ProgramState};
 use crate::load::provider::{self, ComponentProvider, ProviderPre};
-use crate::policy::advice::{GrantAdvice, PlainAdvice};
-use crate::policy::grants::Grants;
+use crate::access::advice::{GrantAdvice, PlainAdvice};
+use crate::access::grants::Grants;
 use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
+use crate::load::policy_pack::{ComponentPolicyPack, PolicySettings};
 use crate::sandbox::{Sandbox, Sandboxed};
 
 /// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups, environment reads and blocking
 /// waits going through the sandbox's checks instead of wasmtime-wasi's own.
-fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+pub(crate) fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     crate::sandbox::net::link_guarded_lookup(linker)?;
     crate::sandbox::env::link_watched_environment(linker)?;
@@ -42,6 +43,7 @@ pub struct Runtime {
     epoch: Arc<EpochTicker>,
     provider_linker: Linker<Sandbox>,
     program_linker: Linker<ProgramState>,
+    policy_linker: Linker<Sandbox>,
     advice: Arc<dyn GrantAdvice>,
     /// Providers linked already, by the SHA-256 of their component: another configuration of a
     /// plugin is not linked again.
@@ -71,12 +73,16 @@ impl Runtime {
         link_sandboxed_wasi(&mut program_linker).map_err(link_error)?;
         program::add_to_linker(&mut program_linker).map_err(link_error)?;
 
+        let mut policy_linker = Linker::new(&engine);
+        crate::load::policy_pack::add_to_linker(&mut policy_linker).map_err(link_error)?;
+
         Ok(Runtime {
             cache: ArtifactCache::new(cache_dir, &engine),
             engine,
             epoch: Arc::new(epoch),
             provider_linker,
             program_linker,
+            policy_linker,
             advice: Arc::new(PlainAdvice),
             prepared: Mutex::default(),
         })
@@ -206,6 +212,27 @@ impl Runtime {
             "program started"
         );
         Ok(Box::new(program))
+    }
+
+    /// Loads the policy pack at `path` and configures it with `settings`, by policy name. It
+    /// runs granted nothing, under `limits`.
+    pub async fn load_policy_pack(
+        &self,
+        path: &Path,
+        limits: Limits,
+        settings: &BTreeMap<String, PolicySettings>,
+    ) -> Result<Arc<ComponentPolicyPack>, LoadError> {
+        let (component, _) = self.load_path_async(path).await?;
+        let pack = ComponentPolicyPack::start(
+            &self.policy_linker,
+            &component,
+            path,
+            limits,
+            settings,
+            self.epoch.clone(),
+        )
+        .await?;
+        Ok(Arc::new(pack))
     }
 
     /// Describes the component at `path`: provider or program, the WIT version it was built

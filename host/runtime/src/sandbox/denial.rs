@@ -6,8 +6,8 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::policy::advice::GrantAdvice;
-use crate::policy::capabilities::Missing;
+use crate::access::advice::GrantAdvice;
+use crate::access::capabilities::Missing;
 
 /// At most this many refusals are remembered per call: a guest retrying in a loop should not
 /// grow the error message without bound.
@@ -18,6 +18,8 @@ const MAX_REMEMBERED: usize = 8;
 pub(crate) enum Owner {
     Plugin(String),
     Program(String),
+    /// A policy pack, granted nothing whatever the project says.
+    PolicyPack(String),
 }
 
 /// One refused attempt.
@@ -122,6 +124,10 @@ impl Denials {
                     "{} was denied {denial}: programs are granted no network access",
                     self.owner
                 ),
+                Owner::PolicyPack(_) => format!(
+                    "{} was denied {denial}: policy packs are granted nothing",
+                    self.owner
+                ),
             })
             .collect();
         if state.read_env {
@@ -204,6 +210,7 @@ impl fmt::Display for Owner {
         match self {
             Owner::Plugin(name) => write!(f, "plugin `{name}`"),
             Owner::Program(name) => write!(f, "program `{name}`"),
+            Owner::PolicyPack(name) => write!(f, "policy pack `{name}`"),
         }
     }
 }
@@ -241,7 +248,7 @@ impl fmt::Display for Denial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::advice::PlainAdvice;
+    use crate::access::advice::PlainAdvice;
 
     fn plugin() -> Denials {
         Denials::new(Owner::Plugin("reach".into()), Arc::new(PlainAdvice))

@@ -9,7 +9,7 @@ use wasmtime::component::Linker;
 use wasmtime_wasi_http::p2::bindings::{LinkOptions, http as wit};
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttp, WasiHttpHooks};
 
-use crate::policy::endpoint::AuthorityPattern;
+use crate::access::endpoint::AuthorityPattern;
 use crate::sandbox::Sandboxed;
 use crate::sandbox::denial::{Denial, Denials};
 
@@ -66,7 +66,7 @@ impl HttpGuard {
         {
             return true;
         }
-        let host = crate::policy::endpoint::normalize_name(host);
+        let host = crate::access::endpoint::normalize_name(host);
         self.denials.refuse(Denial::Http {
             authority: if port == default_port {
                 host
@@ -110,7 +110,7 @@ mod tests {
             grants.iter().map(|s| s.parse().unwrap()).collect(),
             Arc::new(Denials::new(
                 Owner::Plugin("p".into()),
-                Arc::new(crate::policy::advice::PlainAdvice),
+                Arc::new(crate::access::advice::PlainAdvice),
             )),
         )
     }

@@ -21,8 +21,8 @@ use wasmtime_wasi::p2::bindings::sockets::network::{
 };
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsCtxView};
 
-use crate::policy::endpoint::{EndpointPattern, normalize_name};
-use crate::policy::grants::Grants;
+use crate::access::endpoint::{EndpointPattern, normalize_name};
+use crate::access::grants::Grants;
 use crate::sandbox::Sandboxed;
 use crate::sandbox::denial::{Denial, Denials, Protocol, SocketAction};
 
@@ -174,7 +174,7 @@ impl Host for GuardedLookup<'_> {
         name: String,
     ) -> Result<Resource<ResolveAddressStream>, SocketError> {
         // An address written as a name resolves to itself: the socket check judges it.
-        let literal = crate::policy::endpoint::host_literal(&name).is_some();
+        let literal = crate::access::endpoint::host_literal(&name).is_some();
         if !literal && !self.policy.may_resolve(&name) {
             self.policy.denials.refuse(Denial::Lookup {
                 name: normalize_name(&name),
@@ -277,7 +277,7 @@ mod tests {
             &grants,
             Arc::new(Denials::new(
                 Owner::Plugin("p".into()),
-                Arc::new(crate::policy::advice::PlainAdvice),
+                Arc::new(crate::access::advice::PlainAdvice),
             )),
         )
     }

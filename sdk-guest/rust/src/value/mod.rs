@@ -1,7 +1,7 @@
 //! Property values: what resources take as inputs and produce as outputs.
 
 mod convert;
-#[cfg(any(feature = "provider", feature = "program"))]
+#[cfg(any(feature = "provider", feature = "program", feature = "policy"))]
 pub(crate) mod nodes;
 pub(crate) mod serialization;
 

@@ -5,6 +5,7 @@ use super::{PropertyMap, Value};
 use crate::Error;
 use crate::wire::{self, Node};
 
+#[cfg(any(feature = "provider", feature = "program", test))]
 /// Flattens a value, root first. Strings and keys are moved, never copied.
 pub(crate) fn encode(value: Value) -> wire::Value {
     // Counting first is a walk without allocation; growing the list as it fills would copy it
@@ -14,6 +15,7 @@ pub(crate) fn encode(value: Value) -> wire::Value {
     wire::Value { nodes }
 }
 
+#[cfg(any(feature = "provider", feature = "program", test))]
 /// How many nodes `value` flattens to.
 fn count(value: &Value) -> usize {
     1 + match value {
@@ -24,11 +26,13 @@ fn count(value: &Value) -> usize {
     }
 }
 
+#[cfg(any(feature = "provider", feature = "program"))]
 /// Flattens a property map as an object value.
 pub(crate) fn encode_map(map: PropertyMap) -> wire::Value {
     encode(Value::Object(map))
 }
 
+#[cfg(any(feature = "provider", feature = "program", test))]
 /// Appends `value` and its descendants; returns the index of `value`'s node.
 fn push(nodes: &mut Vec<Node>, value: Value) -> u32 {
     let index = nodes.len();
@@ -70,7 +74,7 @@ pub(crate) fn decode(value: wire::Value) -> Result<Value, Error> {
 }
 
 /// Rebuilds a property map: the root must be an object (or null, for an empty map).
-#[cfg(feature = "provider")]
+#[cfg(any(feature = "provider", feature = "policy"))]
 pub(crate) fn decode_map(value: wire::Value) -> Result<PropertyMap, Error> {
     match decode(value)? {
         Value::Object(map) => Ok(map),
@@ -126,7 +130,7 @@ fn take(slots: &mut [Option<Node>], index: u32) -> Result<Value, Error> {
 }
 
 /// A word for the kind of a value, for error messages.
-#[cfg(feature = "provider")]
+#[cfg(any(feature = "provider", feature = "policy"))]
 fn kind(value: &Value) -> &'static str {
     value.kind()
 }

@@ -18,6 +18,7 @@ use crate::deployment::target::TargetSet;
 use crate::events::{ChangeSummary, Event, EventSink, StepInfo, StepOp};
 use crate::journal::{JournalEntry, SnapshotError, SnapshotManager};
 use crate::plan::PlanGuard;
+use crate::policy::{PolicyPacks, PolicyResource};
 use crate::provider::{Provider, ProviderError, ProviderSource};
 use crate::resource::ResourceState;
 use crate::snapshot::{PendingKind, Snapshot};
@@ -51,6 +52,9 @@ pub(crate) struct StepContext {
     /// Set when no new step may start: a step waiting for a permit gives up once it has one.
     halted: AtomicBool,
     changes: Mutex<ChangeSummary>,
+    /// The policy packs that judge each change, and the resources they judge the stack by.
+    pub(super) policies: PolicyPacks,
+    pub(super) policy_resources: Mutex<Vec<PolicyResource>>,
 }
 
 impl StepContext {
@@ -77,6 +81,8 @@ impl StepContext {
             cancel,
             halted: AtomicBool::default(),
             changes: Mutex::default(),
+            policies: options.policies.clone(),
+            policy_resources: Mutex::default(),
         }
     }
 

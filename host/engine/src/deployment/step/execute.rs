@@ -146,6 +146,7 @@ impl StepContext {
             options,
         };
         let plan = plan(&input).map_err(|e| self.fail(&state.urn, e.to_string()))?;
+        (self.check_policies(&plan, kind, &state, old.map(|(_, o)| o))).await?;
         let timeouts = opts.custom_timeouts.unwrap_or_default();
         let action = Action {
             kind,

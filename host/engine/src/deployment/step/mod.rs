@@ -13,6 +13,7 @@ mod context;
 mod delete;
 mod execute;
 mod plan;
+mod policy;
 mod provider;
 pub(crate) mod request;
 pub(crate) mod result;

@@ -1,4 +1,4 @@
-//! The grant policy and its advice: what a project grants a plugin (directories, environment,
+//! Access: the grants and their advice: what a project grants a plugin (directories, environment,
 //! network patterns), what a plugin asks for and the check of one against the other before it
 //! loads, and the words that tell a user which grant a refusal lacks.
 

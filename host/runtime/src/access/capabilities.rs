@@ -7,12 +7,12 @@ use std::fmt::{self, Write as _};
 use plinth_engine::schema::PropertySchema;
 use plinth_engine::value::PropertyMap;
 
-use crate::policy::advice::GrantAdvice;
-use crate::policy::configured;
-use crate::policy::endpoint::{
+use crate::access::advice::GrantAdvice;
+use crate::access::configured;
+use crate::access::endpoint::{
     AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern,
 };
-use crate::policy::grants::{Access, Grants};
+use crate::access::grants::{Access, Grants};
 
 /// What a plugin asks to be granted beyond the bare sandbox, as its `info` declares it. A plugin
 /// built against `plinth:plugin@0.1.0` asks for nothing.
@@ -377,8 +377,8 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::policy::advice::PlainAdvice;
-    use crate::policy::grants::DirGrant;
+    use crate::access::advice::PlainAdvice;
+    use crate::access::grants::DirGrant;
 
     fn dir(guest: &str, access: Access) -> DirRequest {
         DirRequest {

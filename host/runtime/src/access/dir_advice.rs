@@ -2,9 +2,9 @@
 //! directories granted to it, so "No such file or directory" for a path outside them means a
 //! missing grant, and "Permission denied" inside a read-only one means a read-only grant.
 
-use crate::policy::advice::GrantAdvice;
-use crate::policy::capabilities::{DirRequest, Missing};
-use crate::policy::grants::{Access, DirGrant};
+use crate::access::advice::GrantAdvice;
+use crate::access::capabilities::{DirRequest, Missing};
+use crate::access::grants::{Access, DirGrant};
 
 /// How wasi-libc words the errors a missing or read-only grant causes.
 const FS_ERRORS: [&str; 6] = [
@@ -106,7 +106,7 @@ fn absolute_paths(message: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::advice::PlainAdvice;
+    use crate::access::advice::PlainAdvice;
 
     fn dir(guest: &str, access: Access) -> DirGrant {
         DirGrant {

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::error::LoadError;
-use crate::policy::endpoint::{AuthorityPattern, EndpointPattern};
-use crate::policy::grant_overlap::{Resolved, conflict, normalise_guest};
+use crate::access::endpoint::{AuthorityPattern, EndpointPattern};
+use crate::access::grant_overlap::{Resolved, conflict, normalise_guest};
 
 /// Everything a plugin is granted. The default grants nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub enum Access {
 impl Grants {
     /// Checks, before the plugin `plugin` starts, that every granted directory exists, that no
     /// two grants claim the same guest path, that no two grants with different access nest
-    /// (see [`grant_overlap`](crate::policy::grant_overlap)), and that granted variable names are
+    /// (see [`grant_overlap`](crate::access::grant_overlap)), and that granted variable names are
     /// names. (Network patterns are checked when they are parsed.)
     pub(crate) fn validate(&self, plugin: &str) -> Result<(), LoadError> {
         let mut resolved: Vec<Resolved> = Vec::with_capacity(self.dirs.len());

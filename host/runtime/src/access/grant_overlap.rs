@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::grants::{Access, DirGrant};
+use crate::access::grants::{Access, DirGrant};
 
 /// `guest` as `/a/b`: absolute, with empty and `.` components dropped and no trailing `/`.
 /// A `..` component is refused: what it names depends on how the guest resolves it.

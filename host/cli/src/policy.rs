@@ -1,0 +1,209 @@
+//! Policy packs for `preview` and `up`: `--policy-pack PATH` (repeatable), those `policy-packs:`
+//! in Plinth.yaml names, and `--policy-pack-config FILE`, the configuration of their policies
+//! in Pulumi's format: a JSON object keyed by policy name, each a level (`"advisory"`,
+//! `"mandatory"`, `"disabled"`) or an object of configuration with an optional
+//! `enforcementLevel`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use plinth_engine::policy::{EnforcementLevel, PolicyPack, PolicyPacks};
+use plinth_engine::shown::escape_controls;
+use plinth_runtime::{Limits, PolicySettings, Runtime};
+
+use crate::build::component_path;
+use crate::guest::Role;
+use crate::project::Project;
+
+/// The largest configuration file read: it holds a few settings per policy.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+#[derive(Args, Default, Clone)]
+pub struct PolicyArgs {
+    /// Run this policy pack (a `.wasm` file, or a guest directory to build) on every change;
+    /// repeatable. Adds to the `policy-packs:` of Plinth.yaml.
+    #[arg(long = "policy-pack", value_name = "PATH")]
+    packs: Vec<PathBuf>,
+    /// The configuration of the packs' policies: JSON keyed by policy name, each a level
+    /// (`advisory`, `mandatory`, `disabled`) or an object with an optional `enforcementLevel`.
+    #[arg(long, value_name = "FILE")]
+    policy_pack_config: Option<PathBuf>,
+}
+
+/// Loads every pack `project` and `args` name, configured as `args` says.
+pub async fn load(runtime: &Runtime, project: &Project, args: &PolicyArgs) -> Result<PolicyPacks> {
+    let config = match &args.policy_pack_config {
+        Some(path) => read_config(path)?,
+        None => Config::default(),
+    };
+    let named = (project.file.policy_packs.iter())
+        .map(|spec| (project.resolve(&spec.path), spec.limits.0))
+        .chain(
+            args.packs
+                .iter()
+                .map(|path| (path.clone(), Limits::default())),
+        );
+    let mut packs: Vec<Arc<dyn PolicyPack>> = Vec::new();
+    let mut known = BTreeSet::new();
+    for (path, limits) in named {
+        let source = path.clone();
+        let component = tokio::task::spawn_blocking(move || {
+            component_path(&source, "policy pack", Role::PolicyPack)
+        })
+        .await??;
+        let pack = (runtime.load_policy_pack(&component, limits, &config.settings))
+            .await
+            .with_context(|| format!("cannot load the policy pack {}", path.display()))?;
+        known.extend(pack.policies().map(str::to_owned));
+        packs.push(pack);
+    }
+    if let Some(unknown) = config.settings.keys().find(|name| !known.contains(*name)) {
+        bail!(
+            "the policy pack configuration names the policy `{}`, which no policy pack holds \
+             (they hold: {}); check its spelling",
+            escape_controls(unknown),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.into_iter().collect::<Vec<_>>().join(", ")
+            }
+        );
+    }
+    Ok(PolicyPacks(packs))
+}
+
+/// What `--policy-pack-config` says.
+#[derive(Debug, Default, PartialEq)]
+struct Config {
+    settings: BTreeMap<String, PolicySettings>,
+}
+
+fn read_config(path: &Path) -> Result<Config> {
+    let file = std::fs::File::open(path).with_context(|| {
+        format!(
+            "cannot read the policy pack configuration {}",
+            path.display()
+        )
+    })?;
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| {
+            format!(
+                "cannot read the policy pack configuration {}",
+                path.display()
+            )
+        })?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        bail!(
+            "the policy pack configuration {} is larger than {} KiB: is it the right file?",
+            path.display(),
+            MAX_CONFIG_BYTES >> 10
+        );
+    }
+    parse_config(&text).with_context(|| {
+        format!(
+            "the policy pack configuration {} is malformed",
+            path.display()
+        )
+    })
+}
+
+fn parse_config(text: &str) -> Result<Config> {
+    let root: serde_json::Value = serde_json::from_str(text)?;
+    let serde_json::Value::Object(entries) = root else {
+        bail!("it must be a JSON object keyed by policy name");
+    };
+    let mut settings = BTreeMap::new();
+    for (name, entry) in entries {
+        let shown = escape_controls(&name).into_owned();
+        let setting = match entry {
+            serde_json::Value::String(level) => PolicySettings {
+                level: Some(parse_level(&shown, &level)?),
+                config: None,
+            },
+            serde_json::Value::Object(mut object) => {
+                let level = match object.remove("enforcementLevel") {
+                    None => None,
+                    Some(serde_json::Value::String(level)) => Some(parse_level(&shown, &level)?),
+                    Some(other) => bail!(
+                        "`{shown}`: `enforcementLevel` is {other}, not one of \"advisory\", \
+                         \"mandatory\", \"disabled\""
+                    ),
+                };
+                let config =
+                    (!object.is_empty()).then(|| serde_json::Value::Object(object).to_string());
+                PolicySettings { level, config }
+            }
+            other => bail!(
+                "`{shown}` is {other}: give a level (\"advisory\", \"mandatory\", \"disabled\") \
+                 or an object of configuration"
+            ),
+        };
+        settings.insert(name, setting);
+    }
+    Ok(Config { settings })
+}
+
+fn parse_level(policy: &str, level: &str) -> Result<EnforcementLevel> {
+    EnforcementLevel::parse(level).with_context(|| {
+        format!(
+            "`{policy}`: the level \"{}\" is not one of \"advisory\", \"mandatory\", \"disabled\"",
+            escape_controls(level)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_pulumis_format() {
+        let config = parse_config(
+            r#"{"password-length": {"minimum": 32},
+                "no-superuser": "advisory",
+                "short": {"enforcementLevel": "disabled"}}"#,
+        )
+        .unwrap();
+        let setting = |name: &str| config.settings[name].clone();
+        assert_eq!(
+            setting("password-length"),
+            PolicySettings {
+                level: None,
+                config: Some(r#"{"minimum":32}"#.into())
+            }
+        );
+        assert_eq!(
+            setting("no-superuser").level,
+            Some(EnforcementLevel::Advisory)
+        );
+        assert_eq!(
+            setting("short"),
+            PolicySettings {
+                level: Some(EnforcementLevel::Disabled),
+                config: None
+            }
+        );
+    }
+
+    #[test]
+    fn bad_configurations_say_what_is_wrong() {
+        for (text, expected) in [
+            ("[1]", "JSON object keyed by policy name"),
+            (r#"{"p": "strict"}"#, "the level \"strict\" is not one of"),
+            (
+                r#"{"p": {"enforcementLevel": 3}}"#,
+                "`enforcementLevel` is 3",
+            ),
+            (r#"{"p": 3}"#, "`p` is 3: give a level"),
+        ] {
+            let error = format!("{:#}", parse_config(text).unwrap_err());
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+}

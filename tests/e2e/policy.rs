@@ -1,0 +1,245 @@
+//! Policy packs: the test pack (tests/policies/testpack) judging the scenario program's
+//! resources. A mandatory violation fails `preview` and stops `up` before the violating step;
+//! an advisory one is shown and recorded; a pack that loops, traps, hoards memory, or tries to
+//! reach a file, a socket or a secret gets nowhere, and the stack is left as it was.
+
+use std::process::Output;
+
+use crate::support::{Env, guest};
+
+/// A scenario project with the random plugin; `extra` is appended to its Plinth.yaml.
+fn project(extra: &str) -> Env {
+    Env::project(&format!(
+        "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    path: {}\n  random:\n    path: {}\n{extra}",
+        guest("plinth-scenario").display(),
+        guest("plinth-testkit").display(),
+        guest("plinth-random").display(),
+    ))
+}
+
+fn pack() -> String {
+    guest("plinth-policy-testpack").display().to_string()
+}
+
+/// Writes the policy configuration `json` into the project; its path.
+fn pack_config(env: &Env, json: &str) -> String {
+    let path = env.project.join("policy.json");
+    std::fs::write(&path, json).unwrap();
+    path.display().to_string()
+}
+
+fn printed(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs plinth expecting failure; what it printed.
+fn fails(env: &Env, args: &[&str]) -> String {
+    let out = env.run(args);
+    let text = printed(&out);
+    assert!(!out.status.success(), "plinth {args:?} succeeded:\n{text}");
+    text
+}
+
+/// Runs plinth expecting success; what it printed.
+fn succeeds(env: &Env, args: &[&str]) -> String {
+    let out = env.run(args);
+    let text = printed(&out);
+    assert!(out.status.success(), "plinth {args:?} failed:\n{text}");
+    text
+}
+
+const TOO_SHORT: &str = "[mandatory] policy `testpack/password-length`: the password is 8 characters long; make it \
+     at least 16 (property `length`)";
+
+#[test]
+fn a_mandatory_violation_fails_preview_and_up_creates_nothing() {
+    let env = project("");
+    env.config("resources", "a");
+    env.config("value_a", "long enough");
+    env.config("password_length", "8");
+    let pack = pack();
+
+    let preview = fails(&env, &["preview", "--policy-pack", &pack]);
+    assert!(preview.contains(TOO_SHORT), "{preview}");
+    assert!(preview.contains("violates 1 mandatory policy"), "{preview}");
+
+    // `up` previews first: the violation stops it before anything is created.
+    let up = fails(&env, &["up", "--yes", "--policy-pack", &pack]);
+    assert!(up.contains(TOO_SHORT), "{up}");
+    assert!(env.resources().is_empty(), "{:?}", env.resources());
+
+    // Without the preview, the violating step is stopped before its provider is asked.
+    let up = fails(
+        &env,
+        &["up", "--yes", "--skip-preview", "--policy-pack", &pack],
+    );
+    assert!(up.contains(TOO_SHORT), "{up}");
+    let names: Vec<String> = env.resources().into_iter().map(|(name, _)| name).collect();
+    assert!(!names.contains(&"password".to_owned()), "{names:?}");
+
+    // The same program passes without the pack, and with a long enough password.
+    env.config("password_length", "16");
+    succeeds(&env, &["up", "--yes", "--policy-pack", &pack]);
+    let names: Vec<String> = env.resources().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["a", "password"]);
+}
+
+#[test]
+fn an_advisory_violation_is_shown_recorded_and_the_run_succeeds() {
+    let env = project(&format!("policy-packs:\n  - {}\n", pack()));
+    env.config("resources", "a");
+    env.config("value_a", "v");
+    let up = succeeds(&env, &["up", "--yes"]);
+    let advisory =
+        "[advisory] policy `testpack/value-length`: `v` is a short value (property `value`)";
+    assert!(up.contains(advisory), "{up}");
+    // The stack's analysis, once the program has ended.
+    let stack = "[advisory] policy `testpack/value-length`: the stack holds 1 echoes";
+    assert!(up.contains(stack), "{up}");
+    assert_eq!(env.resources().len(), 1, "{:?}", env.resources());
+    let logs = succeeds(&env, &["logs"]);
+    assert!(logs.contains(advisory), "{logs}");
+}
+
+#[test]
+fn the_configuration_sets_the_minimum_and_the_level() {
+    let env = project(&format!("policy-packs:\n  - path: {}\n", pack()));
+    env.config("resources", "a");
+    env.config("value_a", "long enough");
+    env.config("password_length", "20");
+    succeeds(&env, &["preview"]);
+
+    let stricter = pack_config(&env, r#"{"password-length": {"minimum": 32}}"#);
+    let preview = fails(&env, &["preview", "--policy-pack-config", &stricter]);
+    assert!(
+        preview.contains("the password is 20 characters long; make it at least 32"),
+        "{preview}"
+    );
+
+    let advisory = pack_config(
+        &env,
+        r#"{"password-length": {"enforcementLevel": "advisory", "minimum": 32}}"#,
+    );
+    let preview = succeeds(&env, &["preview", "--policy-pack-config", &advisory]);
+    assert!(
+        preview.contains("[advisory] policy `testpack/password-length`"),
+        "{preview}"
+    );
+
+    let disabled = pack_config(
+        &env,
+        r#"{"password-length": "disabled", "value-length": "disabled"}"#,
+    );
+    let preview = succeeds(&env, &["preview", "--policy-pack-config", &disabled]);
+    assert!(!preview.contains("policy `testpack/"), "{preview}");
+
+    for (json, error) in [
+        (
+            r#"{"pasword-length": {"minimum": 32}}"#,
+            "names the policy `pasword-length`, which no policy pack holds",
+        ),
+        (
+            r#"{"password-length": "strict"}"#,
+            "the level \"strict\" is not one of",
+        ),
+        (
+            r#"{"password-length": {"minimum": "long"}}"#,
+            "`minimum` must be a positive integer",
+        ),
+        ("not json", "is malformed"),
+    ] {
+        let file = pack_config(&env, json);
+        let out = fails(&env, &["preview", "--policy-pack-config", &file]);
+        assert!(out.contains(error), "{json}: {out}");
+    }
+}
+
+/// Runs `up` on a stack that exists, with the hostile policy in `mode` (`extra` JSON fields
+/// beside it); checks the run fails naming the pack, and the stack is left as it was.
+fn hostile_run_fails(mode: &str, expected: &str) {
+    let limits = "    limits: { memory: 64MiB, call-timeout: 2s }\n";
+    let env = project(&format!("policy-packs:\n  - path: {}\n{limits}", pack()));
+    env.config("resources", "a");
+    env.config("value_a", "first");
+    succeeds(&env, &["up", "--yes"]);
+    let before = env.export()["snapshot"]["resources"].clone();
+    env.config("value_a", "second");
+    let config = pack_config(&env, &format!(r#"{{"hostile": {{"mode": "{mode}"}}}}"#));
+    for skip in [false, true] {
+        let mut args = vec!["up", "--yes", "--policy-pack-config", &config];
+        if skip {
+            args.push("--skip-preview");
+        }
+        let out = fails(&env, &args);
+        assert!(
+            out.contains("policy pack `testpack` failed"),
+            "{mode}: {out}"
+        );
+        assert!(out.contains(expected), "{mode}: {out}");
+        assert_eq!(env.export()["snapshot"]["resources"], before, "{mode}");
+    }
+}
+
+#[test]
+fn a_pack_that_loops_fails_naming_it_and_changes_nothing() {
+    hostile_run_fails("loop", "`analyze-resource` timed out after 2s");
+}
+
+#[test]
+fn a_pack_that_traps_fails_naming_it_and_changes_nothing() {
+    hostile_run_fails("trap", "`analyze-resource` panicked");
+}
+
+#[test]
+fn a_pack_that_hoards_memory_fails_naming_it_and_changes_nothing() {
+    hostile_run_fails("allocate", "`analyze-resource` ran out of memory");
+}
+
+#[test]
+fn a_pack_cannot_open_a_file_reach_a_socket_or_show_a_secret() {
+    let env = project(&format!("policy-packs:\n  - {}\n", pack()));
+    env.config("resources", "a");
+    env.config("value_a", "long enough");
+
+    let secret_file = env.project.join("secret.txt");
+    std::fs::write(&secret_file, "policy-file-content-7c1e").unwrap();
+    let config = pack_config(
+        &env,
+        &format!(
+            r#"{{"hostile": {{"mode": "open-file", "path": "{}"}}}}"#,
+            secret_file.display()
+        ),
+    );
+    let out = succeeds(&env, &["preview", "--policy-pack-config", &config]);
+    assert!(out.contains("could not read the file"), "{out}");
+    assert!(!out.contains("policy-file-content-7c1e"), "{out}");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let config = pack_config(
+        &env,
+        &format!(r#"{{"hostile": {{"mode": "socket", "address": "{address}"}}}}"#),
+    );
+    let out = succeeds(&env, &["preview", "--policy-pack-config", &config]);
+    assert!(out.contains("could not connect"), "{out}");
+    // The run is over: a connection it made would be waiting.
+    listener.set_nonblocking(true).unwrap();
+    assert_eq!(
+        listener.accept().unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
+
+    let token = "tok-policy-9d2f-secret";
+    succeeds(&env, &["config", "set", "token_a", token, "--secret"]);
+    let config = pack_config(&env, r#"{"hostile": {"mode": "leak"}}"#);
+    let out = succeeds(&env, &["up", "--yes", "--policy-pack-config", &config]);
+    assert!(out.contains("the secrets are: [secret]"), "{out}");
+    assert!(!out.contains(token), "{out}");
+    let logs = succeeds(&env, &["logs"]);
+    assert!(logs.contains("the secrets are: [secret]"), "{logs}");
+    assert!(!logs.contains(token), "{logs}");
+}
