@@ -447,7 +447,7 @@ struct PhaseRequest {
     checkpoint: Option<String>,
     /// The plugins the phase used, for its checkpoint to record (the base's if absent).
     #[serde(default)]
-    plugins: Option<Vec<plinth_backend::PluginUse>>,
+    plugins: Option<Vec<plinth_state::PluginUse>>,
 }
 
 async fn record_phase(
@@ -484,6 +484,9 @@ async fn record_phase(
     Ok(Json(json!({ "version": version })))
 }
 
+/// The most history entries a page carries, as the client asks for them.
+const PER_PAGE: i64 = plinth_state::protocol::HISTORY_PAGE as i64;
+
 #[derive(Deserialize)]
 struct Page {
     #[serde(default = "first_page")]
@@ -508,9 +511,9 @@ async fn history(
     Query(page): Query<Page>,
 ) -> Result<Json<Value>, ApiError> {
     user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
-    if !(1..=checks::MAX_SEQ).contains(&page.page) || !(1..=500).contains(&page.per_page) {
+    if !(1..=checks::MAX_SEQ).contains(&page.page) || !(1..=PER_PAGE).contains(&page.per_page) {
         return Err(ApiError::BadRequest(format!(
-            "page {} of {} per page: pages count from 1, with 1 to 500 entries",
+            "page {} of {} per page: pages count from 1, with 1 to {PER_PAGE} entries",
             page.page, page.per_page
         )));
     }

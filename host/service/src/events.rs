@@ -8,7 +8,7 @@
 //! N − 2W + 1 ..= N − W alone, one short index range whatever the length of the log: each of
 //! them was taken only once the W before it were stored, and so on down to batch 1.
 
-use plinth_backend::LogEntry;
+use plinth_state::LogEntry;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -21,9 +21,9 @@ use crate::error::ApiError;
 use crate::journal::Stored;
 
 /// The most events one batch may carry (the client sends this many, or what 4 s gathered).
-const MAX_EVENTS: usize = plinth_backend::service::BATCH_EVENTS;
+const MAX_EVENTS: usize = plinth_state::protocol::EVENTS_BATCH;
 /// How many batches a client may have in flight at once: the client's own bound.
-const MAX_IN_FLIGHT: i64 = plinth_backend::service::IN_FLIGHT as i64;
+const MAX_IN_FLIGHT: i64 = plinth_state::protocol::EVENTS_IN_FLIGHT as i64;
 /// The most batches one page of a log carries: at most 1,000 events.
 const PAGE_BATCHES: i64 = 20;
 

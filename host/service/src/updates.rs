@@ -12,7 +12,7 @@ use crate::metrics::Metrics;
 use crate::versions::{self, Ended, Entry, Source, StackKey};
 
 /// What this service takes in journal batches beyond whole entries; the rebuild completes them.
-const JOURNAL_EXTENSIONS: &[&str] = &[plinth_backend::CREATED_AS_BEGUN];
+const JOURNAL_EXTENSIONS: &[&str] = &[plinth_state::CREATED_AS_BEGUN];
 
 /// A begun update, as its client gets it.
 #[derive(Debug, Serialize)]

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use plinth_backend::{
+use plinth_state::{
     HistoryEntry, JournalBatch, ParsedBatch, PluginUse, Rebuilt, Replay, UpdateKind, UpdateResult,
 };
 use plinth_engine::events::ChangeSummary;
@@ -108,7 +108,7 @@ pub(crate) async fn fold(
         Source::Journal { plugins }
             if batches.is_empty()
                 && (base.as_deref()).is_some_and(|base| {
-                    plinth_backend::rebuilt_as_is(base, plugins.as_deref())
+                    plinth_state::rebuilt_as_is(base, plugins.as_deref())
                 }) =>
         {
             Rebuilt {
@@ -369,7 +369,7 @@ async fn rebuild(
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let count = batches.len();
-        let rebuilt = plinth_backend::rebuild_parsed(
+        let rebuilt = plinth_state::rebuild_parsed(
             &project,
             &name,
             base.as_deref(),

@@ -22,23 +22,20 @@ use super::lease::{LeaseKeeper, LeaseState};
 use super::persister::ServicePersister;
 use super::transport::{SHORT_BUDGET, ServiceError, Transport};
 use crate::api::{Backend, Recording, StackRef, Update};
-use crate::checkpoint::{Checkpoint, UsedPlugins};
+use plinth_state::protocol::HISTORY_PAGE;
+use plinth_state::{
+    CREATED_AS_BEGUN, Checkpoint, HistoryEntry, ImportReport, LoadedStack, LockHolder, LockInfo,
+    StackSummary, StateError, UpdateKind, UpdateLog, UpdateResult, UsedPlugins,
+    imported_checkpoint,
+};
+
 use crate::edit::StateEdit;
 use crate::error::BackendError;
-use crate::history::{HistoryEntry, UpdateKind, UpdateResult};
-use crate::journal_file::write_atomically;
-use crate::journal_short::CREATED_AS_BEGUN;
-use crate::local::{LoadedStack, StackSummary};
-use crate::lock::{LockHolder, LockInfo};
-use crate::logs::UpdateLog;
+use crate::files::write_atomically;
 use crate::secrets::{Crypter, Redacted, SecretsProvider};
-use crate::transfer::{ImportReport, imported_checkpoint};
 
 /// The log target of the line that tells a command's traffic with the service.
 const TRAFFIC_TARGET: &str = "plinth::traffic";
-
-/// The most history entries one request asks for (the service's page limit).
-const HISTORY_PAGE: usize = 500;
 
 /// Stacks kept by a `plinth serve` service.
 pub struct ServiceBackend {
@@ -548,7 +545,7 @@ impl ServiceUpdate {
         match checkpoint {
             Some(bytes) => {
                 let text =
-                    String::from_utf8(bytes).map_err(|e| BackendError::Encode(e.to_string()))?;
+                    String::from_utf8(bytes).map_err(|e| BackendError::State(StateError::Encode(e.to_string())))?;
                 body["checkpoint"] = Value::String(text);
             }
             // The checkpoint the journal makes records the plugins the phase loaded, as the

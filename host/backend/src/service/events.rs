@@ -20,15 +20,11 @@ use serde::{Deserialize, Serialize};
 use super::transport::{ServiceError, Transport};
 use crate::api::EventLog;
 use crate::error::BackendError;
-use crate::history::HistoryEntry;
-use crate::logs::{EventNumbering, LogEntry, UpdateLog};
+use plinth_state::protocol::{EVENTS_BATCH as BATCH_EVENTS, EVENTS_IN_FLIGHT as IN_FLIGHT};
+use plinth_state::{EventNumbering, HistoryEntry, LogEntry, UpdateLog};
 
-/// The most events one batch carries.
-pub const BATCH_EVENTS: usize = 50;
 /// The longest an event waits for its batch to fill.
 const BATCH_WAIT: Duration = Duration::from_secs(4);
-/// The most batches being sent at once.
-pub const IN_FLIGHT: usize = 3;
 
 /// The event log of update `update` on the service.
 pub struct ServiceEventLog {
