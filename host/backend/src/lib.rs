@@ -1,4 +1,4 @@
-//! State storage, behind one [`Backend`] interface: [`Backend::open`] picks the implementation
+//! State storage, behind one [`Backend`] interface: [`<dyn Backend>::open`](Backend#method.open) picks the implementation
 //! a backend URL names. The file backend ([`local`]) keeps each stack's checkpoint, the journal
 //! of an update in progress, and the update lock as files under one state directory; the
 //! service backend ([`service`]) is the client of `plinth serve`. What they store is spoken in
@@ -9,6 +9,7 @@ mod edit;
 mod error;
 mod files;
 pub mod local;
+mod open;
 pub mod secrets;
 pub mod service;
 
@@ -17,10 +18,11 @@ pub use edit::StateEdit;
 pub use error::BackendError;
 pub use files::write_atomically;
 pub use local::{LocalBackend, StackLock};
+pub use open::{Scheme, ServiceLogin};
 pub use plinth_state::{
-    Checkpoint, CREATED_AS_BEGUN, Creates, EventNumbering, HistoryEntry, ImportReport,
+    CREATED_AS_BEGUN, Checkpoint, Creates, EventNumbering, HistoryEntry, ImportReport,
     InvalidState, JournalBatch, LoadedStack, LockHolder, LockInfo, LogEntry, LoggedEvent,
-    OLDEST_UPGRADED_SCHEMA, ParsedBatch, PluginUse, Rebuilt, Replay, SCHEMA_VERSION,
-    StackSummary, StateError, TornEnd, UpdateKind, UpdateLog, UpdateResult, UsedPlugins,
-    rebuild_parsed, rebuild_sealed, rebuilt_as_is, seal_entry,
+    OLDEST_UPGRADED_SCHEMA, ParsedBatch, PluginUse, Rebuilt, Replay, SCHEMA_VERSION, StackSummary,
+    StateError, TornEnd, UpdateKind, UpdateLog, UpdateResult, UsedPlugins, rebuild_parsed,
+    rebuild_sealed, rebuilt_as_is, seal_entry,
 };

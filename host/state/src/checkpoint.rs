@@ -551,10 +551,7 @@ mod tests {
             Err(StateError::NewerSchema { found: 99, .. })
         ));
         let older = r#"{"version": 0}"#;
-        assert!(matches!(
-            parse(older),
-            Err(StateError::OlderSchema { .. })
-        ));
+        assert!(matches!(parse(older), Err(StateError::OlderSchema { .. })));
     }
 
     #[test]

@@ -25,7 +25,9 @@ pub use checkpoint::{
 };
 pub use error::{InvalidState, StateError};
 pub use history::{HistoryEntry, UpdateKind, UpdateResult};
-pub use journal_short::{Begun, CREATED_AS_BEGUN, CreatedAsBegun, CreatedAsBegunRef, Line, decode_line};
+pub use journal_short::{
+    Begun, CREATED_AS_BEGUN, CreatedAsBegun, CreatedAsBegunRef, Line, decode_line,
+};
 pub use lock::{LockHolder, LockInfo};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
 pub use rebuild::{

@@ -178,7 +178,10 @@ mod tests {
             "garbage\n{\"seq\":1,\"at_ms\":0,\"event\":\"cancelled\"}\n",
         )
         .unwrap();
-        assert!(matches!(read_log(&gz), Err(BackendError::State(StateError::Corrupt { .. }))));
+        assert!(matches!(
+            read_log(&gz),
+            Err(BackendError::State(StateError::Corrupt { .. }))
+        ));
         assert!(
             read_log(&dir.path().join("none.jsonl.gz"))
                 .unwrap()

@@ -28,8 +28,8 @@ mod update;
 mod upgraded;
 
 use plinth_state::{
-    Checkpoint, CheckpointView, LoadedStack, LockHolder, StackSummary, StateError,
-    UsedPlugins, unrecordable_field,
+    Checkpoint, CheckpointView, LoadedStack, LockHolder, StackSummary, StateError, UsedPlugins,
+    unrecordable_field,
 };
 
 pub use lock::StackLock;
@@ -304,10 +304,12 @@ impl LocalBackend {
                 running: None,
             });
         };
-        let corrupt = |reason: String| BackendError::State(StateError::Corrupt {
-            path: journal.clone(),
-            reason,
-        });
+        let corrupt = |reason: String| {
+            BackendError::State(StateError::Corrupt {
+                path: journal.clone(),
+                reason,
+            })
+        };
         if read.stack_outputs.is_some() && decoded.legacy_outputs.is_none() {
             return Err(corrupt(
                 "a `stack-outputs` entry, which only a checkpoint of schema 1 can have".into(),
@@ -425,7 +427,9 @@ impl LocalBackend {
             Ok(loaded) => (loaded.snapshot, loaded.plugins),
             // A state an older plinth wrote, whose fields no plinth records now, still exports:
             // it is how the user keeps a copy before repairing it.
-            Err(BackendError::State(StateError::Corrupt { .. })) if self.path(project, stack, "journal").exists() => {
+            Err(BackendError::State(StateError::Corrupt { .. }))
+                if self.path(project, stack, "journal").exists() =>
+            {
                 let loaded = self.load_checking(project, stack, crypter, Fields::Unchecked)?;
                 (loaded.snapshot, loaded.plugins)
             }

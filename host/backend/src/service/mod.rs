@@ -17,6 +17,7 @@ pub use backend::ServiceBackend;
 pub use crypter::ServiceCrypter;
 pub use events::{ServiceEventLog, fetch_log};
 pub use lease::{LeaseKeeper, LeaseState};
-pub use oidc::{Exchanged, exchange_id_token};
+pub use oidc::exchange_id_token;
 pub use persister::ServicePersister;
+pub use plinth_state::protocol::Exchanged;
 pub use transport::{ServiceError, Transport};

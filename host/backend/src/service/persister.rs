@@ -16,10 +16,9 @@ use plinth_engine::value::SIG_KEY;
 use serde_json::Value;
 
 use super::transport::{ServiceError, Transport};
+use crate::secrets::{Crypter, SecretsError, seal_tree};
 use plinth_state::Begun;
 use plinth_state::protocol::JOURNAL_BATCH as MAX_BATCH;
-use crate::secrets::{Crypter, SecretsError, seal_tree};
-
 
 /// Sends the journal of update `update` holding lease `lease`.
 pub struct ServicePersister {
