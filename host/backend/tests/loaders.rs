@@ -2,7 +2,7 @@
 //! garbage or with lines repeated, must load as a valid snapshot or fail with an error, never
 //! panic and never load an invalid snapshot. Cases the generator found stay as regressions.
 
-use plinth_backend::{BackendError, LocalBackend};
+use plinth_backend::{BackendError, LocalBackend, StateError};
 use plinth_engine::journal::JournalEntry;
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::resource::ResourceState;

@@ -115,3 +115,19 @@ impl HistoryEntry {
 fn unix_seconds(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_results_read_as_in_the_json() {
+        use UpdateKind::*;
+        for kind in [Update, Refresh, Destroy, Import, StateEdit] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.to_string());
+        }
+        for result in [UpdateResult::Succeeded, UpdateResult::Failed] {
+            assert_eq!(serde_json::to_value(result).unwrap(), result.to_string());
+        }
+    }
+}

@@ -40,12 +40,15 @@ impl LocalBackend {
 mod tests {
     use std::sync::Arc;
 
+    use plinth_engine::snapshot::Snapshot;
+    use plinth_state::Checkpoint;
+
     use plinth_engine::resource::ResourceState;
     use plinth_engine::urn::Urn;
     use plinth_engine::value::Value;
 
     use super::*;
-    use crate::checkpoint::CheckpointView;
+    use plinth_state::CheckpointView;
 
     fn p() -> ProjectName {
         ProjectName::new("p").unwrap()
@@ -54,7 +57,7 @@ mod tests {
     fn dev() -> StackName {
         StackName::new("dev").unwrap()
     }
-    use crate::secrets::{PassphraseCrypter, SecretsProvider};
+    use crate::secrets::{Crypter, PassphraseCrypter, SecretsProvider};
 
     struct OneKey(Arc<PassphraseCrypter>);
 
@@ -166,7 +169,7 @@ mod tests {
         edit.snapshot_mut().set_protect(&urn, true).unwrap();
         // Without the key it cannot be sealed, so nothing is written.
         let err = keyless.save_edit(&p(), &dev(), edit, &lock).unwrap_err();
-        assert!(matches!(err, BackendError::Secrets(_)), "{err}");
+        assert!(matches!(err, BackendError::State(plinth_state::StateError::Secrets(_))), "{err}");
         assert!(checkpoint_text(&keyed).contains("hunter2"));
 
         let mut edit = keyed.load_for_edit(&p(), &dev(), &lock).unwrap();

@@ -116,7 +116,8 @@ pub(crate) fn read_log(path: &Path) -> Result<Vec<LogEntry>, BackendError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plinth_engine::events::StepOp;
+    use plinth_engine::events::{StepInfo, StepOp};
+    use plinth_state::LoggedEvent;
     use plinth_engine::urn::Urn;
 
     fn step() -> StepInfo {

@@ -721,7 +721,7 @@ pub(crate) mod tests {
         assert_eq!(plain.stacks(&p()).unwrap()[0].resources, 1);
         assert!(matches!(
             plain.load(&p(), &dev()),
-            Err(BackendError::Secrets(_))
+            Err(BackendError::State(StateError::Secrets(_)))
         ));
 
         // Folding the journal into the checkpoint keeps the secret sealed.

@@ -274,7 +274,7 @@ mod tests {
     use plinth_engine::snapshot::PendingKind;
 
     use super::*;
-    use crate::history::{UpdateKind, UpdateResult};
+    use plinth_state::{UpdateKind, UpdateResult};
     use crate::local::tests::resource;
 
     fn backend() -> (tempfile::TempDir, Arc<dyn Backend>) {
