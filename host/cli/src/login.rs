@@ -19,7 +19,13 @@ use plinth_engine::shown::escape_controls;
 use serde::{Deserialize, Serialize};
 
 use crate::home::plinth_home;
-use crate::secrets::ServiceAccess;
+
+/// The service a backend is, for its stacks' service-managed secrets.
+#[derive(Clone)]
+pub struct ServiceAccess {
+    pub url: String,
+    pub transport: Transport,
+}
 
 pub const BACKEND_URL_VAR: &str = "PLINTH_BACKEND_URL";
 pub const ACCESS_TOKEN_VAR: &str = "PLINTH_ACCESS_TOKEN";

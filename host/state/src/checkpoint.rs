@@ -7,12 +7,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::resource::FieldError;
 use plinth_engine::snapshot::Snapshot;
+use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StateError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 use crate::stored::{STORED_SINCE, StoredSnapshot, WrittenSnapshot};
-use crate::upgrade::{Decoded, OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE};
+use crate::upgrade::{OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE, schema_one_outputs};
 
 /// The checkpoint schema this plinth writes and reads (it also reads older ones back to
 /// [`OLDEST_UPGRADED_SCHEMA`], upgrading them on load).
@@ -250,7 +251,10 @@ impl Checkpoint {
                 .into_checkpoint(|snapshot| snapshot)
         };
         if version.version < ROOTED_SINCE {
-            return Decoded::schema_one(checkpoint, bytes, crypter, path);
+            return Ok(Decoded {
+                checkpoint,
+                legacy_outputs: Some(schema_one_outputs(bytes, crypter, path)?),
+            });
         }
         Ok(Decoded {
             checkpoint,
@@ -269,6 +273,39 @@ impl Checkpoint {
             snapshot: &self.snapshot,
         }
         .to_json(crypter)
+    }
+}
+
+/// A checkpoint as its file holds it, before any upgrade.
+#[derive(Debug)]
+pub struct Decoded {
+    pub checkpoint: Checkpoint,
+    /// The stack outputs of a schema-1 file, kept beside the resources; `None` for a file of
+    /// the current schema.
+    pub legacy_outputs: Option<PropertyMap>,
+}
+
+impl Decoded {
+    /// The checkpoint in the current schema, with `snapshot` (this checkpoint's, or what a
+    /// journal made of it) in place of its own; `journal_outputs` are stack outputs a
+    /// schema-1 journal recorded after the checkpoint.
+    pub fn upgrade(self, snapshot: Snapshot, journal_outputs: Option<PropertyMap>) -> Checkpoint {
+        let mut checkpoint = Checkpoint {
+            snapshot,
+            ..self.checkpoint
+        };
+        if let Some(outputs) = journal_outputs.or(self.legacy_outputs) {
+            let (project, stack) = (checkpoint.project.clone(), checkpoint.stack.clone());
+            checkpoint.snapshot.adopt_root(&project, &stack, outputs);
+        }
+        checkpoint.version = SCHEMA_VERSION;
+        checkpoint
+    }
+
+    /// [`upgrade`](Self::upgrade) of the checkpoint's own snapshot.
+    pub fn upgraded(self) -> Checkpoint {
+        let snapshot = self.checkpoint.snapshot.clone();
+        self.upgrade(snapshot, None)
     }
 }
 

@@ -20,7 +20,7 @@ mod transfer;
 mod upgrade;
 
 pub use checkpoint::{
-    Checkpoint, CheckpointView, PluginUse, SCHEMA_VERSION, UsedPlugins, check_fields,
+    Checkpoint, CheckpointView, Decoded, PluginUse, SCHEMA_VERSION, UsedPlugins, check_fields,
     unrecordable_field,
 };
 pub use error::{InvalidState, StateError};
@@ -36,4 +36,4 @@ pub use rebuild::{
 };
 pub use stack::{LoadedStack, StackSummary, TornEnd};
 pub use transfer::{ImportReport, imported_checkpoint};
-pub use upgrade::{Decoded, OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};
+pub use upgrade::{OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};

@@ -255,3 +255,163 @@ pub struct Exchanged {
     /// Who the service knows its holder as (the ID token's subject and issuer).
     pub user: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// `typed` goes on the wire byte for byte as the `json!` object it replaced did.
+    fn same_bytes(typed: impl Serialize, replaced: Value) {
+        assert_eq!(
+            serde_json::to_string(&typed).unwrap(),
+            serde_json::to_string(&replaced).unwrap()
+        );
+    }
+
+    #[test]
+    fn answers_once_written_with_json_are_written_as_they_were() {
+        let id = Uuid::from_u128(7);
+        same_bytes(
+            Whoami {
+                grants: "admin on p".into(),
+                name: "alice".into(),
+            },
+            json!({ "name": "alice", "grants": "admin on p" }),
+        );
+        same_bytes(
+            StackList {
+                stacks: vec![ListedStack {
+                    locked: true,
+                    name: "dev".into(),
+                    resources: 3,
+                }],
+            },
+            json!({ "stacks": [{ "name": "dev", "locked": true, "resources": 3 }] }),
+        );
+        let holder = Holder {
+            expired: false,
+            kind: "update".into(),
+            lease_expires: 20,
+            started: 10,
+            user: "bob".into(),
+        };
+        same_bytes(
+            StackFound {
+                holder: Some(holder.clone()),
+                name: "dev".into(),
+                project: "p".into(),
+            },
+            json!({ "project": "p", "name": "dev", "holder": serde_json::to_value(&holder).unwrap() }),
+        );
+        same_bytes(
+            StackFound {
+                holder: None,
+                name: "dev".into(),
+                project: "p".into(),
+            },
+            json!({ "project": "p", "name": "dev", "holder": null }),
+        );
+        same_bytes(
+            StackCreated {
+                name: "dev".into(),
+                project: "p".into(),
+            },
+            json!({ "project": "p", "name": "dev" }),
+        );
+        same_bytes(
+            Cancelled {
+                cancelled: Some(id),
+            },
+            json!({ "cancelled": id }),
+        );
+        same_bytes(Renewed { lease_expires: 9 }, json!({ "lease_expires": 9 }));
+        same_bytes(
+            Stored {
+                retry: true,
+                seq: 4,
+            },
+            json!({ "seq": 4, "retry": true }),
+        );
+        same_bytes(Recorded { version: 2 }, json!({ "version": 2 }));
+        let version = Version {
+            entry: json!({ "kind": "update" }),
+            update_id: Some(id),
+            user: Some("bob".into()),
+            version: 2,
+        };
+        same_bytes(
+            HistoryPage {
+                total: 1,
+                versions: vec![version],
+            },
+            json!({ "versions": [{ "version": 2, "update_id": id, "user": "bob", "entry": { "kind": "update" } }], "total": 1 }),
+        );
+        same_bytes(
+            Removed {
+                note: Some("kept".into()),
+            },
+            json!({ "note": "kept" }),
+        );
+        same_bytes(
+            Ciphertexts {
+                ciphertexts: vec!["v1:x".into()],
+            },
+            json!({ "ciphertexts": ["v1:x"] }),
+        );
+        same_bytes(
+            Plaintexts {
+                plaintexts: vec!["1".into()],
+            },
+            json!({ "plaintexts": ["1"] }),
+        );
+        same_bytes(
+            Exchanged {
+                expires_in: 60,
+                grants: "write on p".into(),
+                id: "abc".into(),
+                token: "t".into(),
+                user: "ci@example.com".into(),
+            },
+            json!({ "token": "t", "id": "abc", "user": "ci@example.com", "grants": "write on p", "expires_in": 60 }),
+        );
+    }
+
+    #[test]
+    fn requests_once_written_with_json_are_written_as_they_were() {
+        // The client's transport sends a body as a JSON value, whose keys serialize sorted.
+        fn sent(typed: impl Serialize) -> Value {
+            serde_json::to_value(typed).unwrap()
+        }
+        let id = Uuid::from_u128(7);
+        assert_eq!(
+            sent(BeginRequest {
+                kind: "update".into(),
+                request_id: Some(id),
+            }),
+            json!({ "kind": "update", "request_id": id.to_string() })
+        );
+        let entry = json!({ "kind": "update" });
+        assert_eq!(
+            sent(PhaseRequest {
+                checkpoint: None,
+                entry: entry.clone(),
+                phase: 1,
+                plugins: None,
+            }),
+            json!({ "phase": 1, "entry": entry })
+        );
+        assert_eq!(
+            sent(CompleteRequest {
+                entry: None,
+                result: "succeeded".into(),
+            }),
+            json!({ "result": "succeeded", "entry": null })
+        );
+        assert_eq!(
+            sent(ExchangeRequest { token: "id".into() }),
+            json!({ "token": "id" })
+        );
+    }
+}

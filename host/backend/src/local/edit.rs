@@ -169,7 +169,13 @@ mod tests {
         edit.snapshot_mut().set_protect(&urn, true).unwrap();
         // Without the key it cannot be sealed, so nothing is written.
         let err = keyless.save_edit(&p(), &dev(), edit, &lock).unwrap_err();
-        assert!(matches!(err, BackendError::State(plinth_state::StateError::Secrets(_))), "{err}");
+        assert!(
+            matches!(
+                err,
+                BackendError::State(plinth_state::StateError::Secrets(_))
+            ),
+            "{err}"
+        );
         assert!(checkpoint_text(&keyed).contains("hunter2"));
 
         let mut edit = keyed.load_for_edit(&p(), &dev(), &lock).unwrap();

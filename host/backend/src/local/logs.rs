@@ -117,8 +117,8 @@ pub(crate) fn read_log(path: &Path) -> Result<Vec<LogEntry>, BackendError> {
 mod tests {
     use super::*;
     use plinth_engine::events::{StepInfo, StepOp};
-    use plinth_state::LoggedEvent;
     use plinth_engine::urn::Urn;
+    use plinth_state::LoggedEvent;
 
     fn step() -> StepInfo {
         StepInfo {

@@ -274,8 +274,8 @@ mod tests {
     use plinth_engine::snapshot::PendingKind;
 
     use super::*;
-    use plinth_state::{UpdateKind, UpdateResult};
     use crate::local::tests::resource;
+    use plinth_state::{UpdateKind, UpdateResult};
 
     fn backend() -> (tempfile::TempDir, Arc<dyn Backend>) {
         let dir = tempfile::tempdir().unwrap();
