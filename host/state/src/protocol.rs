@@ -67,15 +67,15 @@ pub struct StackFound {
 /// to a begin while it runs, which has no `expired`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Holder {
-    pub user: String,
-    /// The kind of update, as history names it.
-    pub kind: String,
-    /// Unix times.
-    pub started: u64,
-    pub lease_expires: u64,
     /// Its lease has expired: the next update takes the stack over.
     #[serde(default)]
     pub expired: bool,
+    /// The kind of update, as history names it.
+    pub kind: String,
+    /// When its lease runs out unless renewed, and when it started: Unix times.
+    pub lease_expires: u64,
+    pub started: u64,
+    pub user: String,
 }
 
 /// `POST stacks/P/S/updates`: begin an update.
