@@ -13,15 +13,13 @@ use plinth_engine::events::Event;
 use plinth_engine::journal::Persister;
 use plinth_engine::names::{ProjectName, StackName};
 
-use crate::checkpoint::UsedPlugins;
+use plinth_state::{
+    HistoryEntry, ImportReport, LoadedStack, LockHolder, StackSummary, UpdateLog, UsedPlugins,
+};
+
 use crate::edit::StateEdit;
 use crate::error::BackendError;
-use crate::history::HistoryEntry;
-use crate::local::{LoadedStack, StackSummary};
-use crate::lock::LockHolder;
-use crate::logs::UpdateLog;
 use crate::secrets::Crypter;
-use crate::transfer::ImportReport;
 
 /// A stack a backend found: what every operation on it takes.
 #[derive(Debug, Clone, PartialEq, Eq)]

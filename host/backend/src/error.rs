@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use plinth_state::{InvalidState, StateError};
+
 use crate::secrets::SecretsError;
 
 /// Why the backend could not do what was asked.
@@ -28,34 +30,9 @@ pub enum BackendError {
         "cannot find a home directory for the default state directory; set PLINTH_BACKEND_URL=file://<dir>"
     )]
     NoHome,
-    #[error(
-        "the state of stack `{stack}` was written by a newer plinth (schema {found}, this plinth reads up to {supported}); upgrade plinth"
-    )]
-    NewerSchema {
-        stack: String,
-        found: u32,
-        supported: u32,
-    },
-    #[error(
-        "the state of stack `{stack}` has schema {found}, which this plinth no longer reads (supported: {supported})"
-    )]
-    OlderSchema {
-        stack: String,
-        found: u32,
-        supported: u32,
-    },
-    #[error("the state file {path} is not valid: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
-    #[error(
-        "the state file {path} is the state of stack `{found}`, not of stack `{stack}`, so it was refused and nothing was changed: \
-         if it is stack `{found}`'s state, import it there (`plinth --stack {found} stack import --file F`, F a copy of it); \
-         if it really is `{stack}`'s, set its `stack` field, and the stack part of its resource URNs, to `{stack}`"
-    )]
-    OtherStack {
-        path: PathBuf,
-        found: String,
-        stack: String,
-    },
+    /// A stored state that could not be read or written (a checkpoint, a journal).
+    #[error(transparent)]
+    State(#[from] StateError),
     #[error(
         "the edited state of stack `{stack}` would not be valid, so it was not written: {error}"
     )]
@@ -64,10 +41,6 @@ pub enum BackendError {
         "stack `{stack}` is locked by an update that is still running, {holder}: wait for it to finish, or stop it"
     )]
     Locked { stack: String, holder: String },
-    #[error(transparent)]
-    Secrets(#[from] SecretsError),
-    #[error("cannot encode the state: {0}")]
-    Encode(String),
     /// What the service answered, when it did not do what was asked.
     #[error(transparent)]
     Service(#[from] crate::service::ServiceError),
@@ -77,6 +50,12 @@ pub enum BackendError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+impl From<SecretsError> for BackendError {
+    fn from(error: SecretsError) -> Self {
+        BackendError::State(error.into())
+    }
 }
 
 impl BackendError {
@@ -120,13 +99,4 @@ mod tests {
         assert_eq!(error.to_string(), "removing /state/stacks/p/dev.lock");
         assert!(error.source().unwrap().to_string().contains("os error 16"));
     }
-}
-
-/// Why a state may not be written: its order and references, or a field of one resource.
-#[derive(Debug, thiserror::Error)]
-pub enum InvalidState {
-    #[error(transparent)]
-    Integrity(#[from] plinth_engine::snapshot::IntegrityError),
-    #[error(transparent)]
-    Field(#[from] plinth_engine::resource::FieldError),
 }

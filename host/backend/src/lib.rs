@@ -1,39 +1,28 @@
-//! State storage, behind one [`Backend`] interface. The local backend keeps each stack's
-//! checkpoint, the journal of an update in progress, and the update lock as files under one
-//! state directory.
+//! State storage, behind one [`Backend`] interface: [`<dyn Backend>::open`](Backend#method.open) picks the implementation
+//! a backend URL names. The file backend ([`local`]) keeps each stack's checkpoint, the journal
+//! of an update in progress, and the update lock as files under one state directory; the
+//! service backend ([`service`]) is the client of `plinth serve`. What they store is spoken in
+//! `plinth-state`'s vocabulary, re-exported here.
 
 mod api;
-mod checkpoint;
 mod edit;
 mod error;
-mod history;
-mod journal_file;
-mod journal_short;
-mod layout;
-mod local;
-mod local_update;
-mod lock;
-mod logs;
-mod rebuild;
+mod files;
+pub mod local;
+mod open;
 pub mod secrets;
 pub mod service;
-mod stored;
-mod transfer;
-mod upgrade;
 
 pub use api::{Backend, EventLog, Recording, StackRef, Update};
-pub use checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION, UsedPlugins};
 pub use edit::StateEdit;
-pub use error::{BackendError, InvalidState};
-pub use history::{HistoryEntry, UpdateKind, UpdateResult};
-pub use journal_file::{TornEnd, write_atomically};
-pub use journal_short::CREATED_AS_BEGUN;
-pub use local::{LoadedStack, LocalBackend, StackSummary};
-pub use lock::{LockHolder, LockInfo, StackLock};
-pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
-pub use rebuild::{
-    Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed, rebuild_sealed,
-    rebuilt_as_is, seal_entry,
+pub use error::BackendError;
+pub use files::write_atomically;
+pub use local::{LocalBackend, StackLock};
+pub use open::{Scheme, ServiceLogin};
+pub use plinth_state::{
+    CREATED_AS_BEGUN, Checkpoint, Creates, EventNumbering, HistoryEntry, ImportReport,
+    InvalidState, JournalBatch, LoadedStack, LockHolder, LockInfo, LogEntry, LoggedEvent,
+    OLDEST_UPGRADED_SCHEMA, ParsedBatch, PluginUse, Rebuilt, Replay, SCHEMA_VERSION, StackSummary,
+    StateError, TornEnd, UpdateKind, UpdateLog, UpdateResult, UsedPlugins, rebuild_parsed,
+    rebuild_sealed, rebuilt_as_is, seal_entry,
 };
-pub use transfer::ImportReport;
-pub use upgrade::OLDEST_UPGRADED_SCHEMA;

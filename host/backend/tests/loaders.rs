@@ -2,7 +2,7 @@
 //! garbage or with lines repeated, must load as a valid snapshot or fail with an error, never
 //! panic and never load an invalid snapshot. Cases the generator found stay as regressions.
 
-use plinth_backend::{BackendError, LocalBackend};
+use plinth_backend::{BackendError, LocalBackend, StateError};
 use plinth_engine::journal::JournalEntry;
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::resource::ResourceState;
@@ -154,11 +154,11 @@ fn check_load(backend: &LocalBackend) {
     match backend.load(&project(), &stack()) {
         Ok(loaded) => loaded.snapshot.verify_integrity().unwrap(),
         Err(
-            BackendError::Corrupt { .. }
+            BackendError::State(StateError::Corrupt { .. })
             // A flipped byte in the stack's name makes it another stack's state.
-            | BackendError::OtherStack { .. }
-            | BackendError::NewerSchema { .. }
-            | BackendError::OlderSchema { .. },
+            | BackendError::State(StateError::OtherStack { .. })
+            | BackendError::State(StateError::NewerSchema { .. })
+            | BackendError::State(StateError::OlderSchema { .. }),
         ) => {}
         Err(other) => panic!("unexpected error kind: {other}"),
     }
@@ -319,7 +319,7 @@ proptest! {
         let bytes = serde_json::to_vec(&state).unwrap();
         let lock = backend.lock(&project(), &stack(), "stack import").unwrap();
         match backend.import(&project(), &stack(), &bytes, force, &lock) {
-            Err(BackendError::Corrupt { reason, .. }) => {
+            Err(BackendError::State(StateError::Corrupt { reason, .. })) => {
                 let named = reason.contains(field.key())
                     // An order or reference problem, which `--force` lets through.
                     || (!force && reason.contains("--force"));
@@ -330,7 +330,7 @@ proptest! {
                 drop(lock);
                 match backend.load(&project(), &stack()) {
                     Ok(loaded) => loaded.snapshot.check_fields().unwrap(),
-                    Err(BackendError::Corrupt { .. }) => {}
+                    Err(BackendError::State(StateError::Corrupt { .. })) => {}
                     Err(other) => prop_assert!(false, "unexpected error kind: {other}"),
                 }
             }

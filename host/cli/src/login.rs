@@ -14,12 +14,18 @@ use anyhow::{Context, Result};
 use clap::Args;
 use plinth_backend::secrets::{NoSecrets, SecretsProvider};
 use plinth_backend::service::{ServiceBackend, Transport, exchange_id_token};
-use plinth_backend::{Backend, LocalBackend, write_atomically};
+use plinth_backend::{Backend, LocalBackend, Scheme, ServiceLogin, write_atomically};
 use plinth_engine::shown::escape_controls;
 use serde::{Deserialize, Serialize};
 
 use crate::home::plinth_home;
-use crate::secrets::ServiceAccess;
+
+/// The service a backend is, for its stacks' service-managed secrets.
+#[derive(Clone)]
+pub struct ServiceAccess {
+    pub url: String,
+    pub transport: Transport,
+}
 
 pub const BACKEND_URL_VAR: &str = "PLINTH_BACKEND_URL";
 pub const ACCESS_TOKEN_VAR: &str = "PLINTH_ACCESS_TOKEN";
@@ -133,18 +139,17 @@ pub fn stored_service(url: &str) -> Option<Transport> {
 
 /// Whether `url` names a `plinth serve` service.
 fn is_service(url: &str) -> bool {
-    url.starts_with("http://") || url.starts_with("https://")
+    Scheme::of(url) == Scheme::Service
 }
 
 /// Opens the backend at `url` (the default if `None`), its stacks' secrets sealed by `secrets`.
 fn open_url(url: Option<&str>, secrets: Arc<dyn SecretsProvider>) -> Result<Arc<dyn Backend>> {
-    match url {
-        Some(url) if is_service(url) => {
-            let token = access_token(url)?;
-            Ok(Arc::new(service(url, &token, secrets)?))
-        }
-        url => Ok(Arc::new(LocalBackend::from_url(url)?.with_secrets(secrets))),
-    }
+    <dyn Backend>::open(url, secrets, |url| {
+        Ok(ServiceLogin {
+            token: access_token(url)?,
+            workspaces: workspaces(url)?,
+        })
+    })
 }
 
 fn service(url: &str, token: &str, secrets: Arc<dyn SecretsProvider>) -> Result<ServiceBackend> {

@@ -20,43 +20,11 @@ use plinth_backend::service::{ServiceCrypter, Transport};
 use plinth_backend::{Backend, StackRef};
 use plinth_engine::value::Value;
 
+use crate::login::ServiceAccess;
 use crate::project::Project;
-use crate::stack_config::{ConfigValue, StackConfig};
+use crate::stack_config::{ConfigValue, ProviderKind, StackConfig};
 
 pub const PASSPHRASE_VAR: &str = "PLINTH_CONFIG_PASSPHRASE";
-
-/// Which provider seals a stack's secrets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProviderKind {
-    /// A key derived from a passphrase (`PLINTH_CONFIG_PASSPHRASE`) and the stack's salt.
-    Passphrase,
-    /// A key the service keeps for the stack, sealed by its master key; no passphrase to share.
-    Service,
-}
-
-impl ProviderKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ProviderKind::Passphrase => "passphrase",
-            ProviderKind::Service => "service",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<ProviderKind> {
-        match name {
-            "passphrase" => Some(ProviderKind::Passphrase),
-            "service" => Some(ProviderKind::Service),
-            _ => None,
-        }
-    }
-}
-
-/// The service a backend is, for its stacks' service-managed secrets.
-#[derive(Clone)]
-pub struct ServiceAccess {
-    pub url: String,
-    pub transport: Transport,
-}
 
 /// The provider of stack `config`'s secrets: the one its configuration names; else the
 /// passphrase provider if it has a salt (it has sealed something with it); else the backend's

@@ -16,8 +16,9 @@ use plinth_engine::shown::escape_controls;
 use crate::Workspace;
 use crate::display::{local_time, render_value, whole_seconds};
 use crate::plugin::short;
-use crate::secrets::{ProviderKind, unlock_for_update};
+use crate::secrets::unlock_for_update;
 use crate::stack_config::ConfigValue;
+use crate::stack_config::ProviderKind;
 use crate::stack_transfer;
 
 #[derive(Subcommand)]

@@ -9,8 +9,6 @@ use plinth_backend::write_atomically;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value as Yaml;
 
-use crate::secrets::ProviderKind;
-
 /// The key under which a sealed configuration value is stored.
 const SECURE: &str = "secure";
 
@@ -153,6 +151,32 @@ fn parse_value(path: &Path, value: Yaml) -> Result<ConfigValue> {
             path.display()
         ),
     })
+}
+
+/// Which provider seals a stack's secrets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderKind {
+    /// A key derived from a passphrase (`PLINTH_CONFIG_PASSPHRASE`) and the stack's salt.
+    Passphrase,
+    /// A key the service keeps for the stack, sealed by its master key; no passphrase to share.
+    Service,
+}
+
+impl ProviderKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Passphrase => "passphrase",
+            ProviderKind::Service => "service",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ProviderKind> {
+        match name {
+            "passphrase" => Some(ProviderKind::Passphrase),
+            "service" => Some(ProviderKind::Service),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use plinth_backend::secrets::{Crypter, LazyCrypter, PassphraseCrypter, SecretsEr
 use plinth_backend::service::ServiceCrypter;
 use serde::{Deserialize, Serialize};
 
-use crate::secrets::{PASSPHRASE_VAR, ProjectSecrets, ProviderKind, Refusing, ask_passphrase};
+use crate::secrets::{PASSPHRASE_VAR, ProjectSecrets, Refusing, ask_passphrase};
+use crate::stack_config::ProviderKind;
 use crate::stack_config::StackConfig;
 
 /// The variable holding the passphrase an exported state's secrets were sealed with, when it is

@@ -2,14 +2,12 @@
 //! runs (the first line, the CLI's preview compared with the plan, cannot see a program that
 //! registers one thing in a preview and another in an update).
 
-mod support;
-
 use std::sync::Arc;
 
+use plinth_deploytest::*;
 use plinth_engine::deployment::Options;
 use plinth_engine::events::{Event, StepOp};
 use plinth_engine::plan::{PlanGuard, PlannedStep};
-use support::*;
 
 fn script(decls: Vec<Decl>) -> Box<ScriptProgram> {
     Box::new(ScriptProgram {

@@ -2,17 +2,15 @@
 //! input `v` is `bad` (mandatory) or `meh` (advisory), and to a stack of more than `max`
 //! resources.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use plinth_deploytest::*;
 use plinth_engine::deployment::Options;
 use plinth_engine::policy::{
     EnforcementLevel, PolicyError, PolicyPack, PolicyPacks, PolicyResource, Violation,
 };
 use plinth_engine::value::Value;
-use support::*;
 
 #[derive(Default)]
 struct FakePack {

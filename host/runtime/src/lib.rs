@@ -37,16 +37,16 @@ mod sandbox;
 
 pub use abi::inspect::ComponentInfo;
 pub use abi::versions::{Kind, WitVersion};
-pub use error::LoadError;
-pub use load::bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
-pub use load::cache::LoadStats;
-pub use load::policy_pack::{ComponentPolicyPack, PolicySettings};
-pub use load::runtime::Runtime;
-pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
 pub use access::advice::{GrantAdvice, PlainAdvice};
 pub use access::capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
 pub use access::endpoint::{
     AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern,
 };
 pub use access::grants::{Access, DirGrant, Grants};
+pub use error::LoadError;
+pub use load::bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
+pub use load::cache::LoadStats;
+pub use load::policy_pack::{ComponentPolicyPack, PolicySettings};
+pub use load::runtime::Runtime;
+pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
 pub use sandbox::limits::{Limits, LimitsError};

@@ -8,7 +8,13 @@ use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use plinth_state::protocol::{
+    BeginRequest, Begun, Cancelled, Ciphertexts, CompleteRequest, EventBatch, HistoryPage,
+    JournalBatch, ListedStack, PhaseRequest, Plaintexts, Recorded, Removed, Renewed, StackCreated,
+    StackFound, StackList, Stored, Whoami,
+};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tower_http::CompressionLevel;
@@ -157,8 +163,11 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         .with_state(app)
 }
 
-async fn user(user: User) -> Json<Value> {
-    Json(json!({ "name": user.name, "grants": user.scope.describe() }))
+async fn user(user: User) -> Json<Whoami> {
+    Json(Whoami {
+        grants: user.scope.describe(),
+        name: user.name,
+    })
 }
 
 /// The id of stack `project/stack`; the names are checked first, as every request naming a
@@ -192,7 +201,7 @@ async fn list_stacks(
     user: User,
     State(pool): State<PgPool>,
     Path(project): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StackList>, ApiError> {
     checks::name("project", &project)?;
     user.may(Level::ReadNoSecrets, &project, None)?;
     let stacks: Vec<(String, bool, Option<Vec<u8>>)> = sqlx::query_as(
@@ -217,13 +226,17 @@ async fn list_stacks(
                 let resources = checkpoint
                     .as_deref()
                     .map_or(Ok(0), versions::listed_resources)?;
-                Ok(json!({ "name": name, "locked": locked, "resources": resources }))
+                Ok(ListedStack {
+                    locked,
+                    name,
+                    resources,
+                })
             })
-            .collect::<Result<Vec<Value>, ApiError>>()
+            .collect::<Result<Vec<ListedStack>, ApiError>>()
     })
     .await
     .map_err(|e| ApiError::Internal(format!("counting resources: {e}")))??;
-    Ok(Json(json!({ "stacks": stacks })))
+    Ok(Json(StackList { stacks }))
 }
 
 /// The stack, and the update running on it if there is one.
@@ -231,20 +244,22 @@ async fn get_stack(
     user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StackFound>, ApiError> {
     user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     let id = stack_id(&pool, &project, &stack).await?;
     let holder = updates::running(&pool, id).await?;
-    Ok(Json(
-        json!({ "project": project, "name": stack, "holder": holder }),
-    ))
+    Ok(Json(StackFound {
+        holder,
+        name: stack,
+        project,
+    }))
 }
 
 async fn create_stack(
     user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<StackCreated>), ApiError> {
     checks::name("project", &project)?;
     checks::name("stack", &stack)?;
     user.may(Level::Write, &project, Some(&stack))?;
@@ -267,16 +282,11 @@ async fn create_stack(
     tx.commit().await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "project": project, "name": stack })),
+        Json(StackCreated {
+            name: stack,
+            project,
+        }),
     ))
-}
-
-#[derive(Deserialize)]
-struct BeginRequest {
-    kind: String,
-    /// Chosen by the client and sent again with a retry, which then gets the same update.
-    #[serde(default)]
-    request_id: Option<Uuid>,
 }
 
 async fn begin_update(
@@ -284,7 +294,7 @@ async fn begin_update(
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
     Body(request): Body<BeginRequest>,
-) -> Result<Json<updates::Begun>, ApiError> {
+) -> Result<Json<Begun>, ApiError> {
     checks::kind(&request.kind)?;
     user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&app.pool, &project, &stack).await?;
@@ -305,11 +315,11 @@ async fn cancel(
     user: User,
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Cancelled>, ApiError> {
     user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&pool, &project, &stack).await?;
     let cancelled = updates::cancel(&pool, &user.actor(), &key).await?;
-    Ok(Json(json!({ "cancelled": cancelled })))
+    Ok(Json(Cancelled { cancelled }))
 }
 
 async fn renew(
@@ -317,17 +327,11 @@ async fn renew(
     Lease(lease): Lease,
     State(app): State<App>,
     Path(id): Path<Uuid>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Renewed>, ApiError> {
     let expires = updates::renew(&app.pool, id, &lease, app.options.lease_seconds).await?;
-    Ok(Json(json!({ "lease_expires": expires })))
-}
-
-#[derive(Deserialize)]
-struct CompleteRequest {
-    result: String,
-    /// The history entry of journal batches no phase recorded yet.
-    #[serde(default)]
-    entry: Option<Value>,
+    Ok(Json(Renewed {
+        lease_expires: expires,
+    }))
 }
 
 async fn complete(
@@ -345,13 +349,6 @@ async fn complete(
     Ok(Json(json!({})))
 }
 
-#[derive(Deserialize)]
-struct JournalBatch {
-    seq: i64,
-    /// Kept as the client wrote them: each is checked, and stored as it came.
-    entries: Vec<Box<serde_json::value::RawValue>>,
-}
-
 async fn append_journal(
     AccessToken(token): AccessToken,
     Lease(lease): Lease,
@@ -359,7 +356,7 @@ async fn append_journal(
     State(metrics): State<Arc<Metrics>>,
     Path(id): Path<Uuid>,
     Body(batch): Body<JournalBatch>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Stored>, ApiError> {
     checks::seq("journal batches", batch.seq)?;
     let stored = journal::append(&pool, &token, id, &lease, batch.seq, &batch.entries).await?;
     if stored != journal::Stored::Retry {
@@ -367,9 +364,10 @@ async fn append_journal(
         let bytes: usize = batch.entries.iter().map(|entry| entry.get().len()).sum();
         metrics.journal_bytes.inc_by(bytes as u64);
     }
-    Ok(Json(
-        json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
-    ))
+    Ok(Json(Stored {
+        retry: stored == journal::Stored::Retry,
+        seq: batch.seq,
+    }))
 }
 
 /// What an update recorded, for recovery after a crash: its journal entries in order.
@@ -385,25 +383,20 @@ async fn journal_entries(
     ))
 }
 
-#[derive(Deserialize)]
-struct EventBatch {
-    seq: i64,
-    /// Each parsed once, into what a log keeps.
-    events: Vec<Box<serde_json::value::RawValue>>,
-}
-
 async fn append_events(
     AccessToken(token): AccessToken,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
-    Body(batch): Body<EventBatch>,
-) -> Result<Json<Value>, ApiError> {
+    // Each event parsed once, into what a log keeps.
+    Body(batch): Body<EventBatch<Vec<Box<RawValue>>>>,
+) -> Result<Json<Stored>, ApiError> {
     checks::seq("event batches", batch.seq)?;
     let stored = events::append(&pool, &token, id, &lease, batch.seq, &batch.events).await?;
-    Ok(Json(
-        json!({ "seq": batch.seq, "retry": stored == journal::Stored::Retry }),
-    ))
+    Ok(Json(Stored {
+        retry: stored == journal::Stored::Retry,
+        seq: batch.seq,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -435,28 +428,13 @@ async fn logs(
     }
 }
 
-#[derive(Deserialize)]
-struct PhaseRequest {
-    /// Phases of an update are numbered from 1; a retry repeats the number.
-    phase: i32,
-    /// The history entry, as the client's history records it.
-    entry: Value,
-    /// A whole checkpoint replacing the state (an import, an edit by hand) instead of the
-    /// journal.
-    #[serde(default)]
-    checkpoint: Option<String>,
-    /// The plugins the phase used, for its checkpoint to record (the base's if absent).
-    #[serde(default)]
-    plugins: Option<Vec<plinth_backend::PluginUse>>,
-}
-
 async fn record_phase(
     user: User,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
     Body(request): Body<PhaseRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Recorded>, ApiError> {
     checks::entry(&request.entry)?;
     if request.phase < 1 {
         return Err(ApiError::BadRequest(format!(
@@ -481,8 +459,11 @@ async fn record_phase(
         source,
     )
     .await?;
-    Ok(Json(json!({ "version": version })))
+    Ok(Json(Recorded { version }))
 }
+
+/// The most history entries a page carries, as the client asks for them.
+const PER_PAGE: i64 = plinth_state::protocol::HISTORY_PAGE as i64;
 
 #[derive(Deserialize)]
 struct Page {
@@ -506,17 +487,20 @@ async fn history(
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
     Query(page): Query<Page>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPage<Value>>, ApiError> {
     user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
-    if !(1..=checks::MAX_SEQ).contains(&page.page) || !(1..=500).contains(&page.per_page) {
+    if !(1..=checks::MAX_SEQ).contains(&page.page) || !(1..=PER_PAGE).contains(&page.per_page) {
         return Err(ApiError::BadRequest(format!(
-            "page {} of {} per page: pages count from 1, with 1 to 500 entries",
+            "page {} of {} per page: pages count from 1, with 1 to {PER_PAGE} entries",
             page.page, page.per_page
         )));
     }
     let id = stack_id(&pool, &project, &stack).await?;
     let (listed, total) = versions::history(&pool, id, page.page, page.per_page).await?;
-    Ok(Json(json!({ "versions": listed, "total": total })))
+    Ok(Json(HistoryPage {
+        total,
+        versions: listed,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -555,7 +539,7 @@ async fn remove_stack(
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<RemoveQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Removed>, ApiError> {
     user.may(Level::Admin, &project, Some(&stack))?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     versions::remove(&app.pool, &user.actor(), &key, user.id, query.force).await?;
@@ -564,12 +548,7 @@ async fn remove_stack(
         "the service keeps it for {kept}: until then its administrator can restore it \
          (`plinth serve stack restore {project}/{stack}`)"
     );
-    Ok(Json(json!({ "note": note })))
-}
-
-#[derive(Deserialize)]
-struct SealRequest {
-    plaintexts: Vec<String>,
+    Ok(Json(Removed { note: Some(note) }))
 }
 
 /// Seals a batch of values with the stack's data key (made on first use).
@@ -577,18 +556,15 @@ async fn seal(
     user: User,
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
-    Body(request): Body<SealRequest>,
-) -> Result<Json<Value>, ApiError> {
+    Body(request): Body<Plaintexts>,
+) -> Result<Json<Ciphertexts>, ApiError> {
     user.may(Level::Write, &project, Some(&stack))?;
     let id = stack_id(&app.pool, &project, &stack).await?;
     let master = app.options.master_keys.as_deref();
     let sealed = secrets::seal_values(&app.pool, master, id, &request.plaintexts).await?;
-    Ok(Json(json!({ "ciphertexts": sealed })))
-}
-
-#[derive(Deserialize)]
-struct OpenRequest {
-    ciphertexts: Vec<String>,
+    Ok(Json(Ciphertexts {
+        ciphertexts: sealed,
+    }))
 }
 
 /// Opens a batch of values the stack's data key sealed; an empty batch checks that the stack's
@@ -597,11 +573,11 @@ async fn open(
     user: User,
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
-    Body(request): Body<OpenRequest>,
-) -> Result<Json<Value>, ApiError> {
+    Body(request): Body<Ciphertexts>,
+) -> Result<Json<Plaintexts>, ApiError> {
     user.may_open(&project, &stack)?;
     let id = stack_id(&app.pool, &project, &stack).await?;
     let master = app.options.master_keys.as_deref();
     let opened = secrets::open_values(&app.pool, master, id, &stack, &request.ciphertexts).await?;
-    Ok(Json(json!({ "plaintexts": opened })))
+    Ok(Json(Plaintexts { plaintexts: opened }))
 }

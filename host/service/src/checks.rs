@@ -1,7 +1,7 @@
 //! Every field a request supplies, checked before it reaches SQL: a client's mistake is a 400
 //! naming the field, never a database error (which a client takes for an outage and retries).
 
-use plinth_backend::{HistoryEntry, UpdateKind};
+use plinth_state::{HistoryEntry, UpdateKind};
 use serde_json::Value;
 
 use crate::error::ApiError;

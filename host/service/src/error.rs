@@ -29,8 +29,8 @@ pub enum ApiError {
         stack: String,
         user: String,
         kind: String,
-        started: i64,
-        lease_expires: i64,
+        started: u64,
+        lease_expires: u64,
     },
     #[error("{0}")]
     BadRequest(String),

@@ -8,8 +8,8 @@
 //! N − 2W + 1 ..= N − W alone, one short index range whatever the length of the log: each of
 //! them was taken only once the W before it were stored, and so on down to batch 1.
 
-use plinth_backend::LogEntry;
-use serde::Serialize;
+use plinth_state::LogEntry;
+use plinth_state::protocol::LogPage;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -21,9 +21,9 @@ use crate::error::ApiError;
 use crate::journal::Stored;
 
 /// The most events one batch may carry (the client sends this many, or what 4 s gathered).
-const MAX_EVENTS: usize = plinth_backend::service::BATCH_EVENTS;
+const MAX_EVENTS: usize = plinth_state::protocol::EVENTS_BATCH;
 /// How many batches a client may have in flight at once: the client's own bound.
-const MAX_IN_FLIGHT: i64 = plinth_backend::service::IN_FLIGHT as i64;
+const MAX_IN_FLIGHT: i64 = plinth_state::protocol::EVENTS_IN_FLIGHT as i64;
 /// The most batches one page of a log carries: at most 1,000 events.
 const PAGE_BATCHES: i64 = 20;
 
@@ -161,17 +161,9 @@ fn checked(seq: i64, events: &[Box<RawValue>]) -> Result<Vec<LogEntry>, ApiError
     Ok(parsed)
 }
 
-/// A page of the events of one version of a stack, for `plinth logs`.
-#[derive(Debug, Serialize)]
-pub(crate) struct Page {
-    /// The version, as history counts them.
-    pub number: i64,
-    /// Its history entry.
-    pub entry: Value,
-    pub events: Vec<Value>,
-    /// Where the next page starts (the `after` to ask with), if there is more.
-    pub next: Option<i64>,
-}
+/// A page of the events of one version of a stack, for `plinth logs`: entries and events as
+/// stored.
+pub(crate) type Page = LogPage<Value, Value>;
 
 /// The events of version `number` of stack `stack_id` (the latest if `None`) after batch
 /// `after`; `None` if there is no such version.
@@ -219,7 +211,7 @@ pub(crate) async fn page(
     let events = (batches.iter())
         .flat_map(|(_, events)| events.0.iter().cloned())
         .collect();
-    Ok(Some(Page {
+    Ok(Some(LogPage {
         number,
         entry: entry.0,
         events,

@@ -2,7 +2,7 @@
 //! an update runs. A batch is stored once: its retry (same number, same content) is answered as
 //! if new, and a different batch under a number already taken is refused.
 
-use plinth_backend::ParsedBatch;
+use plinth_state::ParsedBatch;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -13,8 +13,9 @@ use crate::auth::digest;
 use crate::error::ApiError;
 use crate::parsed::PARSED;
 
-/// The most entries one batch may carry (the client sends at most 100, or what 50 ms gathered).
-pub(crate) const MAX_ENTRIES: usize = 100;
+/// The most entries one batch may carry (the client sends at most this many, or what 50 ms
+/// gathered).
+pub(crate) const MAX_ENTRIES: usize = plinth_state::protocol::JOURNAL_BATCH;
 
 /// Whether a batch was new or a retry of one already stored.
 #[derive(Debug, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use plinth_backend::ParsedBatch;
+use plinth_state::ParsedBatch;
 use uuid::Uuid;
 
 /// The most batch text, in bytes, whose parsed entries the replica keeps (they take about four

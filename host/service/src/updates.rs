@@ -1,7 +1,7 @@
 //! Updates and their leases. Whether a stack is free is decided by the database alone (the
 //! partial unique index on running updates), in one transaction per request.
 
-use serde::Serialize;
+use plinth_state::protocol::{Begun, Holder};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -12,28 +12,7 @@ use crate::metrics::Metrics;
 use crate::versions::{self, Ended, Entry, Source, StackKey};
 
 /// What this service takes in journal batches beyond whole entries; the rebuild completes them.
-const JOURNAL_EXTENSIONS: &[&str] = &[plinth_backend::CREATED_AS_BEGUN];
-
-/// A begun update, as its client gets it.
-#[derive(Debug, Serialize)]
-pub(crate) struct Begun {
-    pub update_id: Uuid,
-    /// Shown once: the client acts on the update with it.
-    pub lease_token: String,
-    /// Seconds since the Unix epoch.
-    pub lease_expires: i64,
-    /// How long a lease lasts; the client renews at half of it.
-    pub lease_seconds: f64,
-    /// The version the update starts from (0: the empty state) and its checkpoint, secrets
-    /// sealed as the client sealed them; none for version 0.
-    pub base_version: i64,
-    pub base_checkpoint: Option<String>,
-    /// The base holds what an update that ended without completing (its lease expired, or it
-    /// was cancelled) journaled: its interrupted operations are pending.
-    pub recovered: bool,
-    /// What journal batches may carry beyond whole entries: the short end of a create.
-    pub journal_extensions: &'static [&'static str],
-}
+const JOURNAL_EXTENSIONS: &[&str] = &[plinth_state::CREATED_AS_BEGUN];
 
 /// Takes the stack for a new update of `kind`, unless another holds it, and returns the state to
 /// start from. A running update whose lease expired gives the stack up first, and what it
@@ -130,15 +109,25 @@ pub(crate) async fn begin(
     tx.commit().await?;
     metrics.leases_expired.inc_by(expired);
     Ok(Begun {
-        update_id,
+        update_id: update_id.to_string(),
         lease_token,
         lease_expires,
         lease_seconds,
         base_version,
         base_checkpoint: utf8_checkpoint(base, stack)?,
         recovered,
-        journal_extensions: JOURNAL_EXTENSIONS,
+        journal_extensions: journal_extensions(),
     })
+}
+
+/// What journal batches may carry beyond whole entries, as a begun update is told.
+fn journal_extensions() -> Vec<String> {
+    JOURNAL_EXTENSIONS.iter().map(|e| (*e).to_owned()).collect()
+}
+
+/// A Unix time as the protocol carries it; the database's are never before the epoch.
+fn unix(seconds: i64) -> u64 {
+    u64::try_from(seconds).unwrap_or(0)
 }
 
 fn utf8_checkpoint(base: Option<Vec<u8>>, stack: &str) -> Result<Option<String>, ApiError> {
@@ -202,27 +191,15 @@ async fn begun_again(
     .fetch_one(&mut *tx)
     .await?;
     Ok(Some(Begun {
-        update_id,
+        update_id: update_id.to_string(),
         lease_token,
         lease_expires,
         lease_seconds,
         base_version,
         base_checkpoint: utf8_checkpoint(base, &key.name)?,
         recovered,
-        journal_extensions: JOURNAL_EXTENSIONS,
+        journal_extensions: journal_extensions(),
     }))
-}
-
-/// The update running on a stack, as others see it.
-#[derive(Debug, Serialize)]
-pub(crate) struct Holder {
-    pub user: String,
-    pub kind: String,
-    /// Unix times.
-    pub started: i64,
-    pub lease_expires: i64,
-    /// Its lease has expired: the next update takes the stack over.
-    pub expired: bool,
 }
 
 /// The project and name of the stack update `id` is of.
@@ -252,8 +229,8 @@ pub(crate) async fn running(pool: &PgPool, stack_id: i64) -> Result<Option<Holde
         row.map(|(user, kind, started, lease_expires, expired)| Holder {
             user,
             kind,
-            started,
-            lease_expires,
+            started: unix(started),
+            lease_expires: unix(lease_expires),
             expired,
         }),
     )

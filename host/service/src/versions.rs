@@ -6,12 +6,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use plinth_backend::{
-    HistoryEntry, JournalBatch, ParsedBatch, PluginUse, Rebuilt, Replay, UpdateKind, UpdateResult,
-};
 use plinth_engine::events::ChangeSummary;
 use plinth_engine::names::{ProjectName, StackName};
-use serde::Serialize;
+use plinth_state::protocol::Version;
+use plinth_state::{
+    HistoryEntry, JournalBatch, ParsedBatch, PluginUse, Rebuilt, Replay, UpdateKind, UpdateResult,
+};
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -107,9 +107,8 @@ pub(crate) async fn fold(
         // stack would parse and write it again for nothing).
         Source::Journal { plugins }
             if batches.is_empty()
-                && (base.as_deref()).is_some_and(|base| {
-                    plinth_backend::rebuilt_as_is(base, plugins.as_deref())
-                }) =>
+                && (base.as_deref())
+                    .is_some_and(|base| plinth_state::rebuilt_as_is(base, plugins.as_deref())) =>
         {
             Rebuilt {
                 checkpoint: base.expect("checked just above"),
@@ -369,7 +368,7 @@ async fn rebuild(
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let count = batches.len();
-        let rebuilt = plinth_backend::rebuild_parsed(
+        let rebuilt = plinth_state::rebuild_parsed(
             &project,
             &name,
             base.as_deref(),
@@ -432,22 +431,13 @@ pub(crate) fn failed_entry(kind: &str, started: i64, note: &str, changes: Change
     serde_json::to_value(entry).expect("a history entry serializes")
 }
 
-/// One version, as history lists it.
-#[derive(Debug, Serialize)]
-pub(crate) struct Listed {
-    pub version: i64,
-    pub update_id: Option<Uuid>,
-    pub user: Option<String>,
-    pub entry: Value,
-}
-
 /// A page of the stack's versions, newest first.
 pub(crate) async fn history(
     pool: &PgPool,
     stack_id: i64,
     page: i64,
     per_page: i64,
-) -> Result<(Vec<Listed>, i64), ApiError> {
+) -> Result<(Vec<Version<Value>>, i64), ApiError> {
     #[derive(sqlx::FromRow)]
     struct Row {
         version: i64,
@@ -471,11 +461,11 @@ pub(crate) async fn history(
         .fetch_one(pool)
         .await?;
     let listed = (rows.into_iter())
-        .map(|row| Listed {
-            version: row.version,
+        .map(|row| Version {
+            entry: row.entry.0,
             update_id: row.update_id,
             user: row.user,
-            entry: row.entry.0,
+            version: row.version,
         })
         .collect();
     Ok((listed, total))

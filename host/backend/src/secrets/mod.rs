@@ -1,43 +1,19 @@
 //! Secrets at rest: a stack's secret values are sealed whenever state is written and opened
 //! whenever it is read, so their plaintext never reaches a state file.
 //!
-//! The backend sees secrets through a [`Crypter`], which a [`SecretsProvider`] hands out per
-//! stack. The passphrase provider ([`PassphraseCrypter`]) derives a key with Argon2id from a
+//! The backend sees secrets through a [`Crypter`] (plinth-state's), which a [`SecretsProvider`]
+//! hands out per stack. The passphrase provider ([`PassphraseCrypter`]) derives a key with Argon2id from a
 //! passphrase and a per-stack salt and seals values with XChaCha20-Poly1305.
 
-mod error;
 mod lazy;
-mod passphrase;
-mod tree;
 
 use std::sync::Arc;
 
-pub use error::SecretsError;
 pub use lazy::LazyCrypter;
-pub use passphrase::PassphraseCrypter;
-pub(crate) use tree::{CodecError, Redacted, from_sealed_json, to_sealed_json};
+pub use plinth_state::secrets::{Crypter, PassphraseCrypter, SecretsError};
+pub(crate) use plinth_state::secrets::Redacted;
 // For other documents that hold secrets: saved plans.
-pub use tree::{open_tree, seal_tree};
-
-/// Seals and opens the secret values of one stack. Texts in, texts out: the plaintext is a
-/// secret value's JSON, the sealed form a versioned string (`v1:...`).
-pub trait Crypter: Send + Sync {
-    fn seal(&self, plaintext: &str) -> Result<String, SecretsError>;
-    fn open(&self, sealed: &str) -> Result<String, SecretsError>;
-    /// Seals many values at once: a crypter that asks a service makes one request of them.
-    fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
-        plaintexts.iter().map(|text| self.seal(text)).collect()
-    }
-    /// Opens many values at once: a crypter that asks a service makes one request of them.
-    fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
-        sealed.iter().map(|text| self.open(text)).collect()
-    }
-    /// Makes sure secrets can be sealed and opened (a passphrase asked for, a key derived) now,
-    /// so that a failure shows before any work starts.
-    fn unlock(&self) -> Result<(), SecretsError> {
-        Ok(())
-    }
-}
+pub use plinth_state::secrets::{open_tree, seal_tree};
 
 /// Re-seals every secret of a JSON document (an exported checkpoint): all opened with `from`,
 /// then all sealed with `to`, each in one batch, so that nothing is sealed unless everything

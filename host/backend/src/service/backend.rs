@@ -13,32 +13,31 @@ use plinth_engine::events::ChangeSummary;
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::Snapshot;
-use serde::Deserialize;
+use plinth_state::protocol::{
+    BeginRequest, Begun, CompleteRequest, HISTORY_PAGE, HistoryPage, Holder, PhaseRequest,
+    Recorded, Removed, StackFound, StackList, Whoami,
+};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::events::{ServiceEventLog, fetch_log};
 use super::lease::{LeaseKeeper, LeaseState};
 use super::persister::ServicePersister;
 use super::transport::{SHORT_BUDGET, ServiceError, Transport};
 use crate::api::{Backend, Recording, StackRef, Update};
-use crate::checkpoint::{Checkpoint, UsedPlugins};
+use plinth_state::{
+    CREATED_AS_BEGUN, Checkpoint, HistoryEntry, ImportReport, LoadedStack, LockHolder, LockInfo,
+    StackSummary, StateError, UpdateKind, UpdateLog, UpdateResult, UsedPlugins,
+    imported_checkpoint,
+};
+
 use crate::edit::StateEdit;
 use crate::error::BackendError;
-use crate::history::{HistoryEntry, UpdateKind, UpdateResult};
-use crate::journal_file::write_atomically;
-use crate::journal_short::CREATED_AS_BEGUN;
-use crate::local::{LoadedStack, StackSummary};
-use crate::lock::{LockHolder, LockInfo};
-use crate::logs::UpdateLog;
+use crate::files::write_atomically;
 use crate::secrets::{Crypter, Redacted, SecretsProvider};
-use crate::transfer::{ImportReport, imported_checkpoint};
 
 /// The log target of the line that tells a command's traffic with the service.
 const TRAFFIC_TARGET: &str = "plinth::traffic";
-
-/// The most history entries one request asks for (the service's page limit).
-const HISTORY_PAGE: usize = 500;
 
 /// Stacks kept by a `plinth serve` service.
 pub struct ServiceBackend {
@@ -136,6 +135,11 @@ fn stack_error(error: ServiceError, stack: &StackRef) -> BackendError {
 }
 
 /// The answer to `request`, as `T`.
+/// A typed body as the transport sends it.
+fn body(body: &impl serde::Serialize) -> Value {
+    serde_json::to_value(body).expect("a protocol body serializes")
+}
+
 fn decode<T: DeserializeOwned>(answer: Value, request: &str) -> Result<T, BackendError> {
     serde_json::from_value(answer).map_err(|e| {
         BackendError::Service(ServiceError::Unreadable {
@@ -163,27 +167,15 @@ fn loaded(
     })
 }
 
-/// The update running on a stack, as the service describes it.
-#[derive(Deserialize)]
-struct Holder {
-    user: String,
-    kind: String,
-    started: u64,
-    lease_expires: u64,
-    #[serde(default)]
-    expired: bool,
-}
-
-impl Holder {
-    fn info(self) -> LockInfo {
-        LockInfo {
-            pid: 0,
-            host: String::new(),
-            user: self.user,
-            command: self.kind,
-            started: self.started,
-            lease_expires: Some(self.lease_expires),
-        }
+/// The update running on a stack, as the service describes it, as a lock's holder.
+fn holder_info(holder: Holder) -> LockInfo {
+    LockInfo {
+        pid: 0,
+        host: String::new(),
+        user: holder.user,
+        command: holder.kind,
+        started: holder.started,
+        lease_expires: Some(holder.lease_expires),
     }
 }
 
@@ -205,12 +197,8 @@ impl Backend for ServiceBackend {
     }
 
     fn user(&self) -> Result<String, BackendError> {
-        #[derive(Deserialize)]
-        struct User {
-            name: String,
-        }
         let answer = self.transport.call("GET", "user", None, None)?;
-        Ok(decode::<User>(answer, "GET user")?.name)
+        Ok(decode::<Whoami>(answer, "GET user")?.name)
     }
 
     /// The token stays valid on the service (revoking it is an administrator's act); the
@@ -251,19 +239,9 @@ impl Backend for ServiceBackend {
     }
 
     fn list_stacks(&self, project: &ProjectName) -> Result<Vec<StackSummary>, BackendError> {
-        #[derive(Deserialize)]
-        struct Listed {
-            name: String,
-            resources: usize,
-            locked: bool,
-        }
-        #[derive(Deserialize)]
-        struct Stacks {
-            stacks: Vec<Listed>,
-        }
         let request = format!("stacks/{project}");
         let answer = self.transport.call("GET", &request, None, None)?;
-        let listed: Stacks = decode(answer, &request)?;
+        let listed: StackList = decode(answer, &request)?;
         (listed.stacks.into_iter())
             .map(|stack| {
                 let name = StackName::new(&stack.name).map_err(|e| {
@@ -290,8 +268,9 @@ impl Backend for ServiceBackend {
             std::fs::remove_file(&file).map_err(BackendError::io("removing", &file))?;
         }
         // The service's text: shown escaped, on one line.
-        Ok((answer["note"].as_str())
-            .map(|note| plinth_engine::shown::escape_controls(note).into_owned()))
+        let removed: Option<Removed> = serde_json::from_value(answer).ok();
+        Ok((removed.and_then(|removed| removed.note))
+            .map(|note| plinth_engine::shown::escape_controls(&note).into_owned()))
     }
 
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
@@ -324,24 +303,13 @@ impl Backend for ServiceBackend {
         stack: &StackRef,
         command: &str,
     ) -> Result<Box<dyn Update>, BackendError> {
-        #[derive(Deserialize)]
-        struct Begun {
-            update_id: String,
-            lease_token: String,
-            lease_expires: i64,
-            lease_seconds: f64,
-            base_checkpoint: Option<String>,
-            #[serde(default)]
-            recovered: bool,
-            /// What the service takes in journal batches beyond whole entries (none before
-            /// this field was added).
-            #[serde(default)]
-            journal_extensions: Vec<String>,
-        }
         let kind = update_kind(command);
         // The same id goes with every retry of this request: a retry whose first answer was
         // lost gets the update that request began, not a 409 naming it.
-        let body = json!({ "kind": kind, "request_id": uuid::Uuid::new_v4().to_string() });
+        let body = body(&BeginRequest {
+            kind: kind.to_string(),
+            request_id: Some(uuid::Uuid::new_v4()),
+        });
         let path = ServiceBackend::stack_path(stack, "/updates");
         let answer = match self.transport.call("POST", &path, None, Some(&body)) {
             Ok(answer) => answer,
@@ -357,7 +325,7 @@ impl Backend for ServiceBackend {
                 })?;
                 return Err(BackendError::Locked {
                     stack: stack.name.to_string(),
-                    holder: holder.info().to_string(),
+                    holder: holder_info(holder).to_string(),
                 });
             }
             Err(e) => return Err(stack_error(e, stack)),
@@ -390,17 +358,13 @@ impl Backend for ServiceBackend {
     }
 
     fn holder(&self, stack: &StackRef) -> Result<Option<LockHolder>, BackendError> {
-        #[derive(Deserialize)]
-        struct Found {
-            holder: Option<Holder>,
-        }
         let path = ServiceBackend::stack_path(stack, "");
         let answer =
             (self.transport.call("GET", &path, None, None)).map_err(|e| stack_error(e, stack))?;
-        let found: Found = decode(answer, &format!("GET {path}"))?;
+        let found: StackFound = decode(answer, &format!("GET {path}"))?;
         Ok(found.holder.map(|holder| LockHolder {
             running: !holder.expired,
-            info: Some(holder.info()),
+            info: Some(holder_info(holder)),
         }))
     }
 
@@ -411,18 +375,6 @@ impl Backend for ServiceBackend {
     }
 
     fn history(&self, stack: &StackRef) -> Result<Vec<HistoryEntry>, BackendError> {
-        #[derive(Deserialize)]
-        struct Version {
-            entry: HistoryEntry,
-            /// Who ran it, as the service knows it: not what the entry says.
-            #[serde(default)]
-            user: Option<String>,
-        }
-        #[derive(Deserialize)]
-        struct Page {
-            versions: Vec<Version>,
-            total: usize,
-        }
         let mut entries = Vec::new();
         for page in 1.. {
             let path = ServiceBackend::stack_path(
@@ -431,13 +383,13 @@ impl Backend for ServiceBackend {
             );
             let answer = (self.transport.call("GET", &path, None, None))
                 .map_err(|e| stack_error(e, stack))?;
-            let page: Page = decode(answer, &format!("GET {path}"))?;
+            let page: HistoryPage<HistoryEntry> = decode(answer, &format!("GET {path}"))?;
             let last = page.versions.is_empty();
             entries.extend((page.versions.into_iter()).map(|v| HistoryEntry {
                 user: v.user,
                 ..v.entry
             }));
-            if last || entries.len() >= page.total {
+            if last || i64::try_from(entries.len()).unwrap_or(i64::MAX) >= page.total {
                 break;
             }
         }
@@ -539,27 +491,28 @@ impl ServiceUpdate {
         entry: &HistoryEntry,
         checkpoint: Option<Vec<u8>>,
     ) -> Result<(), BackendError> {
-        #[derive(Deserialize)]
-        struct Recorded {
-            version: i64,
-        }
         let phase = self.phases + 1;
-        let mut body = json!({ "phase": phase, "entry": entry });
+        let mut request = PhaseRequest {
+            checkpoint: None,
+            entry: body(entry),
+            phase,
+            plugins: None,
+        };
         match checkpoint {
             Some(bytes) => {
-                let text =
-                    String::from_utf8(bytes).map_err(|e| BackendError::Encode(e.to_string()))?;
-                body["checkpoint"] = Value::String(text);
+                let text = String::from_utf8(bytes)
+                    .map_err(|e| BackendError::State(StateError::Encode(e.to_string())))?;
+                request.checkpoint = Some(text);
             }
             // The checkpoint the journal makes records the plugins the phase loaded, as the
             // file backend's does.
             None => {
                 if let Some((_, plugins)) = &self.open_phase {
-                    body["plugins"] = json!(plugins.list());
+                    request.plugins = Some(plugins.list());
                 }
             }
         }
-        let answer = self.call("phases", &body)?;
+        let answer = self.call("phases", &body(&request))?;
         let recorded: Recorded = decode(answer, &format!("POST updates/{}/phases", self.id))?;
         self.phases = phase;
         self.open_phase = None;
@@ -692,7 +645,10 @@ impl Drop for ServiceUpdate {
             }
             None => (self.last_result.unwrap_or(UpdateResult::Succeeded), None),
         };
-        let body = json!({ "result": result, "entry": entry });
+        let body = body(&CompleteRequest {
+            entry: entry.as_ref().map(body),
+            result: result.to_string(),
+        });
         let path = format!("updates/{}/complete", self.id);
         let ended = (self.transport).call_within(
             "POST",

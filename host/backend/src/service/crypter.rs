@@ -4,7 +4,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::{Value, json};
+use plinth_state::protocol::{Ciphertexts, Plaintexts};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::transport::{ServiceError, Transport};
 use crate::secrets::{Crypter, SecretsError};
@@ -32,28 +34,26 @@ impl ServiceCrypter {
         }
     }
 
-    /// Sends `values` under `field` to `action` (`seal` or `open`), in as few requests as
-    /// [`MAX_VALUES`] allows; the values that came back under `answer`, in order.
-    fn batch(
+    /// Sends `values` to `action` (`seal` or `open`) as `request` makes a body of them, in as
+    /// few requests as [`MAX_VALUES`] allows; the values that came back under `answer` (as
+    /// `texts` takes them from the answer), in order.
+    fn batch<Q: Serialize, A: DeserializeOwned>(
         &self,
         action: &str,
-        field: &str,
         answer: &str,
         values: &[String],
+        request: impl Fn(Vec<String>) -> Q,
+        texts: impl Fn(A) -> Vec<String>,
     ) -> Result<Vec<String>, SecretsError> {
         let mut done = Vec::with_capacity(values.len());
         for chunk in values.chunks(MAX_VALUES) {
-            let body = json!({ field: chunk });
+            let body = serde_json::to_value(request(chunk.to_vec())).expect("texts serialize");
             let path = format!("{}/{action}", self.path);
             let reply = (self.transport)
                 .call("POST", &path, None, Some(&body))
                 .map_err(|e| self.unavailable(e))?;
-            let texts = reply[answer].as_array().filter(|t| t.len() == chunk.len());
-            let texts = texts.and_then(|t| {
-                (t.iter())
-                    .map(|v| v.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-            });
+            let texts = (serde_json::from_value(reply).ok().map(&texts))
+                .filter(|t: &Vec<String>| t.len() == chunk.len());
             let texts = texts.ok_or_else(|| SecretsError::Unavailable {
                 stack: self.stack.clone(),
                 reason: format!(
@@ -90,14 +90,18 @@ impl Crypter for ServiceCrypter {
         if plaintexts.is_empty() {
             return Ok(Vec::new());
         }
-        self.batch("seal", "plaintexts", "ciphertexts", plaintexts)
+        let request = |plaintexts| Plaintexts { plaintexts };
+        let texts = |answer: Ciphertexts| answer.ciphertexts;
+        self.batch("seal", "ciphertexts", plaintexts, request, texts)
     }
 
     fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
         if sealed.is_empty() {
             return Ok(Vec::new());
         }
-        self.batch("open", "ciphertexts", "plaintexts", sealed)
+        let request = |ciphertexts| Ciphertexts { ciphertexts };
+        let texts = |answer: Plaintexts| answer.plaintexts;
+        self.batch("open", "plaintexts", sealed, request, texts)
     }
 
     /// Asks the service to open an empty batch: that fails as any batch would (no master key,
@@ -106,7 +110,10 @@ impl Crypter for ServiceCrypter {
         if self.checked.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let body = json!({ "ciphertexts": Value::Array(Vec::new()) });
+        let body = Ciphertexts {
+            ciphertexts: Vec::new(),
+        };
+        let body = serde_json::to_value(body).expect("texts serialize");
         let path = format!("{}/open", self.path);
         (self.transport)
             .call("POST", &path, None, Some(&body))

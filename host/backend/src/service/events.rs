@@ -15,20 +15,17 @@ use std::time::{Duration, Instant};
 
 use plinth_engine::events::Event;
 use plinth_engine::names::{ProjectName, StackName};
-use serde::{Deserialize, Serialize};
 
 use super::transport::{ServiceError, Transport};
 use crate::api::EventLog;
 use crate::error::BackendError;
-use crate::history::HistoryEntry;
-use crate::logs::{EventNumbering, LogEntry, UpdateLog};
+use plinth_state::protocol::{
+    EVENTS_BATCH as BATCH_EVENTS, EVENTS_IN_FLIGHT as IN_FLIGHT, EventBatch, LogPage,
+};
+use plinth_state::{EventNumbering, LogEntry, UpdateLog};
 
-/// The most events one batch carries.
-pub const BATCH_EVENTS: usize = 50;
 /// The longest an event waits for its batch to fill.
 const BATCH_WAIT: Duration = Duration::from_secs(4);
-/// The most batches being sent at once.
-pub const IN_FLIGHT: usize = 3;
 
 /// The event log of update `update` on the service.
 pub struct ServiceEventLog {
@@ -286,13 +283,8 @@ impl Sender {
             return false;
         }
         self.sent += 1;
-        #[derive(Serialize)]
-        struct Batch<'a> {
-            seq: u64,
-            events: &'a [LogEntry],
-        }
-        let body = serde_json::to_vec(&Batch {
-            seq: self.sent,
+        let body = serde_json::to_vec(&EventBatch {
+            seq: i64::try_from(self.sent).unwrap_or(i64::MAX),
             events: batch,
         })
         .expect("log entries serialize");
@@ -309,15 +301,6 @@ impl Sender {
             .lock()
             .map_or(true, |failure| failure.is_some())
     }
-}
-
-/// One page of a log as the service answers it.
-#[derive(Deserialize)]
-struct Page {
-    number: u64,
-    entry: HistoryEntry,
-    events: Vec<LogEntry>,
-    next: Option<u64>,
 }
 
 /// The events of update `number` of a stack on the service (as history counts them, the first
@@ -348,15 +331,18 @@ pub fn fetch_log(
             }
             Err(e) => return Err(e),
         };
-        let page: Page = serde_json::from_value(answer).map_err(|e| ServiceError::Unreadable {
+        let unreadable = |reason: String| ServiceError::Unreadable {
             request: format!("the log of stack `{stack}`"),
-            reason: e.to_string(),
-        })?;
-        let next = page.next;
+            reason,
+        };
+        let page: LogPage =
+            serde_json::from_value(answer).map_err(|e| unreadable(e.to_string()))?;
+        let count = |n: i64| u64::try_from(n).map_err(|e| unreadable(format!("{n}: {e}")));
+        let next = page.next.map(count).transpose()?;
         match &mut log {
             None => {
                 log = Some(UpdateLog {
-                    number: page.number,
+                    number: count(page.number)?,
                     entry: page.entry,
                     events: page.events,
                 })

@@ -7,6 +7,8 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use plinth_state::protocol::Renewed;
+
 use super::transport::{ServiceError, Transport};
 
 /// What the keeper knows of the lease.
@@ -46,8 +48,10 @@ impl LeaseKeeper {
                 let mut state = shared.lock().expect("the lease state is never poisoned");
                 match renewed {
                     Ok(answer) => {
-                        if let Some(expires) = answer["lease_expires"].as_i64() {
-                            *state = LeaseState::Held { expires };
+                        if let Ok(renewed) = serde_json::from_value::<Renewed>(answer) {
+                            *state = LeaseState::Held {
+                                expires: renewed.lease_expires,
+                            };
                         }
                     }
                     Err(ServiceError::LeaseLost(message)) => {

@@ -15,8 +15,9 @@ mod transport;
 
 pub use backend::ServiceBackend;
 pub use crypter::ServiceCrypter;
-pub use events::{BATCH_EVENTS, IN_FLIGHT, ServiceEventLog, fetch_log};
+pub use events::{ServiceEventLog, fetch_log};
 pub use lease::{LeaseKeeper, LeaseState};
-pub use oidc::{Exchanged, exchange_id_token};
-pub use persister::{MAX_BATCH, ServicePersister};
+pub use oidc::exchange_id_token;
+pub use persister::ServicePersister;
+pub use plinth_state::protocol::Exchanged;
 pub use transport::{ServiceError, Transport};

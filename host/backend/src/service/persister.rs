@@ -16,11 +16,9 @@ use plinth_engine::value::SIG_KEY;
 use serde_json::Value;
 
 use super::transport::{ServiceError, Transport};
-use crate::journal_short::Begun;
 use crate::secrets::{Crypter, SecretsError, seal_tree};
-
-/// The most entries one batch carries (the service refuses more).
-pub const MAX_BATCH: usize = 100;
+use plinth_state::Begun;
+use plinth_state::protocol::JOURNAL_BATCH as MAX_BATCH;
 
 /// Sends the journal of update `update` holding lease `lease`.
 pub struct ServicePersister {

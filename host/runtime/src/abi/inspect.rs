@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use plinth_engine::provider::ProviderInfo;
 
 use crate::abi::versions::{Kind, WitVersion};
-use crate::error::LoadError;
 use crate::access::capabilities::Capabilities;
+use crate::error::LoadError;
 
 /// The description of a plinth component, from [`Runtime::inspect`](crate::Runtime::inspect).
 #[derive(Debug, Clone)]

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use crate::error::LoadError;
 use crate::access::endpoint::{AuthorityPattern, EndpointPattern};
 use crate::access::grant_overlap::{Resolved, conflict, normalise_guest};
+use crate::error::LoadError;
 
 /// Everything a plugin is granted. The default grants nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -20,12 +20,12 @@ use wasmtime::component::{Component, Linker};
 use crate::abi::bindings::policy::PolicyPack as Bindings;
 use crate::abi::bindings::policy::PolicyPackPre;
 use crate::abi::bindings::policy::exports::plinth::policy::analyzer as wit;
-use crate::sandbox::epoch::EpochTicker;
-use crate::error::LoadError;
 use crate::abi::guest::FromGuest;
+use crate::abi::values;
+use crate::error::LoadError;
+use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
 use crate::sandbox::{self, Sandbox};
-use crate::abi::values;
 
 /// How the user set up one policy: its level, if not the pack's, and its configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

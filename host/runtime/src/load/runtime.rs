@@ -13,16 +13,16 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use crate::abi::bindings::{v0_1, v0_2, v0_3};
 use crate::abi::inspect::ComponentInfo;
 use crate::abi::versions::{self, Kind, WitVersion};
+use crate::access::advice::{GrantAdvice, PlainAdvice};
+use crate::access::grants::Grants;
 use crate::error::LoadError;
 use crate::load::bytes::ComponentBytes;
 use crate::load::cache::{ArtifactCache, LoadStats};
+use crate::load::policy_pack::{ComponentPolicyPack, PolicySettings};
 use crate::load::program::{self, ComponentProgram, ProgramPre, ProgramState};
 use crate::load::provider::{self, ComponentProvider, ProviderPre};
-use crate::access::advice::{GrantAdvice, PlainAdvice};
-use crate::access::grants::Grants;
 use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
-use crate::load::policy_pack::{ComponentPolicyPack, PolicySettings};
 use crate::sandbox::{Sandbox, Sandboxed};
 
 /// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups, environment reads and blocking

@@ -10,10 +10,11 @@ mod verify;
 
 use axum::Json;
 use axum::extract::State;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 pub use config::{ConfigError, OidcConfig};
+
+use plinth_state::protocol::{ExchangeRequest, Exchanged};
 
 use crate::api::App;
 use crate::body::Body;
@@ -24,15 +25,10 @@ use crate::tokens::create_token;
 /// The largest exchange request read (an ID token is a kilobyte or two).
 pub(crate) const BODY_LIMIT: usize = 64 << 10;
 
-#[derive(Deserialize)]
-pub(crate) struct ExchangeRequest {
-    token: String,
-}
-
 pub(crate) async fn exchange(
     State(app): State<App>,
     Body(request): Body<ExchangeRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Exchanged>, ApiError> {
     let config = app.options.oidc.as_deref().ok_or_else(|| {
         ApiError::NotConfigured(
             "this service exchanges no ID tokens: its administrator starts it with \
@@ -73,13 +69,13 @@ pub(crate) async fn exchange(
         Ok(e) => ApiError::Database(e),
         Err(e) => ApiError::Internal(format!("{e:#}")),
     })?;
-    Ok(Json(json!({
-        "token": token,
-        "id": id,
-        "user": user,
-        "grants": rule.scope.describe(),
-        "expires_in": rule.lifetime.as_secs(),
-    })))
+    Ok(Json(Exchanged {
+        expires_in: rule.lifetime.as_secs(),
+        grants: rule.scope.describe(),
+        id,
+        token,
+        user,
+    }))
 }
 
 /// `text` with its control characters escaped, cut to at most `bytes` bytes (`…` marking a cut).

@@ -17,37 +17,27 @@ use plinth_engine::journal::{Persister, SnapshotError, replay, replay_unchecked}
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::urn::{is_counted, is_stack_type};
 
-use crate::checkpoint::{Checkpoint, CheckpointView, PluginUse, UsedPlugins, unrecordable_field};
+mod edit;
+mod history;
+mod journal;
+mod lock;
+mod logs;
+mod transfer;
+mod update;
+#[cfg(test)]
+mod upgraded;
+
+use plinth_state::{
+    Checkpoint, CheckpointView, LoadedStack, LockHolder, StackSummary, StateError, UsedPlugins,
+    unrecordable_field,
+};
+
+pub use lock::StackLock;
+
 use crate::error::BackendError;
-use crate::journal_file::{JournalFile, TornEnd, read_journal, write_atomically};
-use crate::lock::{LockHolder, StackLock};
+use crate::files::write_atomically;
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
-
-/// A stack's state as loaded.
-#[derive(Debug, Clone)]
-pub struct LoadedStack {
-    pub snapshot: Snapshot,
-    /// A journal from an interrupted update was replayed on top of the checkpoint.
-    pub recovered: bool,
-    /// The plugins the checkpoint records.
-    pub plugins: Vec<PluginUse>,
-    /// The end of the replayed journal that could not be read and was left out: operations
-    /// recorded there are missing from `snapshot`.
-    pub torn: Option<TornEnd>,
-    /// The replayed journal is that of an update still running (its writer holds the stack's
-    /// lock), not of an interrupted one: `snapshot` is its state as recorded so far. Only a
-    /// load without the lock (a preview, a read) can find one.
-    pub running: Option<Box<LockHolder>>,
-}
-
-/// One line of `plinth stack ls`.
-#[derive(Debug)]
-pub struct StackSummary {
-    pub name: StackName,
-    /// The stack's resources, provider resources not counted (as the run summaries count).
-    pub resources: usize,
-    pub locked: bool,
-}
+use journal::{JournalFile, read_journal};
 
 /// Stacks stored as files under a state directory. Secrets are sealed with the crypters of its
 /// [`SecretsProvider`] (by default none: a stack that holds a secret cannot be read or written).
@@ -177,7 +167,7 @@ impl LocalBackend {
                 let resources = (snapshot.resources.iter())
                     .filter(|r| is_counted(r.urn.ty()))
                     .count();
-                let lock = crate::lock::holder(&self.path(project, &name, "lock"))?;
+                let lock = lock::holder(&self.path(project, &name, "lock"))?;
                 let locked = lock.is_some_and(|holder| holder.running);
                 stacks.push(StackSummary {
                     name,
@@ -314,9 +304,11 @@ impl LocalBackend {
                 running: None,
             });
         };
-        let corrupt = |reason: String| BackendError::Corrupt {
-            path: journal.clone(),
-            reason,
+        let corrupt = |reason: String| {
+            BackendError::State(StateError::Corrupt {
+                path: journal.clone(),
+                reason,
+            })
         };
         if read.stack_outputs.is_some() && decoded.legacy_outputs.is_none() {
             return Err(corrupt(
@@ -330,7 +322,7 @@ impl LocalBackend {
             Fields::Unchecked => replay_unchecked(base, read.entries),
         };
         let snapshot = replayed.map_err(|e| match e {
-            SnapshotError::Field(e) => unrecordable_field(&e, &journal),
+            SnapshotError::Field(e) => unrecordable_field(&e, &journal).into(),
             e => corrupt(e.to_string()),
         })?;
         let checkpoint = decoded.upgrade(snapshot, read.stack_outputs);
@@ -361,7 +353,7 @@ impl LocalBackend {
         stack: &StackName,
     ) -> Result<Option<LockHolder>, BackendError> {
         self.require_stack(project, stack)?;
-        crate::lock::holder(&self.path(project, stack, "lock"))
+        lock::holder(&self.path(project, stack, "lock"))
     }
 
     /// Breaks the stack's update lock, whoever holds it (`plinth cancel`): its holder, if it
@@ -435,28 +427,29 @@ impl LocalBackend {
             Ok(loaded) => (loaded.snapshot, loaded.plugins),
             // A state an older plinth wrote, whose fields no plinth records now, still exports:
             // it is how the user keeps a copy before repairing it.
-            Err(BackendError::Corrupt { .. }) if self.path(project, stack, "journal").exists() => {
+            Err(BackendError::State(StateError::Corrupt { .. }))
+                if self.path(project, stack, "journal").exists() =>
+            {
                 let loaded = self.load_checking(project, stack, crypter, Fields::Unchecked)?;
                 (loaded.snapshot, loaded.plugins)
             }
-            Err(BackendError::Corrupt { .. }) => {
+            Err(BackendError::State(StateError::Corrupt { .. })) => {
                 let path = self.path(project, stack, "json");
                 let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
                 let checkpoint = Checkpoint::parse_unverified(&bytes, stack, &path, crypter)?;
                 (checkpoint.snapshot, checkpoint.plugins)
             }
             // Another stack's checkpoint is exported as that stack's, to be imported there.
-            Err(BackendError::OtherStack { .. }) => {
+            Err(BackendError::State(StateError::OtherStack { .. })) => {
                 let path = self.path(project, stack, "json");
                 let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
                 let checkpoint = Checkpoint::parse_any_stack(&bytes, &path, crypter)?;
-                return checkpoint.to_json(crypter);
+                return Ok(checkpoint.to_json(crypter)?);
             }
             Err(e) => return Err(e),
         };
-        Checkpoint::new(project, stack, snapshot)
-            .with_plugins(plugins)
-            .to_json(crypter)
+        let checkpoint = Checkpoint::new(project, stack, snapshot).with_plugins(plugins);
+        Ok(checkpoint.to_json(crypter)?)
     }
 
     /// The selected stack; none if the workspace file is missing or names no valid stack.
@@ -728,7 +721,7 @@ pub(crate) mod tests {
         assert_eq!(plain.stacks(&p()).unwrap()[0].resources, 1);
         assert!(matches!(
             plain.load(&p(), &dev()),
-            Err(BackendError::Secrets(_))
+            Err(BackendError::State(StateError::Secrets(_)))
         ));
 
         // Folding the journal into the checkpoint keeps the secret sealed.
@@ -750,7 +743,7 @@ pub(crate) mod tests {
         std::fs::write(b.path(&p(), &dev(), "journal"), "garbage\n{}\n").unwrap();
         assert!(matches!(
             b.load(&p(), &dev()),
-            Err(BackendError::Corrupt { .. })
+            Err(BackendError::State(StateError::Corrupt { .. }))
         ));
     }
 }

@@ -7,15 +7,16 @@ use std::sync::Arc;
 use plinth_engine::names::{ProjectName, StackName};
 
 use crate::api::{Backend, Recording, StackRef, Update};
-use crate::checkpoint::UsedPlugins;
+use plinth_state::{
+    HistoryEntry, ImportReport, LoadedStack, LockHolder, StackSummary, UpdateLog, UsedPlugins,
+};
+
+use super::LocalBackend;
+use super::lock::StackLock;
+use super::logs::{FileEventLog, read_log};
 use crate::edit::StateEdit;
 use crate::error::BackendError;
-use crate::history::HistoryEntry;
-use crate::local::{LoadedStack, LocalBackend, StackSummary};
-use crate::lock::{LockHolder, StackLock};
-use crate::logs::{FileEventLog, UpdateLog, read_log};
 use crate::secrets::Crypter;
-use crate::transfer::ImportReport;
 
 impl LocalBackend {
     fn logs_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
@@ -273,8 +274,8 @@ mod tests {
     use plinth_engine::snapshot::PendingKind;
 
     use super::*;
-    use crate::history::{UpdateKind, UpdateResult};
     use crate::local::tests::resource;
+    use plinth_state::{UpdateKind, UpdateResult};
 
     fn backend() -> (tempfile::TempDir, Arc<dyn Backend>) {
         let dir = tempfile::tempdir().unwrap();

@@ -7,12 +7,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::resource::FieldError;
 use plinth_engine::snapshot::Snapshot;
+use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
 
-use crate::error::BackendError;
+use crate::error::StateError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 use crate::stored::{STORED_SINCE, StoredSnapshot, WrittenSnapshot};
-use crate::upgrade::{Decoded, OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE};
+use crate::upgrade::{OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE, schema_one_outputs};
 
 /// The checkpoint schema this plinth writes and reads (it also reads older ones back to
 /// [`OLDEST_UPGRADED_SCHEMA`], upgrading them on load).
@@ -118,17 +119,17 @@ impl Checkpoint {
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
-    ) -> Result<Checkpoint, BackendError> {
+    ) -> Result<Checkpoint, StateError> {
         Ok(Checkpoint::decode_verified(bytes, stack, path, crypter)?.upgraded())
     }
 
     /// [`decode`](Self::decode), checking the snapshot's integrity.
-    pub(crate) fn decode_verified(
+    pub fn decode_verified(
         bytes: &[u8],
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
-    ) -> Result<Decoded, BackendError> {
+    ) -> Result<Decoded, StateError> {
         let decoded = Checkpoint::decode_for_edit(bytes, stack, path, crypter)?;
         check_fields(&decoded.checkpoint.snapshot, path)?;
         Ok(decoded)
@@ -137,18 +138,18 @@ impl Checkpoint {
     /// [`decode_verified`](Self::decode_verified) but for the fields of each resource: a
     /// state an edit may repair (`plinth state delete` of a resource whose id no plinth
     /// records), whose fields are checked again before it is written.
-    pub(crate) fn decode_for_edit(
+    pub fn decode_for_edit(
         bytes: &[u8],
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
-    ) -> Result<Decoded, BackendError> {
+    ) -> Result<Decoded, StateError> {
         let decoded = Checkpoint::decode(bytes, stack, path, crypter)?;
         decoded
             .checkpoint
             .snapshot
             .verify_integrity()
-            .map_err(|e| BackendError::Corrupt {
+            .map_err(|e| StateError::Corrupt {
                 path: path.to_owned(),
                 reason: format!(
                     "{e}; repair it with `plinth stack export --file F`, edit F, then `plinth stack import --file F`"
@@ -164,7 +165,7 @@ impl Checkpoint {
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
-    ) -> Result<Checkpoint, BackendError> {
+    ) -> Result<Checkpoint, StateError> {
         Ok(Checkpoint::decode(bytes, stack, path, crypter)?.upgraded())
     }
 
@@ -173,17 +174,17 @@ impl Checkpoint {
     /// `stack` is not `stack` is refused before any of its secrets is opened: it is another
     /// stack's state (a file copied over this one's), and writing this stack's next state from
     /// it would mix the two.
-    pub(crate) fn decode(
+    pub fn decode(
         bytes: &[u8],
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
-    ) -> Result<Decoded, BackendError> {
+    ) -> Result<Decoded, StateError> {
         let head = Checkpoint::head(bytes, path)?;
         if let Some(found) = head.stack.as_deref()
             && found != stack
         {
-            return Err(BackendError::OtherStack {
+            return Err(StateError::OtherStack {
                 path: path.to_owned(),
                 found: found.escape_debug().to_string(),
                 stack: stack.to_owned(),
@@ -194,18 +195,18 @@ impl Checkpoint {
 
     /// Parses a checkpoint whichever stack it names (for `stack export`, which shows a
     /// checkpoint refused as another stack's as it is), upgraded; not checked for integrity.
-    pub(crate) fn parse_any_stack(
+    pub fn parse_any_stack(
         bytes: &[u8],
         path: &Path,
         crypter: &dyn Crypter,
-    ) -> Result<Checkpoint, BackendError> {
+    ) -> Result<Checkpoint, StateError> {
         let head = Checkpoint::head(bytes, path)?;
         let stack = head.stack.clone().unwrap_or_default();
         Ok(Checkpoint::decode_with(bytes, head, &stack, path, crypter)?.upgraded())
     }
 
-    fn head(bytes: &[u8], path: &Path) -> Result<Head, BackendError> {
-        serde_json::from_slice(bytes).map_err(|e| BackendError::Corrupt {
+    fn head(bytes: &[u8], path: &Path) -> Result<Head, StateError> {
+        serde_json::from_slice(bytes).map_err(|e| StateError::Corrupt {
             path: path.to_owned(),
             reason: format!("{e} (no readable schema `version`)"),
         })
@@ -217,20 +218,20 @@ impl Checkpoint {
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
-    ) -> Result<Decoded, BackendError> {
-        let corrupt = |reason: String| BackendError::Corrupt {
+    ) -> Result<Decoded, StateError> {
+        let corrupt = |reason: String| StateError::Corrupt {
             path: path.to_owned(),
             reason,
         };
         if version.version > SCHEMA_VERSION {
-            return Err(BackendError::NewerSchema {
+            return Err(StateError::NewerSchema {
                 stack: stack.to_owned(),
                 found: version.version,
                 supported: SCHEMA_VERSION,
             });
         }
         if version.version < OLDEST_UPGRADED_SCHEMA {
-            return Err(BackendError::OlderSchema {
+            return Err(StateError::OlderSchema {
                 stack: stack.to_owned(),
                 found: version.version,
                 supported: SCHEMA_VERSION,
@@ -238,7 +239,7 @@ impl Checkpoint {
         }
         let read = |e| match e {
             CodecError::Json(e) => corrupt(e.to_string()),
-            CodecError::Secrets(e) => BackendError::from(e),
+            CodecError::Secrets(e) => StateError::from(e),
         };
         let checkpoint = if version.version >= STORED_SINCE {
             from_sealed_json::<CheckpointFile<StoredSnapshot>>(bytes, crypter)
@@ -250,7 +251,10 @@ impl Checkpoint {
                 .into_checkpoint(|snapshot| snapshot)
         };
         if version.version < ROOTED_SINCE {
-            return Decoded::schema_one(checkpoint, bytes, crypter, path);
+            return Ok(Decoded {
+                checkpoint,
+                legacy_outputs: Some(schema_one_outputs(bytes, crypter, path)?),
+            });
         }
         Ok(Decoded {
             checkpoint,
@@ -259,7 +263,7 @@ impl Checkpoint {
     }
 
     /// The checkpoint as JSON, with every secret sealed by `crypter`.
-    pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, BackendError> {
+    pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, StateError> {
         CheckpointView {
             version: self.version,
             project: &self.project,
@@ -272,15 +276,48 @@ impl Checkpoint {
     }
 }
 
+/// A checkpoint as its file holds it, before any upgrade.
+#[derive(Debug)]
+pub struct Decoded {
+    pub checkpoint: Checkpoint,
+    /// The stack outputs of a schema-1 file, kept beside the resources; `None` for a file of
+    /// the current schema.
+    pub legacy_outputs: Option<PropertyMap>,
+}
+
+impl Decoded {
+    /// The checkpoint in the current schema, with `snapshot` (this checkpoint's, or what a
+    /// journal made of it) in place of its own; `journal_outputs` are stack outputs a
+    /// schema-1 journal recorded after the checkpoint.
+    pub fn upgrade(self, snapshot: Snapshot, journal_outputs: Option<PropertyMap>) -> Checkpoint {
+        let mut checkpoint = Checkpoint {
+            snapshot,
+            ..self.checkpoint
+        };
+        if let Some(outputs) = journal_outputs.or(self.legacy_outputs) {
+            let (project, stack) = (checkpoint.project.clone(), checkpoint.stack.clone());
+            checkpoint.snapshot.adopt_root(&project, &stack, outputs);
+        }
+        checkpoint.version = SCHEMA_VERSION;
+        checkpoint
+    }
+
+    /// [`upgrade`](Self::upgrade) of the checkpoint's own snapshot.
+    pub fn upgraded(self) -> Checkpoint {
+        let snapshot = self.checkpoint.snapshot.clone();
+        self.upgrade(snapshot, None)
+    }
+}
+
 /// Checks every resource's fields ([`Snapshot::check_fields`]), saying how to repair a state
 /// that fails: everything but `stack export` and `state delete` refuses it.
-pub(crate) fn check_fields(snapshot: &Snapshot, path: &Path) -> Result<(), BackendError> {
+pub fn check_fields(snapshot: &Snapshot, path: &Path) -> Result<(), StateError> {
     (snapshot.check_fields()).map_err(|e| unrecordable_field(&e, path))
 }
 
 /// The error of a state file (checkpoint or journal) holding a field no plinth records.
-pub(crate) fn unrecordable_field(error: &FieldError, path: &Path) -> BackendError {
-    BackendError::Corrupt {
+pub fn unrecordable_field(error: &FieldError, path: &Path) -> StateError {
+    StateError::Corrupt {
         path: path.to_owned(),
         reason: format!(
             "{error}; no plinth records that. Keep a copy with `plinth stack export --file F`, \
@@ -293,7 +330,7 @@ pub(crate) fn unrecordable_field(error: &FieldError, path: &Path) -> BackendErro
 /// A [`Checkpoint`] of a borrowed snapshot, serialized the same way: an update's last snapshot
 /// is written without being copied.
 #[derive(Serialize)]
-pub(crate) struct CheckpointView<'a> {
+pub struct CheckpointView<'a> {
     pub version: u32,
     pub project: &'a ProjectName,
     pub stack: &'a StackName,
@@ -337,8 +374,8 @@ impl<'a> CheckpointView<'a> {
 
     /// [`Checkpoint::to_json`]: what serializing the view writes, its resources written in
     /// parallel.
-    pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, BackendError> {
-        let encode = |e: serde_json::Error| BackendError::Encode(e.to_string());
+    pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, StateError> {
+        let encode = |e: serde_json::Error| StateError::Encode(e.to_string());
         // Every field named, so that a field added to the view cannot be left out here.
         let CheckpointView {
             version,
@@ -357,7 +394,7 @@ impl<'a> CheckpointView<'a> {
             snapshot: WrittenSnapshot::of(snapshot).map_err(encode)?,
         };
         let mut bytes = to_sealed_json(&written, crypter, true).map_err(|e| match e {
-            CodecError::Json(e) => BackendError::Encode(e.to_string()),
+            CodecError::Json(e) => StateError::Encode(e.to_string()),
             CodecError::Secrets(e) => e.into(),
         })?;
         bytes.push(b'\n');
@@ -379,7 +416,7 @@ mod tests {
     use crate::secrets::{PassphraseCrypter, SecretsError};
     use plinth_engine::value::{PropertyMap, Value};
 
-    fn parse(json: &str) -> Result<Checkpoint, BackendError> {
+    fn parse(json: &str) -> Result<Checkpoint, StateError> {
         let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
         Checkpoint::parse(json.as_bytes(), "dev", Path::new("dev.json"), &crypter)
     }
@@ -433,13 +470,13 @@ mod tests {
         let other = PassphraseCrypter::create("pw", "dev").unwrap().0;
         assert!(matches!(
             Checkpoint::parse(&json, "dev", Path::new("x"), &other),
-            Err(BackendError::Secrets(SecretsError::At { error, .. }))
+            Err(StateError::Secrets(SecretsError::At { error, .. }))
                 if matches!(*error, SecretsError::Undecryptable(_))
         ));
         let tampered = text.replacen("\"ciphertext\":\"v1:", "\"ciphertext\":\"v1:AAAA", 1);
         assert!(matches!(
             Checkpoint::parse(tampered.as_bytes(), "dev", Path::new("x"), &again),
-            Err(BackendError::Secrets(_))
+            Err(StateError::Secrets(_))
         ));
     }
 
@@ -548,20 +585,17 @@ mod tests {
         let newer = r#"{"version": 99, "whatever": true}"#;
         assert!(matches!(
             parse(newer),
-            Err(BackendError::NewerSchema { found: 99, .. })
+            Err(StateError::NewerSchema { found: 99, .. })
         ));
         let older = r#"{"version": 0}"#;
-        assert!(matches!(
-            parse(older),
-            Err(BackendError::OlderSchema { .. })
-        ));
+        assert!(matches!(parse(older), Err(StateError::OlderSchema { .. })));
     }
 
     #[test]
     fn truncated_or_garbage_files_are_corrupt_not_panics() {
         for bad in ["", "{", "garbage", r#"{"version": 1, "snapshot": 3}"#] {
             assert!(
-                matches!(parse(bad), Err(BackendError::Corrupt { .. })),
+                matches!(parse(bad), Err(StateError::Corrupt { .. })),
                 "{bad}"
             );
         }

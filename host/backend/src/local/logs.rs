@@ -3,154 +3,16 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
 
 use flate2::Compression;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
-
-use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo};
-use serde::{Deserialize, Serialize};
+use plinth_engine::events::Event;
+use plinth_state::{EventNumbering, LogEntry, StateError};
 
 use crate::api::EventLog;
 use crate::error::BackendError;
-use crate::history::HistoryEntry;
-
-/// One event of an update, as logged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LogEntry {
-    /// Its place in the update's events, from 1.
-    pub seq: u64,
-    /// Milliseconds since the update's events began.
-    pub at_ms: u64,
-    #[serde(flatten)]
-    pub event: LoggedEvent,
-}
-
-/// What happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-pub enum LoggedEvent {
-    StepStarted {
-        op: String,
-        urn: String,
-    },
-    StepDone {
-        op: String,
-        urn: String,
-        duration_ms: u64,
-    },
-    StepFailed {
-        op: String,
-        urn: String,
-        error: String,
-    },
-    Diagnostic {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        urn: Option<String>,
-        severity: String,
-        message: String,
-    },
-    Summary {
-        changes: ChangeSummary,
-        duration_ms: u64,
-        failed: bool,
-    },
-    Cancelled,
-}
-
-impl LoggedEvent {
-    /// The event as logged; `None` for what a log does not keep (the outputs: values).
-    pub fn of(event: &Event) -> Option<LoggedEvent> {
-        let op = |step: &StepInfo| {
-            serde_json::to_value(step.op)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        };
-        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        Some(match event {
-            Event::StepStarted(step) => LoggedEvent::StepStarted {
-                op: op(step),
-                urn: step.urn.to_string(),
-            },
-            Event::StepDone { step, duration, .. } => LoggedEvent::StepDone {
-                op: op(step),
-                urn: step.urn.to_string(),
-                duration_ms: millis(*duration),
-            },
-            Event::StepFailed { step, error } => LoggedEvent::StepFailed {
-                op: op(step),
-                urn: step.urn.to_string(),
-                error: error.clone(),
-            },
-            Event::Diagnostic {
-                urn,
-                severity,
-                message,
-            } => LoggedEvent::Diagnostic {
-                urn: urn.as_ref().map(ToString::to_string),
-                severity: match severity {
-                    Severity::Debug => "debug",
-                    Severity::Info => "info",
-                    Severity::Warning => "warning",
-                    Severity::Error => "error",
-                }
-                .to_owned(),
-                message: message.clone(),
-            },
-            Event::Summary {
-                changes,
-                duration,
-                failed,
-                ..
-            } => LoggedEvent::Summary {
-                changes: changes.clone(),
-                duration_ms: millis(*duration),
-                failed: *failed,
-            },
-            Event::Cancelled => LoggedEvent::Cancelled,
-            Event::Outputs { .. } | Event::ComponentOutputs { .. } => return None,
-        })
-    }
-}
-
-/// An update's events, with its history entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UpdateLog {
-    /// The update's number, as history counts them (the first being 1).
-    pub number: u64,
-    pub entry: HistoryEntry,
-    pub events: Vec<LogEntry>,
-}
-
-/// Numbers logged events as they come.
-#[derive(Debug)]
-pub struct EventNumbering {
-    next: u64,
-    began: Instant,
-}
-
-impl Default for EventNumbering {
-    fn default() -> Self {
-        EventNumbering {
-            next: 1,
-            began: Instant::now(),
-        }
-    }
-}
-
-impl EventNumbering {
-    /// The event as logged, numbered; `None` for an event logs do not keep.
-    pub fn entry(&mut self, event: &Event) -> Option<LogEntry> {
-        let event = LoggedEvent::of(event)?;
-        let seq = self.next;
-        self.next += 1;
-        let at_ms = u64::try_from(self.began.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Some(LogEntry { seq, at_ms, event })
-    }
-}
 
 /// The event log of an update of a stack on the file backend: gzipped JSON lines in
 /// `<stack>.logs/<number>.jsonl.gz`, beside the stack's history. Compressed, since it holds
@@ -241,10 +103,10 @@ pub(crate) fn read_log(path: &Path) -> Result<Vec<LogEntry>, BackendError> {
             Ok(entry) => entries.push(entry),
             Err(_) if i == last => {}
             Err(e) => {
-                return Err(BackendError::Corrupt {
+                return Err(BackendError::State(StateError::Corrupt {
                     path: path.to_owned(),
                     reason: format!("line {}: {e}", i + 1),
-                });
+                }));
             }
         }
     }
@@ -254,8 +116,9 @@ pub(crate) fn read_log(path: &Path) -> Result<Vec<LogEntry>, BackendError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plinth_engine::events::StepOp;
+    use plinth_engine::events::{StepInfo, StepOp};
     use plinth_engine::urn::Urn;
+    use plinth_state::LoggedEvent;
 
     fn step() -> StepInfo {
         StepInfo {
@@ -316,7 +179,10 @@ mod tests {
             "garbage\n{\"seq\":1,\"at_ms\":0,\"event\":\"cancelled\"}\n",
         )
         .unwrap();
-        assert!(matches!(read_log(&gz), Err(BackendError::Corrupt { .. })));
+        assert!(matches!(
+            read_log(&gz),
+            Err(BackendError::State(StateError::Corrupt { .. }))
+        ));
         assert!(
             read_log(&dir.path().join("none.jsonl.gz"))
                 .unwrap()

@@ -16,7 +16,7 @@ use plinth_engine::snapshot::{PendingKind, Snapshot};
 use serde_json::value::RawValue;
 
 use crate::checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION};
-use crate::error::BackendError;
+use crate::error::StateError;
 use crate::journal_short::{Begun, Line, decode_line};
 use crate::secrets::{Crypter, SecretsError};
 
@@ -49,7 +49,7 @@ pub fn rebuild_sealed<B: AsRef<[u8]> + Sync>(
     batches: &[B],
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
-) -> Result<Vec<u8>, BackendError> {
+) -> Result<Vec<u8>, StateError> {
     let parsed = (batches.par_iter().enumerate())
         .map(|(index, batch)| ParsedBatch::parse(index, batch.as_ref(), origin));
     rebuild_from(
@@ -93,7 +93,7 @@ pub fn rebuild_parsed(
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
     replay: Replay,
-) -> Result<Rebuilt, BackendError> {
+) -> Result<Rebuilt, StateError> {
     let parsed = (batches.into_par_iter().enumerate()).map(|(index, batch)| match batch {
         JournalBatch::Parsed(parsed) => Ok(parsed),
         JournalBatch::Text(text) => ParsedBatch::parse(index, text.as_bytes(), origin),
@@ -106,11 +106,11 @@ fn rebuild_from(
     project: &ProjectName,
     stack: &StackName,
     base: Option<&[u8]>,
-    parsed: impl IndexedParallelIterator<Item = Result<ParsedBatch, BackendError>>,
+    parsed: impl IndexedParallelIterator<Item = Result<ParsedBatch, StateError>>,
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
     replay: Replay,
-) -> Result<Rebuilt, BackendError> {
+) -> Result<Rebuilt, StateError> {
     let (checkpoint, parsed) = rayon::join(
         || parse_base(project, stack, base, origin),
         || {
@@ -136,7 +136,7 @@ fn parse_base(
     stack: &StackName,
     base: Option<&[u8]>,
     origin: &Path,
-) -> Result<Checkpoint, BackendError> {
+) -> Result<Checkpoint, StateError> {
     match base {
         Some(bytes) => Checkpoint::parse(bytes, stack, origin, &KeepSealed),
         None => Ok(Checkpoint::new(project, stack, Snapshot::default())),
@@ -165,7 +165,7 @@ impl ParsedBatch {
     }
 
     /// The entries of `batch`, the journal batch numbered `index` from 0: a JSON array.
-    fn parse(index: usize, batch: &[u8], origin: &Path) -> Result<ParsedBatch, BackendError> {
+    fn parse(index: usize, batch: &[u8], origin: &Path) -> Result<ParsedBatch, StateError> {
         let entries: Vec<&RawValue> =
             serde_json::from_slice(batch).map_err(|e| corrupt(origin, index, e))?;
         ParsedBatch::check(entries.into_iter().map(RawValue::get))
@@ -245,7 +245,7 @@ fn replay_parsed(
     plugins: Option<Vec<PluginUse>>,
     origin: &Path,
     fields: Replay,
-) -> Result<Rebuilt, BackendError> {
+) -> Result<Rebuilt, StateError> {
     // Short entries completed in order, from the `begin` entries of this and earlier batches.
     let mut begun = Begun::default();
     let mut decoded = Vec::with_capacity(batches.iter().map(ParsedBatch::len).sum());
@@ -274,7 +274,7 @@ fn replay_parsed(
         Replay::Unchecked => replay_unchecked(base.clone(), decoded),
     };
     rayon::spawn(move || drop(base));
-    let snapshot = replayed.map_err(|e| BackendError::Corrupt {
+    let snapshot = replayed.map_err(|e| StateError::Corrupt {
         path: origin.to_owned(),
         reason: format!("the journal does not apply to its base: {e}"),
     })?;
@@ -314,8 +314,8 @@ fn changes_of(entries: &[JournalEntry]) -> ChangeSummary {
 }
 
 /// The journal batch numbered `index` from 0 is not what `reason` says.
-fn corrupt(origin: &Path, index: usize, reason: impl std::fmt::Display) -> BackendError {
-    BackendError::Corrupt {
+fn corrupt(origin: &Path, index: usize, reason: impl std::fmt::Display) -> StateError {
+    StateError::Corrupt {
         path: origin.to_owned(),
         reason: format!("journal batch {}: {reason}", index + 1),
     }
@@ -342,8 +342,8 @@ pub fn rebuilt_as_is(base: &[u8], plugins: Option<&[PluginUse]>) -> bool {
 pub fn seal_entry(
     entry: &JournalEntry,
     crypter: &dyn Crypter,
-) -> Result<serde_json::Value, BackendError> {
-    let mut tree = serde_json::to_value(entry).map_err(|e| BackendError::Encode(e.to_string()))?;
+) -> Result<serde_json::Value, StateError> {
+    let mut tree = serde_json::to_value(entry).map_err(|e| StateError::Encode(e.to_string()))?;
     crate::secrets::seal_tree(&mut tree, crypter)?;
     Ok(tree)
 }

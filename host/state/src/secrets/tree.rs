@@ -17,7 +17,7 @@ const SEALED: &str = "ciphertext";
 
 /// Why a state document could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CodecError {
+pub enum CodecError {
     #[error(transparent)]
     Json(#[from] serde_json::Error),
     #[error(transparent)]
@@ -26,7 +26,7 @@ pub(crate) enum CodecError {
 
 /// Opens every secret as `null`: for reading state whose secrets are not needed (counting a
 /// stack's resources), without a passphrase.
-pub(crate) struct Redacted;
+pub struct Redacted;
 
 impl Crypter for Redacted {
     fn seal(&self, _: &str) -> Result<String, SecretsError> {
@@ -39,7 +39,7 @@ impl Crypter for Redacted {
 
 /// Serializes `data` as JSON (`outlined` as [`crate::layout`] describes, or on one line) with
 /// every secret sealed.
-pub(crate) fn to_sealed_json<T: Serialize>(
+pub fn to_sealed_json<T: Serialize>(
     data: &T,
     crypter: &dyn Crypter,
     outlined: bool,
@@ -64,7 +64,7 @@ fn write<T: Serialize + ?Sized>(data: &T, outlined: bool) -> serde_json::Result<
 }
 
 /// Deserializes JSON written by [`to_sealed_json`], opening every sealed secret.
-pub(crate) fn from_sealed_json<T: DeserializeOwned>(
+pub fn from_sealed_json<T: DeserializeOwned>(
     bytes: &[u8],
     crypter: &dyn Crypter,
 ) -> Result<T, CodecError> {

@@ -1,127 +1,16 @@
 //! A stack's history (one JSON line per update, refresh, destroy, import or edit by hand) and
-//! the backups of its checkpoint taken before each of them.
+//! the backups of its checkpoint taken before each of them, as the file backend keeps them.
 
-use plinth_engine::names::{ProjectName, StackName};
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use plinth_engine::events::ChangeSummary;
-use serde::{Deserialize, Serialize};
+use plinth_engine::names::{ProjectName, StackName};
+use plinth_state::{HistoryEntry, StateError};
 
-use crate::checkpoint::PluginUse;
+use super::LocalBackend;
 use crate::error::BackendError;
-use crate::local::LocalBackend;
-
-/// What a stack's history records: each run that changed its state is an update of one of
-/// these kinds. (The pending operations in a snapshot are something else: provider calls.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UpdateKind {
-    Update,
-    Refresh,
-    Destroy,
-    Import,
-    /// A change made by hand: `plinth state delete`, `protect`, `unprotect`.
-    #[serde(rename = "state-edit")]
-    StateEdit,
-    /// An old version's state written as the new one (`plinth stack rollback`).
-    Rollback,
-}
-
-impl std::fmt::Display for UpdateKind {
-    /// The kind as the history's JSON names it: `update`, `state-edit`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            UpdateKind::Update => "update",
-            UpdateKind::Refresh => "refresh",
-            UpdateKind::Destroy => "destroy",
-            UpdateKind::Import => "import",
-            UpdateKind::StateEdit => "state-edit",
-            UpdateKind::Rollback => "rollback",
-        })
-    }
-}
-
-/// How an update ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UpdateResult {
-    Succeeded,
-    Failed,
-}
-
-impl std::fmt::Display for UpdateResult {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            UpdateResult::Succeeded => "succeeded",
-            UpdateResult::Failed => "failed",
-        })
-    }
-}
-
-/// One update of a stack.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HistoryEntry {
-    pub kind: UpdateKind,
-    /// Seconds since the Unix epoch.
-    pub started: u64,
-    pub ended: u64,
-    pub result: UpdateResult,
-    pub changes: ChangeSummary,
-    /// The plinth version that ran the operation.
-    pub plinth: String,
-    /// The plugins the operation used (none in entries from older plinths).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub plugins: Vec<PluginUse>,
-    /// What was done, where the kind alone does not say (an edit by hand: the command).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// Who ran it, where a service knows (its token's user); set as read from the service,
-    /// never as the entry was sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-}
-
-impl HistoryEntry {
-    /// An entry for an operation that started at `started` and ends now.
-    pub fn ended_now(
-        kind: UpdateKind,
-        started: SystemTime,
-        result: UpdateResult,
-        changes: ChangeSummary,
-    ) -> HistoryEntry {
-        HistoryEntry {
-            kind,
-            started: unix_seconds(started),
-            ended: unix_seconds(SystemTime::now()),
-            result,
-            changes,
-            plinth: env!("CARGO_PKG_VERSION").to_owned(),
-            plugins: Vec::new(),
-            note: None,
-            user: None,
-        }
-    }
-
-    /// The entry, saying what was done.
-    pub fn with_note(self, note: impl Into<String>) -> HistoryEntry {
-        HistoryEntry {
-            note: Some(note.into()),
-            ..self
-        }
-    }
-
-    /// The entry, recording that the operation used `plugins`.
-    pub fn with_plugins(self, plugins: Vec<PluginUse>) -> HistoryEntry {
-        HistoryEntry { plugins, ..self }
-    }
-}
-
-fn unix_seconds(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
 
 impl LocalBackend {
     fn history_path(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
@@ -177,10 +66,10 @@ impl LocalBackend {
                 Ok(entry) => entries.push(entry),
                 Err(_) if i == last => {}
                 Err(e) => {
-                    return Err(BackendError::Corrupt {
+                    return Err(BackendError::State(StateError::Corrupt {
                         path,
                         reason: format!("line {}: {e}", i + 1),
-                    });
+                    }));
                 }
             }
         }
@@ -299,6 +188,9 @@ fn backup_version(stack: &StackName, path: &std::path::Path) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use plinth_engine::events::ChangeSummary;
+    use plinth_state::{PluginUse, UpdateKind, UpdateResult};
+
     use super::*;
 
     fn p() -> ProjectName {
@@ -434,17 +326,6 @@ mod tests {
         let snapshot: Snapshot = b.load(&p(), &dev()).unwrap().snapshot;
         assert_eq!(snapshot.resources.len(), 2);
         assert_eq!(b.backups(&p(), &dev()).unwrap().len(), 5);
-    }
-
-    #[test]
-    fn kinds_and_results_read_as_in_the_json() {
-        use UpdateKind::*;
-        for kind in [Update, Refresh, Destroy, Import, StateEdit] {
-            assert_eq!(serde_json::to_value(kind).unwrap(), kind.to_string());
-        }
-        for result in [UpdateResult::Succeeded, UpdateResult::Failed] {
-            assert_eq!(serde_json::to_value(result).unwrap(), result.to_string());
-        }
     }
 
     #[test]

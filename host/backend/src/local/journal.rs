@@ -22,11 +22,13 @@ use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::checkpoint::{CheckpointView, UsedPlugins};
+use plinth_state::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
+use plinth_state::{
+    Begun, CheckpointView, Line, SchemaOneEntry, StateError, TornEnd, UsedPlugins, decode_line,
+};
+
 use crate::error::BackendError;
-use crate::journal_short::{Begun, Line, decode_line};
-use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
-use crate::upgrade::SchemaOneEntry;
+use crate::files::write_atomically;
 
 /// Appends journal entries for one update and compacts them into a checkpoint at the end,
 /// sealing every secret on the way.
@@ -227,28 +229,6 @@ pub(crate) struct JournalRead {
     pub torn: Option<TornEnd>,
 }
 
-/// The end of a journal that could not be read and was left out: a crash cut its last write
-/// short (or something damaged it). The operations it recorded are not in the state read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TornEnd {
-    /// The frame (`frame 3`) or, in a journal of plain lines, the line (`line 7`).
-    pub place: String,
-    /// Where it starts in the file, in bytes.
-    pub offset: u64,
-    /// Its length, to the end of the file.
-    pub bytes: u64,
-}
-
-impl std::fmt::Display for TornEnd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} (the last {} bytes, from byte {})",
-            self.place, self.bytes, self.offset
-        )
-    }
-}
-
 /// Reads the entries of a journal left behind by an interrupted update of the checkpoint whose
 /// file holds `checkpoint`; `None` if the journal is of an update already compacted into it. A
 /// torn end (the process died mid-write: a cut frame, or a cut last line in a journal of plain
@@ -311,10 +291,10 @@ enum LineError {
 
 impl LineReader<'_> {
     fn corrupt(&self, place: String, reason: impl std::fmt::Display) -> BackendError {
-        BackendError::Corrupt {
+        BackendError::State(StateError::Corrupt {
             path: self.path.to_owned(),
             reason: format!("{place}: {reason}"),
-        }
+        })
     }
 
     /// Lines as plinth wrote them before journal frames, numbered from `first_number`, the
@@ -443,19 +423,6 @@ fn frame_length(body: &[u8]) -> Option<(Result<usize, &'static str>, &[u8])> {
         Err("its length is damaged")
     };
     Some((length, rest))
-}
-
-/// Replaces `path` with `bytes` so that a crash leaves either the old or the new file, whole.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -689,7 +656,7 @@ mod tests {
             std::fs::write(&journal.journal_path, &damaged).unwrap();
             let error = read_back(&journal).unwrap_err();
             assert!(
-                matches!(&error, BackendError::Corrupt { reason, .. } if reason.starts_with("frame 1")),
+                matches!(&error, BackendError::State(StateError::Corrupt { reason, .. }) if reason.starts_with("frame 1")),
                 "{error}"
             );
         }

@@ -22,7 +22,7 @@ pub const CREATED_AS_BEGUN: &str = "created-as-begun";
 const SHORT_PREFIX: &[u8] = br#"{"entry":"created-as-begun""#;
 
 /// One entry of a journal that may hold short ones, as read.
-pub(crate) enum Line {
+pub enum Line {
     Entry(JournalEntry),
     /// To be completed by [`Begun::complete`].
     Short(CreatedAsBegun),
@@ -30,7 +30,7 @@ pub(crate) enum Line {
 
 /// Reads `bytes`, an entry or a short one, opening its secrets with `crypter`. The error is the
 /// entry's when it is neither.
-pub(crate) fn decode_line(bytes: &[u8], crypter: &dyn Crypter) -> Result<Line, CodecError> {
+pub fn decode_line(bytes: &[u8], crypter: &dyn Crypter) -> Result<Line, CodecError> {
     if bytes.starts_with(SHORT_PREFIX) {
         return from_sealed_json(bytes, crypter).map(Line::Short);
     }
@@ -47,7 +47,7 @@ pub(crate) fn decode_line(bytes: &[u8], crypter: &dyn Crypter) -> Result<Line, C
 /// A `created-as-begun` line, as written.
 #[derive(Serialize)]
 #[serde(tag = "entry", rename = "created-as-begun")]
-pub(crate) struct CreatedAsBegunRef<'a> {
+pub struct CreatedAsBegunRef<'a> {
     seq: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     replaces: Option<usize>,
@@ -59,7 +59,7 @@ pub(crate) struct CreatedAsBegunRef<'a> {
 
 /// A `created-as-begun` line, as read.
 #[derive(Deserialize)]
-pub(crate) struct CreatedAsBegun {
+pub struct CreatedAsBegun {
     /// Read as a field, so that it is checked: serde ignores a struct's `tag` when reading it,
     /// and any entry with a `seq` would be taken for a short one.
     #[serde(rename = "entry")]
@@ -83,7 +83,7 @@ enum ShortTag {
 /// The resources of the operations begun and not ended yet in a journal, by sequence number:
 /// what a `created-as-begun` line completes. The writer and the reader each keep one.
 #[derive(Debug, Default)]
-pub(crate) struct Begun {
+pub struct Begun {
     open: HashMap<u64, ResourceState>,
 }
 

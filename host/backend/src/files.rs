@@ -1,0 +1,18 @@
+//! Writing files so that a crash leaves them whole.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+/// Replaces `path` with `bytes` so that a crash leaves either the old or the new file, whole.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    File::open(dir)?.sync_all()
+}

@@ -1,0 +1,39 @@
+//! The vocabulary of a stack's stored state, written once for both sides of the wire: the
+//! checkpoint and its stored forms and upgrades, journal entries and the rebuild of a state
+//! from them, history and log entries, who holds a stack, and the typed bodies and shared limits
+//! of the service protocol. The CLI's backends (`plinth-backend`) and `plinth serve`
+//! (`plinth-service`) both speak it.
+
+mod checkpoint;
+mod error;
+mod history;
+mod journal_short;
+mod layout;
+mod lock;
+mod logs;
+pub mod protocol;
+mod rebuild;
+pub mod secrets;
+mod stack;
+mod stored;
+mod transfer;
+mod upgrade;
+
+pub use checkpoint::{
+    Checkpoint, CheckpointView, Decoded, PluginUse, SCHEMA_VERSION, UsedPlugins, check_fields,
+    unrecordable_field,
+};
+pub use error::{InvalidState, StateError};
+pub use history::{HistoryEntry, UpdateKind, UpdateResult};
+pub use journal_short::{
+    Begun, CREATED_AS_BEGUN, CreatedAsBegun, CreatedAsBegunRef, Line, decode_line,
+};
+pub use lock::{LockHolder, LockInfo};
+pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
+pub use rebuild::{
+    Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed, rebuild_sealed,
+    rebuilt_as_is, seal_entry,
+};
+pub use stack::{LoadedStack, StackSummary, TornEnd};
+pub use transfer::{ImportReport, imported_checkpoint};
+pub use upgrade::{OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};

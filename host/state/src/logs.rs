@@ -1,0 +1,144 @@
+//! The events of each update, kept for `plinth logs`: what ran, how long it took, what failed,
+//! what providers and programs said. Values are never logged, so no secret can leak into a log.
+
+use std::time::Instant;
+
+use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::history::HistoryEntry;
+
+/// One event of an update, as logged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Its place in the update's events, from 1.
+    pub seq: u64,
+    /// Milliseconds since the update's events began.
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub event: LoggedEvent,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum LoggedEvent {
+    StepStarted {
+        op: String,
+        urn: String,
+    },
+    StepDone {
+        op: String,
+        urn: String,
+        duration_ms: u64,
+    },
+    StepFailed {
+        op: String,
+        urn: String,
+        error: String,
+    },
+    Diagnostic {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        urn: Option<String>,
+        severity: String,
+        message: String,
+    },
+    Summary {
+        changes: ChangeSummary,
+        duration_ms: u64,
+        failed: bool,
+    },
+    Cancelled,
+}
+
+impl LoggedEvent {
+    /// The event as logged; `None` for what a log does not keep (the outputs: values).
+    pub fn of(event: &Event) -> Option<LoggedEvent> {
+        let op = |step: &StepInfo| {
+            serde_json::to_value(step.op)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        };
+        let millis = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        Some(match event {
+            Event::StepStarted(step) => LoggedEvent::StepStarted {
+                op: op(step),
+                urn: step.urn.to_string(),
+            },
+            Event::StepDone { step, duration, .. } => LoggedEvent::StepDone {
+                op: op(step),
+                urn: step.urn.to_string(),
+                duration_ms: millis(*duration),
+            },
+            Event::StepFailed { step, error } => LoggedEvent::StepFailed {
+                op: op(step),
+                urn: step.urn.to_string(),
+                error: error.clone(),
+            },
+            Event::Diagnostic {
+                urn,
+                severity,
+                message,
+            } => LoggedEvent::Diagnostic {
+                urn: urn.as_ref().map(ToString::to_string),
+                severity: match severity {
+                    Severity::Debug => "debug",
+                    Severity::Info => "info",
+                    Severity::Warning => "warning",
+                    Severity::Error => "error",
+                }
+                .to_owned(),
+                message: message.clone(),
+            },
+            Event::Summary {
+                changes,
+                duration,
+                failed,
+                ..
+            } => LoggedEvent::Summary {
+                changes: changes.clone(),
+                duration_ms: millis(*duration),
+                failed: *failed,
+            },
+            Event::Cancelled => LoggedEvent::Cancelled,
+            Event::Outputs { .. } | Event::ComponentOutputs { .. } => return None,
+        })
+    }
+}
+
+/// An update's events, with its history entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpdateLog {
+    /// The update's number, as history counts them (the first being 1).
+    pub number: u64,
+    pub entry: HistoryEntry,
+    pub events: Vec<LogEntry>,
+}
+
+/// Numbers logged events as they come.
+#[derive(Debug)]
+pub struct EventNumbering {
+    next: u64,
+    began: Instant,
+}
+
+impl Default for EventNumbering {
+    fn default() -> Self {
+        EventNumbering {
+            next: 1,
+            began: Instant::now(),
+        }
+    }
+}
+
+impl EventNumbering {
+    /// The event as logged, numbered; `None` for an event logs do not keep.
+    pub fn entry(&mut self, event: &Event) -> Option<LogEntry> {
+        let event = LoggedEvent::of(event)?;
+        let seq = self.next;
+        self.next += 1;
+        let at_ms = u64::try_from(self.began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Some(LogEntry { seq, at_ms, event })
+    }
+}
