@@ -142,8 +142,8 @@ impl SecretMasker {
     /// `text`, a property name, with every known secret of at least [`MIN_KEY_SECRET_LEN`]
     /// characters masked. A name is short and made of common words (`name`, `port`, `admin`):
     /// a short secret found in one is most likely a coincidence (a password `admin`), and
-    /// refusing every such name would fail any resource with that field, while a secret a
-    /// guest means to leak it can leak encoded whatever the rule.
+    /// refusing every such name would fail any resource with that field; a guest that means
+    /// to leak a secret can encode it, whatever the rule.
     pub fn mask_key<'a>(&self, key: &'a str) -> Cow<'a, str> {
         self.mask_at_least(key, MIN_KEY_SECRET_LEN)
     }

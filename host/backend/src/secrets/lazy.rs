@@ -75,7 +75,10 @@ mod tests {
         let sealed = lazy.seal("x").unwrap();
         assert_eq!(lazy.open(&sealed).unwrap(), "x");
         let texts = vec!["a".to_owned(), "b".to_owned()];
-        assert_eq!(lazy.open_all(&lazy.seal_all(&texts).unwrap()).unwrap(), texts);
+        assert_eq!(
+            lazy.open_all(&lazy.seal_all(&texts).unwrap()).unwrap(),
+            texts
+        );
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 
