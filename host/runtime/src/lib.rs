@@ -67,6 +67,6 @@ pub use error::LoadError;
 pub use grants::{Access, DirGrant, Grants};
 pub use inspect::ComponentInfo;
 pub use limits::{Limits, LimitsError};
-pub use masking::{MASK, MIN_KEY_SECRET_LEN, MIN_MASKED_LEN, SecretMasker, secret_masker};
+pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
 pub use runtime::Runtime;
 pub use versions::{Kind, WitVersion};
