@@ -8,6 +8,9 @@ use serde_json::json;
 use crate::plugins::PluginFigures;
 use crate::scenario::{STEPS, Scenario};
 
+/// The suffix of a shape whose every item holds a distinct secret.
+const SECRETS: &str = "+secrets";
+
 pub struct Report {
     scenarios: Vec<Scenario>,
     plugins: Option<PluginFigures>,
@@ -68,12 +71,22 @@ impl Report {
                         figures
                     })
                     .collect();
-                json!({
+                let mut scenario = json!({
                     "backend": s.backend,
                     "shape": s.shape,
                     "resources": s.resources,
                     "steps": steps,
-                })
+                });
+                if let Some(plain) = self.without_secrets(s) {
+                    let ratios: serde_json::Map<_, _> = (s.steps.iter())
+                        .map(|step| {
+                            let plain = plain.step(step.step).cost.wall;
+                            (step.step.to_owned(), ratio(step.cost.wall, plain).into())
+                        })
+                        .collect();
+                    scenario["secrets_ratio"] = ratios.into();
+                }
+                scenario
             })
             .collect();
         json!({
@@ -126,6 +139,7 @@ impl Report {
              write_bytes of the `up` process (/proc/<pid>/io); MB = 10^6 bytes"
         );
         self.service_table(&mut out);
+        self.secrets_table(&mut out);
         if let Some(p) = &self.plugins {
             let rows = vec![
                 vec![
@@ -161,6 +175,59 @@ impl Report {
 }
 
 impl Report {
+    /// The same scenario as `with` (a `<shape>+secrets` one) without secrets, if it ran.
+    fn without_secrets(&self, with: &Scenario) -> Option<&Scenario> {
+        let shape = with.shape.strip_suffix(SECRETS)?;
+        (self.scenarios.iter()).find(|s| {
+            s.backend == with.backend && s.shape == shape && s.resources == with.resources
+        })
+    }
+
+    /// Each step of every `<shape>+secrets` scenario beside the same step without secrets: a
+    /// distinct secret per resource must cost at most 1.5 times as much (issue 26).
+    fn secrets_table(&self, out: &mut String) {
+        let mut rows = vec![
+            [
+                "backend",
+                "shape",
+                "N",
+                "step",
+                "without",
+                "with secrets",
+                "÷ without",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        ];
+        for with in &self.scenarios {
+            let Some(plain) = self.without_secrets(with) else {
+                continue;
+            };
+            for step in &with.steps {
+                let without = plain.step(step.step).cost.wall;
+                rows.push(vec![
+                    with.backend.to_owned(),
+                    with.shape.clone(),
+                    thousands(with.resources),
+                    step.step.to_owned(),
+                    seconds(without),
+                    seconds(step.cost.wall),
+                    format!("{:.2}", ratio(step.cost.wall, without)),
+                ]);
+            }
+        }
+        if rows.len() == 1 {
+            return;
+        }
+        out.push('\n');
+        markdown(out, &rows);
+        let _ = writeln!(
+            out,
+            "\nwith secrets: every resource holds a distinct secret input, echoed as a secret \
+             output (sealed in state, learned and masked by the run)"
+        );
+    }
+
     fn on<'a>(&'a self, backend: &'a str) -> impl Iterator<Item = &'a Scenario> {
         self.scenarios.iter().filter(move |s| s.backend == backend)
     }

@@ -146,3 +146,40 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
         "no traffic on the file backend"
     );
 }
+
+/// With `--secrets`, each shape runs again with a secret in every item, and the report gives
+/// each of its steps' ratio to the same step without secrets (the issue 26 figure).
+#[test]
+fn a_tiny_run_with_secrets_reports_their_cost_per_step() {
+    let work = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_plinth-bench"))
+        .args(["--sizes", "12", "--shapes", "chains", "--secrets"])
+        .args(["--json", "--no-plugins"])
+        .arg("--plinth")
+        .arg(debug_plinth())
+        .arg("--work")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let shapes: Vec<&str> = (scenarios.iter())
+        .map(|s| s["shape"].as_str().unwrap())
+        .collect();
+    assert_eq!(shapes, ["chains", "chains+secrets"]);
+    assert!(
+        scenarios[0].get("secrets_ratio").is_none(),
+        "{}",
+        scenarios[0]
+    );
+    let ratios = scenarios[1]["secrets_ratio"].as_object().unwrap();
+    assert_eq!(ratios.len(), 7, "a ratio per step: {ratios:?}");
+    for (step, ratio) in ratios {
+        assert!(ratio.as_f64().unwrap() > 0.0, "{step}: {ratio}");
+    }
+}

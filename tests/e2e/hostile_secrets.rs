@@ -196,3 +196,23 @@ fn an_output_key_holding_a_secret_fails_the_step_and_nothing_renamed_is_recorded
         assert_nowhere(&env);
     }
 }
+
+/// A property name counts only a secret of at least `MIN_KEY_SECRET_LEN` (8) characters: a
+/// 4-character secret (`admin`, `1234`, a word names are made of) inside an output key is a
+/// coincidence more likely than a leak, and refusing it would fail every resource with such a
+/// field. The step succeeds with the key kept as returned, while every value holding the short
+/// secret is still sealed and it is masked in the logs.
+#[test]
+fn an_output_key_holding_a_short_secret_is_kept() {
+    const SHORT: &str = "k3y9";
+    let env = arena("key");
+    env.ok(&["config", "set", "token_x", SHORT, "--secret"]);
+    let (ok, up) = run(&env, &["up", "--yes", "--skip-preview"]);
+    assert!(ok, "{up}");
+    let x = exported_x(&env);
+    assert_eq!(x["outputs"][format!("key-{SHORT}")], true, "{x:#}");
+    assert_sealed(&x, "inputs", "token");
+    assert_sealed(&x, "outputs", "token");
+    let (ok, logs) = run(&env, &["logs"]);
+    assert!(ok && !logs.contains(SHORT), "{logs}");
+}

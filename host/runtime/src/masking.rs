@@ -33,6 +33,9 @@ pub const MASK: &str = "[secret]";
 /// Shorter secrets are not masked (see the module documentation).
 pub const MIN_MASKED_LEN: usize = 4;
 
+/// Shorter secrets do not count inside a property name (see [`SecretMasker::mask_key`]).
+pub const MIN_KEY_SECRET_LEN: usize = 8;
+
 /// Secrets learned since the last automaton was built are searched one by one until there are
 /// this many: a handful of substring searches cost less than building an automaton.
 const BATCH: usize = 8;
@@ -122,13 +125,9 @@ impl SecretMasker {
 
     /// True if `text` holds the plaintext of a known secret.
     pub fn contains_secret(&self, text: &str) -> bool {
-        if text.len() < MIN_MASKED_LEN {
+        let Some(known) = self.searchable(text) else {
             return false;
-        }
-        let known = self.searchable();
-        if known.secrets.is_empty() || text.len() < known.shortest {
-            return false;
-        }
+        };
         known.levels.iter().any(|level| level.finder.is_match(text))
             || known.recent.iter().any(|secret| text.contains(&**secret))
     }
@@ -137,22 +136,39 @@ impl SecretMasker {
     /// overlap (one inside another, or sharing a part), everything any of them covers is masked
     /// as one.
     pub fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if text.len() < MIN_MASKED_LEN {
+        self.mask_at_least(text, MIN_MASKED_LEN)
+    }
+
+    /// `text`, a property name, with every known secret of at least [`MIN_KEY_SECRET_LEN`]
+    /// characters masked. A name is short and made of common words (`name`, `port`, `admin`):
+    /// a short secret found in one is most likely a coincidence (a password `admin`), and
+    /// refusing every such name would fail any resource with that field; a guest that means
+    /// to leak a secret can encode it, whatever the rule.
+    pub fn mask_key<'a>(&self, key: &'a str) -> Cow<'a, str> {
+        self.mask_at_least(key, MIN_KEY_SECRET_LEN)
+    }
+
+    /// `text` with every occurrence of a known secret of at least `min` characters masked.
+    fn mask_at_least<'a>(&self, text: &'a str, min: usize) -> Cow<'a, str> {
+        if text.len() < min {
             return Cow::Borrowed(text);
         }
         // `reach[i]`: how far the longest occurrence starting at byte `i` reaches.
         let mut reach: Vec<usize> = Vec::new();
         let mut cover = |start: usize, end: usize| {
+            // Every learned secret has at least `MIN_MASKED_LEN` characters.
+            if min > MIN_MASKED_LEN && text[start..end].chars().count() < min {
+                return;
+            }
             if reach.is_empty() {
                 reach.resize(text.len(), 0);
             }
             reach[start] = reach[start].max(end);
         };
         {
-            let known = self.searchable();
-            if known.secrets.is_empty() || text.len() < known.shortest {
+            let Some(known) = self.searchable(text) else {
                 return Cow::Borrowed(text);
-            }
+            };
             for level in &known.levels {
                 for found in level.finder.find_overlapping_iter(text) {
                     cover(found.start(), found.end());
@@ -198,19 +214,25 @@ impl SecretMasker {
         self.state.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The known secrets, with the recent ones built into an automaton if there are enough.
-    fn searchable(&self) -> RwLockReadGuard<'_, Known> {
+    /// The known secrets, to search `text` for, with the recent ones built into an automaton if
+    /// there are enough; `None` if `text` is too short to hold any. Nothing is built for such a
+    /// text: most texts (property names, ids, short values) are shorter than a generated
+    /// password, and building is what learning many secrets costs.
+    fn searchable(&self, text: &str) -> Option<RwLockReadGuard<'_, Known>> {
         {
             let known = self.read();
+            if known.secrets.is_empty() || text.len() < known.shortest.max(MIN_MASKED_LEN) {
+                return None;
+            }
             if known.recent.len() < BATCH {
-                return known;
+                return Some(known);
             }
         }
         self.state
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .build_recent();
-        self.read()
+        Some(self.read())
     }
 }
 
@@ -369,6 +391,54 @@ mod tests {
         masker.learn(&secret("abc"));
         masker.learn(&Value::Secret(Box::new(Value::Bool(true))));
         assert_eq!(masker.mask("abc true"), "abc true");
+    }
+
+    /// A text shorter than every known secret (a property name, an id, a short value: most
+    /// texts) is answered without building an automaton, which is what learning thousands of
+    /// secrets costs; a text long enough builds them and finds its secret.
+    #[test]
+    fn a_text_too_short_for_any_secret_builds_nothing() {
+        let masker = SecretMasker::default();
+        for i in 0..4 * BATCH {
+            masker.learn_text(&format!("generated-password-{i:04}"));
+        }
+        for short in ["payload", "item-0123456789abcdef", "generated-password-00"] {
+            assert!(!masker.contains_secret(short), "{short}");
+            assert_eq!(masker.mask(short), short);
+            assert_eq!(masker.mask_key(short), short);
+        }
+        assert!(masker.read().levels.is_empty(), "an automaton was built");
+        assert_eq!(masker.mask("a generated-password-0003 b"), "a [secret] b");
+        let known = masker.read();
+        assert!(known.recent.is_empty() && !known.levels.is_empty());
+    }
+
+    /// A property name counts a secret only from [`MIN_KEY_SECRET_LEN`] characters, counted
+    /// as characters, whether the secret is recent or in an automaton; text counts them all.
+    #[test]
+    fn a_property_name_counts_only_secrets_of_eight_characters_or_more() {
+        let masker = SecretMasker::default();
+        for short in ["k3y9", "seven-7", "sevén-7"] {
+            masker.learn(&secret(short));
+        }
+        masker.learn(&secret("eight-88"));
+        let check = |masker: &SecretMasker| {
+            assert_eq!(
+                masker.mask_key("tag-k3y9-seven-7-sevén-7"),
+                "tag-k3y9-seven-7-sevén-7"
+            );
+            assert_eq!(masker.mask("tag-k3y9 seven-7"), "tag-[secret] [secret]");
+            assert_eq!(masker.mask_key("x-eight-88"), "x-[secret]");
+            assert_eq!(masker.mask_key("seven-7eight-88"), "seven-7[secret]");
+        };
+        check(&masker);
+        // The same once every secret is in an automaton.
+        for i in 0..BATCH {
+            masker.learn(&secret(&format!("filler-{i}-secret")));
+        }
+        assert!(!masker.contains_secret("a text long enough to be searched, holding none"));
+        assert!(masker.read().recent.is_empty());
+        check(&masker);
     }
 
     #[test]

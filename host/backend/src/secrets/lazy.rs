@@ -43,6 +43,15 @@ impl Crypter for LazyCrypter {
         self.get()?.open(sealed)
     }
 
+    // A batch goes to the crypter whole: one lock, and its own batching.
+    fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
+        self.get()?.seal_all(plaintexts)
+    }
+
+    fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
+        self.get()?.open_all(sealed)
+    }
+
     fn unlock(&self) -> Result<(), SecretsError> {
         self.get().map(drop)
     }
@@ -65,6 +74,11 @@ mod tests {
         lazy.unlock().unwrap();
         let sealed = lazy.seal("x").unwrap();
         assert_eq!(lazy.open(&sealed).unwrap(), "x");
+        let texts = vec!["a".to_owned(), "b".to_owned()];
+        assert_eq!(
+            lazy.open_all(&lazy.seal_all(&texts).unwrap()).unwrap(),
+            texts
+        );
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 

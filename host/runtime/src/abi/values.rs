@@ -173,8 +173,9 @@ pub(crate) fn map_from_wit(value: wit::Value, origin: Origin) -> Result<Property
 /// Conceals the known secrets in a value a guest sent, once its own secrets are learned: a
 /// plain string holding a secret's plaintext (an input echoed back as plain text, a connection
 /// string built from a password) or a number equal to one is marked secret, as the value it
-/// came from was. A key holding one is refused: a key cannot be secret, and renaming it would
-/// silently change the data. `node` names the value for errors.
+/// came from was. A key holding one (of at least [`crate::masking::MIN_KEY_SECRET_LEN`] characters) is
+/// refused: a key cannot be secret, and renaming it would silently change the data. `node`
+/// names the value for errors.
 fn conceal(value: Value, node: usize) -> Result<Value, ValueError> {
     let masker = secret_masker();
     Ok(match value {
@@ -202,7 +203,7 @@ fn conceal(value: Value, node: usize) -> Result<Value, ValueError> {
 fn conceal_entries(map: PropertyMap, node: usize) -> Result<PropertyMap, ValueError> {
     let mut concealed = PropertyMap::new();
     for (key, value) in map {
-        if let Cow::Owned(masked) = secret_masker().mask(&key) {
+        if let Cow::Owned(masked) = secret_masker().mask_key(&key) {
             let masked = escape_controls(&masked).into_owned();
             return Err(ValueError::SecretKey { node, masked });
         }
