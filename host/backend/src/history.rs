@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::checkpoint::PluginUse;
 use crate::error::BackendError;
 use crate::local::LocalBackend;
+use crate::run_metadata::RunMetadata;
 
 /// What a stack's history records: each run that changed its state is an update of one of
 /// these kinds. (The pending operations in a snapshot are something else: provider calls.)
@@ -82,6 +83,9 @@ pub struct HistoryEntry {
     /// never as the entry was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Where the run came from: its message, commit, branch, pull request, CI system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<RunMetadata>,
 }
 
 impl HistoryEntry {
@@ -102,6 +106,7 @@ impl HistoryEntry {
             plugins: Vec::new(),
             note: None,
             user: None,
+            metadata: None,
         }
     }
 
@@ -111,6 +116,12 @@ impl HistoryEntry {
             note: Some(note.into()),
             ..self
         }
+    }
+
+    /// The entry, saying where the run came from (nothing, if `metadata` says nothing).
+    pub fn with_metadata(self, metadata: &RunMetadata) -> HistoryEntry {
+        let metadata = (!metadata.is_empty()).then(|| metadata.clone());
+        HistoryEntry { metadata, ..self }
     }
 
     /// The entry, recording that the operation used `plugins`.

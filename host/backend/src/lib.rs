@@ -15,6 +15,7 @@ mod local_update;
 mod lock;
 mod logs;
 mod rebuild;
+pub mod run_metadata;
 pub mod secrets;
 pub mod service;
 mod stored;
@@ -35,5 +36,6 @@ pub use rebuild::{
     Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed, rebuild_sealed,
     rebuilt_as_is, seal_entry,
 };
+pub use run_metadata::RunMetadata;
 pub use transfer::ImportReport;
 pub use upgrade::OLDEST_UPGRADED_SCHEMA;

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
 use plinth_backend::{Backend, EventLog, StackRef, Update};
-use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
+use plinth_backend::{HistoryEntry, RunMetadata, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
@@ -31,6 +31,9 @@ use crate::home::{artifact_cache, plinth_home};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
 use crate::secrets::{open_config, unlock_for_update};
+use crate::json_events::{JsonEvent, JsonStream};
+use crate::run_metadata::MetadataArgs;
+use crate::run_options::RunOptions;
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
 #[derive(Args)]
@@ -55,6 +58,8 @@ pub struct CommonArgs {
     /// Also target every resource that depends on a targeted one.
     #[arg(long, requires = "targets")]
     target_dependents: bool,
+    #[command(flatten)]
+    run: RunOptions,
 }
 
 impl CommonArgs {
@@ -62,7 +67,22 @@ impl CommonArgs {
         display::View {
             show_sames: self.show_sames,
             tree: display::tree_wanted(self.flat, self.tree),
+            diff: self.run.diff,
         }
+    }
+
+    /// The resources `--target` or `--exclude` name, resolved in `snapshot`.
+    fn targets(&self, snapshot: &Snapshot) -> Result<Option<Targets>> {
+        let (queries, dependents, excluded) = if self.run.exclude.is_empty() {
+            (&self.targets, self.target_dependents, false)
+        } else {
+            (&self.run.exclude, self.run.exclude_dependents, true)
+        };
+        Ok(targets::resolve(snapshot, queries)?.map(|urns| Targets {
+            urns,
+            dependents,
+            excluded,
+        }))
     }
 }
 
@@ -110,6 +130,8 @@ pub struct UpArgs {
     /// Do not show a preview first.
     #[arg(long)]
     skip_preview: bool,
+    #[command(flatten)]
+    metadata: MetadataArgs,
 }
 
 #[derive(Args)]
@@ -125,6 +147,8 @@ pub struct DestroyArgs {
     /// Do not show a preview first.
     #[arg(long)]
     skip_preview: bool,
+    #[command(flatten)]
+    metadata: MetadataArgs,
 }
 
 #[derive(Args)]
@@ -145,6 +169,8 @@ pub struct RefreshArgs {
     /// pending create; repeatable.
     #[arg(long = "import-pending-create", value_name = "URN=ID", value_parser = parse_adoption)]
     adopt: Vec<(String, String)>,
+    #[command(flatten)]
+    metadata: MetadataArgs,
 }
 
 fn parse_adoption(arg: &str) -> Result<(String, String), String> {
@@ -167,6 +193,8 @@ struct Request {
     continue_on_error: bool,
     /// Pending creates to adopt, as given: URN (or name) and id.
     adopt: Vec<(String, String)>,
+    /// Recorded with the history entry of each recorded phase.
+    metadata: RunMetadata,
 }
 
 impl Request {
@@ -187,8 +215,17 @@ struct Ran {
 }
 
 pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
+    let json = args.common.run.json_stream()?;
+    reported(json.as_deref(), preview_with(ws, &args, json.clone()).await)
+}
+
+async fn preview_with(
+    ws: &Workspace,
+    args: &PreviewArgs,
+    json: Option<Arc<JsonStream>>,
+) -> Result<ExitCode> {
     let request = Request::change(&args.change, args.refresh);
-    let outcome = Deployer::for_preview(ws)?
+    let outcome = Deployer::for_preview(ws, json)?
         .run(UpdateKind::Update, true, &args.common, &request)
         .await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
@@ -201,22 +238,40 @@ pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
 }
 
 pub async fn up(ws: &Workspace, args: UpArgs) -> Result<ExitCode> {
-    let request = Request::change(&args.change, args.refresh);
+    let json = args.common.run.json_stream()?;
+    reported(json.as_deref(), up_with(ws, &args, json.clone()).await)
+}
+
+async fn up_with(ws: &Workspace, args: &UpArgs, json: Option<Arc<JsonStream>>) -> Result<ExitCode> {
+    let request = Request {
+        metadata: args.metadata.metadata(&ws.project.dir)?,
+        ..Request::change(&args.change, args.refresh)
+    };
     let confirm = Confirm {
         command: "up",
         question: "Do you want to perform this update?",
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Update, &args.common, &request, confirm).await
+    run_confirmed(ws, UpdateKind::Update, &args.common, &request, confirm, json).await
 }
 
 pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
+    let json = args.common.run.json_stream()?;
+    reported(json.as_deref(), destroy_with(ws, &args, json.clone()).await)
+}
+
+async fn destroy_with(
+    ws: &Workspace,
+    args: &DestroyArgs,
+    json: Option<Arc<JsonStream>>,
+) -> Result<ExitCode> {
     let request = Request {
         continue_on_error: args.continue_on_error,
+        metadata: args.metadata.metadata(&ws.project.dir)?,
         ..Request::default()
     };
-    let question = if args.common.targets.is_empty() {
+    let question = if args.common.targets.is_empty() && args.common.run.exclude.is_empty() {
         "Do you want to delete every resource of this stack?"
     } else {
         "Do you want to delete the targeted resources?"
@@ -227,16 +282,26 @@ pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Destroy, &args.common, &request, confirm).await
+    run_confirmed(ws, UpdateKind::Destroy, &args.common, &request, confirm, json).await
 }
 
 pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
+    let json = args.common.run.json_stream()?;
+    reported(json.as_deref(), refresh_with(ws, &args, json.clone()).await)
+}
+
+async fn refresh_with(
+    ws: &Workspace,
+    args: &RefreshArgs,
+    json: Option<Arc<JsonStream>>,
+) -> Result<ExitCode> {
     let request = Request {
         adopt: args.adopt.clone(),
+        metadata: args.metadata.metadata(&ws.project.dir)?,
         ..Request::default()
     };
     if args.expect_no_changes {
-        let outcome = Deployer::for_preview(ws)?
+        let outcome = Deployer::for_preview(ws, json)?
             .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
@@ -254,7 +319,17 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Refresh, &args.common, &request, confirm).await
+    run_confirmed(ws, UpdateKind::Refresh, &args.common, &request, confirm, json).await
+}
+
+/// With `--json`, a command's error is the stream's last line; it is shown on stderr too.
+fn reported(json: Option<&JsonStream>, result: Result<ExitCode>) -> Result<ExitCode> {
+    if let (Some(json), Err(error)) = (json, &result) {
+        json.write(&JsonEvent::Error {
+            message: format!("{error:#}"),
+        });
+    }
+    result
 }
 
 /// How a command that changes the stack asks before it does.
@@ -272,8 +347,9 @@ async fn run_confirmed(
     common: &CommonArgs,
     request: &Request,
     how: Confirm,
+    json: Option<Arc<JsonStream>>,
 ) -> Result<ExitCode> {
-    let deployer = Deployer::for_update(ws, how.command)?;
+    let deployer = Deployer::for_update(ws, how.command, json)?;
     if !how.skip_preview {
         let plan = deployer.run(kind, true, common, request).await?;
         if plan.changes.changes() == 0 {
@@ -307,24 +383,35 @@ struct Deployer<'a> {
     /// Where the reported duration counts from: the command's start, less any wait for a
     /// confirmation.
     started: Cell<Instant>,
+    /// With `--json`, where the events go instead of the display.
+    json: Option<Arc<JsonStream>>,
 }
 
 impl<'a> Deployer<'a> {
     /// For runs that only preview: they record nothing, so they need the stack's secrets only
     /// to open those its configuration or state holds.
-    fn for_preview(ws: &'a Workspace) -> Result<Deployer<'a>> {
-        Deployer::new(ws, "preview", ws.stack()?)
+    fn for_preview(ws: &'a Workspace, json: Option<Arc<JsonStream>>) -> Result<Deployer<'a>> {
+        Deployer::new(ws, "preview", ws.stack()?, json)
     }
 
     /// For runs that record what they do: the stack's secrets must work before anything
     /// starts.
-    fn for_update(ws: &'a Workspace, command: &'static str) -> Result<Deployer<'a>> {
+    fn for_update(
+        ws: &'a Workspace,
+        command: &'static str,
+        json: Option<Arc<JsonStream>>,
+    ) -> Result<Deployer<'a>> {
         let stack = ws.stack()?;
         unlock_for_update(ws.backend.as_ref(), &stack)?;
-        Deployer::new(ws, command, stack)
+        Deployer::new(ws, command, stack, json)
     }
 
-    fn new(ws: &'a Workspace, command: &'static str, stack: StackRef) -> Result<Deployer<'a>> {
+    fn new(
+        ws: &'a Workspace,
+        command: &'static str,
+        stack: StackRef,
+        json: Option<Arc<JsonStream>>,
+    ) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack.name).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
@@ -351,6 +438,7 @@ impl<'a> Deployer<'a> {
             providers,
             used,
             started: Cell::new(ws.started),
+            json,
         })
     }
 
@@ -392,10 +480,7 @@ impl<'a> Deployer<'a> {
         };
         journal_notes::warn_journal(&self.stack.to_string(), &loaded);
         let running = loaded.running.is_some();
-        let targets = targets::resolve(&loaded.snapshot, &common.targets)?.map(|urns| Targets {
-            urns,
-            dependents: common.target_dependents,
-        });
+        let targets = common.targets(&loaded.snapshot)?;
         // Resolved before anything runs: a misspelt name must not leave a refresh done.
         let replace = (request.replace.iter())
             .map(|urn| targets::resolve_one(&loaded.snapshot, urn))
@@ -430,7 +515,7 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors)?;
+            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors, request)?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
@@ -469,7 +554,7 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors)?;
+            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors, request)?;
             // The last phase: the update ends (on the service, a request) before the states are
             // freed, megabytes of small allocations, not after.
             drop(update.take());
@@ -510,6 +595,15 @@ impl<'a> Deployer<'a> {
         if !running {
             pending::warn_pending(base);
         }
+        if let Some(json) = &self.json {
+            json.write(&JsonEvent::PhaseStarted {
+                command: self.command.to_owned(),
+                project: project.to_string(),
+                stack: self.stack.to_string(),
+                kind: kind.to_string(),
+                preview,
+            });
+        }
         let (recorder, log) = match update {
             None => (None, None),
             Some(update) => {
@@ -525,6 +619,7 @@ impl<'a> Deployer<'a> {
             log: std::sync::Mutex::new(log),
             started: SystemTime::now(),
             command_started: self.started.get(),
+            json: self.json.clone(),
         })
     }
 
@@ -535,6 +630,7 @@ impl<'a> Deployer<'a> {
         phase: &Phase,
         changes: &ChangeSummary,
         errors: &[String],
+        request: &Request,
     ) -> Result<()> {
         let Some(update) = update else {
             return Ok(());
@@ -545,7 +641,8 @@ impl<'a> Deployer<'a> {
             UpdateResult::Failed
         };
         let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
-            .with_plugins(self.used.list());
+            .with_plugins(self.used.list())
+            .with_metadata(&request.metadata);
         Ok(update.complete(&entry)?)
     }
 }
@@ -594,6 +691,7 @@ struct Phase {
     started: SystemTime,
     /// Where the duration shown at the end counts from.
     command_started: Instant,
+    json: Option<Arc<JsonStream>>,
 }
 
 impl Phase {
@@ -633,13 +731,19 @@ impl Phase {
             UpdateKind::Refresh => display::RunKind::Refresh,
             _ => display::RunKind::Change,
         };
-        let display = tokio::spawn(display::render(
-            receiver,
-            self.preview,
-            view,
-            words,
-            self.command_started,
-        ));
+        let display = match self.json.clone() {
+            Some(json) => {
+                let preview = self.preview;
+                tokio::spawn(async move { json.render(receiver, preview).await })
+            }
+            None => tokio::spawn(display::render(
+                receiver,
+                self.preview,
+                view,
+                words,
+                self.command_started,
+            )),
+        };
         let outcome = start(events).await;
         if let Some(logging) = logging {
             // The engine is done, so the events end and the log is made durable.
