@@ -52,12 +52,16 @@ fn exclude_keeps_the_excluded_even_when_the_program_drops_them() {
     let kept = [("a", "v"), ("b", "v"), ("c", "v2"), ("d", "v")];
     assert_eq!(values(&env), expect(&kept));
 
-    // With its dependents: excluding `b` leaves `c` too; `a` changes, and `d`, no longer
-    // excluded, goes.
+    // With its dependents: excluding `b` leaves `c` too, and `d` (which depends on `c`), though
+    // the program dropped it; `a` changes.
     env.config("value_a", "v3");
     env.config("value_c", "v3");
     env.ok(&["up", "--yes", "--exclude", "b", "--exclude-dependents"]);
-    let kept = [("a", "v3"), ("b", "v"), ("c", "v2")];
+    let kept = [("a", "v3"), ("b", "v"), ("c", "v2"), ("d", "v")];
+    assert_eq!(values(&env), expect(&kept));
+    // Without exclusions, `d` goes.
+    env.ok(&["up", "--yes"]);
+    let kept = [("a", "v3"), ("b", "v"), ("c", "v3")];
     assert_eq!(values(&env), expect(&kept));
 }
 
@@ -67,10 +71,12 @@ fn an_excluding_destroy_and_refresh_leave_the_excluded_alone() {
     // A refresh reads back every resource but the excluded ones.
     let out = env.ok(&["refresh", "--yes", "--exclude", "a", "--exclude-dependents", "--flat", "--show-sames"]);
     assert!(!out.contains("testkit:Echo"), "{out}");
-    // `b` depends on `a`: excluding `b` keeps `a` too, and says why.
+    // `b` depends on `a`: a destroy excluding `b` would have to keep `a`, and says so in its
+    // preview, before anything is deleted.
     let err = env.fails(&["destroy", "--yes", "--exclude", "b"]);
-    assert!(err.contains("is excluded"), "{err}");
-    assert_eq!(values(&env), expect(&[("a", "v"), ("b", "v")]));
+    assert!(err.contains("b depends on it and is excluded"), "{err}");
+    let all = [("a", "v"), ("b", "v"), ("c", "v"), ("d", "v")];
+    assert_eq!(values(&env), expect(&all));
     // Excluding `a` alone: its dependents go, it stays.
     env.ok(&["destroy", "--yes", "--exclude", "a"]);
     assert_eq!(values(&env), expect(&[("a", "v")]));

@@ -125,6 +125,7 @@ fn every_command_writes_events_the_schema_describes_and_no_secret() {
     let destroy = succeeded(&env, &["destroy", "--json", "--yes"]);
     let deleted: Vec<&Value> = (of_type(&destroy, "step-ended").into_iter())
         .filter(|e| e["op"] == "delete" && e["duration_seconds"].is_number())
+        .filter(|e| e["resource_type"] == "testkit:Echo")
         .collect();
     assert_eq!(deleted.len(), 2, "{deleted:?}");
     assert!(env.resources().is_empty());
@@ -153,6 +154,17 @@ fn a_failing_run_ends_with_an_error_event_and_a_failed_exit() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["type"], "error");
     assert!(events[0]["message"].as_str().unwrap().contains("nosuch"), "{events:?}");
+
+    // So is one before the project is found.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = (env.command(&["destroy", "--json", "--yes"]))
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let events = events(&out);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0]["message"].as_str().unwrap().contains("Plinth.yaml"), "{events:?}");
 }
 
 #[test]

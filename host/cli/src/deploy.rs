@@ -214,9 +214,15 @@ struct Ran {
     changes: ChangeSummary,
 }
 
-pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
+/// `plinth preview`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn preview(open: impl FnOnce() -> Result<Workspace>, args: PreviewArgs) -> Result<ExitCode> {
     let json = args.common.run.json_stream()?;
-    reported(json.as_deref(), preview_with(ws, &args, json.clone()).await)
+    let result = match open() {
+        Ok(ws) => preview_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
 }
 
 async fn preview_with(
@@ -237,9 +243,15 @@ async fn preview_with(
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn up(ws: &Workspace, args: UpArgs) -> Result<ExitCode> {
+/// `plinth up`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn up(open: impl FnOnce() -> Result<Workspace>, args: UpArgs) -> Result<ExitCode> {
     let json = args.common.run.json_stream()?;
-    reported(json.as_deref(), up_with(ws, &args, json.clone()).await)
+    let result = match open() {
+        Ok(ws) => up_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
 }
 
 async fn up_with(ws: &Workspace, args: &UpArgs, json: Option<Arc<JsonStream>>) -> Result<ExitCode> {
@@ -256,9 +268,15 @@ async fn up_with(ws: &Workspace, args: &UpArgs, json: Option<Arc<JsonStream>>) -
     run_confirmed(ws, UpdateKind::Update, &args.common, &request, confirm, json).await
 }
 
-pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
+/// `plinth destroy`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn destroy(open: impl FnOnce() -> Result<Workspace>, args: DestroyArgs) -> Result<ExitCode> {
     let json = args.common.run.json_stream()?;
-    reported(json.as_deref(), destroy_with(ws, &args, json.clone()).await)
+    let result = match open() {
+        Ok(ws) => destroy_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
 }
 
 async fn destroy_with(
@@ -285,9 +303,15 @@ async fn destroy_with(
     run_confirmed(ws, UpdateKind::Destroy, &args.common, &request, confirm, json).await
 }
 
-pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
+/// `plinth refresh`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn refresh(open: impl FnOnce() -> Result<Workspace>, args: RefreshArgs) -> Result<ExitCode> {
     let json = args.common.run.json_stream()?;
-    reported(json.as_deref(), refresh_with(ws, &args, json.clone()).await)
+    let result = match open() {
+        Ok(ws) => refresh_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
 }
 
 async fn refresh_with(
