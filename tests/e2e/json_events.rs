@@ -21,7 +21,7 @@ fn validator() -> jsonschema::Validator {
 }
 
 /// Every line of `out`'s stdout, each checked against the schema; the secret is on none.
-fn events(out: &Output) -> Vec<Value> {
+fn json_lines(out: &Output) -> Vec<Value> {
     let stdout = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(!stdout.contains(SECRET), "a secret on stdout:\n{stdout}");
     let validator = validator();
@@ -51,7 +51,7 @@ fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
 fn succeeded(env: &Env, args: &[&str]) -> Vec<Value> {
     let out = env.run(args);
     assert!(out.status.success(), "{args:?} failed:\n{}", printed_err(&out));
-    let events = events(&out);
+    let events = json_lines(&out);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "summary", "{last}");
     assert_eq!(last["failed"], false, "{last}");
@@ -137,7 +137,7 @@ fn a_failing_run_ends_with_an_error_event_and_a_failed_exit() {
     env.config("fault", "fail");
     let out = env.run(&["up", "--json", "--yes", "--skip-preview"]);
     assert!(!out.status.success());
-    let events = events(&out);
+    let events = json_lines(&out);
     let failed = of_type(&events, "step-failed");
     assert_eq!(failed.len(), 1, "{events:?}");
     assert_eq!(failed[0]["name"], "faulty");
@@ -150,7 +150,7 @@ fn a_failing_run_ends_with_an_error_event_and_a_failed_exit() {
     // An error before any phase (an unknown --exclude) is an event too.
     let out = env.run(&["preview", "--json", "--exclude", "nosuch"]);
     assert!(!out.status.success());
-    let events = events(&out);
+    let events = json_lines(&out);
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["type"], "error");
     assert!(events[0]["message"].as_str().unwrap().contains("nosuch"), "{events:?}");
@@ -162,7 +162,7 @@ fn a_failing_run_ends_with_an_error_event_and_a_failed_exit() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let events = events(&out);
+    let events = json_lines(&out);
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(events[0]["message"].as_str().unwrap().contains("Plinth.yaml"), "{events:?}");
 }
@@ -180,6 +180,6 @@ fn diff_shows_each_changed_property_old_and_new_with_secrets_masked() {
     assert!(!out.contains('\u{1b}'), "{out}");
     // A destroy lists what each delete removes.
     let out = env.ok(&["destroy", "--diff", "--flat", "--yes"]);
-    assert!(out.contains("- value: \"w\""), "{out}");
+    assert!(out.contains("- replace_key: \"r\""), "{out}");
     assert!(out.contains("- token: [secret]"), "{out}");
 }

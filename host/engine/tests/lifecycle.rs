@@ -485,6 +485,24 @@ async fn exclude_changes_everything_but_the_excluded_and_never_deletes_them() {
 }
 
 #[tokio::test]
+async fn a_refresh_excluding_a_resource_leaves_its_drift_unrecorded() {
+    let mut h = fresh(chain()).await;
+    edit_out_of_band(&h, "d", "v", "edited");
+    edit_out_of_band(&h, "a", "v", "edited");
+    let outcome = h
+        .refresh(RefreshOptions {
+            targets: excluded(&["d"], false),
+            ..Default::default()
+        })
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.update, 1);
+    let value = |h: &Harness, name| h.state(name).inputs.get("v").cloned();
+    assert_eq!(value(&h, "a"), Some(Value::String("edited".into())));
+    assert_eq!(value(&h, "d"), Some(Value::String("independent".into())));
+}
+
+#[tokio::test]
 async fn an_excluding_destroy_keeps_the_excluded_and_what_they_need() {
     let mut h = fresh(chain()).await;
     let destroy = |t| Options {
