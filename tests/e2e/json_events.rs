@@ -29,13 +29,26 @@ fn json_lines(out: &Output) -> Vec<Value> {
         .map(|line| {
             let event: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\nstdout:\n{stdout}"));
-            let errors: Vec<String> = validator.iter_errors(&event).map(|e| e.to_string()).collect();
-            assert!(errors.is_empty(), "{line}\ndoes not fit the schema: {errors:?}");
+            let errors: Vec<String> = validator
+                .iter_errors(&event)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{line}\ndoes not fit the schema: {errors:?}"
+            );
             event
         })
         .collect();
-    assert!(!events.is_empty(), "no events; stderr:\n{}", printed_err(out));
-    let numbers: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    assert!(
+        !events.is_empty(),
+        "no events; stderr:\n{}",
+        printed_err(out)
+    );
+    let numbers: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
     assert_eq!(numbers, (1..=events.len() as u64).collect::<Vec<_>>());
     events
 }
@@ -50,7 +63,11 @@ fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
 
 fn succeeded(env: &Env, args: &[&str]) -> Vec<Value> {
     let out = env.run(args);
-    assert!(out.status.success(), "{args:?} failed:\n{}", printed_err(&out));
+    assert!(
+        out.status.success(),
+        "{args:?} failed:\n{}",
+        printed_err(&out)
+    );
     let events = json_lines(&out);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "summary", "{last}");
@@ -74,9 +91,15 @@ fn every_command_writes_events_the_schema_describes_and_no_secret() {
     let preview = succeeded(&env, &["preview", "--json"]);
     let phase = of_type(&preview, "phase-started");
     assert_eq!(phase.len(), 1);
-    assert_eq!((phase[0]["kind"].as_str(), phase[0]["preview"].as_bool()), (Some("update"), Some(true)));
+    assert_eq!(
+        (phase[0]["kind"].as_str(), phase[0]["preview"].as_bool()),
+        (Some("update"), Some(true))
+    );
     let planned = of_type(&preview, "step-ended");
-    assert!(planned.iter().all(|e| e["duration_seconds"].is_null()), "{planned:?}");
+    assert!(
+        planned.iter().all(|e| e["duration_seconds"].is_null()),
+        "{planned:?}"
+    );
 
     let up = succeeded(&env, &["up", "--json", "--yes"]);
     // The preview, then the update.
@@ -95,14 +118,23 @@ fn every_command_writes_events_the_schema_describes_and_no_secret() {
     let token = (created["diff"].as_array().unwrap().iter())
         .find(|c| c["path"] == "token")
         .expect("the token in the diff");
-    assert_eq!((&token["kind"], &token["new"]), (&Value::from("add"), &Value::from("[secret]")));
+    assert_eq!(
+        (&token["kind"], &token["new"]),
+        (&Value::from("add"), &Value::from("[secret]"))
+    );
     // The stack's outputs come just before the summary.
     let outputs = &up[up.len() - 2];
     assert_eq!(outputs["type"], "outputs", "{outputs}");
     assert_eq!(outputs["new"]["count"], 2);
 
     // A change: the diff has old and new; the secret is still masked.
-    env.ok(&["config", "set", "token_a", "tok-json-second-5e3c", "--secret"]);
+    env.ok(&[
+        "config",
+        "set",
+        "token_a",
+        "tok-json-second-5e3c",
+        "--secret",
+    ]);
     env.config("value_a", "w");
     let up = succeeded(&env, &["up", "--json", "--yes", "--skip-preview"]);
     let updated = (of_type(&up, "step-ended").into_iter())
@@ -110,9 +142,15 @@ fn every_command_writes_events_the_schema_describes_and_no_secret() {
         .expect("a's update");
     let diff = updated["diff"].as_array().unwrap();
     let value = diff.iter().find(|c| c["path"] == "value").unwrap();
-    assert_eq!((&value["old"], &value["new"]), (&Value::from(HOSTILE), &Value::from("w")));
+    assert_eq!(
+        (&value["old"], &value["new"]),
+        (&Value::from(HOSTILE), &Value::from("w"))
+    );
     let token = diff.iter().find(|c| c["path"] == "token").unwrap();
-    assert_eq!((&token["old"], &token["new"]), (&Value::from("[secret]"), &Value::from("[secret]")));
+    assert_eq!(
+        (&token["old"], &token["new"]),
+        (&Value::from("[secret]"), &Value::from("[secret]"))
+    );
     let stdout = String::from_utf8(env.run(&["preview", "--json"]).stdout).unwrap();
     assert!(!stdout.contains("second-5e3c"), "{stdout}");
 
@@ -145,7 +183,10 @@ fn a_failing_run_ends_with_an_error_event_and_a_failed_exit() {
     assert_eq!(summary[0]["failed"], true);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "error", "{last}");
-    assert!(last["message"].as_str().unwrap().contains("failed"), "{last}");
+    assert!(
+        last["message"].as_str().unwrap().contains("failed"),
+        "{last}"
+    );
 
     // An error before any phase (an unknown --exclude) is an event too.
     let out = env.run(&["preview", "--json", "--exclude", "nosuch"]);
@@ -153,7 +194,10 @@ fn a_failing_run_ends_with_an_error_event_and_a_failed_exit() {
     let events = json_lines(&out);
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["type"], "error");
-    assert!(events[0]["message"].as_str().unwrap().contains("nosuch"), "{events:?}");
+    assert!(
+        events[0]["message"].as_str().unwrap().contains("nosuch"),
+        "{events:?}"
+    );
 
     // So is one before the project is found.
     let elsewhere = tempfile::tempdir().unwrap();
@@ -164,19 +208,37 @@ fn a_failing_run_ends_with_an_error_event_and_a_failed_exit() {
     assert!(!out.status.success());
     let events = json_lines(&out);
     assert_eq!(events.len(), 1, "{events:?}");
-    assert!(events[0]["message"].as_str().unwrap().contains("Plinth.yaml"), "{events:?}");
+    assert!(
+        events[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Plinth.yaml"),
+        "{events:?}"
+    );
 }
 
 #[test]
 fn diff_shows_each_changed_property_old_and_new_with_secrets_masked() {
     let env = hostile_env();
     env.ok(&["up", "--yes"]);
-    env.ok(&["config", "set", "token_a", "tok-json-second-5e3c", "--secret"]);
+    env.ok(&[
+        "config",
+        "set",
+        "token_a",
+        "tok-json-second-5e3c",
+        "--secret",
+    ]);
     env.config("value_a", "w");
     let out = env.ok(&["preview", "--diff", "--flat"]);
-    assert!(out.contains(r#"~ value: "v\"\n\u{1b}[31m{\"type\":\"summary\"}" => "w""#), "{out}");
+    assert!(
+        out.contains(r#"~ value: "v\"\n\u{1b}[31m{\"type\":\"summary\"}" => "w""#),
+        "{out}"
+    );
     assert!(out.contains("~ token: [secret] => [secret]"), "{out}");
-    assert!(!out.contains(SECRET) && !out.contains("second-5e3c"), "{out}");
+    assert!(
+        !out.contains(SECRET) && !out.contains("second-5e3c"),
+        "{out}"
+    );
     assert!(!out.contains('\u{1b}'), "{out}");
     // A destroy lists what each delete removes.
     let out = env.ok(&["destroy", "--diff", "--flat", "--yes"]);

@@ -46,8 +46,16 @@ fn records_and_shows_metadata(env: Env) {
         ("GITHUB_REF_NAME", "42/merge"),
         ("GITHUB_HEAD_REF", "feature"),
     ];
-    let out = run_in_ci(&env, &["up", "--yes", "--message", HOSTILE_MESSAGE], &github);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_in_ci(
+        &env,
+        &["up", "--yes", "--message", HOSTILE_MESSAGE],
+        &github,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let entries = history(&env);
     assert_eq!(entries[0]["version"], 1);
     let metadata = &entries[0]["metadata"];
@@ -64,18 +72,34 @@ fn records_and_shows_metadata(env: Env) {
         ("CI_MERGE_REQUEST_IID", "7"),
     ];
     let out = run_in_ci(&env, &["destroy", "--yes"], &gitlab);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let entries = history(&env);
     assert_eq!(entries[0]["version"], 2);
     let metadata = &entries[0]["metadata"];
-    assert_eq!((&metadata["ci"], &metadata["pull_request"]), (&Value::from("gitlab-ci"), &Value::from("7")));
+    assert_eq!(
+        (&metadata["ci"], &metadata["pull_request"]),
+        (&Value::from("gitlab-ci"), &Value::from("7"))
+    );
     assert!(metadata.get("message").is_none(), "{metadata}");
 
     // The table shows it under each row, escaped: no terminal control, no line of its own.
     let table = env.ok(&["stack", "history"]);
-    assert!(table.contains(r"message: deploy \u{1b}[2Jcleared\nsecond line"), "{table}");
-    assert!(table.contains("ci: github-actions  commit: 0123abcd  branch: feature  pull request: 42"), "{table}");
-    assert!(!table.contains('\u{1b}') && !table.contains("\nsecond line"), "{table}");
+    assert!(
+        table.contains(r"message: deploy \u{1b}[2Jcleared\nsecond line"),
+        "{table}"
+    );
+    assert!(
+        table.contains("ci: github-actions  commit: 0123abcd  branch: feature  pull request: 42"),
+        "{table}"
+    );
+    assert!(
+        !table.contains('\u{1b}') && !table.contains("\nsecond line"),
+        "{table}"
+    );
 
     // A message past the cap is refused before anything runs.
     let long = "m".repeat(1025);
@@ -110,7 +134,11 @@ fn outside_ci_the_projects_git_commit_and_branch_are_recorded() {
             .current_dir(&env.project)
             .output()
             .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     };
     git(&["init", "-q", "-b", "trunk"]);
@@ -118,7 +146,11 @@ fn outside_ci_the_projects_git_commit_and_branch_are_recorded() {
     git(&["commit", "-q", "-m", "init"]);
     let commit = git(&["rev-parse", "HEAD"]);
     let out = run_in_ci(&env, &["up", "--yes"], &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let metadata = &history(&env)[0]["metadata"];
     assert_eq!(metadata["commit"], commit.as_str());
     assert_eq!(metadata["branch"], "trunk");

@@ -28,12 +28,12 @@ use crate::build::component_path;
 use crate::grant_advice::PlinthYamlAdvice;
 use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
+use crate::json_events::{JsonEvent, JsonStream};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store};
-use crate::secrets::{open_config, unlock_for_update};
-use crate::json_events::{JsonEvent, JsonStream};
 use crate::run_metadata::MetadataArgs;
 use crate::run_options::RunOptions;
+use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
 #[derive(Args)]
@@ -216,7 +216,10 @@ struct Ran {
 
 /// `plinth preview`, in the workspace `open` opens (a failure to open it is the stream's error
 /// event too, with `--json`).
-pub async fn preview(open: impl FnOnce() -> Result<Workspace>, args: PreviewArgs) -> Result<ExitCode> {
+pub async fn preview(
+    open: impl FnOnce() -> Result<Workspace>,
+    args: PreviewArgs,
+) -> Result<ExitCode> {
     let json = args.common.run.json_stream()?;
     let result = match open() {
         Ok(ws) => preview_with(&ws, &args, json.clone()).await,
@@ -265,12 +268,23 @@ async fn up_with(ws: &Workspace, args: &UpArgs, json: Option<Arc<JsonStream>>) -
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Update, &args.common, &request, confirm, json).await
+    run_confirmed(
+        ws,
+        UpdateKind::Update,
+        &args.common,
+        &request,
+        confirm,
+        json,
+    )
+    .await
 }
 
 /// `plinth destroy`, in the workspace `open` opens (a failure to open it is the stream's error
 /// event too, with `--json`).
-pub async fn destroy(open: impl FnOnce() -> Result<Workspace>, args: DestroyArgs) -> Result<ExitCode> {
+pub async fn destroy(
+    open: impl FnOnce() -> Result<Workspace>,
+    args: DestroyArgs,
+) -> Result<ExitCode> {
     let json = args.common.run.json_stream()?;
     let result = match open() {
         Ok(ws) => destroy_with(&ws, &args, json.clone()).await,
@@ -300,12 +314,23 @@ async fn destroy_with(
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Destroy, &args.common, &request, confirm, json).await
+    run_confirmed(
+        ws,
+        UpdateKind::Destroy,
+        &args.common,
+        &request,
+        confirm,
+        json,
+    )
+    .await
 }
 
 /// `plinth refresh`, in the workspace `open` opens (a failure to open it is the stream's error
 /// event too, with `--json`).
-pub async fn refresh(open: impl FnOnce() -> Result<Workspace>, args: RefreshArgs) -> Result<ExitCode> {
+pub async fn refresh(
+    open: impl FnOnce() -> Result<Workspace>,
+    args: RefreshArgs,
+) -> Result<ExitCode> {
     let json = args.common.run.json_stream()?;
     let result = match open() {
         Ok(ws) => refresh_with(&ws, &args, json.clone()).await,
@@ -343,7 +368,15 @@ async fn refresh_with(
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Refresh, &args.common, &request, confirm, json).await
+    run_confirmed(
+        ws,
+        UpdateKind::Refresh,
+        &args.common,
+        &request,
+        confirm,
+        json,
+    )
+    .await
 }
 
 /// With `--json`, a command's error is the stream's last line; it is shown on stderr too.
@@ -539,7 +572,13 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors, request)?;
+            self.ended(
+                &mut update,
+                &phase,
+                &outcome.changes,
+                &outcome.errors,
+                request,
+            )?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
@@ -578,7 +617,13 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors, request)?;
+            self.ended(
+                &mut update,
+                &phase,
+                &outcome.changes,
+                &outcome.errors,
+                request,
+            )?;
             // The last phase: the update ends (on the service, a request) before the states are
             // freed, megabytes of small allocations, not after.
             drop(update.take());

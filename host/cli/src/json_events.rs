@@ -283,9 +283,12 @@ impl JsonStream {
         while let Some(event) = events.recv().await {
             let mut shown = JsonEvent::of(&event);
             match (&event, &mut shown) {
-                (_, JsonEvent::StepEnded {
-                    duration_seconds, ..
-                }) if preview => *duration_seconds = None,
+                (
+                    _,
+                    JsonEvent::StepEnded {
+                        duration_seconds, ..
+                    },
+                ) if preview => *duration_seconds = None,
                 (Event::StepFailed { step, error }, _) => {
                     failures.push(format!("{}: {error}", step.urn));
                     failures.push(error.clone());

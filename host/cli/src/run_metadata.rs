@@ -52,7 +52,10 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> RunMetadata {
         // A pull request's run is on `refs/pull/N/merge`; its branch is the head's.
         let pull_request = var("GITHUB_REF").and_then(|r| {
             let number = r.strip_prefix("refs/pull/")?.strip_suffix("/merge")?;
-            number.bytes().all(|b| b.is_ascii_digit()).then(|| capped(number.to_owned()))
+            number
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| capped(number.to_owned()))
         });
         return RunMetadata {
             ci: Some("github-actions".into()),

@@ -511,7 +511,11 @@ async fn an_excluding_destroy_keeps_the_excluded_and_what_they_need() {
     };
     // `b` depends on `a`: excluding `b` alone refuses `a`'s delete, naming the way out.
     let outcome = h
-        .run_with(Box::new(EmptyProgram), false, destroy(excluded(&["b"], false)))
+        .run_with(
+            Box::new(EmptyProgram),
+            false,
+            destroy(excluded(&["b"], false)),
+        )
         .await;
     assert!(
         (outcome.errors.iter()).any(|e| e.contains("is excluded; do not pass `--exclude")),
@@ -525,7 +529,11 @@ async fn an_excluding_destroy_keeps_the_excluded_and_what_they_need() {
 
     h.provider.clear_calls();
     let outcome = h
-        .run_with(Box::new(EmptyProgram), false, destroy(excluded(&["a"], true)))
+        .run_with(
+            Box::new(EmptyProgram),
+            false,
+            destroy(excluded(&["a"], true)),
+        )
         .await;
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     assert_eq!(h.sorted_names(), ["a", "b"]);

@@ -50,7 +50,9 @@ pub fn step_diff(step: &StepInfo) -> Vec<PropertyChange> {
         let before = changes.len();
         compare(key.clone(), old.get(key), new.get(key), &mut changes);
         let replaces = step.replaces.contains(key);
-        changes[before..].iter_mut().for_each(|c| c.replaces = replaces);
+        changes[before..]
+            .iter_mut()
+            .for_each(|c| c.replaces = replaces);
     }
     changes
 }
@@ -108,15 +110,24 @@ mod tests {
         let secret = |s: &str| Value::Secret(Box::new(Value::from(s)));
         let old: PropertyMap = [
             ("path".to_owned(), Value::from("a")),
-            ("tags".to_owned(), Value::Object([("env".to_owned(), Value::from("dev"))].into())),
-            ("list".to_owned(), Value::Array(vec![Value::from(1i64), Value::from(2i64)])),
+            (
+                "tags".to_owned(),
+                Value::Object([("env".to_owned(), Value::from("dev"))].into()),
+            ),
+            (
+                "list".to_owned(),
+                Value::Array(vec![Value::from(1i64), Value::from(2i64)]),
+            ),
             ("token".to_owned(), secret("old")),
             ("same".to_owned(), Value::from(true)),
         ]
         .into();
         let new: PropertyMap = [
             ("path".to_owned(), Value::from("b")),
-            ("tags".to_owned(), Value::Object([("env".to_owned(), Value::from("prod"))].into())),
+            (
+                "tags".to_owned(),
+                Value::Object([("env".to_owned(), Value::from("prod"))].into()),
+            ),
             ("list".to_owned(), Value::Array(vec![Value::from(1i64)])),
             ("token".to_owned(), secret("new")),
             ("same".to_owned(), Value::from(true)),
