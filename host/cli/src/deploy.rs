@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use console::style;
 use plinth_backend::{Backend, EventLog, StackRef, Update};
-use plinth_backend::{HistoryEntry, UpdateKind, UpdateResult, UsedPlugins};
+use plinth_backend::{HistoryEntry, RunMetadata, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
@@ -32,10 +32,13 @@ use crate::build::component_path;
 use crate::grant_advice::PlinthYamlAdvice;
 use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
+use crate::json_events::{JsonEvent, JsonStream};
 use crate::plan_file::{self, Plan, PlanOptions, StateMark};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::{lockfile, resolve::resolve, store::Store, store::file_sha256};
 use crate::policy::{self, PolicyArgs};
+use crate::run_metadata::MetadataArgs;
+use crate::run_options::RunOptions;
 use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
@@ -61,6 +64,8 @@ pub struct CommonArgs {
     /// Also target every resource that depends on a targeted one.
     #[arg(long, requires = "targets")]
     target_dependents: bool,
+    #[command(flatten)]
+    run: RunOptions,
 }
 
 impl CommonArgs {
@@ -68,7 +73,22 @@ impl CommonArgs {
         display::View {
             show_sames: self.show_sames,
             tree: display::tree_wanted(self.flat, self.tree),
+            diff: self.run.diff,
         }
+    }
+
+    /// The resources `--target` or `--exclude` name, resolved in `snapshot`.
+    fn targets(&self, snapshot: &Snapshot) -> Result<Option<Targets>> {
+        let (queries, dependents, excluded) = if self.run.exclude.is_empty() {
+            (&self.targets, self.target_dependents, false)
+        } else {
+            (&self.run.exclude, self.run.exclude_dependents, true)
+        };
+        Ok(targets::resolve(snapshot, queries)?.map(|urns| Targets {
+            urns,
+            dependents,
+            excluded,
+        }))
     }
 }
 
@@ -102,7 +122,8 @@ pub struct PreviewArgs {
     #[arg(long)]
     expect_no_changes: bool,
     /// Save the plan to FILE, for `plinth up --plan FILE` to apply exactly that or nothing.
-    #[arg(long, value_name = "FILE")]
+    /// (A plan does not record `--exclude` yet, so the two are refused together.)
+    #[arg(long, value_name = "FILE", conflicts_with = "exclude")]
     save_plan: Option<PathBuf>,
 }
 
@@ -125,12 +146,16 @@ pub struct UpArgs {
     /// preview that checks it cannot be skipped, and its options are the plan's.
     #[arg(long, value_name = "FILE", conflicts_with_all = PLAN_FIXES)]
     plan: Option<PathBuf>,
+    #[command(flatten)]
+    metadata: MetadataArgs,
 }
 
 /// What a saved plan fixes, which `up --plan` therefore does not take.
-const PLAN_FIXES: [&str; 5] = [
+const PLAN_FIXES: [&str; 7] = [
     "targets",
     "target_dependents",
+    "exclude",
+    "exclude_dependents",
     "replace",
     "refresh",
     "skip_preview",
@@ -149,6 +174,8 @@ pub struct DestroyArgs {
     /// Do not show a preview first.
     #[arg(long)]
     skip_preview: bool,
+    #[command(flatten)]
+    metadata: MetadataArgs,
 }
 
 #[derive(Args)]
@@ -169,6 +196,8 @@ pub struct RefreshArgs {
     /// pending create; repeatable.
     #[arg(long = "import-pending-create", value_name = "URN=ID", value_parser = parse_adoption)]
     adopt: Vec<(String, String)>,
+    #[command(flatten)]
+    metadata: MetadataArgs,
 }
 
 fn parse_adoption(arg: &str) -> Result<(String, String), String> {
@@ -199,6 +228,8 @@ struct Request {
     plan: Option<Rc<Plan>>,
     /// The policy packs to run, beside the project's.
     policy: PolicyArgs,
+    /// Recorded with the history entry of each recorded phase.
+    metadata: RunMetadata,
 }
 
 impl Request {
@@ -224,12 +255,30 @@ struct Ran {
     program: Option<String>,
 }
 
-pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
+/// `plinth preview`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn preview(
+    open: impl FnOnce() -> Result<Workspace>,
+    args: PreviewArgs,
+) -> Result<ExitCode> {
+    let json = args.common.run.json_stream()?;
+    let result = match open() {
+        Ok(ws) => preview_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
+}
+
+async fn preview_with(
+    ws: &Workspace,
+    args: &PreviewArgs,
+    json: Option<Arc<JsonStream>>,
+) -> Result<ExitCode> {
     let request = Request {
         capture: args.save_plan.is_some(),
         ..Request::change(&args.change, args.refresh)
     };
-    let deployer = Deployer::for_preview(ws)?;
+    let deployer = Deployer::for_preview(ws, json)?;
     let outcome = (deployer.run(UpdateKind::Update, true, &args.common, &request)).await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
         bail!(
@@ -253,26 +302,67 @@ pub async fn preview(ws: &Workspace, args: PreviewArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn up(ws: &Workspace, args: UpArgs) -> Result<ExitCode> {
+/// `plinth up`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn up(open: impl FnOnce() -> Result<Workspace>, args: UpArgs) -> Result<ExitCode> {
+    let json = args.common.run.json_stream()?;
+    let result = match open() {
+        Ok(ws) => up_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
+}
+
+async fn up_with(ws: &Workspace, args: &UpArgs, json: Option<Arc<JsonStream>>) -> Result<ExitCode> {
     if let Some(path) = &args.plan {
-        return apply_plan(ws, &args, path).await;
+        return apply_plan(ws, args, path, json).await;
     }
-    let request = Request::change(&args.change, args.refresh);
+    let request = Request {
+        metadata: args.metadata.metadata(&ws.project.dir)?,
+        ..Request::change(&args.change, args.refresh)
+    };
     let confirm = Confirm {
         command: "up",
         question: "Do you want to perform this update?",
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Update, &args.common, &request, confirm).await
+    run_confirmed(
+        ws,
+        UpdateKind::Update,
+        &args.common,
+        &request,
+        confirm,
+        json,
+    )
+    .await
 }
 
-pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
+/// `plinth destroy`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn destroy(
+    open: impl FnOnce() -> Result<Workspace>,
+    args: DestroyArgs,
+) -> Result<ExitCode> {
+    let json = args.common.run.json_stream()?;
+    let result = match open() {
+        Ok(ws) => destroy_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
+}
+
+async fn destroy_with(
+    ws: &Workspace,
+    args: &DestroyArgs,
+    json: Option<Arc<JsonStream>>,
+) -> Result<ExitCode> {
     let request = Request {
         continue_on_error: args.continue_on_error,
+        metadata: args.metadata.metadata(&ws.project.dir)?,
         ..Request::default()
     };
-    let question = if args.common.targets.is_empty() {
+    let question = if args.common.targets.is_empty() && args.common.run.exclude.is_empty() {
         "Do you want to delete every resource of this stack?"
     } else {
         "Do you want to delete the targeted resources?"
@@ -283,16 +373,43 @@ pub async fn destroy(ws: &Workspace, args: DestroyArgs) -> Result<ExitCode> {
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Destroy, &args.common, &request, confirm).await
+    run_confirmed(
+        ws,
+        UpdateKind::Destroy,
+        &args.common,
+        &request,
+        confirm,
+        json,
+    )
+    .await
 }
 
-pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
+/// `plinth refresh`, in the workspace `open` opens (a failure to open it is the stream's error
+/// event too, with `--json`).
+pub async fn refresh(
+    open: impl FnOnce() -> Result<Workspace>,
+    args: RefreshArgs,
+) -> Result<ExitCode> {
+    let json = args.common.run.json_stream()?;
+    let result = match open() {
+        Ok(ws) => refresh_with(&ws, &args, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    reported(json.as_deref(), result)
+}
+
+async fn refresh_with(
+    ws: &Workspace,
+    args: &RefreshArgs,
+    json: Option<Arc<JsonStream>>,
+) -> Result<ExitCode> {
     let request = Request {
         adopt: args.adopt.clone(),
+        metadata: args.metadata.metadata(&ws.project.dir)?,
         ..Request::default()
     };
     if args.expect_no_changes {
-        let outcome = Deployer::for_preview(ws)?
+        let outcome = Deployer::for_preview(ws, json)?
             .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
@@ -310,12 +427,35 @@ pub async fn refresh(ws: &Workspace, args: RefreshArgs) -> Result<ExitCode> {
         yes: args.yes,
         skip_preview: args.skip_preview,
     };
-    run_confirmed(ws, UpdateKind::Refresh, &args.common, &request, confirm).await
+    run_confirmed(
+        ws,
+        UpdateKind::Refresh,
+        &args.common,
+        &request,
+        confirm,
+        json,
+    )
+    .await
+}
+
+/// With `--json`, a command's error is the stream's last line; it is shown on stderr too.
+fn reported(json: Option<&JsonStream>, result: Result<ExitCode>) -> Result<ExitCode> {
+    if let (Some(json), Err(error)) = (json, &result) {
+        json.write(&JsonEvent::Error {
+            message: format!("{error:#}"),
+        });
+    }
+    result
 }
 
 /// `up --plan`: a preview first, compared with the plan; then, if nothing differs, the update,
 /// which again refuses to start unless its state is the plan's. See docs/ci.md.
-async fn apply_plan(ws: &Workspace, args: &UpArgs, path: &Path) -> Result<ExitCode> {
+async fn apply_plan(
+    ws: &Workspace,
+    args: &UpArgs,
+    path: &Path,
+    json: Option<Arc<JsonStream>>,
+) -> Result<ExitCode> {
     let stack = ws.stack()?;
     let (project, name, url) = (
         ws.project.name().to_string(),
@@ -324,7 +464,7 @@ async fn apply_plan(ws: &Workspace, args: &UpArgs, path: &Path) -> Result<ExitCo
     );
     let crypter = ws.backend.crypter(&stack);
     let plan = Plan::read(path, (&project, &name, &url), crypter.as_ref())?;
-    let deployer = Deployer::for_update(ws, "up")?;
+    let deployer = Deployer::for_update(ws, "up", json)?;
     plan.check_config(&deployer.config)?;
     let request = Request {
         refresh_first: plan.options.refresh,
@@ -333,6 +473,7 @@ async fn apply_plan(ws: &Workspace, args: &UpArgs, path: &Path) -> Result<ExitCo
         targets: Some((plan.options.targets.clone(), plan.options.target_dependents)),
         capture: true,
         plan: Some(Rc::new(plan)),
+        metadata: args.metadata.metadata(&ws.project.dir)?,
         ..Request::default()
     };
     let plan = request.plan.clone().expect("set above");
@@ -374,8 +515,9 @@ async fn run_confirmed(
     common: &CommonArgs,
     request: &Request,
     how: Confirm,
+    json: Option<Arc<JsonStream>>,
 ) -> Result<ExitCode> {
-    let deployer = Deployer::for_update(ws, how.command)?;
+    let deployer = Deployer::for_update(ws, how.command, json)?;
     if !how.skip_preview {
         let plan = deployer.run(kind, true, common, request).await?;
         if plan.changes.changes() == 0 {
@@ -409,24 +551,35 @@ struct Deployer<'a> {
     /// Where the reported duration counts from: the command's start, less any wait for a
     /// confirmation.
     started: Cell<Instant>,
+    /// With `--json`, where the events go instead of the display.
+    json: Option<Arc<JsonStream>>,
 }
 
 impl<'a> Deployer<'a> {
     /// For runs that only preview: they record nothing, so they need the stack's secrets only
     /// to open those its configuration or state holds.
-    fn for_preview(ws: &'a Workspace) -> Result<Deployer<'a>> {
-        Deployer::new(ws, "preview", ws.stack()?)
+    fn for_preview(ws: &'a Workspace, json: Option<Arc<JsonStream>>) -> Result<Deployer<'a>> {
+        Deployer::new(ws, "preview", ws.stack()?, json)
     }
 
     /// For runs that record what they do: the stack's secrets must work before anything
     /// starts.
-    fn for_update(ws: &'a Workspace, command: &'static str) -> Result<Deployer<'a>> {
+    fn for_update(
+        ws: &'a Workspace,
+        command: &'static str,
+        json: Option<Arc<JsonStream>>,
+    ) -> Result<Deployer<'a>> {
         let stack = ws.stack()?;
         unlock_for_update(ws.backend.as_ref(), &stack)?;
-        Deployer::new(ws, command, stack)
+        Deployer::new(ws, command, stack, json)
     }
 
-    fn new(ws: &'a Workspace, command: &'static str, stack: StackRef) -> Result<Deployer<'a>> {
+    fn new(
+        ws: &'a Workspace,
+        command: &'static str,
+        stack: StackRef,
+        json: Option<Arc<JsonStream>>,
+    ) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack.name).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
@@ -453,6 +606,7 @@ impl<'a> Deployer<'a> {
             providers,
             used,
             started: Cell::new(ws.started),
+            json,
         })
     }
 
@@ -554,12 +708,17 @@ impl<'a> Deployer<'a> {
             ran.state = Some(mark);
         }
         let running = loaded.running.is_some();
-        let (names, dependents) = match &request.targets {
-            Some((names, dependents)) => (names, *dependents),
-            None => (&common.targets, common.target_dependents),
+        let targets = match &request.targets {
+            // A saved plan's targets, instead of the command line's.
+            Some((names, dependents)) => {
+                targets::resolve(&loaded.snapshot, names)?.map(|urns| Targets {
+                    urns,
+                    dependents: *dependents,
+                    excluded: false,
+                })
+            }
+            None => common.targets(&loaded.snapshot)?,
         };
-        let targets =
-            targets::resolve(&loaded.snapshot, names)?.map(|urns| Targets { urns, dependents });
         // Resolved before anything runs: a misspelt name must not leave a refresh done.
         let replace = (request.replace.iter())
             .map(|urn| targets::resolve_one(&loaded.snapshot, urn))
@@ -593,7 +752,13 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors)?;
+            self.ended(
+                &mut update,
+                &phase,
+                &outcome.changes,
+                &outcome.errors,
+                request,
+            )?;
             ran.changes = outcome.changes;
             errors = outcome.errors;
             shown = shown_now;
@@ -639,7 +804,13 @@ impl<'a> Deployer<'a> {
                     )
                 })
                 .await;
-            self.ended(&mut update, &phase, &outcome.changes, &outcome.errors)?;
+            self.ended(
+                &mut update,
+                &phase,
+                &outcome.changes,
+                &outcome.errors,
+                request,
+            )?;
             // The last phase: the update ends (on the service, a request) before the states are
             // freed, megabytes of small allocations, not after.
             drop(update.take());
@@ -684,6 +855,15 @@ impl<'a> Deployer<'a> {
         if !running {
             pending::warn_pending(base);
         }
+        if let Some(json) = &self.json {
+            json.write(&JsonEvent::PhaseStarted {
+                command: self.command.to_owned(),
+                project: project.to_string(),
+                stack: self.stack.to_string(),
+                kind: kind.to_string(),
+                preview,
+            });
+        }
         let (recorder, log) = match update {
             None => (None, None),
             Some(update) => {
@@ -700,6 +880,7 @@ impl<'a> Deployer<'a> {
             log: std::sync::Mutex::new(log),
             started: SystemTime::now(),
             command_started: self.started.get(),
+            json: self.json.clone(),
         })
     }
 
@@ -710,6 +891,7 @@ impl<'a> Deployer<'a> {
         phase: &Phase,
         changes: &ChangeSummary,
         errors: &[String],
+        request: &Request,
     ) -> Result<()> {
         let Some(update) = update else {
             return Ok(());
@@ -720,7 +902,8 @@ impl<'a> Deployer<'a> {
             UpdateResult::Failed
         };
         let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
-            .with_plugins(self.used.list());
+            .with_plugins(self.used.list())
+            .with_metadata(&request.metadata);
         Ok(update.complete(&entry)?)
     }
 }
@@ -771,6 +954,7 @@ struct Phase {
     started: SystemTime,
     /// Where the duration shown at the end counts from.
     command_started: Instant,
+    json: Option<Arc<JsonStream>>,
 }
 
 impl Phase {
@@ -817,13 +1001,19 @@ impl Phase {
             UpdateKind::Refresh => display::RunKind::Refresh,
             _ => display::RunKind::Change,
         };
-        let display = tokio::spawn(display::render(
-            receiver,
-            self.preview,
-            view,
-            words,
-            self.command_started,
-        ));
+        let display = match self.json.clone() {
+            Some(json) => {
+                let preview = self.preview;
+                tokio::spawn(async move { json.render(receiver, preview).await })
+            }
+            None => tokio::spawn(display::render(
+                receiver,
+                self.preview,
+                view,
+                words,
+                self.command_started,
+            )),
+        };
         let outcome = start(events).await;
         if let Some(capturing) = capturing {
             let _ = capturing.await;

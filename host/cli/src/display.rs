@@ -5,6 +5,7 @@
 //! once the phase is over, while a spinner names the steps in progress; or flat, one line per
 //! step as it finishes, which reads better in logs. The tree is the default on a terminal.
 
+pub mod diff;
 mod tree;
 
 use std::io::IsTerminal;
@@ -34,6 +35,8 @@ pub struct View {
     pub show_sames: bool,
     /// As a tree, printed at the end of the phase; otherwise flat, as steps finish.
     pub tree: bool,
+    /// Under each step, every property it changes, old and new (`--diff`).
+    pub diff: bool,
 }
 
 /// The layout `--flat` and `--tree` ask for: a tree on a terminal, flat lines otherwise.
@@ -73,14 +76,16 @@ pub async fn render(
             } => {
                 running = running.saturating_sub(1);
                 let duration = (!preview).then_some(duration);
+                let details = if view.diff {
+                    diff_lines(&step, outputs.as_ref())
+                } else {
+                    detail_lines(&step, outputs.as_ref(), preview)
+                };
                 if let Some(tree) = &mut tree {
-                    let details = detail_lines(&step, outputs.as_ref(), preview);
                     tree.step(step, duration, details);
                 } else if step.op.is_change() || show_sames {
                     print(step_line(&step, duration));
-                    for line in detail_lines(&step, outputs.as_ref(), preview) {
-                        print(line);
-                    }
+                    details.into_iter().for_each(print);
                 }
             }
             Event::ComponentOutputs { urn, old, new } => {
@@ -289,6 +294,52 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -
                     escape_controls(k),
                     render_value(v)
                 ));
+            }
+        }
+    }
+    lines
+}
+
+/// `--diff`: every property the step changes (`+` added, `-` removed, `~` old => new), nested
+/// ones by path; then, for a create, the outputs that are not inputs.
+fn diff_lines(step: &StepInfo, outputs: Option<&PropertyMap>) -> Vec<String> {
+    let mut lines: Vec<String> = (diff::step_diff(step).iter())
+        .map(|change| {
+            let path = escape_controls(&change.path);
+            let forces = if change.replaces {
+                " (forces replacement)"
+            } else {
+                ""
+            };
+            let shown = |v: &Option<Value>| v.as_ref().map_or("(none)".into(), render_value);
+            let (line, colour) = match change.kind {
+                diff::ChangeKind::Add => (
+                    format!("       + {path}: {}{forces}", shown(&change.new)),
+                    Style::new().green(),
+                ),
+                diff::ChangeKind::Delete => (
+                    format!("       - {path}: {}{forces}", shown(&change.old)),
+                    Style::new().red(),
+                ),
+                diff::ChangeKind::Update => (
+                    format!(
+                        "       ~ {path}: {} => {}{forces}",
+                        shown(&change.old),
+                        shown(&change.new)
+                    ),
+                    Style::new().yellow(),
+                ),
+            };
+            colour.apply_to(line).to_string()
+        })
+        .collect();
+    if step.op == StepOp::Create
+        && let Some(outputs) = outputs
+    {
+        for (k, v) in outputs {
+            if step.new_inputs.as_ref().and_then(|i| i.get(k)) != Some(v) {
+                let k = escape_controls(k);
+                lines.push(format!("         {k}: {}", render_value(v)));
             }
         }
     }

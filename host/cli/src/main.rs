@@ -8,6 +8,7 @@ mod grant_advice;
 mod guest;
 mod home;
 mod journal_notes;
+mod json_events;
 mod log_writer;
 mod login;
 mod logs;
@@ -18,6 +19,8 @@ mod policy;
 mod program_spec;
 mod project;
 mod rollback;
+mod run_metadata;
+mod run_options;
 mod secrets;
 mod serve;
 mod stack;
@@ -205,10 +208,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Stack(cmd) => stack::run_stack(&open()?, cmd),
         Command::Config(cmd) => stack::run_config(&open()?, cmd),
-        Command::Preview(args) => deploy::preview(&open()?, args).await,
-        Command::Up(args) => deploy::up(&open()?, args).await,
-        Command::Destroy(args) => deploy::destroy(&open()?, args).await,
-        Command::Refresh(args) => deploy::refresh(&open()?, args).await,
+        Command::Preview(args) => deploy::preview(open, args).await,
+        Command::Up(args) => deploy::up(open, args).await,
+        Command::Destroy(args) => deploy::destroy(open, args).await,
+        Command::Refresh(args) => deploy::refresh(open, args).await,
         Command::Login(args) => login::login(args, &cli.global.start_dir()?),
         Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
         Command::Whoami => login::whoami(),

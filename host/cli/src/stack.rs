@@ -285,8 +285,22 @@ fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {
 fn history(ws: &Workspace, json: bool) -> Result<()> {
     let stack = ws.stack()?;
     let entries = ws.backend.history(&stack)?;
+    // Numbered from the oldest, as `stack rollback` and `logs --update` take them.
+    let latest = entries.len();
     if json {
-        println!("{}", serde_json::to_string_pretty(&entries)?);
+        #[derive(serde::Serialize)]
+        struct Numbered<'a> {
+            version: usize,
+            #[serde(flatten)]
+            entry: &'a HistoryEntry,
+        }
+        let numbered: Vec<Numbered> = (entries.iter().enumerate())
+            .map(|(newer, entry)| Numbered {
+                version: latest - newer,
+                entry,
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&numbered)?);
         return Ok(());
     }
     if entries.is_empty() {
@@ -299,8 +313,6 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         true => format!("{:16} ", escape_controls(name.unwrap_or("-"))),
         false => String::new(),
     };
-    // Numbered from the oldest, as `stack rollback` and `logs --update` take them.
-    let latest = entries.len();
     println!(
         "{:>7}  {:19}  {}{:10} {:10} {:>8} {:>7} {:>7} {:>8} {:>7}  {:8}  PLUGINS",
         "VERSION",
@@ -339,8 +351,30 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             escape_controls(&e.plinth),
             plugins.join(", ")
         );
+        if let Some(metadata) = &e.metadata {
+            println!("{:9}{}", "", metadata_line(metadata));
+        }
     }
     Ok(())
+}
+
+/// Where a run came from, on one line under its row: each value escaped (a person, an
+/// environment or a client supplied it).
+fn metadata_line(metadata: &plinth_backend::RunMetadata) -> String {
+    let fields = [
+        ("message", &metadata.message),
+        ("ci", &metadata.ci),
+        ("commit", &metadata.commit),
+        ("branch", &metadata.branch),
+        ("pull request", &metadata.pull_request),
+    ];
+    let shown: Vec<String> = (fields.iter())
+        .filter_map(|(name, value)| {
+            let value = value.as_deref()?;
+            Some(format!("{name}: {}", escape_controls(value)))
+        })
+        .collect();
+    shown.join("  ")
 }
 
 /// An output as JSON with secrets replaced by `"[secret]"`.

@@ -27,6 +27,7 @@ fn targets(names: &[&str], dependents: bool) -> Option<Targets> {
     Some(Targets {
         urns: names.iter().map(|n| Harness::urn(n)).collect(),
         dependents,
+        excluded: false,
     })
 }
 
@@ -439,6 +440,123 @@ async fn targeted_destroy_needs_dependents_targeted_too() {
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     assert_eq!(h.names(), ["d"]);
     assert_eq!(h.provider.calls(), ["delete c", "delete b", "delete a"]);
+}
+
+fn excluded(names: &[&str], dependents: bool) -> Option<Targets> {
+    Some(Targets {
+        excluded: true,
+        ..targets(names, dependents).unwrap()
+    })
+}
+
+#[tokio::test]
+async fn exclude_changes_everything_but_the_excluded_and_never_deletes_them() {
+    let mut h = fresh(chain()).await;
+    // The program drops `d` and changes `c` and `b`: `--exclude d --exclude c` updates `b` only,
+    // and `d`, excluded, is not deleted although nothing declares it.
+    let mut changed = chain();
+    changed[1] = decl("b").from("prev", "a").input("v", "y");
+    changed[2] = decl("c").from("prev", "b").input("v", "y");
+    changed.pop();
+    let options = |t| Options {
+        targets: t,
+        ..Default::default()
+    };
+    let outcome = h
+        .up_with(changed.clone(), options(excluded(&["c", "d"], false)))
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.provider.calls(), ["update b"]);
+    assert_eq!(h.sorted_names(), ["a", "b", "c", "d"]);
+    assert_eq!(
+        h.state("c").inputs.get("v"),
+        Some(&Value::String("x".into()))
+    );
+
+    // With its dependents: excluding `b` leaves `c` too; `d` goes.
+    h.provider.clear_calls();
+    changed[1] = decl("b").from("prev", "a").input("v", "z");
+    let outcome = h.up_with(changed, options(excluded(&["b"], true))).await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.provider.calls(), ["delete d"]);
+    assert_eq!(h.sorted_names(), ["a", "b", "c"]);
+}
+
+#[tokio::test]
+async fn a_refresh_excluding_a_resource_leaves_its_drift_unrecorded() {
+    let mut h = fresh(chain()).await;
+    edit_out_of_band(&h, "d", "v", "edited");
+    edit_out_of_band(&h, "a", "v", "edited");
+    let outcome = h
+        .refresh(RefreshOptions {
+            targets: excluded(&["d"], false),
+            ..Default::default()
+        })
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.changes.update, 1);
+    let value = |h: &Harness, name| h.state(name).inputs.get("v").cloned();
+    assert_eq!(value(&h, "a"), Some(Value::String("edited".into())));
+    assert_eq!(value(&h, "d"), Some(Value::String("independent".into())));
+}
+
+#[tokio::test]
+async fn an_excluding_destroy_keeps_the_excluded_and_what_they_need() {
+    let mut h = fresh(chain()).await;
+    let destroy = |t| Options {
+        targets: t,
+        ..Default::default()
+    };
+    // `b` depends on `a`: excluding `b` alone refuses `a`'s delete, naming the way out.
+    let outcome = h
+        .run_with(
+            Box::new(EmptyProgram),
+            false,
+            destroy(excluded(&["b"], false)),
+        )
+        .await;
+    assert!(
+        (outcome.errors.iter()).any(|e| e.contains("is excluded; do not pass `--exclude")),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(h.sorted_names(), ["a", "b"]);
+    let mut calls = h.provider.calls();
+    calls.sort();
+    assert_eq!(calls, ["delete c", "delete d"]);
+
+    h.provider.clear_calls();
+    let outcome = h
+        .run_with(
+            Box::new(EmptyProgram),
+            false,
+            destroy(excluded(&["a"], true)),
+        )
+        .await;
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(h.sorted_names(), ["a", "b"]);
+    assert!(h.provider.calls().is_empty(), "{:?}", h.provider.calls());
+}
+
+#[tokio::test]
+async fn an_excluding_destroy_keeps_the_root_and_providers_the_excluded_need() {
+    let mut h = fresh(with_outputs(None)).await;
+    let outputs = h.snapshot.outputs().clone();
+    let options = Options {
+        targets: Some(Targets {
+            urns: HashSet::from([h.state("child").urn.clone()]),
+            dependents: false,
+            excluded: true,
+        }),
+        ..Default::default()
+    };
+    let outcome = h.run_with(Box::new(EmptyProgram), false, options).await;
+    // `child`'s parent `web` cannot go: the one error names it.
+    assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
+    assert!(outcome.errors[0].contains("web"), "{:?}", outcome.errors);
+    assert!(h.snapshot.root().is_some(), "the root stays");
+    assert_eq!(h.snapshot.outputs(), &outputs);
+    assert!(h.names().contains(&"child".to_owned()));
 }
 
 #[tokio::test]
@@ -1366,6 +1484,7 @@ async fn a_targeted_update_of_a_components_child_keeps_the_components_outputs() 
         targets: Some(Targets {
             urns: HashSet::from([child.clone()]),
             dependents,
+            excluded: false,
         }),
         ..Default::default()
     };

@@ -388,6 +388,7 @@ async fn run_scenario(ops: Vec<Op>, parallel: usize) {
                         targets: Some(Targets {
                             urns: targets.clone(),
                             dependents,
+                            excluded: false,
                         }),
                         ..Default::default()
                     };

@@ -62,10 +62,16 @@ pub(crate) fn entry(entry: &Value) -> Result<(), ApiError> {
             "the history entry is {size} bytes of JSON; at most {MAX_ENTRY} are accepted"
         )));
     }
-    if let Err(e) = HistoryEntry::deserialize(entry) {
-        return Err(ApiError::BadRequest(format!(
-            "`entry` is not a history entry: {e}"
-        )));
+    let parsed = match HistoryEntry::deserialize(entry) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            return Err(ApiError::BadRequest(format!(
+                "`entry` is not a history entry: {e}"
+            )));
+        }
+    };
+    if let Some(metadata) = &parsed.metadata {
+        metadata.check().map_err(ApiError::BadRequest)?;
     }
     no_nul("entry", entry)
 }
@@ -137,5 +143,21 @@ mod tests {
         assert!(no_nul("entry", &json!({"a": ["b", {"c": "d\u{0}"}]})).is_err());
         assert!(no_nul("entry", &json!({"a\u{0}": 1})).is_err());
         assert!(no_nul("entry", &json!({"a": ["b", 1, null]})).is_ok());
+    }
+
+    #[test]
+    fn a_run_message_past_its_cap_is_refused() {
+        let with_message = |length: usize| {
+            json!({
+                "kind": "update", "started": 1, "ended": 2, "result": "succeeded",
+                "changes": {"same": 0, "create": 0, "update": 0, "replace": 0, "delete": 0},
+                "plinth": "0.1.0",
+                "metadata": {"message": "m".repeat(length)}
+            })
+        };
+        let max = plinth_state::run_metadata::MAX_MESSAGE;
+        assert!(entry(&with_message(max)).is_ok());
+        let refused = entry(&with_message(max + 1)).unwrap_err().to_string();
+        assert!(refused.contains("message is 1025 characters"), "{refused}");
     }
 }

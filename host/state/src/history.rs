@@ -6,6 +6,7 @@ use plinth_engine::events::ChangeSummary;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::PluginUse;
+use crate::run_metadata::RunMetadata;
 
 /// What a stack's history records: each run that changed its state is an update of one of
 /// these kinds. (The pending operations in a snapshot are something else: provider calls.)
@@ -75,6 +76,9 @@ pub struct HistoryEntry {
     /// never as the entry was sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// Where the run came from: its message, commit, branch, pull request, CI system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<RunMetadata>,
 }
 
 impl HistoryEntry {
@@ -95,6 +99,7 @@ impl HistoryEntry {
             plugins: Vec::new(),
             note: None,
             user: None,
+            metadata: None,
         }
     }
 
@@ -104,6 +109,12 @@ impl HistoryEntry {
             note: Some(note.into()),
             ..self
         }
+    }
+
+    /// The entry, saying where the run came from (nothing, if `metadata` says nothing).
+    pub fn with_metadata(self, metadata: &RunMetadata) -> HistoryEntry {
+        let metadata = (!metadata.is_empty()).then(|| metadata.clone());
+        HistoryEntry { metadata, ..self }
     }
 
     /// The entry, recording that the operation used `plugins`.

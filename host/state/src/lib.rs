@@ -13,6 +13,7 @@ mod lock;
 mod logs;
 pub mod protocol;
 mod rebuild;
+pub mod run_metadata;
 pub mod secrets;
 mod stack;
 mod stored;
@@ -34,6 +35,7 @@ pub use rebuild::{
     Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed, rebuild_sealed,
     rebuilt_as_is, seal_entry,
 };
+pub use run_metadata::RunMetadata;
 pub use stack::{LoadedStack, StackSummary, TornEnd};
 pub use transfer::{ImportReport, imported_checkpoint};
 pub use upgrade::{OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};

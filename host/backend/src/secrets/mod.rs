@@ -10,8 +10,8 @@ mod lazy;
 use std::sync::Arc;
 
 pub use lazy::LazyCrypter;
-pub use plinth_state::secrets::{Crypter, PassphraseCrypter, SecretsError};
 pub(crate) use plinth_state::secrets::Redacted;
+pub use plinth_state::secrets::{Crypter, PassphraseCrypter, SecretsError};
 // For other documents that hold secrets: saved plans.
 pub use plinth_state::secrets::{open_tree, seal_tree};
 

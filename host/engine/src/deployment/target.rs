@@ -1,6 +1,8 @@
-//! `--target`: which resources an operation may change. With `--target-dependents`, a resource
-//! that depends on a targeted one is targeted too; the set grows as registrations arrive, which
-//! is sound because a step starts only after everything it depends on has resolved.
+//! `--target` and `--exclude`: which resources an operation may change. With `--target`, only
+//! the named resources; with `--exclude`, every resource but those. With `--target-dependents`
+//! (`--exclude-dependents`), a resource that depends on a named one is named too; the set grows
+//! as registrations arrive, which is sound because a step starts only after everything it
+//! depends on has resolved.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -12,48 +14,72 @@ use crate::urn::Urn;
 #[derive(Debug, Clone, Default)]
 pub struct Targets {
     pub urns: HashSet<Urn>,
-    /// Also target every resource that depends on a targeted one, transitively.
+    /// Also name every resource that depends on a named one, transitively.
     pub dependents: bool,
+    /// The named resources are the ones left out (`--exclude`): every other one is targeted.
+    pub excluded: bool,
 }
 
 pub(crate) struct TargetSet {
-    targeted: Mutex<HashSet<Urn>>,
+    /// The named resources: the targeted ones, or with `excluded` those left out.
+    named: Mutex<HashSet<Urn>>,
     dependents: bool,
+    excluded: bool,
 }
 
 impl TargetSet {
-    /// The targets, grown (with `dependents`) over the base state's dependency graph, which is
-    /// in topological order.
+    /// The named resources, grown (with `dependents`) over the base state's dependency graph,
+    /// which is in topological order.
     pub fn new(targets: Targets, base: &[ResourceState]) -> TargetSet {
-        let mut targeted = targets.urns;
+        let mut named = targets.urns;
         if targets.dependents {
             for r in base {
-                if r.predecessors().any(|p| targeted.contains(p)) {
-                    targeted.insert(r.urn.clone());
+                if r.predecessors().any(|p| named.contains(p)) {
+                    named.insert(r.urn.clone());
                 }
             }
         }
         TargetSet {
-            targeted: Mutex::new(targeted),
+            named: Mutex::new(named),
             dependents: targets.dependents,
+            excluded: targets.excluded,
         }
     }
 
     /// Whether the resource `urn`, with these parent and dependencies, may change.
     pub fn includes<'a>(&self, urn: &Urn, mut predecessors: impl Iterator<Item = &'a Urn>) -> bool {
-        let mut targeted = self.targeted.lock().expect("target set");
-        if targeted.contains(urn) {
-            return true;
+        let mut named = self.named.lock().expect("target set");
+        if named.contains(urn) {
+            return !self.excluded;
         }
-        if self.dependents && predecessors.any(|p| targeted.contains(p)) {
-            targeted.insert(urn.clone());
-            return true;
+        if self.dependents && predecessors.any(|p| named.contains(p)) {
+            named.insert(urn.clone());
+            return !self.excluded;
         }
-        false
+        self.excluded
     }
 
     /// Whether `urn` is targeted, without growing the set.
     pub fn contains(&self, urn: &Urn) -> bool {
-        self.targeted.lock().expect("target set").contains(urn)
+        self.named.lock().expect("target set").contains(urn) != self.excluded
+    }
+
+    /// How to let a run change `urn`, which it leaves out, for an error that refuses a step.
+    pub fn how_to_include(&self, urn: &Urn) -> String {
+        let flag = if self.excluded { "exclude" } else { "target" };
+        if self.excluded {
+            format!("do not pass `--{flag} {urn}` (nor `--{flag}-dependents` for it)")
+        } else {
+            format!("add `--{flag} {urn}` or `--{flag}-dependents`")
+        }
+    }
+
+    /// How a resource the run leaves out is described: `not targeted` or `excluded`.
+    pub fn left_out_word(&self) -> &'static str {
+        if self.excluded {
+            "excluded"
+        } else {
+            "not targeted"
+        }
     }
 }

@@ -8,7 +8,7 @@ use tokio::task::JoinSet;
 use super::scheduler::Scheduler;
 use super::step::result::StepError;
 use crate::events::{Severity, StepOp};
-use crate::urn::{Urn, is_stack_type};
+use crate::urn::{Urn, is_stack_type, provided_package};
 
 impl Scheduler {
     /// Deletes base resources the program did not declare and those it replaced, each after
@@ -48,25 +48,52 @@ impl Scheduler {
                 ),
             );
         }
-        // An untargeted resource stays as it is, so what it depends on must stay too.
-        if self.ctx.targets().is_some() {
-            let doomed_urns: HashSet<&Urn> = doomed.iter().map(|(i, _)| &base[*i].urn).collect();
+        // A resource left out stays as it is, so what it depends on must stay too, and what
+        // that depends on: refusals repeat until none is added.
+        if let Some(targets) = self.ctx.targets() {
             let mut refused = HashSet::new();
-            for (i, op) in &doomed {
-                let urn = &base[*i].urn;
-                if *op != StepOp::Delete {
-                    continue;
-                }
-                let blocker = (self.ctx.base().dependents(urn).iter())
-                    .map(|&j| &base[j])
-                    .find(|d| !d.delete && !doomed_urns.contains(&d.urn) && !targeted(&d.urn));
-                if let Some(dependent) = blocker {
-                    self.errors.push(format!(
-                        "{urn}: cannot delete it: {} depends on it and is not targeted; add \
-                         `--target {}` or `--target-dependents`",
-                        dependent.urn, dependent.urn
-                    ));
+            loop {
+                let doomed_urns: HashSet<&Urn> = (doomed.iter())
+                    .filter(|(i, _)| !refused.contains(i))
+                    .map(|(i, _)| &base[*i].urn)
+                    .collect();
+                let mut more = false;
+                for (i, op) in &doomed {
+                    let urn = &base[*i].urn;
+                    if *op != StepOp::Delete || refused.contains(i) {
+                        continue;
+                    }
+                    // A targeted dependent the program still declares no longer needs it;
+                    // one refused above stays as it is.
+                    let blocker = (self.ctx.base().dependents(urn).iter())
+                        .filter(|&&j| !targeted(&base[j].urn) || refused.contains(&j))
+                        .map(|&j| &base[j])
+                        .find(|d| !d.delete && !doomed_urns.contains(&d.urn));
+                    let Some(dependent) = blocker else { continue };
                     refused.insert(*i);
+                    more = true;
+                    // The root and provider resources are named by no target: they stay
+                    // while anything left needs them.
+                    let ty = &base[*i].ty;
+                    if is_stack_type(ty) || provided_package(ty).is_some() {
+                        continue;
+                    }
+                    let why = if targeted(&dependent.urn) {
+                        "is kept, as it cannot be deleted".to_owned()
+                    } else {
+                        format!(
+                            "is {}; {}",
+                            targets.left_out_word(),
+                            targets.how_to_include(&dependent.urn)
+                        )
+                    };
+                    self.errors.push(format!(
+                        "{urn}: cannot delete it: {} depends on it and {why}",
+                        dependent.urn
+                    ));
+                }
+                if !more {
+                    break;
                 }
             }
             doomed.retain(|(i, _)| !refused.contains(i));

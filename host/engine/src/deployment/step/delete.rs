@@ -129,8 +129,9 @@ impl StepContext {
             return Err(self.fail(
                 &self.base.resources()[index].urn,
                 format!(
-                    "cannot replace it (delete first): it would delete {other}, which is not \
-                     targeted; add `--target {other}` or `--target-dependents`"
+                    "cannot replace it (delete first): it would delete {other}, which is {}; {}",
+                    targets.left_out_word(),
+                    targets.how_to_include(other)
                 ),
             ));
         }

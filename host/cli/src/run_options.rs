@@ -1,0 +1,37 @@
+//! What `preview`, `up`, `refresh` and `destroy` share beyond the engine's options: how a run
+//! is shown (`--json`, `--diff`) and what it leaves out (`--exclude`).
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::json_events::JsonStream;
+
+#[derive(Args)]
+pub struct RunOptions {
+    /// Write the run's events as JSON, one object per line, on stdout (docs/events.schema.json);
+    /// everything else goes to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Show every property each step changes, old and new (secrets masked).
+    #[arg(long)]
+    pub diff: bool,
+    /// Leave this resource exactly as it is, even if the program no longer declares it (a URN,
+    /// or the name of a resource in the state); repeatable. Every other resource is changed.
+    #[arg(long = "exclude", value_name = "URN", conflicts_with = "targets")]
+    pub exclude: Vec<String>,
+    /// Also leave out every resource that depends on an excluded one.
+    #[arg(long, requires = "exclude")]
+    pub exclude_dependents: bool,
+}
+
+impl RunOptions {
+    /// With `--json`, the stream, which takes stdout for itself.
+    pub fn json_stream(&self) -> Result<Option<Arc<JsonStream>>> {
+        if !self.json {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(JsonStream::take_stdout()?)))
+    }
+}
