@@ -255,18 +255,15 @@ struct Ran {
     program: Option<String>,
 }
 
-/// `plinth preview`, in the workspace `open` opens (a failure to open it is the stream's error
-/// event too, with `--json`).
+/// `plinth preview`, in the workspace `open` opens.
 pub async fn preview(
     open: impl FnOnce() -> Result<Workspace>,
     args: PreviewArgs,
 ) -> Result<ExitCode> {
-    let json = args.common.run.json_stream()?;
-    let result = match open() {
-        Ok(ws) => preview_with(&ws, &args, json.clone()).await,
-        Err(e) => Err(e),
-    };
-    reported(json.as_deref(), result)
+    streamed(&args.common.run, open, async |ws, json| {
+        preview_with(ws, &args, json).await
+    })
+    .await
 }
 
 async fn preview_with(
@@ -302,15 +299,12 @@ async fn preview_with(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `plinth up`, in the workspace `open` opens (a failure to open it is the stream's error
-/// event too, with `--json`).
+/// `plinth up`, in the workspace `open` opens.
 pub async fn up(open: impl FnOnce() -> Result<Workspace>, args: UpArgs) -> Result<ExitCode> {
-    let json = args.common.run.json_stream()?;
-    let result = match open() {
-        Ok(ws) => up_with(&ws, &args, json.clone()).await,
-        Err(e) => Err(e),
-    };
-    reported(json.as_deref(), result)
+    streamed(&args.common.run, open, async |ws, json| {
+        up_with(ws, &args, json).await
+    })
+    .await
 }
 
 async fn up_with(ws: &Workspace, args: &UpArgs, json: Option<Arc<JsonStream>>) -> Result<ExitCode> {
@@ -338,18 +332,15 @@ async fn up_with(ws: &Workspace, args: &UpArgs, json: Option<Arc<JsonStream>>) -
     .await
 }
 
-/// `plinth destroy`, in the workspace `open` opens (a failure to open it is the stream's error
-/// event too, with `--json`).
+/// `plinth destroy`, in the workspace `open` opens.
 pub async fn destroy(
     open: impl FnOnce() -> Result<Workspace>,
     args: DestroyArgs,
 ) -> Result<ExitCode> {
-    let json = args.common.run.json_stream()?;
-    let result = match open() {
-        Ok(ws) => destroy_with(&ws, &args, json.clone()).await,
-        Err(e) => Err(e),
-    };
-    reported(json.as_deref(), result)
+    streamed(&args.common.run, open, async |ws, json| {
+        destroy_with(ws, &args, json).await
+    })
+    .await
 }
 
 async fn destroy_with(
@@ -384,18 +375,15 @@ async fn destroy_with(
     .await
 }
 
-/// `plinth refresh`, in the workspace `open` opens (a failure to open it is the stream's error
-/// event too, with `--json`).
+/// `plinth refresh`, in the workspace `open` opens.
 pub async fn refresh(
     open: impl FnOnce() -> Result<Workspace>,
     args: RefreshArgs,
 ) -> Result<ExitCode> {
-    let json = args.common.run.json_stream()?;
-    let result = match open() {
-        Ok(ws) => refresh_with(&ws, &args, json.clone()).await,
-        Err(e) => Err(e),
-    };
-    reported(json.as_deref(), result)
+    streamed(&args.common.run, open, async |ws, json| {
+        refresh_with(ws, &args, json).await
+    })
+    .await
 }
 
 async fn refresh_with(
@@ -438,9 +426,20 @@ async fn refresh_with(
     .await
 }
 
-/// With `--json`, a command's error is the stream's last line; it is shown on stderr too.
-fn reported(json: Option<&JsonStream>, result: Result<ExitCode>) -> Result<ExitCode> {
-    if let (Some(json), Err(error)) = (json, &result) {
+/// Runs a command in the workspace `open` opens, with `--json`'s stream if asked for. With
+/// `--json`, an error (opening the workspace included) is the stream's last line; it is shown on
+/// stderr too.
+async fn streamed(
+    run: &RunOptions,
+    open: impl FnOnce() -> Result<Workspace>,
+    command: impl AsyncFnOnce(&Workspace, Option<Arc<JsonStream>>) -> Result<ExitCode>,
+) -> Result<ExitCode> {
+    let json = run.json_stream()?;
+    let result = match open() {
+        Ok(ws) => command(&ws, json.clone()).await,
+        Err(e) => Err(e),
+    };
+    if let (Some(json), Err(error)) = (json.as_deref(), &result) {
         json.write(&JsonEvent::Error {
             message: format!("{error:#}"),
         });
