@@ -275,6 +275,16 @@ fn a_corrupt_or_tampered_plan_is_refused_cleanly() {
         &text.replace("\"plinth-plan\": 1", "\"plinth-plan\": 2"),
         "is a plan of format version 2, but this plinth reads version 1",
     );
+    // Larger than any plan (sparse: it takes no disk), refused after reading only the cap.
+    let huge = env.project.join("huge.json");
+    std::fs::File::create(&huge)
+        .and_then(|file| file.set_len(257 << 20))
+        .unwrap();
+    refused(
+        &env,
+        &huge,
+        "is larger than 256 MiB, the most a plan may be",
+    );
     let mut other = plan.clone();
     other["steps"] = serde_json::json!("\u{1b}[2J");
     refused_as(&other.to_string(), "is not a valid plan: invalid type");

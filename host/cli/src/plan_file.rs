@@ -6,6 +6,7 @@
 //! it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
@@ -18,6 +19,12 @@ use plinth_engine::value::{SIG_KEY, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::store::sha256_hex;
+use crate::stack_transfer::MAX_IMPORT_BYTES;
+
+/// The largest plan read: it holds the steps' inputs, so it is about a checkpoint's size, and
+/// none could be bigger than the largest checkpoint plinth imports. Read whole, a hostile one
+/// (`/dev/zero`) would exhaust memory.
+const MAX_PLAN_BYTES: u64 = MAX_IMPORT_BYTES;
 
 /// The format this plinth writes and reads; a plan of any other is refused, never misread.
 pub const FORMAT: u64 = 1;
@@ -93,7 +100,23 @@ impl Plan {
     /// error before any secret is opened.
     pub fn read(path: &Path, stack: (&str, &str, &str), crypter: &dyn Crypter) -> Result<Plan> {
         let shown = path.display();
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read the plan {shown}"))?;
+        let mut bytes = Vec::new();
+        // A regular file's size is known before it is read; a stream's only by reading it.
+        let size = (std::fs::File::open(path).and_then(|file| {
+            let size = file.metadata()?.len();
+            if size <= MAX_PLAN_BYTES {
+                file.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes)?;
+            }
+            Ok(size)
+        }))
+        .with_context(|| format!("cannot read the plan {shown}"))?;
+        if size.max(bytes.len() as u64) > MAX_PLAN_BYTES {
+            return Err(anyhow!(
+                "{shown} is larger than {} MiB, the most a plan may be (as much as `stack \
+                 import` reads): is it the right file?",
+                MAX_PLAN_BYTES >> 20
+            ));
+        }
         let not_a_plan = |why: String| {
             anyhow!(
                 "{shown} is not a plinth plan ({why}); make one with `plinth preview \
