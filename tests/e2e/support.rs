@@ -89,6 +89,20 @@ fn scenario_yaml(plugin_yaml: &str) -> String {
 /// The passphrase of every stack's secrets in the tests.
 pub const PASSPHRASE: &str = "e2e passphrase";
 
+/// The variables a CI sets that `plinth` reads into a run's metadata.
+const CI_VARS: [&str; 10] = [
+    "CI",
+    "GITHUB_ACTIONS",
+    "GITHUB_SHA",
+    "GITHUB_REF",
+    "GITHUB_REF_NAME",
+    "GITHUB_HEAD_REF",
+    "GITLAB_CI",
+    "CI_COMMIT_SHA",
+    "CI_COMMIT_REF_NAME",
+    "CI_MERGE_REQUEST_IID",
+];
+
 /// A project directory, a state directory and the stack to run plinth against.
 pub struct Env {
     pub project: PathBuf,
@@ -249,6 +263,10 @@ impl Env {
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
+        // The suite runs inside CI too; the run metadata it records must not depend on that.
+        for var in CI_VARS {
+            cmd.env_remove(var);
+        }
         cmd
     }
 
