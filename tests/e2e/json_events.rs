@@ -21,7 +21,7 @@ fn validator() -> jsonschema::Validator {
 }
 
 /// Every line of `out`'s stdout, each checked against the schema; the secret is on none.
-fn json_lines(out: &Output) -> Vec<Value> {
+pub(crate) fn json_lines(out: &Output) -> Vec<Value> {
     let stdout = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(!stdout.contains(SECRET), "a secret on stdout:\n{stdout}");
     let validator = validator();

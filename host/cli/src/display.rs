@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use console::{Style, style};
 use indicatif::{ProgressBar, ProgressStyle};
 use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo, StepOp};
+use plinth_engine::policy::EnforcementLevel;
 use plinth_engine::shown::{escape_controls, escape_controls_keeping_lines};
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
@@ -126,6 +127,29 @@ pub async fn render(
                     .unwrap_or_default();
                 // A program's log line: on one line, whatever it holds.
                 print(format!("  {label}{origin}: {}", escape_controls(&message)));
+            }
+            Event::PolicyViolation(violation) => {
+                let label = match violation.level {
+                    EnforcementLevel::Mandatory => style("policy").red(),
+                    _ => style("policy").yellow(),
+                };
+                let origin = (violation.urn.as_ref())
+                    .map(|u| format!(" {}", escape_controls(u.name())))
+                    .unwrap_or_default();
+                // The violation escapes what the pack wrote: one line.
+                print(format!("  {label}{origin}: {violation}"));
+            }
+            Event::PolicySummary(packs) => {
+                for pack in packs {
+                    print(format!(
+                        "  {} {} {}: {} mandatory, {} advisory violation(s)",
+                        style("policy pack").dim(),
+                        escape_controls(&pack.name),
+                        escape_controls(&pack.version),
+                        pack.mandatory,
+                        pack.advisory
+                    ));
+                }
             }
             Event::Outputs { old, new } => {
                 if let Some(tree) = tree.take() {

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo, StepOp};
+use plinth_engine::policy::{EnforcementLevel, PackRun};
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
 use serde::Serialize;
@@ -38,7 +39,7 @@ struct Line<'a> {
     event: &'a JsonEvent,
 }
 
-/// One event of the stream. Policy results and saved plans add their own variants.
+/// One event of the stream.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum JsonEvent {
@@ -88,6 +89,20 @@ pub enum JsonEvent {
         duration_seconds: f64,
         preview: bool,
         failed: bool,
+    },
+    /// A policy's objection to a resource (`urn`) or to the stack (`urn` null).
+    PolicyViolation {
+        pack: String,
+        policy: String,
+        level: EnforcementLevel,
+        urn: Option<String>,
+        message: String,
+        /// The offending property; `null` for the whole resource.
+        property: Option<String>,
+    },
+    /// The policy packs that ran, their digests and their violations by level.
+    PolicySummary {
+        packs: Vec<PackRun>,
     },
     Cancelled,
     /// The command failed: the last line of a failed run.
@@ -217,6 +232,17 @@ impl JsonEvent {
                 duration_seconds: duration.as_secs_f64(),
                 preview: *preview,
                 failed: *failed,
+            },
+            Event::PolicyViolation(v) => JsonEvent::PolicyViolation {
+                pack: v.pack.clone(),
+                policy: v.policy.clone(),
+                level: v.level,
+                urn: v.urn.as_ref().map(Urn::to_string),
+                message: v.message.clone(),
+                property: (!v.property.is_empty()).then(|| v.property.clone()),
+            },
+            Event::PolicySummary(packs) => JsonEvent::PolicySummary {
+                packs: packs.clone(),
             },
             Event::Cancelled => JsonEvent::Cancelled,
         }

@@ -87,6 +87,33 @@ fn line(entry: &LogEntry) -> String {
             changes.delete,
             changes.same
         ),
+        LoggedEvent::PolicyViolation {
+            pack,
+            policy,
+            level,
+            urn,
+            message,
+            property,
+        } => {
+            let on = urn.as_ref().map_or(String::new(), |urn| format!("{urn}: "));
+            let at = if property.is_empty() {
+                String::new()
+            } else {
+                format!(" (property `{property}`)")
+            };
+            format!("policy violation: {on}[{level}] policy `{pack}/{policy}`: {message}{at}")
+        }
+        LoggedEvent::PolicySummary { packs } => {
+            let packs: Vec<String> = (packs.iter())
+                .map(|p| {
+                    format!(
+                        "{} {} (sha256 {}): {} mandatory, {} advisory",
+                        p.name, p.version, p.digest, p.mandatory, p.advisory
+                    )
+                })
+                .collect();
+            format!("policy packs ran: {}", packs.join("; "))
+        }
         LoggedEvent::Cancelled => "cancelled: no new steps started".to_owned(),
     };
     // One line per event: what a guest or the log file supplied cannot start another.

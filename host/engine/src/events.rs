@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use crate::policy::{PackRun, Violation};
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
@@ -126,6 +127,10 @@ pub enum Event {
         preview: bool,
         failed: bool,
     },
+    /// A policy's objection to a resource or to the stack (not for disabled policies).
+    PolicyViolation(Violation),
+    /// The packs that ran, once the stack's analysis is done (only when packs ran).
+    PolicySummary(Vec<PackRun>),
     /// Cancellation was requested: no new steps start.
     Cancelled,
 }

@@ -7,13 +7,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
 use crate::shown::escape_controls;
 use crate::urn::Urn;
 use crate::value::PropertyMap;
 
 /// What a violation of a policy does to a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum EnforcementLevel {
     /// Shown and recorded; the run goes on.
     Advisory,
@@ -101,10 +103,27 @@ pub struct PolicyError {
     pub message: String,
 }
 
+/// What one pack did in a run: which pack (its digest names its bytes) and how many
+/// violations it reported at each level. A run's packs are in its `policy-summary` event and,
+/// on the service, in the update's record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PackRun {
+    pub name: String,
+    pub version: String,
+    /// The SHA-256 of the pack's component, in hex.
+    pub digest: String,
+    pub advisory: u64,
+    pub mandatory: u64,
+}
+
 /// A loaded, configured policy pack.
 #[async_trait]
 pub trait PolicyPack: Send + Sync {
     fn name(&self) -> &str;
+    fn version(&self) -> &str;
+    /// The SHA-256 of its component, in hex.
+    fn digest(&self) -> &str;
     /// The violations of `resource`, about to be created, updated or replaced, by the
     /// policies not disabled.
     async fn analyze_resource(

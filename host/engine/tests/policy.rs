@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use plinth_deploytest::*;
 use plinth_engine::deployment::Options;
 use plinth_engine::policy::{
-    EnforcementLevel, PolicyError, PolicyPack, PolicyPacks, PolicyResource, Violation,
+    EnforcementLevel, PackRun, PolicyError, PolicyPack, PolicyPacks, PolicyResource, Violation,
 };
 use plinth_engine::value::Value;
 
@@ -41,6 +41,14 @@ fn violation(level: EnforcementLevel, message: &str, r: Option<&PolicyResource>)
 impl PolicyPack for FakePack {
     fn name(&self) -> &str {
         "fake"
+    }
+
+    fn version(&self) -> &str {
+        "0.1.0"
+    }
+
+    fn digest(&self) -> &str {
+        "fa4e"
     }
 
     async fn analyze_resource(&self, r: &PolicyResource) -> Result<Vec<Violation>, PolicyError> {
@@ -83,10 +91,21 @@ async fn a_mandatory_violation_stops_its_step_before_the_provider_is_called() {
     let decls = vec![decl("a").input("v", "1"), decl("b").input("v", "bad")];
     let outcome = h.up_with(decls, with(pack.clone())).await;
     let errors = outcome.errors.join("\n");
+    // The failure names the policy; the violation itself is its own event, shown once.
     assert!(
-        errors.contains("violates 1 mandatory policy; nothing was changed")
-            && errors.contains("[mandatory] policy `fake/no-bad-v`: v is bad (property `v`)"),
+        errors.contains("violates 1 mandatory policy (`fake/no-bad-v`); nothing was changed")
+            && !errors.contains("v is bad"),
         "{errors}"
+    );
+    assert_eq!(
+        outcome.policies,
+        [PackRun {
+            name: "fake".into(),
+            version: "0.1.0".into(),
+            digest: "fa4e".into(),
+            advisory: 0,
+            mandatory: 1,
+        }]
     );
     assert!(!h.provider.calls().contains(&"create b".to_owned()));
     assert!(!h.names().contains(&"b".to_owned()), "{:?}", h.names());
@@ -120,6 +139,10 @@ async fn an_advisory_violation_lets_the_run_succeed() {
         .await;
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     assert_eq!(h.names(), ["a"]);
+    assert_eq!(
+        (outcome.policies[0].advisory, outcome.policies[0].mandatory),
+        (1, 0)
+    );
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo};
+use plinth_engine::policy::{EnforcementLevel, PackRun};
 use serde::{Deserialize, Serialize};
 
 use crate::history::HistoryEntry;
@@ -47,6 +48,22 @@ pub enum LoggedEvent {
         changes: ChangeSummary,
         duration_ms: u64,
         failed: bool,
+    },
+    /// A policy's objection (its text masked by the host before it got here).
+    PolicyViolation {
+        pack: String,
+        policy: String,
+        level: EnforcementLevel,
+        /// The resource at fault; none for the stack as a whole.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        urn: Option<String>,
+        message: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        property: String,
+    },
+    /// The packs that ran and what they found.
+    PolicySummary {
+        packs: Vec<PackRun>,
     },
     Cancelled,
 }
@@ -100,6 +117,17 @@ impl LoggedEvent {
                 changes: changes.clone(),
                 duration_ms: millis(*duration),
                 failed: *failed,
+            },
+            Event::PolicyViolation(v) => LoggedEvent::PolicyViolation {
+                pack: v.pack.clone(),
+                policy: v.policy.clone(),
+                level: v.level,
+                urn: v.urn.as_ref().map(ToString::to_string),
+                message: v.message.clone(),
+                property: v.property.clone(),
+            },
+            Event::PolicySummary(packs) => LoggedEvent::PolicySummary {
+                packs: packs.clone(),
             },
             Event::Cancelled => LoggedEvent::Cancelled,
             Event::Outputs { .. } | Event::ComponentOutputs { .. } => return None,

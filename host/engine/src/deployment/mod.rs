@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{ChangeSummary, Event, EventSink, Severity};
 use crate::journal::{JournalEntry, SnapshotManager};
+use crate::policy::PackRun;
 use crate::program::{Monitor, Program, StackInfo};
 use crate::provider::ProviderSource;
 use crate::snapshot::{PendingKind, Snapshot};
@@ -36,6 +37,8 @@ pub struct Outcome {
     pub changes: ChangeSummary,
     pub outputs: PropertyMap,
     pub errors: Vec<String>,
+    /// The policy packs that ran and what they found.
+    pub policies: Vec<PackRun>,
     /// The new checkpoint; `None` in preview.
     pub snapshot: Option<Snapshot>,
 }
@@ -120,6 +123,10 @@ pub async fn run(
             errors.push(e.to_string());
         }
     }
+    let policies = ctx.policy_runs();
+    if !policies.is_empty() {
+        events.emit(Event::PolicySummary(policies.clone()));
+    }
     events.emit(Event::Outputs {
         old: old_outputs,
         new: outputs.clone(),
@@ -151,6 +158,7 @@ pub async fn run(
         changes,
         outputs,
         errors,
+        policies,
         snapshot,
     }
 }

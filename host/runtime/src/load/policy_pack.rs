@@ -38,6 +38,9 @@ pub struct PolicySettings {
 /// A loaded, configured policy pack.
 pub struct ComponentPolicyPack {
     name: String,
+    version: String,
+    /// The SHA-256 of its component, in hex.
+    digest: String,
     /// The level in force of each policy, by name.
     levels: BTreeMap<String, EnforcementLevel>,
     instance: tokio::sync::Mutex<Result<Instance, String>>,
@@ -78,6 +81,7 @@ impl ComponentPolicyPack {
     pub(crate) async fn start(
         linker: &Linker<Sandbox>,
         component: &Component,
+        digest: String,
         path: &Path,
         limits: Limits,
         settings: &BTreeMap<String, PolicySettings>,
@@ -108,7 +112,7 @@ impl ComponentPolicyPack {
             Ok(info) => info,
             Err(e) => return Err(start_error(instance.store.data().failure("info", &e))),
         };
-        let (name, levels) = read_info(info, settings).map_err(start_error)?;
+        let (name, version, levels) = read_info(info, settings).map_err(start_error)?;
         let config: Vec<wit::PolicyConfig> = (settings.iter())
             .filter(|(policy, _)| levels.contains_key(*policy))
             .filter_map(|(policy, s)| {
@@ -132,6 +136,8 @@ impl ComponentPolicyPack {
         }
         Ok(ComponentPolicyPack {
             name,
+            version,
+            digest,
             levels,
             instance: tokio::sync::Mutex::new(Ok(instance)),
             _epoch: epoch,
@@ -217,10 +223,10 @@ impl ComponentPolicyPack {
 fn read_info(
     info: wit::PackInfo,
     settings: &BTreeMap<String, PolicySettings>,
-) -> Result<(String, BTreeMap<String, EnforcementLevel>), String> {
+) -> Result<(String, String, BTreeMap<String, EnforcementLevel>), String> {
     let wit::PackInfo {
         name,
-        version: _,
+        version,
         policies,
     } = info;
     let name = name.into_host();
@@ -228,6 +234,14 @@ fn read_info(
         return Err(format!(
             "`info` returned the pack name \"{}\": a name is one line of text",
             escape_controls(&name)
+        ));
+    }
+    // Recorded with the update and shown by `stack history`: one short line.
+    let version = version.into_host();
+    if version.len() > 128 || version.chars().any(char::is_control) {
+        return Err(format!(
+            "`info` returned the pack version \"{}\": a version is one short line of text",
+            escape_controls(&version)
         ));
     }
     let mut levels = BTreeMap::new();
@@ -254,7 +268,7 @@ fn read_info(
         let level = (settings.get(&policy).and_then(|s| s.level)).unwrap_or(level);
         levels.insert(policy, level);
     }
-    Ok((name, levels))
+    Ok((name, version, levels))
 }
 
 /// `resource` as the pack sees it.
@@ -287,6 +301,14 @@ fn log_stdout(guest: &str, line: &str) {
 impl PolicyPack for ComponentPolicyPack {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn digest(&self) -> &str {
+        &self.digest
     }
 
     async fn analyze_resource(

@@ -222,10 +222,11 @@ impl Runtime {
         limits: Limits,
         settings: &BTreeMap<String, PolicySettings>,
     ) -> Result<Arc<ComponentPolicyPack>, LoadError> {
-        let (component, _) = self.load_path_async(path).await?;
+        let (component, stats) = self.load_path_async(path).await?;
         let pack = ComponentPolicyPack::start(
             &self.policy_linker,
             &component,
+            stats.sha256,
             path,
             limits,
             settings,

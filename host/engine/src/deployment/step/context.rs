@@ -55,6 +55,8 @@ pub(crate) struct StepContext {
     /// The policy packs that judge each change, and the resources they judge the stack by.
     pub(super) policies: PolicyPacks,
     pub(super) policy_resources: Mutex<Vec<PolicyResource>>,
+    /// The advisory and mandatory violations each pack reported, in the packs' order.
+    pub(super) policy_counts: Mutex<Vec<(u64, u64)>>,
 }
 
 impl StepContext {
@@ -83,6 +85,7 @@ impl StepContext {
             changes: Mutex::default(),
             policies: options.policies.clone(),
             policy_resources: Mutex::default(),
+            policy_counts: Mutex::new(vec![(0, 0); options.policies.0.len()]),
         }
     }
 
