@@ -30,6 +30,7 @@ mod oidc;
 mod plans;
 mod policy;
 mod policy_events;
+mod policy_service;
 mod polyglot;
 mod postgres;
 mod reach;

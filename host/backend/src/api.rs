@@ -17,6 +17,8 @@ use plinth_state::{
     HistoryEntry, ImportReport, LoadedStack, LockHolder, StackSummary, UpdateLog, UsedPlugins,
 };
 
+use plinth_state::protocol::policy::RequiredPack;
+
 use crate::edit::StateEdit;
 use crate::error::BackendError;
 use crate::secrets::Crypter;
@@ -98,6 +100,13 @@ pub trait Backend: Send + Sync {
     /// first being 1), its secrets sealed as they were; for `stack rollback`.
     fn version(&self, stack: &StackRef, number: u64) -> Result<Vec<u8>, BackendError>;
 
+    /// The policy packs the backend enforces on the stack, their components fetched and
+    /// checked against their digests. A local backend enforces none.
+    fn policy_packs(&self, stack: &StackRef) -> Result<Vec<FetchedPack>, BackendError> {
+        let _ = stack;
+        Ok(Vec::new())
+    }
+
     /// The user asked the command to stop (Ctrl-C): what is still to be recorded should not
     /// wait out an outage. A local backend has none to wait out.
     fn interrupted(&self) {}
@@ -125,6 +134,17 @@ pub trait Update: Send {
         force: bool,
         entry: &HistoryEntry,
     ) -> Result<ImportReport, BackendError>;
+    /// The policy packs the backend told the update, as it began, to run (none locally).
+    fn policy_packs(&self) -> &[RequiredPack] {
+        &[]
+    }
+}
+
+/// A policy pack a backend enforces, and its component, which matches its digest.
+#[derive(Debug, Clone)]
+pub struct FetchedPack {
+    pub pack: RequiredPack,
+    pub component: Vec<u8>,
 }
 
 /// Where a phase's work goes: its journal and its events.

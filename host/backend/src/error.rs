@@ -41,6 +41,9 @@ pub enum BackendError {
         "stack `{stack}` is locked by an update that is still running, {holder}: wait for it to finish, or stop it"
     )]
     Locked { stack: String, holder: String },
+    /// A policy pack the service enforces could not be had as the service described it.
+    #[error("the policy pack `{name}` the service enforces: {reason}")]
+    PolicyPack { name: String, reason: String },
     /// What the service answered, when it did not do what was asked.
     #[error(transparent)]
     Service(#[from] crate::service::ServiceError),

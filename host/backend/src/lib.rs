@@ -13,12 +13,13 @@ mod open;
 pub mod secrets;
 pub mod service;
 
-pub use api::{Backend, EventLog, Recording, StackRef, Update};
+pub use api::{Backend, EventLog, FetchedPack, Recording, StackRef, Update};
 pub use edit::StateEdit;
 pub use error::BackendError;
 pub use files::write_atomically;
 pub use local::{LocalBackend, StackLock};
 pub use open::{Scheme, ServiceLogin};
+pub use plinth_state::protocol::policy::RequiredPack;
 pub use plinth_state::run_metadata;
 pub use plinth_state::{
     CREATED_AS_BEGUN, Checkpoint, Creates, EventNumbering, HistoryEntry, ImportReport,

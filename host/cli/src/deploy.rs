@@ -16,7 +16,7 @@ use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::plan::{PlanGuard, PlannedStep};
-use plinth_engine::policy::PolicyPacks;
+use plinth_engine::policy::{PackRun, PolicyPacks};
 use plinth_engine::program::{EmptyProgram, Program};
 use plinth_engine::refresh::{self, RefreshOptions};
 use plinth_engine::resource::is_recordable_id;
@@ -678,12 +678,17 @@ impl<'a> Deployer<'a> {
             UpdateKind::Refresh => None,
             _ => Some(self.program(kind, request, &mut ran).await?),
         };
-        // Loaded before the stack is taken: a pack that does not load changes nothing.
-        let policies = match kind {
+        // Loaded before the stack is taken: a pack that does not load changes nothing. The
+        // packs the backend enforces run whatever the project names.
+        let (policies, enforced) = match kind {
             UpdateKind::Update => {
-                policy::load(&self.runtime, &self.ws.project, &request.policy).await?
+                let enforced = backend.policy_packs(&self.stack)?;
+                let packs =
+                    policy::load(&self.runtime, &self.ws.project, &request.policy, &enforced)
+                        .await?;
+                (packs, enforced)
             }
-            _ => PolicyPacks::default(),
+            _ => (PolicyPacks::default(), Vec::new()),
         };
         // One call takes the stack and returns the state to start from; a preview takes
         // nothing.
@@ -692,6 +697,9 @@ impl<'a> Deployer<'a> {
         } else {
             Some(backend.begin_update(&self.stack, self.command)?)
         };
+        if let (Some(update), UpdateKind::Update) = (&update, kind) {
+            policy::check_enforced(&enforced, update.policy_packs())?;
+        }
         let mut loaded = match &mut update {
             Some(update) => update.base()?.clone(),
             None => backend.load(&self.stack)?,
@@ -756,6 +764,7 @@ impl<'a> Deployer<'a> {
                 &phase,
                 &outcome.changes,
                 &outcome.errors,
+                &[],
                 request,
             )?;
             ran.changes = outcome.changes;
@@ -808,6 +817,7 @@ impl<'a> Deployer<'a> {
                 &phase,
                 &outcome.changes,
                 &outcome.errors,
+                &outcome.policies,
                 request,
             )?;
             // The last phase: the update ends (on the service, a request) before the states are
@@ -890,6 +900,7 @@ impl<'a> Deployer<'a> {
         phase: &Phase,
         changes: &ChangeSummary,
         errors: &[String],
+        policies: &[PackRun],
         request: &Request,
     ) -> Result<()> {
         let Some(update) = update else {
@@ -902,7 +913,8 @@ impl<'a> Deployer<'a> {
         };
         let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
             .with_plugins(self.used.list())
-            .with_metadata(&request.metadata);
+            .with_metadata(&request.metadata)
+            .with_policy_packs(policies.to_vec());
         Ok(update.complete(&entry)?)
     }
 }

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use plinth_backend::FetchedPack;
+use plinth_backend::RequiredPack;
 use plinth_engine::policy::{EnforcementLevel, PolicyPack, PolicyPacks};
 use plinth_engine::shown::escape_controls;
 use plinth_runtime::{Limits, PolicySettings, Runtime};
@@ -34,8 +36,15 @@ pub struct PolicyArgs {
     policy_pack_config: Option<PathBuf>,
 }
 
-/// Loads every pack `project` and `args` name, configured as `args` says.
-pub async fn load(runtime: &Runtime, project: &Project, args: &PolicyArgs) -> Result<PolicyPacks> {
+/// Loads every pack `project` and `args` name, configured as `args` says, and the packs the
+/// backend enforces (`enforced`), configured as the backend says: the client's configuration
+/// does not apply to them, so it cannot lower their levels.
+pub async fn load(
+    runtime: &Runtime,
+    project: &Project,
+    args: &PolicyArgs,
+    enforced: &[FetchedPack],
+) -> Result<PolicyPacks> {
     let config = match &args.policy_pack_config {
         Some(path) => read_config(path)?,
         None => Config::default(),
@@ -61,6 +70,11 @@ pub async fn load(runtime: &Runtime, project: &Project, args: &PolicyArgs) -> Re
         known.extend(pack.policies().map(str::to_owned));
         packs.push(pack);
     }
+    for fetched in enforced {
+        let pack = load_enforced(runtime, fetched).await?;
+        known.extend(pack.policies().map(str::to_owned));
+        packs.push(pack);
+    }
     if let Some(unknown) = config.settings.keys().find(|name| !known.contains(*name)) {
         bail!(
             "the policy pack configuration names the policy `{}`, which no policy pack holds \
@@ -74,6 +88,47 @@ pub async fn load(runtime: &Runtime, project: &Project, args: &PolicyArgs) -> Re
         );
     }
     Ok(PolicyPacks(packs))
+}
+
+/// Loads the pack a backend enforces, configured as the backend says.
+async fn load_enforced(
+    runtime: &Runtime,
+    fetched: &FetchedPack,
+) -> Result<Arc<plinth_runtime::ComponentPolicyPack>> {
+    let name = escape_controls(&fetched.pack.name).into_owned();
+    let failed = || format!("cannot load the policy pack `{name}` the service enforces");
+    let settings = match &fetched.pack.config {
+        Some(config) => {
+            parse_config(&config.to_string())
+                .with_context(|| format!("the service's configuration of `{name}` is malformed"))?
+                .settings
+        }
+        None => BTreeMap::new(),
+    };
+    // The runtime loads components from files: this one lives as long as the load.
+    let mut file = tempfile::Builder::new()
+        .prefix("enforced-pack-")
+        .suffix(".wasm")
+        .tempfile()
+        .with_context(failed)?;
+    std::io::Write::write_all(&mut file, &fetched.component).with_context(failed)?;
+    (runtime.load_policy_pack(file.path(), Limits::default(), &settings))
+        .await
+        .with_context(failed)
+}
+
+/// Refuses to go on if the packs the update was told to run, as it began, are not those
+/// loaded (`enforced`): the service's packs changed in between.
+pub fn check_enforced(enforced: &[FetchedPack], told: &[RequiredPack]) -> Result<()> {
+    let loaded: BTreeSet<&str> = enforced.iter().map(|f| f.pack.digest.as_str()).collect();
+    let told: BTreeSet<&str> = told.iter().map(|p| p.digest.as_str()).collect();
+    if loaded != told {
+        bail!(
+            "the policy packs the service enforces on this stack changed while the run \
+             started; nothing was changed: run it again"
+        );
+    }
+    Ok(())
 }
 
 /// What `--policy-pack-config` says.

@@ -333,7 +333,7 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
             .iter()
             .map(|p| {
                 let (name, version) = (escape_controls(&p.name), escape_controls(&p.version));
-                format!("{name}@{version} ({})", short(&p.sha256))
+                format!("{name}@{version} ({})", escape_controls(short(&p.sha256)))
             })
             .collect();
         println!(
@@ -354,8 +354,28 @@ fn history(ws: &Workspace, json: bool) -> Result<()> {
         if let Some(metadata) = &e.metadata {
             println!("{:9}{}", "", metadata_line(metadata));
         }
+        if !e.policy_packs.is_empty() {
+            println!("{:9}{}", "", policy_line(&e.policy_packs));
+        }
     }
     Ok(())
+}
+
+/// The policy packs a run says ran, on one line under its row, escaped (the client wrote it).
+fn policy_line(packs: &[plinth_engine::policy::PackRun]) -> String {
+    let shown: Vec<String> = (packs.iter())
+        .map(|p| {
+            format!(
+                "{}@{} ({}): {} mandatory, {} advisory",
+                escape_controls(&p.name),
+                escape_controls(&p.version),
+                escape_controls(short(&p.digest)),
+                p.mandatory,
+                p.advisory
+            )
+        })
+        .collect();
+    format!("policy packs: {}", shown.join(", "))
 }
 
 /// Where a run came from, on one line under its row: each value escaped (a person, an

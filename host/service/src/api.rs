@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use plinth_state::protocol::policy::{PackComponent, RequiredPacks};
 use plinth_state::protocol::{
     BeginRequest, Begun, Cancelled, Ciphertexts, CompleteRequest, EventBatch, HistoryPage,
     JournalBatch, ListedStack, PhaseRequest, Plaintexts, Recorded, Removed, Renewed, StackCreated,
@@ -31,8 +32,8 @@ use crate::oidc::{self, OidcConfig};
 use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
 use crate::{
-    access, admission, answers, audit, checks, events, health, journal, request_log, secrets,
-    updates, versions,
+    access, admission, answers, audit, checks, events, health, journal, policy_packs, request_log,
+    secrets, updates, versions,
 };
 
 /// How the service runs.
@@ -133,6 +134,11 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         .route("/api/v1/stacks/{project}/{stack}/secrets/seal", post(seal))
         .route("/api/v1/stacks/{project}/{stack}/secrets/open", post(open))
         .route("/api/v1/stacks/{project}/{stack}/logs", get(logs))
+        .route(
+            "/api/v1/stacks/{project}/{stack}/policy-packs",
+            get(required_policy_packs),
+        )
+        .route("/api/v1/policy-packs/{digest}", get(policy_pack_component))
         .route("/api/v1/audit", get(access::audit))
         .route(
             "/api/v1/tokens",
@@ -309,6 +315,29 @@ async fn begin_update(
     )
     .await?;
     Ok(Json(begun))
+}
+
+/// The policy packs a run of the stack must run (a preview takes no update, so asks here).
+async fn required_policy_packs(
+    user: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+) -> Result<Json<RequiredPacks>, ApiError> {
+    user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
+    stack_id(&pool, &project, &stack).await?;
+    let mut conn = pool.acquire().await?;
+    let packs = policy_packs::applying(&mut conn, &project, &stack).await?;
+    Ok(Json(RequiredPacks { packs }))
+}
+
+/// A pack's component, to any token: packs are rules, not secrets, and a run of any stack the
+/// caller may read may need it.
+async fn policy_pack_component(
+    _: User,
+    State(pool): State<PgPool>,
+    Path(digest): Path<String>,
+) -> Result<Json<PackComponent>, ApiError> {
+    Ok(Json(policy_packs::component(&pool, &digest).await?))
 }
 
 async fn cancel(

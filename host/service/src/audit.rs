@@ -34,6 +34,9 @@ pub(crate) enum Action {
     TokenCreated,
     TokenRevoked,
     KeyRotated,
+    /// A policy pack stored for a set of stacks, or replaced (admin CLI).
+    PolicyPackAdded,
+    PolicyPackRemoved,
 }
 
 impl Action {
@@ -53,6 +56,8 @@ impl Action {
             Action::TokenCreated => "token.created",
             Action::TokenRevoked => "token.revoked",
             Action::KeyRotated => "key.rotated",
+            Action::PolicyPackAdded => "policy-pack.added",
+            Action::PolicyPackRemoved => "policy-pack.removed",
         }
     }
 }

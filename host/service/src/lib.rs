@@ -19,6 +19,7 @@ mod journal;
 mod metrics;
 mod oidc;
 mod parsed;
+mod policy_packs;
 mod removed;
 mod repair;
 mod request_log;
@@ -34,6 +35,10 @@ pub use database_url::{DatabaseUrlError, has_password, read_database_file, reada
 pub use db::connect;
 pub use metrics::{Metrics, router as metrics_router};
 pub use oidc::{ConfigError as OidcConfigError, OidcConfig};
+pub use policy_packs::{
+    MAX_PACK_BYTES, PackError, StoredPack, add as add_policy_pack, list as list_policy_packs,
+    remove as remove_policy_pack,
+};
 pub use removed::{RemovedStack, list_stacks, purge_periodically, purge_removed, restore};
 pub use repair::{Repaired, repair};
 pub use secrets::{MasterKey, MasterKeys, Rotated, rotate};

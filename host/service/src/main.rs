@@ -17,6 +17,7 @@ use plinth_service::{
 };
 
 mod audit_print;
+mod policy_command;
 
 #[derive(Parser)]
 #[command(
@@ -82,7 +83,7 @@ struct ServeArgs {
 /// The database, given so that its password stays off the command line (which every user of the
 /// machine can read): in the environment or in a file.
 #[derive(clap::Args)]
-struct Database {
+pub(crate) struct Database {
     /// The PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DB. Prefer the environment
     /// or --database-file: a password on the command line is visible to every user of the machine.
     #[arg(
@@ -152,6 +153,9 @@ enum Command {
     /// List, restore, purge and repair stacks.
     #[command(subcommand)]
     Stack(StackCommand),
+    /// Manage the policy packs the service enforces on sets of stacks.
+    #[command(subcommand)]
+    Policy(policy_command::PolicyCommand),
     /// Show the audit log: every change made through the API or an admin command, newest
     /// first, with who made it, with which token, when and from where.
     Audit {
@@ -512,6 +516,7 @@ async fn run(cli: Cli, on_command_line: bool) -> Result<()> {
             Ok(())
         }
         Some(Command::Stack(command)) => stack_command(command, on_command_line).await,
+        Some(Command::Policy(command)) => policy_command::run(command, on_command_line).await,
         Some(Command::Key(KeyCommand::Create { file })) => {
             MasterKey::create(&file)?;
             println!(

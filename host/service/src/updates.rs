@@ -9,6 +9,7 @@ use crate::audit::{self, Action, Actor};
 use crate::auth::{User, digest, new_token};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::policy_packs;
 use crate::versions::{self, Ended, Entry, Source, StackKey};
 
 /// What this service takes in journal batches beyond whole entries; the rebuild completes them.
@@ -102,8 +103,15 @@ pub(crate) async fn begin(
     // The new update holds the stack: nothing else folds or versions it meanwhile.
     let recovered = versions::fold_abandoned(&mut tx, key).await?;
     let (base_version, base) = versions::latest(&mut tx, stack_id).await?;
-    sqlx::query("UPDATE updates SET folded_seq = 0 WHERE id = $1")
+    // The packs the update is told to run, kept with it: what it claims to have run is
+    // checked against them.
+    let policy_packs = policy_packs::applying(&mut tx, &key.project, stack).await?;
+    let told: Vec<serde_json::Value> = (policy_packs.iter())
+        .map(|p| serde_json::json!({ "name": p.name, "digest": p.digest }))
+        .collect();
+    sqlx::query("UPDATE updates SET folded_seq = 0, policy_packs = $2 WHERE id = $1")
         .bind(update_id)
+        .bind(serde_json::Value::Array(told))
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
@@ -117,6 +125,7 @@ pub(crate) async fn begin(
         base_checkpoint: utf8_checkpoint(base, stack)?,
         recovered,
         journal_extensions: journal_extensions(),
+        policy_packs,
     })
 }
 
@@ -199,6 +208,7 @@ async fn begun_again(
         base_checkpoint: utf8_checkpoint(base, &key.name)?,
         recovered,
         journal_extensions: journal_extensions(),
+        policy_packs: policy_packs::applying(&mut *tx, &key.project, &key.name).await?,
     }))
 }
 

@@ -3,6 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use plinth_engine::events::ChangeSummary;
+use plinth_engine::policy::PackRun;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::PluginUse;
@@ -79,6 +80,9 @@ pub struct HistoryEntry {
     /// Where the run came from: its message, commit, branch, pull request, CI system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<RunMetadata>,
+    /// The policy packs the run says ran, and what they found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy_packs: Vec<PackRun>,
 }
 
 impl HistoryEntry {
@@ -100,6 +104,7 @@ impl HistoryEntry {
             note: None,
             user: None,
             metadata: None,
+            policy_packs: Vec::new(),
         }
     }
 
@@ -115,6 +120,14 @@ impl HistoryEntry {
     pub fn with_metadata(self, metadata: &RunMetadata) -> HistoryEntry {
         let metadata = (!metadata.is_empty()).then(|| metadata.clone());
         HistoryEntry { metadata, ..self }
+    }
+
+    /// The entry, recording that the packs `policy_packs` ran.
+    pub fn with_policy_packs(self, policy_packs: Vec<PackRun>) -> HistoryEntry {
+        HistoryEntry {
+            policy_packs,
+            ..self
+        }
     }
 
     /// The entry, recording that the operation used `plugins`.

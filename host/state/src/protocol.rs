@@ -16,6 +16,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+pub mod policy;
+
 use crate::checkpoint::PluginUse;
 use crate::history::HistoryEntry;
 use crate::logs::LogEntry;
@@ -111,6 +113,10 @@ pub struct Begun {
     /// before this field was added).
     #[serde(default)]
     pub journal_extensions: Vec<String>,
+    /// The policy packs the service enforces on the stack: the update must run them (none
+    /// from a service before they were added).
+    #[serde(default)]
+    pub policy_packs: Vec<policy::RequiredPack>,
 }
 
 /// `POST updates/U/renew`: the lease's new end.

@@ -23,8 +23,10 @@ use serde_json::Value;
 use super::events::{ServiceEventLog, fetch_log};
 use super::lease::{LeaseKeeper, LeaseState};
 use super::persister::ServicePersister;
+use super::policy_packs;
 use super::transport::{SHORT_BUDGET, ServiceError, Transport};
-use crate::api::{Backend, Recording, StackRef, Update};
+use crate::api::{Backend, FetchedPack, Recording, StackRef, Update};
+use plinth_state::protocol::policy::RequiredPack;
 use plinth_state::{
     CREATED_AS_BEGUN, Checkpoint, HistoryEntry, ImportReport, LoadedStack, LockHolder, LockInfo,
     StackSummary, StateError, UpdateKind, UpdateLog, UpdateResult, UsedPlugins,
@@ -354,7 +356,15 @@ impl Backend for ServiceBackend {
             short_creates: (begun.journal_extensions.iter()).any(|e| e == CREATED_AS_BEGUN),
             open_phase: None,
             last_result: None,
+            policy_packs: begun.policy_packs,
         }))
+    }
+
+    fn policy_packs(&self, stack: &StackRef) -> Result<Vec<FetchedPack>, BackendError> {
+        let path = ServiceBackend::stack_path(stack, "/policy-packs");
+        let fetched =
+            policy_packs::fetch(&self.transport, &path).map_err(|e| stack_error(e, stack))?;
+        policy_packs::checked(fetched)
     }
 
     fn holder(&self, stack: &StackRef) -> Result<Option<LockHolder>, BackendError> {
@@ -465,6 +475,8 @@ struct ServiceUpdate {
     open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
     last_result: Option<UpdateResult>,
+    /// The policy packs the service told the update to run.
+    policy_packs: Vec<RequiredPack>,
 }
 
 impl ServiceUpdate {
@@ -538,6 +550,10 @@ impl ServiceUpdate {
 }
 
 impl Update for ServiceUpdate {
+    fn policy_packs(&self) -> &[RequiredPack] {
+        &self.policy_packs
+    }
+
     fn base(&mut self) -> Result<&LoadedStack, BackendError> {
         if !matches!(self.base, Base::Loaded(_)) {
             let loaded = match self.base_bytes()? {

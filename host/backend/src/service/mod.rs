@@ -10,6 +10,7 @@ mod gzip;
 mod lease;
 mod oidc;
 mod persister;
+mod policy_packs;
 mod resolver;
 mod transport;
 

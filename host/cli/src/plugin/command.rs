@@ -310,8 +310,10 @@ fn parse_sha256(text: &str) -> Result<String> {
 }
 
 /// The first 12 hex digits of a SHA-256, enough to tell builds apart at a glance.
+/// What a state file or a service recorded may be anything: a digest cut inside a character
+/// is shown whole rather than panicking.
 pub fn short(sha256: &str) -> &str {
-    &sha256[..sha256.len().min(12)]
+    sha256.get(..12).unwrap_or(sha256)
 }
 
 fn size(bytes: u64) -> String {

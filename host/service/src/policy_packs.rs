@@ -1,0 +1,245 @@
+//! Policy packs the service enforces (`plinth serve policy add|ls|rm`): each a component, its
+//! digest and the stacks it applies to, a glob on `PROJECT/STACK`. A run of a matching stack is
+//! told to run it (`GET stacks/P/S/policy-packs`, and the begun update), fetches its component
+//! (`GET policy-packs/DIGEST`) and checks the digest. The service cannot run a pack itself: it
+//! can only tell the client which to run (see docs/policy.md).
+
+use base64::Engine as _;
+use globset::{GlobBuilder, GlobMatcher};
+use plinth_state::protocol::policy::{PackComponent, RequiredPack};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::{PgConnection, PgPool};
+
+use crate::audit::{self, Action, Actor};
+use crate::checks::shown;
+use crate::error::ApiError;
+
+/// The largest pack stored: a pack is a small component (the test pack is about 100 KiB);
+/// every run of a matching stack fetches it.
+pub const MAX_PACK_BYTES: usize = 16 << 20;
+
+/// A stored pack, as `policy ls` shows it.
+#[derive(Debug)]
+pub struct StoredPack {
+    pub name: String,
+    pub version: String,
+    pub digest: String,
+    pub stacks: String,
+    pub config: Option<Value>,
+    pub added: String,
+    pub added_by: String,
+}
+
+/// Why a pack was not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// `pattern` as a matcher of `PROJECT/STACK` (`*` stays within a name).
+fn matcher(pattern: &str) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|e| format!("`{}` is not a pattern: {e}", shown(pattern)))
+}
+
+/// Stores the pack `bytes` as `name` (replacing the one of that name for the same stacks), for
+/// the stacks `stacks` matches; its digest.
+pub async fn add(
+    pool: &PgPool,
+    name: &str,
+    version: &str,
+    stacks: &str,
+    config: Option<Value>,
+    bytes: &[u8],
+) -> Result<String, PackError> {
+    let invalid = |m: String| Err(PackError::Invalid(m));
+    if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
+        return invalid(format!(
+            "the pack name `{}` must be one line of 1 to 100 characters",
+            shown(name)
+        ));
+    }
+    if version.len() > 100 || version.chars().any(char::is_control) {
+        return invalid(format!(
+            "the version `{}` must be one line of at most 100 characters",
+            shown(version)
+        ));
+    }
+    if stacks.is_empty() || stacks.len() > 200 || !stacks.contains('/') {
+        return invalid(format!(
+            "`{}` is not a stacks pattern: give PROJECT/STACK globs, e.g. 'shop/*' or '*/prod'",
+            shown(stacks)
+        ));
+    }
+    matcher(stacks).map_err(PackError::Invalid)?;
+    if let Some(config) = &config
+        && !config.is_object()
+    {
+        return invalid(
+            "the configuration must be a JSON object keyed by policy name, as \
+             --policy-pack-config takes"
+                .into(),
+        );
+    }
+    if bytes.len() > MAX_PACK_BYTES {
+        return invalid(format!(
+            "the pack is {} bytes, more than the {} MiB a pack may be",
+            bytes.len(),
+            MAX_PACK_BYTES >> 20
+        ));
+    }
+    if !bytes.starts_with(b"\0asm") {
+        return invalid("the pack is not a WebAssembly component (a built `.wasm` file)".into());
+    }
+    let digest = hex::encode(Sha256::digest(bytes));
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO policy_packs (name, version, digest, stacks, config, bytes)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (name, stacks) DO UPDATE SET version = $2, digest = $3, config = $5,
+             bytes = $6, added = now(), added_by = session_user",
+    )
+    .bind(name)
+    .bind(version)
+    .bind(&digest)
+    .bind(stacks)
+    .bind(&config)
+    .bind(bytes)
+    .execute(&mut *tx)
+    .await?;
+    let detail = format!("pack {name} {version} (sha256 {digest}) for {stacks}");
+    audit::record(
+        &mut tx,
+        &Actor::cli(),
+        Action::PolicyPackAdded,
+        None,
+        &detail,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(digest)
+}
+
+/// Every stored pack, by name.
+pub async fn list(pool: &PgPool) -> Result<Vec<StoredPack>, sqlx::Error> {
+    let rows: Vec<(
+        String,
+        String,
+        String,
+        String,
+        Option<Value>,
+        String,
+        String,
+    )> = sqlx::query_as(
+        "SELECT name, version, digest, stacks, config,
+                    to_char(added AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), added_by
+             FROM policy_packs ORDER BY name, stacks",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(name, version, digest, stacks, config, added, added_by)| StoredPack {
+                name,
+                version,
+                digest,
+                stacks,
+                config,
+                added,
+                added_by,
+            },
+        )
+        .collect())
+}
+
+/// Removes the pack `name` (only for `stacks`, if given); how many were removed.
+pub async fn remove(pool: &PgPool, name: &str, stacks: Option<&str>) -> Result<u64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let removed: Vec<(String, String)> = sqlx::query_as(
+        "DELETE FROM policy_packs WHERE name = $1 AND ($2::TEXT IS NULL OR stacks = $2)
+         RETURNING digest, stacks",
+    )
+    .bind(name)
+    .bind(stacks)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (digest, stacks) in &removed {
+        let detail = format!("pack {name} (sha256 {digest}) for {stacks}");
+        audit::record(
+            &mut tx,
+            &Actor::cli(),
+            Action::PolicyPackRemoved,
+            None,
+            &detail,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(removed.len() as u64)
+}
+
+/// The packs that apply to stack `project/stack`, by name.
+pub(crate) async fn applying(
+    conn: &mut PgConnection,
+    project: &str,
+    stack: &str,
+) -> Result<Vec<RequiredPack>, ApiError> {
+    let rows: Vec<(String, String, String, String, Option<Value>)> = sqlx::query_as(
+        "SELECT name, version, digest, stacks, config FROM policy_packs ORDER BY name, stacks",
+    )
+    .fetch_all(conn)
+    .await?;
+    let full = format!("{project}/{stack}");
+    let mut packs = Vec::new();
+    for (name, version, digest, stacks, config) in rows {
+        // Checked when stored; a row that no longer compiles applies to nothing.
+        if matcher(&stacks).is_ok_and(|m| m.is_match(&full)) {
+            let path = format!("policy-packs/{digest}");
+            packs.push(RequiredPack {
+                name,
+                version,
+                digest,
+                config,
+                path,
+            });
+        }
+    }
+    Ok(packs)
+}
+
+/// The component whose digest is `digest`.
+pub(crate) async fn component(pool: &PgPool, digest: &str) -> Result<PackComponent, ApiError> {
+    if digest.len() != 64
+        || !digest
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(ApiError::BadRequest(format!(
+            "`{}` is not a pack digest (64 lowercase hex digits)",
+            shown(digest)
+        )));
+    }
+    let found: Option<(Vec<u8>,)> =
+        sqlx::query_as("SELECT bytes FROM policy_packs WHERE digest = $1 LIMIT 1")
+            .bind(digest)
+            .fetch_optional(pool)
+            .await?;
+    let (bytes,) = found.ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "no policy pack has the digest {digest}: it was removed or replaced; run again"
+        ))
+    })?;
+    Ok(PackComponent {
+        digest: digest.to_owned(),
+        wasm_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+    })
+}
