@@ -27,6 +27,7 @@ mod names;
 mod nested_grants;
 mod numbers;
 mod oidc;
+mod plan_selection;
 mod plans;
 mod policy;
 mod policy_events;

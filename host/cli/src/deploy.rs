@@ -121,9 +121,9 @@ pub struct PreviewArgs {
     /// Exit with an error if the preview finds any change (for CI).
     #[arg(long)]
     expect_no_changes: bool,
-    /// Save the plan to FILE, for `plinth up --plan FILE` to apply exactly that or nothing.
-    /// (A plan does not record `--exclude` yet, so the two are refused together.)
-    #[arg(long, value_name = "FILE", conflicts_with = "exclude")]
+    /// Save the plan to FILE, for `plinth up --plan FILE` to apply exactly that or nothing
+    /// (with the targets or exclusions of this preview).
+    #[arg(long, value_name = "FILE")]
     save_plan: Option<PathBuf>,
 }
 
@@ -220,8 +220,9 @@ struct Request {
     continue_on_error: bool,
     /// Pending creates to adopt, as given: URN (or name) and id.
     adopt: Vec<(String, String)>,
-    /// The targets (and whether their dependents too) instead of the command line's: a plan's.
-    targets: Option<(Vec<String>, bool)>,
+    /// The targets or exclusions (with their dependents or not, excluded or not) instead of
+    /// the command line's: a plan's.
+    targets: Option<(Vec<String>, bool, bool)>,
     /// Keep what a saved plan needs: each step, the state's mark, the program's digest.
     capture: bool,
     /// The plan the state and the program must still match before anything runs.
@@ -288,6 +289,8 @@ async fn preview_with(
             refresh: args.refresh,
             targets: args.common.targets.clone(),
             target_dependents: args.common.target_dependents,
+            exclude: args.common.run.exclude.clone(),
+            exclude_dependents: args.common.run.exclude_dependents,
             replace: args.change.replace.clone(),
         };
         deployer.save_plan(path, options, outcome)?;
@@ -469,7 +472,7 @@ async fn apply_plan(
         refresh_first: plan.options.refresh,
         replace: plan.options.replace.clone(),
         continue_on_error: args.change.continue_on_error,
-        targets: Some((plan.options.targets.clone(), plan.options.target_dependents)),
+        targets: Some(plan.options.selection()),
         capture: true,
         plan: Some(Rc::new(plan)),
         metadata: args.metadata.metadata(&ws.project.dir)?,
@@ -717,11 +720,11 @@ impl<'a> Deployer<'a> {
         let running = loaded.running.is_some();
         let targets = match &request.targets {
             // A saved plan's targets, instead of the command line's.
-            Some((names, dependents)) => {
+            Some((names, dependents, excluded)) => {
                 targets::resolve(&loaded.snapshot, names)?.map(|urns| Targets {
                     urns,
                     dependents: *dependents,
-                    excluded: false,
+                    excluded: *excluded,
                 })
             }
             None => common.targets(&loaded.snapshot)?,

@@ -73,7 +73,24 @@ pub struct PlanOptions {
     pub refresh: bool,
     pub targets: Vec<String>,
     pub target_dependents: bool,
+    /// `--exclude` and `--exclude-dependents` (absent from plans of plinths before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclude_dependents: bool,
     pub replace: Vec<String>,
+}
+
+impl PlanOptions {
+    /// The resources the plan's preview ran on: the names it targeted or excluded, with their
+    /// dependents or not, and whether they were excluded.
+    pub fn selection(&self) -> (Vec<String>, bool, bool) {
+        if self.exclude.is_empty() {
+            (self.targets.clone(), self.target_dependents, false)
+        } else {
+            (self.exclude.clone(), self.exclude_dependents, true)
+        }
+    }
 }
 
 /// Why a plan cannot be applied: the first difference found. Nothing was changed.
