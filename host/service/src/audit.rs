@@ -37,6 +37,8 @@ pub(crate) enum Action {
     /// A policy pack stored for a set of stacks, or replaced (admin CLI).
     PolicyPackAdded,
     PolicyPackRemoved,
+    /// An update's history entry does not say it ran a pack the service told it to run.
+    PolicyPackUnclaimed,
 }
 
 impl Action {
@@ -58,6 +60,7 @@ impl Action {
             Action::KeyRotated => "key.rotated",
             Action::PolicyPackAdded => "policy-pack.added",
             Action::PolicyPackRemoved => "policy-pack.removed",
+            Action::PolicyPackUnclaimed => "policy-pack.unclaimed",
         }
     }
 }

@@ -4,12 +4,15 @@
 //! (`GET policy-packs/DIGEST`) and checks the digest. The service cannot run a pack itself: it
 //! can only tell the client which to run (see docs/policy.md).
 
+use std::collections::HashSet;
+
 use base64::Engine as _;
 use globset::{GlobBuilder, GlobMatcher};
 use plinth_state::protocol::policy::{PackComponent, RequiredPack};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
 
 use crate::audit::{self, Action, Actor};
 use crate::checks::shown;
@@ -214,6 +217,45 @@ pub(crate) async fn applying(
         }
     }
     Ok(packs)
+}
+
+/// Records in the audit log each pack update `id` was told to run, as it began, that its
+/// history entry `entry` (of an `update` phase) does not say it ran. The service cannot run a
+/// pack: it can only compare what the client says with what it was told.
+pub(crate) async fn record_unclaimed(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    on: (&str, &str),
+    id: Uuid,
+    entry: &Value,
+) -> Result<(), ApiError> {
+    if entry.get("kind").and_then(Value::as_str) != Some("update") {
+        return Ok(());
+    }
+    let (told,): (Option<Value>,) =
+        sqlx::query_as("SELECT policy_packs FROM updates WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let claimed: HashSet<&str> = (entry.get("policy_packs").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("digest")?.as_str())
+        .collect();
+    let told = told.unwrap_or_default();
+    for pack in told.as_array().into_iter().flatten() {
+        let (Some(name), Some(digest)) = (pack["name"].as_str(), pack["digest"].as_str()) else {
+            continue;
+        };
+        if !claimed.contains(digest) {
+            let detail = format!(
+                "update {id} does not say it ran the policy pack {name} (sha256 {digest}) it \
+                 was told to run"
+            );
+            audit::record(conn, actor, Action::PolicyPackUnclaimed, Some(on), &detail).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The component whose digest is `digest`.

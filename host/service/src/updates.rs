@@ -357,6 +357,8 @@ pub(crate) async fn complete(
         let source = Source::Journal { plugins: None };
         let salvaged = match entry {
             Some(entry) => {
+                let on = (key.stack.project.as_str(), key.stack.name.as_str());
+                policy_packs::record_unclaimed(&mut tx, actor, on, id, entry).await?;
                 match versions::fold(&mut tx, &key.stack, id, None, Entry::Sent(entry), source)
                     .await
                 {
@@ -453,6 +455,8 @@ pub(crate) async fn phase(
         Source::Checkpoint(bytes) => Some(bytes.len()),
         Source::Journal { .. } => None,
     };
+    let on = (held.stack.project.as_str(), held.stack.name.as_str());
+    policy_packs::record_unclaimed(&mut tx, actor, on, id, entry).await?;
     let entry = Entry::Sent(entry);
     let version = versions::fold(&mut tx, &held.stack, id, Some(phase), entry, source).await?;
     if let Some(bytes) = replaced {
