@@ -23,7 +23,7 @@ use crate::error::ApiError;
 pub const MAX_PACK_BYTES: usize = 16 << 20;
 
 /// A stored pack, as `policy ls` shows it.
-#[derive(Debug)]
+#[derive(Debug, sqlx::FromRow)]
 pub struct StoredPack {
     pub name: String,
     pub version: String,
@@ -133,35 +133,13 @@ pub async fn add(
 
 /// Every stored pack, by name.
 pub async fn list(pool: &PgPool) -> Result<Vec<StoredPack>, sqlx::Error> {
-    let rows: Vec<(
-        String,
-        String,
-        String,
-        String,
-        Option<Value>,
-        String,
-        String,
-    )> = sqlx::query_as(
+    sqlx::query_as(
         "SELECT name, version, digest, stacks, config,
-                    to_char(added AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), added_by
-             FROM policy_packs ORDER BY name, stacks",
+                to_char(added AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS added, added_by
+         FROM policy_packs ORDER BY name, stacks",
     )
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(name, version, digest, stacks, config, added, added_by)| StoredPack {
-                name,
-                version,
-                digest,
-                stacks,
-                config,
-                added,
-                added_by,
-            },
-        )
-        .collect())
+    .await
 }
 
 /// Removes the pack `name` (only for `stacks`, if given); how many were removed.
