@@ -76,6 +76,9 @@ fn a_read_token_previews_a_stack_with_secrets_but_cannot_save_its_plan() {
     let out = run(&["preview", "--save-plan", plan.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("seal"), "{stderr}");
+    assert!(
+        stderr.contains("sealing the plan's secrets") && stderr.contains("needs write"),
+        "{stderr}"
+    );
     assert!(!plan.exists(), "a plan was written");
 }
