@@ -32,6 +32,7 @@ mod policy;
 mod polyglot;
 mod postgres;
 mod reach;
+mod registry;
 mod recovery;
 mod run_metadata;
 mod secrets;

@@ -5,8 +5,10 @@
 mod command;
 mod describe;
 mod download;
+pub mod oci;
 pub mod lockfile;
 mod properties;
+mod publish;
 pub mod providers;
 pub mod resolve;
 pub mod store;
