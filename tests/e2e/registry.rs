@@ -106,7 +106,10 @@ fn sha256(bytes: &[u8]) -> String {
 }
 
 fn skopeo(args: &[&str]) -> String {
-    let out = Command::new("skopeo").args(args).output().expect("running skopeo");
+    let out = Command::new("skopeo")
+        .args(args)
+        .output()
+        .expect("running skopeo");
     assert!(
         out.status.success(),
         "skopeo {args:?} failed:\n{}",
@@ -141,7 +144,12 @@ fn publish_then_pull_and_run_over_plain_http_on_loopback() {
     // The tag must be the plugin's own version.
     let stderr = publisher.fails(
         &env,
-        &["plugin", "publish", path.to_str().unwrap(), &format!("oci://{repo}:9.9.9")],
+        &[
+            "plugin",
+            "publish",
+            path.to_str().unwrap(),
+            &format!("oci://{repo}:9.9.9"),
+        ],
     );
     assert!(
         stderr.contains(&format!("calls itself version {version}, not 9.9.9")),
@@ -150,7 +158,12 @@ fn publish_then_pull_and_run_over_plain_http_on_loopback() {
 
     let out = publisher.ok(
         &env,
-        &["plugin", "publish", path.to_str().unwrap(), &format!("oci://{repo}:{version}")],
+        &[
+            "plugin",
+            "publish",
+            path.to_str().unwrap(),
+            &format!("oci://{repo}:{version}"),
+        ],
     );
     assert!(out.contains("Published testkit"), "{out}");
     let digest = out
@@ -169,8 +182,14 @@ fn publish_then_pull_and_run_over_plain_http_on_loopback() {
     assert_eq!(format!("sha256:{}", sha256(raw.as_bytes())), digest);
     let manifest: serde_json::Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(manifest["artifactType"], ARTIFACT_TYPE, "{manifest}");
-    assert_eq!(manifest["config"]["mediaType"], CONFIG_MEDIA_TYPE, "{manifest}");
-    assert_eq!(manifest["layers"][0]["mediaType"], LAYER_MEDIA_TYPE, "{manifest}");
+    assert_eq!(
+        manifest["config"]["mediaType"], CONFIG_MEDIA_TYPE,
+        "{manifest}"
+    );
+    assert_eq!(
+        manifest["layers"][0]["mediaType"], LAYER_MEDIA_TYPE,
+        "{manifest}"
+    );
     assert_eq!(
         manifest["layers"][0]["digest"],
         format!("sha256:{}", sha256(&bytes))
@@ -179,7 +198,10 @@ fn publish_then_pull_and_run_over_plain_http_on_loopback() {
     // Pulled into another store by tag, then run from it.
     let user = Client::new();
     let project = project_on_store(&version);
-    let out = user.ok(&project, &["plugin", "pull", &format!("oci://{repo}:{version}")]);
+    let out = user.ok(
+        &project,
+        &["plugin", "pull", &format!("oci://{repo}:{version}")],
+    );
     assert!(out.contains("Installed testkit"), "{out}");
     let listed: serde_json::Value =
         serde_json::from_str(&user.ok(&project, &["plugin", "ls", "--json"])).unwrap();
@@ -192,11 +214,17 @@ fn publish_then_pull_and_run_over_plain_http_on_loopback() {
     assert!(out.contains("created"), "{out}");
 
     // By digest too: the same build, already there.
-    let out = user.ok(&project, &["plugin", "pull", &format!("oci://{repo}@{digest}")]);
+    let out = user.ok(
+        &project,
+        &["plugin", "pull", &format!("oci://{repo}@{digest}")],
+    );
     assert!(out.contains("already installed"), "{out}");
     let stderr = user.fails(&project, &["plugin", "pull", &format!("oci://{repo}")]);
     assert!(stderr.contains("name a tag or a digest"), "{stderr}");
-    let stderr = user.fails(&project, &["plugin", "pull", &format!("oci://{repo}:0.0.0-none")]);
+    let stderr = user.fails(
+        &project,
+        &["plugin", "pull", &format!("oci://{repo}:0.0.0-none")],
+    );
     assert!(stderr.contains("HTTP 404"), "{stderr}");
 }
 
@@ -256,9 +284,19 @@ fn a_component_another_tool_pushed_is_pulled_and_run() {
     ]);
 
     let project = project_on_store(&version);
-    let out = user.ok(&project, &["plugin", "pull", &format!("oci://{repo}:{version}")]);
+    let out = user.ok(
+        &project,
+        &["plugin", "pull", &format!("oci://{repo}:{version}")],
+    );
     assert!(out.contains("Installed testkit"), "{out}");
-    assert_eq!(user.stored(), vec![user.home.path().join(format!("plugins/sha256/{}.wasm", sha256(&bytes)))]);
+    assert_eq!(
+        user.stored(),
+        vec![
+            user.home
+                .path()
+                .join(format!("plugins/sha256/{}.wasm", sha256(&bytes)))
+        ]
+    );
     let out = user.ok(&project, &["up", "--yes"]);
     assert!(out.contains("created"), "{out}");
 }
@@ -276,7 +314,12 @@ fn a_blob_replaced_in_the_registry_storage_is_refused_before_it_is_stored() {
     let repo = format!("{}/plinth/testkit", registry.authority());
     user.ok(
         &env,
-        &["plugin", "publish", path.to_str().unwrap(), &format!("oci://{repo}:{version}")],
+        &[
+            "plugin",
+            "publish",
+            path.to_str().unwrap(),
+            &format!("oci://{repo}:{version}"),
+        ],
     );
 
     // Someone with access to the registry's disk swaps the component for other bytes.
@@ -292,7 +335,10 @@ fn a_blob_replaced_in_the_registry_storage_is_refused_before_it_is_stored() {
     swapped[last] ^= 0xff;
     std::fs::write(&data, &swapped).unwrap();
 
-    let stderr = user.fails(&env, &["plugin", "pull", &format!("oci://{repo}:{version}")]);
+    let stderr = user.fails(
+        &env,
+        &["plugin", "pull", &format!("oci://{repo}:{version}")],
+    );
     assert!(
         stderr.contains(&format!("blob sha256:{hex}"))
             && stderr.contains("not the")

@@ -5,11 +5,11 @@
 mod command;
 mod describe;
 mod download;
-pub mod oci;
 pub mod lockfile;
+pub mod oci;
 mod properties;
-mod publish;
 pub mod providers;
+mod publish;
 pub mod resolve;
 pub mod store;
 

@@ -15,7 +15,6 @@ pub struct Pulled {
     pub component: Vec<u8>,
     /// The reference pinned to the manifest's digest: what the store records it came from.
     pub origin: String,
-    pub manifest_digest: String,
 }
 
 pub async fn publish(store: &Store, plugin: &str, reference: &str) -> Result<()> {
@@ -30,7 +29,10 @@ pub async fn publish(store: &Store, plugin: &str, reference: &str) -> Result<()>
     let component = plinth_runtime::read_component_file(&path)?;
     let described = describe(&path).await?;
     if described.sha256 != sha256_hex(&component) {
-        bail!("{} changed while it was being published; try again", path.display());
+        bail!(
+            "{} changed while it was being published; try again",
+            path.display()
+        );
     }
     let (Some(name), Some(version)) = (described.name, described.version) else {
         bail!(
@@ -82,11 +84,10 @@ pub async fn pull(reference: &Reference) -> Result<Pulled> {
         Ok(Pulled {
             component,
             origin: Reference {
-                digest: Some(manifest_digest.clone()),
+                digest: Some(manifest_digest),
                 ..reference
             }
             .to_string(),
-            manifest_digest,
         })
     })
     .await?

@@ -57,7 +57,6 @@ pub fn digest_of(bytes: &[u8]) -> String {
 pub struct Packed {
     pub config: Vec<u8>,
     pub manifest: Vec<u8>,
-    pub layer: Descriptor,
 }
 
 pub fn pack(component: &[u8], version: &str) -> Result<Packed> {
@@ -80,13 +79,12 @@ pub fn pack(component: &[u8], version: &str) -> Result<Packed> {
             digest: digest_of(&config),
             size: config.len() as u64,
         },
-        layers: vec![layer.clone()],
+        layers: vec![layer],
         annotations: BTreeMap::from([(VERSION_ANNOTATION.to_owned(), version.to_owned())]),
     };
     Ok(Packed {
         config,
         manifest: serde_json::to_vec(&manifest)?,
-        layer,
     })
 }
 
@@ -108,7 +106,10 @@ pub fn component_layer(bytes: &[u8], what: &str) -> Result<Descriptor> {
     };
     let shown = |s: &str| escape_controls(s).into_owned();
     if manifest.schema_version != 2 {
-        bail!("{what}: manifest schemaVersion {} is not 2", manifest.schema_version);
+        bail!(
+            "{what}: manifest schemaVersion {} is not 2",
+            manifest.schema_version
+        );
     }
     if let Some(media_type) = &manifest.media_type
         && media_type != MANIFEST_MEDIA_TYPE
@@ -176,7 +177,9 @@ mod tests {
         let mut v: serde_json::Value = serde_json::from_slice(&two).unwrap();
         let layer = v["layers"][0].clone();
         v["layers"].as_array_mut().unwrap().push(layer);
-        let err = component_layer(&serde_json::to_vec(&v).unwrap(), "x").unwrap_err().to_string();
+        let err = component_layer(&serde_json::to_vec(&v).unwrap(), "x")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("2 layers"), "{err}");
     }
 }

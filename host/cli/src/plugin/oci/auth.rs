@@ -67,8 +67,7 @@ pub fn credentials_for(registry: &str) -> Result<Option<Credentials>> {
             path.display()
         );
     }
-    let text =
-        std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let config: DockerConfig = serde_json::from_slice(&text)
         .with_context(|| format!("{} is not a docker config file", path.display()))?;
     let entry = config.auths.iter().find_map(|(key, entry)| {

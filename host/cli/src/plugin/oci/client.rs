@@ -1,5 +1,5 @@
 //! A small blocking client of the OCI distribution API on ureq (the HTTP stack `plugin install`
-//! already uses): manifests, blobs, tags, pushes; basic and bearer-token authentication.
+//! already uses): manifests, blobs and pushes; basic and bearer-token authentication.
 //!
 //! Every byte a registry sends is hostile: each answer is read up to a cap, a blob is refused
 //! unless its size and SHA-256 are the ones its descriptor names, and anything shown from an
@@ -18,17 +18,13 @@ use url::{Host, Url};
 
 use super::artifact::{Descriptor, INDEX_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, digest_of};
 use super::auth::{Challenge, Credentials, credentials_for, parse_challenge};
-use super::reference::check_tag;
 
 /// The largest manifest plinth reads (distribution's own default limit).
 pub const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
-/// The largest config blob, token answer or page of tags plinth reads.
+/// The largest token answer plinth reads.
 const MAX_SMALL_BYTES: u64 = 4 * 1024 * 1024;
 /// How much of an error answer is read to show.
 const MAX_ERROR_BYTES: u64 = 4 * 1024;
-/// Pages of a tag list followed at most.
-const MAX_TAG_PAGES: usize = 100;
-
 /// A connection to one registry.
 pub struct Client {
     agent: Agent,
@@ -70,9 +66,9 @@ impl Client {
         }
         client.agent = agent(false)?;
         client.base = Url::parse(&format!("http://{registry}/"))?;
-        client.ping().map_err(|e| {
-            anyhow!("{e} (and over TLS: {tls_error:#})")
-        })?;
+        client
+            .ping()
+            .map_err(|e| anyhow!("{e} (and over TLS: {tls_error:#})"))?;
         Ok(client)
     }
 
@@ -82,7 +78,10 @@ impl Client {
         let response = self.send_once(&url, &Method::Get("application/json"))?;
         match response.status().as_u16() {
             200 | 401 => Ok(()),
-            status => bail!("{} answered HTTP {status} to /v2/: it is not an OCI registry", self.registry),
+            status => bail!(
+                "{} answered HTTP {status} to /v2/: it is not an OCI registry",
+                self.registry
+            ),
         }
     }
 
@@ -93,7 +92,11 @@ impl Client {
         let accept = format!("{MANIFEST_MEDIA_TYPE}, {INDEX_MEDIA_TYPE}");
         let mut response = self.send(&url, &Method::Get(&accept), repository, "pull")?;
         let what = format!("{}/{repository}:{reference}", self.registry);
-        expect(&mut response, &[200], &format!("fetching the manifest of {what}"))?;
+        expect(
+            &mut response,
+            &[200],
+            &format!("fetching the manifest of {what}"),
+        )?;
         let bytes = read_capped(&mut response, MAX_MANIFEST_BYTES, || {
             format!("the manifest of {what}")
         })?;
@@ -110,7 +113,10 @@ impl Client {
     /// The blob `descriptor` names, refused unless its size and digest are the descriptor's,
     /// or if it is larger than `max`.
     pub fn blob(&mut self, repository: &str, descriptor: &Descriptor, max: u64) -> Result<Vec<u8>> {
-        let what = format!("blob {} of {}/{repository}", descriptor.digest, self.registry);
+        let what = format!(
+            "blob {} of {}/{repository}",
+            descriptor.digest, self.registry
+        );
         if descriptor.size > max {
             bail!(
                 "{what} is {} bytes, larger than the {max} plinth accepts; refused",
@@ -118,10 +124,15 @@ impl Client {
             );
         }
         let url = self.url(&format!("/v2/{repository}/blobs/{}", descriptor.digest))?;
-        let mut response =
-            self.send(&url, &Method::Get("application/octet-stream"), repository, "pull")?;
+        let mut response = self.send(
+            &url,
+            &Method::Get("application/octet-stream"),
+            repository,
+            "pull",
+        )?;
         expect(&mut response, &[200], &format!("fetching {what}"))?;
-        let bytes = read_capped(&mut response, descriptor.size, || what.clone())?;
+        // One byte more than the descriptor names, so that a longer blob is caught below.
+        let bytes = read_capped(&mut response, descriptor.size + 1, || what.clone())?;
         let digest = digest_of(&bytes);
         if bytes.len() as u64 != descriptor.size || digest != descriptor.digest {
             bail!(
@@ -132,40 +143,6 @@ impl Client {
             );
         }
         Ok(bytes)
-    }
-
-    /// The repository's tags that are valid tags (others are dropped unseen), following pages.
-    pub fn tags(&mut self, repository: &str) -> Result<Vec<String>> {
-        #[derive(Deserialize)]
-        struct TagList {
-            #[serde(default)]
-            tags: Option<Vec<String>>,
-        }
-        let mut tags = Vec::new();
-        let mut next = Some(self.url(&format!("/v2/{repository}/tags/list"))?);
-        let mut pages = 0;
-        while let Some(url) = next.take() {
-            pages += 1;
-            if pages > MAX_TAG_PAGES {
-                bail!("{}/{repository} lists more than {MAX_TAG_PAGES} pages of tags", self.registry);
-            }
-            let mut response =
-                self.send(&url, &Method::Get("application/json"), repository, "pull")?;
-            let what = format!("the tags of {}/{repository}", self.registry);
-            expect(&mut response, &[200], &format!("listing {what}"))?;
-            next = response
-                .headers()
-                .get("link")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|link| next_page(link))
-                .map(|path| self.url(&path))
-                .transpose()?;
-            let body = read_capped(&mut response, MAX_SMALL_BYTES, || what.clone())?;
-            let list: TagList = serde_json::from_slice(&body)
-                .with_context(|| format!("{what}: the registry's answer is not a tag list"))?;
-            tags.extend(list.tags.unwrap_or_default().into_iter().filter(|t| check_tag(t).is_ok()));
-        }
-        Ok(tags)
     }
 
     /// Uploads `bytes` as a blob (monolithically), unless the registry has it already.
@@ -207,7 +184,12 @@ impl Client {
     }
 
     /// Pushes a manifest under `tag`; returns its digest.
-    pub fn push_manifest(&mut self, repository: &str, tag: &str, manifest: &[u8]) -> Result<String> {
+    pub fn push_manifest(
+        &mut self,
+        repository: &str,
+        tag: &str,
+        manifest: &[u8],
+    ) -> Result<String> {
         let url = self.url(&format!("/v2/{repository}/manifests/{tag}"))?;
         let mut response = self.send(
             &url,
@@ -218,7 +200,10 @@ impl Client {
         expect(
             &mut response,
             &[201],
-            &format!("pushing the manifest of {}/{repository}:{tag}", self.registry),
+            &format!(
+                "pushing the manifest of {}/{repository}:{tag}",
+                self.registry
+            ),
         )?;
         Ok(digest_of(manifest))
     }
@@ -268,7 +253,11 @@ impl Client {
                 "{} refused the credentials for {repository} ({}): check the `auths` entry of \
                  docker's config.json (`docker login {}`)",
                 self.registry,
-                if self.credentials.is_some() { "from config.json" } else { "anonymous" },
+                if self.credentials.is_some() {
+                    "from config.json"
+                } else {
+                    "anonymous"
+                },
                 self.registry
             );
         }
@@ -321,25 +310,28 @@ impl Client {
     }
 
     fn send_once(&self, url: &Url, method: &Method<'_>) -> Result<Response<Body>> {
-        let with_auth = |request: ureq::RequestBuilder<_>| match &self.authorization {
-            Some(value) => request.header("Authorization", value),
-            None => request,
-        };
+        let auth = self.authorization.as_deref();
         let result = match method {
-            Method::Get(accept) => with_auth(self.agent.get(url.as_str()))
+            Method::Get(accept) => authorized(self.agent.get(url.as_str()), auth)
                 .header("Accept", *accept)
                 .call(),
-            Method::Head => with_auth(self.agent.head(url.as_str())).call(),
-            Method::Post => with_auth(self.agent.post(url.as_str())).send_empty(),
-            Method::Put(content_type, body) => with_auth(self.agent.put(url.as_str()))
+            Method::Head => authorized(self.agent.head(url.as_str()), auth).call(),
+            Method::Post => authorized(self.agent.post(url.as_str()), auth).send_empty(),
+            Method::Put(content_type, body) => authorized(self.agent.put(url.as_str()), auth)
                 .header("Content-Type", *content_type)
                 .send(*body),
         };
         result.map_err(|e| {
-            let e = anyhow::Error::new(e);
             let message = format!("cannot reach the registry {}: {e}", self.registry);
-            e.context(message)
+            anyhow::Error::new(e).context(message)
         })
+    }
+}
+
+fn authorized<B>(request: ureq::RequestBuilder<B>, auth: Option<&str>) -> ureq::RequestBuilder<B> {
+    match auth {
+        Some(value) => request.header("Authorization", value),
+        None => request,
     }
 }
 
@@ -388,23 +380,21 @@ fn is_loopback(url: &Url) -> bool {
 /// Whether a TLS attempt failed because the server spoke something else (plain HTTP), not
 /// because its certificate was refused: only then may a loopback registry be asked in clear.
 fn speaks_no_tls(error: &anyhow::Error) -> bool {
-    match error.downcast_ref::<ureq::Error>() {
-        Some(ureq::Error::Rustls(e)) => !matches!(
+    let refused_certificate = |e: &rustls::Error| {
+        matches!(
             e,
             rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-        ),
+        )
+    };
+    match error.downcast_ref::<ureq::Error>() {
+        Some(ureq::Error::Rustls(e)) => !refused_certificate(e),
+        // ureq hands some TLS failures over as I/O errors wrapping rustls's.
+        Some(ureq::Error::Io(e)) => e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .is_some_and(|e| !refused_certificate(e)),
         _ => false,
     }
-}
-
-/// `<…/tags/list?…>; rel="next"`: the next page's path, if it is one on this registry.
-fn next_page(link: &str) -> Option<String> {
-    let (target, params) = link.split_once(';')?;
-    if !params.replace(' ', "").contains("rel=\"next\"") {
-        return None;
-    }
-    let path = target.trim().strip_prefix('<')?.strip_suffix('>')?;
-    path.starts_with("/v2/").then(|| path.to_owned())
 }
 
 /// Fails unless the status is one of `ok`, with the registry's error (escaped) if it sent one.
@@ -432,7 +422,13 @@ fn expect(response: &mut Response<Body>, ok: &[u16], what: &str) -> Result<()> {
     let detail = serde_json::from_slice::<Errors>(&body)
         .ok()
         .and_then(|e| e.errors.into_iter().next())
-        .map(|e| format!(": {} {}", escape_controls(&e.code), escape_controls(&e.message)))
+        .map(|e| {
+            format!(
+                ": {} {}",
+                escape_controls(&e.code),
+                escape_controls(&e.message)
+            )
+        })
         .unwrap_or_default();
     let hint = match status {
         404 => " (not found: check the repository and the tag)",
@@ -455,23 +451,11 @@ fn read_capped(
         .read_to_vec()
         .map_err(|e| match e {
             ureq::Error::BodyExceedsLimit(_) => {
-                anyhow!("{} is larger than the {max} bytes plinth accepts; refused", what())
+                anyhow!(
+                    "{} is larger than the {max} bytes plinth accepts; refused",
+                    what()
+                )
             }
             e => anyhow!("reading {}: {e}", what()),
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn follows_only_local_next_pages() {
-        assert_eq!(
-            next_page("</v2/a/tags/list?last=b&n=2>; rel=\"next\"").as_deref(),
-            Some("/v2/a/tags/list?last=b&n=2")
-        );
-        assert_eq!(next_page("<https://evil.example/v2/x>; rel=\"next\""), None);
-        assert_eq!(next_page("</v2/a/tags/list>; rel=\"prev\""), None);
-    }
 }

@@ -54,22 +54,6 @@ impl Reference {
         })
     }
 
-    /// The same repository at another tag or digest.
-    pub fn with_tag(&self, tag: &str) -> Reference {
-        Reference {
-            tag: Some(tag.to_owned()),
-            digest: None,
-            ..self.clone()
-        }
-    }
-
-    pub fn with_digest(&self, digest: &str) -> Reference {
-        Reference {
-            digest: Some(digest.to_owned()),
-            ..self.clone()
-        }
-    }
-
     /// The repository without tag or digest: `oci://host/repository`.
     pub fn repository_url(&self) -> String {
         format!("oci://{}/{}", self.registry, self.repository)
@@ -116,7 +100,9 @@ pub fn check_tag(tag: &str) -> Result<(), String> {
 /// `sha256:` and 64 lowercase hex digits (the only digest algorithm plinth accepts).
 pub fn check_digest(digest: &str, shown: &str) -> Result<String> {
     match digest.strip_prefix("sha256:") {
-        Some(hex) if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) => {
+        Some(hex)
+            if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
+        {
             Ok(digest.to_owned())
         }
         _ => bail!(
@@ -131,7 +117,9 @@ fn check_registry(registry: &str, shown: &str) -> Result<String> {
     let parsed = url::Url::parse(&format!("https://{registry}/")).ok();
     let ok = !registry.is_empty()
         && !registry.contains(['@', '?', '#', '\\'])
-        && parsed.as_ref().is_some_and(|url| url.host_str().is_some() && url.path() == "/");
+        && parsed
+            .as_ref()
+            .is_some_and(|url| url.host_str().is_some() && url.path() == "/");
     if !ok {
         bail!(
             "in `{shown}`: `{}` is not a registry host: give HOST or HOST:PORT",
@@ -151,8 +139,16 @@ fn check_repository(repository: &str, registry: &str, shown: &str) -> Result<()>
         }
         // Separators: one `.`, one or two `_`, or any number of `-`, between alphanumerics.
         part.split(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-            .all(|sep| sep.is_empty() || sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|b| b == b'-'))
-            && bytes.iter().all(|b| alnum(b) || matches!(b, b'.' | b'_' | b'-'))
+            .all(|sep| {
+                sep.is_empty()
+                    || sep == "."
+                    || sep == "_"
+                    || sep == "__"
+                    || sep.bytes().all(|b| b == b'-')
+            })
+            && bytes
+                .iter()
+                .all(|b| alnum(b) || matches!(b, b'.' | b'_' | b'-'))
     };
     if repository.is_empty()
         || registry.len() + 1 + repository.len() > MAX_NAME
