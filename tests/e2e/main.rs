@@ -36,6 +36,7 @@ mod polyglot;
 mod postgres;
 mod reach;
 mod recovery;
+mod registry;
 mod run_metadata;
 mod secrets;
 mod service;

@@ -11,6 +11,8 @@ use clap::Subcommand;
 
 use super::describe::{self, describe};
 use super::download;
+use super::oci::Reference;
+use super::publish;
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
 use crate::build::component_path;
@@ -53,6 +55,24 @@ pub enum PluginCommand {
     },
     /// Pin the project's plugins, as they are now, in Plinth.lock.
     Lock,
+    /// Publish a plugin to an OCI registry, in the standard Wasm artifact layout.
+    Publish {
+        /// A `.wasm` component, or a plugin's source directory (built first).
+        #[arg(value_name = "FILE | DIR")]
+        plugin: String,
+        /// Where: `oci://HOST[:PORT]/REPOSITORY:VERSION`; the tag must be the plugin's version.
+        #[arg(value_name = "oci://HOST/REPOSITORY:VERSION")]
+        reference: String,
+    },
+    /// Fetch a plugin from an OCI registry into the plugin store.
+    Pull {
+        /// `oci://HOST[:PORT]/REPOSITORY:TAG` or `…@sha256:DIGEST`.
+        #[arg(value_name = "oci://HOST/REPOSITORY[:TAG|@sha256:…]")]
+        reference: String,
+        /// Replace another build installed under the same name and version.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// Runs a `plinth plugin` command; only `lock` needs a project, found from `start`.
@@ -75,6 +95,14 @@ pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
         }
         PluginCommand::Inspect { plugin, json } => inspect(&store, &plugin, json).await?,
         PluginCommand::Lock => lock(start, &store)?,
+        PluginCommand::Publish { plugin, reference } => {
+            publish::publish(&store, &plugin, &reference).await?
+        }
+        PluginCommand::Pull { reference, force } => {
+            let reference = Reference::parse(&reference)?;
+            let pulled = publish::pull(&reference).await?;
+            add_to_store(&store, &pulled.component, &pulled.origin, true, force).await?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -108,12 +136,24 @@ async fn install(store: &Store, source: &str, expected: Option<&str>, force: boo
              file you meant to install; nothing was installed"
         );
     }
-    // A download is described from a file of the store's own; a file, where it is (so that
-    // errors name it), then checked to be the bytes that were hashed.
-    let staged = if is_url {
+    add_to_store(store, &bytes, &origin, is_url, force).await
+}
+
+/// Checks that `bytes` are a plinth provider and adds them to the store. `downloaded` bytes are
+/// described from a file of the store's own; a file, where it is (so that errors name it), then
+/// checked to be the bytes that were hashed.
+async fn add_to_store(
+    store: &Store,
+    bytes: &[u8],
+    origin: &str,
+    downloaded: bool,
+    force: bool,
+) -> Result<()> {
+    let sha256 = sha256_hex(bytes);
+    let staged = if downloaded {
         let mut staged = store.staging_file()?;
         staged
-            .write_all(&bytes)
+            .write_all(bytes)
             .and_then(|()| staged.flush())
             .with_context(|| format!("cannot write {}", staged.path().display()))?;
         Some(staged)
@@ -122,7 +162,7 @@ async fn install(store: &Store, source: &str, expected: Option<&str>, force: boo
     };
     let described = match &staged {
         Some(file) => describe(file.path()).await,
-        None => describe(Path::new(&origin)).await,
+        None => describe(Path::new(origin)).await,
     }
     .with_context(|| format!("{origin} is not a plinth plugin"))?;
     drop(staged);
@@ -146,7 +186,7 @@ async fn install(store: &Store, source: &str, expected: Option<&str>, force: boo
         installed_at: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
-        source: origin.clone(),
+        source: origin.to_owned(),
     };
     let what = format!(
         "{name} {version} (sha256 {}, {}, WIT {})",
@@ -154,7 +194,7 @@ async fn install(store: &Store, source: &str, expected: Option<&str>, force: boo
         size(plugin.size),
         plugin.wit
     );
-    match store.add(&bytes, plugin, force)? {
+    match store.add(bytes, plugin, force)? {
         Added::AlreadyInstalled => {
             println!("{what} is already installed; nothing to do.");
             return Ok(());
@@ -170,7 +210,7 @@ async fn install(store: &Store, source: &str, expected: Option<&str>, force: boo
 }
 
 /// A name and version that `name@version` and Plinth.yaml can carry.
-fn check_name(name: &str, version: &str) -> Result<()> {
+pub(super) fn check_name(name: &str, version: &str) -> Result<()> {
     let name_ok = !name.is_empty()
         && name
             .chars()

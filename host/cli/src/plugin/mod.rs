@@ -6,8 +6,10 @@ mod command;
 mod describe;
 mod download;
 pub mod lockfile;
+pub mod oci;
 mod properties;
 pub mod providers;
+mod publish;
 pub mod resolve;
 pub mod store;
 
