@@ -35,7 +35,9 @@ pub(super) async fn secure(request: Request, next: Next) -> Response {
         (CONTENT_SECURITY_POLICY, POLICY),
         (X_FRAME_OPTIONS, "DENY"),
         (X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (REFERRER_POLICY, "no-referrer"),
+        // Not `no-referrer`: under it a browser sends `Origin: null` with the console's own
+        // forms, which the origin check must refuse.
+        (REFERRER_POLICY, "same-origin"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }

@@ -4,6 +4,7 @@
 //! carries a CSRF token; a page shows what the signed-in token could read through the API, and
 //! never a secret's plaintext (the console opens no secret).
 
+mod actions;
 mod assets;
 mod errors;
 mod headers;
@@ -32,6 +33,7 @@ pub(crate) fn router() -> Router<App> {
         .route("/assets/console.css", get(assets::css))
         .route("/stacks/{project}/{stack}", get(stacks::stack))
         .route("/stacks/{project}/{stack}/resource", get(stacks::resource))
+        .route("/stacks/{project}/{stack}/cancel", post(actions::cancel))
         .route("/stacks/{project}/{stack}/history", get(history::list))
         .route("/stacks/{project}/{stack}/diff", get(history::diff))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))

@@ -213,7 +213,11 @@ pub(super) async fn stack(
             a href={ (base) "/history" } { "History" }
         }
         @if let Some(holder) = &running {
-            p.changed #running { "Being updated: " (holder.kind) " by " (holder.user) }
+            p.changed #running {
+                "Being updated: " (holder.kind) " by " (holder.user) ", lease until unix time "
+                (holder.lease_expires)
+            }
+            (super::actions::cancel_form(&viewer, &project, &stack))
         }
         h2 { "Resources (" (resources.len()) ")" }
         table #resources {
