@@ -464,7 +464,10 @@ fn nothing_ran_and_no_secret(browser: &Browser, page: &str) {
         "{page}: an <img> was made of data"
     );
     assert!(
-        browser.find_all("main script").unwrap().is_empty(),
+        browser
+            .find_all("main script:not([src='/assets/logs.js'])")
+            .unwrap()
+            .is_empty(),
         "{page}: a <script> was made of data"
     );
 }
@@ -671,4 +674,108 @@ fn a_read_token_sees_no_action_and_its_forged_form_is_refused_while_a_writer_can
 
 fn get_stack(service: &Service, token: &str) -> Value {
     call(service, "GET", "stacks/p/dev", Some(token), None, None).1
+}
+
+/// Sends events `events` as batch `seq` of the update.
+fn log_batch(service: &Service, alice: &str, update: &(String, String), seq: u64, events: Value) {
+    let (status, body) = on_update(
+        service,
+        alice,
+        update,
+        "events",
+        Some(json!({ "seq": seq, "events": events })),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn a_running_updates_log_streams_live_into_the_page_and_ends_saying_how() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let (status, begun) = begin(&service, &alice, "dev");
+    assert_eq!(status, 200, "{begun}");
+    let update = lease_of(&begun);
+    let urn = format!("urn:plinth:dev::p::t:T::{SCRIPT_NAME}");
+    log_batch(
+        &service,
+        &alice,
+        &update,
+        1,
+        json!([
+            { "seq": 1, "at_ms": 5, "event": "step-started", "op": "create", "urn": urn },
+        ]),
+    );
+
+    let browser = Browser::start().unwrap();
+    browser_sign_in(&browser, &service, &alice);
+    browser
+        .goto(&format!("{}/stacks/p/dev", service.url))
+        .unwrap();
+    browser
+        .click(&browser.find("a[href='/stacks/p/dev/logs']").unwrap())
+        .unwrap();
+    let log = browser.find("#log").unwrap();
+    // What was logged before the page opened, as `plinth logs` prints it.
+    assert_eq!(
+        browser.text(&log).unwrap(),
+        format!("   +0.005s  create {urn} started")
+    );
+
+    // Events logged while the page is open appear in it, as text.
+    log_batch(
+        &service,
+        &alice,
+        &update,
+        2,
+        json!([
+            { "seq": 2, "at_ms": 1250, "event": "step-done", "op": "create", "urn": urn, "duration_ms": 1245 },
+            { "seq": 3, "at_ms": 1300, "event": "diagnostic", "severity": "warning", "urn": null,
+              "message": IMG_NAME },
+        ]),
+    );
+    eventually("the streamed events to appear", || {
+        browser.text(&log).unwrap().contains(IMG_NAME)
+    });
+    let text = browser.text(&log).unwrap();
+    assert!(
+        text.contains(&format!("+1.250s  create {urn} done in 1245ms")),
+        "{text}"
+    );
+    log_batch(
+        &service,
+        &alice,
+        &update,
+        3,
+        json!([
+            { "seq": 4, "at_ms": 1400, "event": "summary", "failed": false, "duration_ms": 1400,
+              "changes": { "same": 0, "create": 1, "update": 0, "replace": 0, "delete": 0 } },
+        ]),
+    );
+    eventually("the summary to appear", || {
+        browser
+            .text(&log)
+            .unwrap()
+            .contains("done after 1400ms: 1 created")
+    });
+    screenshot(&browser, "logs");
+    nothing_ran_and_no_secret(&browser, "the live log");
+
+    // It ends: the page says how.
+    let (status, body) = on_update(
+        &service,
+        &alice,
+        &update,
+        "complete",
+        Some(json!({ "result": "succeeded" })),
+    );
+    assert_eq!(status, 200, "{body}");
+    let status = browser.find("#status").unwrap();
+    eventually("the end to be shown", || {
+        browser
+            .text(&status)
+            .unwrap()
+            .contains("The update ended: succeeded.")
+    });
 }

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo};
+use plinth_engine::shown::escape_controls;
 use serde::{Deserialize, Serialize};
 
 use crate::history::HistoryEntry;
@@ -49,6 +50,48 @@ pub enum LoggedEvent {
         failed: bool,
     },
     Cancelled,
+}
+
+impl LogEntry {
+    /// The event as `plinth logs` prints it: after its time since the update's start, on one
+    /// line (what a guest or the log file supplied cannot start another).
+    pub fn line(&self) -> String {
+        let entry = self;
+        let at = format!("+{}.{:03}s", entry.at_ms / 1000, entry.at_ms % 1000);
+        let what = match &entry.event {
+            LoggedEvent::StepStarted { op, urn } => format!("{op} {urn} started"),
+            LoggedEvent::StepDone {
+                op,
+                urn,
+                duration_ms,
+            } => format!("{op} {urn} done in {duration_ms}ms"),
+            LoggedEvent::StepFailed { op, urn, error } => format!("{op} {urn} failed: {error}"),
+            LoggedEvent::Diagnostic {
+                urn,
+                severity,
+                message,
+            } => match urn {
+                Some(urn) => format!("{severity}: {urn}: {message}"),
+                None => format!("{severity}: {message}"),
+            },
+            LoggedEvent::Summary {
+                changes,
+                duration_ms,
+                failed,
+            } => format!(
+                "{} after {duration_ms}ms: {} created, {} updated, {} replaced, {} deleted, {} unchanged",
+                if *failed { "failed" } else { "done" },
+                changes.create,
+                changes.update,
+                changes.replace,
+                changes.delete,
+                changes.same
+            ),
+            LoggedEvent::Cancelled => "cancelled: no new steps started".to_owned(),
+        };
+        // One line per event: what a guest or the log file supplied cannot start another.
+        format!("{at:>10}  {}", escape_controls(&what))
+    }
 }
 
 impl LoggedEvent {

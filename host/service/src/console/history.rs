@@ -55,7 +55,7 @@ pub(super) async fn list(
         h1 { "History of " (project) "/" (stack) }
         p { a href=(base) { "Stack " (project) "/" (stack) } }
         table #history {
-            tr { th { "Version" } th { "Kind" } th { "Result" } th { "By" } th { "Changes" } th { "Took" } th { "Message" } th { "CI" } th { "" } }
+            tr { th { "Version" } th { "Kind" } th { "Result" } th { "By" } th { "Changes" } th { "Took" } th { "Message" } th { "CI" } th { "" } th { "" } }
             @for version in &listed {
                 @let entry = &version.entry;
                 @let changes = entry.get("changes");
@@ -83,6 +83,7 @@ pub(super) async fn list(
                         @if let Some(commit) = meta("commit") { code { (commit) } " " }
                         @if let Some(pr) = meta("pull_request") { "PR " (pr) }
                     }
+                    td { a href={ (base) "/logs?version=" (version.version) } { "log" } }
                     td { @if version.version > 1 {
                         a href={ (base) "/diff?from=" (version.version - 1) "&to=" (version.version) } { "diff" }
                     } }

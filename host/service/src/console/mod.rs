@@ -10,6 +10,7 @@ mod errors;
 mod headers;
 mod history;
 mod layout;
+mod logs;
 mod session;
 mod stacks;
 mod values;
@@ -31,11 +32,14 @@ pub(crate) fn router() -> Router<App> {
         .route("/signin", get(session::form).post(session::sign_in))
         .route("/signout", post(session::sign_out))
         .route("/assets/console.css", get(assets::css))
+        .route("/assets/logs.js", get(assets::logs_js))
         .route("/stacks/{project}/{stack}", get(stacks::stack))
         .route("/stacks/{project}/{stack}/resource", get(stacks::resource))
         .route("/stacks/{project}/{stack}/cancel", post(actions::cancel))
         .route("/stacks/{project}/{stack}/history", get(history::list))
         .route("/stacks/{project}/{stack}/diff", get(history::diff))
+        .route("/stacks/{project}/{stack}/logs", get(logs::page))
+        .route("/stacks/{project}/{stack}/logs/live", get(logs::live))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
         .layer(from_fn(headers::secure))
 }

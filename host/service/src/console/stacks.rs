@@ -210,7 +210,8 @@ pub(super) async fn stack(
     let body = html! {
         h1 { "Stack " (project) "/" (stack) }
         p {
-            a href={ (base) "/history" } { "History" }
+            a href={ (base) "/history" } { "History" } " · "
+            a href={ (base) "/logs" } { "Log" }
         }
         @if let Some(holder) = &running {
             p.changed #running {
