@@ -432,16 +432,24 @@ fn browser_sign_in(browser: &Browser, service: &Service, token: &str) {
     browser.goto(&format!("{}/signin", service.url)).unwrap();
     let field = browser.find("#token").unwrap();
     browser.type_into(&field, token).unwrap();
-    browser
-        .click(&browser.find("button[type=submit]").unwrap())
-        .unwrap();
-    let url = browser.url().unwrap();
-    assert_eq!(
-        url,
-        format!("{}/", service.url),
-        "{}",
-        browser.source().unwrap()
-    );
+    let home = format!("{}/", service.url);
+    follow(browser, "button[type=submit]", || {
+        browser.url().unwrap() == home
+    });
+}
+
+/// Clicks the element `css` names, then waits until `arrived` says the page it loads is
+/// there (a click may return before the browser has navigated).
+fn follow(browser: &Browser, css: &str, arrived: impl Fn() -> bool) {
+    browser.click(&browser.find(css).unwrap()).unwrap();
+    eventually(&format!("the page `{css}` leads to"), || {
+        arrived() && browser.execute("return document.readyState;").unwrap() == "complete"
+    });
+}
+
+/// Whether the browser is at `path` of the service.
+fn at(browser: &Browser, service: &Service, path: &str) -> bool {
+    browser.url().unwrap() == format!("{}{path}", service.url)
 }
 
 /// Nothing a page showed ran as script, and no page held the secret.
@@ -500,9 +508,9 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
 
     // The stack: its tree, hostile names as text, the secret output as [secret].
     browser.goto(&format!("{}/", service.url)).unwrap();
-    browser
-        .click(&browser.find("#stacks a[href='/stacks/p/dev']").unwrap())
-        .unwrap();
+    follow(&browser, "#stacks a[href='/stacks/p/dev']", || {
+        at(&browser, &service, "/stacks/p/dev")
+    });
     let tree = browser.text(&browser.find("#resources").unwrap()).unwrap();
     assert!(
         tree.contains(SCRIPT_NAME) && tree.contains(IMG_NAME),
@@ -524,6 +532,10 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
         .find(|a| browser.text(a).unwrap() == IMG_NAME)
         .expect("the img-named resource's link");
     browser.click(img).unwrap();
+    eventually("the resource page", || {
+        browser.url().unwrap().contains("/resource?urn=")
+            && browser.execute("return document.readyState;").unwrap() == "complete"
+    });
     assert_eq!(
         browser.text(&browser.find("h1").unwrap()).unwrap(),
         IMG_NAME
@@ -557,13 +569,9 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
     );
     assert!(two < one, "{history}");
     screenshot(&browser, "history");
-    browser
-        .click(
-            &browser
-                .find("#history a[href$='diff?from=1&to=2']")
-                .unwrap(),
-        )
-        .unwrap();
+    follow(&browser, "#history a[href$='diff?from=1&to=2']", || {
+        at(&browser, &service, "/stacks/p/dev/diff?from=1&to=2")
+    });
     let diff = browser.text(&browser.find("#diff").unwrap()).unwrap();
     assert!(
         diff.contains("~ changed") && diff.contains("inputs.size: 1 → 2"),
@@ -651,9 +659,9 @@ fn a_read_token_sees_no_action_and_its_forged_form_is_refused_while_a_writer_can
     browser
         .click(&browser.find("#cancel input[name=confirm]").unwrap())
         .unwrap();
-    browser
-        .click(&browser.find("#cancel button").unwrap())
-        .unwrap();
+    follow(&browser, "#cancel button", || {
+        browser.find_all("#running").unwrap().is_empty()
+    });
     assert_eq!(
         browser.url().unwrap(),
         format!("{}/stacks/p/dev", service.url)
@@ -713,9 +721,9 @@ fn a_running_updates_log_streams_live_into_the_page_and_ends_saying_how() {
     browser
         .goto(&format!("{}/stacks/p/dev", service.url))
         .unwrap();
-    browser
-        .click(&browser.find("a[href='/stacks/p/dev/logs']").unwrap())
-        .unwrap();
+    follow(&browser, "a[href='/stacks/p/dev/logs']", || {
+        at(&browser, &service, "/stacks/p/dev/logs")
+    });
     let log = browser.find("#log").unwrap();
     // What was logged before the page opened, as `plinth logs` prints it.
     assert_eq!(
@@ -778,4 +786,95 @@ fn a_running_updates_log_streams_live_into_the_page_and_ends_saying_how() {
             .unwrap()
             .contains("The update ended: succeeded.")
     });
+}
+
+#[test]
+fn an_admin_makes_a_token_seen_once_revokes_it_and_reads_the_audit_log_filtered() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    create_stack(&service, &alice, "prod");
+    let browser = Browser::start().unwrap();
+    browser_sign_in(&browser, &service, &alice);
+
+    // Made in the console: shown once, and it works.
+    follow(&browser, "nav a[href='/tokens']", || {
+        at(&browser, &service, "/tokens")
+    });
+    browser
+        .type_into(&browser.find("#name").unwrap(), SCRIPT_NAME)
+        .unwrap();
+    browser
+        .type_into(&browser.find("#project").unwrap(), "p")
+        .unwrap();
+    follow(&browser, "#create button", || {
+        !browser.find_all("#new-token").unwrap().is_empty()
+    });
+    let made = browser.text(&browser.find("#new-token").unwrap()).unwrap();
+    let (status, me) = call(&service, "GET", "user", Some(&made), None, None);
+    assert_eq!((status, &me["grants"]), (200, &json!("read on project p")));
+    let listed = browser.text(&browser.find("#tokens").unwrap()).unwrap();
+    assert!(listed.contains(SCRIPT_NAME), "{listed}");
+    nothing_ran_and_no_secret(&browser, "the tokens page");
+    screenshot(&browser, "tokens");
+    // Never again.
+    browser.goto(&format!("{}/tokens", service.url)).unwrap();
+    assert!(!browser.source().unwrap().contains(&made));
+
+    // Revoked in the console: refused by the API at once.
+    let rows = browser.find_all("#tokens tr").unwrap();
+    let row = (rows.iter())
+        .find(|r| browser.text(r).unwrap().contains(SCRIPT_NAME))
+        .unwrap();
+    let id = browser
+        .attribute(
+            &browser
+                .find("#tokens tr:nth-child(3) input[name=id]")
+                .unwrap(),
+            "value",
+        )
+        .unwrap();
+    assert!(browser.text(row).unwrap().contains(id.as_deref().unwrap()));
+    follow(
+        &browser,
+        "#tokens tr:nth-child(3) form.revoke button",
+        || call(&service, "GET", "user", Some(&made), None, None).0 == 401,
+    );
+    assert_eq!(
+        call(&service, "GET", "user", Some(&made), None, None).0,
+        401
+    );
+
+    // The audit log, filtered by stack and by user.
+    browser
+        .goto(&format!("{}/audit?stack=p/dev", service.url))
+        .unwrap();
+    let rows = browser.text(&browser.find("#audit").unwrap()).unwrap();
+    assert!(
+        rows.contains("stack.created alice") && rows.contains("p/dev") && !rows.contains("p/prod"),
+        "{rows}"
+    );
+    browser
+        .goto(&format!("{}/audit?user=alice", service.url))
+        .unwrap();
+    let rows = browser.text(&browser.find("#audit").unwrap()).unwrap();
+    assert!(
+        rows.contains("token.created") && rows.contains("token.revoked"),
+        "{rows}"
+    );
+    screenshot(&browser, "audit");
+    browser
+        .goto(&format!("{}/audit?user=nobody", service.url))
+        .unwrap();
+    let rows = browser.text(&browser.find("#audit").unwrap()).unwrap();
+    assert!(!rows.contains("alice"), "{rows}");
+
+    // A read token has no audit log, as in the API.
+    let reader = scoped_token(&db, "carol", &["--level", "read"]);
+    let (session, _) = sign_in(&service, &reader, &[]);
+    let page = request(&service, "GET", "/", &[("Cookie", &session)], None);
+    assert!(!page.body.contains("/audit"));
+    let refused = request(&service, "GET", "/audit", &[("Cookie", &session)], None);
+    assert_eq!(refused.status, 403, "{}", refused.body);
 }

@@ -13,6 +13,10 @@ pub(super) fn page(title: &str, viewer: &Viewer, body: Markup) -> Markup {
         html! {
             nav {
                 a href="/" { "Stacks" }
+                " · " a href="/tokens" { "Tokens" }
+                @if user.scope.level >= crate::auth::Level::Admin {
+                    " · " a href="/audit" { "Audit log" }
+                }
                 span.who {
                     (user.name) " · " (user.scope.describe()) " "
                     form.inline method="post" action="/signout" {

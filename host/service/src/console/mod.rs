@@ -5,6 +5,7 @@
 //! never a secret's plaintext (the console opens no secret).
 
 mod actions;
+mod admin;
 mod assets;
 mod errors;
 mod headers;
@@ -31,6 +32,9 @@ pub(crate) fn router() -> Router<App> {
         .route("/", get(stacks::list))
         .route("/signin", get(session::form).post(session::sign_in))
         .route("/signout", post(session::sign_out))
+        .route("/tokens", get(admin::tokens).post(admin::create))
+        .route("/tokens/revoke", post(admin::revoke))
+        .route("/audit", get(admin::audit))
         .route("/assets/console.css", get(assets::css))
         .route("/assets/logs.js", get(assets::logs_js))
         .route("/stacks/{project}/{stack}", get(stacks::stack))
