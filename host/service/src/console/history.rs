@@ -164,6 +164,10 @@ fn changes(before: &[Resource], after: &[Resource]) -> Vec<(String, String, Chan
     for resource in after {
         let change = match old.get(resource.urn.as_str()) {
             None => Change::Added,
+            // Most resources are as they were: compared whole before property by property.
+            Some(was) if was.inputs == resource.inputs && was.outputs == resource.outputs => {
+                continue;
+            }
             Some(was) => {
                 let (a, b) = (properties(was), properties(resource));
                 let differing: Vec<_> = (a.keys().chain(b.keys()))

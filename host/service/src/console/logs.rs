@@ -26,6 +26,8 @@ use crate::error::ApiError;
 const POLL: Duration = Duration::from_millis(500);
 /// The most event batches a live log reads at once.
 const BATCHES: i64 = 50;
+/// The most reads of [`BATCHES`] a live log's page shows at once (the stream sends the rest).
+const INITIAL_READS: usize = 20;
 
 /// An event as its line, or a note for one this service cannot read (a newer client's).
 fn line(event: &Value) -> String {
@@ -94,7 +96,8 @@ pub(super) async fn page(
         // What was logged so far; the stream goes on from the last batch shown.
         let mut lines = Vec::new();
         let mut at = (0, 0);
-        loop {
+        // At most this many reads into the page: the stream brings the rest.
+        for _ in 0..INITIAL_READS {
             let batches = batches_after(&app.pool, update, at).await?;
             let Some(&(phase, seq, _)) = batches.last() else {
                 break;

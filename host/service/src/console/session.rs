@@ -154,7 +154,7 @@ pub(super) struct SignIn {
 /// `POST /signin`: opens a session for a live token.
 pub(super) async fn sign_in(
     State(app): State<App>,
-    mut parts: Parts,
+    parts: Parts,
     Form(form): Form<SignIn>,
 ) -> Result<Response, ConsoleError> {
     let expected = cookie(&parts.headers, SIGN_IN).unwrap_or_default();
@@ -163,7 +163,7 @@ pub(super) async fn sign_in(
     }
     let token = form.token.trim();
     let digest = auth::digest(token);
-    let user = match User::of_token(&mut parts, &app, digest.clone()).await {
+    let user = match User::of_token(&parts, &app, digest.clone()).await {
         Ok(user) => user,
         Err(ApiError::Unauthorized(message)) => {
             return Ok(sign_in_page(

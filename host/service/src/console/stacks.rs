@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::errors::ConsoleError;
 use super::layout;
 use super::session::Viewer;
-use super::values::{self, Resource};
+use super::values::{self, Node};
 use crate::api::{App, stack_key};
 use crate::auth::Level;
 use crate::error::ApiError;
@@ -130,7 +130,7 @@ struct Row {
 }
 
 /// The resources in the order the CLI draws them: each under its parent, in checkpoint order.
-fn tree(resources: &[Resource]) -> Vec<Row> {
+fn tree(resources: &[Node]) -> Vec<Row> {
     let known: HashMap<&str, usize> = (resources.iter().enumerate())
         .map(|(i, r)| (r.urn.as_str(), i))
         .collect();
@@ -170,23 +170,24 @@ fn first() -> usize {
     1
 }
 
-/// The latest resources of `project/stack`, for a viewer who may read it.
-async fn latest(
+/// The latest checkpoint of `project/stack`, for a viewer who may read it, read by `read`
+/// off the async workers.
+async fn latest<T: Send + 'static>(
     viewer: &Viewer,
     app: &App,
     project: &str,
     stack: &str,
-    version: Option<i64>,
-) -> Result<Vec<Resource>, ConsoleError> {
+    read: fn(&[u8]) -> Result<T, ApiError>,
+) -> Result<T, ConsoleError> {
     viewer
         .user
         .may(Level::ReadNoSecrets, project, Some(stack))?;
     let key = stack_key(&app.pool, project, stack).await?;
-    let checkpoint = versions::export(&app.pool, &key, version).await?;
-    let resources = tokio::task::spawn_blocking(move || values::resources(&checkpoint))
+    let checkpoint = versions::export(&app.pool, &key, None).await?;
+    let read = tokio::task::spawn_blocking(move || read(&checkpoint))
         .await
         .map_err(|e| ApiError::Internal(format!("reading a checkpoint: {e}")))??;
-    Ok(resources)
+    Ok(read)
 }
 
 /// `GET /stacks/P/S`: the stack's resource tree, a page at a time, and its outputs.
@@ -196,7 +197,7 @@ pub(super) async fn stack(
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<TreeQuery>,
 ) -> Result<Markup, ConsoleError> {
-    let resources = latest(&viewer, &app, &project, &stack, None).await?;
+    let resources = latest(&viewer, &app, &project, &stack, values::nodes).await?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     let running = crate::updates::running(&app.pool, key.id).await?;
     let rows = tree(&resources);
@@ -206,6 +207,13 @@ pub(super) async fn stack(
     let root = resources
         .iter()
         .find(|r| plinth_engine::urn::is_stack_type(&r.ty));
+    let outputs: serde_json::Map<String, serde_json::Value> = match root
+        .and_then(|r| r.outputs.as_ref())
+    {
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| ApiError::Internal(format!("a stored checkpoint does not parse: {e}")))?,
+        None => serde_json::Map::new(),
+    };
     let base = format!("/stacks/{project}/{stack}");
     let body = html! {
         h1 { "Stack " (project) "/" (stack) }
@@ -243,16 +251,16 @@ pub(super) async fn stack(
             }
         }
         h2 { "Outputs" }
-        @match root {
-            Some(root) if !root.outputs.is_empty() => {
+        @match outputs.is_empty() {
+            false => {
                 table #outputs {
                     tr { th { "Name" } th { "Value" } }
-                    @for (name, value) in &root.outputs {
+                    @for (name, value) in &outputs {
                         tr { td { (name) } td { pre { (serde_json::to_string_pretty(&values::shown(value)).expect("JSON serializes")) } } }
                     }
                 }
             }
-            _ => { p { "None." } }
+            true => { p { "None." } }
         }
     };
     Ok(layout::page(&format!("{project}/{stack}"), &viewer, body))
@@ -270,7 +278,7 @@ pub(super) async fn resource(
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<ResourceQuery>,
 ) -> Result<Markup, ConsoleError> {
-    let resources = latest(&viewer, &app, &project, &stack, None).await?;
+    let resources = latest(&viewer, &app, &project, &stack, values::resources).await?;
     let resource = (resources.iter().rev())
         .find(|r| r.urn == query.urn)
         .ok_or_else(|| {
@@ -308,7 +316,7 @@ pub(super) async fn resource(
 mod tests {
     use super::*;
 
-    fn resource(urn: &str, parent: Option<&str>) -> Resource {
+    fn resource(urn: &str, parent: Option<&str>) -> Node {
         serde_json::from_value(serde_json::json!({ "urn": urn, "type": "t", "parent": parent }))
             .unwrap()
     }
