@@ -24,19 +24,19 @@ const LONGEST_LIFETIME: Duration = Duration::from_secs(10 * 366 * 86_400);
 pub(crate) struct CreateRequest {
     /// What it is for, shown by `token ls`.
     #[serde(default)]
-    name: String,
+    pub name: String,
     /// The caller's own level, at most `write`, if absent.
     #[serde(default)]
-    level: Option<String>,
+    pub level: Option<String>,
     /// The caller's own project and stack if absent.
     #[serde(default)]
-    project: Option<String>,
+    pub project: Option<String>,
     #[serde(default)]
-    stack: Option<String>,
+    pub stack: Option<String>,
     /// How long it lasts, in seconds: as long as the caller's token at most, and as long if
     /// absent.
     #[serde(default)]
-    expires_in: Option<u64>,
+    pub expires_in: Option<u64>,
 }
 
 /// `POST tokens`: a new token of the caller's own, within what the caller's token grants.
@@ -45,6 +45,19 @@ pub(crate) async fn create_token(
     State(pool): State<PgPool>,
     crate::body::Body(request): crate::body::Body<CreateRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(make_token(&user, &pool, request).await?),
+    ))
+}
+
+/// A new token of `user`'s own, within what `user`'s token grants: the token (shown once), its
+/// id, user, grants and life, as `POST tokens` answers (the console makes them so too).
+pub(crate) async fn make_token(
+    user: &User,
+    pool: &PgPool,
+    request: CreateRequest,
+) -> Result<Value, ApiError> {
     let level = match &request.level {
         Some(name) => Level::parse(name).ok_or_else(|| {
             ApiError::BadRequest(format!(
@@ -68,9 +81,9 @@ pub(crate) async fn create_token(
             scope.describe()
         )));
     }
-    let lasting = lifetime(&user, request.expires_in)?;
+    let lasting = lifetime(user, request.expires_in)?;
     let (token, id) = tokens::create(
-        &pool,
+        pool,
         &user.actor(),
         &user.name,
         &request.name,
@@ -78,16 +91,13 @@ pub(crate) async fn create_token(
         lasting,
     )
     .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({
-            "token": token,
-            "id": id,
-            "user": user.name,
-            "grants": scope.describe(),
-            "expires_in": lasting.map(|d| d.as_secs()),
-        })),
-    ))
+    Ok(json!({
+        "token": token,
+        "id": id,
+        "user": user.name,
+        "grants": scope.describe(),
+        "expires_in": lasting.map(|d| d.as_secs()),
+    }))
 }
 
 /// How long a new token lasts: as asked, within the caller's token's own life (a token cannot
@@ -188,13 +198,13 @@ fn forbidden(user: &User, to: &str) -> ApiError {
 #[serde(deny_unknown_fields)]
 pub(crate) struct AuditQuery {
     /// `PROJECT/STACK`, or `PROJECT`.
-    stack: Option<String>,
-    user: Option<String>,
+    pub stack: Option<String>,
+    pub user: Option<String>,
     /// A duration back from now (`7d`) or a time (RFC 3339).
-    since: Option<String>,
+    pub since: Option<String>,
     /// The `next` of the page before.
-    before: Option<i64>,
-    per_page: Option<i64>,
+    pub before: Option<i64>,
+    pub per_page: Option<i64>,
 }
 
 /// `GET audit`: the audit log, newest first, a page at a time, for a token granting admin. One
@@ -204,8 +214,19 @@ pub(crate) async fn audit(
     State(pool): State<PgPool>,
     Query(query): Query<AuditQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    let (entries, next) = audit_page(&user, &pool, query).await?;
+    Ok(Json(json!({ "entries": entries, "next": next })))
+}
+
+/// A page of the audit log as `user`'s token may read it (the console's page reads it so too),
+/// and the `before` of the next page.
+pub(crate) async fn audit_page(
+    user: &User,
+    pool: &PgPool,
+    query: AuditQuery,
+) -> Result<(Vec<audit::Entry>, Option<i64>), ApiError> {
     if user.scope.level < Level::Admin {
-        return Err(forbidden(&user, "read the audit log"));
+        return Err(forbidden(user, "read the audit log"));
     }
     let per_page = query.per_page.unwrap_or(100);
     if !(1..=1000).contains(&per_page) || query.before.is_some_and(|b| b < 1) {
@@ -231,7 +252,7 @@ pub(crate) async fn audit(
         if project.as_ref().is_some_and(|asked| asked != own)
             || (user.scope.stack.is_some() && stack.is_some() && stack != user.scope.stack)
         {
-            return Err(forbidden(&user, "read the audit log of another stack"));
+            return Err(forbidden(user, "read the audit log of another stack"));
         }
         project = Some(own.clone());
         stack = user.scope.stack.clone().or(stack);
@@ -248,10 +269,10 @@ pub(crate) async fn audit(
         before: query.before,
         limit: per_page,
     };
-    let entries = audit::list(&pool, &filter).await?;
+    let entries = audit::list(pool, &filter).await?;
     let next = match entries.len() as i64 == per_page {
         true => entries.last().map(|e| e.id),
         false => None,
     };
-    Ok(Json(json!({ "entries": entries, "next": next })))
+    Ok((entries, next))
 }

@@ -160,6 +160,8 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         .layer(RequestDecompressionLayer::new())
         .merge(exchange)
         .layer(from_fn(answers::json_errors))
+        // The web console's pages: HTML, its own errors and headers, no API token.
+        .merge(crate::console::router())
         // The fastest level: a checkpoint of 10,000 resources is 5 MB of JSON, sent at the
         // start of every update; the default level spent a fifth of the service's CPU on it
         // for little gain (JSON compresses well at any level).
@@ -178,7 +180,7 @@ async fn user(user: User) -> Json<Whoami> {
 
 /// The id of stack `project/stack`; the names are checked first, as every request naming a
 /// stack does.
-async fn stack_id(pool: &PgPool, project: &str, stack: &str) -> Result<i64, ApiError> {
+pub(crate) async fn stack_id(pool: &PgPool, project: &str, stack: &str) -> Result<i64, ApiError> {
     checks::name("project", project)?;
     checks::name("stack", stack)?;
     let found: Option<(i64,)> = sqlx::query_as(
@@ -195,7 +197,11 @@ async fn stack_id(pool: &PgPool, project: &str, stack: &str) -> Result<i64, ApiE
     })
 }
 
-async fn stack_key(pool: &PgPool, project: &str, stack: &str) -> Result<StackKey, ApiError> {
+pub(crate) async fn stack_key(
+    pool: &PgPool,
+    project: &str,
+    stack: &str,
+) -> Result<StackKey, ApiError> {
     Ok(StackKey {
         id: stack_id(pool, project, stack).await?,
         project: project.to_owned(),

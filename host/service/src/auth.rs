@@ -173,6 +173,17 @@ impl FromRequestParts<App> for User {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<User, ApiError> {
         let digest = token_digest(parts)?;
+        User::of_token(parts, app, digest).await
+    }
+}
+
+impl User {
+    /// The user of the live token of digest `digest` (the console's sessions carry one).
+    pub(crate) async fn of_token(
+        parts: &Parts,
+        app: &App,
+        digest: Vec<u8>,
+    ) -> Result<User, ApiError> {
         let Holder {
             id,
             name,

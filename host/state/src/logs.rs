@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use plinth_engine::events::{ChangeSummary, Event, Severity, StepInfo};
 use plinth_engine::policy::{EnforcementLevel, PackRun};
+use plinth_engine::shown::escape_controls;
 use serde::{Deserialize, Serialize};
 
 use crate::history::HistoryEntry;
@@ -66,6 +67,75 @@ pub enum LoggedEvent {
         packs: Vec<PackRun>,
     },
     Cancelled,
+}
+
+impl LogEntry {
+    /// The event as `plinth logs` prints it: after its time since the update's start, on one
+    /// line (what a guest or the log file supplied cannot start another).
+    pub fn line(&self) -> String {
+        let entry = self;
+        let at = format!("+{}.{:03}s", entry.at_ms / 1000, entry.at_ms % 1000);
+        let what = match &entry.event {
+            LoggedEvent::StepStarted { op, urn } => format!("{op} {urn} started"),
+            LoggedEvent::StepDone {
+                op,
+                urn,
+                duration_ms,
+            } => format!("{op} {urn} done in {duration_ms}ms"),
+            LoggedEvent::StepFailed { op, urn, error } => format!("{op} {urn} failed: {error}"),
+            LoggedEvent::Diagnostic {
+                urn,
+                severity,
+                message,
+            } => match urn {
+                Some(urn) => format!("{severity}: {urn}: {message}"),
+                None => format!("{severity}: {message}"),
+            },
+            LoggedEvent::Summary {
+                changes,
+                duration_ms,
+                failed,
+            } => format!(
+                "{} after {duration_ms}ms: {} created, {} updated, {} replaced, {} deleted, {} unchanged",
+                if *failed { "failed" } else { "done" },
+                changes.create,
+                changes.update,
+                changes.replace,
+                changes.delete,
+                changes.same
+            ),
+            LoggedEvent::PolicyViolation {
+                pack,
+                policy,
+                level,
+                urn,
+                message,
+                property,
+            } => {
+                let on = urn.as_ref().map_or(String::new(), |urn| format!("{urn}: "));
+                let at = if property.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (property `{property}`)")
+                };
+                format!("policy violation: {on}[{level}] policy `{pack}/{policy}`: {message}{at}")
+            }
+            LoggedEvent::PolicySummary { packs } => {
+                let packs: Vec<String> = (packs.iter())
+                    .map(|p| {
+                        format!(
+                            "{} {} (sha256 {}): {} mandatory, {} advisory",
+                            p.name, p.version, p.digest, p.mandatory, p.advisory
+                        )
+                    })
+                    .collect();
+                format!("policy packs ran: {}", packs.join("; "))
+            }
+            LoggedEvent::Cancelled => "cancelled: no new steps started".to_owned(),
+        };
+        // One line per event: what a guest or the log file supplied cannot start another.
+        format!("{at:>10}  {}", escape_controls(&what))
+    }
 }
 
 impl LoggedEvent {

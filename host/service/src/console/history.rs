@@ -1,0 +1,252 @@
+//! A stack's history, newest first, and the difference between two of its versions: resources
+//! added, removed and changed, down to the property (as shown: a secret's change is not).
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::extract::{Path, Query, State};
+use maud::{Markup, html};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::errors::ConsoleError;
+use super::layout;
+use super::session::Viewer;
+use super::stacks::{encoded, took};
+use super::values::{self, Resource};
+use crate::api::{App, stack_key};
+use crate::auth::Level;
+use crate::error::ApiError;
+use crate::versions;
+
+/// Versions per page of history.
+const PER_PAGE: i64 = 50;
+
+#[derive(Deserialize)]
+pub(super) struct HistoryQuery {
+    #[serde(default = "first")]
+    page: i64,
+}
+
+fn first() -> i64 {
+    1
+}
+
+/// A field of a history entry as text, if it is there.
+fn text<'a>(entry: &'a Value, field: &str) -> Option<&'a str> {
+    entry.get(field).and_then(Value::as_str)
+}
+
+/// `GET /stacks/P/S/history`: the stack's versions, newest first.
+pub(super) async fn list(
+    viewer: Viewer,
+    State(app): State<App>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<HistoryQuery>,
+) -> Result<Markup, ConsoleError> {
+    viewer
+        .user
+        .may(Level::ReadNoSecrets, &project, Some(&stack))?;
+    let key = stack_key(&app.pool, &project, &stack).await?;
+    let pages_of = |total: i64| (total + PER_PAGE - 1) / PER_PAGE;
+    let page = query.page.clamp(1, crate::checks::MAX_SEQ);
+    let (listed, total) = versions::history(&app.pool, key.id, page, PER_PAGE).await?;
+    let base = format!("/stacks/{project}/{stack}");
+    let body = html! {
+        h1 { "History of " (project) "/" (stack) }
+        p { a href=(base) { "Stack " (project) "/" (stack) } }
+        table #history {
+            tr { th { "Version" } th { "Kind" } th { "Result" } th { "By" } th { "Changes" } th { "Took" } th { "Message" } th { "CI" } th { "" } th { "" } }
+            @for version in &listed {
+                @let entry = &version.entry;
+                @let changes = entry.get("changes");
+                @let count = |field: &str| changes.and_then(|c| c.get(field)).and_then(Value::as_u64).unwrap_or(0);
+                @let metadata = entry.get("metadata");
+                @let meta = |field: &str| metadata.and_then(|m| m.get(field)).and_then(Value::as_str);
+                tr {
+                    td { (version.version) }
+                    td { (text(entry, "kind").unwrap_or("?")) }
+                    td { (text(entry, "result").unwrap_or("?")) }
+                    td { (version.user.as_deref().unwrap_or("")) }
+                    td {
+                        "+" (count("create")) " ~" (count("update")) " ±" (count("replace")) " -" (count("delete"))
+                        @if count("import") > 0 { " ⇐" (count("import")) }
+                    }
+                    td {
+                        @if let (Some(started), Some(ended)) = (entry.get("started").and_then(Value::as_i64), entry.get("ended").and_then(Value::as_i64)) {
+                            (took(ended - started))
+                        }
+                    }
+                    td { (meta("message").or(text(entry, "note")).unwrap_or("")) }
+                    td {
+                        @if let Some(ci) = meta("ci") { (ci) " " }
+                        @if let Some(branch) = meta("branch") { (branch) " " }
+                        @if let Some(commit) = meta("commit") { code { (commit) } " " }
+                        @if let Some(pr) = meta("pull_request") { "PR " (pr) }
+                    }
+                    td { a href={ (base) "/logs?version=" (version.version) } { "log" } }
+                    td { @if version.version > 1 {
+                        a href={ (base) "/diff?from=" (version.version - 1) "&to=" (version.version) } { "diff" }
+                    } }
+                }
+            }
+        }
+        @if pages_of(total) > 1 {
+            p.pages {
+                "Page " (page) " of " (pages_of(total)) ": "
+                @if page > 1 { a href={ (base) "/history?page=" (page - 1) } { "newer" } }
+                @if page < pages_of(total) { a href={ (base) "/history?page=" (page + 1) } { "older" } }
+            }
+        }
+        h2 { "Compare two versions" }
+        form method="get" action={ (base) "/diff" } {
+            "From " input type="number" name="from" min="0" required;
+            " to " input type="number" name="to" min="0" required;
+            " " button type="submit" { "Diff" }
+        }
+    };
+    Ok(layout::page(
+        &format!("History of {project}/{stack}"),
+        &viewer,
+        body,
+    ))
+}
+
+#[derive(Deserialize)]
+pub(super) struct DiffQuery {
+    from: i64,
+    to: i64,
+}
+
+/// How a resource differs between two versions.
+enum Change {
+    Added,
+    Removed,
+    /// The properties (`inputs.a.b`, `outputs.c`) that differ, with their values before and after.
+    Changed(Vec<(String, Option<Value>, Option<Value>)>),
+}
+
+/// A property map flattened to its leaves' paths, as shown.
+fn leaves(prefix: &str, value: &Value, into: &mut BTreeMap<String, Value>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                leaves(&format!("{prefix}.{k}"), v, into);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, v) in items.iter().enumerate() {
+                leaves(&format!("{prefix}[{i}]"), v, into);
+            }
+        }
+        other => {
+            into.insert(prefix.to_owned(), other.clone());
+        }
+    }
+}
+
+fn properties(resource: &Resource) -> BTreeMap<String, Value> {
+    let mut found = BTreeMap::new();
+    for (name, map) in [("inputs", &resource.inputs), ("outputs", &resource.outputs)] {
+        leaves(
+            name,
+            &values::shown(&Value::Object(map.clone())),
+            &mut found,
+        );
+    }
+    found
+}
+
+/// What changed from `before` to `after`, by URN, in `after`'s order then `before`'s.
+fn changes(before: &[Resource], after: &[Resource]) -> Vec<(String, String, Change)> {
+    let old: HashMap<&str, &Resource> = before.iter().map(|r| (r.urn.as_str(), r)).collect();
+    let new: HashMap<&str, &Resource> = after.iter().map(|r| (r.urn.as_str(), r)).collect();
+    let mut found = Vec::new();
+    for resource in after {
+        let change = match old.get(resource.urn.as_str()) {
+            None => Change::Added,
+            // Most resources are as they were: compared whole before property by property.
+            Some(was) if was.inputs == resource.inputs && was.outputs == resource.outputs => {
+                continue;
+            }
+            Some(was) => {
+                let (a, b) = (properties(was), properties(resource));
+                let differing: Vec<_> = (a.keys().chain(b.keys()))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .filter(|k| a.get(*k) != b.get(*k))
+                    .map(|k| (k.clone(), a.get(k).cloned(), b.get(k).cloned()))
+                    .collect();
+                if differing.is_empty() {
+                    continue;
+                }
+                Change::Changed(differing)
+            }
+        };
+        found.push((resource.urn.clone(), resource.ty.clone(), change));
+    }
+    for resource in before.iter().filter(|r| !new.contains_key(r.urn.as_str())) {
+        found.push((resource.urn.clone(), resource.ty.clone(), Change::Removed));
+    }
+    found
+}
+
+fn json(value: &Option<Value>) -> String {
+    value
+        .as_ref()
+        .map_or_else(|| "(none)".to_owned(), Value::to_string)
+}
+
+/// `GET /stacks/P/S/diff?from=A&to=B`: what changed between versions A and B.
+pub(super) async fn diff(
+    viewer: Viewer,
+    State(app): State<App>,
+    Path((project, stack)): Path<(String, String)>,
+    Query(query): Query<DiffQuery>,
+) -> Result<Markup, ConsoleError> {
+    viewer
+        .user
+        .may(Level::ReadNoSecrets, &project, Some(&stack))?;
+    let key = stack_key(&app.pool, &project, &stack).await?;
+    let before = versions::export(&app.pool, &key, Some(query.from)).await?;
+    let after = versions::export(&app.pool, &key, Some(query.to)).await?;
+    let found = tokio::task::spawn_blocking(move || {
+        Ok::<_, ApiError>(changes(
+            &values::resources(&before)?,
+            &values::resources(&after)?,
+        ))
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("comparing versions: {e}")))??;
+    let base = format!("/stacks/{project}/{stack}");
+    let body = html! {
+        h1 { "Version " (query.from) " → " (query.to) " of " (project) "/" (stack) }
+        p { a href={ (base) "/history" } { "History" } }
+        @if found.is_empty() { p { "No resource differs." } }
+        table #diff {
+            @for (urn, ty, change) in &found {
+                tr {
+                    @match change {
+                        Change::Added => { td.added { "+ added" } }
+                        Change::Removed => { td.removed { "- removed" } }
+                        Change::Changed(_) => { td.changed { "~ changed" } }
+                    }
+                    td {
+                        @if matches!(change, Change::Removed) { code { (urn) } }
+                        @else { a href={ (base) "/resource?urn=" (encoded(urn)) } { code { (urn) } } }
+                        " " code { (ty) }
+                        @if let Change::Changed(properties) = change {
+                            ul { @for (path, was, now) in properties {
+                                li { code { (path) } ": " code.removed { (json(was)) } " → " code.added { (json(now)) } }
+                            } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout::page(
+        &format!("Diff of {project}/{stack}"),
+        &viewer,
+        body,
+    ))
+}

@@ -1,0 +1,276 @@
+//! Test support: a real headless Chromium, driven over WebDriver. `chromedriver` is started on
+//! a free loopback port (it says which once it listens: no polling), one browser session is
+//! opened in a profile of its own, and both are stopped when the [`Browser`] is dropped, whatever
+//! the test did. Debian's `chromium` and `chromium-driver` (scripts/setup installs them).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+/// What went wrong driving the browser.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn error(what: impl std::fmt::Display) -> Error {
+    Error(what.to_string())
+}
+
+/// The key WebDriver names an element by.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A headless Chromium session and the chromedriver serving it.
+pub struct Browser {
+    driver: Child,
+    base: String,
+    agent: ureq::Agent,
+    _profile: tempfile::TempDir,
+}
+
+/// An element of the current page, as WebDriver names it.
+#[derive(Debug, Clone)]
+pub struct Element(String);
+
+/// The chromedriver to run: `PLINTH_TEST_CHROMEDRIVER`, or the one on `PATH`.
+fn driver_binary() -> String {
+    std::env::var("PLINTH_TEST_CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into())
+}
+
+/// The browser: `PLINTH_TEST_CHROMIUM`, or Debian's.
+fn chromium_binary() -> String {
+    std::env::var("PLINTH_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into())
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless browser session in a new profile.
+    pub fn start() -> Result<Browser> {
+        // Port 0: chromedriver picks a free port and prints it.
+        let mut driver = Command::new(driver_binary())
+            // Local connections only, its default.
+            .arg("--port=0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                error(format!(
+                    "cannot run {} ({e}): install chromium-driver (scripts/setup does)",
+                    driver_binary()
+                ))
+            })?;
+        let port = match listening_port(&mut driver) {
+            Ok(port) => port,
+            Err(e) => {
+                let _ = driver.kill();
+                let _ = driver.wait();
+                return Err(e);
+            }
+        };
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let profile = tempfile::tempdir().map_err(error)?;
+        let mut browser = Browser {
+            driver,
+            base: format!("http://127.0.0.1:{port}"),
+            agent,
+            _profile: profile,
+        };
+        let capabilities = json!({ "capabilities": { "alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium_binary(),
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,900", "--no-first-run", "--disable-extensions",
+                    format!("--user-data-dir={}", browser._profile.path().display()),
+                ],
+            },
+        } } });
+        let session = browser.command("POST", "/session", Some(capabilities))?;
+        let id = session["sessionId"]
+            .as_str()
+            .ok_or_else(|| error(format!("no session: {session}")))?;
+        browser.base = format!("{}/session/{id}", browser.base);
+        Ok(browser)
+    }
+
+    /// One WebDriver command: its `value`, or the error it answered.
+    fn command(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+        let url = format!("{}{path}", self.base);
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("Content-Type", "application/json")
+            .body(serde_json::to_vec(&body.unwrap_or(json!({}))).map_err(error)?)
+            .map_err(error)?;
+        let mut response = self.agent.run(request).map_err(error)?;
+        let status = response.status().as_u16();
+        let answer: Value = response.body_mut().read_json().map_err(error)?;
+        let value = answer.get("value").cloned().unwrap_or(Value::Null);
+        if status != 200 {
+            return Err(error(format!("{method} {path}: {status} {value}")));
+        }
+        Ok(value)
+    }
+
+    /// Opens `url` and waits for it to load (WebDriver's navigation does).
+    pub fn goto(&self, url: &str) -> Result<()> {
+        self.command("POST", "/url", Some(json!({ "url": url })))
+            .map(drop)
+    }
+
+    pub fn url(&self) -> Result<String> {
+        Ok(self
+            .command("GET", "/url", None)?
+            .as_str()
+            .unwrap_or("")
+            .to_owned())
+    }
+
+    pub fn title(&self) -> Result<String> {
+        Ok(self
+            .command("GET", "/title", None)?
+            .as_str()
+            .unwrap_or("")
+            .to_owned())
+    }
+
+    /// The page's source, as the browser holds it.
+    pub fn source(&self) -> Result<String> {
+        Ok(self
+            .command("GET", "/source", None)?
+            .as_str()
+            .unwrap_or("")
+            .to_owned())
+    }
+
+    /// The elements matching a CSS selector.
+    pub fn find_all(&self, css: &str) -> Result<Vec<Element>> {
+        let found = self.command(
+            "POST",
+            "/elements",
+            Some(json!({ "using": "css selector", "value": css })),
+        )?;
+        Ok((found.as_array().into_iter().flatten())
+            .filter_map(|e| e[ELEMENT].as_str())
+            .map(|id| Element(id.to_owned()))
+            .collect())
+    }
+
+    /// The one element matching a CSS selector.
+    pub fn find(&self, css: &str) -> Result<Element> {
+        let found = self.command(
+            "POST",
+            "/element",
+            Some(json!({ "using": "css selector", "value": css })),
+        )?;
+        found[ELEMENT]
+            .as_str()
+            .map(|id| Element(id.to_owned()))
+            .ok_or_else(|| error(format!("no element `{css}`: {found}")))
+    }
+
+    /// Clicks an element, and waits for the page a link or form loads.
+    pub fn click(&self, element: &Element) -> Result<()> {
+        self.command("POST", &format!("/element/{}/click", element.0), None)
+            .map(drop)
+    }
+
+    /// Types `text` into an element.
+    pub fn type_into(&self, element: &Element, text: &str) -> Result<()> {
+        self.command(
+            "POST",
+            &format!("/element/{}/value", element.0),
+            Some(json!({ "text": text })),
+        )
+        .map(drop)
+    }
+
+    /// An element's rendered text.
+    pub fn text(&self, element: &Element) -> Result<String> {
+        let text = self.command("GET", &format!("/element/{}/text", element.0), None)?;
+        Ok(text.as_str().unwrap_or("").to_owned())
+    }
+
+    /// An element's attribute, if it has it.
+    pub fn attribute(&self, element: &Element, name: &str) -> Result<Option<String>> {
+        let value = self.command(
+            "GET",
+            &format!("/element/{}/attribute/{name}", element.0),
+            None,
+        )?;
+        Ok(value.as_str().map(str::to_owned))
+    }
+
+    /// Runs `script` in the page (WebDriver's, which the page's CSP does not govern): its
+    /// result.
+    pub fn execute(&self, script: &str) -> Result<Value> {
+        self.command(
+            "POST",
+            "/execute/sync",
+            Some(json!({ "script": script, "args": [] })),
+        )
+    }
+
+    /// Saves a PNG of the window to `path`.
+    pub fn screenshot(&self, path: &Path) -> Result<()> {
+        let png = self.command("GET", "/screenshot", None)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap_or(""))
+            .map_err(error)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(error)?;
+        }
+        std::fs::write(path, bytes).map_err(error)
+    }
+
+    /// The browser's cookies, as WebDriver describes them (name, value, httpOnly, sameSite…).
+    pub fn cookies(&self) -> Result<Vec<Value>> {
+        Ok(self
+            .command("GET", "/cookie", None)?
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
+    }
+}
+
+/// The port chromedriver says it listens on, read from its first lines.
+fn listening_port(driver: &mut Child) -> Result<u16> {
+    let stdout = driver.stdout.take().ok_or_else(|| error("no stdout"))?;
+    let mut lines = BufReader::new(stdout).lines();
+    for line in lines.by_ref().take(20) {
+        let line = line.map_err(error)?;
+        // "ChromeDriver was started successfully on port 41235."
+        if let Some(rest) = line.split("started successfully on port ").nth(1) {
+            let port = rest.trim_end_matches('.').trim();
+            let port = port
+                .parse()
+                .map_err(|_| error(format!("no port in {line:?}")))?;
+            // The rest of its output is drained, so it never blocks writing it.
+            std::thread::spawn(move || lines.for_each(drop));
+            return Ok(port);
+        }
+    }
+    Err(error("chromedriver did not say which port it listens on"))
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.command("DELETE", "", None);
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
