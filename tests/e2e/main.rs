@@ -29,6 +29,7 @@ mod numbers;
 mod oidc;
 mod plans;
 mod policy;
+mod policy_polyglot;
 mod polyglot;
 mod postgres;
 mod reach;

@@ -34,7 +34,9 @@ const POLICY_WIT: &str = "wit/policy";
 
 /// Every file written out: the WIT, then each language's SDK.
 fn files() -> impl Iterator<Item = (String, &'static str)> {
-    let plugin_wit = WIT.iter().filter(|(path, _)| path.starts_with("wit/plugin/"));
+    let plugin_wit = WIT
+        .iter()
+        .filter(|(path, _)| path.starts_with("wit/plugin/"));
     // The componentizers take one folder of WIT: the policy package's holds the plugin
     // package it uses as a dependency, where WIT tools look for it.
     let policy_deps = plugin_wit.map(|(path, text)| {
