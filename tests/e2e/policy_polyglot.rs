@@ -89,15 +89,8 @@ fn example_pack_judges_passwords(path: &str, name: &str) {
     assert!(up.contains(&too_short), "{up}");
     assert!(env.resources().is_empty(), "{:?}", env.resources());
 
+    // A pack judges what is about to change: the verdicts on a password not created yet.
     env.config("password_length", "20");
-    let up = succeeds(&env, &["up", "--yes", "--policy-pack", &pack]);
-    let rotation = format!("[advisory] policy `{name}/password-rotation`: ");
-    assert!(up.contains(&rotation), "{up}");
-    assert!(up.contains("never rotated"), "{up}");
-    assert_eq!(names(&env), ["a", "b", "password"]);
-    let logs = succeeds(&env, &["logs"]);
-    assert!(logs.contains(&rotation), "{logs}");
-
     let stricter = pack_config(&env, r#"{"password-length": {"minimum": 32}}"#);
     let preview = fails(
         &env,
@@ -129,6 +122,21 @@ fn example_pack_judges_passwords(path: &str, name: &str) {
         out.contains("`password-length`: it takes no setting `minimun` (it takes: minimum)"),
         "{out}"
     );
+    // Named by its directory, not by its file in the build cache.
+    assert!(
+        out.contains(&format!(
+            "cannot load the policy pack {pack}: policy pack `{name}` refused"
+        )),
+        "{out}"
+    );
+
+    let up = succeeds(&env, &["up", "--yes", "--policy-pack", &pack]);
+    let rotation = format!("[advisory] policy `{name}/password-rotation`: ");
+    assert!(up.contains(&rotation), "{up}");
+    assert!(up.contains("never rotated"), "{up}");
+    assert_eq!(names(&env), ["a", "b", "password"]);
+    let logs = succeeds(&env, &["logs"]);
+    assert!(logs.contains(&rotation), "{logs}");
 }
 
 #[test]

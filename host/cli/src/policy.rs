@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use plinth_engine::policy::{EnforcementLevel, PolicyPack, PolicyPacks};
 use plinth_engine::shown::escape_controls;
-use plinth_runtime::{Limits, PolicySettings, Runtime};
+use plinth_runtime::{Limits, LoadError, PolicySettings, Runtime};
 
 use crate::build::component_path;
 use crate::guest::Role;
@@ -57,6 +57,12 @@ pub async fn load(runtime: &Runtime, project: &Project, args: &PolicyArgs) -> Re
         .await??;
         let pack = (runtime.load_policy_pack(&component, limits, &config.settings))
             .await
+            .map_err(|e| match e {
+                // A pack built from a directory is a file in the build cache: the directory
+                // named below is the one the user knows.
+                LoadError::Start { message, .. } if component != path => anyhow::anyhow!(message),
+                e => e.into(),
+            })
             .with_context(|| format!("cannot load the policy pack {}", path.display()))?;
         known.extend(pack.policies().map(str::to_owned));
         packs.push(pack);

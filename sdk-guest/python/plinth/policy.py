@@ -242,7 +242,7 @@ def _failed(policy: str, e: BaseException):
     """Says where an exception a policy raised came from (on stderr, which the host shows): a
     policy that cannot judge fails the pack rather than letting a change pass."""
     from .provider import _unexpected
-    print(f"policy `{policy}` raised {_unexpected(e)}", file=sys.stderr)
+    print(f"policy `{policy}` raised {_unexpected(e)}", file=sys.stderr, flush=True)
 
 
 def export_policy_pack(pack: PolicyPack) -> type:

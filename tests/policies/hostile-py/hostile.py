@@ -21,7 +21,11 @@ def hostile(resource, report_violation):
     elif mode == "socket":
         host, port = config["address"].rsplit(":", 1)
         try:
-            socket.create_connection((host, int(port)), timeout=5).close()
+            # Straight to the address: the interpreter's name lookup needs a codec
+            # componentize-py leaves out.
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.settimeout(5)
+                s.connect((host, int(port)))
             report_violation("connected")
         except OSError as e:
             report_violation(f"could not connect: {e}")

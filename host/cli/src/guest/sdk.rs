@@ -106,3 +106,22 @@ fn write_all(sdks: &Path, root: &Path) -> Result<()> {
         Err(e) => Err(e.into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The componentizers take one folder of WIT per world: the policy package's must hold
+    /// the plugin package its values come from, as a dependency, file for file.
+    #[test]
+    fn the_policy_wit_holds_the_plugin_package_as_a_dependency() {
+        let files: Vec<(String, &str)> = files().collect();
+        let text = |path: &str| (files.iter()).find(|(p, _)| p == path).map(|(_, t)| *t);
+        assert!(text("wit/policy/policy.wit").is_some_and(|t| t.contains("world policy-pack")));
+        for (path, plugin) in WIT.iter().filter(|(p, _)| p.starts_with("wit/plugin/")) {
+            let name = path.rsplit('/').next().unwrap();
+            let dependency = format!("{POLICY_WIT}/deps/plugin/{name}");
+            assert_eq!(text(&dependency), Some(*plugin), "{dependency}");
+        }
+    }
+}
