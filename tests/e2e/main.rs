@@ -32,6 +32,7 @@ mod plans;
 mod policy;
 mod policy_events;
 mod policy_service;
+mod policy_polyglot;
 mod polyglot;
 mod postgres;
 mod reach;

@@ -15,7 +15,7 @@ use plinth_backend::FetchedPack;
 use plinth_backend::RequiredPack;
 use plinth_engine::policy::{EnforcementLevel, PolicyPack, PolicyPacks};
 use plinth_engine::shown::escape_controls;
-use plinth_runtime::{Limits, PolicySettings, Runtime};
+use plinth_runtime::{Limits, LoadError, PolicySettings, Runtime};
 
 use crate::build::component_path;
 use crate::guest::Role;
@@ -66,6 +66,12 @@ pub async fn load(
         .await??;
         let pack = (runtime.load_policy_pack(&component, limits, &config.settings))
             .await
+            .map_err(|e| match e {
+                // A pack built from a directory is a file in the build cache: the directory
+                // named below is the one the user knows.
+                LoadError::Start { message, .. } if component != path => anyhow::anyhow!(message),
+                e => e.into(),
+            })
             .with_context(|| format!("cannot load the policy pack {}", path.display()))?;
         known.extend(pack.policies().map(str::to_owned));
         packs.push(pack);

@@ -1,4 +1,4 @@
-// plinth's TypeScript/JavaScript SDK: write a provider or a program, get a component.
+// plinth's TypeScript/JavaScript SDK: write a provider, a program or a policy pack, get a component.
 export { Secret, Float, unknown, Unknown, type Value, type Properties } from "./value.js";
 export { t, type Prop, type PropOptions, type Type, type CheckFailure } from "./schema.js";
 export { InvalidInputs, NotFound, PartiallyCreated } from "./errors.js";
@@ -22,3 +22,16 @@ export {
   type ResourceOptions,
   type Main,
 } from "./program.js";
+export {
+  PolicyPack,
+  type Policy,
+  type PolicyPackArgs,
+  type PolicyResource,
+  type PolicyConfigSchema,
+  type EnforcementLevel,
+  type JsonSchema,
+  type ResourceValidationArgs,
+  type StackValidationArgs,
+  type ReportViolation,
+  type ReportStackViolation,
+} from "./policy.js";

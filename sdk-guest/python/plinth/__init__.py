@@ -1,6 +1,10 @@
-"""plinth's Python SDK: write a provider or a program, get a component."""
+"""plinth's Python SDK: write a provider, a program or a policy pack, get a component."""
 
 from .errors import CheckFailure, ConfigError, InvalidInputs, NotFound, PartiallyCreated
+from .policy import (
+    EnforcementLevel, PolicyConfigSchema, PolicyPack, PolicyResource, ResourceValidationArgs,
+    ResourceValidationPolicy, StackValidationArgs, StackValidationPolicy,
+)
 from .program import ComponentResource, Context, Output, Resource, ResourceOptions
 from .provider import (
     Capabilities, Created, Diff, DirRequest, Function, Provider, ReadResult, ResourceContext,
@@ -11,7 +15,9 @@ from .value import UNKNOWN, Secret, Unknown
 
 __all__ = [
     "Capabilities", "CheckFailure", "ComponentResource", "ConfigError", "Context", "Created",
-    "Diff", "DirRequest", "Function", "InvalidInputs", "NotFound", "Output", "PartiallyCreated",
-    "Prop", "Provider", "ReadResult", "Resource", "ResourceContext", "ResourceOptions",
-    "ResourceType", "Secret", "State", "Type", "UNKNOWN", "Unknown", "t",
+    "Diff", "DirRequest", "EnforcementLevel", "Function", "InvalidInputs", "NotFound", "Output",
+    "PartiallyCreated", "PolicyConfigSchema", "PolicyPack", "PolicyResource", "Prop", "Provider",
+    "ReadResult", "Resource", "ResourceContext", "ResourceOptions", "ResourceType",
+    "ResourceValidationArgs", "ResourceValidationPolicy", "Secret", "StackValidationArgs",
+    "StackValidationPolicy", "State", "Type", "UNKNOWN", "Unknown", "t",
 ]

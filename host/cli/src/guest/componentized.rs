@@ -61,14 +61,6 @@ pub fn build<L: Componentized + ?Sized>(
     role: Role,
     what: &str,
 ) -> Result<PathBuf> {
-    if role == Role::PolicyPack {
-        anyhow::bail!(
-            "{what}: {} is a {} guest; policy packs are written in Rust for now (a crate with \
-             plinth-sdk's `policy` feature), or given as a built .wasm component",
-            dir.display(),
-            language.name()
-        );
-    }
     let dir = dir.canonicalize()?;
     let dependencies = language.dependencies(&dir, what)?;
     let sdk = sdk::materialize()?;

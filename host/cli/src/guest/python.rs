@@ -26,6 +26,7 @@ const SDK_FILES: &[SdkFile] = embed![
     "sdk-guest/python/plinth/errors.py",
     "sdk-guest/python/plinth/provider.py",
     "sdk-guest/python/plinth/program.py",
+    "sdk-guest/python/plinth/policy.py",
 ];
 
 /// The module that exports the user's code, written beside the component.
@@ -112,16 +113,28 @@ impl Componentized for Python {
 
     fn entry_module(&self, job: &Job) -> Result<(&'static str, String)> {
         let module = module(job.dir, job.what)?;
-        let (name, export, class, kind) = match job.role {
-            Role::Program => ("main", "export_program", "Callbacks", "program"),
-            Role::Provider => ("provider", "export_provider", "Provider", "provider"),
-            Role::PolicyPack => {
-                anyhow::bail!("{}: policy packs are written in Rust for now", job.what)
-            }
+        // What the user's module defines, the SDK module that exports it, the class
+        // componentize-py looks for, and what the guest is called.
+        let (name, sdk, export, class, kind) = match job.role {
+            Role::Program => ("main", "program", "export_program", "Callbacks", "program"),
+            Role::Provider => (
+                "provider",
+                "provider",
+                "export_provider",
+                "Provider",
+                "provider",
+            ),
+            Role::PolicyPack => (
+                "pack",
+                "policy",
+                "export_policy_pack",
+                "Analyzer",
+                "policy pack",
+            ),
         };
         let app = format!(
             "import {module} as _user\n\
-             from plinth.{kind} import {export}\n\
+             from plinth.{sdk} import {export}\n\
              if not hasattr(_user, {name:?}):\n    \
                  raise SystemExit(\"module `{module}` defines no `{name}`: a {kind} needs one\")\n\
              {class} = {export}(_user.{name})\n",
@@ -136,7 +149,7 @@ impl Componentized for Python {
         command
             .args(prefix)
             .arg("-d")
-            .arg(job.sdk.wit())
+            .arg(job.sdk.wit(job.role))
             .args(["-w", job.role.world(), "componentize", "-p"])
             .arg(job.work)
             .arg("-p")
@@ -171,7 +184,8 @@ struct Tools {
 
 #[derive(Deserialize, Default)]
 struct PlinthSettings {
-    /// The module that defines `main` (a program) or `provider` (a provider).
+    /// The module that defines `main` (a program), `provider` (a provider) or `pack` (a
+    /// policy pack).
     module: Option<String>,
     /// More directories on the module search path, relative to the project: generated SDKs
     /// (`../sdks/random/python`) or shared code.

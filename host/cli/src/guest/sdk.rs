@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-use super::{LANGUAGES, SdkFile};
+use super::{LANGUAGES, Role, SdkFile};
 use crate::home::plinth_home;
 
 /// `(path, contents)` of files of the repository, by their paths in it, embedded in the binary.
@@ -26,12 +26,27 @@ const WIT: &[SdkFile] = embed![
     "wit/plugin/provider.wit",
     "wit/plugin/program.wit",
     "wit/plugin/worlds.wit",
+    "wit/policy/policy.wit",
 ];
 
+/// The folder of the policy package, whose values are the plugin package's.
+const POLICY_WIT: &str = "wit/policy";
+
 /// Every file written out: the WIT, then each language's SDK.
-fn files() -> impl Iterator<Item = &'static SdkFile> {
-    WIT.iter()
+fn files() -> impl Iterator<Item = (String, &'static str)> {
+    let plugin_wit = WIT
+        .iter()
+        .filter(|(path, _)| path.starts_with("wit/plugin/"));
+    // The componentizers take one folder of WIT: the policy package's holds the plugin
+    // package it uses as a dependency, where WIT tools look for it.
+    let policy_deps = plugin_wit.map(|(path, text)| {
+        let name = path.rsplit('/').next().expect("a file name");
+        (format!("{POLICY_WIT}/deps/plugin/{name}"), *text)
+    });
+    (WIT.iter())
         .chain(LANGUAGES.iter().flat_map(|language| language.sdk_files()))
+        .map(|(path, text)| ((*path).to_owned(), *text))
+        .chain(policy_deps)
 }
 
 /// The SDKs on disk.
@@ -42,8 +57,12 @@ pub struct Sdk {
 }
 
 impl Sdk {
-    pub fn wit(&self) -> PathBuf {
-        self.root.join("wit/plugin")
+    /// The folder of WIT a `role`'s guests are built against.
+    pub fn wit(&self, role: Role) -> PathBuf {
+        match role {
+            Role::Program | Role::Provider => self.root.join("wit/plugin"),
+            Role::PolicyPack => self.root.join(POLICY_WIT),
+        }
     }
 
     /// A directory of the SDKs, by its path in the repository (`sdk-guest/python`).
@@ -76,7 +95,7 @@ fn write_all(sdks: &Path, root: &Path) -> Result<()> {
     std::fs::create_dir_all(sdks)?;
     let staging = tempfile::Builder::new().prefix(".sdk-").tempdir_in(sdks)?;
     for (path, text) in files() {
-        let file = staging.path().join(path);
+        let file = staging.path().join(&path);
         std::fs::create_dir_all(file.parent().expect("files are in directories"))?;
         std::fs::write(&file, text)?;
     }
@@ -85,5 +104,24 @@ fn write_all(sdks: &Path, root: &Path) -> Result<()> {
         // Another plinth wrote the same files first.
         Err(_) if root.is_dir() => Ok(()),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The componentizers take one folder of WIT per world: the policy package's must hold
+    /// the plugin package its values come from, as a dependency, file for file.
+    #[test]
+    fn the_policy_wit_holds_the_plugin_package_as_a_dependency() {
+        let files: Vec<(String, &str)> = files().collect();
+        let text = |path: &str| (files.iter()).find(|(p, _)| p == path).map(|(_, t)| *t);
+        assert!(text("wit/policy/policy.wit").is_some_and(|t| t.contains("world policy-pack")));
+        for (path, plugin) in WIT.iter().filter(|(p, _)| p.starts_with("wit/plugin/")) {
+            let name = path.rsplit('/').next().unwrap();
+            let dependency = format!("{POLICY_WIT}/deps/plugin/{name}");
+            assert_eq!(text(&dependency), Some(*plugin), "{dependency}");
+        }
     }
 }

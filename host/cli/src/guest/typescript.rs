@@ -29,6 +29,7 @@ const SDK_FILES: &[SdkFile] = embed![
     "sdk-guest/js/src/errors.ts",
     "sdk-guest/js/src/provider.ts",
     "sdk-guest/js/src/program.ts",
+    "sdk-guest/js/src/policy.ts",
     "sdk-guest/js/src/sourcemap.ts",
     "sdk-guest/js/src/no-monitor.ts",
 ];
@@ -128,9 +129,17 @@ impl Componentized for TypeScript {
                     entry.display()
                 ))),
             ),
-            Role::PolicyPack => {
-                anyhow::bail!("{}: policy packs are written in Rust for now", job.what)
-            }
+            Role::PolicyPack => format!(
+                "import pack from {};\nimport {{ PolicyPack, exportPolicyPack }} from {};\n\
+                 if (!(pack instanceof PolicyPack)) throw new Error({});\n\
+                 export const analyzer = exportPolicyPack(pack);\n",
+                js(entry.clone()),
+                js(sdk.join("policy.ts")),
+                js(PathBuf::from(format!(
+                    "{}: the default export must be the pack: `export default new PolicyPack(\"name\", {{ policies: [...] }})`",
+                    entry.display()
+                ))),
+            ),
             Role::Provider => format!(
                 "import definition from {};\nimport {{ exportProvider }} from {};\n\
                  if (typeof definition !== \"object\" || definition === null) throw new Error({});\n\
@@ -213,7 +222,7 @@ fn dependencies(dir: &Path, what: &str) -> Result<Vec<Dependency>> {
     Ok(found)
 }
 
-/// The module whose default export is the program's `main` or the provider.
+/// The module whose default export is the program's `main`, the provider or the policy pack.
 fn entry(dir: &Path, what: &str) -> Result<PathBuf> {
     let manifest = dir.join("package.json");
     let text = std::fs::read_to_string(&manifest)?;
@@ -268,8 +277,9 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
     let bundle = work.join("bundle.js");
     let (bundler, prefix) = tools.bundler.as_ref().expect("JavaScript has a bundler");
     let mut command = Command::new(bundler);
-    if role == Role::Provider {
-        // The SDK's program side is bundled too; a provider has no monitor to import.
+    if role != Role::Program {
+        // The SDK's program side is bundled too; a provider or a policy pack has no monitor
+        // to import.
         command.arg(format!(
             "--alias:{MONITOR}={}",
             sdk_dir.join("no-monitor.ts").display()
@@ -308,7 +318,7 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
             .args(prefix)
             .arg(&bundle)
             .arg("--wit")
-            .arg(sdk.wit())
+            .arg(sdk.wit(role))
             .args(["--world-name", role.world(), "-o"])
             .arg(out)
             .current_dir(work),
