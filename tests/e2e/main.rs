@@ -16,6 +16,7 @@ mod hostile_program;
 mod hostile_secrets;
 mod hostile_service;
 mod hostile_state;
+mod house;
 mod json_events;
 mod legacy;
 mod lifecycle;

@@ -1,6 +1,7 @@
 //! Drives the real `plinth` binary on real components built from source.
 
 pub mod balancer;
+pub mod module_graph;
 pub mod service;
 
 use std::path::{Path, PathBuf};

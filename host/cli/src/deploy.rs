@@ -35,7 +35,8 @@ use crate::home::{artifact_cache, plinth_home};
 use crate::json_events::{JsonEvent, JsonStream};
 use crate::plan_file::{self, Plan, PlanOptions, StateMark};
 use crate::plugin::providers::PluginProviders;
-use crate::plugin::{lockfile, resolve::resolve, store::Store, store::file_sha256};
+use crate::plugin::resolve::{pins, resolve};
+use crate::plugin::{lockfile, store::Store, store::file_sha256};
 use crate::policy::{self, PolicyArgs};
 use crate::run_metadata::MetadataArgs;
 use crate::run_options::RunOptions;
@@ -585,7 +586,7 @@ impl<'a> Deployer<'a> {
         let config = ws.project.stack_config(&stack.name).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
         let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
-        if let Some(note) = lockfile::verify(&ws.project.dir, &resolved)? {
+        if let Some(note) = lockfile::verify(&ws.project.dir, &pins(&resolved))? {
             println!("{note}");
         }
         let runtime = Arc::new(

@@ -6,6 +6,7 @@
 //! step as it finishes, which reads better in logs. The tree is the default on a terminal.
 
 pub mod diff;
+mod step_line;
 mod tree;
 
 use std::io::IsTerminal;
@@ -19,6 +20,8 @@ use plinth_engine::shown::{escape_controls, escape_controls_keeping_lines};
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
 use tokio::sync::mpsc;
+
+use step_line::step_line;
 
 /// What a run does to resources, for the summary's words.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -194,53 +197,6 @@ pub async fn render(
 /// A resource as `type name`, escaped: a program chose both.
 fn shown_urn(urn: &Urn) -> String {
     escape_controls(&format!("{} {}", urn.ty(), urn.name())).into_owned()
-}
-
-/// Symbol, verb for a plan, verb for what was done, and colour of a step.
-fn op_style(op: StepOp) -> (&'static str, &'static str, &'static str, Style) {
-    match op {
-        StepOp::Same => (" ", "same", "unchanged", Style::new().dim()),
-        StepOp::Create => ("+", "create", "created", Style::new().green()),
-        StepOp::Update => ("~", "update", "updated", Style::new().yellow()),
-        StepOp::Replace => ("+-", "replace", "replaced", Style::new().magenta()),
-        StepOp::Delete => ("-", "delete", "deleted", Style::new().red()),
-        StepOp::DeleteReplaced => (
-            "--",
-            "delete original",
-            "deleted original",
-            Style::new().red(),
-        ),
-        StepOp::Import => ("=", "import", "imported", Style::new().cyan()),
-        StepOp::Drift => ("~", "drifted", "drift recorded", Style::new().yellow()),
-        StepOp::Gone => ("-", "gone", "gone, forgotten", Style::new().red()),
-    }
-}
-
-/// One line per step; `duration` is set for steps that ran (not for a plan).
-fn step_line(step: &StepInfo, duration: Option<Duration>) -> String {
-    step_line_in_tree(step, duration, "", 28)
-}
-
-/// A step's line, its type after the tree's `branch` and padded to `width` with it.
-fn step_line_in_tree(
-    step: &StepInfo,
-    duration: Option<Duration>,
-    branch: &str,
-    width: usize,
-) -> String {
-    let (symbol, planned, done, style) = op_style(step.op);
-    let verb = if duration.is_some() { done } else { planned };
-    let took = duration.map_or(String::new(), |d| format!(" ({:.2}s)", d.as_secs_f64()));
-    let ty = format!("{branch}{}", escape_controls(step.urn.ty()));
-    let width = width.max(ty.chars().count());
-    let pad = width - ty.chars().count();
-    style
-        .apply_to(format!(
-            "  {symbol:2} {ty}{:pad$} {:20} {verb}{took}",
-            "",
-            escape_controls(step.urn.name())
-        ))
-        .to_string()
 }
 
 /// Outputs as they change: `+` added, `~` changed (old => new), `-` removed, and unchanged ones

@@ -9,6 +9,7 @@ mod guest;
 mod home;
 mod journal_notes;
 mod json_events;
+mod limits_spec;
 mod log_writer;
 mod login;
 mod logs;

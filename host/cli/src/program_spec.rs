@@ -15,7 +15,7 @@ use plinth_runtime::Limits;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::project::{Quantity, limits_from};
+use crate::limits_spec::{Quantity, limits_from};
 
 /// The program, and what it may use.
 #[derive(Debug, PartialEq)]

@@ -7,5 +7,7 @@ pub(crate) mod capabilities;
 pub(crate) mod configured;
 pub(crate) mod dir_advice;
 pub(crate) mod endpoint;
+pub(crate) mod grant_check;
 pub(crate) mod grant_overlap;
 pub(crate) mod grants;
+pub(crate) mod missing;

@@ -26,9 +26,13 @@ pub enum LoadError {
         "`{}` is {} MiB, larger than the {} MiB a component file may be: is it the right file?",
         path.display(),
         size >> 20,
-        crate::load::bytes::MAX_COMPONENT_BYTES >> 20
+        limit >> 20
     )]
-    TooLarge { path: PathBuf, size: u64 },
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
     /// The file is not a WebAssembly component (garbage, or a core module).
     #[error("`{}` is not a WebAssembly component: {reason}", path.display())]
     NotAComponent { path: PathBuf, reason: String },

@@ -38,11 +38,12 @@ mod sandbox;
 pub use abi::inspect::ComponentInfo;
 pub use abi::versions::{Kind, WitVersion};
 pub use access::advice::{GrantAdvice, PlainAdvice};
-pub use access::capabilities::{Capabilities, CapabilityError, DirRequest, Missing};
+pub use access::capabilities::{Capabilities, CapabilityError};
 pub use access::endpoint::{
     AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern,
 };
 pub use access::grants::{Access, DirGrant, Grants};
+pub use access::missing::{DirRequest, Missing};
 pub use error::LoadError;
 pub use load::bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
 pub use load::cache::LoadStats;

@@ -10,6 +10,7 @@ pub(crate) mod env;
 pub(crate) mod epoch;
 pub(crate) mod http;
 pub(crate) mod limits;
+pub(crate) mod link;
 pub(crate) mod net;
 pub(crate) mod stdio;
 pub(crate) mod wait;

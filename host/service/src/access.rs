@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use plinth_state::protocol::{AuditPage, ListedToken, Revoked, TokenCreated, TokenList};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use crate::audit::{self, Filter};
@@ -44,7 +44,7 @@ pub(crate) async fn create_token(
     user: User,
     State(pool): State<PgPool>,
     crate::body::Body(request): crate::body::Body<CreateRequest>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
     Ok((
         StatusCode::CREATED,
         Json(make_token(&user, &pool, request).await?),
@@ -57,7 +57,7 @@ pub(crate) async fn make_token(
     user: &User,
     pool: &PgPool,
     request: CreateRequest,
-) -> Result<Value, ApiError> {
+) -> Result<TokenCreated, ApiError> {
     let level = match &request.level {
         Some(name) => Level::parse(name).ok_or_else(|| {
             ApiError::BadRequest(format!(
@@ -91,13 +91,13 @@ pub(crate) async fn make_token(
         lasting,
     )
     .await?;
-    Ok(json!({
-        "token": token,
-        "id": id,
-        "user": user.name,
-        "grants": scope.describe(),
-        "expires_in": lasting.map(|d| d.as_secs()),
-    }))
+    Ok(TokenCreated {
+        expires_in: lasting.map(|d| d.as_secs()),
+        grants: scope.describe(),
+        id,
+        token,
+        user: user.name.clone(),
+    })
 }
 
 /// How long a new token lasts: as asked, within the caller's token's own life (a token cannot
@@ -140,7 +140,7 @@ pub(crate) async fn list_tokens(
     user: User,
     State(pool): State<PgPool>,
     Query(query): Query<ListQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TokenList>, ApiError> {
     let whose = match &query.user {
         Some(other) if *other != user.name => {
             administrator(&user, "list another user's tokens")?;
@@ -149,16 +149,19 @@ pub(crate) async fn list_tokens(
         _ => user.name.as_str(),
     };
     let listed = tokens::list(&pool, Some(whose)).await?;
-    let listed: Vec<Value> = (listed.iter())
-        .map(|t| {
-            json!({
-                "id": t.id, "user": t.user, "name": t.description, "grants": t.scope,
-                "created": t.created, "status": t.status, "last_used": t.last_used,
-                "current": t.id == user.token_id,
-            })
+    let tokens = (listed.into_iter())
+        .map(|t| ListedToken {
+            current: t.id == user.token_id,
+            created: t.created,
+            grants: t.scope,
+            id: t.id,
+            last_used: t.last_used,
+            name: t.description,
+            status: t.status,
+            user: t.user,
         })
         .collect();
-    Ok(Json(json!({ "tokens": listed })))
+    Ok(Json(TokenList { tokens }))
 }
 
 /// `DELETE tokens/ID`: revokes one of the caller's tokens (any user's, for an administrator).
@@ -166,14 +169,14 @@ pub(crate) async fn revoke_token(
     user: User,
     State(pool): State<PgPool>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Revoked>, ApiError> {
     let owner = match user.scope.everywhere(Level::Admin) {
         true => None,
         false => Some(user.name.as_str()),
     };
     let revoked = tokens::revoke(&pool, &user.actor(), Revoke::Id(&id), owner).await?;
-    let ids: Vec<&str> = revoked.iter().map(|t| t.id.as_str()).collect();
-    Ok(Json(json!({ "revoked": ids })))
+    let revoked = revoked.into_iter().map(|t| t.id).collect();
+    Ok(Json(Revoked { revoked }))
 }
 
 /// Refuses (403) unless the caller's token grants admin on every stack.
@@ -213,9 +216,14 @@ pub(crate) async fn audit(
     user: User,
     State(pool): State<PgPool>,
     Query(query): Query<AuditQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AuditPage>, ApiError> {
     let (entries, next) = audit_page(&user, &pool, query).await?;
-    Ok(Json(json!({ "entries": entries, "next": next })))
+    // As JSON objects, whose keys serialize sorted, as the page always had them.
+    let entries = (entries.iter())
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()
+        .map_err(|e| ApiError::Internal(format!("an audit entry does not serialize: {e}")))?;
+    Ok(Json(AuditPage { entries, next }))
 }
 
 /// A page of the audit log as `user`'s token may read it (the console's page reads it so too),

@@ -8,7 +8,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use plinth_state::protocol::Refusal;
 
 use crate::checks::{shown, shown_up_to};
 use crate::error::ApiError;
@@ -52,7 +52,7 @@ pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
             status.canonical_reason().unwrap_or("refused")
         ),
     };
-    let mut response = (status, axum::Json(json!({ "message": message }))).into_response();
+    let mut response = (status, axum::Json(Refusal::saying(message))).into_response();
     for (name, value) in &parts.headers {
         if name != CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
             response.headers_mut().append(name, value.clone());
@@ -90,7 +90,7 @@ fn no_such_route(route: &str) -> String {
 /// A JSON answer of `status` saying `message`, for the layers that answer before a handler.
 pub(crate) fn refusal(status: StatusCode, message: impl Into<String>) -> Response {
     let mut response = Response::new(Body::from(
-        serde_json::to_vec(&json!({ "message": message.into() })).expect("JSON serializes"),
+        serde_json::to_vec(&Refusal::saying(message)).expect("JSON serializes"),
     ));
     *response.status_mut() = status;
     (response.headers_mut()).insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -14,9 +14,10 @@ use plinth_state::protocol::{
     JournalBatch, ListedStack, PhaseRequest, Plaintexts, Recorded, Removed, Renewed, StackCreated,
     StackFound, StackList, Stored, Whoami,
 };
+use plinth_state::protocol::{Completed, Health, JournalEntries};
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use sqlx::PgPool;
 use tower_http::CompressionLevel;
 use tower_http::compression::CompressionLayer;
@@ -114,7 +115,12 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         // reachable and migrated to this binary's schema), for load balancers and orchestrators.
         .route(
             "/livez",
-            get(|| async { Json(json!({ "status": "live" })) }),
+            get(|| async {
+                Json(Health {
+                    schema: None,
+                    status: "live".to_owned(),
+                })
+            }),
         )
         .route("/readyz", get(health::ready))
         .route("/api/v1/health", get(health::ready))
@@ -375,13 +381,13 @@ async fn complete(
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
     Body(request): Body<CompleteRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Completed>, ApiError> {
     if let Some(entry) = &request.entry {
         checks::entry(entry)?;
     }
     let entry = request.entry.as_ref();
     updates::complete(&pool, &user.actor(), id, &lease, &request.result, entry).await?;
-    Ok(Json(json!({})))
+    Ok(Json(Completed {}))
 }
 
 async fn append_journal(
@@ -410,12 +416,12 @@ async fn journal_entries(
     user: User,
     State(pool): State<PgPool>,
     Path(id): Path<Uuid>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<JournalEntries>, ApiError> {
     let (project, stack) = updates::stack_of(&pool, id).await?;
     user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
-    Ok(Json(
-        json!({ "entries": journal::entries(&pool, id).await? }),
-    ))
+    Ok(Json(JournalEntries {
+        entries: journal::entries(&pool, id).await?,
+    }))
 }
 
 async fn append_events(

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use plinth_state::protocol::{Refusal, Running};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -78,8 +78,7 @@ impl IntoResponse for ApiError {
                 tracing::warn!("the database refused a value of a request: {e}");
                 let message = "the request holds a value the service cannot store (a string \
                                with a NUL character, a number out of range): correct it";
-                return (StatusCode::BAD_REQUEST, Json(json!({ "message": message })))
-                    .into_response();
+                return (StatusCode::BAD_REQUEST, Json(Refusal::saying(message))).into_response();
             }
             // The database may be restarting: the client retries. Its own words stay in the
             // log: they may quote what a request sent.
@@ -88,7 +87,7 @@ impl IntoResponse for ApiError {
                 let message = "the service's database is unavailable; try again shortly";
                 let mut response = (
                     StatusCode::SERVICE_UNAVAILABLE,
-                    Json(json!({ "message": message })),
+                    Json(Refusal::saying(message)),
                 )
                     .into_response();
                 response
@@ -97,11 +96,9 @@ impl IntoResponse for ApiError {
                 return response;
             }
         };
-        let mut body = json!({ "message": self.to_string() });
+        let mut body = Refusal::saying(self.to_string());
         // Both are 403; a client tells a refusal of its token from a lost lease by this.
-        if let ApiError::Forbidden(_) = &self {
-            body["forbidden"] = json!(true);
-        }
+        body.forbidden = matches!(self, ApiError::Forbidden(_));
         if let ApiError::Busy {
             user,
             kind,
@@ -110,8 +107,11 @@ impl IntoResponse for ApiError {
             ..
         } = &self
         {
-            body["holder"] = json!({
-                "user": user, "kind": kind, "started": started, "lease_expires": lease_expires,
+            body.holder = Some(Running {
+                kind: kind.clone(),
+                lease_expires: *lease_expires,
+                started: *started,
+                user: user.clone(),
             });
         }
         let mut response = (status, Json(body)).into_response();

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
 use sqlx::PgPool;
+
+use plinth_state::protocol::Health;
 
 use crate::error::ApiError;
 
@@ -14,7 +15,7 @@ use crate::error::ApiError;
 const CHECK_WITHIN: Duration = Duration::from_secs(2);
 
 /// 200 when the database answers and holds this binary's schema; 503 otherwise, saying why.
-pub(crate) async fn ready(State(pool): State<PgPool>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn ready(State(pool): State<PgPool>) -> Result<Json<Health>, ApiError> {
     let expected = crate::db::schema_version();
     let query = sqlx::query_as::<_, (Option<i64>,)>(
         "SELECT max(version) FROM _sqlx_migrations WHERE success",
@@ -41,5 +42,8 @@ pub(crate) async fn ready(State(pool): State<PgPool>) -> Result<Json<Value>, Api
             found.map_or("none".to_owned(), |v| v.to_string())
         )));
     }
-    Ok(Json(json!({ "status": "ready", "schema": expected })))
+    Ok(Json(Health {
+        schema: Some(expected),
+        status: "ready".to_owned(),
+    }))
 }

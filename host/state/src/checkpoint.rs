@@ -10,10 +10,10 @@ use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::PropertyMap;
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint_upgrade::{OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE, schema_one_outputs};
 use crate::error::StateError;
 use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 use crate::stored::{STORED_SINCE, StoredSnapshot, WrittenSnapshot};
-use crate::upgrade::{OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE, schema_one_outputs};
 
 /// The checkpoint schema this plinth writes and reads (it also reads older ones back to
 /// [`OLDEST_UPGRADED_SCHEMA`], upgrading them on load).

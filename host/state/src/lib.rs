@@ -5,6 +5,7 @@
 //! (`plinth-service`) both speak it.
 
 mod checkpoint;
+mod checkpoint_upgrade;
 mod error;
 mod history;
 mod journal_short;
@@ -18,12 +19,12 @@ pub mod secrets;
 mod stack;
 mod stored;
 mod transfer;
-mod upgrade;
 
 pub use checkpoint::{
     Checkpoint, CheckpointView, Decoded, PluginUse, SCHEMA_VERSION, UsedPlugins, check_fields,
     unrecordable_field,
 };
+pub use checkpoint_upgrade::{OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};
 pub use error::{InvalidState, StateError};
 pub use history::{HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_short::{
@@ -38,4 +39,3 @@ pub use rebuild::{
 pub use run_metadata::RunMetadata;
 pub use stack::{LoadedStack, StackSummary, TornEnd};
 pub use transfer::{ImportReport, imported_checkpoint};
-pub use upgrade::{OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};

@@ -11,6 +11,13 @@ pub const EVENTS_IN_FLIGHT: usize = 3;
 /// The most history entries one page carries.
 pub const HISTORY_PAGE: usize = 500;
 
+mod answers;
+
+pub use answers::{
+    AuditPage, Completed, Health, JournalEntries, ListedToken, Refusal, Revoked, Running,
+    TokenCreated, TokenList, journal_batch_body,
+};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;

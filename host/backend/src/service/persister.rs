@@ -19,6 +19,7 @@ use super::transport::{ServiceError, Transport};
 use crate::secrets::{Crypter, SecretsError, seal_tree};
 use plinth_state::Begun;
 use plinth_state::protocol::JOURNAL_BATCH as MAX_BATCH;
+use plinth_state::protocol::journal_batch_body;
 
 /// Sends the journal of update `update` holding lease `lease`.
 pub struct ServicePersister {
@@ -283,9 +284,7 @@ impl Batches {
     /// Sends the next batch, `entries` being its JSON array.
     fn send(&self, entries: Vec<u8>) -> Result<(), Unsent> {
         let seq = self.sent.load(Ordering::Acquire) + 1;
-        let mut body = format!("{{\"seq\":{seq},\"entries\":").into_bytes();
-        body.extend_from_slice(&entries);
-        body.push(b'}');
+        let body = journal_batch_body(seq, &entries);
         match (self.transport).send("POST", &self.path, Some(&self.lease), Some(body)) {
             Ok(_) => {
                 self.sent.store(seq, Ordering::Release);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use plinth_engine::events::StepInfo;
 use plinth_engine::urn::Urn;
 
-use super::step_line_in_tree;
+use super::step_line::step_line_in_tree;
 
 /// One resource of the tree.
 struct Node {

@@ -9,12 +9,12 @@
 use std::fmt::Write as _;
 
 use super::code::{
-    Identifiers, Writer, json_string as py_string, property_doc, trailing_underscore,
+    Identifiers, Writer, json_string as py_string, module_header, property_doc, trailing_underscore,
 };
+use super::emitter::{Emitter, GeneratedFile, Options};
 use super::model::{
     EnumDef, Function, Name, ObjectDef, Package, Property, Reserved, Resource, TypeRef,
 };
-use super::{Emitter, GeneratedFile, Options};
 
 pub struct PyEmitter;
 
@@ -113,7 +113,7 @@ impl<'a> Code<'a> {
 
     fn module(mut self) -> String {
         let package = self.package;
-        let header = super::module_header(package);
+        let header = module_header(package);
         self.docstring(0, &header);
         self.out.line(0, "");
         self.out.line(0, "from __future__ import annotations");

@@ -6,11 +6,11 @@
 
 use std::fmt::Write as _;
 
-use super::code::{Identifiers, Writer, property_doc};
+use super::code::{Identifiers, Writer, module_header, property_doc};
+use super::emitter::{Emitter, GeneratedFile, Options};
 use super::model::{
     EnumDef, Function, Name, ObjectDef, Package, Property, Reserved, Resource, TypeRef,
 };
-use super::{Emitter, GeneratedFile, Options};
 
 /// rustfmt's default line width, and its widths for struct literals and method chains.
 const MAX_WIDTH: usize = 100;
@@ -150,7 +150,7 @@ impl<'a> Code<'a> {
 
     fn header(&mut self) {
         let package = self.package;
-        let text = super::module_header(package) + "\n";
+        let text = module_header(package) + "\n";
         self.doc(0, "//!", &text);
         self.out.line(0, "");
         let uses_map = self.all_types().any(contains_map);

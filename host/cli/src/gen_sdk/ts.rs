@@ -7,9 +7,11 @@
 
 use std::fmt::Write as _;
 
-use super::code::{Identifiers, Writer, json_string as js, property_doc, trailing_underscore};
+use super::code::{
+    Identifiers, Writer, json_string as js, module_header, property_doc, trailing_underscore,
+};
+use super::emitter::{Emitter, GeneratedFile, Options};
 use super::model::{EnumDef, Function, ObjectDef, Package, Property, Reserved, Resource, TypeRef};
-use super::{Emitter, GeneratedFile, Options};
 
 pub struct TsEmitter;
 
@@ -90,7 +92,7 @@ impl<'a> Code<'a> {
 
     fn module(mut self) -> String {
         let package = self.package;
-        let header = super::module_header(package);
+        let header = module_header(package);
         for line in header.lines() {
             self.out.line(0, format!("// {line}").trim_end());
         }

@@ -10,9 +10,9 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::cache::{ComponentCache, Key};
+use super::language::{GuestLanguage, Role};
 use super::sdk::{self, Sdk};
 use super::tools::Toolchain;
-use super::{GuestLanguage, Role};
 
 /// A directory the guest depends on by path, outside its own: a generated SDK.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ pub fn build<L: Componentized + ?Sized>(
 ) -> Result<PathBuf> {
     let dir = dir.canonicalize()?;
     let dependencies = language.dependencies(&dir, what)?;
-    let sdk = sdk::materialize()?;
+    let sdk = sdk::materialize(language.sdk_files())?;
     let tools = language.tools(what)?;
     let is_source = |path: &Path| is_source(language, path);
     let cache = ComponentCache::open()?;

@@ -9,6 +9,7 @@
 mod cache;
 mod componentized;
 mod crate_cache;
+mod language;
 mod python;
 mod run;
 mod rust;
@@ -16,58 +17,9 @@ mod sdk;
 mod tools;
 mod typescript;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::Result;
-
-/// What the component is for: the WIT world it is built against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Program,
-    Provider,
-    PolicyPack,
-}
-
-impl Role {
-    fn world(self) -> &'static str {
-        match self {
-            Role::Program => "program",
-            Role::Provider => "provider-plugin",
-            Role::PolicyPack => "policy-pack",
-        }
-    }
-}
-
-/// One guest language: how plinth recognises a guest written in it, the SDK files it embeds
-/// for it, and how it builds one.
-pub trait GuestLanguage: Sync {
-    /// The language's id: `plinth gen-sdk --lang`, the folder of generated SDKs
-    /// (`sdks/<provider>/<id>`) and the key of its SDK emitter.
-    fn id(&self) -> &'static str;
-    /// Other spellings `--lang` accepts.
-    fn aliases(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Its name in messages.
-    fn name(&self) -> &'static str;
-    /// The file whose presence makes a directory a guest in this language.
-    fn manifest(&self) -> &'static str;
-    /// Whether `dir` is a guest in this language.
-    fn detect(&self, dir: &Path) -> bool {
-        dir.join(self.manifest()).is_file()
-    }
-    /// The SDK files plinth embeds and writes out for this language's builds, as
-    /// `(path in the repository, contents)`; none when its build fetches the SDK itself.
-    fn sdk_files(&self) -> &'static [SdkFile] {
-        &[]
-    }
-    /// Builds the guest in `dir` as a `role` (or finds it in the cache) and returns its
-    /// component. `what` names it in messages.
-    fn build(&self, dir: &Path, role: Role, what: &str) -> Result<PathBuf>;
-}
-
-/// An embedded file: its path in the repository and its contents.
-pub type SdkFile = (&'static str, &'static str);
+pub use language::{GuestLanguage, Role};
 
 /// Every guest language, in the order a directory is matched against them: the first whose
 /// manifest it has builds it.

@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 
 use super::crate_cache::CrateCache;
-use super::{GuestLanguage, Role};
+use super::language::{GuestLanguage, Role};
 
 pub const WASM_TARGET: &str = "wasm32-wasip2";
 

@@ -1,14 +1,15 @@
 //! The guest SDKs and the WIT they are built against, embedded in the plinth binary so that
 //! guests build against exactly the SDK this plinth speaks: the WIT here, each language's files
-//! in its module ([`super::GuestLanguage::sdk_files`]). They are written out once per SDK
-//! version under `<PLINTH_HOME>/sdk/<hash>/`, where the componentizers read them.
+//! in its module ([`super::GuestLanguage::sdk_files`]). A language's SDK is written out with
+//! the WIT once per version of the two under `<PLINTH_HOME>/sdk/<hash>/`, where its
+//! componentizer reads them: a change to one language's SDK rebuilds no other language's guests.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-use super::{LANGUAGES, Role, SdkFile};
+use super::language::{Role, SdkFile};
 use crate::home::plinth_home;
 
 /// `(path, contents)` of files of the repository, by their paths in it, embedded in the binary.
@@ -32,8 +33,8 @@ const WIT: &[SdkFile] = embed![
 /// The folder of the policy package, whose values are the plugin package's.
 const POLICY_WIT: &str = "wit/policy";
 
-/// Every file written out: the WIT, then each language's SDK.
-fn files() -> impl Iterator<Item = (String, &'static str)> {
+/// Every file written out: the WIT, then the language's SDK.
+fn files(sdk: &'static [SdkFile]) -> impl Iterator<Item = (String, &'static str)> {
     let plugin_wit = WIT
         .iter()
         .filter(|(path, _)| path.starts_with("wit/plugin/"));
@@ -43,8 +44,7 @@ fn files() -> impl Iterator<Item = (String, &'static str)> {
         let name = path.rsplit('/').next().expect("a file name");
         (format!("{POLICY_WIT}/deps/plugin/{name}"), *text)
     });
-    (WIT.iter())
-        .chain(LANGUAGES.iter().flat_map(|language| language.sdk_files()))
+    (WIT.iter().chain(sdk))
         .map(|(path, text)| ((*path).to_owned(), *text))
         .chain(policy_deps)
 }
@@ -71,10 +71,10 @@ impl Sdk {
     }
 }
 
-/// Writes the SDKs out unless this version already is.
-pub fn materialize() -> Result<Sdk> {
+/// Writes the WIT and a language's `sdk` files out unless this version of them already is.
+pub fn materialize(sdk: &'static [SdkFile]) -> Result<Sdk> {
     let mut hasher = Sha256::new();
-    for (path, text) in files() {
+    for (path, text) in files(sdk) {
         hasher.update((path.len() as u64).to_le_bytes());
         hasher.update(path.as_bytes());
         hasher.update((text.len() as u64).to_le_bytes());
@@ -84,17 +84,17 @@ pub fn materialize() -> Result<Sdk> {
     let sdks = plinth_home()?.join("sdk");
     let root = sdks.join(&hash[..16]);
     if !root.is_dir() {
-        write_all(&sdks, &root)
+        write_all(&sdks, &root, sdk)
             .with_context(|| format!("writing the guest SDKs to {}", root.display()))?;
     }
     Ok(Sdk { hash, root })
 }
 
 /// Written beside, then renamed into place: a concurrent plinth sees all or nothing.
-fn write_all(sdks: &Path, root: &Path) -> Result<()> {
+fn write_all(sdks: &Path, root: &Path, sdk: &'static [SdkFile]) -> Result<()> {
     std::fs::create_dir_all(sdks)?;
     let staging = tempfile::Builder::new().prefix(".sdk-").tempdir_in(sdks)?;
-    for (path, text) in files() {
+    for (path, text) in files(sdk) {
         let file = staging.path().join(&path);
         std::fs::create_dir_all(file.parent().expect("files are in directories"))?;
         std::fs::write(&file, text)?;
@@ -115,7 +115,7 @@ mod tests {
     /// the plugin package its values come from, as a dependency, file for file.
     #[test]
     fn the_policy_wit_holds_the_plugin_package_as_a_dependency() {
-        let files: Vec<(String, &str)> = files().collect();
+        let files: Vec<(String, &str)> = files(&[]).collect();
         let text = |path: &str| (files.iter()).find(|(p, _)| p == path).map(|(_, t)| *t);
         assert!(text("wit/policy/policy.wit").is_some_and(|t| t.contains("world policy-pack")));
         for (path, plugin) in WIT.iter().filter(|(p, _)| p.starts_with("wit/plugin/")) {

@@ -11,10 +11,10 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use super::componentized::{self, Componentized, Dependency, Job};
+use super::language::{GuestLanguage, Role, SdkFile};
 use super::run::run;
 use super::sdk::embed;
 use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
-use super::{GuestLanguage, Role, SdkFile};
 
 /// The versions `scripts/setup` installs (keep the two in step).
 pub const COMPONENTIZE_JS: &str = "0.23.0";

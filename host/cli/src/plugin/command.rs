@@ -312,7 +312,7 @@ async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
 fn lock(start: &Path, store: &Store) -> Result<()> {
     let project = Project::find(start)?;
     let resolved = resolve::resolve(&project, store)?;
-    let changes = lockfile::relock(&project.dir, &resolved)?;
+    let changes = lockfile::relock(&project.dir, &resolve::pins(&resolved))?;
     let file = project.dir.join(lockfile::LOCK_FILE);
     if changes.is_empty() {
         println!("{} is up to date.", file.display());

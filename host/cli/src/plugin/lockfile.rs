@@ -10,8 +10,6 @@ use anyhow::{Context, Result, bail};
 use plinth_backend::write_atomically;
 use serde::{Deserialize, Serialize};
 
-use crate::plugin::resolve::Resolved;
-
 pub const LOCK_FILE: &str = "Plinth.lock";
 
 /// The lock schema this plinth reads and writes.
@@ -53,24 +51,23 @@ struct LockFile {
     plugins: BTreeMap<String, Pin>,
 }
 
-/// Checks the project's plugins against its `Plinth.lock`: a plugin whose SHA-256 differs from
-/// the pinned one is an error. A project without a lock gets one; plugins added to or removed
+/// Checks the project's plugins, as `pins` pins them, against its `Plinth.lock`: a plugin whose
+/// SHA-256 differs from the pinned one is an error. A project without a lock gets one; plugins added to or removed
 /// from `Plinth.yaml` are added to or removed from it. Returns a note saying what was written.
-pub fn verify(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Result<Option<String>> {
+pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option<String>> {
     let path = project_dir.join(LOCK_FILE);
-    let pins = pins(resolved);
     let Some(locked) = read(&path)? else {
         if pins.is_empty() {
             return Ok(None);
         }
-        save(&path, &pins)?;
+        save(&path, pins)?;
         return Ok(Some(format!(
             "Wrote {LOCK_FILE}, pinning {}.",
             names(pins.keys())
         )));
     };
     let mut mismatches = String::new();
-    for (name, pin) in &pins {
+    for (name, pin) in pins {
         if let Some(old) = locked.get(name)
             && old.sha256 != pin.sha256
         {
@@ -91,12 +88,12 @@ pub fn verify(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Resu
              If the change is expected, accept it with `plinth plugin lock`."
         );
     }
-    if locked == pins {
+    if &locked == pins {
         return Ok(None);
     }
     let added: Vec<_> = pins.keys().filter(|n| !locked.contains_key(*n)).collect();
     let removed: Vec<_> = locked.keys().filter(|n| !pins.contains_key(*n)).collect();
-    save(&path, &pins)?;
+    save(&path, pins)?;
     if pins.is_empty() {
         return Ok(Some(format!(
             "Removed {LOCK_FILE}: no plugin is left to pin."
@@ -112,13 +109,12 @@ pub fn verify(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Resu
     Ok(Some(note + "."))
 }
 
-/// Rewrites the lock to pin the plugins as they are now; returns one line per change.
-pub fn relock(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Result<Vec<String>> {
+/// Rewrites the lock to pin the plugins as `pins` does now; returns one line per change.
+pub fn relock(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Vec<String>> {
     let path = project_dir.join(LOCK_FILE);
-    let pins = pins(resolved);
     let locked = read(&path)?.unwrap_or_default();
     let mut changes = Vec::new();
-    for (name, pin) in &pins {
+    for (name, pin) in pins {
         match locked.get(name) {
             None => changes.push(format!(
                 "pinned `{name}`: sha256 {} ({})",
@@ -138,17 +134,10 @@ pub fn relock(project_dir: &Path, resolved: &BTreeMap<String, Resolved>) -> Resu
     for name in locked.keys().filter(|n| !pins.contains_key(*n)) {
         changes.push(format!("dropped `{name}`: no longer in the project"));
     }
-    if pins != locked {
-        save(&path, &pins)?;
+    if pins != &locked {
+        save(&path, pins)?;
     }
     Ok(changes)
-}
-
-fn pins(resolved: &BTreeMap<String, Resolved>) -> BTreeMap<String, Pin> {
-    resolved
-        .iter()
-        .filter_map(|(name, r)| Some((name.clone(), r.pin.clone()?)))
-        .collect()
 }
 
 fn names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
@@ -202,20 +191,17 @@ fn save(path: &Path, pins: &BTreeMap<String, Pin>) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn resolved(entries: &[(&str, Option<&str>)]) -> BTreeMap<String, Resolved> {
+    /// The pins of plugins by name; a plugin without a hash (a crate directory) has none.
+    fn resolved(entries: &[(&str, Option<&str>)]) -> BTreeMap<String, Pin> {
         entries
             .iter()
-            .map(|(name, sha)| {
-                let resolved = Resolved {
-                    source: PathBuf::from(format!("{name}.wasm")),
-                    pin: sha.map(|sha| Pin {
-                        sha256: sha.to_owned(),
-                        version: Some("0.1.0".into()),
-                        path: None,
-                    }),
-                    component: None,
+            .filter_map(|(name, sha)| {
+                let pin = Pin {
+                    sha256: (*sha)?.to_owned(),
+                    version: Some("0.1.0".into()),
+                    path: None,
                 };
-                (name.to_string(), resolved)
+                Some((name.to_string(), pin))
             })
             .collect()
     }

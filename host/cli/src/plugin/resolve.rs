@@ -25,6 +25,14 @@ pub struct Resolved {
     pub component: Option<ComponentBytes>,
 }
 
+/// What the lock pins of `resolved`: the plugins that have a hash, by name.
+pub fn pins(resolved: &BTreeMap<String, Resolved>) -> BTreeMap<String, Pin> {
+    resolved
+        .iter()
+        .filter_map(|(name, r)| Some((name.clone(), r.pin.clone()?)))
+        .collect()
+}
+
 /// Every plugin of `project`, by package name, with the store's plugins found in `store`.
 pub fn resolve(project: &Project, store: &Store) -> Result<BTreeMap<String, Resolved>> {
     project

@@ -2,8 +2,8 @@
 //! and what the sandbox refused it; where grants are written (for plinth's CLI, `Plinth.yaml`)
 //! is the embedder's business, so the embedder words the advice.
 
-use crate::access::capabilities::Missing;
 use crate::access::grants::Grants;
+use crate::access::missing::Missing;
 
 /// Words the advice that follows a refusal. Set it with
 /// [`Runtime::with_grant_advice`](crate::Runtime::with_grant_advice).

@@ -2,7 +2,7 @@
 //! loads. A refusal names every capability missing, followed by the embedder's advice on how to
 //! grant it. Grants the plugin did not ask for are allowed: the project may know better.
 
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 
 use plinth_engine::schema::PropertySchema;
 use plinth_engine::value::PropertyMap;
@@ -13,6 +13,7 @@ use crate::access::endpoint::{
     AuthorityPattern, EndpointPattern, HostPattern, PatternError, PortPattern,
 };
 use crate::access::grants::{Access, Grants};
+use crate::access::missing::{DirRequest, Missing};
 
 /// What a plugin asks to be granted beyond the bare sandbox, as its `info` declares it. A plugin
 /// built against `plinth:plugin@0.1.0` asks for nothing.
@@ -30,17 +31,6 @@ pub struct Capabilities {
     pub http: Vec<String>,
 }
 
-/// A directory a plugin asks to see.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirRequest {
-    /// Where the plugin expects it, e.g. `/data`.
-    pub guest: String,
-    /// The access the plugin needs.
-    pub access: Access,
-    /// Why the plugin needs it, in its own words.
-    pub why: String,
-}
-
 impl Capabilities {
     /// Whether the plugin asks for nothing.
     pub fn is_empty(&self) -> bool {
@@ -50,26 +40,6 @@ impl Capabilities {
             && self.udp.is_empty()
             && self.http.is_empty()
     }
-}
-
-/// One capability a plugin asks for that its grants do not cover.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Missing {
-    /// No directory is granted at the path the plugin asks for.
-    Dir(DirRequest),
-    /// The directory is granted read-only, and the plugin writes there.
-    DirWrite(DirRequest),
-    Env(String),
-    Tcp(String),
-    Udp(String),
-    /// Listening on a local address: a plugin cannot ask for this (only a refused attempt
-    /// needs it).
-    TcpListen(String),
-    UdpListen(String),
-    Http(String),
-    /// Looking up a host name no TCP or UDP grant names. A plugin cannot ask for this as such
-    /// (its TCP and UDP patterns do): only a refused attempt needs it.
-    Lookup(String),
 }
 
 /// Why a plugin's capabilities stop it from loading.
@@ -335,41 +305,6 @@ fn describe_refusal(plugin: &str, missing: &[Missing], hint: &str) -> String {
     text.push('\n');
     text.push_str(hint);
     text
-}
-
-impl fmt::Display for Missing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Missing::Dir(dir) => {
-                let access = match dir.access {
-                    Access::ReadOnly => "read-only",
-                    Access::ReadWrite => "read-write",
-                };
-                write!(f, "{access} access to the directory {}", dir.guest)?;
-                why(f, &dir.why)
-            }
-            Missing::DirWrite(dir) => {
-                write!(f, "write access to the directory {}", dir.guest)?;
-                f.write_str(", granted read-only")?;
-                why(f, &dir.why)
-            }
-            Missing::Env(name) => write!(f, "the environment variable {name}"),
-            Missing::Tcp(pattern) => write!(f, "TCP connections to {pattern}"),
-            Missing::Udp(pattern) => write!(f, "UDP datagrams with {pattern}"),
-            Missing::TcpListen(pattern) => write!(f, "listening for TCP connections on {pattern}"),
-            Missing::UdpListen(pattern) => write!(f, "receiving UDP datagrams on {pattern}"),
-            Missing::Http(pattern) => write!(f, "HTTP requests to {pattern}"),
-            Missing::Lookup(name) => write!(f, "name lookups of {name}"),
-        }
-    }
-}
-
-fn why(f: &mut fmt::Formatter<'_>, why: &str) -> fmt::Result {
-    if why.is_empty() {
-        Ok(())
-    } else {
-        write!(f, " ({why})")
-    }
 }
 
 #[cfg(test)]

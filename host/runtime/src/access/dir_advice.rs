@@ -3,8 +3,8 @@
 //! missing grant, and "Permission denied" inside a read-only one means a read-only grant.
 
 use crate::access::advice::GrantAdvice;
-use crate::access::capabilities::{DirRequest, Missing};
 use crate::access::grants::{Access, DirGrant};
+use crate::access::missing::{DirRequest, Missing};
 
 /// How wasi-libc words the errors a missing or read-only grant causes.
 const FS_ERRORS: [&str; 6] = [

@@ -9,28 +9,6 @@ use std::path::{Path, PathBuf};
 
 use crate::access::grants::{Access, DirGrant};
 
-/// `guest` as `/a/b`: absolute, with empty and `.` components dropped and no trailing `/`.
-/// A `..` component is refused: what it names depends on how the guest resolves it.
-pub(crate) fn normalise_guest(guest: &str) -> Result<String, String> {
-    if !guest.starts_with('/') {
-        return Err(format!("its guest path `{guest}` must be absolute"));
-    }
-    let mut normal = String::new();
-    for part in guest.split('/').filter(|p| !p.is_empty() && *p != ".") {
-        if part == ".." {
-            return Err(format!(
-                "its guest path `{guest}` contains `..`; write it without"
-            ));
-        }
-        normal.push('/');
-        normal.push_str(part);
-    }
-    if normal.is_empty() {
-        normal.push('/');
-    }
-    Ok(normal)
-}
-
 /// Whether the guest path `inner` is `outer` or lies beneath it (both normalised).
 fn guest_within(inner: &str, outer: &str) -> bool {
     Path::new(inner).starts_with(outer)
@@ -83,26 +61,6 @@ pub(crate) fn conflict(a: &Resolved, b: &Resolved) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn guest_paths_are_normalised() {
-        for (spelling, normal) in [
-            ("/site", "/site"),
-            ("/site/", "/site"),
-            ("//site//secret/", "/site/secret"),
-            ("/site/./secret", "/site/secret"),
-            ("/", "/"),
-            ("/./", "/"),
-        ] {
-            assert_eq!(normalise_guest(spelling).unwrap(), normal, "{spelling}");
-        }
-        assert!(normalise_guest("site").unwrap_err().contains("absolute"));
-        assert!(
-            normalise_guest("/site/../etc")
-                .unwrap_err()
-                .contains("`..`")
-        );
-    }
 
     #[test]
     fn nesting_is_component_wise() {

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use crate::error::LoadError;
-use crate::load::cache::check_is_component;
 
 /// The largest component file plinth reads (and downloads): 256 MiB. No plugin or program is
 /// near it (a Python one, interpreter included, is about 40 MiB), and a file that is must not
@@ -44,6 +43,7 @@ pub fn read_component_file(path: &Path) -> Result<Vec<u8>, LoadError> {
     let too_large = |size: u64| LoadError::TooLarge {
         path: path.to_owned(),
         size,
+        limit: MAX_COMPONENT_BYTES,
     };
     if meta.len() > MAX_COMPONENT_BYTES {
         return Err(too_large(meta.len()));
@@ -153,6 +153,26 @@ impl fmt::Debug for ComponentBytes {
             .field("sha256", &self.sha256)
             .finish()
     }
+}
+
+/// Rejects files that are not components with a message that says what they are instead.
+pub(crate) fn check_is_component(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+    let reason = match bytes {
+        [b'\0', b'a', b's', b'm', _, _, 1, 0, ..] => return Ok(()),
+        [b'\0', b'a', b's', b'm', _, _, 0, 0, ..] => {
+            "it is a core WebAssembly module; build the plugin as a component (for the \
+             `wasm32-wasip2` target, or with `wasm-tools component new`)"
+        }
+        [b'\0', b'a', b's', b'm', ..] => "its WebAssembly header is of an unknown kind",
+        [0x7f, b'E', b'L', b'F', ..] => {
+            "it is a native or precompiled binary; give the `.wasm` file instead"
+        }
+        _ => "it does not start with the WebAssembly magic number",
+    };
+    Err(LoadError::NotAComponent {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::error::LoadError;
-use crate::load::bytes::ComponentBytes;
+use crate::load::bytes::{ComponentBytes, check_is_component};
 use crate::load::file_index::{FileIndex, Fingerprint};
 
 /// How a component was loaded.
@@ -282,26 +282,6 @@ fn sealed_intact(path: &Path) -> std::io::Result<bool> {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section is one lookup or one insertion: the map is whole after a panic.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Rejects files that are not components with a message that says what they are instead.
-pub(crate) fn check_is_component(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
-    let reason = match bytes {
-        [b'\0', b'a', b's', b'm', _, _, 1, 0, ..] => return Ok(()),
-        [b'\0', b'a', b's', b'm', _, _, 0, 0, ..] => {
-            "it is a core WebAssembly module; build the plugin as a component (for the \
-             `wasm32-wasip2` target, or with `wasm-tools component new`)"
-        }
-        [b'\0', b'a', b's', b'm', ..] => "its WebAssembly header is of an unknown kind",
-        [0x7f, b'E', b'L', b'F', ..] => {
-            "it is a native or precompiled binary; give the `.wasm` file instead"
-        }
-        _ => "it does not start with the WebAssembly magic number",
-    };
-    Err(LoadError::NotAComponent {
-        path: path.to_owned(),
-        reason: reason.to_owned(),
-    })
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ struct Instance {
 /// Links what a pack may import: WASI (through the sandbox's checks) and the (empty) value
 /// types interface; no plinth function.
 pub(crate) fn add_to_linker(linker: &mut Linker<Sandbox>) -> wasmtime::Result<()> {
-    crate::load::runtime::link_sandboxed_wasi(linker)?;
+    crate::sandbox::link::link_sandboxed_wasi(linker)?;
     Bindings::add_to_linker::<_, wasmtime::component::HasSelf<_>>(linker, |s| s)
 }
 

@@ -21,19 +21,10 @@ use crate::load::cache::{ArtifactCache, LoadStats};
 use crate::load::policy_pack::{ComponentPolicyPack, PolicySettings};
 use crate::load::program::{self, ComponentProgram, ProgramPre, ProgramState};
 use crate::load::provider::{self, ComponentProvider, ProviderPre};
+use crate::sandbox::Sandbox;
 use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
-use crate::sandbox::{Sandbox, Sandboxed};
-
-/// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups, environment reads and blocking
-/// waits going through the sandbox's checks instead of wasmtime-wasi's own.
-pub(crate) fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    wasmtime_wasi::p2::add_to_linker_async(linker)?;
-    crate::sandbox::net::link_guarded_lookup(linker)?;
-    crate::sandbox::env::link_watched_environment(linker)?;
-    crate::sandbox::wait::link_bounded_poll(linker)?;
-    crate::sandbox::http::link_http(linker)
-}
+use crate::sandbox::link::link_sandboxed_wasi;
 
 /// The wasmtime embedding: an engine configured for plinth's components, its precompiled-artifact
 /// cache and the linkers of both worlds. Create one per process and share it.

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::access::advice::GrantAdvice;
-use crate::access::capabilities::Missing;
+use crate::access::missing::Missing;
 
 /// At most this many refusals are remembered per call: a guest retrying in a loop should not
 /// grow the error message without bound.

@@ -2,12 +2,11 @@
 //! values plinth itself has; and the host notes when a guest reads its environment, so that a
 //! failure can point at a variable it could not see.
 
-use wasmtime::component::{HasData, Linker};
+use wasmtime::component::HasData;
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::cli::WasiCliCtxView;
-use wasmtime_wasi::p2::bindings::cli::environment::{self, Host};
+use wasmtime_wasi::p2::bindings::cli::environment::Host;
 
-use crate::sandbox::Sandboxed;
 use crate::sandbox::denial::Denials;
 
 /// Gives the guest the granted variables that are set in plinth's environment. One that is
@@ -31,19 +30,8 @@ pub(crate) fn pass_granted(names: &[String], wasi: &mut WasiCtxBuilder, guest: &
     }
 }
 
-/// Replaces wasmtime-wasi's `wasi:cli/environment` in `linker` (which must already have it) by
-/// the same one that also notes each read.
-pub(crate) fn link_watched_environment<T: Sandboxed>(
-    linker: &mut Linker<T>,
-) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
-    let linked =
-        environment::add_to_linker::<T, WatchedEnvData>(linker, |t| t.sandbox().watched_env());
-    linker.allow_shadowing(false);
-    linked
-}
-
-struct WatchedEnvData;
+/// What `wasi:cli/environment` is linked with: the sandbox's [`WatchedEnv`].
+pub(crate) struct WatchedEnvData;
 
 impl HasData for WatchedEnvData {
     type Data<'a> = WatchedEnv<'a>;

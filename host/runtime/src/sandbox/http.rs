@@ -5,22 +5,10 @@
 use std::sync::Arc;
 
 use http_body_util::BodyExt;
-use wasmtime::component::Linker;
-use wasmtime_wasi_http::p2::bindings::{LinkOptions, http as wit};
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttp, WasiHttpHooks};
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::access::endpoint::AuthorityPattern;
-use crate::sandbox::Sandboxed;
 use crate::sandbox::denial::{Denial, Denials};
-
-/// Adds `wasi:http`'s outgoing handler and types to `linker`, governed by each sandbox's
-/// [`HttpGuard`].
-pub(crate) fn link_http<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    wit::outgoing_handler::add_to_linker::<T, WasiHttp>(linker, |t| t.sandbox().http())?;
-    wit::types::add_to_linker::<T, WasiHttp>(linker, &LinkOptions::default().into(), |t| {
-        t.sandbox().http()
-    })
-}
 
 /// The hooks of one sandbox: requests to granted authorities go out, others are refused
 /// with `HTTP-request-denied`.

@@ -9,12 +9,12 @@ use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use wasmtime::component::{HasData, Linker, Resource};
+use wasmtime::component::{HasData, Resource};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::DynPollable;
 use wasmtime_wasi::p2::SocketError;
 use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::{
-    self, Host, HostResolveAddressStream, ResolveAddressStream,
+    Host, HostResolveAddressStream, ResolveAddressStream,
 };
 use wasmtime_wasi::p2::bindings::sockets::network::{
     self, ErrorCode, HostNetwork, IpAddress, Network,
@@ -23,7 +23,6 @@ use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsCtxView};
 
 use crate::access::endpoint::{EndpointPattern, normalize_name};
 use crate::access::grants::Grants;
-use crate::sandbox::Sandboxed;
 use crate::sandbox::denial::{Denial, Denials, Protocol, SocketAction};
 
 /// The network a guest may use, and what its lookups resolved.
@@ -144,18 +143,8 @@ impl NetPolicy {
     }
 }
 
-/// Replaces wasmtime-wasi's `wasi:sockets/ip-name-lookup` in `linker` (which must already
-/// have it) by one that resolves granted names only and remembers what they resolved to.
-pub(crate) fn link_guarded_lookup<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
-    let linked = ip_name_lookup::add_to_linker::<T, GuardedLookupData>(linker, |t| {
-        t.sandbox().guarded_lookup()
-    });
-    linker.allow_shadowing(false);
-    linked
-}
-
-struct GuardedLookupData;
+/// What `wasi:sockets/ip-name-lookup` is linked with: the sandbox's [`GuardedLookup`].
+pub(crate) struct GuardedLookupData;
 
 impl HasData for GuardedLookupData {
     type Data<'a> = GuardedLookup<'a>;

@@ -5,22 +5,12 @@
 
 use std::time::Instant;
 
-use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime_wasi::p2::DynPollable;
-use wasmtime_wasi::p2::bindings::io::poll::{self, Host, HostPollable};
+use wasmtime_wasi::p2::bindings::io::poll::{Host, HostPollable};
 
-use crate::sandbox::Sandboxed;
-
-/// Replaces `wasi:io/poll` in `linker` (which must already have it) by wasmtime-wasi's, bounded
-/// by the deadline.
-pub(crate) fn link_bounded_poll<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    linker.allow_shadowing(true);
-    let linked = poll::add_to_linker::<T, BoundedPollData>(linker, |t| t.sandbox().bounded_poll());
-    linker.allow_shadowing(false);
-    linked
-}
-
-struct BoundedPollData;
+/// What `wasi:io/poll` is linked with: the sandbox's [`BoundedPoll`].
+pub(crate) struct BoundedPollData;
 
 impl HasData for BoundedPollData {
     type Data<'a> = BoundedPoll<'a>;

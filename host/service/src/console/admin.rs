@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::Value;
+use plinth_state::protocol::TokenCreated;
 
 use super::errors::ConsoleError;
 use super::layout;
@@ -24,7 +25,7 @@ use crate::tokens::{self, Revoke};
 async fn tokens_page(
     viewer: &Viewer,
     app: &App,
-    made: Option<&Value>,
+    made: Option<&TokenCreated>,
 ) -> Result<Markup, ConsoleError> {
     let admin = viewer.user.scope.everywhere(Level::Admin);
     let whose = (!admin).then_some(viewer.user.name.as_str());
@@ -34,8 +35,8 @@ async fn tokens_page(
         @if let Some(made) = made {
             div #made {
                 p.changed { "Your new token, shown this once: copy it now." }
-                pre #new-token { (made["token"].as_str().unwrap_or("")) }
-                p { "It grants " (made["grants"].as_str().unwrap_or("")) "." }
+                pre #new-token { (made.token) }
+                p { "It grants " (made.grants) "." }
             }
         }
         table #tokens {
