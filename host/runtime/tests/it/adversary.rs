@@ -24,16 +24,14 @@ fn props(entries: &[(&str, &str)]) -> PropertyMap {
         .collect()
 }
 
-/// A runtime with its own cache, and the adversary loaded into it with no grants.
-async fn adversary(limits: Limits) -> (tempfile::TempDir, Arc<dyn Provider>) {
+/// A runtime on the shared cache, and the adversary loaded into it with no grants.
+async fn adversary(limits: Limits) -> Arc<dyn Provider> {
     let wasm = support::guest("plinth-adversary");
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
-    let provider = runtime
+    let runtime = Runtime::new(crate::shared_cache()).unwrap();
+    runtime
         .load_provider("adversary", &wasm, limits, Grants::default())
         .await
-        .unwrap();
-    (cache, provider)
+        .unwrap()
 }
 
 fn crash_message(result: Result<impl std::fmt::Debug, ProviderError>) -> String {
@@ -58,7 +56,7 @@ async fn still_works(provider: &dyn Provider) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crash_in_check_config_names_the_operation() {
-    let (_cache, provider) = adversary(Limits::default()).await;
+    let provider = adversary(Limits::default()).await;
     for (how, expected) in [
         ("panic", "`check-config` panicked"),
         ("trap", "`check-config` trapped"),
@@ -89,7 +87,7 @@ async fn an_endless_loop_is_stopped_at_its_deadline_and_the_next_call_gets_a_fre
         call_timeout: Duration::from_secs(2),
         ..Limits::default()
     };
-    let (_cache, provider) = adversary(limits).await;
+    let provider = adversary(limits).await;
     let spin = urn("adversary:Runaway", "spin");
     for _ in 0..2 {
         let started = Instant::now();
@@ -116,7 +114,7 @@ async fn a_loop_does_not_hold_up_concurrent_calls() {
         call_timeout: Duration::from_secs(10),
         ..Limits::default()
     };
-    let (_cache, provider) = adversary(limits).await;
+    let provider = adversary(limits).await;
     let spinning = {
         let provider = provider.clone();
         tokio::spawn(async move {
@@ -141,7 +139,7 @@ async fn a_loop_does_not_hold_up_concurrent_calls() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_result_too_large_to_lift_is_refused_and_the_next_call_works() {
-    let (_cache, provider) = adversary(Limits::default()).await;
+    let provider = adversary(Limits::default()).await;
     let huge = props(&[("attack", "huge-output"), ("size_mb", "100")]);
     let result = provider
         .create(&urn("adversary:Runaway", "huge"), &huge, false)

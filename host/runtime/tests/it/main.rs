@@ -11,3 +11,11 @@ mod reach;
 #[path = "../support/mod.rs"]
 mod support;
 mod versions;
+
+/// The artifact cache of the tests that are not about the cache: each component compiles once
+/// (about a second of CPU each) rather than once per test. Kept under target/ across runs, as the
+/// end-to-end tests' PLINTH_HOME is: artifacts are named by the component's hash and the engine's
+/// fingerprint and written by rename, as concurrent plinth processes share one cache.
+fn shared_cache() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/runtime-tests-cache")
+}

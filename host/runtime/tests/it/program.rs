@@ -58,8 +58,7 @@ impl ProviderSource for Testkit {
 async fn deploy(config: &[(&str, &str)], preview: bool) -> Outcome {
     let program_wasm = support::guest("plinth-scenario");
     let testkit_wasm = support::guest("plinth-testkit");
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Arc::new(Runtime::new(cache.path().to_owned()).unwrap());
+    let runtime = Arc::new(Runtime::new(crate::shared_cache()).unwrap());
     let program = runtime
         .load_program(&program_wasm, Limits::default())
         .await

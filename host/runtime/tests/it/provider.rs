@@ -20,16 +20,14 @@ fn props(entries: &[(&str, Value)]) -> PropertyMap {
         .collect()
 }
 
-/// A runtime with its own cache, and testkit loaded into it.
-async fn testkit(limits: Limits) -> (tempfile::TempDir, Arc<dyn Provider>) {
+/// A runtime on the shared cache, and testkit loaded into it.
+async fn testkit(limits: Limits) -> Arc<dyn Provider> {
     let wasm = support::guest("plinth-testkit");
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
-    let provider = runtime
+    let runtime = Runtime::new(crate::shared_cache()).unwrap();
+    runtime
         .load_provider("testkit", &wasm, limits, Grants::default())
         .await
-        .unwrap();
-    (cache, provider)
+        .unwrap()
 }
 
 /// Checks that the provider still works after a failed call.
@@ -54,7 +52,7 @@ fn crash_message(result: Result<impl std::fmt::Debug, ProviderError>) -> String 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reports_its_info() {
-    let (_cache, provider) = testkit(Limits::default()).await;
+    let provider = testkit(Limits::default()).await;
     let info = provider.info();
     assert_eq!(info.name, "testkit");
     assert!(!info.version.is_empty());
@@ -84,7 +82,7 @@ async fn reports_its_info() {
 /// `testkit:Trap` states nothing: its diff is entered (and traps) even for unchanged inputs.
 #[tokio::test(flavor = "multi_thread")]
 async fn diff_of_unchanged_inputs_is_answered_by_the_host_only_for_hinted_types() {
-    let (_cache, provider) = testkit(Limits::default()).await;
+    let provider = testkit(Limits::default()).await;
     provider.configure(&PropertyMap::new()).await.unwrap();
     let inputs = props(&[("value", "one".into())]);
     let changed = props(&[("value", "two".into())]);
@@ -117,7 +115,7 @@ async fn diff_of_unchanged_inputs_is_answered_by_the_host_only_for_hinted_types(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn echo_round_trip() {
-    let (_cache, provider) = testkit(Limits::default()).await;
+    let provider = testkit(Limits::default()).await;
     provider.configure(&PropertyMap::new()).await.unwrap();
     let urn = urn("testkit:Echo", "e");
     let secret = Value::Secret(Box::new("hunter2".into()));
@@ -172,7 +170,7 @@ async fn echo_round_trip() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_panic_is_a_crash_naming_the_plugin_and_the_next_call_works() {
-    let (_cache, provider) = testkit(Limits::default()).await;
+    let provider = testkit(Limits::default()).await;
     let result = provider
         .create(&urn("testkit:Panic", "p"), &PropertyMap::new(), false)
         .await;
@@ -187,7 +185,7 @@ async fn a_panic_is_a_crash_naming_the_plugin_and_the_next_call_works() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_trap_is_a_crash_naming_the_plugin_and_the_next_call_works() {
-    let (_cache, provider) = testkit(Limits::default()).await;
+    let provider = testkit(Limits::default()).await;
     let result = provider
         .create(&urn("testkit:Trap", "t"), &PropertyMap::new(), false)
         .await;
@@ -202,7 +200,7 @@ async fn a_trap_is_a_crash_naming_the_plugin_and_the_next_call_works() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failures_the_plugin_reports_are_typed_errors() {
-    let (_cache, provider) = testkit(Limits::default()).await;
+    let provider = testkit(Limits::default()).await;
     let inputs = props(&[("value", "x".into())]);
     match provider
         .create(&urn("testkit:Fail", "f"), &inputs, false)
@@ -238,7 +236,7 @@ async fn running_out_of_memory_is_a_crash() {
         memory_bytes: 8 << 20,
         ..Limits::default()
     };
-    let (_cache, provider) = testkit(limits).await;
+    let provider = testkit(limits).await;
     let huge = Value::from("x".repeat(16 << 20));
     let result = provider
         .create(
@@ -255,7 +253,7 @@ async fn running_out_of_memory_is_a_crash() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_calls_all_succeed() {
-    let (_cache, provider) = testkit(Limits::default()).await;
+    let provider = testkit(Limits::default()).await;
     provider
         .configure(&props(&[("anything", "goes".into())]))
         .await
@@ -280,8 +278,7 @@ async fn concurrent_calls_all_succeed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_provider_loaded_under_another_name_is_refused() {
     let wasm = support::guest("plinth-testkit");
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
+    let runtime = Runtime::new(crate::shared_cache()).unwrap();
     let error = runtime
         .load_provider("random", &wasm, Limits::default(), Grants::default())
         .await
@@ -296,8 +293,7 @@ async fn a_provider_loaded_under_another_name_is_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_program_is_not_a_provider() {
     let wasm = support::guest("plinth-scenario");
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
+    let runtime = Runtime::new(crate::shared_cache()).unwrap();
     let error = runtime
         .load_provider("scenario", &wasm, Limits::default(), Grants::default())
         .await
@@ -318,8 +314,7 @@ async fn a_program_is_not_a_provider() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_random_provider_draws_from_the_sandbox_and_keeps_secrets_secret() {
     let wasm = support::guest("plinth-random");
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(cache.path().to_owned()).unwrap();
+    let runtime = Runtime::new(crate::shared_cache()).unwrap();
     let random = runtime
         .load_provider("random", &wasm, Limits::default(), Grants::default())
         .await

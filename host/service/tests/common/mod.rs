@@ -1,6 +1,5 @@
 //! What the service tests share: a database of their own on a real PostgreSQL, real
 //! `plinth-serve` processes, tokens and requests.
-#![allow(dead_code)] // each test binary uses its own part
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -5,9 +5,7 @@
 //! nothing; tokens naming unknown keys do not make the service fetch the issuer's keys again;
 //! the tokens issued are listed, escaped, and revoked like any other.
 
-mod common;
-
-use common::{begin, call, create_stack, serve, token, token_admin};
+use crate::common::{begin, call, create_stack, serve, token, token_admin};
 use plinth_test_oidc::{EC_KID, Issuer, RSA_KID};
 use serde_json::{Value, json};
 
@@ -52,7 +50,7 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
     let file = dir.path().join("oidc.yaml");
     let dead = dead_issuer();
     std::fs::write(&file, config(&issuer, &dead)).unwrap();
-    let (_server, database) = common::database();
+    let (_server, database) = crate::common::database();
     let service = serve(&database, &["--oidc-config", file.to_str().unwrap()]);
     let alice = token(&database, "alice");
     create_stack(&service, &alice, "dev");
@@ -83,7 +81,7 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
     assert_eq!((status, &user["name"]), (200, &main["user"]), "{user}");
     let (status, begun) = begin(&service, written, "dev");
     assert_eq!(status, 200, "{begun}");
-    common::cancel(&service, written);
+    crate::common::cancel(&service, written);
 
     // A feature branch, ES256, a subject with an escape sequence: read on project p.
     let feature = json!({ "ref": "refs/heads/feature/x", "aud": "another",
@@ -241,7 +239,7 @@ fn id_tokens_are_exchanged_for_what_their_rule_grants_and_bad_ones_refused_sayin
 
 #[test]
 fn without_a_configuration_no_token_is_exchanged() {
-    let (_server, database) = common::database();
+    let (_server, database) = crate::common::database();
     let service = serve(&database, &[]);
     let (status, answer) = call(
         &service,

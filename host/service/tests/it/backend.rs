@@ -2,12 +2,10 @@
 //! a real PostgreSQL: stacks, phases as versions and history, the base of the next phase, edits
 //! and imports, a held stack naming its holder, and a lost lease stopping the update.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use common::*;
+use crate::common::*;
 use plinth_backend::secrets::{Crypter, PassphraseCrypter, SecretsProvider};
 use plinth_backend::service::ServiceBackend;
 use plinth_backend::{

@@ -4,14 +4,12 @@
 //! request bodies in flight. Nothing waits on timing: a lease expiry is awaited as a condition,
 //! and a request in flight is known to be by the `100 Continue` the service sends it.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The journal batch that, accepted, locked a stack for good: the end of a create no entry began.
@@ -514,8 +512,8 @@ fn bodies_in_flight_are_bounded_and_one_beyond_the_budget_is_told_to_come_back()
 }
 
 /// Measures a replica's memory under four concurrent 60 MB seal requests (issue 27): its peak
-/// and what it keeps after. Not a check, a figure: `cargo test -p plinth-service --test protocol
-/// -- --ignored --nocapture memory`; `PLINTH_TEST_SERVE` measures another build, and
+/// and what it keeps after. Not a check, a figure: `cargo test -p plinth-service --test it
+/// -- --ignored --nocapture protocol::memory`; `PLINTH_TEST_SERVE` measures another build, and
 /// `PLINTH_TEST_SERVE_ARGS` passes it flags (`--bodies-in-flight 300000000`).
 #[test]
 #[ignore]

@@ -2,13 +2,11 @@
 //! are accepted, within the body limit as decompressed (a gzip bomb gets 413); answers are
 //! gzipped for a client that accepts it; the client gzips what is worth it.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;

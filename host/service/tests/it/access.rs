@@ -1,9 +1,7 @@
 //! What a token may do: a level (read < write < admin) on every stack, a project's stacks or
 //! one stack, checked on every request about a stack, against a real `plinth-serve`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use plinth_backend::service::{ServiceError, Transport};
 use serde_json::{Value, json};
 

@@ -9,11 +9,9 @@
 //! Deterministic: a seeded generator (`PLINTH_FUZZ_SEED`, default fixed) and a count of
 //! requests (`PLINTH_FUZZ_CASES`, default 2,000) reproduce a run; a failure prints both.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use plinth_test_oidc::{Issuer, RSA_KID};
 use serde_json::{Value, json};
 

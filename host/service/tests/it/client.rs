@@ -3,12 +3,10 @@
 //! state from them, secrets sealed by the client's key; a lost lease stops the persister with an
 //! error that is not worth retrying.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use plinth_backend::Checkpoint;
 use plinth_backend::secrets::PassphraseCrypter;
 use plinth_backend::service::{LeaseKeeper, LeaseState, ServiceError, ServicePersister, Transport};

@@ -2,11 +2,9 @@
 //! numbered batches stored once, read back in order for `plinth logs`, refused once the lease is
 //! gone; the client's event log batching and flushing, and never blocking the update's steps.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use plinth_backend::EventLog;
 use plinth_backend::service::{ServiceEventLog, Transport, fetch_log};
 use plinth_engine::events::{Event, Severity};

@@ -3,9 +3,7 @@
 //! stay sealed as the client sealed them: the service holds no key); an update that ends without
 //! completing leaves its operations pending; history pages; export of any version; import.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 fn export(service: &Service, token: &str, version: Option<u64>) -> (u16, Value) {

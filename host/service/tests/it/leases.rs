@@ -2,9 +2,7 @@
 //! stack, tokens. Nothing waits on timing: a lease expiry is awaited as a condition, under a
 //! generous bound.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 #[test]

@@ -1,13 +1,11 @@
 //! Operating the service (issue 27): the database URL kept off the command line, metrics and
 //! request logs.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read};
 use std::process::{ChildStderr, Command, Output, Stdio};
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use plinth_backend::secrets::PassphraseCrypter;
 use plinth_backend::service::{ServicePersister, Transport};
 use plinth_engine::journal::Persister;

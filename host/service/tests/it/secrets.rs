@@ -2,17 +2,15 @@
 //! opened by the service under each stack's data key, which the database holds only sealed by
 //! the master key; a service without a master key, or with another one, refuses clearly.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
+use crate::common::*;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use common::*;
 use plinth_backend::Checkpoint;
 use plinth_backend::secrets::{Crypter, SecretsError};
 use plinth_backend::service::{ServiceCrypter, ServicePersister, Transport};
