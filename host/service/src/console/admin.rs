@@ -8,9 +8,9 @@ use axum::http::StatusCode;
 use axum::http::header::LOCATION;
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
+use plinth_state::protocol::TokenCreated;
 use serde::Deserialize;
 use serde_json::Value;
-use plinth_state::protocol::TokenCreated;
 
 use super::errors::ConsoleError;
 use super::layout;

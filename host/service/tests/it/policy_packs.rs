@@ -3,11 +3,9 @@
 //! update whose history entry does not say it ran them (a client that lies, or a modified one)
 //! is recorded in the audit log, as the service can only compare what a client says.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The audit log's rows of `action`, as `plinth serve audit --json` prints them.

@@ -1,11 +1,9 @@
 //! The web console, against a real `plinth-serve` on a real PostgreSQL: its headers, sessions
 //! and CSRF over plain HTTP, and its pages in a real headless Chromium over WebDriver.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 use plinth_backend::Checkpoint;
 use plinth_backend::service::{ServiceCrypter, Transport};
 use plinth_engine::names::{ProjectName, StackName};
