@@ -2,7 +2,7 @@
 //! them, and pin the project's plugins in `Plinth.lock`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,15 +11,13 @@ use clap::Subcommand;
 
 use super::describe::{self, describe};
 use super::download;
+use super::locate::{check_name, locate, split_id};
 use super::oci::Reference;
 use super::publish;
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
-use crate::build::component_path;
-use crate::guest::Role;
 use crate::home::plinth_home;
 use crate::project::Project;
-use plinth_engine::shown::escape_controls;
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -209,28 +207,6 @@ async fn add_to_store(
     Ok(())
 }
 
-/// A name and version that `name@version` and Plinth.yaml can carry.
-pub(super) fn check_name(name: &str, version: &str) -> Result<()> {
-    let name_ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let version_ok = !version.is_empty()
-        && !version
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '@' | '/' | '\\'));
-    if !name_ok || !version_ok {
-        bail!(
-            "the plugin calls itself `{}` version `{}`: a name must be letters, \
-             digits, `-`, `_` or `.`, and a version must not be empty or contain spaces, `@` or \
-             slashes; it cannot be installed",
-            escape_controls(name),
-            escape_controls(version)
-        );
-    }
-    Ok(())
-}
-
 fn list(store: &Store, json: bool) -> Result<()> {
     let plugins = store.list()?;
     if json {
@@ -258,25 +234,6 @@ fn list(store: &Store, json: bool) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The component file `plugin` names: a .wasm file, a crate directory (built first) or an
-/// installed `name[@version]`, with the store's record of an installed one.
-pub async fn locate(store: &Store, plugin: &str) -> Result<(PathBuf, Option<StoredPlugin>)> {
-    let as_file = Path::new(plugin);
-    Ok(if as_file.is_file() || plugin.ends_with(".wasm") {
-        (as_file.to_owned(), None)
-    } else if as_file.is_dir() {
-        let dir = as_file.to_owned();
-        let path =
-            tokio::task::spawn_blocking(move || component_path(&dir, "plugin", Role::Provider))
-                .await??;
-        (path, None)
-    } else {
-        let (name, version) = split_id(plugin)?;
-        let found = store.find(name, version)?;
-        (store.blob(&found.sha256), Some(found))
-    })
 }
 
 async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
@@ -323,18 +280,6 @@ fn lock(start: &Path, store: &Store) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `name` or `name@version`.
-fn split_id(id: &str) -> Result<(&str, Option<&str>)> {
-    let (name, version) = match id.split_once('@') {
-        Some((name, version)) => (name, Some(version)),
-        None => (id, None),
-    };
-    if name.is_empty() || version.is_some_and(str::is_empty) {
-        bail!("`{id}` is not a plugin name; give `name` or `name@version`");
-    }
-    Ok((name, version))
 }
 
 /// A SHA-256 as given on the command line: 64 hex digits, optionally `sha256:`-prefixed.

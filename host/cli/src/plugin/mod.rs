@@ -5,6 +5,7 @@
 mod command;
 mod describe;
 mod download;
+mod locate;
 pub mod lockfile;
 pub mod oci;
 mod properties;
@@ -13,5 +14,6 @@ mod publish;
 pub mod resolve;
 pub mod store;
 
-pub use command::{PluginCommand, locate, run, short};
+pub use command::{PluginCommand, run, short};
 pub use describe::provider_info;
+pub use locate::locate;

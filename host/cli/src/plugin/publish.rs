@@ -4,8 +4,8 @@
 use anyhow::{Result, bail};
 use plinth_engine::shown::escape_controls;
 
-use super::command::{check_name, locate};
 use super::describe::describe;
+use super::locate::{check_name, locate};
 use super::oci::artifact::{self, digest_of};
 use super::oci::{Client, Reference};
 use super::store::{Store, sha256_hex};

@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use plinth_state::protocol::TokenCreated;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::errors::ConsoleError;
 use super::layout;
