@@ -636,7 +636,7 @@ mod tests {
             id: format!("id-{i}"),
             inputs: [("pw".to_owned(), secret(format!("input-secret-{i:03}")))].into(),
             // Every other resource holds no secret: it is written and read without a tree.
-            outputs: if i % 2 == 0 {
+            outputs: if i.is_multiple_of(2) {
                 [("token".to_owned(), secret(format!("output-secret-{i:03}")))].into()
             } else {
                 PropertyMap::new()
