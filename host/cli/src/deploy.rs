@@ -709,6 +709,7 @@ impl<'a> Deployer<'a> {
             None => backend.load(&self.stack)?,
         };
         journal_notes::warn_journal(&self.stack.to_string(), &loaded);
+        learn_secrets(&loaded.snapshot);
         // Before anything runs: an update under a plan starts from the plan's state or not at
         // all.
         if request.capture || request.plan.is_some() {
@@ -1106,6 +1107,16 @@ async fn watch_interrupts(cancel: CancellationToken, backend: Arc<dyn Backend>) 
             std::process::exit(130);
         }
     }
+}
+
+/// Teaches the masker every secret of the state a run starts from, in one batch: one automaton
+/// for all of them, instead of a rebuild each time the run meets the next one (ten thousand
+/// generated passwords), and a secret is masked even if no guest is sent it again.
+fn learn_secrets(snapshot: &Snapshot) {
+    let states = (snapshot.resources.iter())
+        .chain(snapshot.pending_operations.iter().map(|op| &op.resource));
+    plinth_runtime::secret_masker()
+        .learn_all(states.flat_map(|state| state.inputs.values().chain(state.outputs.values())));
 }
 
 #[cfg(test)]

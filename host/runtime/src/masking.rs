@@ -84,6 +84,19 @@ impl SecretMasker {
         }
     }
 
+    /// Learns the secrets inside all of `values` at once (a loaded state's): a single lock, and
+    /// the next search builds them all into one automaton. Learned one at a time between
+    /// searches, as a run meets them, each would be rebuilt a logarithmic number of times.
+    pub fn learn_all<'a>(&self, values: impl IntoIterator<Item = &'a Value>) {
+        let mut found = Vec::new();
+        values
+            .into_iter()
+            .for_each(|value| collect_secrets(value, false, &mut found));
+        if !found.is_empty() {
+            self.learn_texts(found);
+        }
+    }
+
     /// Learns `text` as the plaintext of a secret.
     pub fn learn_text(&self, text: &str) {
         self.learn_texts(vec![text.to_owned()]);
@@ -482,6 +495,27 @@ mod tests {
         masker.learn(&secret("x-extends-the-oldest"));
         assert_eq!(masker.mask("pw-00000-x-extends-the-oldest!"), "[secret]!");
         assert!(!masker.contains_secret("pw-99999-x") && !masker.is_secret("pw-0000"));
+    }
+
+    /// A loaded state's secrets, learned in one batch, are built into one automaton by the
+    /// next search, and every one of them is found; learning them again as a run meets them
+    /// builds nothing more.
+    #[test]
+    fn secrets_learned_in_one_batch_are_built_once() {
+        let masker = SecretMasker::default();
+        let values: Vec<Value> = (0..1000)
+            .map(|i| secret(&format!("stored-secret-{i:04}")))
+            .collect();
+        masker.learn_all(&values);
+        assert_eq!(masker.mask("a stored-secret-0999 b"), "a [secret] b");
+        assert_eq!(masker.read().levels.len(), 1);
+        for (i, value) in values.iter().enumerate() {
+            masker.learn(value);
+            let line = format!("<stored-secret-{i:04}>");
+            assert_eq!(masker.mask(&line), "<[secret]>");
+        }
+        let known = masker.read();
+        assert!(known.levels.len() == 1 && known.recent.is_empty());
     }
 
     /// Learning 10,000 distinct secrets with a search after each costs the automata a

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint_upgrade::{OLDEST_UPGRADED_SCHEMA, ROOTED_SINCE, schema_one_outputs};
 use crate::error::StateError;
-use crate::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
-use crate::stored::{STORED_SINCE, StoredSnapshot, WrittenSnapshot};
+use crate::secrets::{CodecError, Crypter, from_sealed_json};
+use crate::stored::{STORED_SINCE, SealedSnapshot, StoredSnapshot, WrittenSnapshot};
 
 /// The checkpoint schema this plinth writes and reads (it also reads older ones back to
 /// [`OLDEST_UPGRADED_SCHEMA`], upgrading them on load).
@@ -42,6 +42,34 @@ struct CheckpointFile<S> {
     #[serde(default)]
     plugins: Vec<PluginUse>,
     snapshot: S,
+}
+
+impl CheckpointFile<StoredSnapshot> {
+    /// Reads a checkpoint of schema 3 or later, opening its sealed secrets resource by
+    /// resource ([`SealedSnapshot`]). A JSON error here names no field: read the file with
+    /// [`from_sealed_json`] again to name it.
+    fn open_resources(
+        bytes: &[u8],
+        crypter: &dyn Crypter,
+    ) -> Result<CheckpointFile<StoredSnapshot>, CodecError> {
+        let file: CheckpointFile<SealedSnapshot> = serde_json::from_slice(bytes)?;
+        let CheckpointFile {
+            version,
+            project,
+            stack,
+            plinth,
+            plugins,
+            snapshot,
+        } = file;
+        Ok(CheckpointFile {
+            version,
+            project,
+            stack,
+            plinth,
+            plugins,
+            snapshot: snapshot.open(crypter)?,
+        })
+    }
 }
 
 impl<S> CheckpointFile<S> {
@@ -242,9 +270,16 @@ impl Checkpoint {
             CodecError::Secrets(e) => StateError::from(e),
         };
         let checkpoint = if version.version >= STORED_SINCE {
-            from_sealed_json::<CheckpointFile<StoredSnapshot>>(bytes, crypter)
-                .map_err(read)?
-                .into_checkpoint(StoredSnapshot::into_snapshot)
+            match CheckpointFile::<StoredSnapshot>::open_resources(bytes, crypter) {
+                Ok(file) => file,
+                // The whole document again, to name the field at fault.
+                Err(CodecError::Json(_)) => {
+                    from_sealed_json::<CheckpointFile<StoredSnapshot>>(bytes, crypter)
+                        .map_err(read)?
+                }
+                Err(CodecError::Secrets(e)) => return Err(e.into()),
+            }
+            .into_checkpoint(StoredSnapshot::into_snapshot)
         } else {
             from_sealed_json::<CheckpointFile<Snapshot>>(bytes, crypter)
                 .map_err(read)?
@@ -391,12 +426,13 @@ impl<'a> CheckpointView<'a> {
             stack,
             plinth,
             plugins,
-            snapshot: WrittenSnapshot::of(snapshot).map_err(encode)?,
+            snapshot: WrittenSnapshot::of(snapshot, crypter).map_err(|e| match e {
+                CodecError::Json(e) => encode(e),
+                CodecError::Secrets(e) => e.into(),
+            })?,
         };
-        let mut bytes = to_sealed_json(&written, crypter, true).map_err(|e| match e {
-            CodecError::Json(e) => StateError::Encode(e.to_string()),
-            CodecError::Secrets(e) => e.into(),
-        })?;
+        // The snapshot's secrets are sealed, and nothing else of a checkpoint holds one.
+        let mut bytes = crate::layout::to_outlined_json(&written).map_err(encode)?;
         bytes.push(b'\n');
         Ok(bytes)
     }
@@ -413,7 +449,7 @@ mod tests {
     fn dev() -> StackName {
         StackName::new("dev").unwrap()
     }
-    use crate::secrets::{PassphraseCrypter, SecretsError};
+    use crate::secrets::{PassphraseCrypter, SecretsError, to_sealed_json};
     use plinth_engine::value::{PropertyMap, Value};
 
     fn parse(json: &str) -> Result<Checkpoint, StateError> {
@@ -542,13 +578,98 @@ mod tests {
                 String::from_utf8(serialized(&view)).unwrap()
             );
         }
-        // And with a secret, which is sealed in a JSON tree of the checkpoint.
+        // And with a secret, sealed in a JSON tree of its resource alone (whose keys a tree
+        // sorts): the other lines are as the view serializes them, and it reads back the same.
         snapshot.resources[1].outputs =
             [("pw".to_owned(), Value::Secret(Box::new("hunter2".into())))].into();
         let view = CheckpointView::current(&project, &stack, &plugins, &snapshot);
         let written = String::from_utf8(view.to_json(&Marked).unwrap()).unwrap();
-        assert!(written.contains("sealed:\\\"hunter2"), "{written}");
-        assert_eq!(written, String::from_utf8(serialized(&view)).unwrap());
+        let holding = |line: &&str| line.contains("hunter2");
+        let (sealed, plain): (Vec<&str>, Vec<&str>) = written.lines().partition(holding);
+        assert!(
+            sealed.len() == 1 && sealed[0].contains("{\"ciphertext\":\"sealed:\\\"hunter2\\\"\""),
+            "{written}"
+        );
+        let serialized =
+            String::from_utf8(crate::layout::to_outlined_json(&view).unwrap()).unwrap();
+        let other: Vec<&str> = serialized.lines().filter(|l| !holding(l)).collect();
+        assert_eq!(plain, other);
+        let back = Checkpoint::parse(written.as_bytes(), "dev", Path::new("c"), &Marked).unwrap();
+        assert_eq!(back.snapshot, snapshot);
+    }
+
+    /// Counts the batches sealed and opened, and refuses single values: a checkpoint's
+    /// secrets, however many resources hold them, go to the crypter in one batch each way.
+    struct Batches(PassphraseCrypter, std::sync::atomic::AtomicUsize);
+
+    impl Crypter for Batches {
+        fn seal(&self, _: &str) -> Result<String, SecretsError> {
+            panic!("one value at a time")
+        }
+        fn open(&self, _: &str) -> Result<String, SecretsError> {
+            panic!("one value at a time")
+        }
+        fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.0.seal_all(plaintexts)
+        }
+        fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.0.open_all(sealed)
+        }
+    }
+
+    /// A checkpoint whose resources (and a pending operation) hold distinct secrets, written
+    /// and read back, gives the same snapshot; no plaintext is in the file, and its secrets are
+    /// sealed in one batch and opened in one.
+    #[test]
+    fn a_checkpoint_of_many_secrets_reads_back_the_same() {
+        use plinth_engine::resource::ResourceState;
+        use plinth_engine::snapshot::{PendingKind, PendingOperation};
+        use plinth_engine::urn::Urn;
+
+        let secret = |text: String| Value::Secret(Box::new(text.into()));
+        let resource = |i: usize| ResourceState {
+            urn: Urn::new("dev", "p", None, "t:T", &format!("r{i}")),
+            ty: "t:T".into(),
+            custom: true,
+            id: format!("id-{i}"),
+            inputs: [("pw".to_owned(), secret(format!("input-secret-{i:03}")))].into(),
+            // Every other resource holds no secret: it is written and read without a tree.
+            outputs: if i.is_multiple_of(2) {
+                [("token".to_owned(), secret(format!("output-secret-{i:03}")))].into()
+            } else {
+                PropertyMap::new()
+            },
+            parent: None,
+            dependencies: Vec::new(),
+            protect: false,
+            retain_on_delete: false,
+            delete: false,
+            provider: None,
+            custom_timeouts: None,
+        };
+        let mut snapshot = Snapshot::default();
+        snapshot.resources.extend((0..40).map(resource));
+        for plain in (40..50).map(resource) {
+            snapshot.resources.push(ResourceState {
+                inputs: PropertyMap::new(),
+                ..plain
+            });
+        }
+        snapshot.pending_operations.push(PendingOperation {
+            kind: PendingKind::Creating,
+            resource: resource(50),
+        });
+        let crypter = Batches(PassphraseCrypter::create("pw", "dev").unwrap().0, 0.into());
+        let (project, stack) = (p(), dev());
+        let view = CheckpointView::current(&project, &stack, &[], &snapshot);
+        let written = view.to_json(&crypter).unwrap();
+        let text = String::from_utf8(written.clone()).unwrap();
+        assert!(!text.contains("-secret-"), "{text}");
+        let back = Checkpoint::parse(&written, "dev", Path::new("c"), &crypter).unwrap();
+        assert_eq!(back.snapshot, snapshot);
+        assert_eq!(crypter.1.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 
     #[test]

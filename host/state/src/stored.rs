@@ -13,10 +13,12 @@ use plinth_engine::program::CustomTimeouts;
 use plinth_engine::resource::{ProviderRef, ResourceState};
 use plinth_engine::snapshot::{PendingKind, PendingOperation, Snapshot};
 use plinth_engine::urn::{Urn, is_stack_type};
-use plinth_engine::value::PropertyMap;
+use plinth_engine::value::{PropertyMap, Value};
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+
+use crate::secrets::{CodecError, Crypter, open_trees, seal_trees};
 
 /// The first schema that stores snapshots this way.
 pub(crate) const STORED_SINCE: u32 = 3;
@@ -69,30 +71,67 @@ fn stored_shape(snapshot: &Snapshot) -> Shape<StoredRef<'_>> {
 }
 
 /// A snapshot as schema 3 writes it ([`StoredSnapshotRef`]), each resource already written as
-/// JSON, all of them in parallel: a state's resources are most of what a checkpoint writes.
-/// Serialized only as JSON (a resource is a [`RawValue`]), which writes the same bytes as
-/// [`StoredSnapshotRef`] does.
+/// JSON with its secrets sealed, all of them in parallel: a state's resources are most of what a
+/// checkpoint writes. Serialized only as JSON (a resource is a [`RawValue`]).
 pub(crate) struct WrittenSnapshot(Shape<Box<RawValue>>);
 
 impl WrittenSnapshot {
-    pub fn of(snapshot: &Snapshot) -> serde_json::Result<WrittenSnapshot> {
+    /// Only the resources holding a secret are built as trees to seal (all of them in one
+    /// batch, as a secrets service wants): the document as a whole never is.
+    pub fn of(snapshot: &Snapshot, crypter: &dyn Crypter) -> Result<WrittenSnapshot, CodecError> {
         let Shape {
             resources,
             pending_operations,
         } = stored_shape(snapshot);
-        let resources = (resources.par_iter())
-            .map(serde_json::value::to_raw_value)
-            .collect::<Result<_, _>>()?;
-        let pending_operations = (pending_operations.into_iter())
-            .map(|Pending { kind, resource }| {
-                let resource = serde_json::value::to_raw_value(&resource)?;
-                Ok(Pending { kind, resource })
-            })
-            .collect::<serde_json::Result<_>>()?;
+        let kinds: Vec<PendingKind> = pending_operations.iter().map(|p| p.kind).collect();
+        let all: Vec<StoredRef> = (resources.into_iter())
+            .chain(pending_operations.into_iter().map(|p| p.resource))
+            .collect();
+        let mut writing = (all.par_iter())
+            .map(Writing::start)
+            .collect::<serde_json::Result<Vec<_>>>()?;
+        seal_trees(writing.iter_mut().filter_map(Writing::tree), crypter)?;
+        let mut resources = (writing.into_par_iter())
+            .map(Writing::finish)
+            .collect::<serde_json::Result<Vec<_>>>()?;
+        let pending = resources.split_off(resources.len() - kinds.len());
+        let pending_operations = (kinds.into_iter().zip(pending))
+            .map(|(kind, resource)| Pending { kind, resource })
+            .collect();
         Ok(WrittenSnapshot(Shape {
             resources,
             pending_operations,
         }))
+    }
+}
+
+/// A resource being written: as JSON already, or as a tree whose secrets are to be sealed.
+enum Writing {
+    Written(Box<RawValue>),
+    Sealing(serde_json::Value),
+}
+
+impl Writing {
+    fn start(resource: &StoredRef) -> serde_json::Result<Writing> {
+        Ok(if resource.holds_secrets() {
+            Writing::Sealing(serde_json::to_value(resource)?)
+        } else {
+            Writing::Written(serde_json::value::to_raw_value(resource)?)
+        })
+    }
+
+    fn tree(&mut self) -> Option<&mut serde_json::Value> {
+        match self {
+            Writing::Sealing(tree) => Some(tree),
+            Writing::Written(_) => None,
+        }
+    }
+
+    fn finish(self) -> serde_json::Result<Box<RawValue>> {
+        match self {
+            Writing::Written(raw) => Ok(raw),
+            Writing::Sealing(tree) => serde_json::value::to_raw_value(&tree),
+        }
     }
 }
 
@@ -153,6 +192,11 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl<'a> StoredRef<'a> {
+    /// Whether a secret is among the resource's properties (nothing else holds values).
+    fn holds_secrets(&self) -> bool {
+        (self.inputs.values().chain(self.outputs.values())).any(Value::contains_secrets)
+    }
+
     fn of(state: &'a ResourceState, root: Option<&'a Urn>) -> StoredRef<'a> {
         // Every field named, so that a field the engine adds cannot be left out unnoticed.
         let ResourceState {
@@ -218,6 +262,74 @@ impl StoredSnapshot {
         Snapshot {
             resources: states,
             pending_operations,
+        }
+    }
+}
+
+/// A snapshot as schema 3 stores it, each resource still JSON: only the resources holding a
+/// sealed secret are parsed as trees to open (all of them in one batch), the document as a
+/// whole never is; each resource is read on its own, in parallel.
+#[derive(Deserialize)]
+#[serde(transparent)]
+pub(crate) struct SealedSnapshot(Shape<Box<RawValue>>);
+
+impl SealedSnapshot {
+    pub fn open(self, crypter: &dyn Crypter) -> Result<StoredSnapshot, CodecError> {
+        let Shape {
+            resources,
+            pending_operations,
+        } = self.0;
+        let kinds: Vec<PendingKind> = pending_operations.iter().map(|p| p.kind).collect();
+        let all: Vec<Box<RawValue>> = (resources.into_iter())
+            .chain(pending_operations.into_iter().map(|p| p.resource))
+            .collect();
+        let mut opening = (all.par_iter())
+            .map(|raw| Opening::start(raw))
+            .collect::<serde_json::Result<Vec<_>>>()?;
+        let mut trees: Vec<&mut serde_json::Value> =
+            opening.iter_mut().filter_map(Opening::tree).collect();
+        open_trees(&mut trees, crypter)?;
+        let mut resources = (opening.into_par_iter())
+            .map(Opening::finish)
+            .collect::<serde_json::Result<Vec<Stored>>>()?;
+        let pending = resources.split_off(resources.len() - kinds.len());
+        let pending_operations = (kinds.into_iter().zip(pending))
+            .map(|(kind, resource)| Pending { kind, resource })
+            .collect();
+        Ok(StoredSnapshot(Shape {
+            resources,
+            pending_operations,
+        }))
+    }
+}
+
+/// A resource being read: as JSON still, or as a tree whose secrets are to be opened.
+enum Opening<'a> {
+    Json(&'a RawValue),
+    Tree(serde_json::Value),
+}
+
+impl<'a> Opening<'a> {
+    fn start(raw: &'a RawValue) -> serde_json::Result<Opening<'a>> {
+        // A sealed secret always has this key; inside a JSON string the quotes are escaped.
+        Ok(if raw.get().contains("\"ciphertext\"") {
+            Opening::Tree(serde_json::from_str(raw.get())?)
+        } else {
+            Opening::Json(raw)
+        })
+    }
+
+    fn tree(&mut self) -> Option<&mut serde_json::Value> {
+        match self {
+            Opening::Tree(tree) => Some(tree),
+            Opening::Json(_) => None,
+        }
+    }
+
+    fn finish(self) -> serde_json::Result<Stored> {
+        match self {
+            Opening::Json(raw) => serde_json::from_str(raw.get()),
+            Opening::Tree(tree) => Stored::deserialize(tree),
         }
     }
 }
@@ -296,7 +408,6 @@ impl Stored {
 mod tests {
     use plinth_engine::names::{ProjectName, StackName};
     use plinth_engine::urn::{STACK_TYPE, stack_urn};
-    use plinth_engine::value::Value;
 
     use super::*;
 

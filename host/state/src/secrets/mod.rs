@@ -13,7 +13,10 @@ mod tree;
 pub use error::SecretsError;
 #[cfg(any(test, feature = "passphrase"))]
 pub use passphrase::PassphraseCrypter;
-pub use tree::{CodecError, Redacted, from_sealed_json, open_tree, seal_tree, to_sealed_json};
+pub use tree::{
+    CodecError, Redacted, from_sealed_json, open_tree, open_trees, seal_tree, seal_trees,
+    to_sealed_json,
+};
 
 /// Seals and opens the secret values of one stack. Texts in, texts out: the plaintext is a
 /// secret value's JSON, the sealed form a versioned string (`v1:...`).

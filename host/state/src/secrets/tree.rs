@@ -116,8 +116,19 @@ fn is_secret(map: &Map<String, Value>) -> bool {
 
 /// Replaces each plaintext secret in `tree` with its sealed form, all sealed in one batch.
 pub fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
+    seal_trees([tree], crypter)
+}
+
+/// Replaces each plaintext secret in all of `trees` (a checkpoint's resources, each built on
+/// its own) with its sealed form, all sealed in one batch.
+pub fn seal_trees<'a>(
+    trees: impl IntoIterator<Item = &'a mut Value>,
+    crypter: &dyn Crypter,
+) -> Result<(), SecretsError> {
     let mut secrets = Vec::new();
-    collect_secrets(tree, PLAIN, &mut secrets);
+    for tree in trees {
+        collect_secrets(tree, PLAIN, &mut secrets);
+    }
     if secrets.is_empty() {
         return Ok(());
     }
@@ -138,11 +149,27 @@ pub fn seal_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsE
 /// Replaces each sealed secret in `tree` with its plaintext form, all opened in one batch. A
 /// secret without ciphertext (state written before secrets were sealed) is left as it is.
 pub fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsError> {
+    open_trees(&mut [tree], crypter)
+}
+
+/// [`open_tree`] on each of `trees` (a checkpoint's resources, each parsed on its own), all
+/// opened in one batch. An error names the resource and property of the secret at fault.
+pub fn open_trees(trees: &mut [&mut Value], crypter: &dyn Crypter) -> Result<(), SecretsError> {
     let mut secrets = Vec::new();
-    collect_secrets(tree, SEALED, &mut secrets);
+    // How many secrets the trees up to each one hold: which tree the n-th secret is in.
+    let mut ends = Vec::with_capacity(trees.len());
+    for tree in trees.iter_mut() {
+        collect_secrets(tree, SEALED, &mut secrets);
+        ends.push(secrets.len());
+    }
     if secrets.is_empty() {
         return Ok(());
     }
+    let locate = |trees: &[&mut Value], i: usize, error| {
+        let tree = ends.partition_point(|&end| end <= i);
+        let before = tree.checked_sub(1).map_or(0, |t| ends[t]);
+        located(&*trees[tree], i - before, error)
+    };
     let mut sealed = Vec::with_capacity(secrets.len());
     for (i, map) in secrets.iter().enumerate() {
         match &map[SEALED] {
@@ -150,7 +177,7 @@ pub fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsE
             _ => {
                 drop(secrets);
                 let error = SecretsError::MalformedState("`ciphertext` is not a string".into());
-                return Err(located(tree, i, error));
+                return Err(locate(trees, i, error));
             }
         }
     }
@@ -159,7 +186,7 @@ pub fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsE
         Err(error) => {
             drop(secrets);
             return Err(match failing_value(&error, &sealed, crypter) {
-                Some(i) => located(tree, i, error),
+                Some(i) => locate(trees, i, error),
                 None => error,
             });
         }
@@ -175,7 +202,7 @@ pub fn open_tree(tree: &mut Value, crypter: &dyn Crypter) -> Result<(), SecretsE
         Err((i, e)) => {
             drop(secrets);
             let error = SecretsError::MalformedState(format!("its plaintext is not JSON: {e}"));
-            return Err(located(tree, i, error));
+            return Err(locate(trees, i, error));
         }
     };
     for (map, plain) in secrets.into_iter().zip(plains) {
@@ -411,6 +438,33 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    /// Trees sealed and opened together (a checkpoint's resources) take one batch each way,
+    /// and a secret that does not open is named by its own tree's resource, not the first's.
+    #[test]
+    fn many_trees_take_one_batch_and_errors_name_the_right_tree() {
+        let crypter = Counting {
+            inner: PassphraseCrypter::create("pw", "dev").unwrap().0,
+            batches: Default::default(),
+        };
+        let plain: Vec<Value> = (0..5)
+            .map(|i| json!({"urn": format!("urn:{i}"), "inputs": {"a": {SIG_KEY: SECRET, PLAIN: format!("s{i}")}, "b": {SIG_KEY: SECRET, PLAIN: i}}}))
+            .collect();
+        let mut trees = plain.clone();
+        seal_trees(trees.iter_mut(), &crypter).unwrap();
+        let mut refs: Vec<&mut Value> = trees.iter_mut().collect();
+        open_trees(&mut refs, &crypter).unwrap();
+        assert_eq!(trees, plain);
+        assert_eq!(crypter.batches.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+        // The error path opens the values one at a time, to find the one at fault.
+        let crypter = crypter.inner;
+        seal_trees(trees.iter_mut(), &crypter).unwrap();
+        trees[3]["inputs"]["b"][SEALED] = json!("v1:AAAA");
+        let mut refs: Vec<&mut Value> = trees.iter_mut().collect();
+        let err = open_trees(&mut refs, &crypter).unwrap_err().to_string();
+        assert!(err.contains("of resource `urn:3` at `inputs.b`"), "{err}");
     }
 
     #[test]
