@@ -3,9 +3,7 @@
 //! an advisory one is shown and recorded; a pack that loops, traps, hoards memory, or tries to
 //! reach a file, a socket or a secret gets nowhere, and the stack is left as it was.
 
-use std::process::Output;
-
-use crate::support::{Env, guest};
+use crate::support::{Env, guest, printed};
 
 /// A scenario project with the random plugin; `extra` is appended to its Plinth.yaml.
 fn project(extra: &str) -> Env {
@@ -22,22 +20,14 @@ fn pack() -> String {
 }
 
 /// Writes the policy configuration `json` into the project; its path.
-fn pack_config(env: &Env, json: &str) -> String {
+pub(crate) fn pack_config(env: &Env, json: &str) -> String {
     let path = env.project.join("policy.json");
     std::fs::write(&path, json).unwrap();
     path.display().to_string()
 }
 
-fn printed(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// Runs plinth expecting failure; what it printed.
-fn fails(env: &Env, args: &[&str]) -> String {
+pub(crate) fn fails(env: &Env, args: &[&str]) -> String {
     let out = env.run(args);
     let text = printed(&out);
     assert!(!out.status.success(), "plinth {args:?} succeeded:\n{text}");
@@ -45,7 +35,7 @@ fn fails(env: &Env, args: &[&str]) -> String {
 }
 
 /// Runs plinth expecting success; what it printed.
-fn succeeds(env: &Env, args: &[&str]) -> String {
+pub(crate) fn succeeds(env: &Env, args: &[&str]) -> String {
     let out = env.run(args);
     let text = printed(&out);
     assert!(out.status.success(), "plinth {args:?} failed:\n{text}");

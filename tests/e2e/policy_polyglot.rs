@@ -4,9 +4,9 @@
 //! program's password, and hostile packs (tests/policies/hostile-ts, hostile-py) that try to
 //! reach a file, the network or a secret's plaintext and get nowhere.
 
-use std::process::Output;
 use std::sync::Mutex;
 
+use crate::policy::{fails, pack_config, succeeds};
 use crate::support::{Env, guest, repo_root};
 
 /// Held by a test while its first command builds (and compiles) its pack: tests sharing a
@@ -31,35 +31,6 @@ fn project(extra: &str) -> Env {
 /// A pack directory of the repository, as `--policy-pack` takes it.
 fn pack(path: &str) -> String {
     repo_root().join(path).display().to_string()
-}
-
-/// Writes the policy configuration `json` into the project; its path.
-fn pack_config(env: &Env, json: &str) -> String {
-    let path = env.project.join("policy.json");
-    std::fs::write(&path, json).unwrap();
-    path.display().to_string()
-}
-
-fn printed(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn fails(env: &Env, args: &[&str]) -> String {
-    let out = env.run(args);
-    let text = printed(&out);
-    assert!(!out.status.success(), "plinth {args:?} succeeded:\n{text}");
-    text
-}
-
-fn succeeds(env: &Env, args: &[&str]) -> String {
-    let out = env.run(args);
-    let text = printed(&out);
-    assert!(out.status.success(), "plinth {args:?} failed:\n{text}");
-    text
 }
 
 fn names(env: &Env) -> Vec<String> {

@@ -4,20 +4,12 @@
 //! and is recorded in the update's history; a stack outside the pattern is not judged; a
 //! component that does not match its digest is not run; adding and removing are audited.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 use crate::support::service::{TestService, serve_binary};
-use crate::support::{Env, ServiceLogin, guest};
+use crate::support::{Env, ServiceLogin, guest, printed};
 
 const TOO_SHORT: &str = "the password is 8 characters long; make it at least 16";
-
-fn printed(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// `plinth serve policy ARGS` on the service's database; what it printed, having succeeded.
 fn policy(service: &TestService, args: &[&str]) -> String {

@@ -1,20 +1,10 @@
 //! Secrets: sealed in state and config, hidden in every display and log line, opened only with
 //! the stack's passphrase.
 
-use std::process::Output;
-
 use crate::support::service::TestService;
-use crate::support::{ConfigCleanup, Env, PASSPHRASE, ServiceLogin, guest, repo_root};
+use crate::support::{ConfigCleanup, Env, PASSPHRASE, ServiceLogin, guest, printed, repo_root};
 
 /// Everything plinth printed, on stdout and stderr.
-fn printed(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// Runs plinth, expecting success, and appends what it printed to `log`.
 fn run(env: &Env, args: &[&str], log: &mut String) -> String {
     let out = env.run(args);

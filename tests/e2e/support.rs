@@ -104,6 +104,15 @@ const CI_VARS: [&str; 10] = [
     "CI_MERGE_REQUEST_IID",
 ];
 
+/// What a run of plinth printed: its stdout, then its stderr.
+pub fn printed(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// A project directory, a state directory and the stack to run plinth against.
 pub struct Env {
     pub project: PathBuf,
