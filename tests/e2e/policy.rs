@@ -208,20 +208,7 @@ fn a_pack_cannot_open_a_file_reach_a_socket_or_show_a_secret() {
     assert!(out.contains("could not read the file"), "{out}");
     assert!(!out.contains("policy-file-content-7c1e"), "{out}");
 
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let config = pack_config(
-        &env,
-        &format!(r#"{{"hostile": {{"mode": "socket", "address": "{address}"}}}}"#),
-    );
-    let out = succeeds(&env, &["preview", "--policy-pack-config", &config]);
-    assert!(out.contains("could not connect"), "{out}");
-    // The run is over: a connection it made would be waiting.
-    listener.set_nonblocking(true).unwrap();
-    assert_eq!(
-        listener.accept().unwrap_err().kind(),
-        std::io::ErrorKind::WouldBlock
-    );
+    a_pack_cannot_connect(&env);
 
     let token = "tok-policy-9d2f-secret";
     succeeds(&env, &["config", "set", "token_a", token, "--secret"]);
@@ -232,4 +219,23 @@ fn a_pack_cannot_open_a_file_reach_a_socket_or_show_a_secret() {
     let logs = succeeds(&env, &["logs"]);
     assert!(logs.contains("the secrets are: [secret]"), "{logs}");
     assert!(!logs.contains(token), "{logs}");
+}
+
+/// The test pack of `env` (in the `hostile` policy's `socket` mode) tries a connection to a
+/// local listener: it is refused, and none reached the listener.
+pub(crate) fn a_pack_cannot_connect(env: &Env) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let config = pack_config(
+        env,
+        &format!(r#"{{"hostile": {{"mode": "socket", "address": "{address}"}}}}"#),
+    );
+    let out = succeeds(env, &["preview", "--policy-pack-config", &config]);
+    assert!(out.contains("could not connect"), "{out}");
+    // The run is over: a connection it made would be waiting.
+    listener.set_nonblocking(true).unwrap();
+    assert_eq!(
+        listener.accept().unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
 }

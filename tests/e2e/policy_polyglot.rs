@@ -6,7 +6,7 @@
 
 use std::sync::Mutex;
 
-use crate::policy::{fails, pack_config, succeeds};
+use crate::policy::{a_pack_cannot_connect, fails, pack_config, succeeds};
 use crate::support::{Env, guest, repo_root};
 
 /// Held by a test while its first command builds (and compiles) its pack: tests sharing a
@@ -195,19 +195,7 @@ fn a_python_pack_cannot_open_a_file_reach_a_socket_or_show_a_secret() {
     assert!(out.contains("could not read the file"), "{out}");
     assert!(!out.contains("policy-file-content-py-3b7d"), "{out}");
 
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let config = pack_config(
-        &env,
-        &format!(r#"{{"hostile": {{"mode": "socket", "address": "{address}"}}}}"#),
-    );
-    let out = succeeds(&env, &["preview", "--policy-pack-config", &config]);
-    assert!(out.contains("could not connect"), "{out}");
-    listener.set_nonblocking(true).unwrap();
-    assert_eq!(
-        listener.accept().unwrap_err().kind(),
-        std::io::ErrorKind::WouldBlock
-    );
+    a_pack_cannot_connect(&env);
 
     a_leaked_secret_is_masked(&env, &[]);
 }

@@ -95,6 +95,14 @@ fn project_on_store(version: &str) -> Env {
     ))
 }
 
+/// A project running the scenario program, where the plugin commands run.
+fn scenario_project() -> Env {
+    Env::project(&format!(
+        "name: scenario\nprogram: {}\n",
+        guest("plinth-scenario").display()
+    ))
+}
+
 fn testkit() -> (PathBuf, Vec<u8>) {
     let path = guest("plinth-testkit");
     let bytes = std::fs::read(&path).unwrap();
@@ -133,10 +141,7 @@ fn testkit_version(client: &Client, env: &Env) -> String {
 fn publish_then_pull_and_run_over_plain_http_on_loopback() {
     let registry = Registry::start().unwrap();
     let publisher = Client::new();
-    let env = Env::project(&format!(
-        "name: scenario\nprogram: {}\n",
-        guest("plinth-scenario").display()
-    ));
+    let env = scenario_project();
     let version = testkit_version(&publisher, &env);
     let (path, bytes) = testkit();
     let repo = format!("{}/plinth/testkit", registry.authority());
@@ -267,10 +272,7 @@ fn write_oci_layout(dir: &Path, component: &[u8], tag: &str) {
 fn a_component_another_tool_pushed_is_pulled_and_run() {
     let registry = Registry::start().unwrap();
     let user = Client::new();
-    let env = Env::project(&format!(
-        "name: scenario\nprogram: {}\n",
-        guest("plinth-scenario").display()
-    ));
+    let env = scenario_project();
     let version = testkit_version(&user, &env);
     let (_, bytes) = testkit();
     let layout = tempfile::tempdir().unwrap();
@@ -305,10 +307,7 @@ fn a_component_another_tool_pushed_is_pulled_and_run() {
 fn a_blob_replaced_in_the_registry_storage_is_refused_before_it_is_stored() {
     let registry = Registry::start().unwrap();
     let user = Client::new();
-    let env = Env::project(&format!(
-        "name: scenario\nprogram: {}\n",
-        guest("plinth-scenario").display()
-    ));
+    let env = scenario_project();
     let version = testkit_version(&user, &env);
     let (path, bytes) = testkit();
     let repo = format!("{}/plinth/testkit", registry.authority());
@@ -352,10 +351,7 @@ fn a_blob_replaced_in_the_registry_storage_is_refused_before_it_is_stored() {
 fn tls_and_basic_auth_from_docker_config() {
     let registry = Registry::start_secure().unwrap();
     let mut user = Client::new();
-    let env = Env::project(&format!(
-        "name: scenario\nprogram: {}\n",
-        guest("plinth-scenario").display()
-    ));
+    let env = scenario_project();
     let version = testkit_version(&user, &env);
     let (path, bytes) = testkit();
     let reference = format!("oci://{}/plinth/testkit:{version}", registry.authority());
