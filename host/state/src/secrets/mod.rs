@@ -18,6 +18,11 @@ pub use tree::{
     to_sealed_json,
 };
 
+/// Batches of secrets at least this long are sealed, opened and parsed on every core (a
+/// checkpoint's thousands); a shorter one (a journal entry's few) costs less where it is than
+/// handed to the thread pool.
+const PARALLEL_BATCH: usize = 64;
+
 /// Seals and opens the secret values of one stack. Texts in, texts out: the plaintext is a
 /// secret value's JSON, the sealed form a versioned string (`v1:...`).
 pub trait Crypter: Send + Sync {

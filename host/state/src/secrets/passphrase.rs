@@ -9,8 +9,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chacha20poly1305::aead::{Aead, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use rayon::prelude::*;
 
-use super::{Crypter, SecretsError};
+use super::{Crypter, PARALLEL_BATCH, SecretsError};
 
 const VERSION: &str = "v1:";
 const SALT_LEN: usize = 16;
@@ -128,9 +129,23 @@ impl Crypter for PassphraseCrypter {
     /// otherwise costs as much as sealing a short value (a checkpoint of thousands of secrets).
     fn seal_all(&self, plaintexts: &[String]) -> Result<Vec<String>, SecretsError> {
         let nonces = nonces(plaintexts.len())?;
-        (plaintexts.iter().zip(nonces.chunks_exact(NONCE_LEN)))
-            .map(|(plaintext, nonce)| self.seal_with(nonce, plaintext))
-            .collect()
+        if plaintexts.len() < PARALLEL_BATCH {
+            return (plaintexts.iter().zip(nonces.chunks_exact(NONCE_LEN)))
+                .map(|(plaintext, nonce)| self.seal_with(nonce, plaintext))
+                .collect();
+        }
+        (plaintexts
+            .par_iter()
+            .zip(nonces.par_chunks_exact(NONCE_LEN)))
+        .map(|(plaintext, nonce)| self.seal_with(nonce, plaintext))
+        .collect()
+    }
+
+    fn open_all(&self, sealed: &[String]) -> Result<Vec<String>, SecretsError> {
+        if sealed.len() < PARALLEL_BATCH {
+            return sealed.iter().map(|text| self.open(text)).collect();
+        }
+        sealed.par_iter().map(|text| self.open(text)).collect()
     }
 
     fn open(&self, sealed: &str) -> Result<String, SecretsError> {

@@ -5,11 +5,12 @@
 //! Documents without secrets take a fast path: they are not walked.
 
 use plinth_engine::value::SIG_KEY;
+use rayon::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::{Crypter, SecretsError};
+use super::{Crypter, PARALLEL_BATCH, SecretsError};
 
 const SECRET: &str = "secret";
 const PLAIN: &str = "value";
@@ -193,10 +194,21 @@ pub fn open_trees(trees: &mut [&mut Value], crypter: &dyn Crypter) -> Result<(),
     };
     // Every plaintext is parsed before any secret is replaced, so that the tree still says
     // where the bad one is.
-    let parsed = (opened.iter())
-        .enumerate()
-        .map(|(i, plain)| serde_json::from_str::<Value>(plain).map_err(|e| (i, e)))
-        .collect::<Result<Vec<_>, _>>();
+    let parse =
+        |(i, plain): (usize, &String)| serde_json::from_str::<Value>(plain).map_err(|e| (i, e));
+    let parsed = if opened.len() >= PARALLEL_BATCH {
+        opened
+            .par_iter()
+            .enumerate()
+            .map(parse)
+            .collect::<Result<Vec<_>, _>>()
+    } else {
+        opened
+            .iter()
+            .enumerate()
+            .map(parse)
+            .collect::<Result<Vec<_>, _>>()
+    };
     let plains = match parsed {
         Ok(plains) => plains,
         Err((i, e)) => {
@@ -444,27 +456,34 @@ mod tests {
     /// and a secret that does not open is named by its own tree's resource, not the first's.
     #[test]
     fn many_trees_take_one_batch_and_errors_name_the_right_tree() {
-        let crypter = Counting {
-            inner: PassphraseCrypter::create("pw", "dev").unwrap().0,
-            batches: Default::default(),
-        };
-        let plain: Vec<Value> = (0..5)
-            .map(|i| json!({"urn": format!("urn:{i}"), "inputs": {"a": {SIG_KEY: SECRET, PLAIN: format!("s{i}")}, "b": {SIG_KEY: SECRET, PLAIN: i}}}))
-            .collect();
-        let mut trees = plain.clone();
-        seal_trees(trees.iter_mut(), &crypter).unwrap();
-        let mut refs: Vec<&mut Value> = trees.iter_mut().collect();
-        open_trees(&mut refs, &crypter).unwrap();
-        assert_eq!(trees, plain);
-        assert_eq!(crypter.batches.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // A few secrets are sealed and opened where they are, a hundred on every core.
+        for n in [5, 100] {
+            let crypter = Counting {
+                inner: PassphraseCrypter::create("pw", "dev").unwrap().0,
+                batches: Default::default(),
+            };
+            let plain: Vec<Value> = (0..n)
+                .map(|i| json!({"urn": format!("urn:{i}"), "inputs": {"a": {SIG_KEY: SECRET, PLAIN: format!("s{i}")}, "b": {SIG_KEY: SECRET, PLAIN: i}}}))
+                .collect();
+            let mut trees = plain.clone();
+            seal_trees(trees.iter_mut(), &crypter).unwrap();
+            let mut refs: Vec<&mut Value> = trees.iter_mut().collect();
+            open_trees(&mut refs, &crypter).unwrap();
+            assert_eq!(trees, plain);
+            assert_eq!(crypter.batches.load(std::sync::atomic::Ordering::SeqCst), 2);
 
-        // The error path opens the values one at a time, to find the one at fault.
-        let crypter = crypter.inner;
-        seal_trees(trees.iter_mut(), &crypter).unwrap();
-        trees[3]["inputs"]["b"][SEALED] = json!("v1:AAAA");
-        let mut refs: Vec<&mut Value> = trees.iter_mut().collect();
-        let err = open_trees(&mut refs, &crypter).unwrap_err().to_string();
-        assert!(err.contains("of resource `urn:3` at `inputs.b`"), "{err}");
+            // The error path opens the values one at a time, to find the one at fault.
+            let crypter = crypter.inner;
+            seal_trees(trees.iter_mut(), &crypter).unwrap();
+            let bad = n * 3 / 4;
+            trees[bad]["inputs"]["b"][SEALED] = json!("v1:AAAA");
+            let mut refs: Vec<&mut Value> = trees.iter_mut().collect();
+            let err = open_trees(&mut refs, &crypter).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("of resource `urn:{bad}` at `inputs.b`")),
+                "{err}"
+            );
+        }
     }
 
     #[test]
