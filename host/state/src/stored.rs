@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::secrets::{CodecError, Crypter, open_trees, seal_trees};
+use crate::secrets::{CodecError, Crypter, PlainText, SealedText, open_trees, seal_trees};
 
 /// The first schema that stores snapshots this way.
 pub(crate) const STORED_SINCE: u32 = 3;
@@ -87,13 +87,10 @@ impl WrittenSnapshot {
         let all: Vec<StoredRef> = (resources.into_iter())
             .chain(pending_operations.into_iter().map(|p| p.resource))
             .collect();
-        let mut writing = (all.par_iter())
-            .map(Writing::start)
-            .collect::<serde_json::Result<Vec<_>>>()?;
-        seal_trees(writing.iter_mut().filter_map(Writing::tree), crypter)?;
-        let mut resources = (writing.into_par_iter())
-            .map(Writing::finish)
-            .collect::<serde_json::Result<Vec<_>>>()?;
+        let mut resources = match seal_in_place(&all, crypter)? {
+            Some(resources) => resources,
+            None => seal_as_trees(&all, crypter)?,
+        };
         let pending = resources.split_off(resources.len() - kinds.len());
         let pending_operations = (kinds.into_iter().zip(pending))
             .map(|(kind, resource)| Pending { kind, resource })
@@ -103,6 +100,80 @@ impl WrittenSnapshot {
             pending_operations,
         }))
     }
+}
+
+/// Writes `all` with their secrets sealed in their text, all in one batch, if every secret is
+/// in the engine's own form ([`PlainText`]); `None` otherwise, for [`seal_as_trees`].
+fn seal_in_place(
+    all: &[StoredRef],
+    crypter: &dyn Crypter,
+) -> Result<Option<Vec<Box<RawValue>>>, CodecError> {
+    let texts = (all.par_iter())
+        .map(|resource| match resource.holds_secrets() {
+            true => serde_json::to_string(resource).map(Text::WithSecrets),
+            false => serde_json::value::to_raw_value(resource).map(Text::Written),
+        })
+        .collect::<serde_json::Result<Vec<_>>>()?;
+    let found = (texts.par_iter())
+        .map(|text| match text {
+            Text::Written(_) => Some(None),
+            Text::WithSecrets(text) => PlainText::find(text).map(Some),
+        })
+        .collect::<Option<Vec<_>>>();
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    let plaintexts: Vec<String> = (found.iter().flatten())
+        .flat_map(PlainText::plaintexts)
+        .map(str::to_owned)
+        .collect();
+    let sealed = match plaintexts.is_empty() {
+        true => Vec::new(),
+        false => crypter.seal_all(&plaintexts)?,
+    };
+    let mut rest = sealed.as_slice();
+    let sealed: Vec<(&PlainText, &[String])> = (found.iter().flatten())
+        .map(|text| {
+            let (these, after) = rest.split_at(text.len());
+            rest = after;
+            (text, these)
+        })
+        .collect();
+    let mut sealed_texts = (sealed.into_par_iter())
+        .map(|(text, sealed)| RawValue::from_string(text.sealed(sealed)))
+        .collect::<serde_json::Result<Vec<_>>>()?
+        .into_iter();
+    drop(found);
+    Ok(Some(
+        (texts.into_iter())
+            .map(|text| match text {
+                Text::Written(raw) => raw,
+                Text::WithSecrets(_) => {
+                    (sealed_texts.next()).expect("one sealed text per resource with secrets")
+                }
+            })
+            .collect(),
+    ))
+}
+
+/// A resource written as JSON: final, or with its secrets still in the clear.
+enum Text {
+    Written(Box<RawValue>),
+    WithSecrets(String),
+}
+
+/// Writes `all`, building those holding a secret as trees to seal (all in one batch).
+fn seal_as_trees(
+    all: &[StoredRef],
+    crypter: &dyn Crypter,
+) -> Result<Vec<Box<RawValue>>, CodecError> {
+    let mut writing = (all.par_iter())
+        .map(Writing::start)
+        .collect::<serde_json::Result<Vec<_>>>()?;
+    seal_trees(writing.iter_mut().filter_map(Writing::tree), crypter)?;
+    Ok((writing.into_par_iter())
+        .map(Writing::finish)
+        .collect::<serde_json::Result<Vec<_>>>()?)
 }
 
 /// A resource being written: as JSON already, or as a tree whose secrets are to be sealed.
@@ -283,15 +354,10 @@ impl SealedSnapshot {
         let all: Vec<Box<RawValue>> = (resources.into_iter())
             .chain(pending_operations.into_iter().map(|p| p.resource))
             .collect();
-        let mut opening = (all.par_iter())
-            .map(|raw| Opening::start(raw))
-            .collect::<serde_json::Result<Vec<_>>>()?;
-        let mut trees: Vec<&mut serde_json::Value> =
-            opening.iter_mut().filter_map(Opening::tree).collect();
-        open_trees(&mut trees, crypter)?;
-        let mut resources = (opening.into_par_iter())
-            .map(Opening::finish)
-            .collect::<serde_json::Result<Vec<Stored>>>()?;
+        let mut resources = match open_in_place(&all, crypter) {
+            Some(resources) => resources,
+            None => open_as_trees(&all, crypter)?,
+        };
         let pending = resources.split_off(resources.len() - kinds.len());
         let pending_operations = (kinds.into_iter().zip(pending))
             .map(|(kind, resource)| Pending { kind, resource })
@@ -301,6 +367,53 @@ impl SealedSnapshot {
             pending_operations,
         }))
     }
+}
+
+/// Reads `all` with their secrets opened in their text, all in one batch, if every sealed secret
+/// is in plinth's own form ([`SealedText`]) and everything reads; `None` otherwise, for
+/// [`open_as_trees`] to read them or to say exactly what is wrong and where.
+fn open_in_place(all: &[Box<RawValue>], crypter: &dyn Crypter) -> Option<Vec<Stored>> {
+    let found = (all.par_iter())
+        .map(|raw| match raw.get().contains("\"ciphertext\"") {
+            true => SealedText::find(raw.get()).map(Some),
+            false => Some(None),
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let sealed: Vec<String> = (found.iter().flatten())
+        .flat_map(SealedText::ciphertexts)
+        .map(str::to_owned)
+        .collect();
+    let opened = match sealed.is_empty() {
+        true => Vec::new(),
+        false => crypter.open_all(&sealed).ok()?,
+    };
+    let mut rest = opened.as_slice();
+    let plaintexts: Vec<&[String]> = (found.iter())
+        .map(|text| {
+            let (these, after) = rest.split_at(text.as_ref().map_or(0, SealedText::len));
+            rest = after;
+            these
+        })
+        .collect();
+    (all.par_iter().zip(&found).zip(&plaintexts))
+        .map(|((raw, text), plaintexts)| match text {
+            None => serde_json::from_str(raw.get()).ok(),
+            Some(text) => serde_json::from_str(&text.opened(plaintexts)?).ok(),
+        })
+        .collect()
+}
+
+/// Reads `all`, parsing those holding a sealed secret as trees to open (all in one batch).
+fn open_as_trees(all: &[Box<RawValue>], crypter: &dyn Crypter) -> Result<Vec<Stored>, CodecError> {
+    let mut opening = (all.par_iter())
+        .map(|raw| Opening::start(raw))
+        .collect::<serde_json::Result<Vec<_>>>()?;
+    let mut trees: Vec<&mut serde_json::Value> =
+        opening.iter_mut().filter_map(Opening::tree).collect();
+    open_trees(&mut trees, crypter)?;
+    Ok((opening.into_par_iter())
+        .map(Opening::finish)
+        .collect::<serde_json::Result<Vec<Stored>>>()?)
 }
 
 /// A resource being read: as JSON still, or as a tree whose secrets are to be opened.
@@ -561,5 +674,77 @@ mod tests {
             }],
         };
         assert_eq!(round_trip(&snapshot), snapshot);
+    }
+    /// A checkpoint's sealed secrets, wherever they are in a resource (nested in objects and
+    /// arrays, in pending operations), open in their text as they would as trees.
+    #[test]
+    fn secrets_open_in_place_as_they_open_as_trees() {
+        let (crypter, _) = crate::secrets::PassphraseCrypter::create("pw", "dev").unwrap();
+        let secret = |v: Value| Value::Secret(Box::new(v));
+        let mut resources = vec![state(STACK_TYPE, "p-dev", None)];
+        for i in 0..100 {
+            let mut r = state("t:T", &format!("r{i}"), None);
+            r.inputs = [
+                ("password".to_owned(), secret(format!("pw-{i}").into())),
+                (
+                    "nested".to_owned(),
+                    Value::Array(vec![Value::Object(
+                        [(
+                            "k".to_owned(),
+                            secret(Value::Array(vec![i.into(), "\"}".into()])),
+                        )]
+                        .into(),
+                    )]),
+                ),
+            ]
+            .into();
+            r.outputs = [("plain".to_owned(), Value::from("ciphertext"))].into();
+            resources.push(r);
+        }
+        let snapshot = Snapshot {
+            pending_operations: vec![PendingOperation {
+                kind: PendingKind::Creating,
+                resource: resources[7].clone(),
+            }],
+            resources,
+        };
+        let refs: Vec<StoredRef> = (snapshot.resources.iter())
+            .map(|r| StoredRef::of(r, None))
+            .collect();
+        let in_place = seal_in_place(&refs, &crypter)
+            .unwrap()
+            .expect("the engine's own form");
+        // What an earlier plinth wrote, sealed as trees, opens in place as well.
+        let as_trees = seal_as_trees(&refs, &crypter).unwrap();
+        for sealed in [&in_place, &as_trees] {
+            let opened = open_in_place(sealed, &crypter).expect("plinth's own form");
+            let opened: Vec<ResourceState> =
+                opened.into_iter().map(|s| s.into_state(None)).collect();
+            assert_eq!(opened, snapshot.resources);
+        }
+        let written = WrittenSnapshot::of(&snapshot, &crypter).unwrap();
+        let json = serde_json::to_string(&written).unwrap();
+        assert!(!json.contains("pw-7"), "sealed");
+        let sealed: SealedSnapshot = serde_json::from_str(&json).unwrap();
+        let all: Vec<Box<RawValue>> = (sealed.0.resources.iter())
+            .chain(sealed.0.pending_operations.iter().map(|p| &p.resource))
+            .cloned()
+            .collect();
+        let in_place = open_in_place(&all, &crypter).expect("plinth's own form opens in place");
+        let as_trees = open_as_trees(&all, &crypter).unwrap();
+        let states = |stored: Vec<Stored>| -> Vec<ResourceState> {
+            stored.into_iter().map(|s| s.into_state(None)).collect()
+        };
+        assert_eq!(states(in_place), states(as_trees));
+        assert_eq!(sealed.open(&crypter).unwrap().into_snapshot(), snapshot);
+
+        // A value that does not open takes the tree walk, which names the resource.
+        let broken = json.replacen("\"ciphertext\":\"v1:", "\"ciphertext\":\"v1:A", 1);
+        let sealed: SealedSnapshot = serde_json::from_str(&broken).unwrap();
+        let error = sealed.open(&crypter).err().unwrap().to_string();
+        assert!(
+            error.contains("of resource `urn:plinth:dev::p::t:T::r0`"),
+            "{error}"
+        );
     }
 }

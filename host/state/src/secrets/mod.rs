@@ -8,11 +8,13 @@
 mod error;
 #[cfg(any(test, feature = "passphrase"))]
 mod passphrase;
+mod splice;
 mod tree;
 
 pub use error::SecretsError;
 #[cfg(any(test, feature = "passphrase"))]
 pub use passphrase::PassphraseCrypter;
+pub(crate) use splice::{PlainText, SealedText};
 pub use tree::{
     CodecError, Redacted, from_sealed_json, open_tree, open_trees, seal_tree, seal_trees,
     to_sealed_json,
