@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::{Crypter, PARALLEL_BATCH, SecretsError};
+use super::{Crypter, PARALLEL_BATCH, PlainText, SealedText, SecretsError};
 
 const SECRET: &str = "secret";
 const PLAIN: &str = "value";
@@ -51,6 +51,10 @@ pub fn to_sealed_json<T: Serialize>(
     if !contains(&text, &format!("\"{SIG_KEY}\"")) {
         return Ok(text);
     }
+    if let Some(found) = std::str::from_utf8(&text).ok().and_then(PlainText::find) {
+        let plaintexts: Vec<String> = found.plaintexts().map(str::to_owned).collect();
+        return Ok(found.sealed(&crypter.seal_all(&plaintexts)?).into_bytes());
+    }
     let mut tree = serde_json::to_value(data)?;
     seal_tree(&mut tree, crypter)?;
     Ok(write(&tree, outlined)?)
@@ -77,10 +81,25 @@ pub fn from_sealed_json<T: DeserializeOwned>(
             .into()
         });
     }
+    if let Some(opened) = open_in_place(bytes, crypter) {
+        return Ok(opened);
+    }
     let mut tree: Value = serde_json::from_slice(bytes)?;
     open_tree(&mut tree, crypter)?;
     T::deserialize(&tree)
         .map_err(|error| with_path::<T, _>(error, || serde_path_to_error::deserialize(tree)).into())
+}
+
+/// `bytes` read with their secrets opened in the text ([`SealedText`]), if they are all in
+/// plinth's own form and everything reads; `None` for the tree walk to read them, or to say
+/// exactly what is wrong and where.
+fn open_in_place<T: DeserializeOwned>(bytes: &[u8], crypter: &dyn Crypter) -> Option<T> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    serde_json::from_str::<&serde_json::value::RawValue>(text).ok()?;
+    let found = SealedText::find(text)?;
+    let sealed: Vec<String> = found.ciphertexts().map(str::to_owned).collect();
+    let opened = found.opened(&crypter.open_all(&sealed).ok()?)?;
+    serde_json::from_str(&opened).ok()
 }
 
 /// Tracking the path costs most of a parse: documents are parsed without it, and again with
