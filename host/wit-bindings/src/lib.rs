@@ -8,7 +8,7 @@
 //!
 //! 0.1 and 0.2 share one set of value types (their `types` interface is the same, and wasmtime
 //! checks types by shape): [`legacy_types`]. 0.3 added integers to values, so its own types are
-//! [`types`]; the runtime's `upgrade` module converts between the two.
+//! [`types`]; the runtime's `abi_upgrade` module converts between the two.
 
 /// `plinth:plugin@0.3.0`, the current version.
 pub mod v0_3 {
