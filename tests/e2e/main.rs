@@ -26,6 +26,7 @@ mod logs;
 mod messages;
 mod names;
 mod nested_grants;
+mod new;
 mod numbers;
 mod oidc;
 mod plan_selection;

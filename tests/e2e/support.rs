@@ -250,6 +250,18 @@ impl Env {
         env
     }
 
+    /// An empty project directory and a state directory, no stack made (for `plinth new`).
+    pub fn empty() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        Env {
+            project: dir.path().to_owned(),
+            state: tempfile::tempdir().unwrap(),
+            _project_dir: Some(dir),
+            stack: "dev".into(),
+            service: None,
+        }
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_plinth"));
         let backend = match &self.service {

@@ -13,6 +13,7 @@ mod limits_spec;
 mod log_writer;
 mod login;
 mod logs;
+mod new;
 mod pending;
 mod plan_file;
 mod plugin;
@@ -72,6 +73,9 @@ struct GlobalArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Make a project from a template (`plinth new --list` shows them), with its first stack:
+    /// `plinth new rust my-project`, then `plinth up` in it.
+    New(new::NewArgs),
     /// Manage stacks.
     #[command(subcommand)]
     Stack(stack::StackCommand),
@@ -149,8 +153,13 @@ impl GlobalArgs {
 
 impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
+        Workspace::open_in(&global.start_dir()?, global.stack.clone())
+    }
+
+    /// The workspace of the project in (or above) `dir`, on the stack `stack` if named.
+    fn open_in(dir: &std::path::Path, stack: Option<StackName>) -> Result<Workspace> {
         let started = std::time::Instant::now();
-        let project = Project::find(&global.start_dir()?)?;
+        let project = Project::find(dir)?;
         let service = login::current_service()?;
         let secrets = std::sync::Arc::new(secrets::ProjectSecrets::new(&project, service.clone()));
         let backend = login::open_backend(service.as_ref(), secrets.clone())?;
@@ -158,7 +167,7 @@ impl Workspace {
             project,
             backend,
             secrets,
-            stack_flag: global.stack.clone(),
+            stack_flag: stack,
             started,
         })
     }
@@ -207,6 +216,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     // Plugins are managed outside any project: only `plugin lock` looks for one.
     let open = || Workspace::open(&cli.global);
     match cli.command {
+        Command::New(args) => new::run(&cli.global, args).await,
         Command::Stack(cmd) => stack::run_stack(&open()?, cmd),
         Command::Config(cmd) => stack::run_config(&open()?, cmd),
         Command::Preview(args) => deploy::preview(open, args).await,

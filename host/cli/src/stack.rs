@@ -211,7 +211,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
 }
 
 /// Creates stack `name`, its secrets sealed by `provider` if one is chosen.
-fn init(ws: &Workspace, name: &StackName, provider: Option<ProviderKind>) -> Result<()> {
+pub(crate) fn init(ws: &Workspace, name: &StackName, provider: Option<ProviderKind>) -> Result<()> {
     let config = ws.project.stack_config(name);
     if let Some(kind) = provider {
         stack_transfer::check_available(kind, &ws.secrets)?;
