@@ -3,6 +3,7 @@
 
 mod adversarial;
 mod capabilities;
+mod cli_commands;
 mod component_files;
 mod crash;
 mod distribution;

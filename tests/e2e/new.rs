@@ -137,3 +137,48 @@ fn an_existing_stack_is_refused_and_the_project_removed() {
     assert!(!env.project.join("second").exists());
     assert!(env.project.join("first/Plinth.yaml").is_file());
 }
+
+#[test]
+fn the_rust_provider_template_passes_its_tests_and_shows_its_types() {
+    let env = Env::empty();
+    std::fs::copy(repo_root().join("Cargo.lock"), env.project.join("Cargo.lock")).unwrap();
+    let out = new_project(&env, "rust-provider", "greeter");
+    assert!(out.contains("cargo test"), "{out}");
+    // No stack for a provider: it is not a project.
+    assert!(!env.project.join("Plinth.yaml").exists());
+
+    // Its own unit tests, natively and offline. `--release` shares the build scripts and
+    // procedural macros the suite's guests built in the same target directory.
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["test", "--release", "--quiet"])
+        .current_dir(&env.project)
+        .env("CARGO_TARGET_DIR", crate::support::guest_target_dir())
+        .env("CARGO_NET_OFFLINE", "true")
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo test of the rust-provider template failed");
+
+    let out = (env.command(&["plugin", "inspect", "."]))
+        .env("CARGO_NET_OFFLINE", "true")
+        .output()
+        .unwrap();
+    let shown = printed(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("greeter:Greeting"), "{shown}");
+    assert!(shown.contains("message"), "{shown}");
+
+    // Its typed SDK generates from it, for programs to use.
+    let sdk = repo_root().join("sdk-guest/rust");
+    env.ok(&[
+        "gen-sdk",
+        ".",
+        "--lang",
+        "rust",
+        "--out",
+        "sdks/rust",
+        "--sdk-path",
+        sdk.to_str().unwrap(),
+    ]);
+    let generated = std::fs::read_to_string(env.project.join("sdks/rust/src/lib.rs")).unwrap();
+    assert!(generated.contains("Greeting"), "{generated}");
+}

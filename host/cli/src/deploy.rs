@@ -41,6 +41,7 @@ use crate::policy::{self, PolicyArgs};
 use crate::run_metadata::MetadataArgs;
 use crate::run_options::RunOptions;
 use crate::secrets::{open_config, unlock_for_update};
+use crate::exit::{self, Exit};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
 #[derive(Args)]
@@ -280,10 +281,13 @@ async fn preview_with(
     let deployer = Deployer::for_preview(ws, json)?;
     let outcome = (deployer.run(UpdateKind::Update, true, &args.common, &request)).await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
-        bail!(
-            "the preview found {} changes, but --expect-no-changes was given",
-            outcome.changes.changes()
-        );
+        return Err(Exit::new(
+            exit::CHANGES,
+            format!(
+                "the preview found {} changes, but --expect-no-changes was given",
+                outcome.changes.changes()
+            ),
+        ));
     }
     if let Some(path) = &args.save_plan {
         let options = PlanOptions {
@@ -405,11 +409,14 @@ async fn refresh_with(
             .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
-            bail!(
-                "the refresh found {} resources that drifted or are gone, but \
-                 --expect-no-changes was given",
-                outcome.changes.changes()
-            );
+            return Err(Exit::new(
+                exit::CHANGES,
+                format!(
+                    "the refresh found {} resources that drifted or are gone, but \
+                     --expect-no-changes was given",
+                    outcome.changes.changes()
+                ),
+            ));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -490,7 +497,7 @@ async fn apply_plan(
     let asked = Instant::now();
     if !args.yes && !confirm("Do you want to apply this plan?", "--yes")? {
         println!("Cancelled; nothing was changed.");
-        return Ok(ExitCode::FAILURE);
+        return Ok(crate::exit::cancelled());
     }
     (deployer.started).set(deployer.started.get() + asked.elapsed());
     let request = Request {
@@ -530,7 +537,7 @@ async fn run_confirmed(
     let asked = Instant::now();
     if !how.yes && !confirm(how.question, "--yes")? {
         println!("Cancelled; nothing was changed.");
-        return Ok(ExitCode::FAILURE);
+        return Ok(crate::exit::cancelled());
     }
     // Time spent waiting for an answer is not the command's work.
     deployer

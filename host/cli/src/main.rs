@@ -1,8 +1,11 @@
 //! `plinth`: infrastructure as code with sandboxed WebAssembly providers and programs.
 
+mod about;
 mod build;
+mod config_path;
 mod deploy;
 mod display;
+mod exit;
 mod gen_sdk;
 mod grant_advice;
 mod guest;
@@ -27,6 +30,7 @@ mod secrets;
 mod serve;
 mod stack;
 mod stack_config;
+mod stack_graph;
 mod stack_transfer;
 mod state;
 mod targets;
@@ -79,9 +83,8 @@ enum Command {
     /// Manage stacks.
     #[command(subcommand)]
     Stack(stack::StackCommand),
-    /// Manage the stack's configuration.
-    #[command(subcommand)]
-    Config(stack::ConfigCommand),
+    /// Show the stack's configuration (secrets masked), or manage it.
+    Config(stack::ConfigArgs),
     /// Show what `up` would change, without changing anything.
     Preview(deploy::PreviewArgs),
     /// Create or update the stack's resources to match the program.
@@ -121,6 +124,15 @@ enum Command {
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
     #[command(subcommand)]
     State(state::StateCommand),
+    /// What a bug report needs: plinth's version, the backend, the project's and the installed
+    /// plugins (with their digests), and the toolchains that build guests.
+    About(about::AboutArgs),
+    /// Print the shell completion script for `plinth`: e.g. `plinth completion bash >
+    /// ~/.local/share/bash-completion/completions/plinth`, or `source <(plinth completion zsh)`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Remove the stack's update lock: one left by an update that is gone, or, with
     /// confirmation, one a running update holds.
     Cancel {
@@ -190,7 +202,10 @@ impl Workspace {
 /// Asks a yes/no question on the terminal; without one, fails naming `flag`.
 pub fn confirm(question: &str, flag: &str) -> Result<bool> {
     if !std::io::stdin().is_terminal() {
-        anyhow::bail!("no terminal to confirm on: pass {flag} to proceed without a prompt");
+        return Err(exit::Exit::new(
+            exit::REFUSED,
+            format!("no terminal to confirm on: pass {flag} to proceed without a prompt"),
+        ));
     }
     print!("{question} [y/N] ");
     std::io::Write::flush(&mut std::io::stdout())?;
@@ -226,6 +241,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Login(args) => login::login(args, &cli.global.start_dir()?),
         Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
         Command::Whoami => login::whoami(),
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "plinth", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::About(args) => about::about(&cli.global.start_dir()?, args),
         Command::Token(cmd) => token::run(cmd),
         Command::Serve { args } => serve::serve(args),
         Command::Logs(args) => logs::logs(&open()?, args),
@@ -260,7 +281,7 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
         )?
     {
         println!("Left the lock in place.");
-        return Ok(ExitCode::FAILURE);
+        return Ok(exit::cancelled());
     }
     ws.backend.cancel(&stack)?;
     println!("Broke the lock of stack `{stack}`.");
@@ -324,7 +345,7 @@ fn main() -> ExitCode {
             // Its lines are plinth's: what a guest or a state file put in them is escaped.
             let message = escape_controls_keeping_lines(&format!("{e:#}")).into_owned();
             eprintln!("{} {message}", console::style("error:").red().bold());
-            ExitCode::FAILURE
+            exit::code_of(&e)
         }
     }
 }

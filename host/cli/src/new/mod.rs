@@ -61,9 +61,13 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
     // Never wait on a prompt nobody can answer: without a terminal, flags and defaults decide.
     let ask = !args.yes && std::io::stdin().is_terminal();
     let template = choose_template(args.template.as_deref(), ask)?;
-    let start = global.start_dir()?;
-    let dir = std::path::absolute(start.join(args.dir.as_deref().unwrap_or(Path::new("."))))
-        .context("cannot resolve the project directory")?;
+    let start = std::path::absolute(global.start_dir()?)
+        .context("cannot resolve the current directory")?;
+    let dir = match &args.dir {
+        Some(dir) => std::path::absolute(start.join(dir))
+            .context("cannot resolve the project directory")?,
+        None => start.clone(),
+    };
     writer::check_empty(&dir)?;
     let name = match args.name.clone() {
         Some(name) => name,
@@ -79,7 +83,9 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
     check_name(&name)?;
     let stack = match &global.stack {
         Some(stack) => stack.clone(),
-        None if ask => StackName::new(prompt::ask("Stack", DEFAULT_STACK)?)?,
+        None if ask && template.kind == Kind::Program => {
+            StackName::new(prompt::ask("Stack", DEFAULT_STACK)?)?
+        }
         None => StackName::new(DEFAULT_STACK).expect("a valid name"),
     };
 
@@ -93,6 +99,9 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
             vars.insert("rust_sdk".into(), rust_sdk(args.sdk_path.as_deref())?);
             files.extend(sdk);
         }
+        Kind::Provider => {
+            vars.insert("rust_sdk".into(), rust_sdk(args.sdk_path.as_deref())?);
+        }
     }
     files.extend(
         (template.render(&vars)?)
@@ -102,18 +111,9 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
 
     let project = NewDir::create(&dir)?;
     project.write(&files)?;
-    let ws = Workspace::open_in(&dir, Some(stack.clone()))?;
-    let exists = (ws.backend.list_stacks(ws.project.name())?)
-        .iter()
-        .any(|s| s.name == stack);
-    if exists {
-        // Dropping `project` removes what was written.
-        bail!(
-            "project `{name}` already has a stack `{stack}` in this backend: choose another \
-             name (--name) or stack (--stack), or remove it (`plinth stack rm {stack}`)"
-        );
+    if template.kind == Kind::Program {
+        create_stack(&dir, &name, &stack)?;
     }
-    crate::stack::init(&ws, &stack, None)?;
     project.keep();
 
     println!(
@@ -124,12 +124,34 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
     if dir != start {
         println!("  cd {}", escape_controls(&dir.display().to_string()));
     }
-    println!(
-        "  plinth preview      # what `up` would create\n  \
-         plinth up           # create the resources\n  \
-         plinth destroy      # delete them"
-    );
+    match template.kind {
+        Kind::Program => println!(
+            "  plinth preview      # what `up` would create\n  \
+             plinth up           # create the resources\n  \
+             plinth destroy      # delete them"
+        ),
+        Kind::Provider => println!(
+            "  cargo test                      # the provider's unit tests\n  \
+             plinth plugin inspect .         # build it and show its resource types\n  \
+             plinth gen-sdk . --lang rust    # a typed SDK for programs (or ts, python)"
+        ),
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates and selects the stack of the project written in `dir`, refusing one that exists.
+fn create_stack(dir: &Path, name: &str, stack: &StackName) -> Result<()> {
+    let ws = Workspace::open_in(dir, Some(stack.clone()))?;
+    let exists = (ws.backend.list_stacks(ws.project.name())?)
+        .iter()
+        .any(|s| &s.name == stack);
+    if exists {
+        bail!(
+            "project `{name}` already has a stack `{stack}` in this backend: choose another \
+             name (--name) or stack (--stack), or remove it (`plinth stack rm {stack}`)"
+        );
+    }
+    crate::stack::init(&ws, stack, None)
 }
 
 fn choose_template(name: Option<&str>, ask: bool) -> Result<&'static Template> {

@@ -26,6 +26,8 @@ macro_rules! files {
 pub enum Kind {
     /// A program on the random provider, whose SDK `plinth new` generates into the project.
     Program,
+    /// A provider with its unit tests; no stack.
+    Provider,
 }
 
 pub struct Template {
@@ -58,6 +60,13 @@ pub static TEMPLATES: &[Template] = &[
         kind: Kind::Program,
         description: "A program in Python on the random provider",
         files: files!["python": "pyproject.toml", "Plinth.yaml", "main.py"],
+    },
+    Template {
+        name: "rust-provider",
+        language: "rust",
+        kind: Kind::Provider,
+        description: "A typed provider in Rust, with its unit tests",
+        files: files!["rust-provider": "Cargo.toml", "src/lib.rs", ".gitignore"],
     },
 ];
 
@@ -110,7 +119,8 @@ mod tests {
         ]);
         for template in TEMPLATES {
             let files = template.render(&vars).unwrap();
-            assert!(files.iter().any(|(p, _)| *p == "Plinth.yaml"), "{}", template.name);
+            let has_project = files.iter().any(|(p, _)| *p == "Plinth.yaml");
+            assert_eq!(has_project, template.kind == Kind::Program, "{}", template.name);
             for (path, text) in files {
                 assert!(!text.contains("{{"), "{}/{path}: {text}", template.name);
             }
