@@ -9,10 +9,16 @@ fn about_reports_what_a_bug_report_needs_escaped() {
     // A plugin entry whose path holds a control character: shown escaped.
     let env = Env::scenario_with("  evil:\n    path: \"/x/\\e[2Jx.wasm\"\n");
     let text = env.ok(&["about"]);
-    assert!(text.starts_with(&format!("plinth {}", env!("CARGO_PKG_VERSION"))), "{text}");
+    assert!(
+        text.starts_with(&format!("plinth {}", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
     assert!(text.contains("Project: scenario"), "{text}");
     assert!(text.contains("plugin testkit: path "), "{text}");
-    assert!(text.contains("plugin evil: path /x/\\u{1b}[2Jx.wasm"), "{text}");
+    assert!(
+        text.contains("plugin evil: path /x/\\u{1b}[2Jx.wasm"),
+        "{text}"
+    );
     assert!(!text.contains('\u{1b}'), "{text}");
     assert!(text.contains("Rust: "), "{text}");
 
@@ -21,11 +27,17 @@ fn about_reports_what_a_bug_report_needs_escaped() {
     let backend = format!("file://{}", env.state.path().display());
     assert_eq!(json["backend"]["found"], backend.as_str(), "{json}");
     assert_eq!(json["project"]["name"], "scenario");
-    assert_eq!(json["project"]["plugins"]["evil"], "path /x/\u{1b}[2Jx.wasm");
+    assert_eq!(
+        json["project"]["plugins"]["evil"],
+        "path /x/\u{1b}[2Jx.wasm"
+    );
     // Every language is reported, found or not, with what to install when it is not.
     for language in ["Rust", "TypeScript/JavaScript", "Python"] {
         let found = &json["toolchains"][language];
-        assert!(found["found"].is_string() || found["missing"].is_string(), "{json}");
+        assert!(
+            found["found"].is_string() || found["missing"].is_string(),
+            "{json}"
+        );
     }
 }
 
@@ -70,7 +82,10 @@ fn config_lists_every_value_with_secrets_masked() {
     assert!(table.contains("[secret]"), "{table}");
     assert!(!table.contains("s3cret-value"), "{table}");
     // A value from a stack file cannot act on the terminal.
-    assert!(table.contains("a\\u{1b}[2Jb") && !table.contains('\u{1b}'), "{table}");
+    assert!(
+        table.contains("a\\u{1b}[2Jb") && !table.contains('\u{1b}'),
+        "{table}"
+    );
 
     let json: serde_json::Value = serde_json::from_str(&env.ok(&["config", "--json"])).unwrap();
     assert_eq!(json["scenario:region"]["value"], "eu-west-1");
@@ -90,8 +105,7 @@ fn config_paths_set_and_get_inside_structured_values() {
     env.ok(&["config", "set", "--path", "db.hosts[0]", "a.example"]);
     env.ok(&["config", "set", "--path", "db.hosts[1]", "b.example"]);
     env.ok(&["config", "set", "--path", "db.port", "5432"]);
-    let whole: serde_json::Value =
-        serde_json::from_str(&env.ok(&["config", "get", "db"])).unwrap();
+    let whole: serde_json::Value = serde_json::from_str(&env.ok(&["config", "get", "db"])).unwrap();
     assert_eq!(
         whole,
         serde_json::json!({"hosts": ["a.example", "b.example"], "port": "5432"})
@@ -160,7 +174,10 @@ fn stack_graph_draws_dependencies_and_parents_as_dot() {
     let b = urn("scenario:Group$testkit:Echo", "b");
     assert!(dot.contains(&format!("{a} -> {b};")), "{dot}");
     let group = urn("scenario:Group", "grp");
-    assert!(dot.contains(&format!("{group} -> {a} [style=dashed")), "{dot}");
+    assert!(
+        dot.contains(&format!("{group} -> {a} [style=dashed")),
+        "{dot}"
+    );
     assert!(dot.contains("[label=\"testkit:Echo\\na\"]"), "{dot}");
     assert!(dot.trim_end().ends_with('}'), "{dot}");
     assert!(dot.contains(r#"::evil\\\"->\"x""#), "{dot}");
@@ -213,10 +230,14 @@ fn exit_codes_tell_outcomes_apart() {
     env.config("resources", "a,b");
     let plinth = env.command(&[]);
     let mut cmd = std::process::Command::new("script");
-    cmd.args(["-qec", &format!("{} destroy", env!("CARGO_BIN_EXE_plinth")), "/dev/null"])
-        .current_dir(&env.project)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
+    cmd.args([
+        "-qec",
+        &format!("{} destroy", env!("CARGO_BIN_EXE_plinth")),
+        "/dev/null",
+    ])
+    .current_dir(&env.project)
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped());
     for (key, value) in plinth.get_envs() {
         match value {
             Some(value) => cmd.env(key, value),

@@ -51,13 +51,22 @@ fn up_and_destroy(env: &Env) {
     assert!(env.resources().is_empty());
 }
 
+/// The workspace's lock in the new Rust project: it pins the versions the suite's guests were
+/// built with, so the project's build reuses their compiled dependencies in the shared target
+/// directory instead of compiling newer ones (cargo drops what the project does not use).
+fn same_versions_as_the_suite(env: &Env) {
+    std::fs::copy(
+        repo_root().join("Cargo.lock"),
+        env.project.join("Cargo.lock"),
+    )
+    .unwrap();
+}
+
 #[test]
 fn the_rust_template_goes_up_and_down_offline() {
     let env = Env::empty();
-    // The workspace's lock pins the versions the suite's guests were built with, so the
-    // project's build reuses their compiled dependencies in the shared target directory.
-    std::fs::copy(repo_root().join("Cargo.lock"), env.project.join("Cargo.lock")).unwrap();
     let out = new_project(&env, "rust", "new-rust");
+    same_versions_as_the_suite(&env);
     assert!(out.contains("plinth up"), "{out}");
     assert!(env.project.join("sdks/random/rust/Cargo.toml").is_file());
     up_and_destroy(&env);
@@ -101,9 +110,15 @@ fn a_directory_with_anything_in_it_is_refused() {
     let env = Env::empty();
     std::fs::write(env.project.join("notes.txt"), "mine").unwrap();
     let stderr = env.fails(&["new", "python", "--name", "x", "--yes"]);
-    assert!(stderr.contains("is not empty (it has `notes.txt`)"), "{stderr}");
+    assert!(
+        stderr.contains("is not empty (it has `notes.txt`)"),
+        "{stderr}"
+    );
     assert_eq!(entries(&env.project), ["notes.txt"]);
-    assert_eq!(std::fs::read_to_string(env.project.join("notes.txt")).unwrap(), "mine");
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("notes.txt")).unwrap(),
+        "mine"
+    );
 }
 
 #[test]
@@ -120,14 +135,26 @@ fn bad_input_is_refused_and_writes_nothing() {
     // A provider that is not there: nothing is written, the directory is made by no one.
     let stderr = env.fails(&["new", "rust", "sub", "--random", "/nowhere/random.wasm"]);
     assert!(stderr.contains("uses the random provider"), "{stderr}");
-    assert!(entries(&env.project).is_empty(), "{:?}", entries(&env.project));
+    assert!(
+        entries(&env.project).is_empty(),
+        "{:?}",
+        entries(&env.project)
+    );
 }
 
 #[test]
 fn an_existing_stack_is_refused_and_the_project_removed() {
     let env = Env::empty();
     let random = guest("plinth-random");
-    let args = ["new", "python", "first", "--name", "twice", "--random", random.to_str().unwrap()];
+    let args = [
+        "new",
+        "python",
+        "first",
+        "--name",
+        "twice",
+        "--random",
+        random.to_str().unwrap(),
+    ];
     env.ok(&args);
     // The same project and stack again, in another directory of the same backend.
     let mut again = args;
@@ -141,8 +168,8 @@ fn an_existing_stack_is_refused_and_the_project_removed() {
 #[test]
 fn the_rust_provider_template_passes_its_tests_and_shows_its_types() {
     let env = Env::empty();
-    std::fs::copy(repo_root().join("Cargo.lock"), env.project.join("Cargo.lock")).unwrap();
     let out = new_project(&env, "rust-provider", "greeter");
+    same_versions_as_the_suite(&env);
     assert!(out.contains("cargo test"), "{out}");
     // No stack for a provider: it is not a project.
     assert!(!env.project.join("Plinth.yaml").exists());
@@ -156,7 +183,10 @@ fn the_rust_provider_template_passes_its_tests_and_shows_its_types() {
         .env("CARGO_NET_OFFLINE", "true")
         .status()
         .unwrap();
-    assert!(status.success(), "cargo test of the rust-provider template failed");
+    assert!(
+        status.success(),
+        "cargo test of the rust-provider template failed"
+    );
 
     let out = (env.command(&["plugin", "inspect", "."]))
         .env("CARGO_NET_OFFLINE", "true")

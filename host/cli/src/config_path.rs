@@ -54,7 +54,9 @@ impl ConfigPath {
             }
         }
         if steps.is_empty() {
-            return Err(bad("it names no field or index; set the key without --path"));
+            return Err(bad(
+                "it names no field or index; set the key without --path",
+            ));
         }
         Ok(ConfigPath {
             key: key.to_owned(),
@@ -74,7 +76,10 @@ impl ConfigPath {
                         *at = Value::Object(Default::default());
                     }
                     let Value::Object(map) = at else {
-                        bail!("{}: `.{name}` names a field of something not an object", self.key);
+                        bail!(
+                            "{}: `.{name}` names a field of something not an object",
+                            self.key
+                        );
                     };
                     map.entry(name.clone()).or_insert(Value::Null)
                 }
@@ -141,8 +146,14 @@ mod tests {
         let path = ConfigPath::parse("a.b[0]").unwrap();
         let v = path.set(None, json!("x")).unwrap();
         assert_eq!(v, json!({"b": ["x"]}));
-        let v = ConfigPath::parse("a.b[1]").unwrap().set(Some(v), json!("y")).unwrap();
-        let v = ConfigPath::parse("a.c").unwrap().set(Some(v), json!("z")).unwrap();
+        let v = ConfigPath::parse("a.b[1]")
+            .unwrap()
+            .set(Some(v), json!("y"))
+            .unwrap();
+        let v = ConfigPath::parse("a.c")
+            .unwrap()
+            .set(Some(v), json!("z"))
+            .unwrap();
         assert_eq!(v, json!({"b": ["x", "y"], "c": "z"}));
         assert_eq!(path.get(&v), Some(&json!("x")));
         assert_eq!(ConfigPath::parse("a.b[5]").unwrap().get(&v), None);
@@ -151,7 +162,9 @@ mod tests {
     #[test]
     fn set_refuses_gaps_and_shape_changes() {
         let v = json!({"b": ["x"]});
-        let err = ConfigPath::parse("a.b[3]").unwrap().set(Some(v.clone()), json!(1));
+        let err = ConfigPath::parse("a.b[3]")
+            .unwrap()
+            .set(Some(v.clone()), json!(1));
         assert!(err.unwrap_err().to_string().contains("past the end"));
         let err = ConfigPath::parse("a.b.c").unwrap().set(Some(v), json!(1));
         assert!(err.unwrap_err().to_string().contains("not an object"));

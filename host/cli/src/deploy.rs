@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
+use crate::exit::{self, Exit};
 use crate::grant_advice::PlinthYamlAdvice;
 use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
@@ -41,7 +42,6 @@ use crate::policy::{self, PolicyArgs};
 use crate::run_metadata::MetadataArgs;
 use crate::run_options::RunOptions;
 use crate::secrets::{open_config, unlock_for_update};
-use crate::exit::{self, Exit};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
 #[derive(Args)]

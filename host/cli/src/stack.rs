@@ -489,7 +489,9 @@ pub fn run_config(ws: &Workspace, args: ConfigArgs) -> Result<ExitCode> {
     let open = |value: ConfigValue, show: bool| -> Result<(String, bool)> {
         Ok(match value {
             ConfigValue::Plain(text) => (text, false),
-            ConfigValue::Sealed(sealed) if show => (ws.backend.crypter(&stack).open(&sealed)?, true),
+            ConfigValue::Sealed(sealed) if show => {
+                (ws.backend.crypter(&stack).open(&sealed)?, true)
+            }
             ConfigValue::Sealed(_) => ("[secret]".to_owned(), true),
         })
     };
@@ -523,10 +525,9 @@ pub fn run_config(ws: &Workspace, args: ConfigArgs) -> Result<ExitCode> {
                             )
                         })?)
                     }
-                    Some(ConfigValue::Sealed(_)) => bail!(
-                        "`{}` is a secret: --path cannot set inside it",
-                        path.key
-                    ),
+                    Some(ConfigValue::Sealed(_)) => {
+                        bail!("`{}` is a secret: --path cannot set inside it", path.key)
+                    }
                 };
                 let whole = path.set(current, serde_json::Value::String(value))?;
                 (path.key, serde_json::to_string(&whole)?)
@@ -554,10 +555,10 @@ pub fn run_config(ws: &Workspace, args: ConfigArgs) -> Result<ExitCode> {
             path,
         } => {
             let path = path.then(|| ConfigPath::parse(&key)).transpose()?;
-            let stored = path.as_ref().map_or(key.as_str(), |p| p.key.as_str());
+            let stored = path.as_ref().map_or(key.clone(), |p| p.key.clone());
             let value = config
                 .values()?
-                .remove(&ws.project.qualify_key(stored))
+                .remove(&ws.project.qualify_key(&stored))
                 .with_context(|| format!("stack `{stack}` has no config value `{stored}`"))?;
             let (mut text, _) = open(value, show_secrets)?;
             if let Some(path) = path {
@@ -596,7 +597,10 @@ fn list_config(
             key.clone(),
             serde_json::json!({ "value": text, "secret": secret }),
         );
-        rows.push((escape_controls(&key).into_owned(), escape_controls(&text).into_owned()));
+        rows.push((
+            escape_controls(&key).into_owned(),
+            escape_controls(&text).into_owned(),
+        ));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
@@ -606,7 +610,12 @@ fn list_config(
         println!("No config values; set one with `plinth config set KEY VALUE`.");
         return Ok(ExitCode::SUCCESS);
     }
-    let width = rows.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0).max(3);
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
     println!("{:width$}  VALUE", "KEY");
     for (key, text) in rows {
         println!("{key:width$}  {text}");

@@ -14,11 +14,21 @@ pub fn dot(stack: &str, resources: &[ResourceState]) -> String {
     out.push_str("  node [shape=box];\n");
     for r in resources {
         let label = format!("{}\n{}", r.ty, r.urn.name());
-        let _ = writeln!(out, "  {} [label={}];", quoted(r.urn.as_str()), quoted(&label));
+        let _ = writeln!(
+            out,
+            "  {} [label={}];",
+            quoted(r.urn.as_str()),
+            quoted(&label)
+        );
     }
     for r in resources {
         for dependency in &r.dependencies {
-            let _ = writeln!(out, "  {} -> {};", quoted(dependency.as_str()), quoted(r.urn.as_str()));
+            let _ = writeln!(
+                out,
+                "  {} -> {};",
+                quoted(dependency.as_str()),
+                quoted(r.urn.as_str())
+            );
         }
         if let Some(parent) = &r.parent {
             let _ = writeln!(

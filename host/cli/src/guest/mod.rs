@@ -28,7 +28,7 @@ pub static LANGUAGES: &[&dyn GuestLanguage] =
 
 /// What builds each language's guests, by language name: the toolchain's version, or what is
 /// missing and how to install it (for `plinth about`).
-pub fn toolchains() -> Vec<(&'static str, Result<String>)> {
+pub fn toolchains() -> Vec<(&'static str, anyhow::Result<String>)> {
     use componentized::Componentized;
     let what = "a guest";
     vec![

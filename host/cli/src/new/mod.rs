@@ -39,7 +39,11 @@ pub struct NewArgs {
     list: bool,
     /// The random provider of the program templates: an installed `random[@VERSION]`, its
     /// .wasm file or its source directory.
-    #[arg(long, value_name = "NAME[@VERSION] | FILE | DIR", default_value = "random")]
+    #[arg(
+        long,
+        value_name = "NAME[@VERSION] | FILE | DIR",
+        default_value = "random"
+    )]
     random: String,
     /// The `plinth-sdk` crate a Rust project depends on by path (`sdk-guest/rust` of a plinth
     /// checkout); by default a versioned dependency.
@@ -61,11 +65,12 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
     // Never wait on a prompt nobody can answer: without a terminal, flags and defaults decide.
     let ask = !args.yes && std::io::stdin().is_terminal();
     let template = choose_template(args.template.as_deref(), ask)?;
-    let start = std::path::absolute(global.start_dir()?)
-        .context("cannot resolve the current directory")?;
+    let start =
+        std::path::absolute(global.start_dir()?).context("cannot resolve the current directory")?;
     let dir = match &args.dir {
-        Some(dir) => std::path::absolute(start.join(dir))
-            .context("cannot resolve the project directory")?,
+        Some(dir) => {
+            std::path::absolute(start.join(dir)).context("cannot resolve the project directory")?
+        }
         None => start.clone(),
     };
     writer::check_empty(&dir)?;
@@ -213,7 +218,10 @@ fn check_name(name: &str) -> Result<()> {
 
 /// The random provider's entry in Plinth.yaml, and the files of its SDK in the template's
 /// language under `sdks/random/<lang>`.
-async fn random_sdk(template: &Template, args: &NewArgs) -> Result<(String, Vec<(String, String)>)> {
+async fn random_sdk(
+    template: &Template,
+    args: &NewArgs,
+) -> Result<(String, Vec<(String, String)>)> {
     let store = Store::in_home(&plinth_home()?);
     let context = || {
         format!(
@@ -249,7 +257,12 @@ async fn random_sdk(template: &Template, args: &NewArgs) -> Result<(String, Vec<
     let (files, _notes) = gen_sdk::generate(&info, emitter, &options);
     let files = files
         .into_iter()
-        .map(|f| (format!("sdks/random/{}/{}", emitter.language(), f.path), f.contents))
+        .map(|f| {
+            (
+                format!("sdks/random/{}/{}", emitter.language(), f.path),
+                f.contents,
+            )
+        })
         .collect();
     Ok((entry, files))
 }
@@ -302,7 +315,15 @@ mod tests {
 
     #[test]
     fn names_that_cannot_name_a_crate_are_refused() {
-        for bad in ["", "Demo", "1up", "a.b", "a b", "a\u{1b}[2J", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "Demo",
+            "1up",
+            "a.b",
+            "a b",
+            "a\u{1b}[2J",
+            &"a".repeat(65),
+        ] {
             let err = check_name(bad).unwrap_err().to_string();
             assert!(err.contains("lowercase letters"), "{err}");
             assert!(!err.contains('\u{1b}'), "{err}");

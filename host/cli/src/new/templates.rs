@@ -92,7 +92,11 @@ impl Template {
         // The files are not HTML: nothing is escaped, the values are checked or quoted before.
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         // A file keeps its last newline.
-        env.set_syntax(SyntaxConfig::builder().keep_trailing_newline(true).build()?);
+        env.set_syntax(
+            SyntaxConfig::builder()
+                .keep_trailing_newline(true)
+                .build()?,
+        );
         let vars = Value::from(vars.clone());
         self.files
             .iter()
@@ -120,7 +124,12 @@ mod tests {
         for template in TEMPLATES {
             let files = template.render(&vars).unwrap();
             let has_project = files.iter().any(|(p, _)| *p == "Plinth.yaml");
-            assert_eq!(has_project, template.kind == Kind::Program, "{}", template.name);
+            assert_eq!(
+                has_project,
+                template.kind == Kind::Program,
+                "{}",
+                template.name
+            );
             for (path, text) in files {
                 assert!(!text.contains("{{"), "{}/{path}: {text}", template.name);
             }
@@ -129,7 +138,9 @@ mod tests {
 
     #[test]
     fn a_missing_variable_is_an_error() {
-        let err = TEMPLATES[0].render(&Vars::from([("name".into(), "demo".into())])).unwrap_err();
+        let err = TEMPLATES[0]
+            .render(&Vars::from([("name".into(), "demo".into())]))
+            .unwrap_err();
         assert!(format!("{err:#}").contains("cannot render"), "{err:#}");
     }
 }

@@ -39,8 +39,7 @@ pub struct NewDir {
 impl NewDir {
     pub fn create(dir: &Path) -> Result<NewDir> {
         let made = !dir.exists();
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         Ok(NewDir {
             dir: dir.to_owned(),
             made,
