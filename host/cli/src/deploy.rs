@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
-use crate::exit::{self, Exit};
+use crate::exit;
 use crate::grant_advice::PlinthYamlAdvice;
 use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
@@ -281,7 +281,7 @@ async fn preview_with(
     let deployer = Deployer::for_preview(ws, json)?;
     let outcome = (deployer.run(UpdateKind::Update, true, &args.common, &request)).await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
-        return Err(Exit::new(
+        return Err(exit::error(
             exit::CHANGES,
             format!(
                 "the preview found {} changes, but --expect-no-changes was given",
@@ -409,7 +409,7 @@ async fn refresh_with(
             .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
-            return Err(Exit::new(
+            return Err(exit::error(
                 exit::CHANGES,
                 format!(
                     "the refresh found {} resources that drifted or are gone, but \

@@ -20,13 +20,12 @@ pub struct Exit {
     pub message: String,
 }
 
-impl Exit {
-    pub fn new(code: u8, message: impl Into<String>) -> anyhow::Error {
-        anyhow::Error::new(Exit {
-            code,
-            message: message.into(),
-        })
-    }
+/// An error that ends plinth with `code`.
+pub fn error(code: u8, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Exit {
+        code,
+        message: message.into(),
+    })
 }
 
 impl fmt::Display for Exit {

@@ -202,7 +202,7 @@ impl Workspace {
 /// Asks a yes/no question on the terminal; without one, fails naming `flag`.
 pub fn confirm(question: &str, flag: &str) -> Result<bool> {
     if !std::io::stdin().is_terminal() {
-        return Err(exit::Exit::new(
+        return Err(exit::error(
             exit::REFUSED,
             format!("no terminal to confirm on: pass {flag} to proceed without a prompt"),
         ));
