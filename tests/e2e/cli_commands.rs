@@ -2,7 +2,7 @@
 //! on both backends where they store something.
 
 use crate::support::service::TestService;
-use crate::support::{Env, ServiceLogin};
+use crate::support::{Env, ServiceLogin, on_terminal};
 
 #[test]
 fn about_reports_what_a_bug_report_needs_escaped() {
@@ -228,25 +228,7 @@ fn exit_codes_tell_outcomes_apart() {
 
     // 5: the user answers no. `script` gives plinth a terminal; the answer waits in it.
     env.config("resources", "a,b");
-    let plinth = env.command(&[]);
-    let mut cmd = std::process::Command::new("script");
-    cmd.args([
-        "-qec",
-        &format!("{} destroy", env!("CARGO_BIN_EXE_plinth")),
-        "/dev/null",
-    ])
-    .current_dir(&env.project)
-    .stdin(std::process::Stdio::piped())
-    .stdout(std::process::Stdio::piped());
-    for (key, value) in plinth.get_envs() {
-        match value {
-            Some(value) => cmd.env(key, value),
-            None => cmd.env_remove(key),
-        };
-    }
-    let mut child = cmd.spawn().unwrap();
-    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"n\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = on_terminal(&env.command(&["destroy"]), b"n\n");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(5), "{shown}");
     assert!(shown.contains("Cancelled; nothing was changed."), "{shown}");

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::{Env, guest, printed, repo_root};
+use crate::support::{Env, guest, on_terminal, printed, repo_root};
 
 /// `plinth new TEMPLATE` in `env`'s empty project directory, on the suite's random provider
 /// and, for Rust, the repository's `plinth-sdk`.
@@ -211,4 +211,22 @@ fn the_rust_provider_template_passes_its_tests_and_shows_its_types() {
     ]);
     let generated = std::fs::read_to_string(env.project.join("sdks/rust/src/lib.rs")).unwrap();
     assert!(generated.contains("Greeting"), "{generated}");
+}
+
+#[test]
+fn on_a_terminal_it_asks_for_the_name_and_the_stack() {
+    let env = Env::empty();
+    let random = guest("plinth-random");
+    let mut command = env.command(&["new", "python", "--random", random.to_str().unwrap()]);
+    // No stack named by the environment: it is asked for.
+    command.env_remove("PLINTH_STACK");
+    let out = on_terminal(&command, b"asked-name\nstaging\n");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("Project name ["), "{shown}");
+    assert!(shown.contains("Stack [dev]"), "{shown}");
+    let yaml = std::fs::read_to_string(env.project.join("Plinth.yaml")).unwrap();
+    assert!(yaml.starts_with("name: asked-name\n"), "{yaml}");
+    let ls = env.ok(&["stack", "ls"]);
+    assert!(ls.contains("staging*"), "{ls}");
 }

@@ -378,6 +378,33 @@ impl Drop for ConfigCleanup {
     }
 }
 
+/// Runs `command` on a terminal (`script` gives it one), `input` typed into it; stdout holds
+/// what the terminal showed.
+pub fn on_terminal(command: &Command, input: &[u8]) -> Output {
+    let line = std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| format!("'{}'", a.to_str().unwrap().replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = command.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let mut child = cmd.spawn().expect("running script");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Interrupts `child` as Ctrl-C does.
 pub fn interrupt(child: &std::process::Child) {
     let status = std::process::Command::new("kill")
