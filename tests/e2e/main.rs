@@ -3,6 +3,7 @@
 
 mod adversarial;
 mod capabilities;
+mod cli_commands;
 mod component_files;
 mod crash;
 mod distribution;
@@ -26,6 +27,7 @@ mod logs;
 mod messages;
 mod names;
 mod nested_grants;
+mod new;
 mod numbers;
 mod oidc;
 mod plan_selection;

@@ -250,6 +250,18 @@ impl Env {
         env
     }
 
+    /// An empty project directory and a state directory, no stack made (for `plinth new`).
+    pub fn empty() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        Env {
+            project: dir.path().to_owned(),
+            state: tempfile::tempdir().unwrap(),
+            _project_dir: Some(dir),
+            stack: "dev".into(),
+            service: None,
+        }
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_plinth"));
         let backend = match &self.service {
@@ -364,6 +376,33 @@ impl Drop for ConfigCleanup {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// Runs `command` on a terminal (`script` gives it one), `input` typed into it; stdout holds
+/// what the terminal showed.
+pub fn on_terminal(command: &Command, input: &[u8]) -> Output {
+    let line = std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| format!("'{}'", a.to_str().unwrap().replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = command.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let mut child = cmd.spawn().expect("running script");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), input).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// Interrupts `child` as Ctrl-C does.

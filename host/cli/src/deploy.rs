@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
+use crate::exit;
 use crate::grant_advice::PlinthYamlAdvice;
 use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
@@ -280,10 +281,13 @@ async fn preview_with(
     let deployer = Deployer::for_preview(ws, json)?;
     let outcome = (deployer.run(UpdateKind::Update, true, &args.common, &request)).await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
-        bail!(
-            "the preview found {} changes, but --expect-no-changes was given",
-            outcome.changes.changes()
-        );
+        return Err(exit::error(
+            exit::CHANGES,
+            format!(
+                "the preview found {} changes, but --expect-no-changes was given",
+                outcome.changes.changes()
+            ),
+        ));
     }
     if let Some(path) = &args.save_plan {
         let options = PlanOptions {
@@ -405,11 +409,14 @@ async fn refresh_with(
             .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
-            bail!(
-                "the refresh found {} resources that drifted or are gone, but \
-                 --expect-no-changes was given",
-                outcome.changes.changes()
-            );
+            return Err(exit::error(
+                exit::CHANGES,
+                format!(
+                    "the refresh found {} resources that drifted or are gone, but \
+                     --expect-no-changes was given",
+                    outcome.changes.changes()
+                ),
+            ));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -490,7 +497,7 @@ async fn apply_plan(
     let asked = Instant::now();
     if !args.yes && !confirm("Do you want to apply this plan?", "--yes")? {
         println!("Cancelled; nothing was changed.");
-        return Ok(ExitCode::FAILURE);
+        return Ok(crate::exit::cancelled());
     }
     (deployer.started).set(deployer.started.get() + asked.elapsed());
     let request = Request {
@@ -530,7 +537,7 @@ async fn run_confirmed(
     let asked = Instant::now();
     if !how.yes && !confirm(how.question, "--yes")? {
         println!("Cancelled; nothing was changed.");
-        return Ok(ExitCode::FAILURE);
+        return Ok(crate::exit::cancelled());
     }
     // Time spent waiting for an answer is not the command's work.
     deployer

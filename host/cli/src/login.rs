@@ -358,6 +358,15 @@ pub fn logout(args: LogoutArgs, cwd: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The URL of the backend commands use, without reaching it (a service is not asked, and no
+/// token is needed).
+pub fn backend_url() -> Result<String> {
+    match current_url()? {
+        Some(url) if is_service(&url) => Ok(url),
+        url => Ok(open_url(url.as_deref(), Arc::new(NoSecrets))?.url()),
+    }
+}
+
 pub fn whoami() -> Result<ExitCode> {
     let backend = open_url(current_url()?.as_deref(), Arc::new(NoSecrets))?;
     // The service says who the token belongs to: shown escaped.

@@ -1,8 +1,11 @@
 //! `plinth`: infrastructure as code with sandboxed WebAssembly providers and programs.
 
+mod about;
 mod build;
+mod config_path;
 mod deploy;
 mod display;
+mod exit;
 mod gen_sdk;
 mod grant_advice;
 mod guest;
@@ -13,6 +16,7 @@ mod limits_spec;
 mod log_writer;
 mod login;
 mod logs;
+mod new;
 mod pending;
 mod plan_file;
 mod plugin;
@@ -26,6 +30,7 @@ mod secrets;
 mod serve;
 mod stack;
 mod stack_config;
+mod stack_graph;
 mod stack_transfer;
 mod state;
 mod targets;
@@ -72,12 +77,14 @@ struct GlobalArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Make a project from a template (`plinth new --list` shows them), with its first stack:
+    /// `plinth new rust my-project`, then `plinth up` in it.
+    New(new::NewArgs),
     /// Manage stacks.
     #[command(subcommand)]
     Stack(stack::StackCommand),
-    /// Manage the stack's configuration.
-    #[command(subcommand)]
-    Config(stack::ConfigCommand),
+    /// Show the stack's configuration (secrets masked), or manage it.
+    Config(stack::ConfigArgs),
     /// Show what `up` would change, without changing anything.
     Preview(deploy::PreviewArgs),
     /// Create or update the stack's resources to match the program.
@@ -117,6 +124,15 @@ enum Command {
     /// Edit the stack's state by hand: forget a resource, protect or unprotect one.
     #[command(subcommand)]
     State(state::StateCommand),
+    /// What a bug report needs: plinth's version, the backend, the project's and the installed
+    /// plugins (with their digests), and the toolchains that build guests.
+    About(about::AboutArgs),
+    /// Print the shell completion script for `plinth`: e.g. `plinth completion bash >
+    /// ~/.local/share/bash-completion/completions/plinth`, or `source <(plinth completion zsh)`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Remove the stack's update lock: one left by an update that is gone, or, with
     /// confirmation, one a running update holds.
     Cancel {
@@ -149,8 +165,13 @@ impl GlobalArgs {
 
 impl Workspace {
     fn open(global: &GlobalArgs) -> Result<Workspace> {
+        Workspace::open_in(&global.start_dir()?, global.stack.clone())
+    }
+
+    /// The workspace of the project in (or above) `dir`, on the stack `stack` if named.
+    fn open_in(dir: &std::path::Path, stack: Option<StackName>) -> Result<Workspace> {
         let started = std::time::Instant::now();
-        let project = Project::find(&global.start_dir()?)?;
+        let project = Project::find(dir)?;
         let service = login::current_service()?;
         let secrets = std::sync::Arc::new(secrets::ProjectSecrets::new(&project, service.clone()));
         let backend = login::open_backend(service.as_ref(), secrets.clone())?;
@@ -158,7 +179,7 @@ impl Workspace {
             project,
             backend,
             secrets,
-            stack_flag: global.stack.clone(),
+            stack_flag: stack,
             started,
         })
     }
@@ -181,7 +202,10 @@ impl Workspace {
 /// Asks a yes/no question on the terminal; without one, fails naming `flag`.
 pub fn confirm(question: &str, flag: &str) -> Result<bool> {
     if !std::io::stdin().is_terminal() {
-        anyhow::bail!("no terminal to confirm on: pass {flag} to proceed without a prompt");
+        return Err(exit::error(
+            exit::REFUSED,
+            format!("no terminal to confirm on: pass {flag} to proceed without a prompt"),
+        ));
     }
     print!("{question} [y/N] ");
     std::io::Write::flush(&mut std::io::stdout())?;
@@ -207,6 +231,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     // Plugins are managed outside any project: only `plugin lock` looks for one.
     let open = || Workspace::open(&cli.global);
     match cli.command {
+        Command::New(args) => new::run(&cli.global, args).await,
         Command::Stack(cmd) => stack::run_stack(&open()?, cmd),
         Command::Config(cmd) => stack::run_config(&open()?, cmd),
         Command::Preview(args) => deploy::preview(open, args).await,
@@ -216,6 +241,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Login(args) => login::login(args, &cli.global.start_dir()?),
         Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
         Command::Whoami => login::whoami(),
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "plinth", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::About(args) => about::about(&cli.global.start_dir()?, args),
         Command::Token(cmd) => token::run(cmd),
         Command::Serve { args } => serve::serve(args),
         Command::Logs(args) => logs::logs(&open()?, args),
@@ -250,7 +281,7 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
         )?
     {
         println!("Left the lock in place.");
-        return Ok(ExitCode::FAILURE);
+        return Ok(exit::cancelled());
     }
     ws.backend.cancel(&stack)?;
     println!("Broke the lock of stack `{stack}`.");
@@ -314,7 +345,7 @@ fn main() -> ExitCode {
             // Its lines are plinth's: what a guest or a state file put in them is escaped.
             let message = escape_controls_keeping_lines(&format!("{e:#}")).into_owned();
             eprintln!("{} {message}", console::style("error:").red().bold());
-            ExitCode::FAILURE
+            exit::code_of(&e)
         }
     }
 }

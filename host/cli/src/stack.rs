@@ -14,6 +14,7 @@ use plinth_engine::events::ChangeSummary;
 use plinth_engine::shown::escape_controls;
 
 use crate::Workspace;
+use crate::config_path::ConfigPath;
 use crate::display::{local_time, render_value, whole_seconds};
 use crate::plugin::short;
 use crate::secrets::unlock_for_update;
@@ -34,7 +35,12 @@ pub enum StackCommand {
     /// List the project's stacks.
     Ls,
     /// Select the stack later commands operate on.
-    Select { name: StackName },
+    Select {
+        name: StackName,
+        /// Create the stack first if it does not exist.
+        #[arg(short, long)]
+        create: bool,
+    },
     /// Remove a stack; one with resources only with --force.
     Rm {
         name: StackName,
@@ -51,6 +57,13 @@ pub enum StackCommand {
         /// Show the plaintext of secret outputs instead of `[secret]`.
         #[arg(long)]
         show_secrets: bool,
+    },
+    /// The stack's dependency graph as Graphviz DOT (`plinth stack graph | dot -Tsvg`): an
+    /// edge from each dependency to what depends on it, a dashed one from parent to child.
+    Graph {
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long)]
+        file: Option<PathBuf>,
     },
     /// Write the stack's state (checkpoint JSON) to stdout or a file.
     Export {
@@ -83,6 +96,19 @@ pub enum StackCommand {
     },
 }
 
+/// `plinth config`: with no subcommand, every value of the stack.
+#[derive(clap::Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    command: Option<ConfigCommand>,
+    /// Print the values as JSON: `{"project:key": {"value": "…", "secret": false}}`.
+    #[arg(long)]
+    json: bool,
+    /// Show secret values' plaintext instead of `[secret]`.
+    #[arg(long)]
+    show_secrets: bool,
+}
+
 #[derive(Subcommand)]
 pub enum ConfigCommand {
     /// Set a configuration value (`key` is in the project's namespace; `ns:key` in another).
@@ -92,6 +118,10 @@ pub enum ConfigCommand {
         /// Store the value encrypted; the program receives it as a secret.
         #[arg(long)]
         secret: bool,
+        /// `key` is a path into a structured value (`servers[0].port`): the value at the path
+        /// is set, objects and arrays made as needed, and the key holds the whole as JSON.
+        #[arg(long)]
+        path: bool,
     },
     /// Print a configuration value.
     Get {
@@ -99,6 +129,9 @@ pub enum ConfigCommand {
         /// Print a secret value's plaintext instead of `[secret]`.
         #[arg(long)]
         show_secrets: bool,
+        /// `key` is a path into a structured value (`servers[0].port`).
+        #[arg(long)]
+        path: bool,
     },
     /// Remove a configuration value.
     Rm { key: String },
@@ -130,10 +163,20 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                 println!("{name:24} {:>9}  {locked}", s.resources);
             }
         }
-        StackCommand::Select { name } => {
-            ws.backend
-                .select_stack(&ws.backend.get_stack(project, &name)?)?;
-            println!("Selected stack `{name}`.");
+        StackCommand::Select { name, create } => {
+            let exists = || -> Result<bool> {
+                Ok((ws.backend.list_stacks(project)?)
+                    .iter()
+                    .any(|s| s.name == name))
+            };
+            if create && !exists()? {
+                // Creating selects it.
+                init(ws, &name, None)?;
+            } else {
+                ws.backend
+                    .select_stack(&ws.backend.get_stack(project, &name)?)?;
+                println!("Selected stack `{name}`.");
+            }
         }
         StackCommand::Rm { name, force } => {
             let kept = ws
@@ -192,6 +235,17 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                 }
             }
         }
+        StackCommand::Graph { file } => {
+            let stack = ws.stack()?;
+            // No secret is needed to draw the graph: the redacted state is enough.
+            let loaded = ws.backend.load_redacted(&stack)?;
+            let dot = crate::stack_graph::dot(&stack.name, &loaded.snapshot.resources);
+            match file {
+                Some(file) => write_atomically(&file, dot.as_bytes())
+                    .with_context(|| format!("cannot write {}", file.display()))?,
+                None => std::io::stdout().write_all(dot.as_bytes())?,
+            }
+        }
         StackCommand::Export { file } => {
             let stack = ws.stack()?;
             let config = ws.project.stack_config(&stack.name);
@@ -211,7 +265,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
 }
 
 /// Creates stack `name`, its secrets sealed by `provider` if one is chosen.
-fn init(ws: &Workspace, name: &StackName, provider: Option<ProviderKind>) -> Result<()> {
+pub(crate) fn init(ws: &Workspace, name: &StackName, provider: Option<ProviderKind>) -> Result<()> {
     let config = ws.project.stack_config(name);
     if let Some(kind) = provider {
         stack_transfer::check_available(kind, &ws.secrets)?;
@@ -429,11 +483,57 @@ fn plain(value: &plinth_engine::value::Value) -> String {
     }
 }
 
-pub fn run_config(ws: &Workspace, cmd: ConfigCommand) -> Result<ExitCode> {
+pub fn run_config(ws: &Workspace, args: ConfigArgs) -> Result<ExitCode> {
     let stack = ws.stack()?;
     let config = ws.project.stack_config(&stack.name);
+    let open = |value: ConfigValue, show: bool| -> Result<(String, bool)> {
+        Ok(match value {
+            ConfigValue::Plain(text) => (text, false),
+            ConfigValue::Sealed(sealed) if show => {
+                (ws.backend.crypter(&stack).open(&sealed)?, true)
+            }
+            ConfigValue::Sealed(_) => ("[secret]".to_owned(), true),
+        })
+    };
+    let Some(cmd) = args.command else {
+        return list_config(config.values()?, args.json, |v| open(v, args.show_secrets));
+    };
     match cmd {
-        ConfigCommand::Set { key, value, secret } => {
+        ConfigCommand::Set {
+            key,
+            value,
+            secret,
+            path,
+        } => {
+            let (key, value) = if path {
+                if secret {
+                    bail!(
+                        "--path and --secret together: a structured value cannot hold a \
+                         secret; set the secret under a key of its own"
+                    );
+                }
+                let path = ConfigPath::parse(&key)?;
+                let qualified = ws.project.qualify_key(&path.key);
+                let current = match config.values()?.remove(&qualified) {
+                    None => None,
+                    Some(ConfigValue::Plain(text)) => {
+                        Some(serde_json::from_str(&text).with_context(|| {
+                            format!(
+                                "`{}` holds a value that is not JSON, so --path cannot set \
+                                 inside it; remove it first (`plinth config rm {}`)",
+                                path.key, path.key
+                            )
+                        })?)
+                    }
+                    Some(ConfigValue::Sealed(_)) => {
+                        bail!("`{}` is a secret: --path cannot set inside it", path.key)
+                    }
+                };
+                let whole = path.set(current, serde_json::Value::String(value))?;
+                (path.key, serde_json::to_string(&whole)?)
+            } else {
+                (key, value)
+            };
             if key.is_empty() || key.starts_with(':') || key.ends_with(':') {
                 bail!("invalid config key `{key}`: use `key` or `namespace:key`");
             }
@@ -449,18 +549,28 @@ pub fn run_config(ws: &Workspace, cmd: ConfigCommand) -> Result<ExitCode> {
                 bail!("stack `{stack}` has no config value `{key}`");
             }
         }
-        ConfigCommand::Get { key, show_secrets } => {
+        ConfigCommand::Get {
+            key,
+            show_secrets,
+            path,
+        } => {
+            let path = path.then(|| ConfigPath::parse(&key)).transpose()?;
+            let stored = path.as_ref().map_or(key.clone(), |p| p.key.clone());
             let value = config
                 .values()?
-                .remove(&ws.project.qualify_key(&key))
-                .with_context(|| format!("stack `{stack}` has no config value `{key}`"))?;
-            let text = match value {
-                ConfigValue::Plain(text) => text,
-                ConfigValue::Sealed(sealed) if show_secrets => {
-                    ws.backend.crypter(&stack).open(&sealed)?
-                }
-                ConfigValue::Sealed(_) => "[secret]".to_owned(),
-            };
+                .remove(&ws.project.qualify_key(&stored))
+                .with_context(|| format!("stack `{stack}` has no config value `{stored}`"))?;
+            let (mut text, _) = open(value, show_secrets)?;
+            if let Some(path) = path {
+                let whole: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+                    format!("`{stored}` does not hold a structured (JSON) value")
+                })?;
+                text = match path.get(&whole) {
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => bail!("`{stored}` has nothing at `{key}`"),
+                };
+            }
             // Piped, the value is printed as it is: a script asked for it. On a terminal, a
             // value from a stack file someone else wrote cannot act on the terminal.
             if std::io::stdout().is_terminal() {
@@ -469,6 +579,46 @@ pub fn run_config(ws: &Workspace, cmd: ConfigCommand) -> Result<ExitCode> {
                 println!("{text}");
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every value, by key: a table (escaped) or JSON; secrets masked unless `open` shows them.
+fn list_config(
+    values: std::collections::BTreeMap<String, ConfigValue>,
+    json: bool,
+    open: impl Fn(ConfigValue) -> Result<(String, bool)>,
+) -> Result<ExitCode> {
+    let mut shown = serde_json::Map::new();
+    let mut rows = Vec::new();
+    for (key, value) in values {
+        let (text, secret) = open(value)?;
+        shown.insert(
+            key.clone(),
+            serde_json::json!({ "value": text, "secret": secret }),
+        );
+        rows.push((
+            escape_controls(&key).into_owned(),
+            escape_controls(&text).into_owned(),
+        ));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&shown)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        println!("No config values; set one with `plinth config set KEY VALUE`.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    println!("{:width$}  VALUE", "KEY");
+    for (key, text) in rows {
+        println!("{key:width$}  {text}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -73,7 +73,7 @@ pub fn run_state(ws: &Workspace, cmd: StateCommand) -> Result<ExitCode> {
             describe(&stack.name, &removal);
             if !yes && !confirm("Remove it from the state?", "--yes")? {
                 println!("Cancelled; the state was not changed.");
-                return Ok(ExitCode::FAILURE);
+                return Ok(crate::exit::cancelled());
             }
             format!(
                 "Removed {shown} from the state of stack `{stack}`; the real resource was left as it is."

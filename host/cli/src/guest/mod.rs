@@ -26,6 +26,24 @@ pub use language::{GuestLanguage, Role};
 pub static LANGUAGES: &[&dyn GuestLanguage] =
     &[&typescript::TypeScript, &python::Python, &rust::Rust];
 
+/// What builds each language's guests, by language name: the toolchain's version, or what is
+/// missing and how to install it (for `plinth about`).
+pub fn toolchains() -> Vec<(&'static str, anyhow::Result<String>)> {
+    use componentized::Componentized;
+    let what = "a guest";
+    vec![
+        (rust::Rust.name(), rust::toolchain()),
+        (
+            typescript::TypeScript.name(),
+            typescript::TypeScript.tools(what).map(|t| t.version),
+        ),
+        (
+            python::Python.name(),
+            python::Python.tools(what).map(|t| t.version),
+        ),
+    ]
+}
+
 /// The language of the guest in `dir`, if it is one.
 pub fn detect(dir: &Path) -> Option<&'static dyn GuestLanguage> {
     LANGUAGES.iter().copied().find(|l| l.detect(dir))

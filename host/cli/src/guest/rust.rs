@@ -39,6 +39,29 @@ impl GuestLanguage for Rust {
     }
 }
 
+/// The cargo that builds Rust guests, and whether it has the wasm32-wasip2 target.
+pub fn toolchain() -> Result<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let version = |program: &str| -> Result<String> {
+        let out = Command::new(program)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot run {program}: install Rust with rustup"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let cargo = version(&cargo)?;
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .context("cannot run rustc: install Rust with rustup")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    if !sysroot.join("lib/rustlib").join(WASM_TARGET).is_dir() {
+        bail!("{cargo}, without the {WASM_TARGET} target: run `rustup target add {WASM_TARGET}`");
+    }
+    Ok(format!("{cargo}, target {WASM_TARGET}"))
+}
+
 #[derive(Deserialize)]
 struct CargoMessage {
     reason: String,
