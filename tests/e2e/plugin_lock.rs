@@ -236,6 +236,9 @@ fn a_wider_release_is_refused_until_accepted_and_a_narrower_one_taken() {
     // A range that leaves the pin behind moves `preview` and `up` too: refused the same way,
     // nothing created.
     rewrite(&env.project.join("Plinth.yaml"), "\"^0.1\"", "\"0.1.1\"");
+    // (The first run creates the stack, empty; what follows must leave it as it is.)
+    let stderr = user.fails(&env, &["preview"]);
+    assert!(stderr.contains("+ tcp: db.internal:5432"), "{stderr}");
     let state = state_files(&env);
     for args in [&["preview"][..], &["up", "--yes"]] {
         let stderr = user.fails(&env, args);
