@@ -15,15 +15,15 @@ const LAYER_MEDIA_TYPE: &str = "application/wasm";
 const ARTIFACT_TYPE: &str = "application/vnd.wasm.component.v1+wasm";
 
 /// A plinth home (the plugin store) and a docker config directory of the test's own.
-struct Client {
-    home: tempfile::TempDir,
+pub(crate) struct Client {
+    pub(crate) home: tempfile::TempDir,
     docker: tempfile::TempDir,
     /// `SSL_CERT_FILE`, for a registry whose CA the test made.
     ca: Option<PathBuf>,
 }
 
 impl Client {
-    fn new() -> Client {
+    pub(crate) fn new() -> Client {
         Client {
             home: tempfile::tempdir().unwrap(),
             docker: tempfile::tempdir().unwrap(),
@@ -53,11 +53,11 @@ impl Client {
         cmd
     }
 
-    fn run(&self, env: &Env, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Output {
         self.command(env, args).output().expect("running plinth")
     }
 
-    fn ok(&self, env: &Env, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, env: &Env, args: &[&str]) -> String {
         let out = self.run(env, args);
         assert!(
             out.status.success(),
@@ -68,7 +68,7 @@ impl Client {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    fn fails(&self, env: &Env, args: &[&str]) -> String {
+    pub(crate) fn fails(&self, env: &Env, args: &[&str]) -> String {
         let out = self.run(env, args);
         assert!(
             !out.status.success(),
@@ -79,7 +79,7 @@ impl Client {
     }
 
     /// The components in the store's blob directory.
-    fn stored(&self) -> Vec<PathBuf> {
+    pub(crate) fn stored(&self) -> Vec<PathBuf> {
         match std::fs::read_dir(self.home.path().join("plugins/sha256")) {
             Ok(dir) => dir.map(|e| e.unwrap().path()).collect(),
             Err(_) => Vec::new(),
@@ -103,13 +103,13 @@ fn scenario_project() -> Env {
     ))
 }
 
-fn testkit() -> (PathBuf, Vec<u8>) {
+pub(crate) fn testkit() -> (PathBuf, Vec<u8>) {
     let path = guest("plinth-testkit");
     let bytes = std::fs::read(&path).unwrap();
     (path, bytes)
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
@@ -127,7 +127,7 @@ fn skopeo(args: &[&str]) -> String {
 }
 
 /// The version the testkit plugin calls itself.
-fn testkit_version(client: &Client, env: &Env) -> String {
+pub(crate) fn testkit_version(client: &Client, env: &Env) -> String {
     let (path, _) = testkit();
     let shown: serde_json::Value = serde_json::from_str(&client.ok(
         env,

@@ -14,10 +14,11 @@ use super::download;
 use super::locate::{check_name, locate, split_id};
 use super::oci::Reference;
 use super::publish;
+use super::registry::{self, Upgrade};
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
 use crate::home::plinth_home;
-use crate::project::Project;
+use crate::project::{PluginSource, Project};
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -42,17 +43,27 @@ pub enum PluginCommand {
         #[arg(value_name = "NAME[@VERSION]")]
         plugin: String,
     },
-    /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, or a
-    /// plugin's source directory: a Rust crate, or a TypeScript/JavaScript or Python guest
-    /// (built first).
+    /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, a
+    /// plugin's source directory (a Rust crate, or a TypeScript/JavaScript or Python guest,
+    /// built first), or `oci://HOST/REPOSITORY[:TAG|@sha256:…]` (without a tag, its newest
+    /// version), fetched without installing it.
     Inspect {
-        #[arg(value_name = "NAME[@VERSION] | FILE | DIR")]
+        #[arg(value_name = "NAME[@VERSION] | FILE | DIR | oci://…")]
         plugin: String,
         #[arg(long)]
         json: bool,
     },
-    /// Pin the project's plugins, as they are now, in Plinth.lock.
-    Lock,
+    /// Pin the project's plugins in Plinth.lock: those not pinned yet are resolved (a
+    /// registry's to the newest version its range allows), the others kept.
+    Lock {
+        /// Re-resolve the registry plugins' ranges (all, or NAME's) and move to the newest
+        /// matching version.
+        #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+        upgrade: Option<String>,
+        /// Take a new build although it asks for more than the pinned one.
+        #[arg(long)]
+        accept_capabilities: bool,
+    },
     /// Publish a plugin to an OCI registry, in the standard Wasm artifact layout.
     Publish {
         /// A `.wasm` component, or a plugin's source directory (built first).
@@ -91,8 +102,25 @@ pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
                 removed.name, removed.version, removed.sha256
             );
         }
+        PluginCommand::Inspect { plugin, json } if plugin.starts_with("oci://") => {
+            inspect_remote(&store, &plugin, json).await?
+        }
         PluginCommand::Inspect { plugin, json } => inspect(&store, &plugin, json).await?,
-        PluginCommand::Lock => lock(start, &store)?,
+        PluginCommand::Lock {
+            upgrade,
+            accept_capabilities,
+        } => {
+            let upgrade = match upgrade.as_deref() {
+                None => Upgrade::None,
+                Some("") => Upgrade::All,
+                Some(name) => Upgrade::Only(name.to_owned()),
+            };
+            let options = registry::Options {
+                accept_capabilities,
+                upgrade,
+            };
+            lock(start, &store, &options).await?
+        }
         PluginCommand::Publish { plugin, reference } => {
             publish::publish(&store, &plugin, &reference).await?
         }
@@ -266,9 +294,56 @@ async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn lock(start: &Path, store: &Store) -> Result<()> {
+/// `plugin inspect oci://…`: the component fetched into a staging file of the store, described,
+/// and dropped; neither the store's index nor any project changes.
+async fn inspect_remote(store: &Store, reference: &str, json: bool) -> Result<()> {
+    let reference = Reference::parse(reference)?;
+    let (version, pulled) = if reference.manifest_reference().is_some() {
+        (None, publish::pull(&reference).await?)
+    } else {
+        let any = semver::VersionReq::STAR;
+        let (version, pulled) = registry::pull_newest(&reference, &any).await?;
+        (Some(version), pulled)
+    };
+    let description = registry::describe_bytes(store, &pulled.component).await?;
+    if json {
+        #[derive(serde::Serialize)]
+        struct Inspected<'a> {
+            #[serde(flatten)]
+            description: &'a describe::Description,
+            reference: String,
+            manifest: &'a str,
+        }
+        let inspected = Inspected {
+            description: &description,
+            reference: pulled.origin.clone(),
+            manifest: &pulled.manifest,
+        };
+        println!("{}", serde_json::to_string_pretty(&inspected)?);
+        return Ok(());
+    }
+    print!("{}", description.render());
+    if let Some(version) = version {
+        println!("newest tag:   {version}");
+    }
+    println!("manifest:     {}", pulled.manifest);
+    println!("reference:    {}", pulled.origin);
+    Ok(())
+}
+
+async fn lock(start: &Path, store: &Store, options: &registry::Options) -> Result<()> {
     let project = Project::find(start)?;
-    let resolved = resolve::resolve(&project, store)?;
+    if let Upgrade::Only(name) = &options.upgrade {
+        match project.file.plugins.get(name).map(|spec| spec.source()) {
+            Some(PluginSource::Registry { .. }) => {}
+            Some(_) => bail!(
+                "plugin `{name}` does not come from a registry (`source: oci://…`): there is no \
+                 range to upgrade it in"
+            ),
+            None => bail!("the project has no plugin `{name}` (see `plugins:` in Plinth.yaml)"),
+        }
+    }
+    let resolved = resolve::resolve(&project, store, options).await?;
     let changes = lockfile::relock(&project.dir, &resolve::pins(&resolved))?;
     let file = project.dir.join(lockfile::LOCK_FILE);
     if changes.is_empty() {

@@ -1,7 +1,9 @@
 //! Plugins: where a project's plugins come from (`resolve`: a crate, a file or the store;
-//! `store`, `download`), how they are pinned (`lockfile`), how they load as the engine's providers
+//! `store`, `download`, `registry`), how they are pinned (`lockfile`, with the capabilities
+//! approved in `approval`), how they load as the engine's providers
 //! (`providers`), and the `plinth plugin` command (`command`).
 
+mod approval;
 mod command;
 mod describe;
 mod download;
@@ -11,6 +13,7 @@ pub mod oci;
 mod properties;
 pub mod providers;
 mod publish;
+pub mod registry;
 pub mod resolve;
 pub mod store;
 

@@ -15,6 +15,8 @@ pub struct Pulled {
     pub component: Vec<u8>,
     /// The reference pinned to the manifest's digest: what the store records it came from.
     pub origin: String,
+    /// The manifest's digest, `sha256:…`.
+    pub manifest: String,
 }
 
 pub async fn publish(store: &Store, plugin: &str, reference: &str) -> Result<()> {
@@ -84,10 +86,11 @@ pub async fn pull(reference: &Reference) -> Result<Pulled> {
         Ok(Pulled {
             component,
             origin: Reference {
-                digest: Some(manifest_digest),
+                digest: Some(manifest_digest.clone()),
                 ..reference
             }
             .to_string(),
+            manifest: manifest_digest,
         })
     })
     .await?
