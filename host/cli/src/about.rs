@@ -87,6 +87,10 @@ pub fn about(start: &Path, args: AboutArgs) -> Result<ExitCode> {
                     let source = match spec.source() {
                         PluginSource::Path(path) => format!("path {}", path.display()),
                         PluginSource::Store(version) => format!("version {version}"),
+                        PluginSource::Registry {
+                            repository,
+                            version,
+                        } => format!("version {version} from {repository}"),
                     };
                     (name.clone(), source)
                 })
