@@ -512,7 +512,7 @@ fn python_keywords_and_collisions_become_valid_distinct_names() {
         code,
         &[
             // Keywords get a `_`; soft keywords stay.
-            "def import_(\n        ctx: sdk.Context,\n        from_: str,\n        *,\n        class_: Optional[int] = None,\n) -> bool:",
+            "def import_(\n        ctx: sdk.Context,\n        from_: str,\n        *,\n        class_: Optional[int] = None,\n        **unknown: Never,\n) -> bool:",
             "        \"from\": from_,",
             "            match: Optional[Input[str]] = None,",
             // Names the SDK uses itself are renamed.
