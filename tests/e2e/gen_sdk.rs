@@ -268,3 +268,40 @@ fn plugin_inspect_shows_typed_properties() {
     assert_eq!(entry["inputs"][0]["replace_on_change"], true);
     assert_eq!(entry["outputs"][2]["type"]["type"], "integer");
 }
+
+/// A misspelt keyword through the generated Python SDK (which a type checker refuses, its type
+/// being `Never`) still reaches the provider, whose check refuses it by name: it does not
+/// vanish into a default.
+#[test]
+fn a_misspelt_keyword_through_the_generated_python_sdk_is_refused_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("Plinth.yaml"),
+        format!(
+            "name: typo\nprogram: .\nplugins:\n  random:\n    path: {}\n",
+            guest("plinth-random").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        format!(
+            "[project]\nname = \"typo\"\nversion = \"0.1.0\"\n\n[tool.plinth]\npaths = [{:?}]\n",
+            repo_root().join("sdks/random/python").display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("main.py"),
+        "from plinth_random import RandomPet\n\n\ndef main(ctx):\n    \
+         RandomPet(ctx, \"pet\", lenght=3)\n",
+    )
+    .unwrap();
+    let env = Env::in_dir(dir.path().to_owned(), "dev");
+    let stderr = env.fails(&["preview"]);
+    assert!(
+        stderr.contains("lenght: is not an input of random:RandomPet")
+            && stderr.contains("did you mean `length`?"),
+        "{stderr}"
+    );
+}

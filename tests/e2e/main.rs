@@ -39,6 +39,7 @@ mod policy_polyglot;
 mod policy_service;
 mod polyglot;
 mod postgres;
+mod pypi;
 mod reach;
 mod recovery;
 mod registry;

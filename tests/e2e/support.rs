@@ -66,7 +66,7 @@ pub fn guest(package: &str) -> PathBuf {
 
 /// Where `scripts/setup` installed the componentizers: as plinth finds them outside the
 /// tests, whose PLINTH_HOME is their own.
-fn tools_dir() -> PathBuf {
+pub fn tools_dir() -> PathBuf {
     let var = |name| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())

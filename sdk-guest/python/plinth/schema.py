@@ -25,6 +25,11 @@ class Type:
     name: Optional[str] = None
     description: str = ""
 
+    @property
+    def element(self) -> "Type":
+        """The type of an array's or a map's items (any, if not given)."""
+        return self.items if self.items is not None else Type("any")
+
 
 @dataclass(frozen=True)
 class Prop:
@@ -150,11 +155,11 @@ def _check(ty: Type, value: Any, path: str, failures: List[CheckFailure]) -> Any
     if kind == "array":
         if not isinstance(value, list):
             return fail("an array")
-        return [_check(ty.items, item, f"{path}[{i}]", failures) for i, item in enumerate(value)]
+        return [_check(ty.element, item, f"{path}[{i}]", failures) for i, item in enumerate(value)]
     if kind == "map":
         if not isinstance(value, dict):
             return fail("an object")
-        return {k: _check(ty.items, v, f"{path}.{k}", failures) for k, v in value.items()}
+        return {k: _check(ty.element, v, f"{path}.{k}", failures) for k, v in value.items()}
     if kind == "object":
         if not isinstance(value, dict):
             return fail("an object")

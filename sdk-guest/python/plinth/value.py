@@ -4,7 +4,7 @@ resources' outputs, to and from the WIT value tree (a flattened list of typed no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Union
+from typing import Any, Callable, Dict, List, Union
 
 from wit_world.imports import types as wit
 
@@ -141,7 +141,7 @@ def decode_properties(value: wit.Value) -> Dict[str, Any]:
     return decoded if isinstance(decoded, dict) else {}
 
 
-def _some(v: Any, test) -> bool:
+def _some(v: Any, test: Callable[[Any], bool]) -> bool:
     if test(v):
         return True
     if isinstance(v, Secret):

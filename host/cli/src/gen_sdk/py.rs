@@ -4,7 +4,9 @@
 //! another resource's output) and whose properties are typed outputs; per function, a typed
 //! call; named objects as `TypedDict`s (keyed by the provider's property names, as their values
 //! travel) and enums as `Literal`s. Names are snake_case, keywords get a trailing `_`, and the
-//! code maps them to the provider's names.
+//! code maps them to the provider's names. A keyword the constructor (or call) does not know
+//! is typed `Never`, so a type checker refuses it, and is passed on all the same, so that the
+//! provider's check refuses it by name when nothing checked the types.
 
 use std::fmt::Write as _;
 
@@ -25,6 +27,7 @@ const MODULE_NAMES: &[&str] = &[
     "Dict",
     "List",
     "Literal",
+    "Never",
     "Optional",
     "Required",
     "TypedDict",
@@ -33,7 +36,10 @@ const MODULE_NAMES: &[&str] = &[
     "Input",
     "sdk",
 ];
-const TYPING: &[&str] = MODULE_NAMES.split_at(9).0;
+const TYPING: &[&str] = MODULE_NAMES.split_at(10).0;
+
+/// The parameter collecting keywords the constructor or call does not declare.
+const UNKNOWN: &str = "unknown";
 
 impl Emitter for PyEmitter {
     fn language(&self) -> &'static str {
@@ -43,7 +49,15 @@ impl Emitter for PyEmitter {
     fn reserved(&self) -> Reserved {
         Reserved {
             // The constructor's own parameters, and the module's own names.
-            input_names: &["self", "ctx", "resource_name", "opts", "sdk", "inputs"],
+            input_names: &[
+                "self",
+                "ctx",
+                "resource_name",
+                "opts",
+                "sdk",
+                "inputs",
+                UNKNOWN,
+            ],
             // `Resource`'s own members.
             output_names: &["id", "urn", "output", "handle"],
             type_suffixes: &[],
@@ -146,13 +160,20 @@ impl<'a> Code<'a> {
         }
         self.out.line(0, "");
         self.out.line(0, "");
-        self.out
-            .line(0, "def _present(values: Dict[str, Any]) -> Dict[str, Any]:");
-        self.docstring(1, "The values that were given: `None` is an absent input.");
+        self.out.line(
+            0,
+            "def _present(values: Dict[str, Any], unknown: Dict[str, Any]) -> Dict[str, Any]:",
+        );
+        self.docstring(
+            1,
+            "The values that were given (`None` is an absent input), and the keywords the \
+             signature does not declare: the provider's check names them.",
+        );
         self.out.line(
             1,
-            "return {key: value for key, value in values.items() if value is not None}",
+            "given = {key: value for key, value in values.items() if value is not None}",
         );
+        self.out.line(1, "return {**given, **unknown}");
         self.out.finish()
     }
 
@@ -364,6 +385,7 @@ impl<'a> Code<'a> {
         }
         params.extend(inputs);
         params.push("opts: Optional[sdk.ResourceOptions] = None".into());
+        params.push(format!("**{UNKNOWN}: Never"));
         self.signature(1, "__init__", &params, "None");
         let doc = format!(
             "Declares a `{}` named `resource_name`; `opts` are its resource options.{}",
@@ -372,7 +394,8 @@ impl<'a> Code<'a> {
         );
         self.docstring(2, &doc);
         let wire = self.wire_dict(2, &resource.inputs);
-        self.out.line(2, &format!("inputs = _present({wire})"));
+        self.out
+            .line(2, &format!("inputs = _present({wire}, {UNKNOWN})"));
         self.out.line(
             2,
             &format!(
@@ -408,6 +431,7 @@ impl<'a> Code<'a> {
         self.out.line(0, "");
         let mut params = vec!["ctx: sdk.Context".to_owned()];
         params.extend(self.parameters(&function.inputs, false));
+        params.push(format!("**{UNKNOWN}: Never"));
         let result = self.type_name(&function.output, false);
         self.signature(0, &field_ident(&function.name), &params, &result);
         let mut doc = String::new();
@@ -425,7 +449,7 @@ impl<'a> Code<'a> {
         self.out.line(
             1,
             &format!(
-                "return ctx.invoke({}, _present({wire}))",
+                "return ctx.invoke({}, _present({wire}, {UNKNOWN}))",
                 py_string(&function.token)
             ),
         );

@@ -472,9 +472,12 @@ fn python_types_follow_the_schema() {
             "            ratio: Optional[Input[float]] = None,",
             "            enabled: Optional[Input[bool]] = None,",
             "            extra: Optional[Input[Any]] = None,",
-            "            opts: Optional[sdk.ResourceOptions] = None,\n    ) -> None:",
-            // Absent inputs are not sent; the provider's names are.
+            "            opts: Optional[sdk.ResourceOptions] = None,\n            **unknown: Never,\n    ) -> None:",
+            // Absent inputs are not sent; the provider's names are; unknown keywords (a
+            // type error) are sent for the provider's check to name.
             "inputs = _present({",
+            "        }, unknown)",
+            "    return {**given, **unknown}",
             "            \"fooBar\": foo_bar,",
             "            \"foo_bar\": foo_bar_2,",
             // Secrets are said to be secrets.
@@ -495,7 +498,7 @@ fn python_types_follow_the_schema() {
             "RuleProtocol = Literal[\"tcp\", \"udp\"]",
             "FirewallSettingsMode = Literal[\"0644\", \"read-only\"]",
             // Functions are typed calls.
-            "def lookup(\n        ctx: sdk.Context,\n        host: str,\n) -> List[str]:",
+            "def lookup(\n        ctx: sdk.Context,\n        host: str,\n        **unknown: Never,\n) -> List[str]:",
             "return ctx.invoke(\"net:lookup\", _present({",
         ],
     );
@@ -509,7 +512,7 @@ fn python_keywords_and_collisions_become_valid_distinct_names() {
         code,
         &[
             // Keywords get a `_`; soft keywords stay.
-            "def import_(\n        ctx: sdk.Context,\n        from_: str,\n        *,\n        class_: Optional[int] = None,\n) -> bool:",
+            "def import_(\n        ctx: sdk.Context,\n        from_: str,\n        *,\n        class_: Optional[int] = None,\n        **unknown: Never,\n) -> bool:",
             "        \"from\": from_,",
             "            match: Optional[Input[str]] = None,",
             // Names the SDK uses itself are renamed.

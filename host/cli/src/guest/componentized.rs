@@ -14,10 +14,11 @@ use super::language::{GuestLanguage, Role};
 use super::sdk::{self, Sdk};
 use super::tools::Toolchain;
 
-/// A directory the guest depends on by path, outside its own: a generated SDK.
+/// A directory the guest depends on, outside its own: a generated SDK, installed packages.
 #[derive(Debug, Clone)]
 pub struct Dependency {
-    /// The package name (JavaScript) or the path as written (Python).
+    /// The package name (JavaScript), the path as written (Python), or the lock of the PyPI
+    /// packages installed for a Python guest.
     pub name: String,
     pub dir: PathBuf,
 }

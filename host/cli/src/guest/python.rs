@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::componentized::{self, Componentized, Dependency, Job};
 use super::language::{GuestLanguage, Role, SdkFile};
+use super::pypackages::{self, MANIFEST_MODULE};
 use super::run::run;
 use super::sdk::embed;
 use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
@@ -132,8 +133,18 @@ impl Componentized for Python {
                 "policy pack",
             ),
         };
+        // The installed PyPI packages' manifest first: every module of theirs is loaded.
+        let packages = job
+            .dependencies
+            .iter()
+            .any(|d| d.dir.join(MANIFEST_MODULE).with_extension("py").is_file());
+        let manifest = if packages {
+            format!("import {MANIFEST_MODULE}\n")
+        } else {
+            String::new()
+        };
         let app = format!(
-            "import {module} as _user\n\
+            "{manifest}import {module} as _user\n\
              from plinth.{sdk} import {export}\n\
              if not hasattr(_user, {name:?}):\n    \
                  raise SystemExit(\"module `{module}` defines no `{name}`: a {kind} needs one\")\n\
@@ -173,7 +184,16 @@ impl Componentized for Python {
 #[derive(Deserialize, Default)]
 struct PyProject {
     #[serde(default)]
+    project: Project,
+    #[serde(default)]
     tool: Tools,
+}
+
+#[derive(Deserialize, Default)]
+struct Project {
+    /// The PyPI packages the guest needs, as requirement strings; plinth installs them.
+    #[serde(default)]
+    dependencies: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -193,18 +213,30 @@ struct PlinthSettings {
     paths: Vec<String>,
 }
 
-fn settings(dir: &Path, what: &str) -> Result<PlinthSettings> {
+fn pyproject(dir: &Path, what: &str) -> Result<PyProject> {
     let manifest = dir.join("pyproject.toml");
-    let project: PyProject = toml::from_str(&std::fs::read_to_string(&manifest)?)
-        .with_context(|| format!("{what}: {} is malformed", manifest.display()))?;
-    Ok(project.tool.plinth)
+    toml::from_str(&std::fs::read_to_string(&manifest)?)
+        .with_context(|| format!("{what}: {} is malformed", manifest.display()))
 }
 
-/// The directories `[tool.plinth] paths` adds to the module search path: their sources are
-/// part of the build's cache key.
+fn settings(dir: &Path, what: &str) -> Result<PlinthSettings> {
+    Ok(pyproject(dir, what)?.tool.plinth)
+}
+
+/// The directories `[tool.plinth] paths` adds to the module search path, and the PyPI
+/// packages `[project] dependencies` declares, installed: their sources (and the packages'
+/// lock) are part of the build's cache key.
 fn dependencies(dir: &Path, what: &str) -> Result<Vec<Dependency>> {
+    let project = pyproject(dir, what)?;
     let mut found = Vec::new();
-    for path in settings(dir, what)?.paths {
+    if !project.project.dependencies.is_empty() {
+        let installed = pypackages::install(&project.project.dependencies, what)?;
+        found.push(Dependency {
+            name: format!("PyPI packages\n{}", installed.lock),
+            dir: installed.dir,
+        });
+    }
+    for path in project.tool.plinth.paths {
         let full = dir.join(&path);
         if !full.is_dir() {
             bail!(

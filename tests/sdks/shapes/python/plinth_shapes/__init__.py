@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, Required, TypedDict, TypeVar, Union
+from typing import Any, Dict, List, Literal, Never, Optional, Required, TypedDict, TypeVar, Union
 
 import plinth as sdk
 
@@ -62,6 +62,7 @@ class Firewall(sdk.Resource):
             extra: Optional[Input[Any]] = None,
             weight: Optional[Input[float]] = None,
             opts: Optional[sdk.ResourceOptions] = None,
+            **unknown: Never,
     ) -> None:
         """Declares a `shapes:Firewall` named `resource_name`; `opts` are its resource options.
 
@@ -84,7 +85,7 @@ class Firewall(sdk.Resource):
             "token": token,
             "extra": extra,
             "weight": weight,
-        })
+        }, unknown)
         super().__init__(ctx.resource(Firewall.TYPE, resource_name, inputs, opts).handle)
 
     @property
@@ -129,6 +130,7 @@ class Firewall(sdk.Resource):
 def ports_of(
         ctx: sdk.Context,
         rules: List[Rule],
+        **unknown: Never,
 ) -> List[int]:
     """The ports of some rules, in order.
 
@@ -138,9 +140,10 @@ def ports_of(
     """
     return ctx.invoke("shapes:portsOf", _present({
         "rules": rules,
-    }))
+    }, unknown))
 
 
-def _present(values: Dict[str, Any]) -> Dict[str, Any]:
-    """The values that were given: `None` is an absent input."""
-    return {key: value for key, value in values.items() if value is not None}
+def _present(values: Dict[str, Any], unknown: Dict[str, Any]) -> Dict[str, Any]:
+    """The values that were given (`None` is an absent input), and the keywords the signature does not declare: the provider's check names them."""
+    given = {key: value for key, value in values.items() if value is not None}
+    return {**given, **unknown}
