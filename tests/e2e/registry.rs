@@ -15,15 +15,15 @@ const LAYER_MEDIA_TYPE: &str = "application/wasm";
 const ARTIFACT_TYPE: &str = "application/vnd.wasm.component.v1+wasm";
 
 /// A plinth home (the plugin store) and a docker config directory of the test's own.
-struct Client {
-    home: tempfile::TempDir,
-    docker: tempfile::TempDir,
+pub(crate) struct Client {
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) docker: tempfile::TempDir,
     /// `SSL_CERT_FILE`, for a registry whose CA the test made.
-    ca: Option<PathBuf>,
+    pub(crate) ca: Option<PathBuf>,
 }
 
 impl Client {
-    fn new() -> Client {
+    pub(crate) fn new() -> Client {
         Client {
             home: tempfile::tempdir().unwrap(),
             docker: tempfile::tempdir().unwrap(),
@@ -41,7 +41,7 @@ impl Client {
         std::fs::write(self.docker.path().join("config.json"), config.to_string()).unwrap();
     }
 
-    fn command(&self, env: &Env, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, env: &Env, args: &[&str]) -> Command {
         let mut cmd = env.command(args);
         cmd.env("PLINTH_HOME", self.home.path())
             .env("DOCKER_CONFIG", self.docker.path())
@@ -53,11 +53,11 @@ impl Client {
         cmd
     }
 
-    fn run(&self, env: &Env, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, env: &Env, args: &[&str]) -> Output {
         self.command(env, args).output().expect("running plinth")
     }
 
-    fn ok(&self, env: &Env, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, env: &Env, args: &[&str]) -> String {
         let out = self.run(env, args);
         assert!(
             out.status.success(),
@@ -68,7 +68,7 @@ impl Client {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    fn fails(&self, env: &Env, args: &[&str]) -> String {
+    pub(crate) fn fails(&self, env: &Env, args: &[&str]) -> String {
         let out = self.run(env, args);
         assert!(
             !out.status.success(),
@@ -79,7 +79,7 @@ impl Client {
     }
 
     /// The components in the store's blob directory.
-    fn stored(&self) -> Vec<PathBuf> {
+    pub(crate) fn stored(&self) -> Vec<PathBuf> {
         match std::fs::read_dir(self.home.path().join("plugins/sha256")) {
             Ok(dir) => dir.map(|e| e.unwrap().path()).collect(),
             Err(_) => Vec::new(),
@@ -88,7 +88,7 @@ impl Client {
 }
 
 /// A scenario project whose `testkit` plugin comes from the store at `version`.
-fn project_on_store(version: &str) -> Env {
+pub(crate) fn project_on_store(version: &str) -> Env {
     Env::project(&format!(
         "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    version: {version}\n",
         guest("plinth-scenario").display()
@@ -96,24 +96,24 @@ fn project_on_store(version: &str) -> Env {
 }
 
 /// A project running the scenario program, where the plugin commands run.
-fn scenario_project() -> Env {
+pub(crate) fn scenario_project() -> Env {
     Env::project(&format!(
         "name: scenario\nprogram: {}\n",
         guest("plinth-scenario").display()
     ))
 }
 
-fn testkit() -> (PathBuf, Vec<u8>) {
+pub(crate) fn testkit() -> (PathBuf, Vec<u8>) {
     let path = guest("plinth-testkit");
     let bytes = std::fs::read(&path).unwrap();
     (path, bytes)
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
-fn skopeo(args: &[&str]) -> String {
+pub(crate) fn skopeo(args: &[&str]) -> String {
     let out = Command::new("skopeo")
         .args(args)
         .output()
@@ -127,7 +127,7 @@ fn skopeo(args: &[&str]) -> String {
 }
 
 /// The version the testkit plugin calls itself.
-fn testkit_version(client: &Client, env: &Env) -> String {
+pub(crate) fn testkit_version(client: &Client, env: &Env) -> String {
     let (path, _) = testkit();
     let shown: serde_json::Value = serde_json::from_str(&client.ok(
         env,

@@ -585,7 +585,8 @@ impl<'a> Deployer<'a> {
     ) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack.name).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
-        let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
+        let mut resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
+        crate::plugin::trusted::check(&ws.project, &mut resolved)?;
         if let Some(note) = lockfile::verify(&ws.project.dir, &pins(&resolved))? {
             println!("{note}");
         }

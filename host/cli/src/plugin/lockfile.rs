@@ -21,7 +21,7 @@ const HEADER: &str = "\
 ";
 
 /// One pinned plugin.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pin {
     pub sha256: String,
@@ -31,6 +31,12 @@ pub struct Pin {
     /// The path Plinth.yaml gives, for a `.wasm` file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
+    /// The id of the trusted key that signed it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+    /// Its minisign signature, kept so that runs verify it offline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 impl Pin {
@@ -148,6 +154,11 @@ fn names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
         .join(", ")
 }
 
+/// The pins of the project's `Plinth.lock`, if it has one.
+pub fn locked(project_dir: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
+    read(&project_dir.join(LOCK_FILE))
+}
+
 fn read(path: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
     let Some(text) = crate::yaml_file::read(path)? else {
         return Ok(None);
@@ -199,7 +210,7 @@ mod tests {
                 let pin = Pin {
                     sha256: (*sha)?.to_owned(),
                     version: Some("0.1.0".into()),
-                    path: None,
+                    ..Pin::default()
                 };
                 Some((name.to_string(), pin))
             })

@@ -5,14 +5,18 @@
 mod command;
 mod describe;
 mod download;
+mod keys;
 mod locate;
+mod mirror;
 pub mod lockfile;
 pub mod oci;
 mod properties;
 pub mod providers;
 mod publish;
 pub mod resolve;
+pub mod signature;
 pub mod store;
+pub mod trusted;
 
 pub use command::{PluginCommand, run, short};
 pub use describe::provider_info;

@@ -68,6 +68,7 @@ fn from_path(project: &Project, name: &str, path: &std::path::Path) -> Result<Re
             sha256: component.sha256().to_owned(),
             version: None,
             path: Some(path.to_owned()),
+            ..Pin::default()
         }),
         source,
         component: Some(component),
@@ -97,12 +98,14 @@ fn from_store(store: &Store, name: &str, version: &str) -> Result<Resolved> {
             plugin.source
         );
     }
+    let signature = store.signature(&plugin.sha256)?;
     Ok(Resolved {
         source,
         pin: Some(Pin {
             sha256: plugin.sha256,
             version: Some(plugin.version),
-            path: None,
+            signature,
+            ..Pin::default()
         }),
         component: Some(component),
     })
