@@ -30,6 +30,7 @@ mod numbers;
 mod oidc;
 mod plan_selection;
 mod plans;
+mod plugin_lock;
 mod policy;
 mod policy_events;
 mod policy_polyglot;

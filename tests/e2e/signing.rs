@@ -100,7 +100,12 @@ fn keys_are_private_and_named_safely() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|k| (k["name"].as_str().unwrap(), k["encrypted"].as_bool().unwrap()))
+        .map(|k| {
+            (
+                k["name"].as_str().unwrap(),
+                k["encrypted"].as_bool().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(names, [("ci", true), ("release", false)]);
     assert_eq!(listed[1]["public_key"], public);
@@ -111,7 +116,10 @@ fn keys_are_private_and_named_safely() {
         assert!(!stderr.contains('\u{1b}'), "{stderr}");
     }
     assert!(!client.home.path().join("escape.key").exists());
-    let stderr = client.fails(&env, &["plugin", "key", "create", "release", "--unencrypted"]);
+    let stderr = client.fails(
+        &env,
+        &["plugin", "key", "create", "release", "--unencrypted"],
+    );
     assert!(stderr.contains("exists already"), "{stderr}");
 }
 
@@ -279,10 +287,11 @@ fn the_trust_policy_refuses_before_anything_is_stored_or_compiled() {
     // untouched.
     let state = project.state_files();
     let cache = files(&user.home.path().join("cache"));
-    std::fs::remove_file(user.home.path().join(format!(
-        "plugins/sha256/{}.minisig",
-        sha256(&bytes)
-    )))
+    std::fs::remove_file(
+        user.home
+            .path()
+            .join(format!("plugins/sha256/{}.minisig", sha256(&bytes))),
+    )
     .unwrap();
     let altered = alter_signature(&lock);
     std::fs::write(project.project.join("Plinth.lock"), &altered).unwrap();
@@ -425,7 +434,12 @@ fn the_repository_s_own_plugins_are_published_signed_by_its_script() {
 
     let shown: serde_json::Value = serde_json::from_str(&publisher.ok(
         &env,
-        &["plugin", "inspect", guest("plinth-random").to_str().unwrap(), "--json"],
+        &[
+            "plugin",
+            "inspect",
+            guest("plinth-random").to_str().unwrap(),
+            "--json",
+        ],
     ))
     .unwrap();
     let version = shown["version"].as_str().unwrap();
@@ -443,4 +457,47 @@ fn the_repository_s_own_plugins_are_published_signed_by_its_script() {
         ],
     );
     assert!(out.contains("Signed by trusted key"), "{out}");
+}
+
+#[test]
+fn a_registry_plugin_runs_from_the_mirror_when_its_registry_is_gone() {
+    let mut origin = Registry::start().unwrap();
+    let mirror = Registry::start().unwrap();
+    let publisher = Client::new();
+    let env = scenario_project();
+    let trusted = make_key(&publisher, &env, "release");
+    let repo = format!("{}/plinth/testkit", origin.authority());
+    publish(&publisher, &env, &repo, Some("release"));
+    let version = testkit_version(&publisher, &env);
+
+    // `source: oci://…` pinned, signature and signer included, then mirrored.
+    let project = Env::project(&format!(
+        "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    source: oci://{repo}\n    \
+         version: \"{version}\"\ntrust:\n  keys: [\"{trusted}\"]\n",
+        guest("plinth-scenario").display()
+    ));
+    let connected = Client::new();
+    connected.ok(&project, &["plugin", "lock"]);
+    let lock = std::fs::read_to_string(project.project.join("Plinth.lock")).unwrap();
+    assert!(
+        lock.contains("signer:") && lock.contains("signature:"),
+        "{lock}"
+    );
+    let to = format!("oci://{}/copies", mirror.authority());
+    let out = connected.ok(&project, &["plugin", "mirror", "--to", &to]);
+    assert!(out.contains("with its signature"), "{out}");
+    origin.stop();
+
+    // A fresh machine that reaches only the mirror runs the pinned, signed build.
+    let offline = Client::new();
+    let out = offline
+        .command(&project, &["up", "--yes"])
+        .env("PLINTH_PLUGIN_MIRROR", &to)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(project.project.join("Plinth.lock")).unwrap(),
+        lock
+    );
 }

@@ -36,7 +36,7 @@ use crate::json_events::{JsonEvent, JsonStream};
 use crate::plan_file::{self, Plan, PlanOptions, StateMark};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::resolve::{pins, resolve};
-use crate::plugin::{lockfile, store::Store, store::file_sha256};
+use crate::plugin::{lockfile, registry, store::Store, store::file_sha256};
 use crate::policy::{self, PolicyArgs};
 use crate::run_metadata::MetadataArgs;
 use crate::run_options::RunOptions;
@@ -277,7 +277,7 @@ async fn preview_with(
         capture: args.save_plan.is_some(),
         ..Request::change(&args.change, args.refresh)
     };
-    let deployer = Deployer::for_preview(ws, json)?;
+    let deployer = Deployer::for_preview(ws, &args.common.run, json).await?;
     let outcome = (deployer.run(UpdateKind::Update, true, &args.common, &request)).await?;
     if args.expect_no_changes && outcome.changes.changes() > 0 {
         bail!(
@@ -401,7 +401,8 @@ async fn refresh_with(
         ..Request::default()
     };
     if args.expect_no_changes {
-        let outcome = Deployer::for_preview(ws, json)?
+        let outcome = Deployer::for_preview(ws, &args.common.run, json)
+            .await?
             .run(UpdateKind::Refresh, true, &args.common, &request)
             .await?;
         if outcome.changes.changes() > 0 {
@@ -467,7 +468,7 @@ async fn apply_plan(
     );
     let crypter = ws.backend.crypter(&stack);
     let plan = Plan::read(path, (&project, &name, &url), crypter.as_ref())?;
-    let deployer = Deployer::for_update(ws, "up", json)?;
+    let deployer = Deployer::for_update(ws, "up", &args.common.run, json).await?;
     plan.check_config(&deployer.config)?;
     let request = Request {
         refresh_first: plan.options.refresh,
@@ -520,7 +521,7 @@ async fn run_confirmed(
     how: Confirm,
     json: Option<Arc<JsonStream>>,
 ) -> Result<ExitCode> {
-    let deployer = Deployer::for_update(ws, how.command, json)?;
+    let deployer = Deployer::for_update(ws, how.command, &common.run, json).await?;
     if !how.skip_preview {
         let plan = deployer.run(kind, true, common, request).await?;
         if plan.changes.changes() == 0 {
@@ -561,31 +562,41 @@ struct Deployer<'a> {
 impl<'a> Deployer<'a> {
     /// For runs that only preview: they record nothing, so they need the stack's secrets only
     /// to open those its configuration or state holds.
-    fn for_preview(ws: &'a Workspace, json: Option<Arc<JsonStream>>) -> Result<Deployer<'a>> {
-        Deployer::new(ws, "preview", ws.stack()?, json)
+    async fn for_preview(
+        ws: &'a Workspace,
+        run: &RunOptions,
+        json: Option<Arc<JsonStream>>,
+    ) -> Result<Deployer<'a>> {
+        Deployer::new(ws, "preview", ws.stack()?, run, json).await
     }
 
     /// For runs that record what they do: the stack's secrets must work before anything
     /// starts.
-    fn for_update(
+    async fn for_update(
         ws: &'a Workspace,
         command: &'static str,
+        run: &RunOptions,
         json: Option<Arc<JsonStream>>,
     ) -> Result<Deployer<'a>> {
         let stack = ws.stack()?;
         unlock_for_update(ws.backend.as_ref(), &stack)?;
-        Deployer::new(ws, command, stack, json)
+        Deployer::new(ws, command, stack, run, json).await
     }
 
-    fn new(
+    async fn new(
         ws: &'a Workspace,
         command: &'static str,
         stack: StackRef,
+        run: &RunOptions,
         json: Option<Arc<JsonStream>>,
     ) -> Result<Deployer<'a>> {
         let config = ws.project.stack_config(&stack.name).values()?;
         let config = open_config(config, ws.backend.crypter(&stack).as_ref())?;
-        let mut resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?))?;
+        let options = registry::Options {
+            accept_capabilities: run.accept_capabilities,
+            ..registry::Options::default()
+        };
+        let mut resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?), &options).await?;
         crate::plugin::trusted::check(&ws.project, &mut resolved)?;
         if let Some(note) = lockfile::verify(&ws.project.dir, &pins(&resolved))? {
             println!("{note}");

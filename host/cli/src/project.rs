@@ -81,10 +81,14 @@ pub struct PluginSpec {
     /// A `.wasm` component, or a crate directory to build, relative to the project.
     #[serde(default)]
     path: Option<PathBuf>,
-    /// The version of a plugin installed in the store (`plinth plugin install`). Exactly one
-    /// of `path` and `version` is given.
+    /// The version of a plugin installed in the store (`plinth plugin install`); with
+    /// `source`, the version or semver range to resolve against the registry's tags. Exactly
+    /// one of `path` and `version` is given.
     #[serde(default)]
     version: Option<String>,
+    /// A registry repository, `oci://HOST[:PORT]/REPOSITORY`, to resolve `version` in.
+    #[serde(default)]
+    source: Option<String>,
     /// What the plugin is granted beyond the bare sandbox; nothing by default.
     #[serde(default)]
     pub grants: GrantsSpec,
@@ -100,19 +104,62 @@ pub enum PluginSource<'a> {
     Path(&'a Path),
     /// A version installed in the plugin store.
     Store(&'a str),
+    /// A version or semver range of a registry repository (`oci://…`), resolved and pinned in
+    /// Plinth.lock.
+    Registry {
+        repository: &'a str,
+        version: &'a str,
+    },
+}
+
+/// A `version:` of a registry's plugin: an exact version (`0.3.1`, unlike Cargo, which reads
+/// it as `^0.3.1`) or a semver range (`^0.3`, `>=1.2, <2`).
+pub fn version_range(text: &str) -> Result<semver::VersionReq, String> {
+    let text = text.trim();
+    let exact = semver::Version::parse(text).map(|v| format!("={v}"));
+    semver::VersionReq::parse(exact.as_deref().unwrap_or(text)).map_err(|e| {
+        format!(
+            "`{}` is not a version or a semver range ({e}): give e.g. `0.3.1`, `^0.3` or \
+             `>=1.2, <2`",
+            plinth_engine::shown::escape_controls(text)
+        )
+    })
 }
 
 impl PluginSpec {
     pub fn source(&self) -> PluginSource<'_> {
-        match (&self.path, &self.version) {
-            (Some(path), None) => PluginSource::Path(path),
-            (None, Some(version)) => PluginSource::Store(version),
+        match (&self.path, &self.version, &self.source) {
+            (Some(path), None, None) => PluginSource::Path(path),
+            (None, Some(version), None) => PluginSource::Store(version),
+            (None, Some(version), Some(repository)) => PluginSource::Registry {
+                repository,
+                version,
+            },
             _ => unreachable!("Project::load admits exactly one of `path` and `version`"),
         }
     }
 
-    /// Checks that exactly one of `path` and `version` is given.
+    /// Checks that exactly one of `path` and `version` is given, and that a `source` is a
+    /// repository with a version or range to resolve in it.
     fn validate(&self, name: &str) -> Result<(), String> {
+        if let Some(source) = &self.source {
+            let reference = crate::plugin::oci::Reference::parse(source)
+                .map_err(|e| format!("plugin `{name}`: `source`: {e}"))?;
+            if reference.tag.is_some() || reference.digest.is_some() {
+                return Err(format!(
+                    "plugin `{name}`: `source` names a tag or digest; give the repository, \
+                     {}, and the version or range as `version:`",
+                    reference.repository_url()
+                ));
+            }
+            let Some(version) = &self.version else {
+                return Err(format!(
+                    "plugin `{name}` has a `source` but no `version`: give the version or \
+                     semver range to resolve in it, e.g. `version: \"^0.3\"`"
+                ));
+            };
+            version_range(version).map_err(|e| format!("plugin `{name}`: `version`: {e}"))?;
+        }
         match (&self.path, &self.version) {
             (Some(_), None) => Ok(()),
             (None, Some(version)) if !version.trim().is_empty() => Ok(()),
@@ -292,6 +339,44 @@ mod tests {
         let both = "name: p\nplugins:\n  kit:\n    path: kit.wasm\n    version: 0.1.0\n";
         let err = load(both).unwrap_err().to_string();
         assert!(err.contains("both `path` and `version`"), "{err}");
+        let registry = "name: p\nplugins:\n  kit:\n    source: oci://r.io/kit\n    version: ^0.3\n";
+        let project = load(registry).unwrap();
+        assert!(matches!(
+            project.file.plugins["kit"].source(),
+            PluginSource::Registry {
+                repository: "oci://r.io/kit",
+                version: "^0.3"
+            }
+        ));
+        for (bad, why) in [
+            (
+                "source: oci://r.io/kit:0.3.0\n    version: ^0.3",
+                "names a tag",
+            ),
+            ("source: oci://r.io/kit", "no `version`"),
+            (
+                "source: oci://r.io/kit\n    version: banana",
+                "not a version",
+            ),
+            (
+                "source: https://r.io/kit\n    version: ^0.3",
+                "not an OCI reference",
+            ),
+        ] {
+            let yaml = format!("name: p\nplugins:\n  kit:\n    {bad}\n");
+            let err = load(&yaml).unwrap_err().to_string();
+            assert!(err.contains(why), "{err}");
+        }
+        assert!(
+            version_range("0.3.1")
+                .unwrap()
+                .matches(&"0.3.1".parse().unwrap())
+        );
+        assert!(
+            !version_range("0.3.1")
+                .unwrap()
+                .matches(&"0.3.2".parse().unwrap())
+        );
         let neither = "name: p\nplugins:\n  kit:\n    grants: {}\n";
         let err = load(neither).unwrap_err().to_string();
         assert!(

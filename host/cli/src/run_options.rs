@@ -24,6 +24,10 @@ pub struct RunOptions {
     /// Also leave out every resource that depends on an excluded one.
     #[arg(long, requires = "exclude")]
     pub exclude_dependents: bool,
+    /// Take a registry plugin's new build although it asks for more (directories, variables,
+    /// network peers) than the one pinned in Plinth.lock.
+    #[arg(long)]
+    pub accept_capabilities: bool,
 }
 
 impl RunOptions {

@@ -12,15 +12,16 @@ use clap::Subcommand;
 use super::describe::{self, describe};
 use super::download;
 use super::keys::{Keys, Protection};
-use super::mirror;
 use super::locate::{check_name, locate, split_id};
+use super::mirror;
 use super::oci::{Reference, artifact};
-use super::signature::{self, TrustPolicy, Verified};
 use super::publish;
+use super::registry::{self, Upgrade};
+use super::signature::{self, TrustPolicy, Verified};
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
 use crate::home::plinth_home;
-use crate::project::Project;
+use crate::project::{PluginSource, Project};
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -45,17 +46,27 @@ pub enum PluginCommand {
         #[arg(value_name = "NAME[@VERSION]")]
         plugin: String,
     },
-    /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, or a
-    /// plugin's source directory: a Rust crate, or a TypeScript/JavaScript or Python guest
-    /// (built first).
+    /// Show what a plugin is and asks for: an installed `name[@version]`, a .wasm file, a
+    /// plugin's source directory (a Rust crate, or a TypeScript/JavaScript or Python guest,
+    /// built first), or `oci://HOST/REPOSITORY[:TAG|@sha256:…]` (without a tag, its newest
+    /// version), fetched without installing it.
     Inspect {
-        #[arg(value_name = "NAME[@VERSION] | FILE | DIR")]
+        #[arg(value_name = "NAME[@VERSION] | FILE | DIR | oci://…")]
         plugin: String,
         #[arg(long)]
         json: bool,
     },
-    /// Pin the project's plugins, as they are now, in Plinth.lock.
-    Lock,
+    /// Pin the project's plugins in Plinth.lock: those not pinned yet are resolved (a
+    /// registry's to the newest version its range allows), the others kept.
+    Lock {
+        /// Re-resolve the registry plugins' ranges (all, or NAME's) and move to the newest
+        /// matching version.
+        #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+        upgrade: Option<String>,
+        /// Take a new build although it asks for more than the pinned one.
+        #[arg(long)]
+        accept_capabilities: bool,
+    },
     /// Publish a plugin to an OCI registry, in the standard Wasm artifact layout.
     Publish {
         /// A `.wasm` component, or a plugin's source directory (built first).
@@ -124,8 +135,25 @@ pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
                 removed.name, removed.version, removed.sha256
             );
         }
+        PluginCommand::Inspect { plugin, json } if plugin.starts_with("oci://") => {
+            inspect_remote(&store, &plugin, json).await?
+        }
         PluginCommand::Inspect { plugin, json } => inspect(&store, &plugin, json).await?,
-        PluginCommand::Lock => lock(start, &store)?,
+        PluginCommand::Lock {
+            upgrade,
+            accept_capabilities,
+        } => {
+            let upgrade = match upgrade.as_deref() {
+                None => Upgrade::None,
+                Some("") => Upgrade::All,
+                Some(name) => Upgrade::Only(name.to_owned()),
+            };
+            let options = registry::Options {
+                accept_capabilities,
+                upgrade,
+            };
+            lock(start, &store, &options).await?
+        }
         PluginCommand::Publish {
             plugin,
             reference,
@@ -377,9 +405,71 @@ fn key(cmd: KeyCommand) -> Result<()> {
     Ok(())
 }
 
-fn lock(start: &Path, store: &Store) -> Result<()> {
+/// `plugin inspect oci://…`: the component fetched into a staging file of the store, described,
+/// and dropped; neither the store's index nor any project changes.
+async fn inspect_remote(store: &Store, reference: &str, json: bool) -> Result<()> {
+    let reference = Reference::parse(reference)?;
+    let (version, pulled) = if reference.manifest_reference().is_some() {
+        (None, publish::pull(&reference).await?)
+    } else {
+        let any = semver::VersionReq::STAR;
+        let (version, pulled) = registry::pull_newest(&reference, &any).await?;
+        (Some(version), pulled)
+    };
+    let description = registry::describe_bytes(store, &pulled.component).await?;
+    if json {
+        #[derive(serde::Serialize)]
+        struct Inspected<'a> {
+            #[serde(flatten)]
+            description: &'a describe::Description,
+            reference: String,
+            manifest: &'a str,
+            signer: String,
+        }
+        let inspected = Inspected {
+            description: &description,
+            reference: pulled.origin.clone(),
+            manifest: &pulled.manifest,
+            signer: signer_line(pulled.signature.as_deref()),
+        };
+        println!("{}", serde_json::to_string_pretty(&inspected)?);
+        return Ok(());
+    }
+    print!("{}", description.render());
+    if let Some(version) = version {
+        println!("newest tag:   {version}");
+    }
+    println!("manifest:     {}", pulled.manifest);
+    println!("reference:    {}", pulled.origin);
+    println!("signer:       {}", signer_line(pulled.signature.as_deref()));
+    Ok(())
+}
+
+/// Who signed a registry's plugin, as `inspect` shows it: the key id the signature names (not
+/// verified here: a project's trust policy does that).
+fn signer_line(signature: Option<&str>) -> String {
+    match signature.map(signature::signer) {
+        None => "none: not signed".to_owned(),
+        Some(Ok(id)) => {
+            format!("key {id} (its signature checked against a project's `trust.keys`)")
+        }
+        Some(Err(e)) => format!("a malformed signature ({e})"),
+    }
+}
+
+async fn lock(start: &Path, store: &Store, options: &registry::Options) -> Result<()> {
     let project = Project::find(start)?;
-    let mut resolved = resolve::resolve(&project, store)?;
+    if let Upgrade::Only(name) = &options.upgrade {
+        match project.file.plugins.get(name).map(|spec| spec.source()) {
+            Some(PluginSource::Registry { .. }) => {}
+            Some(_) => bail!(
+                "plugin `{name}` does not come from a registry (`source: oci://…`): there is no \
+                 range to upgrade it in"
+            ),
+            None => bail!("the project has no plugin `{name}` (see `plugins:` in Plinth.yaml)"),
+        }
+    }
+    let mut resolved = resolve::resolve(&project, store, options).await?;
     super::trusted::check(&project, &mut resolved)?;
     let changes = lockfile::relock(&project.dir, &resolve::pins(&resolved))?;
     let file = project.dir.join(lockfile::LOCK_FILE);

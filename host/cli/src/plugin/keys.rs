@@ -328,6 +328,9 @@ mod tests {
         let err = keys.key_pair("dev").unwrap_err().to_string();
         assert!(err.contains("can be read by others"), "{err}");
         let err = keys.key_pair("nope").unwrap_err();
-        assert!(format!("{err:#}").contains("plugin key create nope"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("plugin key create nope"),
+            "{err:#}"
+        );
     }
 }

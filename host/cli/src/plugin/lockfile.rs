@@ -1,6 +1,11 @@
 //! `Plinth.lock`, beside `Plinth.yaml`: the SHA-256 of every plugin the project loads from a
-//! `.wasm` file or from the store, so that a changed plugin is never run unnoticed. Plugins built
-//! from a crate directory are development builds and are not pinned.
+//! `.wasm` file, the store or a registry, so that a changed plugin is never run unnoticed; for a
+//! registry's plugin also the version its range resolved to, the manifest to fetch it again by,
+//! and the capabilities it asks for (approved like the digest). Plugins built from a crate
+//! directory are development builds and are not pinned.
+//!
+//! Version 1 locks (no registry pins) are read as they are and rewritten as version 2 when the
+//! lock next changes or `plinth plugin lock` runs.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -8,29 +13,46 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use plinth_backend::write_atomically;
+use plinth_engine::shown::escape_controls;
 use serde::{Deserialize, Serialize};
+
+use super::approval::PinnedCapabilities;
 
 pub const LOCK_FILE: &str = "Plinth.lock";
 
-/// The lock schema this plinth reads and writes.
-const LOCK_VERSION: u32 = 1;
+/// The lock schema this plinth writes.
+const LOCK_VERSION: u32 = 2;
+/// The older schemas it reads: version 1 is version 2 without registry pins.
+const READS_VERSIONS: [u32; 2] = [1, 2];
 
 const HEADER: &str = "\
 # Written by plinth: the exact build of each plugin this project uses. Commit it.
 # To accept a changed plugin, run `plinth plugin lock`.
 ";
 
-/// One pinned plugin.
+/// One pinned plugin. Every field but `sha256` is optional, so that a pin can grow (a signer,
+/// a signature) without breaking the locks written before.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pin {
+    /// The SHA-256 (hex) of the component's bytes: what runs.
     pub sha256: String,
-    /// The version, for a plugin from the store.
+    /// The version, for a plugin from the store or a registry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// The path Plinth.yaml gives, for a `.wasm` file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
+    /// The repository, `oci://HOST[:PORT]/REPOSITORY`, for a plugin from a registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The digest of the manifest the version resolved to: the component is fetched again by
+    /// it, never by its tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
+    /// What a registry's plugin asks for, approved with the pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<PinnedCapabilities>,
     /// The id of the trusted key that signed it, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
@@ -40,11 +62,15 @@ pub struct Pin {
 }
 
 impl Pin {
-    fn origin(&self) -> String {
-        match (&self.version, &self.path) {
-            (Some(version), _) => format!("version {version} from the store"),
-            (None, Some(path)) => format!("file {}", path.display()),
-            (None, None) => "unknown origin".to_owned(),
+    pub fn origin(&self) -> String {
+        let shown = |s: &str| escape_controls(s).into_owned();
+        match (&self.source, &self.version, &self.path) {
+            (Some(source), Some(version), _) => {
+                format!("version {} from {}", shown(version), shown(source))
+            }
+            (None, Some(version), _) => format!("version {} from the store", shown(version)),
+            (_, None, Some(path)) => format!("file {}", shown(&path.display().to_string())),
+            _ => "unknown origin".to_owned(),
         }
     }
 }
@@ -57,12 +83,20 @@ struct LockFile {
     plugins: BTreeMap<String, Pin>,
 }
 
+/// The pins of the project's `Plinth.lock`; none without one.
+pub fn locked(project_dir: &Path) -> Result<BTreeMap<String, Pin>> {
+    Ok(read(&project_dir.join(LOCK_FILE))?
+        .map(|(_, pins)| pins)
+        .unwrap_or_default())
+}
+
 /// Checks the project's plugins, as `pins` pins them, against its `Plinth.lock`: a plugin whose
-/// SHA-256 differs from the pinned one is an error. A project without a lock gets one; plugins added to or removed
+/// SHA-256 differs from the pinned one is an error (but for a registry's plugin: resolving it
+/// held it to the lock already, and a move is the user's, by its range or `--upgrade`). A project without a lock gets one; plugins added to or removed
 /// from `Plinth.yaml` are added to or removed from it. Returns a note saying what was written.
 pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option<String>> {
     let path = project_dir.join(LOCK_FILE);
-    let Some(locked) = read(&path)? else {
+    let Some((_, locked)) = read(&path)? else {
         if pins.is_empty() {
             return Ok(None);
         }
@@ -76,6 +110,7 @@ pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option
     for (name, pin) in pins {
         if let Some(old) = locked.get(name)
             && old.sha256 != pin.sha256
+            && pin.source.is_none()
         {
             let _ = write!(
                 mismatches,
@@ -99,6 +134,20 @@ pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option
     }
     let added: Vec<_> = pins.keys().filter(|n| !locked.contains_key(*n)).collect();
     let removed: Vec<_> = locked.keys().filter(|n| !pins.contains_key(*n)).collect();
+    // Registry plugins whose range left their pin behind, or whose source changed.
+    let moved: Vec<String> = pins
+        .iter()
+        .filter_map(|(name, pin)| {
+            let old = locked.get(name).filter(|old| old.sha256 != pin.sha256)?;
+            Some(format!(
+                "`{name}` from sha256 {} ({}) to sha256 {} ({})",
+                old.sha256,
+                old.origin(),
+                pin.sha256,
+                pin.origin()
+            ))
+        })
+        .collect();
     save(&path, pins)?;
     if pins.is_empty() {
         return Ok(Some(format!(
@@ -112,13 +161,16 @@ pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option
     if !removed.is_empty() {
         let _ = write!(note, ", dropping {}", names(removed));
     }
+    if !moved.is_empty() {
+        let _ = write!(note, ", moving {}", moved.join(", "));
+    }
     Ok(Some(note + "."))
 }
 
 /// Rewrites the lock to pin the plugins as `pins` does now; returns one line per change.
 pub fn relock(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Vec<String>> {
     let path = project_dir.join(LOCK_FILE);
-    let locked = read(&path)?.unwrap_or_default();
+    let (schema, locked) = read(&path)?.unwrap_or((LOCK_VERSION, BTreeMap::new()));
     let mut changes = Vec::new();
     for (name, pin) in pins {
         match locked.get(name) {
@@ -140,7 +192,12 @@ pub fn relock(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Vec<St
     for name in locked.keys().filter(|n| !pins.contains_key(*n)) {
         changes.push(format!("dropped `{name}`: no longer in the project"));
     }
-    if pins != &locked {
+    if pins != &locked || schema != LOCK_VERSION {
+        if schema != LOCK_VERSION && !pins.is_empty() {
+            changes.push(format!(
+                "rewrote it in version {LOCK_VERSION} of its format (it was version {schema})"
+            ));
+        }
         save(&path, pins)?;
     }
     Ok(changes)
@@ -154,12 +211,8 @@ fn names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
         .join(", ")
 }
 
-/// The pins of the project's `Plinth.lock`, if it has one.
-pub fn locked(project_dir: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
-    read(&project_dir.join(LOCK_FILE))
-}
-
-fn read(path: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
+/// The lock's schema version and pins.
+fn read(path: &Path) -> Result<Option<(u32, BTreeMap<String, Pin>)>> {
     let Some(text) = crate::yaml_file::read(path)? else {
         return Ok(None);
     };
@@ -168,15 +221,15 @@ fn read(path: &Path) -> Result<Option<BTreeMap<String, Pin>>> {
             "{e}; restore it from version control or rewrite it with `plinth plugin lock`"
         )
     })?;
-    if lock.version != LOCK_VERSION {
+    if !READS_VERSIONS.contains(&lock.version) {
         bail!(
-            "{} has version {}, this plinth reads version {LOCK_VERSION}; use the plinth that \
-             wrote it, or rewrite it with `plinth plugin lock`",
+            "{} has version {}, this plinth reads versions {READS_VERSIONS:?}; use the plinth \
+             that wrote it, or rewrite it with `plinth plugin lock`",
             path.display(),
             lock.version
         );
     }
-    Ok(Some(lock.plugins))
+    Ok(Some((lock.version, lock.plugins)))
 }
 
 /// Writes the lock, or removes it when nothing is left to pin: a lock would only say so.
@@ -263,6 +316,30 @@ mod tests {
         let note = verify(dir.path(), &resolved(&[("a", None)])).unwrap();
         assert!(note.unwrap().starts_with("Removed Plinth.lock"));
         assert!(!lock.exists());
+    }
+
+    #[test]
+    fn a_version_1_lock_keeps_working_and_is_rewritten_by_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(LOCK_FILE);
+        let v1 = "version: 1\nplugins:\n  a:\n    sha256: '11'\n    version: 0.1.0\n";
+        std::fs::write(&lock, v1).unwrap();
+        let pins = resolved(&[("a", Some("11"))]);
+        assert_eq!(verify(dir.path(), &pins).unwrap(), None);
+        assert_eq!(std::fs::read_to_string(&lock).unwrap(), v1, "left as it is");
+        let err = verify(dir.path(), &resolved(&[("a", Some("22"))])).unwrap_err();
+        assert!(err.to_string().contains("plugin `a`"), "{err}");
+
+        let changes = relock(dir.path(), &pins).unwrap();
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert!(changes[0].contains("version 2"), "{changes:?}");
+        let text = std::fs::read_to_string(&lock).unwrap();
+        assert!(text.contains("version: 2"), "{text}");
+        assert_eq!(locked(dir.path()).unwrap(), pins);
+
+        std::fs::write(&lock, "version: 3\nplugins: {}\n").unwrap();
+        let err = verify(dir.path(), &pins).unwrap_err().to_string();
+        assert!(err.contains("has version 3"), "{err}");
     }
 
     #[test]

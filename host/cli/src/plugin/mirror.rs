@@ -86,9 +86,8 @@ pub fn rule_for(registry: &str) -> Result<Option<Mirror>> {
         .mirrors
         .get(registry)
         .map(|m| {
-            Mirror::parse(m).with_context(|| {
-                format!("{}: the mirror of {registry} is not one", path.display())
-            })
+            Mirror::parse(m)
+                .with_context(|| format!("{}: the mirror of {registry} is not one", path.display()))
         })
         .transpose()
 }
@@ -105,22 +104,36 @@ pub fn rewrite(reference: Reference) -> Result<Reference> {
 pub async fn mirror(start: &Path, store: &Store, to: &str) -> Result<()> {
     let target = Mirror::parse(to)?;
     let project = Project::find(start)?;
-    let Some(locked) = lockfile::locked(&project.dir)? else {
+    let locked = lockfile::locked(&project.dir)?;
+    if locked.is_empty() {
         bail!(
             "{} has no {}: run `plinth plugin lock` first, so that the mirror holds exactly the \
              builds the project pins",
             project.dir.display(),
             lockfile::LOCK_FILE
         );
-    };
+    }
     let stored = store.list()?;
     let mut copies = Vec::new();
     for (name, pin) in &locked {
-        let origin = stored
-            .iter()
-            .find(|p| p.sha256 == pin.sha256 && p.source.starts_with("oci://"))
-            .map(|p| Reference::parse(&p.source))
-            .transpose()?;
+        // A `source: oci://` plugin's pin names its repository and manifest; one pulled into
+        // the store, the store's record.
+        let origin = match (&pin.source, &pin.manifest, &pin.version) {
+            (Some(source), Some(manifest), Some(version)) => Some(Reference {
+                tag: Some(
+                    super::oci::reference::check_tag(version)
+                        .map(|()| version.clone())
+                        .map_err(|e| anyhow!("{}: {e}", lockfile::LOCK_FILE))?,
+                ),
+                digest: Some(super::oci::reference::check_digest(manifest, source)?),
+                ..Reference::parse(source)?
+            }),
+            _ => stored
+                .iter()
+                .find(|p| p.sha256 == pin.sha256 && p.source.starts_with("oci://"))
+                .map(|p| Reference::parse(&p.source))
+                .transpose()?,
+        };
         match origin {
             Some(origin) if origin.digest.is_some() => {
                 copies.push((name.clone(), pin.sha256.clone(), origin))

@@ -1,18 +1,21 @@
 //! Plugins: where a project's plugins come from (`resolve`: a crate, a file or the store;
-//! `store`, `download`), how they are pinned (`lockfile`), how they load as the engine's providers
+//! `store`, `download`, `registry`), how they are pinned (`lockfile`, with the capabilities
+//! approved in `approval`), how they load as the engine's providers
 //! (`providers`), and the `plinth plugin` command (`command`).
 
+mod approval;
 mod command;
 mod describe;
 mod download;
 mod keys;
 mod locate;
-mod mirror;
 pub mod lockfile;
+mod mirror;
 pub mod oci;
 mod properties;
 pub mod providers;
 mod publish;
+pub mod registry;
 pub mod resolve;
 pub mod signature;
 pub mod store;

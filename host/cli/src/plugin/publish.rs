@@ -5,8 +5,8 @@ use anyhow::{Result, bail};
 use plinth_engine::shown::escape_controls;
 
 use super::describe::describe;
-use super::locate::{check_name, locate};
 use super::keys::{Keys, key_id};
+use super::locate::{check_name, locate};
 use super::oci::artifact::{self, Descriptor, MANIFEST_MEDIA_TYPE, digest_of};
 use super::oci::signature as oci_signature;
 use super::oci::{Client, Reference};
@@ -21,6 +21,8 @@ pub struct Pulled {
     pub origin: String,
     /// The signature the registry holds beside it, if any (not yet verified).
     pub signature: Option<String>,
+    /// The manifest's digest, `sha256:…`.
+    pub manifest: String,
 }
 
 pub async fn publish(
@@ -125,10 +127,11 @@ pub async fn pull(reference: &Reference) -> Result<Pulled> {
             component,
             signature,
             origin: Reference {
-                digest: Some(manifest_digest),
+                digest: Some(manifest_digest.clone()),
                 ..reference
             }
             .to_string(),
+            manifest: manifest_digest,
         })
     })
     .await?

@@ -1,13 +1,16 @@
-//! Resolves each plugin of `Plinth.yaml` to the component it loads and, for a `.wasm` file or a
-//! plugin from the store, to the SHA-256 `Plinth.lock` pins. Such a file is read and hashed
-//! once, here: the bytes whose hash the lock checks are the bytes the runtime compiles.
+//! Resolves each plugin of `Plinth.yaml` to the component it loads and, for a `.wasm` file, a
+//! plugin from the store or one from a registry, to what `Plinth.lock` pins. Such a file is read
+//! and hashed once, here: the bytes whose hash the lock checks are the bytes the runtime
+//! compiles.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use crate::plugin::lockfile::Pin;
+use crate::plugin::lockfile::{self, Pin};
+use crate::plugin::registry::{self, Options};
+use crate::plugin::signature::TrustPolicy;
 use plinth_runtime::ComponentBytes;
 
 use crate::plugin::store::Store;
@@ -33,20 +36,44 @@ pub fn pins(resolved: &BTreeMap<String, Resolved>) -> BTreeMap<String, Pin> {
         .collect()
 }
 
-/// Every plugin of `project`, by package name, with the store's plugins found in `store`.
-pub fn resolve(project: &Project, store: &Store) -> Result<BTreeMap<String, Resolved>> {
-    project
-        .file
-        .plugins
-        .iter()
-        .map(|(name, spec)| {
-            let resolved = match spec.source() {
-                PluginSource::Path(path) => from_path(project, name, path)?,
-                PluginSource::Store(version) => from_store(store, name, version)?,
-            };
-            Ok((name.clone(), resolved))
-        })
-        .collect()
+/// Every plugin of `project`, by package name, with the store's plugins found in `store` and a
+/// registry's resolved against the pins of its `Plinth.lock` as `options` allow.
+pub async fn resolve(
+    project: &Project,
+    store: &Store,
+    options: &Options,
+) -> Result<BTreeMap<String, Resolved>> {
+    let locked = lockfile::locked(&project.dir)?;
+    let trust = TrustPolicy::new(&project.file.trust).map_err(|e| anyhow::anyhow!(e))?;
+    let mut resolved = BTreeMap::new();
+    for (name, spec) in &project.file.plugins {
+        let plugin = match spec.source() {
+            PluginSource::Path(path) => from_path(project, name, path)?,
+            PluginSource::Store(version) => from_store(store, name, version)?,
+            PluginSource::Registry {
+                repository,
+                version,
+            } => {
+                let fetched = registry::resolve(
+                    store,
+                    name,
+                    repository,
+                    version,
+                    locked.get(name),
+                    options,
+                    &trust,
+                )
+                .await?;
+                Resolved {
+                    source: fetched.component.path().to_owned(),
+                    pin: Some(fetched.pin),
+                    component: Some(fetched.component),
+                }
+            }
+        };
+        resolved.insert(name.clone(), plugin);
+    }
+    Ok(resolved)
 }
 
 fn from_path(project: &Project, name: &str, path: &std::path::Path) -> Result<Resolved> {
@@ -66,7 +93,6 @@ fn from_path(project: &Project, name: &str, path: &std::path::Path) -> Result<Re
     Ok(Resolved {
         pin: Some(Pin {
             sha256: component.sha256().to_owned(),
-            version: None,
             path: Some(path.to_owned()),
             ..Pin::default()
         }),

@@ -87,7 +87,9 @@ pub enum Refused {
         digest: String,
         expected: String,
     },
-    #[error("plugin `{plugin}` ({digest}): its signature is not a minisign signature ({reason}); refused")]
+    #[error(
+        "plugin `{plugin}` ({digest}): its signature is not a minisign signature ({reason}); refused"
+    )]
     Malformed {
         plugin: String,
         digest: String,
@@ -281,16 +283,28 @@ mod tests {
 
         let by_trusted = sign(&trusted.pk, &trusted.sk, "random", "0.1.0", BYTES).unwrap();
         let err = strict
-            .verify("random", "sha256:ab", b"\0asm other bytes", Some(&by_trusted))
+            .verify(
+                "random",
+                "sha256:ab",
+                b"\0asm other bytes",
+                Some(&by_trusted),
+            )
             .unwrap_err();
         assert!(matches!(err, Refused::BadSignature { .. }), "{err}");
 
-        let err = strict.verify("random", "sha256:ab", BYTES, None).unwrap_err();
+        let err = strict
+            .verify("random", "sha256:ab", BYTES, None)
+            .unwrap_err();
         assert!(matches!(err, Refused::Unsigned { .. }), "{err}");
         assert!(err.to_string().contains("trust.unsigned: warn"), "{err}");
 
         let err = strict
-            .verify("random", "sha256:ab", BYTES, Some("untrusted comment: x\n\u{1b}[2J"))
+            .verify(
+                "random",
+                "sha256:ab",
+                BYTES,
+                Some("untrusted comment: x\n\u{1b}[2J"),
+            )
             .unwrap_err();
         assert!(matches!(err, Refused::Malformed { .. }), "{err}");
         assert!(!err.to_string().contains('\u{1b}'));
@@ -337,6 +351,9 @@ mod tests {
         })
         .err()
         .unwrap();
-        assert!(err.contains("RWQnot-a-key") && err.contains("trust.keys"), "{err}");
+        assert!(
+            err.contains("RWQnot-a-key") && err.contains("trust.keys"),
+            "{err}"
+        );
     }
 }

@@ -218,6 +218,15 @@ impl Store {
         Ok(found)
     }
 
+    /// Keeps `bytes`, whose SHA-256 is `sha256`, as a blob no index entry names: a registry's
+    /// plugin, which Plinth.lock names by digest.
+    pub fn put_blob(&self, sha256: &str, bytes: &[u8]) -> Result<()> {
+        if sha256_hex(bytes) != sha256 {
+            bail!("internal error: a blob stored under another hash than its own");
+        }
+        self.write_blob(sha256, bytes)
+    }
+
     fn write_blob(&self, sha256: &str, bytes: &[u8]) -> Result<()> {
         let path = self.blob(sha256);
         if file_sha256(&path).ok().as_deref() == Some(sha256) {

@@ -19,7 +19,7 @@ use crate::project::Project;
 /// unsigned; refuses, naming every one, any other.
 pub fn check(project: &Project, resolved: &mut BTreeMap<String, Resolved>) -> Result<()> {
     let policy = TrustPolicy::new(&project.file.trust).map_err(|e| anyhow!(e))?;
-    let locked = lockfile::locked(&project.dir)?.unwrap_or_default();
+    let locked = lockfile::locked(&project.dir)?;
     let mut refusals = String::new();
     for (name, plugin) in resolved.iter_mut() {
         let (Some(pin), Some(component)) = (plugin.pin.as_mut(), plugin.component.as_ref()) else {
@@ -38,6 +38,7 @@ pub fn check(project: &Project, resolved: &mut BTreeMap<String, Resolved>) -> Re
         match policy.verify(name, &digest, component.bytes(), signature.as_deref()) {
             Ok(Verified::Signed { signer }) => pin.signer = Some(signer),
             Ok(Verified::Warn(warning)) => {
+                pin.signer = None;
                 eprintln!("{} {warning}", style("warning:").yellow().bold());
             }
             Err(refused) => {

@@ -247,6 +247,21 @@ fn port_covers(granted: PortPattern, asked: PortPattern) -> bool {
     granted == PortPattern::Any || granted == asked
 }
 
+impl EndpointPattern {
+    /// Whether every endpoint `asked` may match is one this pattern matches: the rule a grant
+    /// is checked by, and the one that tells a narrower capability from a wider one.
+    pub fn covers(&self, asked: &EndpointPattern) -> bool {
+        endpoint_covers(self, asked)
+    }
+}
+
+impl AuthorityPattern {
+    /// Whether every authority `asked` may match is one this pattern matches.
+    pub fn covers(&self, asked: &AuthorityPattern) -> bool {
+        authority_covers(self, asked)
+    }
+}
+
 fn endpoint_covers(granted: &EndpointPattern, asked: &EndpointPattern) -> bool {
     host_covers(&granted.host, &asked.host) && port_covers(granted.port, asked.port)
 }

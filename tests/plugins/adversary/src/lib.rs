@@ -13,16 +13,20 @@
 //! - `adversary:Ids` answers with hostile ids, messages and output keys (see [`ids`]).
 //!
 //! Every type returns its inputs as outputs, so that a harmless one behaves like an echo.
+//!
+//! Its version and capabilities come from a release marker a test may rewrite in the built
+//! component (see [`release`]), to publish other releases of it to a registry.
 
 mod crash;
 mod files;
 mod ids;
 mod inputs;
 mod numbers;
+mod release;
 mod runaway;
 mod secrets;
 
-use plinth_sdk::{Checked, PropertyMap, Provider, ProviderError, ResourceType};
+use plinth_sdk::{Capabilities, Checked, PropertyMap, Provider, ProviderError, ResourceType};
 
 use crate::crash::{Crash, strike_if_requested};
 
@@ -36,7 +40,11 @@ impl Provider for Adversary {
     }
 
     fn version(&self) -> &str {
-        env!("CARGO_PKG_VERSION")
+        &release::release().version
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        release::release().capabilities()
     }
 
     fn resource_types(&self) -> Vec<Box<dyn ResourceType>> {

@@ -25,6 +25,11 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_SMALL_BYTES: u64 = 4 * 1024 * 1024;
 /// How much of an error answer is read to show.
 const MAX_ERROR_BYTES: u64 = 4 * 1024;
+/// How many tags one page of `tags/list` is asked for.
+const TAGS_PER_PAGE: usize = 1000;
+/// The most pages of tags plinth follows, and the most tags it keeps.
+const MAX_TAG_PAGES: usize = 50;
+const MAX_TAGS: usize = 10_000;
 /// A connection to one registry.
 pub struct Client {
     agent: Agent,
@@ -165,6 +170,53 @@ impl Client {
             );
         }
         Ok(bytes)
+    }
+
+    /// The repository's tags (`tags/list`), following the `Link` header's pages on the same
+    /// server; refused past [`MAX_TAG_PAGES`] pages or [`MAX_TAGS`] tags. Tags that break the
+    /// distribution grammar are dropped: they can name nothing plinth pulls.
+    pub fn tags(&mut self, repository: &str) -> Result<Vec<String>> {
+        #[derive(Deserialize)]
+        struct TagList {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let what = format!("the tags of {}/{repository}", self.registry);
+        let mut url = self.url(&format!("/v2/{repository}/tags/list?n={TAGS_PER_PAGE}"))?;
+        let mut tags = Vec::new();
+        for _ in 0..MAX_TAG_PAGES {
+            let mut response =
+                self.send(&url, &Method::Get("application/json"), repository, "pull")?;
+            expect(&mut response, &[200], &format!("listing {what}"))?;
+            let next = next_page(&response);
+            let body = read_capped(&mut response, MAX_SMALL_BYTES, || what.clone())?;
+            let page: TagList = serde_json::from_slice(&body)
+                .with_context(|| format!("{what}: the registry's answer is not a tag list"))?;
+            tags.extend(
+                page.tags
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| super::reference::check_tag(t).is_ok()),
+            );
+            if tags.len() > MAX_TAGS {
+                bail!("{what}: more than {MAX_TAGS} tags; refused");
+            }
+            let Some(next) = next else {
+                return Ok(tags);
+            };
+            let next = self
+                .base
+                .join(&next)
+                .with_context(|| format!("{what}: the next page is not a URL"))?;
+            if next.origin() != self.base.origin() {
+                bail!(
+                    "{what}: the registry named a next page on another server ({}); refused",
+                    escape_controls(next.as_str())
+                );
+            }
+            url = next;
+        }
+        bail!("{what}: more than {MAX_TAG_PAGES} pages of tags; refused")
     }
 
     /// Uploads `bytes` as a blob (monolithically), unless the registry has it already.
@@ -417,6 +469,21 @@ fn speaks_no_tls(error: &anyhow::Error) -> bool {
             .is_some_and(|e| !refused_certificate(e)),
         _ => false,
     }
+}
+
+/// The target of a `Link: <URL>; rel="next"` header (RFC 8288, as distribution pages tags).
+fn next_page(response: &Response<Body>) -> Option<String> {
+    let link = response.headers().get("link")?.to_str().ok()?;
+    link.split(',').find_map(|part| {
+        let (target, params) = part.trim().split_once(';')?;
+        let is_next = params.split(';').any(|p| {
+            p.trim()
+                .strip_prefix("rel=")
+                .is_some_and(|rel| rel.trim_matches('"') == "next")
+        });
+        let target = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        is_next.then(|| target.to_owned())
+    })
 }
 
 /// Fails unless the status is one of `ok`, with the registry's error (escaped) if it sent one.
