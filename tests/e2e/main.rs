@@ -48,6 +48,7 @@ mod secrets;
 mod service;
 mod service_access;
 mod service_login;
+mod signing;
 mod stack_life;
 mod stack_root;
 mod state;

@@ -17,9 +17,9 @@ const ARTIFACT_TYPE: &str = "application/vnd.wasm.component.v1+wasm";
 /// A plinth home (the plugin store) and a docker config directory of the test's own.
 pub(crate) struct Client {
     pub(crate) home: tempfile::TempDir,
-    docker: tempfile::TempDir,
+    pub(crate) docker: tempfile::TempDir,
     /// `SSL_CERT_FILE`, for a registry whose CA the test made.
-    ca: Option<PathBuf>,
+    pub(crate) ca: Option<PathBuf>,
 }
 
 impl Client {
@@ -41,7 +41,7 @@ impl Client {
         std::fs::write(self.docker.path().join("config.json"), config.to_string()).unwrap();
     }
 
-    fn command(&self, env: &Env, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, env: &Env, args: &[&str]) -> Command {
         let mut cmd = env.command(args);
         cmd.env("PLINTH_HOME", self.home.path())
             .env("DOCKER_CONFIG", self.docker.path())
@@ -88,7 +88,7 @@ impl Client {
 }
 
 /// A scenario project whose `testkit` plugin comes from the store at `version`.
-fn project_on_store(version: &str) -> Env {
+pub(crate) fn project_on_store(version: &str) -> Env {
     Env::project(&format!(
         "name: scenario\nprogram: {}\nplugins:\n  testkit:\n    version: {version}\n",
         guest("plinth-scenario").display()
@@ -96,7 +96,7 @@ fn project_on_store(version: &str) -> Env {
 }
 
 /// A project running the scenario program, where the plugin commands run.
-fn scenario_project() -> Env {
+pub(crate) fn scenario_project() -> Env {
     Env::project(&format!(
         "name: scenario\nprogram: {}\n",
         guest("plinth-scenario").display()
@@ -113,7 +113,7 @@ pub(crate) fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
-fn skopeo(args: &[&str]) -> String {
+pub(crate) fn skopeo(args: &[&str]) -> String {
     let out = Command::new("skopeo")
         .args(args)
         .output()

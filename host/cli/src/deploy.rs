@@ -603,7 +603,8 @@ impl<'a> Deployer<'a> {
             accept_capabilities: run.accept_capabilities,
             ..registry::Options::default()
         };
-        let resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?), &options).await?;
+        let mut resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?), &options).await?;
+        crate::plugin::trusted::check(&ws.project, &mut resolved)?;
         if let Some(note) = lockfile::verify(&ws.project.dir, &pins(&resolved))? {
             println!("{note}");
         }

@@ -30,6 +30,9 @@ pub struct ProjectFile {
     /// Policy packs `preview` and `up` run, beside those `--policy-pack` names.
     #[serde(default, rename = "policy-packs")]
     pub policy_packs: Vec<PolicyPackSpec>,
+    /// The keys whose signatures the project trusts, and what to do with other plugins.
+    #[serde(default)]
+    pub trust: crate::plugin::signature::TrustSpec,
 }
 
 /// One entry of `policy-packs:`: a path (a `.wasm` file or a guest directory, relative to the

@@ -11,10 +11,13 @@ use clap::Subcommand;
 
 use super::describe::{self, describe};
 use super::download;
+use super::keys::{Keys, Protection};
 use super::locate::{check_name, locate, split_id};
-use super::oci::Reference;
+use super::mirror;
+use super::oci::{Reference, artifact};
 use super::publish;
 use super::registry::{self, Upgrade};
+use super::signature::{self, TrustPolicy, Verified};
 use super::store::{Added, Store, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
 use crate::home::plinth_home;
@@ -72,6 +75,9 @@ pub enum PluginCommand {
         /// Where: `oci://HOST[:PORT]/REPOSITORY:VERSION`; the tag must be the plugin's version.
         #[arg(value_name = "oci://HOST/REPOSITORY:VERSION")]
         reference: String,
+        /// Sign it with this key (`plinth plugin key create`), pushing the signature beside it.
+        #[arg(long, value_name = "NAME")]
+        key: Option<String>,
     },
     /// Fetch a plugin from an OCI registry into the plugin store.
     Pull {
@@ -81,6 +87,33 @@ pub enum PluginCommand {
         /// Replace another build installed under the same name and version.
         #[arg(long)]
         force: bool,
+    },
+    /// Copy every plugin the project's Plinth.lock pins from an OCI registry, with its
+    /// signature, to a mirror (`oci://HOST[:PORT]/PREFIX`), byte for byte.
+    Mirror {
+        #[arg(long, value_name = "oci://HOST/PREFIX")]
+        to: String,
+    },
+    /// Make and list the keys that sign published plugins.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Subcommand)]
+pub enum KeyCommand {
+    /// Make a minisign key pair under $PLINTH_HOME/keys and print its public key. The secret key
+    /// is encrypted with a password (PLINTH_KEY_PASSWORD, or asked for at the terminal).
+    Create {
+        name: String,
+        /// Keep the secret key unencrypted (still readable by you alone, mode 0600), for a
+        /// machine that signs unattended.
+        #[arg(long)]
+        unencrypted: bool,
+    },
+    /// List the key pairs: name, key id, public key.
+    Ls {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -121,16 +154,52 @@ pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
             };
             lock(start, &store, &options).await?
         }
-        PluginCommand::Publish { plugin, reference } => {
-            publish::publish(&store, &plugin, &reference).await?
-        }
+        PluginCommand::Publish {
+            plugin,
+            reference,
+            key,
+        } => publish::publish(&store, &plugin, &reference, key.as_deref()).await?,
+        PluginCommand::Key(cmd) => key(cmd)?,
+        PluginCommand::Mirror { to } => mirror::mirror(start, &store, &to).await?,
         PluginCommand::Pull { reference, force } => {
-            let reference = Reference::parse(&reference)?;
+            let reference = mirror::rewrite(Reference::parse(&reference)?)?;
             let pulled = publish::pull(&reference).await?;
+            // Verified before it is described (compiled) or stored.
+            check_pulled(start, &reference, &pulled)?;
             add_to_store(&store, &pulled.component, &pulled.origin, true, force).await?;
+            if let Some(signature) = &pulled.signature {
+                store.add_signature(&sha256_hex(&pulled.component), signature)?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Verifies a pulled plugin against the trust policy of the project `start` is in; outside a
+/// project, only says who signed it (a project's runs verify it).
+fn check_pulled(start: &Path, reference: &Reference, pulled: &publish::Pulled) -> Result<()> {
+    let plugin = reference.repository.rsplit('/').next().unwrap_or_default();
+    let digest = artifact::digest_of(&pulled.component);
+    let Ok(project) = Project::find(start) else {
+        if let Some(text) = &pulled.signature {
+            let signer = signature::signer(text)
+                .map_err(|e| anyhow::anyhow!("the signature of {reference} is not one: {e}"))?;
+            println!("Signed by key {signer} (not checked here: no project names trusted keys).");
+        }
+        return Ok(());
+    };
+    let policy = TrustPolicy::new(&project.file.trust).map_err(|e| anyhow::anyhow!(e))?;
+    match policy.verify(
+        plugin,
+        &digest,
+        &pulled.component,
+        pulled.signature.as_deref(),
+    ) {
+        Ok(Verified::Signed { signer }) => println!("Signed by trusted key {signer}."),
+        Ok(Verified::Warn(warning)) => eprintln!("warning: {warning}"),
+        Err(refused) => bail!("{refused}; nothing was stored"),
+    }
+    Ok(())
 }
 
 /// The bytes of `source`, a file or a URL, and how to name where they came from.
@@ -294,6 +363,48 @@ async fn inspect(store: &Store, plugin: &str, json: bool) -> Result<()> {
     Ok(())
 }
 
+fn key(cmd: KeyCommand) -> Result<()> {
+    let keys = Keys::in_home(&plinth_home()?);
+    match cmd {
+        KeyCommand::Create { name, unencrypted } => {
+            let protection = if unencrypted {
+                Protection::Unencrypted
+            } else {
+                Protection::Password
+            };
+            let made = keys.create(&name, protection)?;
+            println!(
+                "Made the key `{}` (key id {}{}), its secret key in {}.\nIts public key, for \
+                 `trust.keys` in Plinth.yaml (and `minisign -P`):\n{}",
+                made.name,
+                made.id,
+                if made.encrypted {
+                    ", encrypted with its password"
+                } else {
+                    ", unencrypted"
+                },
+                keys.secret_path(&made.name).display(),
+                made.public_key
+            );
+        }
+        KeyCommand::Ls { json } => {
+            let listed = keys.list()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&listed)?);
+            } else if listed.is_empty() {
+                println!("No keys; make one with `plinth plugin key create NAME`.");
+            } else {
+                println!("{:20} {:16} {:9} PUBLIC KEY", "NAME", "KEY ID", "PASSWORD");
+                for k in listed {
+                    let password = if k.encrypted { "yes" } else { "no" };
+                    println!("{:20} {:16} {password:9} {}", k.name, k.id, k.public_key);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `plugin inspect oci://…`: the component fetched into a staging file of the store, described,
 /// and dropped; neither the store's index nor any project changes.
 async fn inspect_remote(store: &Store, reference: &str, json: bool) -> Result<()> {
@@ -313,11 +424,13 @@ async fn inspect_remote(store: &Store, reference: &str, json: bool) -> Result<()
             description: &'a describe::Description,
             reference: String,
             manifest: &'a str,
+            signer: String,
         }
         let inspected = Inspected {
             description: &description,
             reference: pulled.origin.clone(),
             manifest: &pulled.manifest,
+            signer: signer_line(pulled.signature.as_deref()),
         };
         println!("{}", serde_json::to_string_pretty(&inspected)?);
         return Ok(());
@@ -328,7 +441,20 @@ async fn inspect_remote(store: &Store, reference: &str, json: bool) -> Result<()
     }
     println!("manifest:     {}", pulled.manifest);
     println!("reference:    {}", pulled.origin);
+    println!("signer:       {}", signer_line(pulled.signature.as_deref()));
     Ok(())
+}
+
+/// Who signed a registry's plugin, as `inspect` shows it: the key id the signature names (not
+/// verified here: a project's trust policy does that).
+fn signer_line(signature: Option<&str>) -> String {
+    match signature.map(signature::signer) {
+        None => "none: not signed".to_owned(),
+        Some(Ok(id)) => {
+            format!("key {id} (its signature checked against a project's `trust.keys`)")
+        }
+        Some(Err(e)) => format!("a malformed signature ({e})"),
+    }
 }
 
 async fn lock(start: &Path, store: &Store, options: &registry::Options) -> Result<()> {
@@ -343,7 +469,8 @@ async fn lock(start: &Path, store: &Store, options: &registry::Options) -> Resul
             None => bail!("the project has no plugin `{name}` (see `plugins:` in Plinth.yaml)"),
         }
     }
-    let resolved = resolve::resolve(&project, store, options).await?;
+    let mut resolved = resolve::resolve(&project, store, options).await?;
+    super::trusted::check(&project, &mut resolved)?;
     let changes = lockfile::relock(&project.dir, &resolve::pins(&resolved))?;
     let file = project.dir.join(lockfile::LOCK_FILE);
     if changes.is_empty() {

@@ -53,6 +53,12 @@ pub struct Pin {
     /// What a registry's plugin asks for, approved with the pin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<PinnedCapabilities>,
+    /// The id of the trusted key that signed it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+    /// Its minisign signature, kept so that runs verify it offline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 impl Pin {

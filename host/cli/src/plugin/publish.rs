@@ -5,21 +5,32 @@ use anyhow::{Result, bail};
 use plinth_engine::shown::escape_controls;
 
 use super::describe::describe;
+use super::keys::{Keys, key_id};
 use super::locate::{check_name, locate};
-use super::oci::artifact::{self, digest_of};
+use super::oci::artifact::{self, Descriptor, MANIFEST_MEDIA_TYPE, digest_of};
+use super::oci::signature as oci_signature;
 use super::oci::{Client, Reference};
+use super::signature;
 use super::store::{Store, sha256_hex};
+use crate::home::plinth_home;
 
 /// A component fetched from a registry, its digests verified.
 pub struct Pulled {
     pub component: Vec<u8>,
     /// The reference pinned to the manifest's digest: what the store records it came from.
     pub origin: String,
+    /// The signature the registry holds beside it, if any (not yet verified).
+    pub signature: Option<String>,
     /// The manifest's digest, `sha256:…`.
     pub manifest: String,
 }
 
-pub async fn publish(store: &Store, plugin: &str, reference: &str) -> Result<()> {
+pub async fn publish(
+    store: &Store,
+    plugin: &str,
+    reference: &str,
+    key: Option<&str>,
+) -> Result<()> {
     let reference = Reference::parse(reference)?;
     let (Some(tag), None) = (reference.tag.clone(), &reference.digest) else {
         bail!(
@@ -52,16 +63,43 @@ pub async fn publish(store: &Store, plugin: &str, reference: &str) -> Result<()>
             escape_controls(&version)
         );
     }
+    // Signed before anything is pushed: a wrong password leaves the registry as it was.
+    let signed = match key {
+        Some(key) => {
+            let (public, secret) = Keys::in_home(&plinth_home()?).key_pair(key)?;
+            let text = signature::sign(&public, &secret, &name, &version, &component)?;
+            Some((key_id(public.keynum()), text))
+        }
+        None => None,
+    };
     let packed = artifact::pack(&component, &version)?;
     let target = reference.clone();
-    let digest = tokio::task::spawn_blocking(move || -> Result<String> {
-        let mut client = Client::connect(&target.registry)?;
-        client.push_blob(&target.repository, &packed.config)?;
-        client.push_blob(&target.repository, &component)?;
-        client.push_manifest(&target.repository, &tag, &packed.manifest)
-    })
-    .await??;
+    let signature_text = signed.as_ref().map(|(_, text)| text.clone());
+    let (digest, signature_tag) =
+        tokio::task::spawn_blocking(move || -> Result<(String, Option<String>)> {
+            let mut client = Client::connect(&target.registry)?;
+            client.push_blob(&target.repository, &packed.config)?;
+            client.push_blob(&target.repository, &component)?;
+            let digest = client.push_manifest(&target.repository, &tag, &packed.manifest)?;
+            let Some(text) = signature_text else {
+                return Ok((digest, None));
+            };
+            let subject = Descriptor {
+                media_type: MANIFEST_MEDIA_TYPE.into(),
+                digest: digest.clone(),
+                size: packed.manifest.len() as u64,
+            };
+            let tag = oci_signature::push(&mut client, &target.repository, &subject, &text)?;
+            Ok((digest, Some(tag)))
+        })
+        .await??;
     println!("Published {name} {version} to {reference}\ndigest: {digest}");
+    if let (Some((signer, _)), Some(tag)) = (signed, signature_tag) {
+        println!(
+            "signed by key {signer}: the signature is {}:{tag}",
+            reference.repository_url()
+        );
+    }
     Ok(())
 }
 
@@ -83,8 +121,11 @@ pub async fn pull(reference: &Reference) -> Result<Pulled> {
             plinth_runtime::MAX_COMPONENT_BYTES,
         )?;
         debug_assert_eq!(digest_of(&component), layer.digest);
+        let signature =
+            oci_signature::fetch(&mut client, &reference.repository, &manifest_digest, &what)?;
         Ok(Pulled {
             component,
+            signature,
             origin: Reference {
                 digest: Some(manifest_digest.clone()),
                 ..reference

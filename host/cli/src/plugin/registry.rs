@@ -16,8 +16,10 @@ use semver::{Version, VersionReq};
 use super::approval::{self, PinnedCapabilities};
 use super::describe::{Description, describe};
 use super::lockfile::Pin;
+use super::mirror;
 use super::oci::{Client, Reference};
 use super::publish::{self, Pulled};
+use super::signature::TrustPolicy;
 use super::store::{Store, sha256_hex};
 use crate::project::version_range;
 
@@ -63,6 +65,7 @@ pub async fn resolve(
     version: &str,
     locked: Option<&Pin>,
     options: &Options,
+    trust: &TrustPolicy,
 ) -> Result<Fetched> {
     let reference = Reference::parse(repository)?;
     let range = version_range(version).map_err(|e| anyhow::anyhow!("plugin `{name}`: {e}"))?;
@@ -77,7 +80,7 @@ pub async fn resolve(
     };
     match locked.filter(fits) {
         Some(pin) if !options.upgrade.covers(name) => from_pin(store, name, &reference, pin).await,
-        _ => newest(store, name, &reference, &range, locked, options).await,
+        _ => newest(store, name, &reference, &range, locked, options, trust).await,
     }
 }
 
@@ -85,10 +88,11 @@ pub async fn resolve(
 async fn from_pin(store: &Store, name: &str, reference: &Reference, pin: &Pin) -> Result<Fetched> {
     let blob = store.blob(&pin.sha256);
     if !blob.exists() {
+        // From its mirror, if a rule names one: the same digest either way.
         let by_digest = Reference {
             tag: None,
             digest: pin.manifest.clone(),
-            ..reference.clone()
+            ..mirror::rewrite(reference.clone())?
         };
         let pulled = publish::pull(&by_digest)
             .await
@@ -133,11 +137,22 @@ async fn newest(
     range: &VersionReq,
     old: Option<&Pin>,
     options: &Options,
+    trust: &TrustPolicy,
 ) -> Result<Fetched> {
-    let (version, pulled) = pull_newest(reference, range)
+    let (version, pulled) = pull_newest(&mirror::rewrite(reference.clone())?, range)
         .await
         .with_context(|| format!("plugin `{name}`: cannot resolve `{range}` in {reference}"))?;
     let sha256 = sha256_hex(&pulled.component);
+    // Its signature verified before describing it compiles it (a warning, if any, is given
+    // once, when the project's plugins are checked together).
+    if let Err(refused) = trust.verify(
+        name,
+        &format!("sha256:{sha256}"),
+        &pulled.component,
+        pulled.signature.as_deref(),
+    ) {
+        bail!("{refused}; nothing was compiled or stored");
+    }
     let description = describe_bytes(store, &pulled.component).await?;
     if description.name.as_deref() != Some(name) {
         bail!(
@@ -159,6 +174,7 @@ async fn newest(
         source: Some(reference.repository_url()),
         manifest: Some(pulled.manifest.clone()),
         capabilities: Some(capabilities.clone()),
+        signature: pulled.signature.clone(),
         ..Pin::default()
     };
     if let Some(old) = old
@@ -173,6 +189,9 @@ async fn newest(
         }
     }
     store.put_blob(&sha256, &pulled.component)?;
+    if let Some(signature) = &pulled.signature {
+        store.add_signature(&sha256, signature)?;
+    }
     Ok(Fetched {
         component: ComponentBytes::read(&store.blob(&sha256))?,
         pin,

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::plugin::lockfile::{self, Pin};
 use crate::plugin::registry::{self, Options};
+use crate::plugin::signature::TrustPolicy;
 use plinth_runtime::ComponentBytes;
 
 use crate::plugin::store::Store;
@@ -43,6 +44,7 @@ pub async fn resolve(
     options: &Options,
 ) -> Result<BTreeMap<String, Resolved>> {
     let locked = lockfile::locked(&project.dir)?;
+    let trust = TrustPolicy::new(&project.file.trust).map_err(|e| anyhow::anyhow!(e))?;
     let mut resolved = BTreeMap::new();
     for (name, spec) in &project.file.plugins {
         let plugin = match spec.source() {
@@ -52,9 +54,16 @@ pub async fn resolve(
                 repository,
                 version,
             } => {
-                let fetched =
-                    registry::resolve(store, name, repository, version, locked.get(name), options)
-                        .await?;
+                let fetched = registry::resolve(
+                    store,
+                    name,
+                    repository,
+                    version,
+                    locked.get(name),
+                    options,
+                    &trust,
+                )
+                .await?;
                 Resolved {
                     source: fetched.component.path().to_owned(),
                     pin: Some(fetched.pin),
@@ -115,11 +124,13 @@ fn from_store(store: &Store, name: &str, version: &str) -> Result<Resolved> {
             plugin.source
         );
     }
+    let signature = store.signature(&plugin.sha256)?;
     Ok(Resolved {
         source,
         pin: Some(Pin {
             sha256: plugin.sha256,
             version: Some(plugin.version),
+            signature,
             ..Pin::default()
         }),
         component: Some(component),

@@ -78,6 +78,36 @@ impl Store {
         self.dir.join("sha256").join(format!("{sha256}.wasm"))
     }
 
+    /// Where the signature a stored component came with is kept: beside it, named by its
+    /// SHA-256 too.
+    pub fn signature_path(&self, sha256: &str) -> PathBuf {
+        self.dir.join("sha256").join(format!("{sha256}.minisig"))
+    }
+
+    /// The signature the component `sha256` came with, if any (read up to a signature's size).
+    pub fn signature(&self, sha256: &str) -> Result<Option<String>> {
+        let path = self.signature_path(sha256);
+        let mut text = String::new();
+        match File::open(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Ok(file) => {
+                use std::io::Read;
+                file.take(super::signature::MAX_SIGNATURE_BYTES as u64 + 1)
+                    .read_to_string(&mut text)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+            }
+        }
+        Ok(Some(text))
+    }
+
+    /// Keeps `signature` beside the stored component `sha256`.
+    pub fn add_signature(&self, sha256: &str, signature: &str) -> Result<()> {
+        let path = self.signature_path(sha256);
+        write_atomically(&path, signature.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
     fn index_path(&self) -> PathBuf {
         self.dir.join("index.json")
     }

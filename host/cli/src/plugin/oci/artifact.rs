@@ -37,6 +37,9 @@ pub struct Manifest {
     pub layers: Vec<Descriptor>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// The manifest this one refers to (a signature's), as OCI 1.1 names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Descriptor>,
 }
 
 /// The config blob: what the Wasm layout asks for, no more.
@@ -81,6 +84,7 @@ pub fn pack(component: &[u8], version: &str) -> Result<Packed> {
         },
         layers: vec![layer],
         annotations: BTreeMap::from([(VERSION_ANNOTATION.to_owned(), version.to_owned())]),
+        subject: None,
     };
     Ok(Packed {
         config,

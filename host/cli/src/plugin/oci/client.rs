@@ -93,9 +93,31 @@ impl Client {
     /// The manifest `reference` (a tag or digest) names, and its digest. Refused if it is
     /// larger than [`MAX_MANIFEST_BYTES`], or, asked for by digest, has another one.
     pub fn manifest(&mut self, repository: &str, reference: &str) -> Result<(Vec<u8>, String)> {
+        self.get_manifest(repository, reference, false)?
+            .ok_or_else(|| anyhow!("unreachable: a missing manifest is an error"))
+    }
+
+    /// The manifest `reference` names, or none if the registry has no such one (HTTP 404).
+    pub fn manifest_if_any(
+        &mut self,
+        repository: &str,
+        reference: &str,
+    ) -> Result<Option<(Vec<u8>, String)>> {
+        self.get_manifest(repository, reference, true)
+    }
+
+    fn get_manifest(
+        &mut self,
+        repository: &str,
+        reference: &str,
+        missing_ok: bool,
+    ) -> Result<Option<(Vec<u8>, String)>> {
         let url = self.url(&format!("/v2/{repository}/manifests/{reference}"))?;
         let accept = format!("{MANIFEST_MEDIA_TYPE}, {INDEX_MEDIA_TYPE}");
         let mut response = self.send(&url, &Method::Get(&accept), repository, "pull")?;
+        if missing_ok && response.status().as_u16() == 404 {
+            return Ok(None);
+        }
         let what = format!("{}/{repository}:{reference}", self.registry);
         expect(
             &mut response,
@@ -112,7 +134,7 @@ impl Client {
                  for; refused"
             );
         }
-        Ok((bytes, digest))
+        Ok(Some((bytes, digest)))
     }
 
     /// The blob `descriptor` names, refused unless its size and digest are the descriptor's,
