@@ -10,8 +10,10 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use console::style;
+use plinth_backend::{
+    AppliedPlan, HistoryEntry, RunMetadata, UpdateKind, UpdateResult, UsedPlugins,
+};
 use plinth_backend::{Backend, EventLog, StackRef, Update};
-use plinth_backend::{HistoryEntry, RunMetadata, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
@@ -919,9 +921,24 @@ impl<'a> Deployer<'a> {
         let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
             .with_plugins(self.used.list())
             .with_metadata(&request.metadata)
-            .with_policy_packs(policies.to_vec());
+            .with_policy_packs(policies.to_vec())
+            .with_plan(applied_plan(phase.kind, request));
         Ok(update.complete(&entry)?)
     }
+}
+
+/// The saved plan a phase of `kind` applied, for its history entry: the update phase of
+/// `up --plan` (not the refresh before it).
+fn applied_plan(kind: UpdateKind, request: &Request) -> Option<AppliedPlan> {
+    let plan = request
+        .plan
+        .as_ref()
+        .filter(|_| kind == UpdateKind::Update)?;
+    Some(AppliedPlan {
+        made_against: plan.state.version,
+        state_digest: plan.state.digest.clone(),
+        steps: plan.steps.len() as u64,
+    })
 }
 
 /// The error a run ends with: the step failures the display already showed are counted, not

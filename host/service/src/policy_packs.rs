@@ -15,6 +15,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::audit::{self, Action, Actor};
+use crate::auth::{Level, User};
 use crate::checks::shown;
 use crate::error::ApiError;
 
@@ -236,8 +237,14 @@ pub(crate) async fn record_unclaimed(
     Ok(())
 }
 
-/// The component whose digest is `digest`.
-pub(crate) async fn component(pool: &PgPool, digest: &str) -> Result<PackComponent, ApiError> {
+/// The component whose digest is `digest`, for `user` if its token covers a stack the pack
+/// applies to (a pack's rules are the administrator's, not every token holder's to read), or
+/// administers every stack.
+pub(crate) async fn component(
+    pool: &PgPool,
+    user: &User,
+    digest: &str,
+) -> Result<PackComponent, ApiError> {
     if digest.len() != 64
         || !digest
             .bytes()
@@ -248,18 +255,59 @@ pub(crate) async fn component(pool: &PgPool, digest: &str) -> Result<PackCompone
             shown(digest)
         )));
     }
+    let globs: Vec<(String,)> = sqlx::query_as("SELECT stacks FROM policy_packs WHERE digest = $1")
+        .bind(digest)
+        .fetch_all(pool)
+        .await?;
+    let missing = || {
+        ApiError::NotFound(format!(
+            "no policy pack has the digest {digest}: it was removed or replaced; run again"
+        ))
+    };
+    if globs.is_empty() {
+        return Err(missing());
+    }
+    if !user.scope.everywhere(Level::Admin) && !covers_a_stack_of(pool, user, &globs).await? {
+        return Err(ApiError::Forbidden(format!(
+            "the token of {} grants {}, and the policy pack {digest} applies to no stack it \
+             covers: a pack is read by the runs of the stacks it applies to (or an \
+             administrator of every stack)",
+            user.name,
+            user.scope.describe()
+        )));
+    }
     let found: Option<(Vec<u8>,)> =
         sqlx::query_as("SELECT bytes FROM policy_packs WHERE digest = $1 LIMIT 1")
             .bind(digest)
             .fetch_optional(pool)
             .await?;
-    let (bytes,) = found.ok_or_else(|| {
-        ApiError::NotFound(format!(
-            "no policy pack has the digest {digest}: it was removed or replaced; run again"
-        ))
-    })?;
+    let (bytes,) = found.ok_or_else(missing)?;
     Ok(PackComponent {
         digest: digest.to_owned(),
         wasm_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
     })
+}
+
+/// Whether `user`'s token covers a stack (one it names, or one that exists in the project or
+/// service it covers) that one of the patterns `globs` matches.
+async fn covers_a_stack_of(
+    pool: &PgPool,
+    user: &User,
+    globs: &[(String,)],
+) -> Result<bool, ApiError> {
+    let matchers: Vec<GlobMatcher> = (globs.iter())
+        .filter_map(|(glob,)| matcher(glob).ok())
+        .collect();
+    let matches = |full: &str| matchers.iter().any(|m| m.is_match(full));
+    if let (Some(project), Some(stack)) = (&user.scope.project, &user.scope.stack) {
+        return Ok(matches(&format!("{project}/{stack}")));
+    }
+    let stacks: Vec<(String, String)> = sqlx::query_as(
+        "SELECT project, name FROM stacks
+         WHERE removed IS NULL AND ($1::text IS NULL OR project = $1)",
+    )
+    .bind(&user.scope.project)
+    .fetch_all(pool)
+    .await?;
+    Ok((stacks.iter()).any(|(project, stack)| matches(&format!("{project}/{stack}"))))
 }

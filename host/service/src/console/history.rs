@@ -36,6 +36,41 @@ fn text<'a>(entry: &'a Value, field: &str) -> Option<&'a str> {
     entry.get(field).and_then(Value::as_str)
 }
 
+/// What an update's history entry says it checked: the policy packs that ran, with their
+/// violations, and the saved plan it applied, as the client reported them.
+pub(super) fn checks(entry: &Value) -> Markup {
+    let packs = entry.get("policy_packs").and_then(Value::as_array);
+    let plan = entry.get("plan").filter(|p| p.is_object());
+    let count = |pack: &Value, field: &str| pack.get(field).and_then(Value::as_u64).unwrap_or(0);
+    html! {
+        @if let Some(packs) = packs.filter(|p| !p.is_empty()) {
+            ul.packs { @for pack in packs {
+                li {
+                    "policy " (text(pack, "name").unwrap_or("?"))
+                    @if let Some(version) = text(pack, "version").filter(|v| !v.is_empty()) { " " (version) }
+                    ": "
+                    @match (count(pack, "mandatory"), count(pack, "advisory")) {
+                        (0, 0) => { "passed" }
+                        (mandatory, advisory) => {
+                            @if mandatory > 0 { span.removed { (mandatory) " mandatory" } }
+                            @if mandatory > 0 && advisory > 0 { ", " }
+                            @if advisory > 0 { span.changed { (advisory) " advisory" } }
+                            " violation(s)"
+                        }
+                    }
+                }
+            } }
+        }
+        @if let Some(plan) = plan {
+            p.plan {
+                "Applied a saved plan of "
+                (plan.get("steps").and_then(Value::as_u64).unwrap_or(0)) " step(s), made against version "
+                (plan.get("made-against").and_then(Value::as_u64).unwrap_or(0))
+            }
+        }
+    }
+}
+
 /// `GET /stacks/P/S/history`: the stack's versions, newest first.
 pub(super) async fn list(
     viewer: Viewer,
@@ -55,7 +90,7 @@ pub(super) async fn list(
         h1 { "History of " (project) "/" (stack) }
         p { a href=(base) { "Stack " (project) "/" (stack) } }
         table #history {
-            tr { th { "Version" } th { "Kind" } th { "Result" } th { "By" } th { "Changes" } th { "Took" } th { "Message" } th { "CI" } th { "" } th { "" } }
+            tr { th { "Version" } th { "Kind" } th { "Result" } th { "By" } th { "Changes" } th { "Took" } th { "Message" } th { "CI" } th { "Checks" } th { "" } th { "" } }
             @for version in &listed {
                 @let entry = &version.entry;
                 @let changes = entry.get("changes");
@@ -83,6 +118,7 @@ pub(super) async fn list(
                         @if let Some(commit) = meta("commit") { code { (commit) } " " }
                         @if let Some(pr) = meta("pull_request") { "PR " (pr) }
                     }
+                    td { (checks(entry)) }
                     td { a href={ (base) "/logs?version=" (version.version) } { "log" } }
                     td { @if version.version > 1 {
                         a href={ (base) "/diff?from=" (version.version - 1) "&to=" (version.version) } { "diff" }

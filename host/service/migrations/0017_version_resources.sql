@@ -1,0 +1,5 @@
+-- How many resources each version holds, as `plinth stack ls` counts them (providers and the
+-- stack's root aside), counted as the version is made: listing stacks (the API's and the
+-- console's) no longer parses every latest checkpoint. Versions stored before have none and are
+-- counted when read.
+ALTER TABLE versions ADD COLUMN resources BIGINT CHECK (resources >= 0);
