@@ -19,6 +19,7 @@ pub use error::BackendError;
 pub use files::write_atomically;
 pub use local::{LocalBackend, StackLock};
 pub use open::{Scheme, ServiceLogin};
+pub use plinth_state::protocol::ConfigKey;
 pub use plinth_state::protocol::policy::RequiredPack;
 pub use plinth_state::run_metadata;
 pub use plinth_state::{

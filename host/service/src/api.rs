@@ -320,6 +320,7 @@ async fn begin_update(
     Body(request): Body<BeginRequest>,
 ) -> Result<Json<Begun>, ApiError> {
     checks::kind(&request.kind)?;
+    let config = crate::config_keys::checked(&request.config)?;
     user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     let begun = updates::begin(
@@ -327,8 +328,11 @@ async fn begin_update(
         &app.metrics,
         &user,
         &key,
-        &request.kind,
-        request.request_id,
+        updates::Beginning {
+            kind: &request.kind,
+            request_id: request.request_id,
+            config: config.as_ref(),
+        },
         app.options.lease_seconds,
     )
     .await?;

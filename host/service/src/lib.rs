@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod body;
 mod checks;
+mod config_keys;
 mod console;
 mod database_url;
 mod db;

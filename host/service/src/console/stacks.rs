@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
+use plinth_state::protocol::ConfigKey;
 use serde::Deserialize;
 
 use super::errors::ConsoleError;
@@ -228,6 +229,7 @@ pub(super) async fn stack(
     let resources = latest(&viewer, &app, &project, &stack, values::nodes).await?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     let running = crate::updates::running(&app.pool, key.id).await?;
+    let config = config_of(&app, key.id).await?;
     let rows = tree(&resources);
     let pages = rows.len().div_ceil(TREE_PAGE).max(1);
     let page = query.page.clamp(1, pages);
@@ -278,6 +280,22 @@ pub(super) async fn stack(
                 @if page < pages { a href={ (base) "?page=" (page + 1) } { "next" } }
             }
         }
+        h2 { "Configuration" }
+        @match &config {
+            Some(config) => {
+                p { "As the update begun " (config.started) " UTC by " (config.user) " ran with it." }
+                table #config {
+                    tr { th { "Key" } th { "Value" } }
+                    @for key in &config.keys {
+                        tr {
+                            td { code { (key.key) } }
+                            td { @if key.secret { (values::SECRET) } @else { (key.value.as_deref().unwrap_or("")) } }
+                        }
+                    }
+                }
+            }
+            None => { p { "No update has said its configuration yet." } }
+        }
         h2 { "Outputs" }
         @match outputs.is_empty() {
             false => {
@@ -292,6 +310,36 @@ pub(super) async fn stack(
         }
     };
     Ok(layout::page(&format!("{project}/{stack}"), &viewer, body))
+}
+
+/// The configuration keys the latest update that sent them ran with.
+struct Config {
+    keys: Vec<ConfigKey>,
+    started: String,
+    user: String,
+}
+
+async fn config_of(app: &App, stack_id: i64) -> Result<Option<Config>, ConsoleError> {
+    let row: Option<(sqlx::types::Json<Vec<ConfigKey>>, String, String)> = sqlx::query_as(
+        "SELECT u.config, to_char(u.started AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),
+                usr.name
+         FROM updates u JOIN users usr ON usr.id = u.user_id
+         WHERE u.stack_id = $1 AND u.config IS NOT NULL ORDER BY u.started DESC LIMIT 1",
+    )
+    .bind(stack_id)
+    .fetch_optional(&app.pool)
+    .await?;
+    Ok(row.map(|(keys, started, user)| Config {
+        // Checked when stored: no secret has a value; shown so all the same, whatever a row holds.
+        keys: (keys.0.into_iter())
+            .map(|key| ConfigKey {
+                value: key.value.filter(|_| !key.secret),
+                ..key
+            })
+            .collect(),
+        started,
+        user,
+    }))
 }
 
 #[derive(Deserialize)]

@@ -340,18 +340,25 @@ fn a_revoked_token_ends_its_sessions_at_once() {
 /// Records `checkpoint` as the next version of `p/dev` (an import, as `plinth stack import`
 /// does), through alice's token.
 fn record(service: &Service, alice: &str, checkpoint: &[u8]) {
-    record_with(service, alice, checkpoint, history_entry("import"));
+    record_with(
+        service,
+        alice,
+        checkpoint,
+        history_entry("import"),
+        json!([]),
+    );
 }
 
-/// Records `checkpoint` as the next version of `p/dev`, with the history entry `entry`.
-fn record_with(service: &Service, alice: &str, checkpoint: &[u8], entry: Value) {
+/// Records `checkpoint` as the next version of `p/dev`, with the history entry `entry`, begun
+/// saying the configuration keys `config`.
+fn record_with(service: &Service, alice: &str, checkpoint: &[u8], entry: Value, config: Value) {
     let (status, begun) = call(
         service,
         "POST",
         "stacks/p/dev/updates",
         Some(alice),
         None,
-        Some(json!({ "kind": "import" })),
+        Some(json!({ "kind": "import", "config": config })),
     );
     assert_eq!(status, 200, "{begun}");
     let update = lease_of(&begun);
@@ -503,12 +510,31 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
         { "name": SCRIPT_NAME, "version": "", "digest": "cd".repeat(32), "advisory": 0, "mandatory": 0 },
     ]);
     checked["plan"] = json!({ "made-against": 1, "state-digest": "ef".repeat(32), "steps": 3 });
+    // Its client said the stack's configuration keys: a secret's by name only, a value as markup.
+    let config = json!([
+        { "key": "region", "secret": false, "value": "eu-west-1" },
+        { "key": "banner", "secret": false, "value": IMG_NAME },
+        { "key": "db-password", "secret": true },
+    ]);
     record_with(
         &service,
         &alice,
         &hostile_state(&service, &alice, 2),
         checked,
+        config,
     );
+    // A client that sends a secret key's value is refused: the service never stores one.
+    let (status, answer) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/updates",
+        Some(&alice),
+        None,
+        Some(json!({ "kind": "update",
+                     "config": [{ "key": "db-password", "secret": true, "value": SECRET }] })),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(!answer.to_string().contains(SECRET), "{answer}");
 
     let browser = Browser::start().unwrap();
     browser_sign_in(&browser, &service, &alice);
@@ -540,6 +566,13 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
     assert!(
         outputs.contains("\"[secret]\"") && outputs.contains(&banner),
         "{outputs}"
+    );
+    let config = browser.text(&browser.find("#config").unwrap()).unwrap();
+    assert!(
+        config.contains("region eu-west-1")
+            && config.contains(&format!("banner {IMG_NAME}"))
+            && config.contains("db-password [secret]"),
+        "{config}"
     );
     nothing_ran_and_no_secret(&browser, "the stack page");
     screenshot(&browser, "stack");

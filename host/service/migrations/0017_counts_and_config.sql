@@ -3,3 +3,7 @@
 -- console's) no longer parses every latest checkpoint. Versions stored before have none and are
 -- counted when read.
 ALTER TABLE versions ADD COLUMN resources BIGINT CHECK (resources >= 0);
+-- The stack's configuration keys an update ran with, as its client sent them when it began:
+-- `[{"key", "secret", "value"}]`, a secret's without its value. The service never stores
+-- `Plinth.<stack>.yaml`; the console shows the latest update's.
+ALTER TABLE updates ADD COLUMN config JSONB;
