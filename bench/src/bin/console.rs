@@ -26,8 +26,8 @@ use plinth_engine::resource::ResourceState;
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value as PValue};
-use plinth_state::Checkpoint;
 use plinth_state::secrets::{Crypter, SecretsError};
+use plinth_state::{Checkpoint, HistoryEntry, UpdateKind, UpdateResult};
 use serde_json::{Value, json};
 
 #[derive(Parser)]
@@ -219,6 +219,7 @@ fn snapshot(resources: usize, version: i64) -> Snapshot {
             provider: None,
             custom_timeouts: None,
         });
+        let mut previous: Option<Urn> = None;
         for child in 1..per_group {
             // Version 2: the last item of each group replaced by a new one.
             let child = match (version, child) {
@@ -263,10 +264,7 @@ fn snapshot(resources: usize, version: i64) -> Snapshot {
                 inputs,
                 outputs,
                 parent: Some(parent.clone()),
-                dependencies: match child {
-                    1 => vec![],
-                    c => vec![urn_of(group, c - 1)],
-                },
+                dependencies: previous.replace(urn.clone()).into_iter().collect(),
                 protect: child == 1,
                 retain_on_delete: false,
                 delete: false,
@@ -310,13 +308,12 @@ fn load(client: &Client, token: &str, resources: usize) -> anyhow::Result<()> {
         )?;
         let id = begun["update_id"].as_str().context("no update id")?;
         let lease = begun["lease_token"].as_str().context("no lease")?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_secs();
-        let entry = json!({
-            "kind": "import", "started": now, "ended": now, "result": "succeeded",
-            "changes": {}, "plinth": "bench",
-        });
+        let entry = serde_json::to_value(HistoryEntry::ended_now(
+            UpdateKind::Import,
+            std::time::SystemTime::now(),
+            UpdateResult::Succeeded,
+            Default::default(),
+        ))?;
         let phase = json!({
             "phase": 1, "entry": entry, "checkpoint": String::from_utf8(checkpoint)?,
         });
@@ -406,7 +403,7 @@ impl Client {
             .uri(format!("{}/signin", self.url))
             .body(())?;
         let mut form = self.agent.run(request)?;
-        let cookie = cookie(form.headers(), "plinth_signin")?;
+        let signin = cookie(form.headers(), "plinth_signin")?;
         let page = form.body_mut().read_to_string()?;
         let at = page
             .find("name=\"csrf\" value=\"")
@@ -416,7 +413,7 @@ impl Client {
         let request = ureq::http::Request::builder()
             .method("POST")
             .uri(format!("{}/signin", self.url))
-            .header("Cookie", cookie)
+            .header("Cookie", signin)
             .header("Content-Type", "application/x-www-form-urlencoded")
             .body(format!("csrf={csrf}&token={}", url_encoded(token)))?;
         let signed = self.agent.run(request)?;

@@ -363,6 +363,7 @@ pub(super) async fn resource(
                 crate::checks::shown(&query.urn)
             ))
         })?;
+    let (inputs, outputs) = (resource.inputs()?, resource.outputs()?);
     let base = format!("/stacks/{project}/{stack}");
     let link =
         |urn: &str| html! { a href={ (base) "/resource?urn=" (encoded(urn)) } { code { (urn) } } };
@@ -381,9 +382,9 @@ pub(super) async fn resource(
         @if resource.dependencies.is_empty() { p { "None." } }
         ul { @for dependency in &resource.dependencies { li { (link(dependency)) } } }
         h2 { "Inputs" }
-        pre #inputs { (values::pretty(&resource.inputs)) }
+        pre #inputs { (values::pretty(&inputs)) }
         h2 { "Outputs" }
-        pre #outputs { (values::pretty(&resource.outputs)) }
+        pre #outputs { (values::pretty(&outputs)) }
     };
     Ok(layout::page(resource.name(), &viewer, body))
 }
