@@ -1057,3 +1057,28 @@ fn sign_ins_sign_outs_and_refusals_are_audited_and_an_address_guessing_tokens_is
     );
     assert_eq!(spoofed.status, 429);
 }
+
+#[test]
+fn the_readmes_web_console_section_shows_screenshots_that_are_committed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Web console\n")
+        .nth(1)
+        .expect("a Web console section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let images: Vec<&str> = (section.split("](").skip(1))
+        .filter_map(|rest| rest.split(')').next())
+        .filter(|target| target.ends_with(".png"))
+        .collect();
+    assert!(images.len() >= 5, "the section shows {images:?}");
+    for image in images {
+        assert!(image.starts_with("docs/images/"), "{image}");
+        let bytes = std::fs::read(root.join(image))
+            .unwrap_or_else(|e| panic!("the README shows {image}, which is missing: {e}"));
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{image} is not a PNG");
+        assert!(bytes.len() < 150 << 10, "{image} is {} bytes", bytes.len());
+    }
+}
