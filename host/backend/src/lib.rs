@@ -20,7 +20,7 @@ pub use files::write_atomically;
 pub use local::{LocalBackend, StackLock};
 pub use open::{Scheme, ServiceLogin};
 pub use plinth_state::protocol::ConfigKey;
-pub use plinth_state::protocol::policy::RequiredPack;
+pub use plinth_state::protocol::policy::{PackLimits, RequiredPack};
 pub use plinth_state::run_metadata;
 pub use plinth_state::{
     AppliedPlan, CREATED_AS_BEGUN, Checkpoint, Creates, EventNumbering, HistoryEntry, ImportReport,

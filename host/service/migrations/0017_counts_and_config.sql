@@ -7,3 +7,7 @@ ALTER TABLE versions ADD COLUMN resources BIGINT CHECK (resources >= 0);
 -- `[{"key", "secret", "value"}]`, a secret's without its value. The service never stores
 -- `Plinth.<stack>.yaml`; the console shows the latest update's.
 ALTER TABLE updates ADD COLUMN config JSONB;
+-- The limits a pack the service enforces runs under (`plinth serve policy add --memory
+-- --call-timeout`); the client's defaults where none.
+ALTER TABLE policy_packs ADD COLUMN memory_bytes BIGINT CHECK (memory_bytes >= 1048576),
+                         ADD COLUMN call_timeout_ms BIGINT CHECK (call_timeout_ms > 0);

@@ -70,7 +70,10 @@ mod tests {
             "{wrong}"
         );
         let extra = check("p", "len", SCHEMA, r#"{ "minimum": 3, "extra": 1 }"#).unwrap_err();
-        assert!(extra.contains("at its top level") && extra.contains("extra"), "{extra}");
+        assert!(
+            extra.contains("at its top level") && extra.contains("extra"),
+            "{extra}"
+        );
         let broken = check("p", "len", "{", "{}").unwrap_err();
         assert!(broken.contains("not JSON"), "{broken}");
         let bogus = check("p", "len", r#"{ "type": 7 }"#, "{}").unwrap_err();

@@ -1078,7 +1078,10 @@ fn the_readmes_web_console_section_shows_screenshots_that_are_committed() {
         assert!(image.starts_with("docs/images/"), "{image}");
         let bytes = std::fs::read(root.join(image))
             .unwrap_or_else(|e| panic!("the README shows {image}, which is missing: {e}"));
-        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{image} is not a PNG");
+        assert!(
+            bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{image} is not a PNG"
+        );
         assert!(bytes.len() < 150 << 10, "{image} is {} bytes", bytes.len());
     }
 }
