@@ -225,7 +225,9 @@ async fn list_stacks(
 ) -> Result<Json<StackList>, ApiError> {
     checks::name("project", &project)?;
     user.may(Level::ReadNoSecrets, &project, None)?;
-    let stacks: Vec<(String, bool, Option<i64>, Option<Vec<u8>>)> = sqlx::query_as(
+    // Name, locked, resource count as stored, and the checkpoint of a version without one.
+    type Listed = (String, bool, Option<i64>, Option<Vec<u8>>);
+    let stacks: Vec<Listed> = sqlx::query_as(
         "SELECT s.name,
                 EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
                           AND u.status = 'running' AND u.lease_expires >= now()),
