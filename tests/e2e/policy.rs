@@ -136,9 +136,19 @@ fn the_configuration_sets_the_minimum_and_the_level() {
             r#"{"password-length": "strict"}"#,
             "the level \"strict\" is not one of",
         ),
+        // Checked by the host against the schema the pack declares, before the pack sees it:
+        // a key of the wrong type, and one the schema does not allow (which the pack's own
+        // `configure` would have ignored).
         (
             r#"{"password-length": {"minimum": "long"}}"#,
-            "`minimum` must be a positive integer",
+            "the configuration of policy `testpack/password-length` does not match the schema \
+             the pack declares: at `/minimum`: \"long\" is not of type \"integer\"",
+        ),
+        (
+            r#"{"password-length": {"minimum": 20, "minimun": 32}}"#,
+            "the configuration of policy `testpack/password-length` does not match the schema \
+             the pack declares: at its top level: Additional properties are not allowed \
+             ('minimun' was unexpected)",
         ),
         ("not json", "is malformed"),
     ] {

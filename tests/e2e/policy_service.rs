@@ -202,3 +202,60 @@ fn bad_packs_and_patterns_are_refused_saying_what_is_wrong() {
         );
     }
 }
+
+#[test]
+fn a_pack_the_service_enforces_runs_under_the_limits_it_was_stored_with() {
+    let service = TestService::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("loop.json");
+    std::fs::write(&config, r#"{"hostile": {"mode": "loop"}}"#).unwrap();
+    let pack = guest("plinth-policy-testpack");
+    let out = policy(
+        &service,
+        &[
+            "add",
+            pack.to_str().unwrap(),
+            "--stacks",
+            "scenario/*",
+            "--name",
+            "looping",
+            "--config",
+            config.to_str().unwrap(),
+            "--memory",
+            "64MiB",
+            "--call-timeout",
+            "1s",
+        ],
+    );
+    assert!(out.contains("Stored the policy pack looping"), "{out}");
+    let listed = policy(&service, &["ls"]);
+    assert!(
+        listed.contains("(configured, memory 64.0 MiB, call timeout 1s)"),
+        "{listed}"
+    );
+    let env = project(&service);
+    env.config("password_length", "16");
+    // The loop is cut at the stored second, not the client's default minute.
+    let out = env.run(&["preview"]);
+    let text = printed(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("policy pack `testpack` failed: `analyze-resource` timed out after 1s"),
+        "{text}"
+    );
+
+    // Limits out of range are refused, saying what to give.
+    for (args, error) in [
+        (["--memory", "512KiB"], "a pack needs at least 1 MiB"),
+        (["--call-timeout", "2h"], "give 1ms to 1h"),
+    ] {
+        let out = Command::new(serve_binary())
+            .args(["policy", "add", pack.to_str().unwrap(), "--stacks", "x/*"])
+            .args(args)
+            .env("PLINTH_DATABASE_URL", &service.database.url)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(printed(&out).contains(error), "{args:?}: {}", printed(&out));
+    }
+}

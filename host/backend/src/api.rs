@@ -17,6 +17,7 @@ use plinth_state::{
     HistoryEntry, ImportReport, LoadedStack, LockHolder, StackSummary, UpdateLog, UsedPlugins,
 };
 
+use plinth_state::protocol::ConfigKey;
 use plinth_state::protocol::policy::RequiredPack;
 
 use crate::edit::StateEdit;
@@ -77,6 +78,18 @@ pub trait Backend: Send + Sync {
         stack: &StackRef,
         command: &str,
     ) -> Result<Box<dyn Update>, BackendError>;
+
+    /// [`begin_update`](Self::begin_update), telling a backend that shows them (the service's
+    /// console) the stack's configuration keys `config` (no secret's value).
+    fn begin_update_with_config(
+        &self,
+        stack: &StackRef,
+        command: &str,
+        config: Vec<ConfigKey>,
+    ) -> Result<Box<dyn Update>, BackendError> {
+        let _ = config;
+        self.begin_update(stack, command)
+    }
 
     /// Who holds the stack, or held it and left it taken, if anyone.
     fn holder(&self, stack: &StackRef) -> Result<Option<LockHolder>, BackendError>;

@@ -19,10 +19,11 @@ pub use error::BackendError;
 pub use files::write_atomically;
 pub use local::{LocalBackend, StackLock};
 pub use open::{Scheme, ServiceLogin};
-pub use plinth_state::protocol::policy::RequiredPack;
+pub use plinth_state::protocol::ConfigKey;
+pub use plinth_state::protocol::policy::{PackLimits, RequiredPack};
 pub use plinth_state::run_metadata;
 pub use plinth_state::{
-    CREATED_AS_BEGUN, Checkpoint, Creates, EventNumbering, HistoryEntry, ImportReport,
+    AppliedPlan, CREATED_AS_BEGUN, Checkpoint, Creates, EventNumbering, HistoryEntry, ImportReport,
     InvalidState, JournalBatch, LoadedStack, LockHolder, LockInfo, LogEntry, LoggedEvent,
     OLDEST_UPGRADED_SCHEMA, ParsedBatch, PluginUse, Rebuilt, Replay, RunMetadata, SCHEMA_VERSION,
     StackSummary, StateError, TornEnd, UpdateKind, UpdateLog, UpdateResult, UsedPlugins,

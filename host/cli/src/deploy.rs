@@ -10,8 +10,10 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use console::style;
+use plinth_backend::{
+    AppliedPlan, ConfigKey, HistoryEntry, RunMetadata, UpdateKind, UpdateResult, UsedPlugins,
+};
 use plinth_backend::{Backend, EventLog, StackRef, Update};
-use plinth_backend::{HistoryEntry, RunMetadata, UpdateKind, UpdateResult, UsedPlugins};
 use plinth_engine::deployment::{self, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
@@ -718,7 +720,8 @@ impl<'a> Deployer<'a> {
         let mut update = if preview {
             None
         } else {
-            Some(backend.begin_update(&self.stack, self.command)?)
+            let config = config_keys(&self.config);
+            Some(backend.begin_update_with_config(&self.stack, self.command, config)?)
         };
         if let (Some(update), UpdateKind::Update) = (&update, kind) {
             policy::check_enforced(&enforced, update.policy_packs())?;
@@ -938,9 +941,43 @@ impl<'a> Deployer<'a> {
         let entry = HistoryEntry::ended_now(phase.kind, phase.started, result, changes.clone())
             .with_plugins(self.used.list())
             .with_metadata(&request.metadata)
-            .with_policy_packs(policies.to_vec());
+            .with_policy_packs(policies.to_vec())
+            .with_plan(applied_plan(phase.kind, request));
         Ok(update.complete(&entry)?)
     }
+}
+
+/// The stack's configuration keys as a backend may show them: a secret's (or a value holding
+/// one) without its value.
+fn config_keys(config: &std::collections::BTreeMap<String, Value>) -> Vec<ConfigKey> {
+    (config.iter())
+        .map(|(key, value)| {
+            let secret = value.contains_secrets();
+            let value = (!secret).then(|| match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            });
+            ConfigKey {
+                key: key.clone(),
+                secret,
+                value,
+            }
+        })
+        .collect()
+}
+
+/// The saved plan a phase of `kind` applied, for its history entry: the update phase of
+/// `up --plan` (not the refresh before it).
+fn applied_plan(kind: UpdateKind, request: &Request) -> Option<AppliedPlan> {
+    let plan = request
+        .plan
+        .as_ref()
+        .filter(|_| kind == UpdateKind::Update)?;
+    Some(AppliedPlan {
+        made_against: plan.state.version,
+        state_digest: plan.state.digest.clone(),
+        steps: plan.steps.len() as u64,
+    })
 }
 
 /// The error a run ends with: the step failures the display already showed are counted, not
@@ -1156,6 +1193,32 @@ mod tests {
         assert!(message.contains("1 resource failed (shown above)\n  the program failed: boom"));
         assert!(!message.contains("disk full"), "{message}");
         assert!(failure("the update", &[], &shown).is_none());
+    }
+
+    #[test]
+    fn config_keys_sent_to_a_backend_carry_no_secret_value() {
+        let config: std::collections::BTreeMap<String, Value> = [
+            ("region".to_owned(), Value::String("eu-west-1".into())),
+            ("replicas".to_owned(), Value::Integer(3)),
+            (
+                "password".to_owned(),
+                Value::Secret(Box::new("hunter2".into())),
+            ),
+            (
+                "nested".to_owned(),
+                Value::Array(vec![Value::Secret(Box::new("hunter3".into()))]),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let keys = config_keys(&config);
+        let shown = serde_json::to_string(&keys).unwrap();
+        assert!(!shown.contains("hunter"), "{shown}");
+        let found = |key: &str| keys.iter().find(|k| k.key == key).unwrap().clone();
+        assert_eq!(found("region").value.as_deref(), Some("eu-west-1"));
+        assert_eq!(found("replicas").value.as_deref(), Some("3"));
+        assert!(found("password").secret && found("password").value.is_none());
+        assert!(found("nested").secret && found("nested").value.is_none());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use plinth_backend::FetchedPack;
-use plinth_backend::RequiredPack;
+use plinth_backend::{PackLimits, RequiredPack};
 use plinth_engine::policy::{EnforcementLevel, PolicyPack, PolicyPacks};
 use plinth_engine::shown::escape_controls;
 use plinth_runtime::{Limits, LoadError, PolicySettings, Runtime};
@@ -96,7 +96,20 @@ pub async fn load(
     Ok(PolicyPacks(packs))
 }
 
-/// Loads the pack a backend enforces, configured as the backend says.
+/// The limits a pack the service enforces runs under: the service's, the defaults where it
+/// sets none.
+fn limits_of(set: &PackLimits) -> Limits {
+    let default = Limits::default();
+    Limits {
+        memory_bytes: (set.memory_bytes).map_or(default.memory_bytes, |m| {
+            usize::try_from(m).unwrap_or(usize::MAX)
+        }),
+        call_timeout: (set.call_timeout_ms)
+            .map_or(default.call_timeout, std::time::Duration::from_millis),
+    }
+}
+
+/// Loads the pack a backend enforces, configured and limited as the backend says.
 async fn load_enforced(
     runtime: &Runtime,
     fetched: &FetchedPack,
@@ -118,7 +131,7 @@ async fn load_enforced(
         .tempfile()
         .with_context(failed)?;
     std::io::Write::write_all(&mut file, &fetched.component).with_context(failed)?;
-    (runtime.load_policy_pack(file.path(), Limits::default(), &settings))
+    (runtime.load_policy_pack(file.path(), limits_of(&fetched.pack.limits), &settings))
         .await
         .with_context(failed)
 }

@@ -7,6 +7,7 @@ pub(crate) mod cache;
 pub(crate) mod engine;
 pub(crate) mod file_index;
 pub(crate) mod hints;
+pub(crate) mod policy_config;
 pub(crate) mod policy_pack;
 pub(crate) mod program;
 pub(crate) mod provider;

@@ -80,6 +80,8 @@ pub(crate) struct App {
     pub screened: Arc<Screened>,
     pub budget: Budget,
     pub metrics: Arc<Metrics>,
+    /// The console's sign-in attempts, by source address (this replica's).
+    pub sign_ins: Arc<crate::console::SignInLimit>,
 }
 
 impl FromRef<App> for Arc<Metrics> {
@@ -103,6 +105,7 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         options,
         screened: Arc::default(),
         metrics,
+        sign_ins: Arc::default(),
     };
     // The one route without an access token (its caller has none yet): outside the admission,
     // which reads a body only for a token found valid, under a small limit of its own.
@@ -222,13 +225,19 @@ async fn list_stacks(
 ) -> Result<Json<StackList>, ApiError> {
     checks::name("project", &project)?;
     user.may(Level::ReadNoSecrets, &project, None)?;
-    let stacks: Vec<(String, bool, Option<Vec<u8>>)> = sqlx::query_as(
+    // Name, locked, resource count as stored, and the checkpoint of a version without one.
+    type Listed = (String, bool, Option<i64>, Option<Vec<u8>>);
+    let stacks: Vec<Listed> = sqlx::query_as(
         "SELECT s.name,
                 EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
                           AND u.status = 'running' AND u.lease_expires >= now()),
-                (SELECT v.checkpoint FROM versions v WHERE v.stack_id = s.id
-                 ORDER BY v.version DESC LIMIT 1)
-         FROM stacks s WHERE s.project = $1 AND ($2::text IS NULL OR s.name = $2)
+                v.resources, v.uncounted
+         FROM stacks s
+         LEFT JOIN LATERAL (SELECT resources,
+                                   CASE WHEN resources IS NULL THEN checkpoint END AS uncounted
+                            FROM versions WHERE stack_id = s.id
+                            ORDER BY version DESC LIMIT 1) v ON true
+         WHERE s.project = $1 AND ($2::text IS NULL OR s.name = $2)
            AND s.removed IS NULL
          ORDER BY s.name",
     )
@@ -237,13 +246,12 @@ async fn list_stacks(
     .bind(user.scope.stack)
     .fetch_all(&pool)
     .await?;
-    // Counting parses each latest checkpoint: CPU work, off the async workers.
+    // Counting a version stored before counts were parses its checkpoint: CPU work, off the
+    // async workers.
     let stacks = tokio::task::spawn_blocking(move || {
         (stacks.into_iter())
-            .map(|(name, locked, checkpoint)| {
-                let resources = checkpoint
-                    .as_deref()
-                    .map_or(Ok(0), versions::listed_resources)?;
+            .map(|(name, locked, counted, uncounted)| {
+                let resources = versions::resources(counted, uncounted.as_deref())?;
                 Ok(ListedStack {
                     locked,
                     name,
@@ -314,6 +322,7 @@ async fn begin_update(
     Body(request): Body<BeginRequest>,
 ) -> Result<Json<Begun>, ApiError> {
     checks::kind(&request.kind)?;
+    let config = crate::config_keys::checked(&request.config)?;
     user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     let begun = updates::begin(
@@ -321,8 +330,11 @@ async fn begin_update(
         &app.metrics,
         &user,
         &key,
-        &request.kind,
-        request.request_id,
+        updates::Beginning {
+            kind: &request.kind,
+            request_id: request.request_id,
+            config: config.as_ref(),
+        },
         app.options.lease_seconds,
     )
     .await?;
@@ -345,11 +357,11 @@ async fn required_policy_packs(
 /// A pack's component, to any token: packs are rules, not secrets, and a run of any stack the
 /// caller may read may need it.
 async fn policy_pack_component(
-    _: User,
+    user: User,
     State(pool): State<PgPool>,
     Path(digest): Path<String>,
 ) -> Result<Json<PackComponent>, ApiError> {
-    Ok(Json(policy_packs::component(&pool, &digest).await?))
+    Ok(Json(policy_packs::component(&pool, &user, &digest).await?))
 }
 
 async fn cancel(

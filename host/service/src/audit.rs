@@ -39,6 +39,10 @@ pub(crate) enum Action {
     PolicyPackRemoved,
     /// An update's history entry does not say it ran a pack the service told it to run.
     PolicyPackUnclaimed,
+    /// A console session opened, ended, or refused (a wrong, revoked or expired token).
+    SignedIn,
+    SignedOut,
+    SignInFailed,
 }
 
 impl Action {
@@ -61,6 +65,9 @@ impl Action {
             Action::PolicyPackAdded => "policy-pack.added",
             Action::PolicyPackRemoved => "policy-pack.removed",
             Action::PolicyPackUnclaimed => "policy-pack.unclaimed",
+            Action::SignedIn => "console.signed-in",
+            Action::SignedOut => "console.signed-out",
+            Action::SignInFailed => "console.sign-in-failed",
         }
     }
 }

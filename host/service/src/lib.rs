@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod body;
 mod checks;
+mod config_keys;
 mod console;
 mod database_url;
 mod db;
@@ -37,8 +38,8 @@ pub use db::connect;
 pub use metrics::{Metrics, router as metrics_router};
 pub use oidc::{ConfigError as OidcConfigError, OidcConfig};
 pub use policy_packs::{
-    MAX_PACK_BYTES, PackError, StoredPack, add as add_policy_pack, list as list_policy_packs,
-    remove as remove_policy_pack,
+    MAX_PACK_BYTES, NewPack, PackError, StoredPack, add as add_policy_pack,
+    list as list_policy_packs, remove as remove_policy_pack,
 };
 pub use removed::{RemovedStack, list_stacks, purge_periodically, purge_removed, restore};
 pub use repair::{Repaired, repair};

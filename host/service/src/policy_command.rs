@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use plinth_service::{
-    MAX_PACK_BYTES, add_policy_pack, connect, list_policy_packs, remove_policy_pack,
+    MAX_PACK_BYTES, NewPack, add_policy_pack, connect, list_policy_packs, remove_policy_pack,
 };
+use plinth_state::protocol::policy::PackLimits;
 
 use crate::Database;
 use crate::audit_print::escaped;
@@ -38,6 +39,12 @@ pub(crate) enum PolicyCommand {
         /// whatever configuration a client gives.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// The most memory its instance may use, e.g. `64MiB` (default: the client's, 256 MiB).
+        #[arg(long, value_name = "SIZE")]
+        memory: Option<bytesize::ByteSize>,
+        /// How long one call into it may take, e.g. `5s` (default: the client's, 60 s).
+        #[arg(long, value_name = "DURATION")]
+        call_timeout: Option<humantime::Duration>,
     },
     /// List the stored packs.
     Ls {
@@ -81,6 +88,8 @@ pub(crate) async fn run(command: PolicyCommand, on_command_line: bool) -> Result
             name,
             version,
             config,
+            memory,
+            call_timeout,
         } => {
             let bytes = read_bounded(&pack, MAX_PACK_BYTES as u64, "policy pack")?;
             let config = match config {
@@ -99,7 +108,20 @@ pub(crate) async fn run(command: PolicyCommand, on_command_line: bool) -> Result
                     .context("give the pack a --name")?,
             };
             let pool = connect(&database.url(on_command_line)?).await?;
-            let digest = add_policy_pack(&pool, &name, &version, &stacks, config, &bytes)
+            let limits = PackLimits {
+                memory_bytes: memory.map(|m| m.as_u64()),
+                call_timeout_ms: call_timeout.map(|t| {
+                    u64::try_from(std::time::Duration::from(t).as_millis()).unwrap_or(u64::MAX)
+                }),
+            };
+            let new = NewPack {
+                name: &name,
+                version: &version,
+                stacks: &stacks,
+                config,
+                limits,
+            };
+            let digest = add_policy_pack(&pool, new, &bytes)
                 .await
                 .with_context(|| format!("cannot store the policy pack {}", pack.display()))?;
             println!(
@@ -119,6 +141,21 @@ pub(crate) async fn run(command: PolicyCommand, on_command_line: bool) -> Result
             }
             for p in packs {
                 // From the database: shown escaped, as every stored string.
+                let mut notes = Vec::new();
+                if p.config.is_some() {
+                    notes.push("configured".to_owned());
+                }
+                if let Some(memory) = p.memory_bytes {
+                    let memory = bytesize::ByteSize(memory as u64).display().iec();
+                    notes.push(format!("memory {memory}"));
+                }
+                if let Some(timeout) = p.call_timeout_ms {
+                    let timeout = std::time::Duration::from_millis(timeout as u64);
+                    notes.push(format!(
+                        "call timeout {}",
+                        humantime::format_duration(timeout)
+                    ));
+                }
                 println!(
                     "{:<24}  {:<10}  {:<24}  sha256 {}  added {} by {}{}",
                     escaped(&p.name),
@@ -127,10 +164,9 @@ pub(crate) async fn run(command: PolicyCommand, on_command_line: bool) -> Result
                     p.digest,
                     p.added,
                     escaped(&p.added_by),
-                    if p.config.is_some() {
-                        "  (configured)"
-                    } else {
-                        ""
+                    match notes.is_empty() {
+                        true => String::new(),
+                        false => format!("  ({})", notes.join(", ")),
                     }
                 );
             }

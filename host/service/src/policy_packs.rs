@@ -8,13 +8,14 @@ use std::collections::HashSet;
 
 use base64::Engine as _;
 use globset::{GlobBuilder, GlobMatcher};
-use plinth_state::protocol::policy::{PackComponent, RequiredPack};
+use plinth_state::protocol::policy::{PackComponent, PackLimits, RequiredPack};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::audit::{self, Action, Actor};
+use crate::auth::{Level, User};
 use crate::checks::shown;
 use crate::error::ApiError;
 
@@ -30,6 +31,8 @@ pub struct StoredPack {
     pub digest: String,
     pub stacks: String,
     pub config: Option<Value>,
+    pub memory_bytes: Option<i64>,
+    pub call_timeout_ms: Option<i64>,
     pub added: String,
     pub added_by: String,
 }
@@ -55,12 +58,29 @@ fn matcher(pattern: &str) -> Result<GlobMatcher, String> {
 
 /// Stores the pack `bytes` as `name` (replacing the one of that name for the same stacks), for
 /// the stacks `stacks` matches; its digest.
+/// A pack to store: its name, version, the stacks it applies to, its configuration and limits.
+pub struct NewPack<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    pub stacks: &'a str,
+    pub config: Option<Value>,
+    pub limits: PackLimits,
+}
+
+/// The smallest memory limit: a guest needs at least 1 MiB.
+const MIN_MEMORY: u64 = 1 << 20;
+/// The longest call timeout: an hour (a pack judges inputs; it does not wait on anything).
+const MAX_CALL_TIMEOUT_MS: u64 = 3_600_000;
+
 pub async fn add(
     pool: &PgPool,
-    name: &str,
-    version: &str,
-    stacks: &str,
-    config: Option<Value>,
+    NewPack {
+        name,
+        version,
+        stacks,
+        config,
+        limits,
+    }: NewPack<'_>,
     bytes: &[u8],
 ) -> Result<String, PackError> {
     let invalid = |m: String| Err(PackError::Invalid(m));
@@ -92,6 +112,22 @@ pub async fn add(
                 .into(),
         );
     }
+    if let Some(memory) = limits.memory_bytes
+        && !(MIN_MEMORY..=i64::MAX as u64).contains(&memory)
+    {
+        return invalid(format!(
+            "a memory limit of {memory} bytes is too small: a pack needs at least 1 MiB (e.g. \
+             `--memory 64MiB`)"
+        ));
+    }
+    if let Some(timeout) = limits.call_timeout_ms
+        && !(1..=MAX_CALL_TIMEOUT_MS).contains(&timeout)
+    {
+        return invalid(format!(
+            "a call timeout of {timeout} ms is out of range: give 1ms to 1h (e.g. \
+             `--call-timeout 5s`)"
+        ));
+    }
     if bytes.len() > MAX_PACK_BYTES {
         return invalid(format!(
             "the pack is {} bytes, more than the {} MiB a pack may be",
@@ -105,10 +141,12 @@ pub async fn add(
     let digest = hex::encode(Sha256::digest(bytes));
     let mut tx = pool.begin().await?;
     sqlx::query(
-        "INSERT INTO policy_packs (name, version, digest, stacks, config, bytes)
-         VALUES ($1, $2, $3, $4, $5, $6)
+        "INSERT INTO policy_packs (name, version, digest, stacks, config, bytes, memory_bytes,
+                                   call_timeout_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (name, stacks) DO UPDATE SET version = $2, digest = $3, config = $5,
-             bytes = $6, added = now(), added_by = session_user",
+             bytes = $6, memory_bytes = $7, call_timeout_ms = $8, added = now(),
+             added_by = session_user",
     )
     .bind(name)
     .bind(version)
@@ -116,6 +154,8 @@ pub async fn add(
     .bind(stacks)
     .bind(&config)
     .bind(bytes)
+    .bind(limits.memory_bytes.map(|m| m as i64))
+    .bind(limits.call_timeout_ms.map(|t| t as i64))
     .execute(&mut *tx)
     .await?;
     let detail = format!("pack {name} {version} (sha256 {digest}) for {stacks}");
@@ -134,7 +174,7 @@ pub async fn add(
 /// Every stored pack, by name.
 pub async fn list(pool: &PgPool) -> Result<Vec<StoredPack>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT name, version, digest, stacks, config,
+        "SELECT name, version, digest, stacks, config, memory_bytes, call_timeout_ms,
                 to_char(added AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS added, added_by
          FROM policy_packs ORDER BY name, stacks",
     )
@@ -174,23 +214,38 @@ pub(crate) async fn applying(
     project: &str,
     stack: &str,
 ) -> Result<Vec<RequiredPack>, ApiError> {
-    let rows: Vec<(String, String, String, String, Option<Value>)> = sqlx::query_as(
-        "SELECT name, version, digest, stacks, config FROM policy_packs ORDER BY name, stacks",
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        Option<Value>,
+        Option<i64>,
+        Option<i64>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT name, version, digest, stacks, config, memory_bytes, call_timeout_ms
+         FROM policy_packs ORDER BY name, stacks",
     )
     .fetch_all(conn)
     .await?;
     let full = format!("{project}/{stack}");
     let mut packs = Vec::new();
-    for (name, version, digest, stacks, config) in rows {
+    for (name, version, digest, stacks, config, memory, timeout) in rows {
         // Checked when stored; a row that no longer compiles applies to nothing.
         if matcher(&stacks).is_ok_and(|m| m.is_match(&full)) {
             let path = format!("policy-packs/{digest}");
+            let limits = PackLimits {
+                memory_bytes: memory.map(|m| m as u64),
+                call_timeout_ms: timeout.map(|t| t as u64),
+            };
             packs.push(RequiredPack {
                 name,
                 version,
                 digest,
                 config,
                 path,
+                limits,
             });
         }
     }
@@ -236,8 +291,14 @@ pub(crate) async fn record_unclaimed(
     Ok(())
 }
 
-/// The component whose digest is `digest`.
-pub(crate) async fn component(pool: &PgPool, digest: &str) -> Result<PackComponent, ApiError> {
+/// The component whose digest is `digest`, for `user` if its token covers a stack the pack
+/// applies to (a pack's rules are the administrator's, not every token holder's to read), or
+/// administers every stack.
+pub(crate) async fn component(
+    pool: &PgPool,
+    user: &User,
+    digest: &str,
+) -> Result<PackComponent, ApiError> {
     if digest.len() != 64
         || !digest
             .bytes()
@@ -248,18 +309,59 @@ pub(crate) async fn component(pool: &PgPool, digest: &str) -> Result<PackCompone
             shown(digest)
         )));
     }
+    let globs: Vec<(String,)> = sqlx::query_as("SELECT stacks FROM policy_packs WHERE digest = $1")
+        .bind(digest)
+        .fetch_all(pool)
+        .await?;
+    let missing = || {
+        ApiError::NotFound(format!(
+            "no policy pack has the digest {digest}: it was removed or replaced; run again"
+        ))
+    };
+    if globs.is_empty() {
+        return Err(missing());
+    }
+    if !user.scope.everywhere(Level::Admin) && !covers_a_stack_of(pool, user, &globs).await? {
+        return Err(ApiError::Forbidden(format!(
+            "the token of {} grants {}, and the policy pack {digest} applies to no stack it \
+             covers: a pack is read by the runs of the stacks it applies to (or an \
+             administrator of every stack)",
+            user.name,
+            user.scope.describe()
+        )));
+    }
     let found: Option<(Vec<u8>,)> =
         sqlx::query_as("SELECT bytes FROM policy_packs WHERE digest = $1 LIMIT 1")
             .bind(digest)
             .fetch_optional(pool)
             .await?;
-    let (bytes,) = found.ok_or_else(|| {
-        ApiError::NotFound(format!(
-            "no policy pack has the digest {digest}: it was removed or replaced; run again"
-        ))
-    })?;
+    let (bytes,) = found.ok_or_else(missing)?;
     Ok(PackComponent {
         digest: digest.to_owned(),
         wasm_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
     })
+}
+
+/// Whether `user`'s token covers a stack (one it names, or one that exists in the project or
+/// service it covers) that one of the patterns `globs` matches.
+async fn covers_a_stack_of(
+    pool: &PgPool,
+    user: &User,
+    globs: &[(String,)],
+) -> Result<bool, ApiError> {
+    let matchers: Vec<GlobMatcher> = (globs.iter())
+        .filter_map(|(glob,)| matcher(glob).ok())
+        .collect();
+    let matches = |full: &str| matchers.iter().any(|m| m.is_match(full));
+    if let (Some(project), Some(stack)) = (&user.scope.project, &user.scope.stack) {
+        return Ok(matches(&format!("{project}/{stack}")));
+    }
+    let stacks: Vec<(String, String)> = sqlx::query_as(
+        "SELECT project, name FROM stacks
+         WHERE removed IS NULL AND ($1::text IS NULL OR project = $1)",
+    )
+    .bind(&user.scope.project)
+    .fetch_all(pool)
+    .await?;
+    Ok((stacks.iter()).any(|(project, stack)| matches(&format!("{project}/{stack}"))))
 }

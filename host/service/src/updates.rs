@@ -15,6 +15,14 @@ use crate::versions::{self, Ended, Entry, Source, StackKey};
 /// What this service takes in journal batches beyond whole entries; the rebuild completes them.
 const JOURNAL_EXTENSIONS: &[&str] = &[plinth_state::CREATED_AS_BEGUN];
 
+/// What a client asks to begin: the kind of update, its request's id (a retry's is the
+/// same), and the configuration keys it runs with (checked).
+pub(crate) struct Beginning<'a> {
+    pub kind: &'a str,
+    pub request_id: Option<Uuid>,
+    pub config: Option<&'a serde_json::Value>,
+}
+
 /// Takes the stack for a new update of `kind`, unless another holds it, and returns the state to
 /// start from. A running update whose lease expired gives the stack up first, and what it
 /// journaled becomes the base, its interrupted operations pending. A begin retried under the
@@ -25,8 +33,11 @@ pub(crate) async fn begin(
     metrics: &Metrics,
     user: &User,
     key: &StackKey,
-    kind: &str,
-    request_id: Option<Uuid>,
+    Beginning {
+        kind,
+        request_id,
+        config,
+    }: Beginning<'_>,
     lease_seconds: f64,
 ) -> Result<Begun, ApiError> {
     let (stack_id, stack) = (key.id, key.name.as_str());
@@ -66,8 +77,8 @@ pub(crate) async fn begin(
     // nothing.
     let inserted: Option<(i64,)> = sqlx::query_as(
         "INSERT INTO updates (id, stack_id, user_id, kind, status, lease_digest, lease_expires,
-                              request_id)
-         VALUES ($1, $2, $3, $4, 'running', $5, now() + make_interval(secs => $6), $7)
+                              request_id, config)
+         VALUES ($1, $2, $3, $4, 'running', $5, now() + make_interval(secs => $6), $7, $8)
          ON CONFLICT DO NOTHING
          RETURNING EXTRACT(EPOCH FROM lease_expires)::BIGINT",
     )
@@ -78,6 +89,7 @@ pub(crate) async fn begin(
     .bind(digest(&lease_token))
     .bind(lease_seconds)
     .bind(request_id)
+    .bind(config)
     .fetch_optional(&mut *tx)
     .await?;
     let Some((lease_expires,)) = inserted else {

@@ -99,10 +99,13 @@ pub(crate) async fn fold(
     let batches: Vec<JournalBatch> = batches.into_iter().map(|(_, batch)| batch).collect();
     let (version, base) = latest(&mut *conn, stack.id).await?;
     let read = started.elapsed();
-    let Rebuilt {
-        checkpoint,
-        changes,
-    } = match source {
+    let (
+        Rebuilt {
+            checkpoint,
+            changes,
+        },
+        resources,
+    ) = match source {
         // Nothing journaled: the state is the base's, kept as it is (a no-op update of a large
         // stack would parse and write it again for nothing).
         Source::Journal { plugins }
@@ -110,27 +113,35 @@ pub(crate) async fn fold(
                 && (base.as_deref())
                     .is_some_and(|base| plinth_state::rebuilt_as_is(base, plugins.as_deref())) =>
         {
-            Rebuilt {
+            let rebuilt = Rebuilt {
                 checkpoint: base.expect("checked just above"),
                 changes: ChangeSummary::default(),
-            }
+            };
+            (rebuilt, None)
         }
         Source::Journal { plugins } => {
-            rebuild(stack, base, batches, plugins, Replay::Checked).await?
+            let (rebuilt, resources) =
+                rebuild(stack, base, batches, plugins, Replay::Checked).await?;
+            (rebuilt, Some(resources))
         }
         // A replacement is checked as the file backend checks an import: parsed, verified and
         // written back in its canonical form.
         Source::Checkpoint(bytes) => {
-            rebuild(stack, Some(bytes), Vec::new(), None, Replay::Checked).await?
+            let (rebuilt, resources) =
+                rebuild(stack, Some(bytes), Vec::new(), None, Replay::Checked).await?;
+            (rebuilt, Some(resources))
         }
+    };
+    let resources = match resources {
+        Some(resources) => resources,
+        None => count_of_latest(&mut *conn, stack.id, &checkpoint).await?,
     };
     let entry = entry.written(changes);
     let version = insert(
         &mut *conn,
         stack,
-        version + 1,
-        update,
-        phase,
+        (version + 1, resources),
+        (update, phase),
         &checkpoint,
         &entry,
     )
@@ -151,19 +162,19 @@ pub(crate) async fn fold(
     Ok(version)
 }
 
-/// Stores `checkpoint` as version `version` of `stack`, made by `update` (its `phase`).
+/// Stores `checkpoint` (of `resources` resources, as `stack ls` counts them) as version
+/// `version` of `stack`, made by `update` (its `phase`).
 async fn insert(
     conn: &mut PgConnection,
     stack: &StackKey,
-    version: i64,
-    update: Uuid,
-    phase: Option<i32>,
+    (version, resources): (i64, i64),
+    (update, phase): (Uuid, Option<i32>),
     checkpoint: &[u8],
     entry: &Value,
 ) -> Result<i64, ApiError> {
     sqlx::query(
-        "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry, resources)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(stack.id)
     .bind(version)
@@ -171,6 +182,7 @@ async fn insert(
     .bind(phase)
     .bind(checkpoint)
     .bind(sqlx::types::Json(entry))
+    .bind(resources)
     .execute(&mut *conn)
     .await?;
     Ok(version)
@@ -269,17 +281,19 @@ pub(crate) async fn fold_ending(
         ..ended
     };
     match rebuilt {
-        Ok(Rebuilt {
-            checkpoint,
-            changes,
-        }) => {
+        Ok((
+            Rebuilt {
+                checkpoint,
+                changes,
+            },
+            resources,
+        )) => {
             let entry = Entry::Ended(ended).written(changes);
             insert(
                 &mut *conn,
                 stack,
-                version + 1,
-                update,
-                None,
+                (version + 1, resources),
+                (update, None),
                 &checkpoint,
                 &entry,
             )
@@ -359,7 +373,7 @@ async fn rebuild(
     batches: Vec<JournalBatch>,
     plugins: Option<Vec<PluginUse>>,
     replay: Replay,
-) -> Result<Rebuilt, ApiError> {
+) -> Result<(Rebuilt, i64), ApiError> {
     let project = ProjectName::new(&stack.project)
         .map_err(|e| ApiError::BadRequest(format!("project `{}`: {e}", stack.project)))?;
     let name = StackName::new(&stack.name)
@@ -382,11 +396,35 @@ async fn rebuild(
             origin.display(),
             started.elapsed().as_secs_f64() * 1e3
         );
-        rebuilt
+        let rebuilt = rebuilt.map_err(|e| ApiError::Unrebuildable(e.to_string()))?;
+        let resources = listed_resources(&rebuilt.checkpoint)?;
+        Ok((rebuilt, resources as i64))
     })
     .await
     .map_err(|e| ApiError::Internal(format!("rebuilding the state: {e}")))?
-    .map_err(|e| ApiError::Unrebuildable(e.to_string()))
+}
+
+/// The resource count of the latest version of stack `stack_id`, whose checkpoint is
+/// `checkpoint`: as stored, or counted for a version stored before counts were.
+async fn count_of_latest(
+    conn: &mut PgConnection,
+    stack_id: i64,
+    checkpoint: &[u8],
+) -> Result<i64, ApiError> {
+    let stored: Option<(Option<i64>,)> = sqlx::query_as(
+        "SELECT resources FROM versions WHERE stack_id = $1 ORDER BY version DESC LIMIT 1",
+    )
+    .bind(stack_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some((Some(resources),)) = stored {
+        return Ok(resources);
+    }
+    let checkpoint = checkpoint.to_vec();
+    let counted = tokio::task::spawn_blocking(move || listed_resources(&checkpoint))
+        .await
+        .map_err(|e| ApiError::Internal(format!("counting resources: {e}")))??;
+    Ok(counted as i64)
 }
 
 /// Folds what updates of `stack` that ended without completing (their lease expired, or they
@@ -485,6 +523,7 @@ pub(crate) async fn export(
             Some(bytes) => Ok(bytes),
             None => Ok(rebuild(stack, None, Vec::new(), None, Replay::Checked)
                 .await?
+                .0
                 .checkpoint),
         };
     }
@@ -565,6 +604,16 @@ pub(crate) async fn remove(
 /// The resources a checkpoint records, its stack's root aside.
 fn resource_count(checkpoint: &[u8]) -> Result<usize, ApiError> {
     count_resources(checkpoint, |ty| !plinth_engine::urn::is_stack_type(ty))
+}
+
+/// The resources of a stack's latest version: `counted` as stored, or else counted in its
+/// checkpoint `uncounted` (a version stored before counts were); 0 before the first version.
+pub(crate) fn resources(counted: Option<i64>, uncounted: Option<&[u8]>) -> Result<usize, ApiError> {
+    match (counted, uncounted) {
+        (Some(counted), _) => Ok(counted.max(0) as usize),
+        (None, Some(checkpoint)) => listed_resources(checkpoint),
+        (None, None) => Ok(0),
+    }
 }
 
 /// The resources a checkpoint records as `plinth stack ls` counts them: its providers and its

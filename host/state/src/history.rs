@@ -83,6 +83,20 @@ pub struct HistoryEntry {
     /// The policy packs the run says ran, and what they found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policy_packs: Vec<PackRun>,
+    /// The saved plan the run applied (`plinth up --plan`), if it applied one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<AppliedPlan>,
+}
+
+/// A saved plan an update applied: which state it was made against, and how many steps it held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct AppliedPlan {
+    /// The version of the state the plan was made against.
+    pub made_against: u64,
+    /// The SHA-256 of that state, secrets left out, as the plan records it.
+    pub state_digest: String,
+    pub steps: u64,
 }
 
 impl HistoryEntry {
@@ -105,6 +119,7 @@ impl HistoryEntry {
             user: None,
             metadata: None,
             policy_packs: Vec::new(),
+            plan: None,
         }
     }
 
@@ -128,6 +143,11 @@ impl HistoryEntry {
             policy_packs,
             ..self
         }
+    }
+
+    /// The entry, recording that it applied the saved plan `plan`.
+    pub fn with_plan(self, plan: Option<AppliedPlan>) -> HistoryEntry {
+        HistoryEntry { plan, ..self }
     }
 
     /// The entry, recording that the operation used `plugins`.

@@ -26,7 +26,7 @@ pub use checkpoint::{
 };
 pub use checkpoint_upgrade::{OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};
 pub use error::{InvalidState, StateError};
-pub use history::{HistoryEntry, UpdateKind, UpdateResult};
+pub use history::{AppliedPlan, HistoryEntry, UpdateKind, UpdateResult};
 pub use journal_short::{
     Begun, CREATED_AS_BEGUN, CreatedAsBegun, CreatedAsBegunRef, Line, decode_line,
 };

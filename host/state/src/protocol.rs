@@ -95,6 +95,21 @@ pub struct BeginRequest {
     /// Chosen by the client and sent again with a retry, which then gets the same update.
     #[serde(default)]
     pub request_id: Option<Uuid>,
+    /// The stack's configuration keys as the update runs with them, for the console to show:
+    /// never a secret's value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config: Vec<ConfigKey>,
+}
+
+/// A key of a stack's configuration, as an update's client sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigKey {
+    pub key: String,
+    #[serde(default)]
+    pub secret: bool,
+    /// The value as text, for a key that is not secret; never a secret's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
 }
 
 /// A begun update, as its client gets it.
@@ -402,6 +417,7 @@ mod tests {
             sent(BeginRequest {
                 kind: "update".into(),
                 request_id: Some(id),
+                config: Vec::new(),
             }),
             json!({ "kind": "update", "request_id": id.to_string() })
         );

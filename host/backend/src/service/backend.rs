@@ -14,8 +14,8 @@ use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::Snapshot;
 use plinth_state::protocol::{
-    BeginRequest, Begun, CompleteRequest, HISTORY_PAGE, HistoryPage, Holder, PhaseRequest,
-    Recorded, Removed, StackFound, StackList, Whoami,
+    BeginRequest, Begun, CompleteRequest, ConfigKey, HISTORY_PAGE, HistoryPage, Holder,
+    PhaseRequest, Recorded, Removed, StackFound, StackList, Whoami,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -305,12 +305,22 @@ impl Backend for ServiceBackend {
         stack: &StackRef,
         command: &str,
     ) -> Result<Box<dyn Update>, BackendError> {
+        self.begin_update_with_config(stack, command, Vec::new())
+    }
+
+    fn begin_update_with_config(
+        &self,
+        stack: &StackRef,
+        command: &str,
+        config: Vec<ConfigKey>,
+    ) -> Result<Box<dyn Update>, BackendError> {
         let kind = update_kind(command);
         // The same id goes with every retry of this request: a retry whose first answer was
         // lost gets the update that request began, not a 409 naming it.
         let body = body(&BeginRequest {
             kind: kind.to_string(),
             request_id: Some(uuid::Uuid::new_v4()),
+            config,
         });
         let path = ServiceBackend::stack_path(stack, "/updates");
         let answer = match self.transport.call("POST", &path, None, Some(&body)) {

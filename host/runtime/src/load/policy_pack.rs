@@ -112,7 +112,13 @@ impl ComponentPolicyPack {
             Ok(info) => info,
             Err(e) => return Err(start_error(instance.store.data().failure("info", &e))),
         };
-        let (name, version, levels) = read_info(info, settings).map_err(start_error)?;
+        let (name, version, levels, schemas) = read_info(info, settings).map_err(start_error)?;
+        // Checked by the host before the pack sees it, against what the pack itself declares.
+        for (policy, setting) in settings {
+            if let (Some(schema), Some(config)) = (schemas.get(policy), &setting.config) {
+                super::policy_config::check(&name, policy, schema, config).map_err(start_error)?;
+            }
+        }
         let config: Vec<wit::PolicyConfig> = (settings.iter())
             .filter(|(policy, _)| levels.contains_key(*policy))
             .filter_map(|(policy, s)| {
@@ -218,12 +224,21 @@ impl ComponentPolicyPack {
     }
 }
 
-/// The pack's name and the level in force of each of its policies, `settings` applied; or why
-/// what it said of itself is unusable.
+/// What a pack says of itself: its name and version, the level in force of each of its
+/// policies (`settings` applied) and the configuration schema each declares.
+type Info = (
+    String,
+    String,
+    BTreeMap<String, EnforcementLevel>,
+    BTreeMap<String, String>,
+);
+
+/// The pack's name, version, levels in force and schemas; or why what it said of itself is
+/// unusable.
 fn read_info(
     info: wit::PackInfo,
     settings: &BTreeMap<String, PolicySettings>,
-) -> Result<(String, String, BTreeMap<String, EnforcementLevel>), String> {
+) -> Result<Info, String> {
     let wit::PackInfo {
         name,
         version,
@@ -245,13 +260,14 @@ fn read_info(
         ));
     }
     let mut levels = BTreeMap::new();
+    let mut schemas = BTreeMap::new();
     let mut seen = HashSet::new();
     for policy in policies {
         let wit::PolicyInfo {
             name: policy,
             description: _,
             enforcement_level,
-            config_schema: _,
+            config_schema,
         } = policy;
         let policy = policy.into_host();
         if !seen.insert(policy.clone()) {
@@ -266,9 +282,10 @@ fn read_info(
             wit::EnforcementLevel::Disabled => EnforcementLevel::Disabled,
         };
         let level = (settings.get(&policy).and_then(|s| s.level)).unwrap_or(level);
+        schemas.insert(policy.clone(), config_schema.into_host());
         levels.insert(policy, level);
     }
-    Ok((name, version, levels))
+    Ok((name, version, levels, schemas))
 }
 
 /// `resource` as the pack sees it.

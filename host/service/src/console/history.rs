@@ -36,6 +36,41 @@ fn text<'a>(entry: &'a Value, field: &str) -> Option<&'a str> {
     entry.get(field).and_then(Value::as_str)
 }
 
+/// What an update's history entry says it checked: the policy packs that ran, with their
+/// violations, and the saved plan it applied, as the client reported them.
+pub(super) fn checks(entry: &Value) -> Markup {
+    let packs = entry.get("policy_packs").and_then(Value::as_array);
+    let plan = entry.get("plan").filter(|p| p.is_object());
+    let count = |pack: &Value, field: &str| pack.get(field).and_then(Value::as_u64).unwrap_or(0);
+    html! {
+        @if let Some(packs) = packs.filter(|p| !p.is_empty()) {
+            ul.packs { @for pack in packs {
+                li {
+                    "policy " (text(pack, "name").unwrap_or("?"))
+                    @if let Some(version) = text(pack, "version").filter(|v| !v.is_empty()) { " " (version) }
+                    ": "
+                    @match (count(pack, "mandatory"), count(pack, "advisory")) {
+                        (0, 0) => { "passed" }
+                        (mandatory, advisory) => {
+                            @if mandatory > 0 { span.removed { (mandatory) " mandatory" } }
+                            @if mandatory > 0 && advisory > 0 { ", " }
+                            @if advisory > 0 { span.changed { (advisory) " advisory" } }
+                            " violation(s)"
+                        }
+                    }
+                }
+            } }
+        }
+        @if let Some(plan) = plan {
+            p.plan {
+                "Applied a saved plan of "
+                (plan.get("steps").and_then(Value::as_u64).unwrap_or(0)) " step(s), made against version "
+                (plan.get("made-against").and_then(Value::as_u64).unwrap_or(0))
+            }
+        }
+    }
+}
+
 /// `GET /stacks/P/S/history`: the stack's versions, newest first.
 pub(super) async fn list(
     viewer: Viewer,
@@ -55,7 +90,7 @@ pub(super) async fn list(
         h1 { "History of " (project) "/" (stack) }
         p { a href=(base) { "Stack " (project) "/" (stack) } }
         table #history {
-            tr { th { "Version" } th { "Kind" } th { "Result" } th { "By" } th { "Changes" } th { "Took" } th { "Message" } th { "CI" } th { "" } th { "" } }
+            tr { th { "Version" } th { "Kind" } th { "Result" } th { "By" } th { "Changes" } th { "Took" } th { "Message" } th { "CI" } th { "Checks" } th { "" } th { "" } }
             @for version in &listed {
                 @let entry = &version.entry;
                 @let changes = entry.get("changes");
@@ -83,6 +118,7 @@ pub(super) async fn list(
                         @if let Some(commit) = meta("commit") { code { (commit) } " " }
                         @if let Some(pr) = meta("pull_request") { "PR " (pr) }
                     }
+                    td { (checks(entry)) }
                     td { a href={ (base) "/logs?version=" (version.version) } { "log" } }
                     td { @if version.version > 1 {
                         a href={ (base) "/diff?from=" (version.version - 1) "&to=" (version.version) } { "diff" }
@@ -115,7 +151,17 @@ pub(super) async fn list(
 pub(super) struct DiffQuery {
     from: i64,
     to: i64,
+    #[serde(default = "first_page")]
+    page: usize,
 }
+
+fn first_page() -> usize {
+    1
+}
+
+/// Resources per page of a diff: a change to every resource of a big stack is paged, not one
+/// page of megabytes.
+const DIFF_PAGE: usize = 100;
 
 /// How a resource differs between two versions.
 enum Change {
@@ -144,32 +190,32 @@ fn leaves(prefix: &str, value: &Value, into: &mut BTreeMap<String, Value>) {
     }
 }
 
-fn properties(resource: &Resource) -> BTreeMap<String, Value> {
+fn properties(resource: &Resource) -> Result<BTreeMap<String, Value>, ApiError> {
     let mut found = BTreeMap::new();
-    for (name, map) in [("inputs", &resource.inputs), ("outputs", &resource.outputs)] {
-        leaves(
-            name,
-            &values::shown(&Value::Object(map.clone())),
-            &mut found,
-        );
+    for (name, map) in [
+        ("inputs", resource.inputs()?),
+        ("outputs", resource.outputs()?),
+    ] {
+        leaves(name, &values::shown(&Value::Object(map)), &mut found);
     }
-    found
+    Ok(found)
 }
 
 /// What changed from `before` to `after`, by URN, in `after`'s order then `before`'s.
-fn changes(before: &[Resource], after: &[Resource]) -> Vec<(String, String, Change)> {
+fn changes(
+    before: &[Resource],
+    after: &[Resource],
+) -> Result<Vec<(String, String, Change)>, ApiError> {
     let old: HashMap<&str, &Resource> = before.iter().map(|r| (r.urn.as_str(), r)).collect();
     let new: HashMap<&str, &Resource> = after.iter().map(|r| (r.urn.as_str(), r)).collect();
     let mut found = Vec::new();
     for resource in after {
         let change = match old.get(resource.urn.as_str()) {
             None => Change::Added,
-            // Most resources are as they were: compared whole before property by property.
-            Some(was) if was.inputs == resource.inputs && was.outputs == resource.outputs => {
-                continue;
-            }
+            // Most resources are as they were: compared as written before property by property.
+            Some(was) if was.same_properties(resource) => continue,
             Some(was) => {
-                let (a, b) = (properties(was), properties(resource));
+                let (a, b) = (properties(was)?, properties(resource)?);
                 let differing: Vec<_> = (a.keys().chain(b.keys()))
                     .collect::<std::collections::BTreeSet<_>>()
                     .into_iter()
@@ -187,7 +233,7 @@ fn changes(before: &[Resource], after: &[Resource]) -> Vec<(String, String, Chan
     for resource in before.iter().filter(|r| !new.contains_key(r.urn.as_str())) {
         found.push((resource.urn.clone(), resource.ty.clone(), Change::Removed));
     }
-    found
+    Ok(found)
 }
 
 fn json(value: &Option<Value>) -> String {
@@ -210,20 +256,33 @@ pub(super) async fn diff(
     let before = versions::export(&app.pool, &key, Some(query.from)).await?;
     let after = versions::export(&app.pool, &key, Some(query.to)).await?;
     let found = tokio::task::spawn_blocking(move || {
-        Ok::<_, ApiError>(changes(
-            &values::resources(&before)?,
-            &values::resources(&after)?,
-        ))
+        changes(&values::resources(&before)?, &values::resources(&after)?)
     })
     .await
     .map_err(|e| ApiError::Internal(format!("comparing versions: {e}")))??;
+    let count = |kind: fn(&Change) -> bool| found.iter().filter(|(_, _, c)| kind(c)).count();
+    let (added, removed) = (
+        count(|c| matches!(c, Change::Added)),
+        count(|c| matches!(c, Change::Removed)),
+    );
+    let changed = found.len() - added - removed;
+    let pages = found.len().div_ceil(DIFF_PAGE).max(1);
+    let page = query.page.clamp(1, pages);
+    let shown = found.iter().skip((page - 1) * DIFF_PAGE).take(DIFF_PAGE);
     let base = format!("/stacks/{project}/{stack}");
+    let here = format!("{base}/diff?from={}&to={}", query.from, query.to);
     let body = html! {
         h1 { "Version " (query.from) " → " (query.to) " of " (project) "/" (stack) }
         p { a href={ (base) "/history" } { "History" } }
         @if found.is_empty() { p { "No resource differs." } }
+        @else {
+            p #summary {
+                span.added { (added) " added" } ", " span.removed { (removed) " removed" } ", "
+                span.changed { (changed) " changed" }
+            }
+        }
         table #diff {
-            @for (urn, ty, change) in &found {
+            @for (urn, ty, change) in shown {
                 tr {
                     @match change {
                         Change::Added => { td.added { "+ added" } }
@@ -243,10 +302,66 @@ pub(super) async fn diff(
                 }
             }
         }
+        @if pages > 1 {
+            p.pages {
+                "Page " (page) " of " (pages) ": "
+                @if page > 1 { a href={ (here) "&page=" (page - 1) } { "previous" } }
+                @if page < pages { " " a href={ (here) "&page=" (page + 1) } { "next" } }
+            }
+        }
     };
     Ok(layout::page(
         &format!("Diff of {project}/{stack}"),
         &viewer,
         body,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(urn: &str, inputs: Value) -> Resource {
+        serde_json::from_value(serde_json::json!({ "urn": urn, "type": "t", "inputs": inputs }))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_diff_finds_added_removed_and_changed_properties_but_not_a_secret_sealed_anew() {
+        let sealed = |c: &str| serde_json::json!({ "plinth:sig": "secret", "ciphertext": c });
+        let before = [
+            resource("same", serde_json::json!({ "a": 1 })),
+            resource("resealed", serde_json::json!({ "p": sealed("v1:x") })),
+            resource("changed", serde_json::json!({ "a": 1, "b": [1, 2] })),
+            resource("gone", serde_json::json!({})),
+        ];
+        let after = [
+            resource("same", serde_json::json!({ "a": 1 })),
+            resource("resealed", serde_json::json!({ "p": sealed("v1:y") })),
+            resource("changed", serde_json::json!({ "a": 1, "b": [1, 3] })),
+            resource("new", serde_json::json!({})),
+        ];
+        let found: Vec<(String, String)> = (changes(&before, &after).unwrap().into_iter())
+            .map(|(urn, _, change)| {
+                let what = match change {
+                    Change::Added => "added".to_owned(),
+                    Change::Removed => "removed".to_owned(),
+                    Change::Changed(properties) => (properties.iter())
+                        .map(|(path, was, now)| format!("{path}: {} → {}", json(was), json(now)))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                };
+                (urn, what)
+            })
+            .collect();
+        let expected = [
+            ("changed", "inputs.b[1]: 2 → 3"),
+            ("new", "added"),
+            ("gone", "removed"),
+        ];
+        assert_eq!(
+            found,
+            expected.map(|(u, w)| (u.to_owned(), w.to_owned())).to_vec()
+        );
+    }
 }

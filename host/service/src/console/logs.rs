@@ -135,6 +135,7 @@ pub(super) async fn page(
         h1 { (title) }
         p { a href=(base) { "Stack " (project) "/" (stack) } " · " a href={ (base) "/history" } { "History" } }
         p #status { "Update " (log.number) ": " (field("kind")) " " (field("result")) }
+        div #checks { (super::history::checks(entry)) }
         @if log.events.is_empty() { p { "It recorded no events." } }
         pre #log { @for event in &log.events { (line(event)) "\n" } }
         @if let Some(next) = log.next {

@@ -11,6 +11,7 @@ mod errors;
 mod headers;
 mod history;
 mod layout;
+mod limit;
 mod logs;
 mod session;
 mod stacks;
@@ -22,6 +23,7 @@ use axum::middleware::from_fn;
 use axum::routing::{get, post};
 
 use crate::api::App;
+pub(crate) use limit::SignInLimit;
 
 /// The largest form the console takes: a sign-in or an action, never data.
 const FORM_LIMIT: usize = 16 << 10;

@@ -6,7 +6,7 @@
 use axum::Form;
 use axum::extract::{FromRequestParts, State};
 use axum::http::HeaderMap;
-use axum::http::header::{COOKIE, LOCATION, SET_COOKIE};
+use axum::http::header::{COOKIE, LOCATION, RETRY_AFTER, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,10 +14,12 @@ use cookie::{Cookie, SameSite};
 use maud::html;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use std::time::{Duration, Instant};
 
 use super::errors::ConsoleError;
-use super::layout;
+use super::{layout, limit};
 use crate::api::App;
+use crate::audit::{self, Action, Actor};
 use crate::auth::{self, User};
 use crate::error::ApiError;
 
@@ -25,6 +27,8 @@ use crate::error::ApiError;
 const SESSION: &str = "plinth_session";
 /// The sign-in form's CSRF cookie (there is no session yet to tie its token to).
 const SIGN_IN: &str = "plinth_signin";
+/// Who a refused sign-in is recorded as: its token matched no live one.
+const UNKNOWN_USER: &str = "(unknown)";
 /// How long a session lasts (the token's own expiry ends it sooner).
 const SESSION_SECONDS: i64 = 8 * 3600;
 
@@ -143,6 +147,22 @@ fn sign_in_page(headers: &HeaderMap, status: StatusCode, error: Option<&str>) ->
     response
 }
 
+/// The answer to an address that tried too many tokens: the form again, saying when to retry.
+fn too_many(headers: &HeaderMap, wait: Duration) -> Response {
+    let seconds = wait.as_secs_f64().ceil() as u64;
+    let message = format!(
+        "too many sign-in attempts from your address: try again in {seconds} s (an address \
+         gets {} attempts at once, then one every {} s)",
+        limit::BURST,
+        limit::REFILL.as_secs()
+    );
+    let mut response = sign_in_page(headers, StatusCode::TOO_MANY_REQUESTS, Some(&message));
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(seconds));
+    response
+}
+
 #[derive(Deserialize)]
 pub(super) struct SignIn {
     #[serde(default)]
@@ -161,11 +181,22 @@ pub(super) async fn sign_in(
     if !same(&form.csrf, &expected) {
         return Err(ConsoleError::Csrf);
     }
+    let source = audit::source(&parts, app.options.trust_forwarded_for);
+    if let Err(wait) = app.sign_ins.take(&source, Instant::now()) {
+        return Ok(too_many(&parts.headers, wait));
+    }
     let token = form.token.trim();
     let digest = auth::digest(token);
     let user = match User::of_token(&parts, &app, digest.clone()).await {
         Ok(user) => user,
         Err(ApiError::Unauthorized(message)) => {
+            let refused = Actor {
+                user: Some(UNKNOWN_USER.to_owned()),
+                token: None,
+                source,
+            };
+            let mut conn = app.pool.acquire().await?;
+            audit::record(&mut conn, &refused, Action::SignInFailed, None, &message).await?;
             return Ok(sign_in_page(
                 &parts.headers,
                 StatusCode::UNAUTHORIZED,
@@ -174,6 +205,7 @@ pub(super) async fn sign_in(
         }
         Err(e) => return Err(e.into()),
     };
+    app.sign_ins.give_back(&source);
     let id = auth::new_token();
     sqlx::query(
         "INSERT INTO console_sessions (digest, token_digest, expires)
@@ -188,6 +220,15 @@ pub(super) async fn sign_in(
     sqlx::query("DELETE FROM console_sessions WHERE expires < now() - interval '1 day'")
         .execute(&app.pool)
         .await?;
+    let mut conn = app.pool.acquire().await?;
+    audit::record(
+        &mut conn,
+        &user.actor(),
+        Action::SignedIn,
+        None,
+        &format!("a console session, as {}", user.scope.describe()),
+    )
+    .await?;
     tracing::info!(target: "plinth_service::console", user = %crate::checks::shown(&user.name), "signed in");
     let headers = &parts.headers;
     let mut response = (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
@@ -215,10 +256,13 @@ pub(super) async fn sign_out(
 ) -> Result<Response, ConsoleError> {
     viewer.check(&form.csrf)?;
     if let Some(id) = cookie(&headers, SESSION) {
+        let mut tx = app.pool.begin().await?;
         sqlx::query("DELETE FROM console_sessions WHERE digest = $1")
             .bind(auth::digest(&id))
-            .execute(&app.pool)
+            .execute(&mut *tx)
             .await?;
+        audit::record(&mut tx, &viewer.user.actor(), Action::SignedOut, None, "").await?;
+        tx.commit().await?;
     }
     let mut response = (StatusCode::SEE_OTHER, [(LOCATION, "/signin")]).into_response();
     (response.headers_mut()).append(SET_COOKIE, set_cookie(&headers, SESSION, "", "/", 0));

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
+use plinth_state::protocol::ConfigKey;
 use serde::Deserialize;
 
 use super::errors::ConsoleError;
@@ -32,6 +33,30 @@ pub(super) fn took(seconds: i64) -> String {
     humantime::format_duration(std::time::Duration::from_secs(seconds.max(0) as u64)).to_string()
 }
 
+/// Now, in seconds since the Unix epoch.
+pub(super) fn unix_now() -> i64 {
+    (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// When a lease expiring at Unix time `expires` ends, seen at `now`: "until 2026-11-27
+/// 21:05:03 UTC (in 45 s)", or "expired at … (2 min ago)".
+pub(super) fn lease(expires: i64, now: i64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(expires.max(0) as u64);
+    let at = humantime::format_rfc3339_seconds(at).to_string();
+    let at = at.replacen('T', " ", 1).replace('Z', " UTC");
+    let left = expires - now;
+    let span = |seconds: i64| match seconds {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s => format!("{} h", s / 3600),
+    };
+    match left >= 0 {
+        true => format!("until {at} (in {})", span(left)),
+        false => format!("expired at {at} ({} ago)", span(-left)),
+    }
+}
+
 #[derive(Deserialize)]
 pub(super) struct ListQuery {
     #[serde(default)]
@@ -42,13 +67,14 @@ pub(super) struct ListQuery {
 struct Listed {
     project: String,
     name: String,
-    checkpoint: Option<Vec<u8>>,
+    resources: Option<i64>,
+    uncounted: Option<Vec<u8>>,
     kind: Option<String>,
     status: Option<String>,
     user: Option<String>,
     started: Option<String>,
     seconds: Option<i64>,
-    lease_expires: Option<String>,
+    lease_expires: Option<i64>,
 }
 
 /// `GET /`: the stacks the token may read, with their last update and any running one.
@@ -60,16 +86,18 @@ pub(super) async fn list(
     let scope = &viewer.user.scope;
     let filter = query.filter.trim();
     let rows: Vec<Listed> = sqlx::query_as(
-        "SELECT s.project, s.name,
-                (SELECT v.checkpoint FROM versions v WHERE v.stack_id = s.id
-                 ORDER BY v.version DESC LIMIT 1) AS checkpoint,
+        "SELECT s.project, s.name, v.resources, v.uncounted,
                 u.kind, u.status, usr.name AS user,
                 to_char(u.started AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS started,
                 EXTRACT(EPOCH FROM coalesce(u.ended, now()) - u.started)::BIGINT AS seconds,
                 CASE WHEN u.status = 'running' THEN
-                    to_char(u.lease_expires AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+                    EXTRACT(EPOCH FROM u.lease_expires)::BIGINT
                 END AS lease_expires
          FROM stacks s
+         LEFT JOIN LATERAL (SELECT resources,
+                                   CASE WHEN resources IS NULL THEN checkpoint END AS uncounted
+                            FROM versions WHERE stack_id = s.id
+                            ORDER BY version DESC LIMIT 1) v ON true
          LEFT JOIN LATERAL (SELECT * FROM updates WHERE stack_id = s.id
                             ORDER BY started DESC LIMIT 1) u ON true
          LEFT JOIN users usr ON usr.id = u.user_id
@@ -84,18 +112,19 @@ pub(super) async fn list(
     .bind(MOST_STACKS)
     .fetch_all(&app.pool)
     .await?;
-    // Counting parses each latest checkpoint: CPU work, off the async workers.
+    // Counting a version stored before counts were parses its checkpoint: CPU work, off the
+    // async workers.
     let rows = tokio::task::spawn_blocking(move || {
         (rows.into_iter())
             .map(|row| {
-                let count =
-                    (row.checkpoint.as_deref()).map_or(Ok(0), versions::listed_resources)?;
+                let count = versions::resources(row.resources, row.uncounted.as_deref())?;
                 Ok((row, count))
             })
             .collect::<Result<Vec<_>, ApiError>>()
     })
     .await
     .map_err(|e| ApiError::Internal(format!("counting resources: {e}")))??;
+    let now = unix_now();
     let body = html! {
         h1 { "Stacks" }
         form method="get" action="/" {
@@ -112,8 +141,8 @@ pub(super) async fn list(
                     td { (row.user.as_deref().unwrap_or("")) }
                     td { (row.started.as_deref().unwrap_or("")) }
                     td { @if let Some(seconds) = row.seconds { (took(seconds)) } }
-                    td { @if let Some(expires) = &row.lease_expires {
-                        "by " (row.user.as_deref().unwrap_or("?")) ", lease until " (expires)
+                    td { @if let Some(expires) = row.lease_expires {
+                        "by " (row.user.as_deref().unwrap_or("?")) ", lease " (lease(expires, now))
                     } }
                 }
             }
@@ -200,6 +229,7 @@ pub(super) async fn stack(
     let resources = latest(&viewer, &app, &project, &stack, values::nodes).await?;
     let key = stack_key(&app.pool, &project, &stack).await?;
     let running = crate::updates::running(&app.pool, key.id).await?;
+    let config = config_of(&app, key.id).await?;
     let rows = tree(&resources);
     let pages = rows.len().div_ceil(TREE_PAGE).max(1);
     let page = query.page.clamp(1, pages);
@@ -223,8 +253,8 @@ pub(super) async fn stack(
         }
         @if let Some(holder) = &running {
             p.changed #running {
-                "Being updated: " (holder.kind) " by " (holder.user) ", lease until unix time "
-                (holder.lease_expires)
+                "Being updated: " (holder.kind) " by " (holder.user) ", lease "
+                (lease(holder.lease_expires as i64, unix_now()))
             }
             (super::actions::cancel_form(&viewer, &project, &stack))
         }
@@ -250,6 +280,22 @@ pub(super) async fn stack(
                 @if page < pages { a href={ (base) "?page=" (page + 1) } { "next" } }
             }
         }
+        h2 { "Configuration" }
+        @match &config {
+            Some(config) => {
+                p { "As the update begun " (config.started) " UTC by " (config.user) " ran with it." }
+                table #config {
+                    tr { th { "Key" } th { "Value" } }
+                    @for key in &config.keys {
+                        tr {
+                            td { code { (key.key) } }
+                            td { @if key.secret { (values::SECRET) } @else { (key.value.as_deref().unwrap_or("")) } }
+                        }
+                    }
+                }
+            }
+            None => { p { "No update has said its configuration yet." } }
+        }
         h2 { "Outputs" }
         @match outputs.is_empty() {
             false => {
@@ -264,6 +310,36 @@ pub(super) async fn stack(
         }
     };
     Ok(layout::page(&format!("{project}/{stack}"), &viewer, body))
+}
+
+/// The configuration keys the latest update that sent them ran with.
+struct Config {
+    keys: Vec<ConfigKey>,
+    started: String,
+    user: String,
+}
+
+async fn config_of(app: &App, stack_id: i64) -> Result<Option<Config>, ConsoleError> {
+    let row: Option<(sqlx::types::Json<Vec<ConfigKey>>, String, String)> = sqlx::query_as(
+        "SELECT u.config, to_char(u.started AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),
+                usr.name
+         FROM updates u JOIN users usr ON usr.id = u.user_id
+         WHERE u.stack_id = $1 AND u.config IS NOT NULL ORDER BY u.started DESC LIMIT 1",
+    )
+    .bind(stack_id)
+    .fetch_optional(&app.pool)
+    .await?;
+    Ok(row.map(|(keys, started, user)| Config {
+        // Checked when stored: no secret has a value; shown so all the same, whatever a row holds.
+        keys: (keys.0.into_iter())
+            .map(|key| ConfigKey {
+                value: key.value.filter(|_| !key.secret),
+                ..key
+            })
+            .collect(),
+        started,
+        user,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -287,6 +363,7 @@ pub(super) async fn resource(
                 crate::checks::shown(&query.urn)
             ))
         })?;
+    let (inputs, outputs) = (resource.inputs()?, resource.outputs()?);
     let base = format!("/stacks/{project}/{stack}");
     let link =
         |urn: &str| html! { a href={ (base) "/resource?urn=" (encoded(urn)) } { code { (urn) } } };
@@ -305,9 +382,9 @@ pub(super) async fn resource(
         @if resource.dependencies.is_empty() { p { "None." } }
         ul { @for dependency in &resource.dependencies { li { (link(dependency)) } } }
         h2 { "Inputs" }
-        pre #inputs { (values::pretty(&resource.inputs)) }
+        pre #inputs { (values::pretty(&inputs)) }
         h2 { "Outputs" }
-        pre #outputs { (values::pretty(&resource.outputs)) }
+        pre #outputs { (values::pretty(&outputs)) }
     };
     Ok(layout::page(resource.name(), &viewer, body))
 }
@@ -319,6 +396,23 @@ mod tests {
     fn resource(urn: &str, parent: Option<&str>) -> Node {
         serde_json::from_value(serde_json::json!({ "urn": urn, "type": "t", "parent": parent }))
             .unwrap()
+    }
+
+    #[test]
+    fn a_lease_shows_as_a_time_and_how_far_off_it_is() {
+        let at = 1_795_813_503; // 2026-11-27 21:05:03 UTC
+        assert_eq!(
+            lease(at, at - 45),
+            "until 2026-11-27 21:05:03 UTC (in 45 s)"
+        );
+        assert_eq!(
+            lease(at, at - 600),
+            "until 2026-11-27 21:05:03 UTC (in 10 min)"
+        );
+        assert_eq!(
+            lease(at, at + 150),
+            "expired at 2026-11-27 21:05:03 UTC (2 min ago)"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! and never shows even the ciphertext.
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -13,7 +14,9 @@ const UNKNOWN: &str = "[unknown]";
 /// The key that marks a secret or unknown value in state.
 const SIG_KEY: &str = plinth_engine::value::SIG_KEY;
 
-/// A resource as a checkpoint records it, with what the console shows.
+/// A resource as a checkpoint records it, with what the console shows; its properties left
+/// unparsed until asked for (a page about one resource, or a diff, parses 2 of 10,000 maps,
+/// not 20,000).
 #[derive(Deserialize)]
 pub(super) struct Resource {
     pub urn: String,
@@ -24,9 +27,9 @@ pub(super) struct Resource {
     #[serde(default)]
     pub id: String,
     #[serde(default)]
-    pub inputs: Map<String, Value>,
+    pub inputs: Option<Box<RawValue>>,
     #[serde(default)]
-    pub outputs: Map<String, Value>,
+    pub outputs: Option<Box<RawValue>>,
     #[serde(default)]
     pub parent: Option<String>,
     #[serde(default)]
@@ -41,6 +44,31 @@ impl Resource {
         self.urn
             .rsplit_once("::")
             .map_or(&self.urn, |(_, name)| name)
+    }
+
+    pub fn inputs(&self) -> Result<Map<String, Value>, ApiError> {
+        parsed(&self.inputs)
+    }
+
+    pub fn outputs(&self) -> Result<Map<String, Value>, ApiError> {
+        parsed(&self.outputs)
+    }
+
+    /// Whether its properties are as `other`'s, byte for byte (a checkpoint is written in one
+    /// canonical form; a secret sealed anew differs, and is compared as shown).
+    pub fn same_properties(&self, other: &Resource) -> bool {
+        let raw = |v: &Option<Box<RawValue>>| v.as_ref().map(|v| v.get().to_owned());
+        raw(&self.inputs) == raw(&other.inputs) && raw(&self.outputs) == raw(&other.outputs)
+    }
+}
+
+/// A property map left unparsed, parsed (none: empty).
+fn parsed(raw: &Option<Box<RawValue>>) -> Result<Map<String, Value>, ApiError> {
+    match raw {
+        Some(raw) => serde_json::from_str::<Option<Map<String, Value>>>(raw.get())
+            .map(Option::unwrap_or_default)
+            .map_err(|e| ApiError::Internal(format!("a stored checkpoint does not parse: {e}"))),
+        None => Ok(Map::new()),
     }
 }
 
@@ -58,7 +86,7 @@ pub(super) struct Node {
     #[serde(default)]
     pub delete: bool,
     #[serde(default)]
-    pub outputs: Option<Box<serde_json::value::RawValue>>,
+    pub outputs: Option<Box<RawValue>>,
 }
 
 impl Node {

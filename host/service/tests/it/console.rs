@@ -340,17 +340,29 @@ fn a_revoked_token_ends_its_sessions_at_once() {
 /// Records `checkpoint` as the next version of `p/dev` (an import, as `plinth stack import`
 /// does), through alice's token.
 fn record(service: &Service, alice: &str, checkpoint: &[u8]) {
+    record_with(
+        service,
+        alice,
+        checkpoint,
+        history_entry("import"),
+        json!([]),
+    );
+}
+
+/// Records `checkpoint` as the next version of `p/dev`, with the history entry `entry`, begun
+/// saying the configuration keys `config`.
+fn record_with(service: &Service, alice: &str, checkpoint: &[u8], entry: Value, config: Value) {
     let (status, begun) = call(
         service,
         "POST",
         "stacks/p/dev/updates",
         Some(alice),
         None,
-        Some(json!({ "kind": "import" })),
+        Some(json!({ "kind": "import", "config": config })),
     );
     assert_eq!(status, 200, "{begun}");
     let update = lease_of(&begun);
-    let phase = json!({ "phase": 1, "entry": history_entry("import"),
+    let phase = json!({ "phase": 1, "entry": entry,
                         "checkpoint": String::from_utf8(checkpoint.to_vec()).unwrap() });
     let (status, body) = on_update(service, alice, &update, "phases", Some(phase));
     assert_eq!(status, 200, "{body}");
@@ -490,7 +502,39 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
     create_stack(&service, &alice, "dev");
     create_stack(&service, &alice, "prod");
     record(&service, &alice, &hostile_state(&service, &alice, 1));
-    record(&service, &alice, &hostile_state(&service, &alice, 2));
+    // The second says its client ran two policy packs (one named as markup) and applied a
+    // saved plan.
+    let mut checked = history_entry("import");
+    checked["policy_packs"] = json!([
+        { "name": "rules", "version": "1.0", "digest": "ab".repeat(32), "advisory": 1, "mandatory": 0 },
+        { "name": SCRIPT_NAME, "version": "", "digest": "cd".repeat(32), "advisory": 0, "mandatory": 0 },
+    ]);
+    checked["plan"] = json!({ "made-against": 1, "state-digest": "ef".repeat(32), "steps": 3 });
+    // Its client said the stack's configuration keys: a secret's by name only, a value as markup.
+    let config = json!([
+        { "key": "region", "secret": false, "value": "eu-west-1" },
+        { "key": "banner", "secret": false, "value": IMG_NAME },
+        { "key": "db-password", "secret": true },
+    ]);
+    record_with(
+        &service,
+        &alice,
+        &hostile_state(&service, &alice, 2),
+        checked,
+        config,
+    );
+    // A client that sends a secret key's value is refused: the service never stores one.
+    let (status, answer) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/updates",
+        Some(&alice),
+        None,
+        Some(json!({ "kind": "update",
+                     "config": [{ "key": "db-password", "secret": true, "value": SECRET }] })),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(!answer.to_string().contains(SECRET), "{answer}");
 
     let browser = Browser::start().unwrap();
     browser_sign_in(&browser, &service, &alice);
@@ -522,6 +566,13 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
     assert!(
         outputs.contains("\"[secret]\"") && outputs.contains(&banner),
         "{outputs}"
+    );
+    let config = browser.text(&browser.find("#config").unwrap()).unwrap();
+    assert!(
+        config.contains("region eu-west-1")
+            && config.contains(&format!("banner {IMG_NAME}"))
+            && config.contains("db-password [secret]"),
+        "{config}"
     );
     nothing_ran_and_no_secret(&browser, "the stack page");
     screenshot(&browser, "stack");
@@ -568,7 +619,30 @@ fn in_a_real_browser_a_user_walks_stacks_resources_history_and_diff_and_nothing_
         history.find("\n1 import").unwrap(),
     );
     assert!(two < one, "{history}");
+    // What the update checked: its packs' results and the plan it applied.
+    let checks = browser
+        .text(&browser.find("#history tr:nth-child(2)").unwrap())
+        .unwrap();
+    assert!(
+        checks.contains("policy rules 1.0: 1 advisory violation(s)")
+            && checks.contains(&format!("policy {SCRIPT_NAME}: passed"))
+            && checks.contains("Applied a saved plan of 3 step(s), made against version 1"),
+        "{checks}"
+    );
+    nothing_ran_and_no_secret(&browser, "the history");
     screenshot(&browser, "history");
+    browser
+        .goto(&format!("{}/stacks/p/dev/logs?version=2", service.url))
+        .unwrap();
+    let checks = browser.text(&browser.find("#checks").unwrap()).unwrap();
+    assert!(
+        checks.contains("policy rules 1.0: 1 advisory violation(s)")
+            && checks.contains("made against version 1"),
+        "{checks}"
+    );
+    browser
+        .goto(&format!("{}/stacks/p/dev/history", service.url))
+        .unwrap();
     follow(&browser, "#history a[href$='diff?from=1&to=2']", || {
         at(&browser, &service, "/stacks/p/dev/diff?from=1&to=2")
     });
@@ -877,4 +951,137 @@ fn an_admin_makes_a_token_seen_once_revokes_it_and_reads_the_audit_log_filtered(
     assert!(!page.body.contains("/audit"));
     let refused = request(&service, "GET", "/audit", &[("Cookie", &session)], None);
     assert_eq!(refused.status, 403, "{}", refused.body);
+}
+
+/// The audit log's rows of `action`, as `plinth serve audit --json` prints them.
+fn audited(db: &str, action: &str) -> Vec<Value> {
+    let out = std::process::Command::new(serve_binary())
+        .args(["audit", "--json"])
+        .env("PLINTH_DATABASE_URL", db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    (String::from_utf8(out.stdout).unwrap().lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|row| row["action"] == action)
+        .collect()
+}
+
+#[test]
+fn sign_ins_sign_outs_and_refusals_are_audited_and_an_address_guessing_tokens_is_held_off() {
+    let (_server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    let (session, _) = sign_in(&service, &alice, &[]);
+    let page = request(&service, "GET", "/", &[("Cookie", &session)], None);
+    let out = request(
+        &service,
+        "POST",
+        "/signout",
+        &[("Cookie", &session)],
+        Some(&[("csrf", &csrf_in(&page.body))]),
+    );
+    assert_eq!(out.status, 303);
+    let signed_in = audited(&db, "console.signed-in");
+    let signed_out = audited(&db, "console.signed-out");
+    for row in [&signed_in[..], &signed_out[..]].concat() {
+        assert_eq!(row["user"], "alice", "{row}");
+        assert_eq!(row["source"], "127.0.0.1", "{row}");
+        assert!(
+            row["token"].as_str().is_some_and(|t| t.len() == 12),
+            "{row}"
+        );
+        assert!(row["at"].as_str().is_some_and(|t| !t.is_empty()), "{row}");
+    }
+    assert_eq!((signed_in.len(), signed_out.len()), (1, 1));
+
+    // Wrong tokens: each refused and recorded, with no token id (a guess is nobody's token)
+    // and never the guess itself, until the address has used its attempts up.
+    let attempt = |token: &str| {
+        let form = request(&service, "GET", "/signin", &[], None);
+        let cookie = pair(&form.set_cookie("plinth_signin"));
+        request(
+            &service,
+            "POST",
+            "/signin",
+            &[("Cookie", &cookie)],
+            Some(&[("csrf", &csrf_in(&form.body)), ("token", token)]),
+        )
+    };
+    let mut refused = 0;
+    let held_off = loop {
+        let answer = attempt(&format!("guess-{refused}"));
+        if answer.status != 401 {
+            break answer;
+        }
+        refused += 1;
+        assert!(refused <= 100, "no limit after {refused} wrong tokens");
+    };
+    assert_eq!(held_off.status, 429, "{}", held_off.body);
+    assert!(refused >= 3, "held off after only {refused} attempts");
+    let retry: u64 = held_off.header("retry-after").unwrap().parse().unwrap();
+    assert!(retry >= 1);
+    assert!(
+        held_off
+            .body
+            .contains("too many sign-in attempts from your address"),
+        "{}",
+        held_off.body
+    );
+    // Held off, even with the right token: the limit is the address's, not the token's.
+    assert_eq!(attempt(&alice).status, 429);
+    let failed = audited(&db, "console.sign-in-failed");
+    assert_eq!(failed.len(), refused);
+    for row in &failed {
+        assert_eq!(row["user"], "(unknown)", "{row}");
+        assert_eq!(row["source"], "127.0.0.1", "{row}");
+        assert!(row["token"].is_null(), "{row}");
+        assert!(!row.to_string().contains("guess-"), "{row}");
+    }
+    // A user at another address is not held off (the service trusts X-Forwarded-For here only
+    // when told to: this one does not, so the header changes nothing and is refused too).
+    let form = request(
+        &service,
+        "GET",
+        "/signin",
+        &[("X-Forwarded-For", "10.9.9.9")],
+        None,
+    );
+    let cookie = pair(&form.set_cookie("plinth_signin"));
+    let spoofed = request(
+        &service,
+        "POST",
+        "/signin",
+        &[("Cookie", &cookie), ("X-Forwarded-For", "10.9.9.9")],
+        Some(&[("csrf", &csrf_in(&form.body)), ("token", &alice)]),
+    );
+    assert_eq!(spoofed.status, 429);
+}
+
+#[test]
+fn the_readmes_web_console_section_shows_screenshots_that_are_committed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Web console\n")
+        .nth(1)
+        .expect("a Web console section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let images: Vec<&str> = (section.split("](").skip(1))
+        .filter_map(|rest| rest.split(')').next())
+        .filter(|target| target.ends_with(".png"))
+        .collect();
+    assert!(images.len() >= 5, "the section shows {images:?}");
+    for image in images {
+        assert!(image.starts_with("docs/images/"), "{image}");
+        let bytes = std::fs::read(root.join(image))
+            .unwrap_or_else(|e| panic!("the README shows {image}, which is missing: {e}"));
+        assert!(
+            bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{image} is not a PNG"
+        );
+        assert!(bytes.len() < 150 << 10, "{image} is {} bytes", bytes.len());
+    }
 }

@@ -19,6 +19,27 @@ pub struct RequiredPack {
     pub config: Option<Value>,
     /// Where its component is, under `/api/v1/`: `policy-packs/DIGEST`.
     pub path: String,
+    /// The limits it runs under, as `plinth serve policy add` set them (the client's defaults
+    /// for what is not set, and for a service before limits were added).
+    #[serde(default, skip_serializing_if = "PackLimits::is_empty")]
+    pub limits: PackLimits,
+}
+
+/// The limits of a pack the service enforces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackLimits {
+    /// The most linear memory its instance may use, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// How long one call into it may take, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_timeout_ms: Option<u64>,
+}
+
+impl PackLimits {
+    pub fn is_empty(&self) -> bool {
+        self.memory_bytes.is_none() && self.call_timeout_ms.is_none()
+    }
 }
 
 /// `GET stacks/P/S/policy-packs`: the packs a run of the stack must run.
