@@ -49,6 +49,8 @@ mod stack_root;
 mod state;
 mod state_edit;
 mod support;
+mod ts_fetch;
+mod ts_files;
 
 use support::{ConfigCleanup, Env, repo_root};
 

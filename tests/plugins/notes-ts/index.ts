@@ -27,6 +27,9 @@ export default provider({
       inputs: {
         text: t.string({ required: true, replaceOnChange: true }),
         dir: t.string({ replaceOnChange: true }),
+        // What the tests' scenario program gives every resource.
+        value: t.string(),
+        replace_key: t.string(),
       },
       async create(inputs: Inputs, ctx) {
         const path = file(inputs, ctx.name);

@@ -93,9 +93,10 @@ function at<T>(path: string, syscall: string, f: (dir: Descriptor, inside: strin
   }
 }
 
-/** Frees a descriptor now rather than when the engine collects it. */
+/** Frees a descriptor now rather than when the engine collects it, where the engine can. */
 function close(descriptor: Descriptor) {
-  (descriptor as unknown as { [Symbol.dispose]?: () => void })[Symbol.dispose]?.();
+  const dispose = (Symbol as { dispose?: symbol }).dispose;
+  if (dispose) (descriptor as unknown as Record<symbol, (() => void) | undefined>)[dispose]?.();
 }
 
 function withFile<T>(dir: Descriptor, inside: string, flags: Parameters<Descriptor["openAt"]>[2], write: boolean, f: (file: Descriptor) => T): T {

@@ -24,8 +24,7 @@ export function normalize(path: string): string {
   }
   const joined = parts.join("/");
   if (absolute) return `/${joined}${trailing && joined ? "/" : ""}`;
-  if (!joined) return ".";
-  return trailing ? `${joined}/` : joined;
+  return `${joined || "."}${trailing ? "/" : ""}`;
 }
 
 export function join(...paths: string[]): string {
@@ -74,7 +73,7 @@ export function basename(path: string, suffix?: string): string {
 export function extname(path: string): string {
   const base = basename(path);
   const dot = base.lastIndexOf(".");
-  return dot <= 0 ? "" : base.slice(dot);
+  return dot <= 0 || base === ".." ? "" : base.slice(dot);
 }
 
 export interface ParsedPath {
