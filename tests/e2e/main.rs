@@ -51,6 +51,7 @@ mod state_edit;
 mod support;
 mod ts_fetch;
 mod ts_files;
+mod ts_types;
 
 use support::{ConfigCleanup, Env, repo_root};
 

@@ -24,6 +24,10 @@ pub struct RunOptions {
     /// Also leave out every resource that depends on an excluded one.
     #[arg(long, requires = "exclude")]
     pub exclude_dependents: bool,
+    /// Build TypeScript guests without checking their types (faster; esbuild still needs
+    /// valid syntax).
+    #[arg(long, env = "PLINTH_SKIP_TYPECHECK")]
+    pub skip_typecheck: bool,
 }
 
 impl RunOptions {

@@ -15,6 +15,7 @@ use super::language::{GuestLanguage, Role, SdkFile};
 use super::run::run;
 use super::sdk::embed;
 use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
+use super::tsc::{self, TYPESCRIPT};
 
 /// The versions `scripts/setup` installs (keep the two in step).
 pub const COMPONENTIZE_JS: &str = "0.23.0";
@@ -32,6 +33,7 @@ const SDK_FILES: &[SdkFile] = embed![
     "sdk-guest/js/src/policy.ts",
     "sdk-guest/js/src/sourcemap.ts",
     "sdk-guest/js/src/no-monitor.ts",
+    "sdk-guest/js/src/monitor.d.ts",
     "sdk-guest/js/src/node/fs.ts",
     "sdk-guest/js/src/node/fs-promises.ts",
     "sdk-guest/js/src/node/path.ts",
@@ -105,6 +107,13 @@ impl Componentized for TypeScript {
                 setup_hint(&tools)
             );
         };
+        let Some(tsc_version) = installed_version(&modules.join("typescript/package.json")) else {
+            bail!(
+                "{what} is TypeScript/JavaScript, and checking its types needs TypeScript \
+                 {TYPESCRIPT}, which is not installed: {} (or pass --skip-typecheck)",
+                setup_hint(&tools)
+            );
+        };
         if !cjs_version.starts_with("0.23.") {
             bail!(
                 "{what}: componentize-js {cjs_version} is installed, but plinth builds with \
@@ -113,7 +122,9 @@ impl Componentized for TypeScript {
             );
         }
         Ok(Toolchain {
-            version: format!("componentize-js {cjs_version} + esbuild {esbuild_version}"),
+            version: format!(
+                "componentize-js {cjs_version} + esbuild {esbuild_version} + typescript {tsc_version}"
+            ),
             componentizer: (node, vec![cjs.join("src/cli.js")]),
             // The native binary once esbuild's install script ran, else a node script with a
             // shebang: executable either way.
@@ -176,6 +187,32 @@ impl Componentized for TypeScript {
 
     fn componentize(&self, job: &Job, entry: &Path) -> Result<()> {
         bundle_and_componentize(job, entry)
+    }
+
+    fn typecheck(&self, job: &Job) -> Result<()> {
+        let sdk = job.sdk.dir(SDK_DIR);
+        let mut paths = vec![(SDK_PACKAGE.to_owned(), sdk.join("index.ts"))];
+        for (name, module) in NODE_MODULES {
+            paths.push(((*name).to_owned(), sdk.join(module)));
+            paths.push((format!("node:{name}"), sdk.join(module)));
+        }
+        for dependency in job.dependencies {
+            paths.push((dependency.name.clone(), entry(&dependency.dir, job.what)?));
+        }
+        let tsc = tsc::compiler(&tools_dir()?.join("js/node_modules"));
+        tsc::check(&tsc::Check {
+            node: &job.tools.componentizer.0,
+            tsc: &tsc,
+            project: job.dir,
+            entry: &entry(job.dir, job.what)?,
+            paths,
+            declarations: vec![
+                sdk.join("monitor.d.ts"),
+                sdk.join("node/wasi-filesystem.d.ts"),
+            ],
+            work: job.work,
+            what: job.what,
+        })
     }
 }
 

@@ -1,3 +1,4 @@
+/// <reference path="./wasi-filesystem.d.ts" />
 // `node:fs` for guests, over `wasi:filesystem`: the directories the plugin is granted, under
 // the guest paths its `capabilities.dirs` ask for. The synchronous functions do the work; the
 // promise forms (`fs.promises`, `node:fs/promises`) call them. Errors are Node's: an `Error`
@@ -5,7 +6,7 @@
 
 import { getDirectories } from "wasi:filesystem/preopens@0.2.10";
 import type { Descriptor, DescriptorStat, DescriptorType } from "wasi:filesystem/types@0.2.10";
-import { dirname, resolve } from "./path.js";
+import { resolve } from "./path.js";
 
 /** Node's error codes for `wasi:filesystem`'s, and their messages. */
 const CODES: Record<string, [string, string]> = {
@@ -218,15 +219,20 @@ export function lstatSync(path: string): Stats {
 
 /** Creates a directory; with `recursive`, its missing parents too, and an existing one is fine. */
 export function mkdirSync(path: string, options?: { recursive?: boolean }): void {
-  if (options?.recursive) {
-    const absolute = resolve(path);
-    if (existsSync(absolute)) {
-      if (!statSync(absolute).isDirectory()) throw new SystemError("EEXIST", "file already exists", "mkdir", path);
-      return;
+  at(path, "mkdir", (dir, inside) => {
+    if (!options?.recursive) return dir.createDirectoryAt(inside);
+    // Each missing directory from the granted one down.
+    let made = "";
+    for (const part of inside === "." ? [] : inside.split("/")) {
+      made = made ? `${made}/${part}` : part;
+      try {
+        dir.createDirectoryAt(made);
+      } catch (e) {
+        if ((systemError(e, "mkdir", path) as { code?: string }).code !== "EEXIST") throw e;
+        if (dir.statAt({ symlinkFollow: true }, made).type !== "directory") throw e;
+      }
     }
-    if (dirname(absolute) !== absolute) mkdirSync(dirname(absolute), options);
-  }
-  at(path, "mkdir", (dir, inside) => dir.createDirectoryAt(inside));
+  });
 }
 
 /** A directory entry, as `readdirSync(path, { withFileTypes: true })` returns them. */
