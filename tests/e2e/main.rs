@@ -8,6 +8,7 @@ mod crash;
 mod distribution;
 mod docs;
 mod exclude;
+mod failed_runs;
 mod file;
 mod gen_sdk;
 mod grants;
