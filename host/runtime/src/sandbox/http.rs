@@ -76,15 +76,15 @@ impl WasiHttpHooks for HttpGuard {
         // `fut` reports failures to read the response; the default sender ignores it too.
         drop(fut);
         if !self.allows(request.uri()) {
-            // The guest's body is read to its end (and dropped) before the refusal: a guest
-            // still writing it when its stream closes under it (componentize-js's engine, on
-            // a `fetch` with a body) traps instead of seeing the refusal it could catch. A
-            // guest that never ends its body is stopped by its call's deadline.
+            // The guest's body is still read, to its end, and dropped: a guest still writing
+            // it when its stream closes under it (componentize-js's engine, on a `fetch` with
+            // a body) traps instead of seeing the refusal it could catch. The reading ends
+            // when the guest ends the body or its instance goes.
             let mut body = request.into_body();
-            return Box::new(async move {
-                while let Some(Ok(_)) = body.frame().await {}
-                Err(Error::HttpRequestDenied)
+            wasmtime_wasi::runtime::with_ambient_tokio_runtime(|| {
+                tokio::spawn(async move { while let Some(Ok(_)) = body.frame().await {} })
             });
+            return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         Box::new(async move {
             let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
