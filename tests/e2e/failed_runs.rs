@@ -11,10 +11,7 @@ fn a_failed_preview_does_not_show_the_outputs_removed() {
     assert!(outputs.contains("names"), "{outputs}");
     // The program now requires a value nobody set: it fails before registering its outputs.
     env.config("require", "missing_key");
-    let out = env
-        .command(&["preview"])
-        .output()
-        .expect("plinth runs");
+    let out = env.command(&["preview"]).output().expect("plinth runs");
     assert!(!out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -15,7 +15,10 @@ fn a_refused_fetch_is_an_error_the_provider_catches() {
     env.config("type_put", "fetch:Request");
     // Nothing listens there, and nothing is granted: the host refuses before connecting.
     env.config("inputs_get", "url=http://127.0.0.1:9/get");
-    env.config("inputs_put", "url=http://127.0.0.1:9/put;method=PUT;body=hello");
+    env.config(
+        "inputs_put",
+        "url=http://127.0.0.1:9/put;method=PUT;body=hello",
+    );
     env.ok(&["up", "--yes"]);
     let state = env.export();
     for name in ["get", "put"] {

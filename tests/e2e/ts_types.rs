@@ -48,15 +48,13 @@ fn misspelt_project() -> Env {
 fn a_type_error_fails_the_build_naming_its_line() {
     let env = misspelt_project();
     let stderr = env.fails(&["preview"]);
-    for needle in [
-        "type errors",
-        "index.ts:5:",
-        "prioirty",
-        "--skip-typecheck",
-    ] {
+    for needle in ["type errors", "index.ts:5:", "prioirty", "--skip-typecheck"] {
         assert!(stderr.contains(needle), "missing {needle:?} in:\n{stderr}");
     }
-    assert!(!stderr.contains("Building program"), "checked first: {stderr}");
+    assert!(
+        !stderr.contains("Building program"),
+        "checked first: {stderr}"
+    );
 }
 
 #[test]

@@ -139,16 +139,19 @@ impl ComponentCache {
 /// letters, digits, `-`, `_` and `.` is replaced, so no name can reach the cache's parent or
 /// carry control characters into a message.
 pub fn file_name_of(dir: &Path) -> String {
-    let name: String = (dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default())
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let name: String = (dir
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default())
+    .chars()
+    .map(|c| {
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+            c
+        } else {
+            '_'
+        }
+    })
+    .collect();
     match name.trim_start_matches('.') {
         "" => "guest".to_owned(),
         name => name.to_owned(),
@@ -194,7 +197,10 @@ mod tests {
     #[test]
     fn a_guest_is_named_by_its_directory_safely() {
         assert_eq!(file_name_of(Path::new("/p/hello-ts")), "hello-ts");
-        assert_eq!(file_name_of(Path::new("/p/my notes\x1b[31m")), "my_notes__31m");
+        assert_eq!(
+            file_name_of(Path::new("/p/my notes\x1b[31m")),
+            "my_notes__31m"
+        );
         assert_eq!(file_name_of(Path::new("/p/..")), "guest");
         assert_eq!(file_name_of(Path::new("/")), "guest");
     }

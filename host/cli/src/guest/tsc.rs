@@ -104,9 +104,14 @@ mod tests {
     #[test]
     fn errors_are_shown_by_file_and_line() {
         assert_eq!(
-            located("index.ts(12,7): error TS2322: Type 'string' is not assignable to type 'number'."),
+            located(
+                "index.ts(12,7): error TS2322: Type 'string' is not assignable to type 'number'."
+            ),
             "index.ts:12:7: Type 'string' is not assignable to type 'number'. (TS2322)"
         );
-        assert_eq!(located("  Property 'x' is missing."), "  Property 'x' is missing.");
+        assert_eq!(
+            located("  Property 'x' is missing."),
+            "  Property 'x' is missing."
+        );
     }
 }

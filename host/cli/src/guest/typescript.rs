@@ -414,7 +414,10 @@ fn wit_of(job: &Job) -> Result<PathBuf> {
     copy(&js_wit.join("provider.wit"), &wit.join("provider.wit"))?;
     for package in ["io", "clocks", "filesystem"] {
         let name = format!("wasi-{package}.wit");
-        copy(&js_wit.join(&name), &wit.join("deps").join(package).join(&name))?;
+        copy(
+            &js_wit.join(&name),
+            &wit.join("deps").join(package).join(&name),
+        )?;
     }
     for file in std::fs::read_dir(&plugin)? {
         let file = file?.path();
