@@ -87,14 +87,15 @@ pub fn check(check: &Check) -> Result<()> {
 /// tsc's `file(line,col): error TS1234: message` as `file:line:col: message (TS1234)`; other
 /// lines (an error's continuation) as they are.
 fn located(line: &str) -> String {
-    let parsed = (|| {
-        let (place, rest) = line.split_once("): error ")?;
-        let (file, position) = place.rsplit_once('(')?;
-        let (line_no, column) = position.split_once(',')?;
-        let (code, message) = rest.split_once(": ")?;
-        Some(format!("{file}:{line_no}:{column}: {message} ({code})"))
-    })();
-    parsed.unwrap_or_else(|| line.to_owned())
+    parse(line).unwrap_or_else(|| line.to_owned())
+}
+
+fn parse(line: &str) -> Option<String> {
+    let (place, rest) = line.split_once("): error ")?;
+    let (file, position) = place.rsplit_once('(')?;
+    let (line_no, column) = position.split_once(',')?;
+    let (code, message) = rest.split_once(": ")?;
+    Some(format!("{file}:{line_no}:{column}: {message} ({code})"))
 }
 
 #[cfg(test)]
