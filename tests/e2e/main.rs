@@ -9,6 +9,7 @@ mod crash;
 mod distribution;
 mod docs;
 mod exclude;
+mod failed_runs;
 mod file;
 mod gen_sdk;
 mod grants;
@@ -54,6 +55,9 @@ mod stack_root;
 mod state;
 mod state_edit;
 mod support;
+mod ts_fetch;
+mod ts_files;
+mod ts_types;
 
 use support::{ConfigCleanup, Env, repo_root};
 

@@ -448,6 +448,9 @@ async fn streamed(
     open: impl FnOnce() -> Result<Workspace>,
     command: impl AsyncFnOnce(&Workspace, Option<Arc<JsonStream>>) -> Result<ExitCode>,
 ) -> Result<ExitCode> {
+    if run.skip_typecheck {
+        crate::guest::skip_typecheck();
+    }
     let json = run.json_stream()?;
     let result = match open() {
         Ok(ws) => command(&ws, json.clone()).await,

@@ -28,6 +28,10 @@ pub struct RunOptions {
     /// network peers) than the one pinned in Plinth.lock.
     #[arg(long)]
     pub accept_capabilities: bool,
+    /// Build TypeScript guests without checking their types (faster; esbuild still needs
+    /// valid syntax).
+    #[arg(long, env = "PLINTH_SKIP_TYPECHECK")]
+    pub skip_typecheck: bool,
 }
 
 impl RunOptions {

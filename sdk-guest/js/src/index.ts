@@ -1,4 +1,7 @@
 // plinth's TypeScript/JavaScript SDK: write a provider, a program or a policy pack, get a component.
+// The DOM library types the globals a component has (`fetch`, `console`, timers, `TextEncoder`),
+// so that no user tsconfig needs "DOM" in its `lib`.
+/// <reference lib="dom" />
 export { Secret, Float, unknown, Unknown, type Value, type Properties } from "./value.js";
 export { t, type Prop, type PropOptions, type Type, type CheckFailure } from "./schema.js";
 export { InvalidInputs, NotFound, PartiallyCreated } from "./errors.js";

@@ -1,3 +1,4 @@
+/// <reference path="./monitor.d.ts" />
 // The program side: `main(ctx)` declares resources through the `plinth:plugin/monitor` import;
 // `exportProgram` adapts it to the `callbacks` interface the host calls.
 

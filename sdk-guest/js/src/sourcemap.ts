@@ -111,7 +111,9 @@ export function mapStack(stack: string, map = embeddedMap()): string[] {
         text: `${name} (${at.source}:${at.line}:${at.column})`,
         ours: at.source.startsWith("@plinth/sdk/"),
       });
-    } else {
+    } else if (!/(^|\/)initializer\.js$/.test(m[2])) {
+      // (`initializer.js`, in the build's scratch directory, is componentize-js's own
+      // wrapper: nothing of the guest's.)
       frames.push({ text: `${name} (${m[2]}:${m[3]}:${m[4]})`, ours: false });
     }
   }

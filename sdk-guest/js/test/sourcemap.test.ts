@@ -19,4 +19,7 @@ test("frames map to their source lines, and SDK frames are left out", () => {
   const frames = mapStack("main@bundle.js:1:12\nrun@bundle.js:2:1\n", { map, lines });
   assert.deepEqual(frames, ["main (index.ts:4:3)"]);
   assert.deepEqual(mapStack("f@other.js:9:9", { map, lines }), ["f (other.js:9:9)"]);
+  // componentize-js's wrapper, in the build's scratch directory, is not shown.
+  const wrapped = mapStack("main@bundle.js:1:12\ncall@/tmp/build-1/initializer.js:40:5", { map, lines });
+  assert.deepEqual(wrapped, ["main (index.ts:4:3)"]);
 });

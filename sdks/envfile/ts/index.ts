@@ -6,6 +6,11 @@ import * as sdk from "@plinth/sdk";
 /** A value, or an output of another resource that resolves to one. */
 export type Input<T> = T | sdk.Output<T>;
 
+/** `args`'s keys the schema does not know (a typo, without tsc): passed on for the provider's check to name. */
+function __unknownKeys(args: object, known: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([key]) => !known.includes(key)));
+}
+
 /** The inputs of a `envfile:File`. */
 export interface FileArgs {
   /**
@@ -40,6 +45,7 @@ export class File extends sdk.Resource {
   /** Declares a `envfile:File` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: FileArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(File.TYPE, name, {
+      ...__unknownKeys(args, ["path", "vars", "secrets"]),
       path: args.path,
       vars: args.vars,
       secrets: args.secrets,

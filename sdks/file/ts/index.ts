@@ -6,6 +6,11 @@ import * as sdk from "@plinth/sdk";
 /** A value, or an output of another resource that resolves to one. */
 export type Input<T> = T | sdk.Output<T>;
 
+/** `args`'s keys the schema does not know (a typo, without tsc): passed on for the provider's check to name. */
+function __unknownKeys(args: object, known: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([key]) => !known.includes(key)));
+}
+
 /** The inputs of a `file:Directory`. */
 export interface DirectoryArgs {
   /**
@@ -28,6 +33,7 @@ export class Directory extends sdk.Resource {
   /** Declares a `file:Directory` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: DirectoryArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(Directory.TYPE, name, {
+      ...__unknownKeys(args, ["path"]),
       path: args.path,
     }, options).handle);
   }
@@ -64,6 +70,7 @@ export class File extends sdk.Resource {
   /** Declares a `file:File` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: FileArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(File.TYPE, name, {
+      ...__unknownKeys(args, ["path", "content", "mode"]),
       path: args.path,
       content: args.content,
       mode: args.mode,
@@ -119,6 +126,7 @@ export class Template extends sdk.Resource {
   /** Declares a `file:Template` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: TemplateArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(Template.TYPE, name, {
+      ...__unknownKeys(args, ["path", "template", "vars", "mode"]),
       path: args.path,
       template: args.template,
       vars: args.vars,

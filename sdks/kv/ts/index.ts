@@ -6,6 +6,11 @@ import * as sdk from "@plinth/sdk";
 /** A value, or an output of another resource that resolves to one. */
 export type Input<T> = T | sdk.Output<T>;
 
+/** `args`'s keys the schema does not know (a typo, without tsc): passed on for the provider's check to name. */
+function __unknownKeys(args: object, known: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([key]) => !known.includes(key)));
+}
+
 /** The inputs of a `kv:Entry`. */
 export interface EntryArgs {
   /**
@@ -30,6 +35,7 @@ export class Entry extends sdk.Resource {
   /** Declares a `kv:Entry` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: EntryArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(Entry.TYPE, name, {
+      ...__unknownKeys(args, ["key", "value"]),
       key: args.key,
       value: args.value,
     }, options).handle);

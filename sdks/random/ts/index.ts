@@ -6,6 +6,11 @@ import * as sdk from "@plinth/sdk";
 /** A value, or an output of another resource that resolves to one. */
 export type Input<T> = T | sdk.Output<T>;
 
+/** `args`'s keys the schema does not know (a typo, without tsc): passed on for the provider's check to name. */
+function __unknownKeys(args: object, known: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([key]) => !known.includes(key)));
+}
+
 /** The inputs of a `random:RandomInteger`. */
 export interface RandomIntegerArgs {
   /**
@@ -40,6 +45,7 @@ export class RandomInteger extends sdk.Resource {
   /** Declares a `random:RandomInteger` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: RandomIntegerArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(RandomInteger.TYPE, name, {
+      ...__unknownKeys(args, ["min", "max", "keepers"]),
       min: args.min,
       max: args.max,
       keepers: args.keepers,
@@ -149,6 +155,7 @@ export class RandomPassword extends sdk.Resource {
   /** Declares a `random:RandomPassword` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: RandomPasswordArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(RandomPassword.TYPE, name, {
+      ...__unknownKeys(args, ["length", "special", "upper", "lower", "numeric", "minUpper", "minLower", "minNumeric", "minSpecial", "overrideSpecial", "keepers"]),
       length: args.length,
       special: args.special,
       upper: args.upper,
@@ -300,6 +307,7 @@ export class RandomPet extends sdk.Resource {
   /** Declares a `random:RandomPet` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: RandomPetArgs = {}, options?: sdk.ResourceOptions) {
     super(ctx.resource(RandomPet.TYPE, name, {
+      ...__unknownKeys(args, ["length", "prefix", "separator", "keepers"]),
       length: args.length,
       prefix: args.prefix,
       separator: args.separator,
@@ -423,6 +431,7 @@ export class RandomString extends sdk.Resource {
   /** Declares a `random:RandomString` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: RandomStringArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(RandomString.TYPE, name, {
+      ...__unknownKeys(args, ["length", "special", "upper", "lower", "numeric", "minUpper", "minLower", "minNumeric", "minSpecial", "overrideSpecial", "keepers"]),
       length: args.length,
       special: args.special,
       upper: args.upper,
@@ -552,6 +561,7 @@ export class RandomUuid extends sdk.Resource {
   /** Declares a `random:RandomUuid` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: RandomUuidArgs = {}, options?: sdk.ResourceOptions) {
     super(ctx.resource(RandomUuid.TYPE, name, {
+      ...__unknownKeys(args, ["keepers"]),
       keepers: args.keepers,
     }, options).handle);
   }

@@ -365,6 +365,9 @@ fn typescript_types_follow_the_schema() {
             "      fooBar: args.fooBar,",
             "      foo_bar: args.fooBar2,",
             "      a_long_input_name_that_wraps_signatures: args.aLongInputNameThatWrapsSignatures,",
+            // Keys the schema does not know go on to the provider's check, not to nothing.
+            "function __unknownKeys(args: object, known: string[]): Record<string, unknown> {",
+            "      ...__unknownKeys(args, [\"name\", \"rules\",",
             // Nested objects are interfaces keyed as their values travel; anonymous ones
             // are named after where they are.
             "export interface Rule {",

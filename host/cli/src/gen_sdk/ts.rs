@@ -13,6 +13,15 @@ use super::code::{
 use super::emitter::{Emitter, GeneratedFile, Options};
 use super::model::{EnumDef, Function, ObjectDef, Package, Property, Reserved, Resource, TypeRef};
 
+/// The helper every constructor and function passes its unknown keys through with (its
+/// underscores keep it apart from any camelCase name a schema gives).
+const UNKNOWN_KEYS: &[&str] = &[
+    "/** `args`'s keys the schema does not know (a typo, without tsc): passed on for the provider's check to name. */",
+    "function __unknownKeys(args: object, known: string[]): Record<string, unknown> {",
+    "  return Object.fromEntries(Object.entries(args).filter(([key]) => !known.includes(key)));",
+    "}",
+];
+
 pub struct TsEmitter;
 
 impl Emitter for TsEmitter {
@@ -104,6 +113,10 @@ impl<'a> Code<'a> {
         );
         self.out
             .line(0, "export type Input<T> = T | sdk.Output<T>;");
+        self.out.line(0, "");
+        for line in UNKNOWN_KEYS {
+            self.out.line(0, line);
+        }
         for enumeration in &package.enums {
             self.enumeration(enumeration);
         }
@@ -216,10 +229,18 @@ impl<'a> Code<'a> {
         self.out.line(0, "}");
     }
 
-    /// The object literal mapping `args`'s camelCase fields to the provider's names.
+    /// The object literal mapping `args`'s camelCase fields to the provider's names, after
+    /// the keys the schema does not know, passed as they are: a misspelt one reaches the
+    /// provider's check, which names it, instead of being dropped for a default.
     fn wire_object(&self, indent: usize, properties: &[Property]) -> String {
-        let entries = (properties.iter())
-            .map(|p| format!("{}: args.{}", property_key(&p.wire), p.name.camel()));
+        let known = (properties.iter())
+            .map(|p| js(&p.name.camel()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let entries = std::iter::once(format!("...__unknownKeys(args, [{known}])")).chain(
+            (properties.iter())
+                .map(|p| format!("{}: args.{}", property_key(&p.wire), p.name.camel())),
+        );
         self.out.block(indent, entries)
     }
 

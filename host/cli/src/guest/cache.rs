@@ -1,4 +1,4 @@
-//! The cache of built components: `<PLINTH_HOME>/build-cache/<key>.wasm`, where the key is a
+//! The cache of built components: `<PLINTH_HOME>/build-cache/<key>/<guest>.wasm`, where the key is a
 //! SHA-256 over everything the build reads (sources, SDK, toolchain version, WIT world). A hit
 //! skips the build; entries are written atomically, so an interrupted build leaves none.
 
@@ -79,7 +79,8 @@ fn collect(
     Ok(())
 }
 
-/// Built components by key.
+/// Built components by key: `<digest>/<name>.wasm`, so that the component's file name (what
+/// the runtime names a guest by in messages) is the guest's, not its key's.
 pub struct ComponentCache {
     dir: PathBuf,
 }
@@ -92,26 +93,68 @@ impl ComponentCache {
         Ok(ComponentCache { dir })
     }
 
-    /// The component cached under `key`, or the one `build` writes to the path it is given,
-    /// then cached.
-    pub fn get_or_build(
-        &self,
-        key: &Key,
-        build: impl FnOnce(&Path) -> Result<()>,
-    ) -> Result<PathBuf> {
-        let cached = self.dir.join(format!("{}.wasm", key.digest()));
-        if cached.is_file() {
-            return Ok(cached);
-        }
-        let staging = tempfile::Builder::new()
+    fn entry(&self, key: &Key) -> PathBuf {
+        self.dir.join(key.digest())
+    }
+
+    /// The component cached under `key` as `name`, if it is.
+    pub fn get(&self, key: &Key, name: &str) -> Option<PathBuf> {
+        let cached = self.entry(key).join(format!("{name}.wasm"));
+        cached.is_file().then_some(cached)
+    }
+
+    /// Whether `mark` (a check the build passed, like `typechecked`) was recorded for `key`.
+    pub fn is_marked(&self, key: &Key, mark: &str) -> bool {
+        self.entry(key).join(mark).is_file()
+    }
+
+    pub fn mark(&self, key: &Key, mark: &str) -> Result<()> {
+        let entry = self.entry(key);
+        std::fs::create_dir_all(&entry)?;
+        std::fs::write(entry.join(mark), "")
+            .with_context(|| format!("recording {mark} in {}", entry.display()))
+    }
+
+    /// A scratch directory for one build, removed when dropped.
+    pub fn staging(&self) -> Result<tempfile::TempDir> {
+        tempfile::Builder::new()
             .prefix(".building-")
             .tempdir_in(&self.dir)
-            .with_context(|| format!("creating a build directory in {}", self.dir.display()))?;
-        let out = staging.path().join("component.wasm");
-        build(&out)?;
-        std::fs::rename(&out, &cached)
+            .with_context(|| format!("creating a build directory in {}", self.dir.display()))
+    }
+
+    /// Moves the component built at `out` into the cache under `key` as `name`; an interrupted
+    /// build leaves no entry, as the move is atomic.
+    pub fn store(&self, key: &Key, name: &str, out: &Path) -> Result<PathBuf> {
+        let entry = self.entry(key);
+        std::fs::create_dir_all(&entry)?;
+        let cached = entry.join(format!("{name}.wasm"));
+        std::fs::rename(out, &cached)
             .with_context(|| format!("storing the built component in {}", cached.display()))?;
         Ok(cached)
+    }
+}
+
+/// A guest's directory name as a file name: messages name the guest by it. Anything but
+/// letters, digits, `-`, `_` and `.` is replaced, so no name can reach the cache's parent or
+/// carry control characters into a message.
+pub fn file_name_of(dir: &Path) -> String {
+    let name: String = (dir
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default())
+    .chars()
+    .map(|c| {
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+            c
+        } else {
+            '_'
+        }
+    })
+    .collect();
+    match name.trim_start_matches('.') {
+        "" => "guest".to_owned(),
+        name => name.to_owned(),
     }
 }
 
@@ -149,6 +192,17 @@ mod tests {
             first,
             "a renamed source changes the key"
         );
+    }
+
+    #[test]
+    fn a_guest_is_named_by_its_directory_safely() {
+        assert_eq!(file_name_of(Path::new("/p/hello-ts")), "hello-ts");
+        assert_eq!(
+            file_name_of(Path::new("/p/my notes\x1b[31m")),
+            "my_notes__31m"
+        );
+        assert_eq!(file_name_of(Path::new("/p/..")), "guest");
+        assert_eq!(file_name_of(Path::new("/")), "guest");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::cache::{ComponentCache, Key};
+use super::cache::{ComponentCache, Key, file_name_of};
 use super::language::{GuestLanguage, Role};
 use super::sdk::{self, Sdk};
 use super::tools::Toolchain;
@@ -53,6 +53,12 @@ pub trait Componentized: GuestLanguage {
     fn entry_module(&self, job: &Job) -> Result<(&'static str, String)>;
     /// Turns the entry module (written in `job.work`) into the component at `job.out`.
     fn componentize(&self, job: &Job, entry: &Path) -> Result<()>;
+    /// Checks the guest's types, where the language has a checker plinth runs; an error lists
+    /// what is wrong, by file and line. Run once per cache key (and never with
+    /// `--skip-typecheck`).
+    fn typecheck(&self, _job: &Job) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Builds the guest in `dir` (or finds it in the cache) and returns its component.
@@ -78,35 +84,49 @@ pub fn build<L: Componentized + ?Sized>(
             .with("dependency", &dependency.name)
             .with_sources(&dependency.dir, is_source)?;
     }
-    cache.get_or_build(&key, |out| {
-        // Componentizing takes seconds; say so, and how long it took.
-        eprintln!(
-            "Building {what} from {} ({}, with {})...",
-            dir.display(),
-            language.name(),
-            tools.version
-        );
-        let started = Instant::now();
-        let job = Job {
-            dir: &dir,
-            dependencies: &dependencies,
-            role,
-            sdk: &sdk,
-            tools: &tools,
-            work: out
-                .parent()
-                .expect("the output is in the staging directory"),
-            out,
-            what,
-        };
-        let (name, text) = language.entry_module(&job)?;
-        let entry = job.work.join(name);
-        std::fs::write(&entry, text)?;
-        language.componentize(&job, &entry)?;
-        eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
-        Ok(())
-    })
+    let name = file_name_of(&dir);
+    let cached = cache.get(&key, &name);
+    let check = super::typecheck_enabled() && !cache.is_marked(&key, TYPECHECKED);
+    if let (Some(cached), false) = (&cached, check) {
+        return Ok(cached.clone());
+    }
+    let staging = cache.staging()?;
+    let out = staging.path().join("component.wasm");
+    let job = Job {
+        dir: &dir,
+        dependencies: &dependencies,
+        role,
+        sdk: &sdk,
+        tools: &tools,
+        work: staging.path(),
+        out: &out,
+        what,
+    };
+    if check {
+        language.typecheck(&job)?;
+        cache.mark(&key, TYPECHECKED)?;
+    }
+    if let Some(cached) = cached {
+        return Ok(cached);
+    }
+    // Componentizing takes seconds; say so, and how long it took.
+    eprintln!(
+        "Building {what} from {} ({}, with {})...",
+        dir.display(),
+        language.name(),
+        tools.version
+    );
+    let started = Instant::now();
+    let (entry_name, text) = language.entry_module(&job)?;
+    let entry = job.work.join(entry_name);
+    std::fs::write(&entry, text)?;
+    language.componentize(&job, &entry)?;
+    eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
+    cache.store(&key, &name, &out)
 }
+
+/// The mark of a build whose types were checked.
+const TYPECHECKED: &str = "typechecked";
 
 /// Which files of a guest directory are its sources (and so part of the cache key).
 fn is_source<L: Componentized + ?Sized>(language: &L, path: &Path) -> bool {

@@ -15,6 +15,7 @@ use super::language::{GuestLanguage, Role, SdkFile};
 use super::run::run;
 use super::sdk::embed;
 use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
+use super::tsc::{self, TYPESCRIPT};
 
 /// The versions `scripts/setup` installs (keep the two in step).
 pub const COMPONENTIZE_JS: &str = "0.23.0";
@@ -32,7 +33,27 @@ const SDK_FILES: &[SdkFile] = embed![
     "sdk-guest/js/src/policy.ts",
     "sdk-guest/js/src/sourcemap.ts",
     "sdk-guest/js/src/no-monitor.ts",
+    "sdk-guest/js/src/monitor.d.ts",
+    "sdk-guest/js/src/node/fs.ts",
+    "sdk-guest/js/src/node/fs-promises.ts",
+    "sdk-guest/js/src/node/path.ts",
+    "sdk-guest/js/src/node/no-files.ts",
+    "sdk-guest/js/src/node/wasi-filesystem.d.ts",
+    "sdk-guest/js/wit/provider.wit",
+    "sdk-guest/js/wit/wasi-io.wit",
+    "sdk-guest/js/wit/wasi-clocks.wit",
+    "sdk-guest/js/wit/wasi-filesystem.wit",
 ];
+
+/// Node's modules a guest may import, and the SDK's module each resolves to.
+const NODE_MODULES: &[(&str, &str)] = &[
+    ("fs", "node/fs.ts"),
+    ("fs/promises", "node/fs-promises.ts"),
+    ("path", "node/path.ts"),
+];
+
+/// The import the SDK's `node:fs` finds the granted directories through.
+const PREOPENS: &str = "wasi:filesystem/preopens@0.2.10";
 
 pub struct TypeScript;
 
@@ -86,6 +107,13 @@ impl Componentized for TypeScript {
                 setup_hint(&tools)
             );
         };
+        let Some(tsc_version) = installed_version(&modules.join("typescript/package.json")) else {
+            bail!(
+                "{what} is TypeScript/JavaScript, and checking its types needs TypeScript \
+                 {TYPESCRIPT}, which is not installed: {} (or pass --skip-typecheck)",
+                setup_hint(&tools)
+            );
+        };
         if !cjs_version.starts_with("0.23.") {
             bail!(
                 "{what}: componentize-js {cjs_version} is installed, but plinth builds with \
@@ -94,7 +122,9 @@ impl Componentized for TypeScript {
             );
         }
         Ok(Toolchain {
-            version: format!("componentize-js {cjs_version} + esbuild {esbuild_version}"),
+            version: format!(
+                "componentize-js {cjs_version} + esbuild {esbuild_version} + typescript {tsc_version}"
+            ),
             componentizer: (node, vec![cjs.join("src/cli.js")]),
             // The native binary once esbuild's install script ran, else a node script with a
             // shebang: executable either way.
@@ -157,6 +187,32 @@ impl Componentized for TypeScript {
 
     fn componentize(&self, job: &Job, entry: &Path) -> Result<()> {
         bundle_and_componentize(job, entry)
+    }
+
+    fn typecheck(&self, job: &Job) -> Result<()> {
+        let sdk = job.sdk.dir(SDK_DIR);
+        let mut paths = vec![(SDK_PACKAGE.to_owned(), sdk.join("index.ts"))];
+        for (name, module) in NODE_MODULES {
+            paths.push(((*name).to_owned(), sdk.join(module)));
+            paths.push((format!("node:{name}"), sdk.join(module)));
+        }
+        for dependency in job.dependencies {
+            paths.push((dependency.name.clone(), entry(&dependency.dir, job.what)?));
+        }
+        let tsc = tsc::compiler(&tools_dir()?.join("js/node_modules"));
+        tsc::check(&tsc::Check {
+            node: &job.tools.componentizer.0,
+            tsc: &tsc,
+            project: job.dir,
+            entry: &entry(job.dir, job.what)?,
+            paths,
+            declarations: vec![
+                sdk.join("monitor.d.ts"),
+                sdk.join("node/wasi-filesystem.d.ts"),
+            ],
+            work: job.work,
+            what: job.what,
+        })
     }
 }
 
@@ -285,6 +341,18 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
             sdk_dir.join("no-monitor.ts").display()
         ));
     }
+    if role != Role::Provider {
+        // Only providers are granted directories: elsewhere `node:fs` finds none.
+        command.arg(format!(
+            "--alias:{PREOPENS}={}",
+            sdk_dir.join("node/no-files.ts").display()
+        ));
+    }
+    for (name, module) in NODE_MODULES {
+        let module = sdk_dir.join(module);
+        command.arg(format!("--alias:{name}={}", module.display()));
+        command.arg(format!("--alias:node:{name}={}", module.display()));
+    }
     command.args(prefix);
     command.args(&aliases);
     run(
@@ -297,6 +365,7 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
                 "--target=es2022",
                 "--main-fields=module,main",
                 "--external:plinth:plugin/*",
+                "--external:wasi:*",
                 "--sourcemap",
                 "--sources-content=false",
                 "--log-level=warning",
@@ -318,13 +387,46 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
             .args(prefix)
             .arg(&bundle)
             .arg("--wit")
-            .arg(sdk.wit(role))
+            .arg(wit_of(job)?)
             .args(["--world-name", role.world(), "-o"])
             .arg(out)
             .current_dir(work),
         what,
         "componentize-js",
     )
+}
+
+/// The WIT folder the component is built against. A provider's world adds the
+/// `wasi:filesystem` import of the SDK's `node:fs` (SDK_DIR's `../wit`) to the plugin world,
+/// which it finds as a dependency.
+fn wit_of(job: &Job) -> Result<PathBuf> {
+    let plugin = job.sdk.wit(job.role);
+    if job.role != Role::Provider {
+        return Ok(plugin);
+    }
+    let wit = job.work.join("wit");
+    let js_wit = job.sdk.dir(SDK_DIR).join("../wit");
+    let copy = |from: &Path, to: &Path| {
+        std::fs::create_dir_all(to.parent().expect("a folder"))?;
+        std::fs::copy(from, to)
+            .with_context(|| format!("copying {} for componentize-js", from.display()))
+    };
+    copy(&js_wit.join("provider.wit"), &wit.join("provider.wit"))?;
+    for package in ["io", "clocks", "filesystem"] {
+        let name = format!("wasi-{package}.wit");
+        copy(
+            &js_wit.join(&name),
+            &wit.join("deps").join(package).join(&name),
+        )?;
+    }
+    for file in std::fs::read_dir(&plugin)? {
+        let file = file?.path();
+        if file.extension().is_some_and(|e| e == "wit") {
+            let name = file.file_name().expect("a file");
+            copy(&file, &wit.join("deps/plugin").join(name))?;
+        }
+    }
+    Ok(wit)
 }
 
 /// Appends the bundle's source map as a global the SDK reads when it reports an exception,

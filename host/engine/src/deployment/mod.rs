@@ -127,9 +127,16 @@ pub async fn run(
     if !policies.is_empty() {
         events.emit(Event::PolicySummary(policies.clone()));
     }
+    // A failed run records no stack output, and its program may have failed before it
+    // registered any: the outputs it shows are the ones the stack keeps, not removals.
+    let shown = if errors.is_empty() {
+        outputs.clone()
+    } else {
+        old_outputs.clone()
+    };
     events.emit(Event::Outputs {
         old: old_outputs,
-        new: outputs.clone(),
+        new: shown,
     });
     let changes = ctx.changes();
     let preview = ctx.preview();

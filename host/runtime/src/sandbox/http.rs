@@ -76,6 +76,14 @@ impl WasiHttpHooks for HttpGuard {
         // `fut` reports failures to read the response; the default sender ignores it too.
         drop(fut);
         if !self.allows(request.uri()) {
+            // The guest's body is still read, to its end, and dropped: a guest still writing
+            // it when its stream closes under it (componentize-js's engine, on a `fetch` with
+            // a body) traps instead of seeing the refusal it could catch. The reading ends
+            // when the guest ends the body or its instance goes.
+            let mut body = request.into_body();
+            wasmtime_wasi::runtime::with_ambient_tokio_runtime(|| {
+                tokio::spawn(async move { while let Some(Ok(_)) = body.frame().await {} })
+            });
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         Box::new(async move {

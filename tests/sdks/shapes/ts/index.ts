@@ -4,6 +4,11 @@ import * as sdk from "@plinth/sdk";
 /** A value, or an output of another resource that resolves to one. */
 export type Input<T> = T | sdk.Output<T>;
 
+/** `args`'s keys the schema does not know (a typo, without tsc): passed on for the provider's check to name. */
+function __unknownKeys(args: object, known: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([key]) => !known.includes(key)));
+}
+
 /** One of "allow-all", "deny-all". */
 export type FirewallType = "allow-all" | "deny-all";
 
@@ -48,6 +53,7 @@ export class Firewall extends sdk.Resource {
   /** Declares a `shapes:Firewall` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: FirewallArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(Firewall.TYPE, name, {
+      ...__unknownKeys(args, ["rules", "type", "labels", "token", "extra", "weight"]),
       rules: args.rules,
       type: args.type,
       labels: args.labels,
@@ -110,6 +116,7 @@ export interface PortsOfArgs {
  */
 export function portsOf(ctx: sdk.Context, args: PortsOfArgs): Promise<Array<number>> {
   return ctx.invoke<Array<number>>("shapes:portsOf", {
+    ...__unknownKeys(args, ["rules"]),
     rules: args.rules,
   });
 }
