@@ -86,7 +86,7 @@ pub fn build<L: Componentized + ?Sized>(
     }
     let name = file_name_of(&dir);
     let cached = cache.get(&key, &name);
-    let check = super::typecheck_enabled() && !cache.is_marked(&key, TYPECHECKED);
+    let check = super::tsc::typecheck_enabled() && !cache.is_marked(&key, TYPECHECKED);
     if let (Some(cached), false) = (&cached, check) {
         return Ok(cached.clone());
     }

@@ -20,21 +20,9 @@ mod tsc;
 mod typescript;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use language::{GuestLanguage, Role};
-
-/// `--skip-typecheck`: guests are built without their types checked.
-static SKIP_TYPECHECK: AtomicBool = AtomicBool::new(false);
-
-/// Builds this process's guests without checking their types (`--skip-typecheck`).
-pub fn skip_typecheck() {
-    SKIP_TYPECHECK.store(true, Ordering::Relaxed);
-}
-
-fn typecheck_enabled() -> bool {
-    !SKIP_TYPECHECK.load(Ordering::Relaxed)
-}
+pub use tsc::skip_typecheck;
 
 /// Every guest language, in the order a directory is matched against them: the first whose
 /// manifest it has builds it.

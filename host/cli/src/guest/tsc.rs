@@ -7,9 +7,23 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
+
+/// `--skip-typecheck`: guests are built without their types checked.
+static SKIP_TYPECHECK: AtomicBool = AtomicBool::new(false);
+
+/// Builds this process's guests without checking their types (`--skip-typecheck`).
+pub fn skip_typecheck() {
+    SKIP_TYPECHECK.store(true, Ordering::Relaxed);
+}
+
+/// Whether this process's guests have their types checked.
+pub fn typecheck_enabled() -> bool {
+    !SKIP_TYPECHECK.load(Ordering::Relaxed)
+}
 
 /// The version `scripts/setup` installs (keep the two in step).
 pub const TYPESCRIPT: &str = "7.0.2";
