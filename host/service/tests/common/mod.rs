@@ -44,6 +44,20 @@ pub fn serve_binary() -> String {
     std::env::var("PLINTH_TEST_SERVE").unwrap_or_else(|_| env!("CARGO_BIN_EXE_plinth-serve").into())
 }
 
+/// The audit log's rows of `action`, as `plinth serve audit --json` prints them.
+pub fn audited(db: &str, action: &str) -> Vec<Value> {
+    let out = Command::new(serve_binary())
+        .args(["audit", "--json"])
+        .env("PLINTH_DATABASE_URL", db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    (String::from_utf8(out.stdout).unwrap().lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|row| row["action"] == action)
+        .collect()
+}
+
 pub fn serve(database: &str, extra: &[&str]) -> Service {
     let mut child = Command::new(serve_binary())
         // As the README says to: the password off the command line.

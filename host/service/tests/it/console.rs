@@ -953,20 +953,6 @@ fn an_admin_makes_a_token_seen_once_revokes_it_and_reads_the_audit_log_filtered(
     assert_eq!(refused.status, 403, "{}", refused.body);
 }
 
-/// The audit log's rows of `action`, as `plinth serve audit --json` prints them.
-fn audited(db: &str, action: &str) -> Vec<Value> {
-    let out = std::process::Command::new(serve_binary())
-        .args(["audit", "--json"])
-        .env("PLINTH_DATABASE_URL", db)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    (String::from_utf8(out.stdout).unwrap().lines())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|row| row["action"] == action)
-        .collect()
-}
-
 #[test]
 fn sign_ins_sign_outs_and_refusals_are_audited_and_an_address_guessing_tokens_is_held_off() {
     let (_server, db) = database();

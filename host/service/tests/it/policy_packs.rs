@@ -8,20 +8,6 @@ use std::process::Command;
 use crate::common::*;
 use serde_json::{Value, json};
 
-/// The audit log's rows of `action`, as `plinth serve audit --json` prints them.
-fn audited(db: &str, action: &str) -> Vec<Value> {
-    let out = Command::new(serve_binary())
-        .args(["audit", "--json"])
-        .env("PLINTH_DATABASE_URL", db)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    (String::from_utf8(out.stdout).unwrap().lines())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|row| row["action"] == action)
-        .collect()
-}
-
 #[test]
 fn an_update_is_told_its_packs_and_one_that_does_not_claim_them_is_audited() {
     let (_server, db) = database();
