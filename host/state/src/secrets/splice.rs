@@ -73,11 +73,13 @@ impl<'a> PlainText<'a> {
     }
 
     /// The text with each secret replaced by its sealed form (`sealed`, in document order).
+    /// A sealed value is written as a JSON string, escaped: a crypter (a secrets service) says
+    /// what it holds, and no quote in it may end the string.
     pub fn sealed(&self, sealed: &[String]) -> String {
         splice(self.text, &self.secrets, sealed, |out, sealed| {
-            out.push_str(HEAD);
-            out.push_str(sealed);
-            out.push_str(TAIL);
+            out.push_str(&HEAD[..HEAD.len() - 1]);
+            out.push_str(&serde_json::Value::from(sealed).to_string());
+            out.push_str(&TAIL[1..]);
         })
     }
 }
@@ -260,5 +262,15 @@ mod tests {
         ] {
             assert!(PlainText::find(other).is_none(), "{other}");
         }
+    }
+    #[test]
+    fn a_sealed_value_holding_a_quote_stays_inside_its_string() {
+        let found = PlainText::find(r#"{"a":{"plinth:sig":"secret","value":1},"b":2}"#).unwrap();
+        let sealed = found.sealed(&[r#"x","b":3,"c":""#.to_owned()]);
+        let sealed: serde_json::Value = serde_json::from_str(&sealed).unwrap();
+        assert_eq!(
+            sealed,
+            json!({"a": {"ciphertext": "x\",\"b\":3,\"c\":\"", SIG_KEY: "secret"}, "b": 2})
+        );
     }
 }
