@@ -6,7 +6,7 @@
 use std::process::Command;
 
 use crate::common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[test]
 fn an_update_is_told_its_packs_and_one_that_does_not_claim_them_is_audited() {
