@@ -158,29 +158,44 @@ fn the_configuration_sets_the_minimum_and_the_level() {
     }
 }
 
-/// Runs `up` on a stack that exists, with the hostile policy in `mode` (`extra` JSON fields
-/// beside it); checks the run fails naming the pack, and the stack is left as it was.
+/// Runs `up` on a stack that exists, with the test pack's hostile policy in `mode`; checks the
+/// run fails naming the pack, and the stack is left as it was.
 fn hostile_run_fails(mode: &str, expected: &str) {
-    let limits = "    limits: { memory: 64MiB, call-timeout: 2s }\n";
-    let env = project(&format!("policy-packs:\n  - path: {}\n{limits}", pack()));
+    let env = hostile_project(&pack(), "64MiB", "2s");
+    hostile_runs_fail(&env, "testpack", &[(mode, expected)]);
+}
+
+/// A scenario project whose stack exists, with the pack at `pack` under the given limits.
+pub(crate) fn hostile_project(pack: &str, memory: &str, timeout: &str) -> Env {
+    let limits = format!("    limits: {{ memory: {memory}, call-timeout: {timeout} }}\n");
+    let env = project(&format!("policy-packs:\n  - path: {pack}\n{limits}"));
     env.config("resources", "a");
     env.config("value_a", "first");
     succeeds(&env, &["up", "--yes"]);
+    env
+}
+
+/// For each `(mode, expected)`, runs `up` (previewing first, then not) with the hostile policy
+/// of `env`'s pack, named `name`, in that mode: each run fails naming the pack and saying
+/// `expected`, and the stack is left as it was.
+pub(crate) fn hostile_runs_fail(env: &Env, name: &str, modes: &[(&str, &str)]) {
     let before = env.export()["snapshot"]["resources"].clone();
     env.config("value_a", "second");
-    let config = pack_config(&env, &format!(r#"{{"hostile": {{"mode": "{mode}"}}}}"#));
-    for skip in [false, true] {
-        let mut args = vec!["up", "--yes", "--policy-pack-config", &config];
-        if skip {
-            args.push("--skip-preview");
+    for (mode, expected) in modes {
+        let config = pack_config(env, &format!(r#"{{"hostile": {{"mode": "{mode}"}}}}"#));
+        for skip in [false, true] {
+            let mut args = vec!["up", "--yes", "--policy-pack-config", &config];
+            if skip {
+                args.push("--skip-preview");
+            }
+            let out = fails(env, &args);
+            assert!(
+                out.contains(&format!("policy pack `{name}` failed")),
+                "{mode}: {out}"
+            );
+            assert!(out.contains(expected), "{mode}: {out}");
+            assert_eq!(env.export()["snapshot"]["resources"], before, "{mode}");
         }
-        let out = fails(&env, &args);
-        assert!(
-            out.contains("policy pack `testpack` failed"),
-            "{mode}: {out}"
-        );
-        assert!(out.contains(expected), "{mode}: {out}");
-        assert_eq!(env.export()["snapshot"]["resources"], before, "{mode}");
     }
 }
 

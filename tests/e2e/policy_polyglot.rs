@@ -2,11 +2,14 @@
 //! run (componentize-js, componentize-py) and cached by content under the tests' PLINTH_HOME:
 //! the example packs (examples/policy-pack, examples/policy-pack-python) judging the scenario
 //! program's password, and hostile packs (tests/policies/hostile-ts, hostile-py) that try to
-//! reach a file, the network or a secret's plaintext and get nowhere.
+//! reach a file, the network or a secret's plaintext and get nowhere, or that loop, throw or
+//! hoard memory and fail the run naming the pack, the stack left as it was.
 
 use std::sync::Mutex;
 
-use crate::policy::{a_pack_cannot_connect, fails, pack_config, succeeds};
+use crate::policy::{
+    a_pack_cannot_connect, fails, hostile_project, hostile_runs_fail, pack_config, succeeds,
+};
 use crate::support::{Env, guest, repo_root};
 
 /// Held by a test while its first command builds (and compiles) its pack: tests sharing a
@@ -174,6 +177,65 @@ fn a_typescript_pack_cannot_fetch_or_show_a_secret() {
     );
 
     a_leaked_secret_is_masked(&env, &["--policy-pack", &pack]);
+}
+
+#[test]
+fn a_typescript_pack_that_loops_throws_or_hoards_memory_fails_naming_it() {
+    let pack = pack("tests/policies/hostile-ts");
+    let env = building(|| hostile_project(&pack, "128MiB", "5s"));
+    hostile_runs_fail(
+        &env,
+        "hostile-ts",
+        &[
+            ("loop", "`analyze-resource` timed out after 5s"),
+            ("trap", "policy `hostile` threw Error: hostile-ts gives up"),
+            ("allocate", "`analyze-resource` ran out of memory"),
+        ],
+    );
+}
+
+#[test]
+fn a_python_pack_that_loops_raises_or_hoards_memory_fails_naming_it() {
+    let pack = pack("tests/policies/hostile-py");
+    let env = building(|| hostile_project(&pack, "128MiB", "5s"));
+    hostile_runs_fail(
+        &env,
+        "hostile-py",
+        &[
+            ("loop", "`analyze-resource` timed out after 5s"),
+            ("trap", "RuntimeError: hostile-py gives up"),
+            ("allocate", "`analyze-resource` ran out of memory"),
+        ],
+    );
+}
+
+#[test]
+fn a_typescript_pack_cannot_read_a_file() {
+    let env = project("");
+    env.config("resources", "a");
+    env.config("value_a", "v");
+    let pack = pack("tests/policies/hostile-ts");
+    let secret_file = env.project.join("secret.txt");
+    std::fs::write(&secret_file, "policy-file-content-ts-81c4").unwrap();
+    let config = pack_config(
+        &env,
+        &format!(
+            r#"{{"hostile": {{"mode": "open-file", "path": "{}"}}}}"#,
+            secret_file.display()
+        ),
+    );
+    let out = building(|| {
+        succeeds(
+            &env,
+            &["preview", "--policy-pack", &pack, "--policy-pack-config", &config],
+        )
+    });
+    assert!(out.contains("could not read the file"), "{out}");
+    assert!(
+        out.contains("EACCES") && out.contains("policy packs are granted no directory"),
+        "{out}"
+    );
+    assert!(!out.contains("policy-file-content-ts-81c4"), "{out}");
 }
 
 #[test]

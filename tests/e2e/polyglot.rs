@@ -472,8 +472,12 @@ fn a_changed_generated_sdk_rebuilds_the_program() {
 
     let index = sdk.join("index.ts");
     let code = std::fs::read_to_string(&index).unwrap();
-    // A change no earlier run made (the build cache outlives the test's directory).
-    let change = format!("// changed in {}\n", project.path().display());
+    // A change no earlier run made (the build cache outlives the test's directory), to code
+    // the bundle keeps: a comment or an unused export would leave the bundle as it was.
+    let change = format!(
+        "(globalThis as any).changedIn = {:?};\n",
+        project.path().display().to_string()
+    );
     std::fs::write(&index, code + &change).unwrap();
     let changed = building(|| env.command(&["preview"]).output().unwrap());
     assert!(changed.status.success());

@@ -73,3 +73,59 @@ fn a_misspelt_key_reaches_the_providers_check() {
     env.ok(&["up", "--yes"]);
     assert!(env.project.join("notes/n.json").is_file());
 }
+
+/// Runs plinth expecting success; what it wrote on stderr (where builds are announced).
+fn built(env: &Env, args: &[&str]) -> String {
+    let out = env.run(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "plinth {args:?} failed:\n{stderr}");
+    stderr
+}
+
+/// The build is keyed on what the bundle is made of: files written under the project (the
+/// notes the provider keeps in its grant, JSON or TypeScript nobody imports) rebuild nothing,
+/// a module only imported for its types is checked again but not rebuilt, and a change to an
+/// imported module rebuilds the program.
+#[test]
+fn a_typescript_program_is_rebuilt_only_when_what_it_bundles_changes() {
+    let env = misspelt_project();
+    let dir = &env.project;
+    std::fs::write(dir.join("text.ts"), "export const text = \"milk\";\n").unwrap();
+    std::fs::write(dir.join("kinds.ts"), "export type Priority = number;\n").unwrap();
+    std::fs::write(
+        dir.join("index.ts"),
+        "import type { Context } from \"@plinth/sdk\";\n\
+         import { Note } from \"@plinth/notes\";\n\
+         import { text } from \"./text\";\n\
+         import type { Priority } from \"./kinds\";\n\n\
+         const priority: Priority = 4;\n\n\
+         export default function main(ctx: Context) {\n  \
+           new Note(ctx, \"n\", { text, priority });\n\
+         }\n",
+    )
+    .unwrap();
+    let note = || std::fs::read_to_string(dir.join("notes/n.json")).unwrap();
+    assert!(built(&env, &["up", "--yes"]).contains("Building program"));
+    assert!(note().contains("milk"), "{}", note());
+
+    std::fs::write(dir.join("data.json"), r#"{"unrelated": true}"#).unwrap();
+    std::fs::create_dir(dir.join("scratch")).unwrap();
+    std::fs::write(dir.join("scratch/other.ts"), "export const x = 1;\n").unwrap();
+    std::fs::write(dir.join("notes/extra.json"), "{}").unwrap();
+    let again = built(&env, &["up", "--yes"]);
+    assert!(!again.contains("Building program"), "{again}");
+
+    // Nothing of kinds.ts is in the bundle, yet the check reads it.
+    std::fs::write(dir.join("kinds.ts"), "export type Priority = string;\n").unwrap();
+    let stderr = env.fails(&["preview"]);
+    assert!(
+        stderr.contains("type errors") && stderr.contains("index.ts:6:"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Building program"), "{stderr}");
+    std::fs::write(dir.join("kinds.ts"), "export type Priority = number;\n").unwrap();
+
+    std::fs::write(dir.join("text.ts"), "export const text = \"eggs\";\n").unwrap();
+    assert!(built(&env, &["up", "--yes"]).contains("Building program"));
+    assert!(note().contains("eggs"), "{}", note());
+}

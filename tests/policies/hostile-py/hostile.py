@@ -2,7 +2,8 @@
 what its configured `mode` says to every resource it judges, and reports what it got:
 `open-file` reads the file `path`, `socket` connects to `address` (`host:port`) (a pack is
 granted no directory and no network), `leak` returns the plaintext of every secret input in its
-message (the host masks it). Without a mode it does nothing."""
+message (the host masks it), `loop` never returns, `trap` raises, and `allocate` holds on to
+ever more memory. Without a mode it does nothing."""
 
 import socket
 
@@ -21,8 +22,6 @@ def hostile(resource, report_violation):
     elif mode == "socket":
         host, port = config["address"].rsplit(":", 1)
         try:
-            # Straight to the address: the interpreter's name lookup needs a codec
-            # componentize-py leaves out.
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.settimeout(5)
                 s.connect((host, int(port)))
@@ -32,6 +31,15 @@ def hostile(resource, report_violation):
     elif mode == "leak":
         secrets = [v.value for v in resource.props.values() if isinstance(v, Secret)]
         report_violation(f"the secrets are: {', '.join(map(str, secrets))}")
+    elif mode == "loop":
+        while True:  # spins until the host's deadline ends the call
+            pass
+    elif mode == "trap":
+        raise RuntimeError("hostile-py gives up")
+    elif mode == "allocate":
+        hoard = []
+        while True:
+            hoard.append(bytearray(1 << 20))
 
 
 pack = PolicyPack("hostile-py", policies=[
@@ -39,7 +47,8 @@ pack = PolicyPack("hostile-py", policies=[
         name="hostile",
         description="Attacks the host as its `mode` says.",
         config_schema=PolicyConfigSchema({
-            "mode": {"type": "string", "enum": ["open-file", "socket", "leak"]},
+            "mode": {"type": "string", "enum": ["open-file", "socket", "leak", "loop", "trap",
+                                                "allocate"]},
             "path": {"type": "string"},
             "address": {"type": "string"},
         }),

@@ -1,6 +1,7 @@
 //! The cache of built components: `<PLINTH_HOME>/build-cache/<key>/<guest>.wasm`, where the key is a
-//! SHA-256 over everything the build reads (sources, SDK, toolchain version, WIT world). A hit
-//! skips the build; entries are written atomically, so an interrupted build leaves none.
+//! SHA-256 over what the component is made of (the bundle or modules a build packs, the SDK,
+//! the toolchain's version, the WIT world). A hit skips the build; entries are written
+//! atomically, so an interrupted build leaves none.
 
 use std::path::{Path, PathBuf};
 
@@ -9,10 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::home::plinth_home;
 
-/// Directories never part of a guest's sources.
-const SKIPPED_DIRS: &[&str] = &["node_modules", "__pycache__", "target", "dist", "build"];
-
-/// A cache key under construction: labelled parts, then the source files.
+/// A cache key under construction: labelled parts and files.
 pub struct Key(Sha256);
 
 impl Key {
@@ -27,21 +25,20 @@ impl Key {
         self
     }
 
-    /// Adds every file under `dir` that `is_source` accepts, by relative path and content, in
-    /// a stable order. Hidden directories and dependency or output directories are skipped.
-    pub fn with_sources(mut self, dir: &Path, is_source: impl Fn(&Path) -> bool) -> Result<Key> {
-        let mut files = Vec::new();
-        collect(dir, dir, &is_source, &mut files)?;
-        files.sort();
-        for relative in files {
-            let bytes = std::fs::read(dir.join(&relative))
-                .with_context(|| format!("reading {}", dir.join(&relative).display()))?;
-            part(&mut self.0, &relative, &bytes);
+    /// Adds the file at `path`, under `label`, by its content; a file that is gone is a part
+    /// of its own, so that deleting one changes the key.
+    pub fn with_file(mut self, label: &str, path: &Path) -> Result<Key> {
+        match std::fs::read(path) {
+            Ok(bytes) => part(&mut self.0, label, &bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                part(&mut self.0, "missing", label.as_bytes())
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         }
         Ok(self)
     }
 
-    fn digest(&self) -> String {
+    pub fn digest(&self) -> String {
         hex::encode(self.0.clone().finalize())
     }
 }
@@ -52,31 +49,6 @@ fn part(hasher: &mut Sha256, label: &str, bytes: &[u8]) {
     hasher.update(label.as_bytes());
     hasher.update((bytes.len() as u64).to_le_bytes());
     hasher.update(bytes);
-}
-
-fn collect(
-    root: &Path,
-    dir: &Path,
-    is_source: &impl Fn(&Path) -> bool,
-    files: &mut Vec<String>,
-) -> Result<()> {
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    for entry in entries {
-        let entry = entry?;
-        let path = entry.path();
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
-                collect(root, &path, is_source, files)?;
-            }
-        } else if is_source(&path) {
-            let relative = path.strip_prefix(root).unwrap_or(&path);
-            files.push(relative.to_string_lossy().into_owned());
-        }
-    }
-    Ok(())
 }
 
 /// Built components by key: `<digest>/<name>.wasm`, so that the component's file name (what
@@ -91,6 +63,11 @@ impl ComponentCache {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating the build cache {}", dir.display()))?;
         Ok(ComponentCache { dir })
+    }
+
+    /// The cache's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn entry(&self, key: &Key) -> PathBuf {
@@ -162,36 +139,22 @@ pub fn file_name_of(dir: &Path) -> String {
 mod tests {
     use super::*;
 
-    fn key_of(dir: &Path) -> String {
-        Key::new("test")
-            .with_sources(dir, |p| p.extension().is_some_and(|e| e == "ts"))
-            .unwrap()
-            .digest()
-    }
-
     #[test]
-    fn the_key_follows_sources_only() {
+    fn the_key_follows_the_files_content_not_their_times() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("index.ts"), "a").unwrap();
-        let first = key_of(dir.path());
-        assert_eq!(key_of(dir.path()), first, "stable");
-        std::fs::write(dir.path().join("notes.txt"), "not a source").unwrap();
-        std::fs::create_dir(dir.path().join("node_modules")).unwrap();
-        std::fs::write(dir.path().join("node_modules/dep.ts"), "skipped").unwrap();
-        assert_eq!(key_of(dir.path()), first, "non-sources are ignored");
-        std::fs::write(dir.path().join("index.ts"), "b").unwrap();
-        assert_ne!(
-            key_of(dir.path()),
-            first,
-            "a changed source changes the key"
-        );
-        std::fs::write(dir.path().join("index.ts"), "a").unwrap();
-        std::fs::rename(dir.path().join("index.ts"), dir.path().join("main.ts")).unwrap();
-        assert_ne!(
-            key_of(dir.path()),
-            first,
-            "a renamed source changes the key"
-        );
+        let file = dir.path().join("bundle.js");
+        let key = || Key::new("k").with_file("bundle.js", &file).unwrap().digest();
+        std::fs::write(&file, "a").unwrap();
+        let first = key();
+        std::fs::write(&file, "a").unwrap();
+        assert_eq!(key(), first, "rewritten alike");
+        std::fs::write(&file, "b").unwrap();
+        assert_ne!(key(), first, "a changed file changes the key");
+        std::fs::remove_file(&file).unwrap();
+        let gone = key();
+        assert_ne!(gone, first);
+        std::fs::write(&file, "").unwrap();
+        assert_ne!(key(), gone, "a file gone is not an empty one");
     }
 
     #[test]

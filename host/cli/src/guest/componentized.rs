@@ -1,8 +1,9 @@
 //! Languages whose guests a componentizer builds from their sources (TypeScript/JavaScript,
-//! Python): the build is keyed by a content hash of the guest's sources, the directories it
-//! depends on by path, the SDK and the toolchain, so an unchanged guest is not built again. A
-//! language says which files are sources, what it depends on, which tools it needs, and how
-//! its entry module and componentizer run; [`build`] does the rest.
+//! Python): the build is keyed by a content hash of what the component is made of (the
+//! bundle, the modules packed), the SDK and the toolchain, so an unchanged guest is not built
+//! again, whatever else is written under its directory. A language says what it depends on,
+//! which tools it needs, how it gathers what it packs, and how its componentizer runs;
+//! [`build`] does the rest.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,6 +11,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::cache::{ComponentCache, Key, file_name_of};
+use super::typecheck;
 use super::language::{GuestLanguage, Role};
 use super::sdk::{self, Sdk};
 use super::tools::Toolchain;
@@ -44,20 +46,22 @@ pub trait Componentized: GuestLanguage {
     /// The componentizer (and bundler) `scripts/setup` installs, or an error naming what to
     /// install.
     fn tools(&self, what: &str) -> Result<Toolchain>;
-    /// Whether a file of the guest (or of a dependency) is a source, by its name and extension.
-    fn is_source(&self, name: &str, extension: &str) -> bool;
-    /// The directories the guest in `dir` depends on by path: their sources are part of the
-    /// build's cache key.
+    /// The directories the guest in `dir` depends on by path (their names are part of the
+    /// build's cache key; what it packs of them is keyed by [`Componentized::pack`]).
     fn dependencies(&self, dir: &Path, what: &str) -> Result<Vec<Dependency>>;
-    /// The module that exports the user's code through the SDK: its file name and text.
-    fn entry_module(&self, job: &Job) -> Result<(&'static str, String)>;
-    /// Turns the entry module (written in `job.work`) into the component at `job.out`.
-    fn componentize(&self, job: &Job, entry: &Path) -> Result<()>;
-    /// Checks the guest's types, where the language has a checker plinth runs; an error lists
-    /// what is wrong, by file and line. Run once per cache key (and never with
+    /// Writes, in `job.work`, the module that exports the user's code through the SDK and
+    /// whatever the componentizer reads (a bundle), and returns every file the component will
+    /// be made of, labelled by a name that does not depend on where the build runs: their
+    /// contents are the build's cache key. Runs on every build, so it must be quick.
+    fn pack(&self, job: &Job) -> Result<Vec<(String, PathBuf)>>;
+    /// Turns what [`Componentized::pack`] wrote into the component at `job.out`.
+    fn componentize(&self, job: &Job) -> Result<()>;
+    /// Checks the guest's types, where the language has a checker plinth runs, and returns
+    /// the files the checker read (those of the toolchain and the SDK aside); an error lists
+    /// what is wrong, by file and line. Run once per version of those files (and never with
     /// `--skip-typecheck`).
-    fn typecheck(&self, _job: &Job) -> Result<()> {
-        Ok(())
+    fn typecheck(&self, _job: &Job) -> Result<Vec<PathBuf>> {
+        Ok(Vec::new())
     }
 }
 
@@ -72,24 +76,7 @@ pub fn build<L: Componentized + ?Sized>(
     let dependencies = language.dependencies(&dir, what)?;
     let sdk = sdk::materialize(language.sdk_files())?;
     let tools = language.tools(what)?;
-    let is_source = |path: &Path| is_source(language, path);
     let cache = ComponentCache::open()?;
-    let mut key = Key::new(language.name())
-        .with("role", role.world())
-        .with("sdk", &sdk.hash)
-        .with("toolchain", &tools.version)
-        .with_sources(&dir, is_source)?;
-    for dependency in &dependencies {
-        key = key
-            .with("dependency", &dependency.name)
-            .with_sources(&dependency.dir, is_source)?;
-    }
-    let name = file_name_of(&dir);
-    let cached = cache.get(&key, &name);
-    let check = super::tsc::typecheck_enabled() && !cache.is_marked(&key, TYPECHECKED);
-    if let (Some(cached), false) = (&cached, check) {
-        return Ok(cached.clone());
-    }
     let staging = cache.staging()?;
     let out = staging.path().join("component.wasm");
     let job = Job {
@@ -102,11 +89,21 @@ pub fn build<L: Componentized + ?Sized>(
         out: &out,
         what,
     };
-    if check {
-        language.typecheck(&job)?;
-        cache.mark(&key, TYPECHECKED)?;
+    let mut key = Key::new(language.name())
+        .with("role", role.world())
+        .with("sdk", &sdk.hash)
+        .with("toolchain", &tools.version);
+    for dependency in &dependencies {
+        key = key.with("dependency", &dependency.name);
     }
-    if let Some(cached) = cached {
+    for (label, file) in language.pack(&job)? {
+        key = key.with_file(&label, &file)?;
+    }
+    if super::tsc::typecheck_enabled() {
+        typecheck::once(&dir, role, &cache, &key, || language.typecheck(&job))?;
+    }
+    let name = file_name_of(&dir);
+    if let Some(cached) = cache.get(&key, &name) {
         return Ok(cached);
     }
     // Componentizing takes seconds; say so, and how long it took.
@@ -117,30 +114,7 @@ pub fn build<L: Componentized + ?Sized>(
         tools.version
     );
     let started = Instant::now();
-    let (entry_name, text) = language.entry_module(&job)?;
-    let entry = job.work.join(entry_name);
-    std::fs::write(&entry, text)?;
-    language.componentize(&job, &entry)?;
+    language.componentize(&job)?;
     eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
     cache.store(&key, &name, &out)
-}
-
-/// The mark of a build whose types were checked.
-const TYPECHECKED: &str = "typechecked";
-
-/// Which files of a guest directory are its sources (and so part of the cache key).
-fn is_source<L: Componentized + ?Sized>(language: &L, path: &Path) -> bool {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    // The project's own files (stack config, lock) are not the guest's sources.
-    if name.starts_with("Plinth.") {
-        return false;
-    }
-    let extension = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default();
-    language.is_source(name, extension)
 }

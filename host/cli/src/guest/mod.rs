@@ -2,14 +2,15 @@
 //! knows is built into a component. Each language is one module implementing
 //! [`GuestLanguage`], listed once in [`LANGUAGES`]; docs/languages.md says how to add one.
 //! TypeScript/JavaScript and Python guests are componentized with the pinned tools
-//! `scripts/setup` installs and cached by a content hash of their sources, the SDK and the
-//! componentizer ([`componentized`]); Rust guests are built by cargo and cached by cargo's
-//! dep-info ([`rust`]).
+//! `scripts/setup` installs and cached by a content hash of what they pack (the bundle, the
+//! modules), the SDK and the componentizer ([`componentized`]); Rust guests are built by cargo
+//! and cached by cargo's dep-info ([`rust`]).
 
 mod cache;
 mod componentized;
 mod crate_cache;
 mod language;
+mod pyimports;
 mod pypackages;
 mod python;
 mod run;
@@ -17,6 +18,7 @@ mod rust;
 mod sdk;
 mod tools;
 mod tsc;
+mod typecheck;
 mod typescript;
 
 use std::path::Path;

@@ -1,6 +1,8 @@
 //! Python guests: a directory with a `pyproject.toml`. A small app module exports the user's
 //! `main` or `provider` through the SDK, and componentize-py builds it, the project's modules
-//! and the SDK into a component.
+//! and the SDK into a component. componentize-py packs the modules loaded while it builds, so
+//! the app module imports every module of the project the entry module can import, lazily
+//! imported ones too ([`pyimports`]); those modules' files are what the build is keyed on.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +12,7 @@ use serde::Deserialize;
 
 use super::componentized::{self, Componentized, Dependency, Job};
 use super::language::{GuestLanguage, Role, SdkFile};
+use super::pyimports;
 use super::pypackages::{self, MANIFEST_MODULE};
 use super::run::run;
 use super::sdk::embed;
@@ -104,57 +107,35 @@ impl Componentized for Python {
         })
     }
 
-    fn is_source(&self, name: &str, extension: &str) -> bool {
-        extension == "py" || name == "pyproject.toml"
-    }
-
     fn dependencies(&self, dir: &Path, what: &str) -> Result<Vec<Dependency>> {
         dependencies(dir, what)
     }
 
-    fn entry_module(&self, job: &Job) -> Result<(&'static str, String)> {
+    fn pack(&self, job: &Job) -> Result<Vec<(String, PathBuf)>> {
         let module = module(job.dir, job.what)?;
-        // What the user's module defines, the SDK module that exports it, the class
-        // componentize-py looks for, and what the guest is called.
-        let (name, sdk, export, class, kind) = match job.role {
-            Role::Program => ("main", "program", "export_program", "Callbacks", "program"),
-            Role::Provider => (
-                "provider",
-                "provider",
-                "export_provider",
-                "Provider",
-                "provider",
-            ),
-            Role::PolicyPack => (
-                "pack",
-                "policy",
-                "export_policy_pack",
-                "Analyzer",
-                "policy pack",
-            ),
-        };
-        // The installed PyPI packages' manifest first: every module of theirs is loaded.
-        let packages = job
-            .dependencies
-            .iter()
-            .any(|d| d.dir.join(MANIFEST_MODULE).with_extension("py").is_file());
-        let manifest = if packages {
-            format!("import {MANIFEST_MODULE}\n")
-        } else {
-            String::new()
-        };
-        let app = format!(
-            "{manifest}import {module} as _user\n\
-             from plinth.{sdk} import {export}\n\
-             if not hasattr(_user, {name:?}):\n    \
-                 raise SystemExit(\"module `{module}` defines no `{name}`: a {kind} needs one\")\n\
-             {class} = {export}(_user.{name})\n",
-        );
-        Ok((APP_FILE, app))
+        let packages: Vec<&Path> = (job.dependencies.iter())
+            .filter(|d| d.dir.join(MANIFEST_MODULE).with_extension("py").is_file())
+            .map(|d| d.dir.as_path())
+            .collect();
+        let path: Vec<&Path> = std::iter::once(job.dir)
+            .chain(job.dependencies.iter().map(|d| d.dir.as_path()))
+            .collect();
+        let python = job.tools.componentizer.0.with_file_name("python");
+        let found = pyimports::scan(&python, &module, &path, &packages, job.what)?;
+        let app = job.work.join(APP_FILE);
+        std::fs::write(&app, app_module(job.role, &module, &found.modules, !packages.is_empty()))?;
+        let mut packed = vec![
+            (APP_FILE.to_owned(), app),
+            ("pyproject.toml".to_owned(), job.dir.join("pyproject.toml")),
+        ];
+        for (name, file) in found.modules.into_iter().zip(found.files) {
+            packed.push((format!("module {name}"), file));
+        }
+        Ok(packed)
     }
 
     /// componentize-py finds the app module (written in the work directory) by name.
-    fn componentize(&self, job: &Job, _entry: &Path) -> Result<()> {
+    fn componentize(&self, job: &Job) -> Result<()> {
         let (componentizer, prefix) = &job.tools.componentizer;
         let mut command = Command::new(componentizer);
         command
@@ -179,6 +160,60 @@ impl Componentized for Python {
             "componentize-py",
         )
     }
+}
+
+/// The module that exports the user's `module` as the `role` needs: it imports the installed
+/// PyPI packages' manifest first (every module of theirs is loaded), then the user's module,
+/// then the modules of the user's code it may import later (`lazy`, the user's module first),
+/// so that all of them are packed.
+fn app_module(role: Role, module: &str, lazy: &[String], packages: bool) -> String {
+    // What the user's module defines, the SDK module that exports it, the class
+    // componentize-py looks for, and what the guest is called.
+    let (name, sdk, export, class, kind) = match role {
+        Role::Program => ("main", "program", "export_program", "Callbacks", "program"),
+        Role::Provider => (
+            "provider",
+            "provider",
+            "export_provider",
+            "Provider",
+            "provider",
+        ),
+        Role::PolicyPack => (
+            "pack",
+            "policy",
+            "export_policy_pack",
+            "Analyzer",
+            "policy pack",
+        ),
+    };
+    let mut text = String::new();
+    if packages {
+        text.push_str(&format!("import {MANIFEST_MODULE}\n"));
+    }
+    // Codecs are looked up by name when first used (`"x".encode("idna")`, a host name given to
+    // the socket module): the ones the standard library itself asks for must be loaded now.
+    text.push_str("import encodings.idna\nimport encodings.punycode\n");
+    text.push_str(&format!("import {module} as _user\n"));
+    let lazy: Vec<&String> = lazy.iter().filter(|m| *m != module).collect();
+    if !lazy.is_empty() {
+        // A module needing a package that is not installed fails only where it is imported,
+        // as it would without plinth; any other error in the user's code fails the build.
+        text.push_str("import importlib\nfor _name in [\n");
+        for name in lazy {
+            let literal = serde_json::to_string(name).expect("a string");
+            text.push_str(&format!("    {literal},\n"));
+        }
+        text.push_str(
+            "]:\n    try:\n        importlib.import_module(_name)\n    except ImportError:\n        pass\n",
+        );
+    }
+    text.push_str(&format!(
+        "from plinth.{sdk} import {export}\n\
+         if not hasattr(_user, {name:?}):\n    \
+             raise SystemExit(\"module `{module}` defines no `{name}`: a {kind} needs one\")\n\
+         {class} = {export}(_user.{name})\n",
+    ));
+    text
 }
 
 #[derive(Deserialize, Default)]

@@ -3,7 +3,7 @@
 //! plinth writes in the build's scratch directory, extending the project's own when it has
 //! one, with `@plinth/sdk`, its `node:*` modules and the generated SDKs the project depends on
 //! by path resolved as the bundler resolves them; errors are listed as `file:line:column:
-//! message`.
+//! message`. A check that passes says which files it read (`--listFiles`): they key it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -47,7 +47,8 @@ pub struct Check<'a> {
     pub what: &'a str,
 }
 
-pub fn check(check: &Check) -> Result<()> {
+/// Checks the guest's types; the files the compiler read.
+pub fn check(check: &Check) -> Result<Vec<PathBuf>> {
     let own = check.project.join("tsconfig.json");
     let mut options = json!({
         "noEmit": true,
@@ -80,17 +81,20 @@ pub fn check(check: &Check) -> Result<()> {
         .arg(check.tsc)
         .arg("-p")
         .arg(&tsconfig)
-        .args(["--pretty", "false"])
+        .args(["--pretty", "false", "--listFiles"])
         .current_dir(check.project)
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("{}: cannot run the TypeScript compiler", check.what))?;
-    if output.status.success() {
-        return Ok(());
-    }
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
-    let errors: Vec<String> = text.lines().map(located).collect();
+    // The files read, one absolute path a line, among the errors if there are any.
+    let (read, said): (Vec<&str>, Vec<&str>) =
+        (text.lines()).partition(|line| Path::new(line).is_absolute() && Path::new(line).is_file());
+    if output.status.success() {
+        return Ok(read.into_iter().map(PathBuf::from).collect());
+    }
+    let errors: Vec<String> = said.into_iter().map(located).collect();
     bail!(
         "{}: type errors (fix them, or build without checking with --skip-typecheck):\n{}",
         check.what,

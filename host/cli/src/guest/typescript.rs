@@ -1,7 +1,9 @@
 //! TypeScript/JavaScript guests: a directory with a `package.json`. A wrapper module exports
 //! the user's default export through the SDK, esbuild bundles it (TypeScript included) into one
 //! ES module, and componentize-js turns that into a component. The bundle carries its source
-//! map so that the SDK can name the source file and line of an exception.
+//! map so that the SDK can name the source file and line of an exception. The bundle is what
+//! the build is keyed on: esbuild runs on every build (it takes milliseconds), so only a change
+//! to what the guest imports rebuilds it, never another file written under its directory.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -12,7 +14,7 @@ use serde::Deserialize;
 
 use super::componentized::{self, Componentized, Dependency, Job};
 use super::language::{GuestLanguage, Role, SdkFile};
-use super::run::run;
+use super::run::{run, run_with_input};
 use super::sdk::embed;
 use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
 use super::tsc::{self, TYPESCRIPT};
@@ -132,64 +134,20 @@ impl Componentized for TypeScript {
         })
     }
 
-    fn is_source(&self, _name: &str, extension: &str) -> bool {
-        matches!(
-            extension,
-            "ts" | "mts" | "cts" | "tsx" | "js" | "mjs" | "cjs" | "json"
-        )
-    }
-
     fn dependencies(&self, dir: &Path, what: &str) -> Result<Vec<Dependency>> {
         dependencies(dir, what)
     }
 
-    fn entry_module(&self, job: &Job) -> Result<(&'static str, String)> {
-        let entry = entry(job.dir, job.what)?;
-        let js = |path: PathBuf| serde_json::to_string(&path.to_string_lossy()).expect("a string");
-        let sdk = job.sdk.dir(SDK_DIR);
-        let wrapper = match job.role {
-            Role::Program => format!(
-                "import main from {};\nimport {{ exportProgram }} from {};\n\
-                 if (typeof main !== \"function\") throw new Error({});\n\
-                 export const callbacks = exportProgram(main);\n",
-                js(entry.clone()),
-                js(sdk.join("program.ts")),
-                js(PathBuf::from(format!(
-                    "{}: the default export must be the program's main function",
-                    entry.display()
-                ))),
-            ),
-            Role::PolicyPack => format!(
-                "import pack from {};\nimport {{ PolicyPack, exportPolicyPack }} from {};\n\
-                 if (!(pack instanceof PolicyPack)) throw new Error({});\n\
-                 export const analyzer = exportPolicyPack(pack);\n",
-                js(entry.clone()),
-                js(sdk.join("policy.ts")),
-                js(PathBuf::from(format!(
-                    "{}: the default export must be the pack: `export default new PolicyPack(\"name\", {{ policies: [...] }})`",
-                    entry.display()
-                ))),
-            ),
-            Role::Provider => format!(
-                "import definition from {};\nimport {{ exportProvider }} from {};\n\
-                 if (typeof definition !== \"object\" || definition === null) throw new Error({});\n\
-                 export const provider = exportProvider(definition);\n",
-                js(entry.clone()),
-                js(sdk.join("provider.ts")),
-                js(PathBuf::from(format!(
-                    "{}: the default export must be the provider: `export default provider({{...}})`",
-                    entry.display()
-                ))),
-            ),
-        };
-        Ok(("plinth-entry.js", wrapper))
+    fn pack(&self, job: &Job) -> Result<Vec<(String, PathBuf)>> {
+        let bundle = bundle(job, &wrapper(job)?)?;
+        Ok(vec![("bundle.js".to_owned(), bundle)])
     }
 
-    fn componentize(&self, job: &Job, entry: &Path) -> Result<()> {
-        bundle_and_componentize(job, entry)
+    fn componentize(&self, job: &Job) -> Result<()> {
+        componentize(job, &job.work.join(BUNDLE))
     }
 
-    fn typecheck(&self, job: &Job) -> Result<()> {
+    fn typecheck(&self, job: &Job) -> Result<Vec<PathBuf>> {
         let sdk = job.sdk.dir(SDK_DIR);
         let mut paths = vec![(SDK_PACKAGE.to_owned(), sdk.join("index.ts"))];
         for (name, module) in NODE_MODULES {
@@ -199,8 +157,9 @@ impl Componentized for TypeScript {
         for dependency in job.dependencies {
             paths.push((dependency.name.clone(), entry(&dependency.dir, job.what)?));
         }
-        let tsc = tsc::compiler(&tools_dir()?.join("js/node_modules"));
-        tsc::check(&tsc::Check {
+        let modules = tools_dir()?.join("js/node_modules");
+        let tsc = tsc::compiler(&modules);
+        let read = tsc::check(&tsc::Check {
             node: &job.tools.componentizer.0,
             tsc: &tsc,
             project: job.dir,
@@ -212,8 +171,69 @@ impl Componentized for TypeScript {
             ],
             work: job.work,
             what: job.what,
-        })
+        })?;
+        // The compiler's own libraries and the SDK are keyed by their versions; the project's
+        // configuration is read but not listed.
+        let sdk_root = job.sdk.dir("");
+        let modules = modules.canonicalize().unwrap_or(modules);
+        let mut files: Vec<PathBuf> = (read.into_iter())
+            .filter(|f| !f.starts_with(&modules) && !f.starts_with(&sdk_root))
+            .collect();
+        for config in ["tsconfig.json", "package.json"] {
+            let path = job.dir.join(config);
+            if path.is_file() {
+                files.push(path);
+            }
+        }
+        Ok(files)
     }
+}
+
+/// The bundle esbuild writes in a build's scratch directory.
+const BUNDLE: &str = "bundle.js";
+
+/// The module that exports the user's default export through the SDK, as the guest's role
+/// needs.
+fn wrapper(job: &Job) -> Result<String> {
+    let entry = entry(job.dir, job.what)?;
+    let js = |path: PathBuf| serde_json::to_string(&path.to_string_lossy()).expect("a string");
+    let sdk = job.sdk.dir(SDK_DIR);
+    let wrapper = match job.role {
+        Role::Program => format!(
+            "import main from {};\nimport {{ exportProgram }} from {};\n\
+             if (typeof main !== \"function\") throw new Error({});\n\
+             export const callbacks = exportProgram(main);\n",
+            js(entry.clone()),
+            js(sdk.join("program.ts")),
+            js(PathBuf::from(format!(
+                "{}: the default export must be the program's main function",
+                entry.display()
+            ))),
+        ),
+        Role::PolicyPack => format!(
+            "import pack from {};\nimport {{ PolicyPack, exportPolicyPack }} from {};\n\
+             if (!(pack instanceof PolicyPack)) throw new Error({});\n\
+             export const analyzer = exportPolicyPack(pack);\n",
+            js(entry.clone()),
+            js(sdk.join("policy.ts")),
+            js(PathBuf::from(format!(
+                "{}: the default export must be the pack: `export default new PolicyPack(\"name\", {{ policies: [...] }})`",
+                entry.display()
+            ))),
+        ),
+        Role::Provider => format!(
+            "import definition from {};\nimport {{ exportProvider }} from {};\n\
+             if (typeof definition !== \"object\" || definition === null) throw new Error({});\n\
+             export const provider = exportProvider(definition);\n",
+            js(entry.clone()),
+            js(sdk.join("provider.ts")),
+            js(PathBuf::from(format!(
+                "{}: the default export must be the provider: `export default provider({{...}})`",
+                entry.display()
+            ))),
+        ),
+    };
+    Ok(wrapper)
 }
 
 #[derive(Deserialize)]
@@ -306,8 +326,9 @@ fn entry(dir: &Path, what: &str) -> Result<PathBuf> {
         })
 }
 
-/// Bundles the entry module with the guest's code and the SDK, then componentizes the bundle.
-fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
+/// Bundles the wrapper module with the guest's code and the SDK into [`BUNDLE`] in the
+/// build's scratch directory, with its source map embedded; the bundle's path.
+fn bundle(job: &Job, wrapper: &str) -> Result<PathBuf> {
     let Job {
         dir,
         dependencies,
@@ -315,8 +336,8 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
         sdk,
         tools,
         work,
-        out,
         what,
+        ..
     } = *job;
     let sdk_dir = sdk.dir(SDK_DIR);
     // Each path dependency resolves to its entry module.
@@ -330,7 +351,7 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
         })
         .collect::<Result<Vec<String>>>()?;
 
-    let bundle = work.join("bundle.js");
+    let bundle = work.join(BUNDLE);
     let (bundler, prefix) = tools.bundler.as_ref().expect("JavaScript has a bundler");
     let mut command = Command::new(bundler);
     if role != Role::Program {
@@ -355,9 +376,10 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
     }
     command.args(prefix);
     command.args(&aliases);
-    run(
+    // The wrapper comes on stdin, named alike in every build: the bundle names its modules by
+    // their paths, and one in the scratch directory would make every bundle differ.
+    run_with_input(
         command
-            .arg(wrapper)
             .args([
                 "--bundle",
                 "--format=esm",
@@ -369,6 +391,7 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
                 "--sourcemap",
                 "--sources-content=false",
                 "--log-level=warning",
+                "--sourcefile=plinth-entry.js",
             ])
             .arg(format!(
                 "--alias:@plinth/sdk={}",
@@ -376,11 +399,24 @@ fn bundle_and_componentize(job: &Job, wrapper: &Path) -> Result<()> {
             ))
             .arg(format!("--outfile={}", bundle.display()))
             .current_dir(dir),
+        wrapper,
         what,
         "bundling with esbuild",
     )?;
     embed_source_map(&bundle, work, dir)?;
+    Ok(bundle)
+}
 
+/// Turns the bundle into the component at `job.out`.
+fn componentize(job: &Job, bundle: &Path) -> Result<()> {
+    let Job {
+        role,
+        tools,
+        work,
+        out,
+        what,
+        ..
+    } = *job;
     let (componentizer, prefix) = &tools.componentizer;
     run(
         Command::new(componentizer)

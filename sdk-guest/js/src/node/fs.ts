@@ -70,6 +70,14 @@ function locate(path: string, syscall: string): [Descriptor, string] {
       absolute === root ? "." : absolute.startsWith(root === "/" ? "/" : `${root}/`) ? absolute.slice(root.length).replace(/^\//, "") : undefined;
     if (inside !== undefined && (!best || root.length > best[2])) best = [dir, inside, root.length];
   }
+  if (!best && (preopens as { ungrantable?: boolean }).ungrantable) {
+    throw new SystemError(
+      "EACCES",
+      "permission denied: programs and policy packs are granted no directory; only a provider can be (a provider's capabilities.dirs, granted in Plinth.yaml under `plugins: <name>: grants: dirs`)",
+      syscall,
+      path,
+    );
+  }
   if (!best) {
     const granted = preopens.map(([, guest]) => guest);
     throw new SystemError(

@@ -1,0 +1,74 @@
+//! A Python program's own modules: one imported lazily (inside a function, or by
+//! `importlib.import_module`) is packed into the component, the codecs the standard library
+//! looks up by name (`idna`) work, and the build is keyed on what it packs: files written under
+//! the project that the program does not import rebuild nothing.
+
+use crate::support::Env;
+
+/// Runs plinth expecting success; what it wrote on stderr (where builds are announced).
+fn built(env: &Env, args: &[&str]) -> String {
+    let out = env.run(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "plinth {args:?} failed:\n{stderr}");
+    stderr
+}
+
+fn output(env: &Env, name: &str) -> String {
+    env.ok(&["stack", "output", name]).trim().to_owned()
+}
+
+#[test]
+fn lazily_imported_modules_are_packed_and_only_what_is_packed_rebuilds() {
+    let env = Env::project("name: scenario\nprogram: .\n");
+    let dir = &env.project;
+    let write = |path: &str, text: &str| {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "pyproject.toml",
+        "[project]\nname = \"lazy\"\nversion = \"0.1.0\"\n",
+    );
+    // A program no earlier run built: the build cache outlives the test's directory.
+    let run = serde_json::to_string(&dir.display().to_string()).unwrap();
+    write(
+        "main.py",
+        &format!(
+            "RUN = {run}\n\n\
+             def main(ctx):\n    \
+                 from helpers.words import greeting\n    \
+                 import importlib\n    \
+                 shout = importlib.import_module(\"helpers.shout\")\n    \
+                 ctx.export(\"greeting\", shout.shout(greeting(ctx.config(\"name\", \"world\"))))\n    \
+                 ctx.export(\"host\", \"bücher.example\".encode(\"idna\").decode(\"ascii\"))\n"
+        ),
+    );
+    write("helpers/__init__.py", "");
+    write(
+        "helpers/words.py",
+        "def greeting(name):\n    return f\"hello {name}\"\n",
+    );
+    write(
+        "helpers/shout.py",
+        "def shout(text):\n    return text.upper()\n",
+    );
+    assert!(built(&env, &["up", "--yes"]).contains("Building program"));
+    assert_eq!(output(&env, "greeting"), "HELLO WORLD");
+    assert_eq!(output(&env, "host"), "xn--bcher-kva.example");
+
+    // Nothing the program imports: no rebuild, and the module that would stop a build is
+    // never run.
+    write("notes.json", "{}");
+    write("data/state.json", "{}");
+    write("unrelated.py", "raise SystemExit('never imported')\n");
+    let again = built(&env, &["up", "--yes"]);
+    assert!(!again.contains("Building program"), "{again}");
+
+    write(
+        "helpers/words.py",
+        "def greeting(name):\n    return f\"hi {name}\"\n",
+    );
+    assert!(built(&env, &["up", "--yes"]).contains("Building program"));
+    assert_eq!(output(&env, "greeting"), "HI WORLD");
+}
