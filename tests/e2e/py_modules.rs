@@ -1,5 +1,6 @@
 //! A Python program's own modules: one imported lazily (inside a function, or by
-//! `importlib.import_module`) is packed into the component, the codecs the standard library
+//! `importlib.import_module`) is packed into the component, as is a module of the standard
+//! library imported so, the codecs the standard library
 //! looks up by name (`idna`) work, and the build is keyed on what it packs: files written under
 //! the project that the program does not import rebuild nothing.
 
@@ -41,7 +42,9 @@ fn lazily_imported_modules_are_packed_and_only_what_is_packed_rebuilds() {
                  import importlib\n    \
                  shout = importlib.import_module(\"helpers.shout\")\n    \
                  ctx.export(\"greeting\", shout.shout(greeting(ctx.config(\"name\", \"world\"))))\n    \
-                 ctx.export(\"host\", \"bücher.example\".encode(\"idna\").decode(\"ascii\"))\n"
+                 ctx.export(\"host\", \"bücher.example\".encode(\"idna\").decode(\"ascii\"))\n    \
+                 import colorsys\n    \
+                 ctx.export(\"hls\", str(colorsys.rgb_to_hls(1.0, 0.0, 0.0)))\n"
         ),
     );
     write("helpers/__init__.py", "");
@@ -56,6 +59,8 @@ fn lazily_imported_modules_are_packed_and_only_what_is_packed_rebuilds() {
     assert!(built(&env, &["up", "--yes"]).contains("Building program"));
     assert_eq!(output(&env, "greeting"), "HELLO WORLD");
     assert_eq!(output(&env, "host"), "xn--bcher-kva.example");
+    // A module of the standard library imported inside the function, too.
+    assert_eq!(output(&env, "hls"), "(0.0, 0.5, 1.0)");
 
     // Nothing the program imports: no rebuild, and the module that would stop a build is
     // never run.

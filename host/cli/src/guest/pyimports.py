@@ -5,7 +5,8 @@ imports these while it does. Written by plinth and run by the Python of its tool
 
 Reads JSON on stdin: {"entry": module name, "path": [the directories modules are found in,
 in search order], "stop": [those of them whose modules are packed otherwise]}. Writes JSON on
-stdout: {"modules": [names, in the order found], "files": [every file of those modules]}.
+stdout: {"modules": [names, in the order found], "files": [every file of those modules],
+"external": [names found in none of those directories: the standard library's, or missing]}.
 """
 
 import ast
@@ -24,13 +25,17 @@ def main():
     path = [os.path.realpath(r) for r in request["path"]]
     stops = [os.path.realpath(r) for r in request["stop"]]
     found = {}  # name -> file
+    external = set()
     pending = [request["entry"]]
     while pending:
         name = pending.pop()
         if name in found:
             continue
         file = locate(name, path)
-        if file is None or any(is_under(file, stop) for stop in stops):
+        if file is None:
+            external.add(name)
+            continue
+        if any(is_under(file, stop) for stop in stops):
             continue
         found[name] = file
         # A module's parents are imported before it.
@@ -40,7 +45,10 @@ def main():
         package = name if is_package else ".".join(parts[:-1])
         for imported in imports(file, package):
             pending.append(imported)
-    json.dump({"modules": list(found), "files": list(found.values())}, sys.stdout)
+    json.dump(
+        {"modules": list(found), "files": list(found.values()), "external": sorted(external)},
+        sys.stdout,
+    )
 
 
 def is_under(file, root):

@@ -123,7 +123,11 @@ impl Componentized for Python {
         let python = job.tools.componentizer.0.with_file_name("python");
         let found = pyimports::scan(&python, &module, &path, &packages, job.what)?;
         let app = job.work.join(APP_FILE);
-        std::fs::write(&app, app_module(job.role, &module, &found.modules, !packages.is_empty()))?;
+        let lazy = Lazy {
+            own: &found.modules,
+            external: &found.external,
+        };
+        std::fs::write(&app, app_module(job.role, &module, &lazy, !packages.is_empty()))?;
         let mut packed = vec![
             (APP_FILE.to_owned(), app),
             ("pyproject.toml".to_owned(), job.dir.join("pyproject.toml")),
@@ -162,11 +166,19 @@ impl Componentized for Python {
     }
 }
 
+/// The modules the user's code imports, which the app module imports while the component is
+/// built so that it packs them, a module imported inside a function included.
+struct Lazy<'a> {
+    /// The user's own modules (the entry module among them).
+    own: &'a [String],
+    /// Others: the standard library's, or packages that are not installed.
+    external: &'a [String],
+}
+
 /// The module that exports the user's `module` as the `role` needs: it imports the installed
 /// PyPI packages' manifest first (every module of theirs is loaded), then the user's module,
-/// then the modules of the user's code it may import later (`lazy`, the user's module first),
-/// so that all of them are packed.
-fn app_module(role: Role, module: &str, lazy: &[String], packages: bool) -> String {
+/// then every module the user's code may import later, so that all of them are packed.
+fn app_module(role: Role, module: &str, lazy: &Lazy, packages: bool) -> String {
     // What the user's module defines, the SDK module that exports it, the class
     // componentize-py looks for, and what the guest is called.
     let (name, sdk, export, class, kind) = match role {
@@ -186,7 +198,7 @@ fn app_module(role: Role, module: &str, lazy: &[String], packages: bool) -> Stri
             "policy pack",
         ),
     };
-    let mut text = String::new();
+    let mut text = String::from("import importlib\n");
     if packages {
         text.push_str(&format!("import {MANIFEST_MODULE}\n"));
     }
@@ -194,19 +206,13 @@ fn app_module(role: Role, module: &str, lazy: &[String], packages: bool) -> Stri
     // the socket module): the ones the standard library itself asks for must be loaded now.
     text.push_str("import encodings.idna\nimport encodings.punycode\n");
     text.push_str(&format!("import {module} as _user\n"));
-    let lazy: Vec<&String> = lazy.iter().filter(|m| *m != module).collect();
-    if !lazy.is_empty() {
-        // A module needing a package that is not installed fails only where it is imported,
-        // as it would without plinth; any other error in the user's code fails the build.
-        text.push_str("import importlib\nfor _name in [\n");
-        for name in lazy {
-            let literal = serde_json::to_string(name).expect("a string");
-            text.push_str(&format!("    {literal},\n"));
-        }
-        text.push_str(
-            "]:\n    try:\n        importlib.import_module(_name)\n    except ImportError:\n        pass\n",
-        );
-    }
+    // A module needing a package that is not installed fails only where it is imported, as it
+    // would without plinth; any other error in the user's own code fails the build.
+    let own = lazy.own.iter().filter(|m| *m != module);
+    text.push_str(&import_each(own, "ImportError"));
+    // The standard library's modules the code imports later: one this interpreter lacks
+    // (`tkinter`) or that exits on import is the code's to meet at run time.
+    text.push_str(&import_each(lazy.external.iter(), "Exception, SystemExit"));
     text.push_str(&format!(
         "from plinth.{sdk} import {export}\n\
          if not hasattr(_user, {name:?}):\n    \
@@ -214,6 +220,22 @@ fn app_module(role: Role, module: &str, lazy: &[String], packages: bool) -> Stri
          {class} = {export}(_user.{name})\n",
     ));
     text
+}
+
+/// Python that imports each module of `names`, passing over the exceptions `tolerated` names.
+fn import_each<'a>(names: impl Iterator<Item = &'a String>, tolerated: &str) -> String {
+    let mut list = String::new();
+    for name in names {
+        let literal = serde_json::to_string(name).expect("a string");
+        list.push_str(&format!("    {literal},\n"));
+    }
+    if list.is_empty() {
+        return list;
+    }
+    format!(
+        "for _name in [\n{list}]:\n    try:\n        importlib.import_module(_name)\n    \
+         except ({tolerated}):\n        pass\n"
+    )
 }
 
 #[derive(Deserialize, Default)]
