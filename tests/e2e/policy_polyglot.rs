@@ -203,7 +203,7 @@ fn a_python_pack_that_loops_raises_or_hoards_memory_fails_naming_it() {
         "hostile-py",
         &[
             ("loop", "`analyze-resource` timed out after 5s"),
-            ("trap", "RuntimeError: hostile-py gives up"),
+            ("trap", "policy `hostile` raised hostile-py gives up"),
             ("allocate", "`analyze-resource` ran out of memory"),
         ],
     );

@@ -421,7 +421,7 @@ fn componentize(job: &Job, bundle: &Path) -> Result<()> {
     run(
         Command::new(componentizer)
             .args(prefix)
-            .arg(&bundle)
+            .arg(bundle)
             .arg("--wit")
             .arg(wit_of(job)?)
             .args(["--world-name", role.world(), "-o"])
