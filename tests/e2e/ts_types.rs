@@ -91,22 +91,22 @@ fn a_typescript_program_is_rebuilt_only_when_what_it_bundles_changes() {
     let env = misspelt_project();
     let dir = &env.project;
     std::fs::write(dir.join("text.ts"), "export const text = \"milk\";\n").unwrap();
-    std::fs::write(dir.join("kinds.ts"), "export type Priority = number;\n").unwrap();
+    std::fs::write(dir.join("kinds.ts"), "export type Label = string;\n").unwrap();
     std::fs::write(
         dir.join("index.ts"),
         "import type { Context } from \"@plinth/sdk\";\n\
          import { Note } from \"@plinth/notes\";\n\
          import { text } from \"./text\";\n\
-         import type { Priority } from \"./kinds\";\n\n\
-         const priority: Priority = 4;\n\n\
+         import type { Label } from \"./kinds\";\n\n\
+         const label: Label = \"buy\";\n\n\
          export default function main(ctx: Context) {\n  \
-           new Note(ctx, \"n\", { text, priority });\n\
+           new Note(ctx, \"n\", { text: `${label} ${text}` });\n\
          }\n",
     )
     .unwrap();
     let note = || std::fs::read_to_string(dir.join("notes/n.json")).unwrap();
     assert!(built(&env, &["up", "--yes"]).contains("Building program"));
-    assert!(note().contains("milk"), "{}", note());
+    assert!(note().contains("buy milk"), "{}", note());
 
     std::fs::write(dir.join("data.json"), r#"{"unrelated": true}"#).unwrap();
     std::fs::create_dir(dir.join("scratch")).unwrap();
@@ -116,16 +116,16 @@ fn a_typescript_program_is_rebuilt_only_when_what_it_bundles_changes() {
     assert!(!again.contains("Building program"), "{again}");
 
     // Nothing of kinds.ts is in the bundle, yet the check reads it.
-    std::fs::write(dir.join("kinds.ts"), "export type Priority = string;\n").unwrap();
+    std::fs::write(dir.join("kinds.ts"), "export type Label = number;\n").unwrap();
     let stderr = env.fails(&["preview"]);
     assert!(
         stderr.contains("type errors") && stderr.contains("index.ts:6:"),
         "{stderr}"
     );
     assert!(!stderr.contains("Building program"), "{stderr}");
-    std::fs::write(dir.join("kinds.ts"), "export type Priority = number;\n").unwrap();
+    std::fs::write(dir.join("kinds.ts"), "export type Label = string;\n").unwrap();
 
     std::fs::write(dir.join("text.ts"), "export const text = \"eggs\";\n").unwrap();
     assert!(built(&env, &["up", "--yes"]).contains("Building program"));
-    assert!(note().contains("eggs"), "{}", note());
+    assert!(note().contains("buy eggs"), "{}", note());
 }
