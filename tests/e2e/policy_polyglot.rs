@@ -227,7 +227,13 @@ fn a_typescript_pack_cannot_read_a_file() {
     let out = building(|| {
         succeeds(
             &env,
-            &["preview", "--policy-pack", &pack, "--policy-pack-config", &config],
+            &[
+                "preview",
+                "--policy-pack",
+                &pack,
+                "--policy-pack-config",
+                &config,
+            ],
         )
     });
     assert!(out.contains("could not read the file"), "{out}");

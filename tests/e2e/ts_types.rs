@@ -107,7 +107,10 @@ fn a_typescript_program_is_rebuilt_only_when_what_it_bundles_changes() {
     let note = || std::fs::read_to_string(dir.join("notes/n.json")).unwrap_or_default();
     let first = env.run(&["up", "--yes"]);
     let out = printed(&first);
-    assert!(first.status.success() && out.contains("Building program"), "{out}");
+    assert!(
+        first.status.success() && out.contains("Building program"),
+        "{out}"
+    );
     assert!(note().contains("buy milk"), "{:?}: {out}", note());
 
     std::fs::write(dir.join("data.json"), r#"{"unrelated": true}"#).unwrap();
@@ -130,7 +133,10 @@ fn a_typescript_program_is_rebuilt_only_when_what_it_bundles_changes() {
     std::fs::write(dir.join("text.ts"), "export const text = \"eggs\";\n").unwrap();
     let last = env.run(&["up", "--yes"]);
     let out = printed(&last);
-    assert!(last.status.success() && out.contains("Building program"), "{out}");
+    assert!(
+        last.status.success() && out.contains("Building program"),
+        "{out}"
+    );
     // The note is replaced (its text is `replaceOnChange`) by one with the new text.
     let state = env.export().to_string();
     assert!(

@@ -143,7 +143,12 @@ mod tests {
     fn the_key_follows_the_files_content_not_their_times() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("bundle.js");
-        let key = || Key::new("k").with_file("bundle.js", &file).unwrap().digest();
+        let key = || {
+            Key::new("k")
+                .with_file("bundle.js", &file)
+                .unwrap()
+                .digest()
+        };
         std::fs::write(&file, "a").unwrap();
         let first = key();
         std::fs::write(&file, "a").unwrap();

@@ -11,10 +11,10 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::cache::{ComponentCache, Key, file_name_of};
-use super::typecheck;
 use super::language::{GuestLanguage, Role};
 use super::sdk::{self, Sdk};
 use super::tools::Toolchain;
+use super::typecheck;
 
 /// A directory the guest depends on, outside its own: a generated SDK, installed packages.
 #[derive(Debug, Clone)]

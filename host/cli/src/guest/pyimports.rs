@@ -109,12 +109,11 @@ mod tests {
         for external in ["os", "importlib"] {
             assert!(found.external.iter().any(|e| e == external), "{found:?}");
         }
-        assert!(!found.external.iter().any(|e| e.starts_with("slugify")), "{found:?}");
-        assert_eq!(found.files.len(), found.modules.len());
         assert!(
-            found.files[0].ends_with("main.py"),
-            "{:?}",
-            found.files[0]
+            !found.external.iter().any(|e| e.starts_with("slugify")),
+            "{found:?}"
         );
+        assert_eq!(found.files.len(), found.modules.len());
+        assert!(found.files[0].ends_with("main.py"), "{:?}", found.files[0]);
     }
 }

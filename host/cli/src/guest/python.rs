@@ -127,7 +127,10 @@ impl Componentized for Python {
             own: &found.modules,
             external: &found.external,
         };
-        std::fs::write(&app, app_module(job.role, &module, &lazy, !packages.is_empty()))?;
+        std::fs::write(
+            &app,
+            app_module(job.role, &module, &lazy, !packages.is_empty()),
+        )?;
         let mut packed = vec![
             (APP_FILE.to_owned(), app),
             ("pyproject.toml".to_owned(), job.dir.join("pyproject.toml")),
