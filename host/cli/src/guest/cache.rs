@@ -65,6 +65,14 @@ impl ComponentCache {
         Ok(ComponentCache { dir })
     }
 
+    /// A cache in `dir`, for tests.
+    #[cfg(test)]
+    pub fn at(dir: &Path) -> ComponentCache {
+        ComponentCache {
+            dir: dir.to_owned(),
+        }
+    }
+
     /// The cache's directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -76,9 +76,48 @@ fn write_record(cache: &ComponentCache, path: &Path, files: &[PathBuf]) -> Resul
     Ok(())
 }
 
-/// Whether `file` was last modified before `since` (a file gone counts as changed).
+/// Whether `file` was last modified before `since`. A file that is not there is keyed as
+/// missing, which its appearing changes.
 fn unchanged_since(file: &Path, since: SystemTime) -> bool {
-    std::fs::metadata(file)
-        .and_then(|m| m.modified())
-        .is_ok_and(|modified| modified < since)
+    match std::fs::metadata(file).and_then(|m| m.modified()) {
+        Ok(modified) => modified < since,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// A check runs again only when the build or a file it read changes, a file it found
+    /// missing included.
+    #[test]
+    fn a_check_runs_once_per_version_of_what_it_read() {
+        let cache_dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(cache_dir.path());
+        let project = tempfile::tempdir().unwrap();
+        let types = project.path().join("types.ts");
+        let config = project.path().join("tsconfig.json");
+        std::fs::write(&types, "a").unwrap();
+        let runs = Cell::new(0);
+        let check = |build: &str| {
+            let key = Key::new("test").with("build", build);
+            once(project.path(), Role::Program, &cache, &key, || {
+                runs.set(runs.get() + 1);
+                Ok(vec![types.clone(), config.clone()])
+            })
+            .unwrap();
+            runs.get()
+        };
+        assert_eq!(check("one"), 1);
+        assert_eq!(check("one"), 1, "nothing changed");
+        std::fs::write(&types, "b").unwrap();
+        assert_eq!(check("one"), 2, "a file it read changed");
+        assert_eq!(check("two"), 3, "the build changed");
+        std::fs::write(&config, "{}").unwrap();
+        assert_eq!(check("two"), 4, "a file it found missing appeared");
+        assert_eq!(check("two"), 4);
+    }
 }

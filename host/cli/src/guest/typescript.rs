@@ -173,18 +173,14 @@ impl Componentized for TypeScript {
             what: job.what,
         })?;
         // The compiler's own libraries and the SDK are keyed by their versions; the project's
-        // configuration is read but not listed.
+        // configuration is read but not listed by the compiler.
         let sdk_root = job.sdk.dir("");
         let modules = modules.canonicalize().unwrap_or(modules);
         let mut files: Vec<PathBuf> = (read.into_iter())
             .filter(|f| !f.starts_with(&modules) && !f.starts_with(&sdk_root))
             .collect();
-        for config in ["tsconfig.json", "package.json"] {
-            let path = job.dir.join(config);
-            if path.is_file() {
-                files.push(path);
-            }
-        }
+        // Listed even when missing: one added later (a stricter tsconfig) checks again.
+        files.extend(["tsconfig.json", "package.json"].map(|f| job.dir.join(f)));
         Ok(files)
     }
 }
