@@ -388,6 +388,12 @@ fn an_exception_in_a_program_names_its_file_and_line() {
     let stderr = building(|| env.fails(&["preview", "--skip-typecheck"]));
     assert!(stderr.contains("RangeError: no suffix today"), "{stderr}");
     assert!(!stderr.contains("initializer.js"), "{stderr}");
+    // Named by its directory, never by its build's cache key.
+    let dir = project.path().file_name().unwrap().to_string_lossy();
+    assert!(
+        stderr.contains(&format!("program `{}`", dir.trim_start_matches('.'))),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(&format!("index.ts:{line}:")),
         "line {line}:\n{stderr}"
