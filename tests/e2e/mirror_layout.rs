@@ -46,8 +46,12 @@ fn a_mirror_directory_is_an_oci_layout_a_project_runs_from_offline() {
     let trusted = make_key(&publisher, &bare, "release");
     let version = testkit_version(&publisher, &bare);
     let host = origin.authority();
-    let (digest, signer) =
-        publish_testkit(&publisher, &bare, &format!("{host}/plinth/testkit"), Some("release"));
+    let (digest, signer) = publish_testkit(
+        &publisher,
+        &bare,
+        &format!("{host}/plinth/testkit"),
+        Some("release"),
+    );
     assert!(!signer.is_empty());
     publish_testkit(&publisher, &bare, &format!("{host}/unsigned/testkit"), None);
     let pack_version = env!("CARGO_PKG_VERSION");
@@ -63,16 +67,26 @@ fn a_mirror_directory_is_an_oci_layout_a_project_runs_from_offline() {
     // `plugin inspect` of a registry's plugin names the key its signature names, or none.
     let shown = publisher.ok(
         &bare,
-        &["plugin", "inspect", &format!("oci://{host}/plinth/testkit:{version}")],
+        &[
+            "plugin",
+            "inspect",
+            &format!("oci://{host}/plinth/testkit:{version}"),
+        ],
     );
     assert!(
-        shown.contains(&format!("signer:       key {signer} (its signature checked"))
-            && shown.contains(&format!("manifest:     {digest}")),
+        shown.contains(&format!(
+            "signer:       key {signer} (its signature checked"
+        )) && shown.contains(&format!("manifest:     {digest}")),
         "{shown}"
     );
     let shown = publisher.ok(
         &bare,
-        &["plugin", "inspect", &format!("oci://{host}/unsigned/testkit"), "--json"],
+        &[
+            "plugin",
+            "inspect",
+            &format!("oci://{host}/unsigned/testkit"),
+            "--json",
+        ],
     );
     let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
     assert_eq!(shown["signer"], "none: not signed", "{shown}");
@@ -86,7 +100,10 @@ fn a_mirror_directory_is_an_oci_layout_a_project_runs_from_offline() {
     ));
     let connected = Client::new();
     let out = connected.ok(&project, &["plugin", "lock"]);
-    assert!(out.contains("pinned `testkit`") && out.contains("pinned the policy pack"), "{out}");
+    assert!(
+        out.contains("pinned `testkit`") && out.contains("pinned the policy pack"),
+        "{out}"
+    );
     let lock = std::fs::read_to_string(project.project.join("Plinth.lock")).unwrap();
 
     // Mirrored into a directory: an OCI image layout, named by repository and tag.
@@ -143,7 +160,9 @@ fn a_mirror_directory_is_an_oci_layout_a_project_runs_from_offline() {
     );
     let index = std::fs::read_to_string(dir.join("index.json")).unwrap();
     assert_eq!(
-        index.matches(&format!("\"plinth/testkit:{version}\"")).count(),
+        index
+            .matches(&format!("\"plinth/testkit:{version}\""))
+            .count(),
         1,
         "{index}"
     );
@@ -199,7 +218,11 @@ fn a_mirror_directory_is_an_oci_layout_a_project_runs_from_offline() {
     // `plugin inspect` follows the mirror rule too.
     let shown = offline.ok(
         &project,
-        &["plugin", "inspect", &format!("oci://{host}/plinth/testkit:{version}")],
+        &[
+            "plugin",
+            "inspect",
+            &format!("oci://{host}/plinth/testkit:{version}"),
+        ],
     );
     assert!(shown.contains(&format!("key {signer}")), "{shown}");
 
@@ -211,7 +234,11 @@ fn a_mirror_directory_is_an_oci_layout_a_project_runs_from_offline() {
     .unwrap();
     let stderr = offline.fails(
         &project,
-        &["plugin", "pull", &format!("oci://{host}/plinth/testkit:{version}")],
+        &[
+            "plugin",
+            "pull",
+            &format!("oci://{host}/plinth/testkit:{version}"),
+        ],
     );
     assert!(stderr.contains("is not an OCI image layout"), "{stderr}");
 }

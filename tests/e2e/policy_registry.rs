@@ -133,7 +133,10 @@ fn a_pack_from_a_registry_is_pinned_then_runs_offline() {
     assert_eq!(pin["sha256"].as_str(), Some(sha256(&pack_bytes).as_str()));
     assert_eq!(pin["manifest"].as_str(), Some(digest.as_str()));
     assert_eq!(pin["version"].as_str(), Some(version.as_str()));
-    assert!(pin["signer"].is_string() && pin["signature"].is_string(), "{locked}");
+    assert!(
+        pin["signer"].is_string() && pin["signature"].is_string(),
+        "{locked}"
+    );
 
     // The store lists it: a policy pack fetched for the lock, its signer, where it came from.
     let listed: serde_json::Value =
@@ -190,19 +193,27 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
     let (ok, out) = run(&user, &env, &["up", "--yes"]);
     assert!(!ok, "{out}");
     assert!(
-        out.contains(&format!("policy pack oci://{by_other}:{version} (sha256:{pack_sha})"))
-            && out.contains("none of the keys")
+        out.contains(&format!(
+            "policy pack oci://{by_other}:{version} (sha256:{pack_sha})"
+        )) && out.contains("none of the keys")
             && out.contains("nothing was compiled or stored"),
         "{out}"
     );
-    assert!(!user.stored().iter().any(|p| p.to_string_lossy().contains(&pack_sha)));
+    assert!(
+        !user
+            .stored()
+            .iter()
+            .any(|p| p.to_string_lossy().contains(&pack_sha))
+    );
     assert!(!compiled(&user, &pack_sha));
     assert_eq!(env.state_files(), state);
     assert_eq!(lock(&env), "");
 
     // The trusted one, without a tag: `plugin lock` pins its newest version.
     let env = scenario(
-        &format!("{trust}policy-packs:\n  - source: oci://{signed}\n    limits: {{ memory: 64MiB }}\n"),
+        &format!(
+            "{trust}policy-packs:\n  - source: oci://{signed}\n    limits: {{ memory: 64MiB }}\n"
+        ),
         "8",
     );
     let out = user.ok(&env, &["plugin", "lock"]);
@@ -212,7 +223,10 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
         "{out}"
     );
     let locked = lock(&env);
-    assert!(locked.contains("policy-packs:") && locked.contains("signer:"), "{locked}");
+    assert!(
+        locked.contains("policy-packs:") && locked.contains("signer:"),
+        "{locked}"
+    );
     let (ok, out) = run(&user, &env, &["preview"]);
     assert!(!ok && out.contains(TOO_SHORT), "{out}");
     assert_eq!(lock(&env), locked);
@@ -247,10 +261,16 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
     let fresh = Client::new();
     let (ok, out) = run(&fresh, &env, &["preview"]);
     assert!(
-        !ok && out.contains("refused, nothing was stored") && out.contains("cannot fetch its pinned build"),
+        !ok && out.contains("refused, nothing was stored")
+            && out.contains("cannot fetch its pinned build"),
         "{out}"
     );
-    assert!(!fresh.stored().iter().any(|p| p.to_string_lossy().contains(&pack_sha)));
+    assert!(
+        !fresh
+            .stored()
+            .iter()
+            .any(|p| p.to_string_lossy().contains(&pack_sha))
+    );
     assert!(!compiled(&fresh, &sha256(&altered)));
     assert_eq!(env.state_files(), state);
     assert_eq!(lock(&env), locked);

@@ -159,13 +159,10 @@ impl<'a> Registry<'a> {
             &self.trust,
         )
         .await?;
-        let pack = (runtime.load_policy_pack_bytes(
-            fetched.component.clone(),
-            limits,
-            &config.settings,
-        ))
-        .await
-        .with_context(|| format!("cannot load the policy pack {key}"))?;
+        let pack =
+            (runtime.load_policy_pack_bytes(fetched.component.clone(), limits, &config.settings))
+                .await
+                .with_context(|| format!("cannot load the policy pack {key}"))?;
         let (key, pin) = fetched.settle(&self.store, pack.name(), pack.version())?;
         self.pins.insert(key, pin);
         Ok(pack)

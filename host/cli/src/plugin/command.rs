@@ -19,10 +19,10 @@ use super::publish;
 use super::registry::{self, Upgrade};
 use super::signature::{self, TrustPolicy, Verified};
 use super::store::{Added, Store, StoredKind, StoredPlugin, sha256_hex};
-use plinth_engine::shown::escape_controls;
 use super::{lockfile, resolve};
 use crate::home::plinth_home;
 use crate::project::{PluginSource, Project};
+use plinth_engine::shown::escape_controls;
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -166,9 +166,7 @@ pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
             reference,
             key,
             policy_pack,
-        } => {
-            publish::publish(&store, &plugin, &reference, key.as_deref(), policy_pack).await?
-        }
+        } => publish::publish(&store, &plugin, &reference, key.as_deref(), policy_pack).await?,
         PluginCommand::Key(cmd) => key(cmd)?,
         PluginCommand::Mirror { to } => mirror::mirror(start, &store, &to).await?,
         PluginCommand::Pull { reference, force } => {

@@ -211,7 +211,12 @@ pub fn relock(project_dir: &Path, pins: &Lock) -> Result<Vec<String>> {
     let path = project_dir.join(LOCK_FILE);
     let (schema, old) = read(&path)?.unwrap_or((LOCK_VERSION, Lock::default()));
     let mut changes = Vec::new();
-    changes.extend(changes_of(&old.plugins, &pins.plugins, |n| format!("`{n}`"), "no longer in the project"));
+    changes.extend(changes_of(
+        &old.plugins,
+        &pins.plugins,
+        |n| format!("`{n}`"),
+        "no longer in the project",
+    ));
     changes.extend(changes_of(
         &old.policy_packs,
         &pins.policy_packs,
@@ -248,7 +253,10 @@ pub fn pin_packs(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Opt
         "",
     );
     save(&path, &lock)?;
-    Ok(Some(format!("Updated {LOCK_FILE}: {}.", changes.join("; "))))
+    Ok(Some(format!(
+        "Updated {LOCK_FILE}: {}.",
+        changes.join("; ")
+    )))
 }
 
 /// One line per pin added, moved or dropped from `old` to `new`; `why_dropped` says why a
@@ -392,8 +400,15 @@ mod tests {
             )])
         };
         let note = pin_packs(dir.path(), &pack("aa")).unwrap().unwrap();
-        assert!(note.contains("pinned the policy pack oci://r.example"), "{note}");
-        assert!(std::fs::read_to_string(&lock).unwrap().contains("version: 3"));
+        assert!(
+            note.contains("pinned the policy pack oci://r.example"),
+            "{note}"
+        );
+        assert!(
+            std::fs::read_to_string(&lock)
+                .unwrap()
+                .contains("version: 3")
+        );
         assert_eq!(pin_packs(dir.path(), &pack("aa")).unwrap(), None);
 
         // Plugins pinned by a run keep the packs' pins, and the other way round.
@@ -409,7 +424,9 @@ mod tests {
         // `plugin lock` pins what Plinth.yaml names: a pack it does not name is dropped.
         let changes = relock(dir.path(), &Lock::default()).unwrap();
         assert!(
-            changes.iter().any(|c| c.contains("dropped the policy pack")),
+            changes
+                .iter()
+                .any(|c| c.contains("dropped the policy pack")),
             "{changes:?}"
         );
         assert!(!lock.exists());
@@ -482,9 +499,9 @@ mod tests {
         assert!(text.contains("version: 2"), "{text}");
         assert_eq!(locked(dir.path()).unwrap(), pins);
 
-        std::fs::write(&lock, "version: 3\nplugins: {}\n").unwrap();
+        std::fs::write(&lock, "version: 4\nplugins: {}\n").unwrap();
         let err = verify(dir.path(), &pins).unwrap_err().to_string();
-        assert!(err.contains("has version 3"), "{err}");
+        assert!(err.contains("has version 4"), "{err}");
     }
 
     #[test]

@@ -244,11 +244,10 @@ pub async fn mirror(start: &Path, store: &Store, to: &str) -> Result<()> {
     }
     let stored = store.list()?;
     let mut copies = Vec::new();
-    let named = (locked.plugins.iter().map(|(n, p)| (format!("`{n}`"), p)))
-        .chain(
-            (locked.policy_packs.iter())
-                .map(|(r, p)| (format!("the policy pack {}", escape_controls(r)), p)),
-        );
+    let named = (locked.plugins.iter().map(|(n, p)| (format!("`{n}`"), p))).chain(
+        (locked.policy_packs.iter())
+            .map(|(r, p)| (format!("the policy pack {}", escape_controls(r)), p)),
+    );
     for (what, pin) in named {
         match pinned_origin(pin, &stored)? {
             Some(origin) => copies.push((what, pin.sha256.clone(), origin)),
@@ -317,7 +316,15 @@ fn copy(from: &Reference, to: &Located, sha256: &str) -> Result<bool> {
         .tag
         .clone()
         .ok_or_else(|| anyhow!("{to} names no tag to copy to"))?;
-    copy_manifest(&mut source, target.as_mut(), from, to, &tag, &manifest, &digest)?;
+    copy_manifest(
+        &mut source,
+        target.as_mut(),
+        from,
+        to,
+        &tag,
+        &manifest,
+        &digest,
+    )?;
     let signature_tag = oci_signature::tag(&digest);
     let Some((signature, signature_digest)) =
         source.manifest_if_any(&from.repository, &signature_tag)?

@@ -52,8 +52,8 @@ pub async fn fetch(
     let key = reference.to_string();
     let what = format!("policy pack {key}");
     let repository = reference.repository_url();
-    let pinned = locked
-        .filter(|pin| pin.manifest.is_some() && pin.source.as_deref() == Some(&repository));
+    let pinned =
+        locked.filter(|pin| pin.manifest.is_some() && pin.source.as_deref() == Some(&repository));
     if let Some(pin) = pinned.filter(|_| !upgrade) {
         let (component, fetched) = load_pinned(store, &what, reference, pin).await?;
         // The lock's signature, as committed with the project, before the store's.
@@ -145,8 +145,7 @@ impl Fetched {
         let mut pin = self.pin;
         // A tag that is a version names the version the pack must call itself.
         let tag = Reference::parse(&self.key)?.tag;
-        let expected = (pin.version.clone())
-            .or(tag.filter(|t| Version::parse(t).is_ok()));
+        let expected = (pin.version.clone()).or(tag.filter(|t| Version::parse(t).is_ok()));
         if let Some(expected) = expected
             && expected != version
         {

@@ -169,8 +169,7 @@ pub async fn pull(located: &Located) -> Result<Pulled> {
         let (manifest, manifest_digest) = endpoint.manifest(repository, &wanted)?;
         let what = located.to_string();
         let layer = artifact::component_layer(&manifest, &what)?;
-        let component =
-            endpoint.blob(repository, &layer, plinth_runtime::MAX_COMPONENT_BYTES)?;
+        let component = endpoint.blob(repository, &layer, plinth_runtime::MAX_COMPONENT_BYTES)?;
         debug_assert_eq!(digest_of(&component), layer.digest);
         let signature =
             oci_signature::fetch(endpoint.as_mut(), repository, &manifest_digest, &what)?;

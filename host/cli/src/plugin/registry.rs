@@ -244,10 +244,9 @@ async fn newest(
 /// The newest tag of `located` that is a version in `range`, and its component.
 pub async fn pull_newest(located: &Located, range: &VersionReq) -> Result<(Version, Pulled)> {
     let listed = located.clone();
-    let tags = tokio::task::spawn_blocking(move || {
-        listed.open()?.tags(&listed.reference.repository)
-    })
-    .await??;
+    let tags =
+        tokio::task::spawn_blocking(move || listed.open()?.tags(&listed.reference.repository))
+            .await??;
     let Some((version, tag)) = newest_matching(&tags, range) else {
         bail!(
             "no tag of {located} is a version in `{range}` (tags that are versions: {})",

@@ -87,9 +87,7 @@ pub enum Refused {
         digest: String,
         expected: String,
     },
-    #[error(
-        "{plugin} ({digest}): its signature is not a minisign signature ({reason}); refused"
-    )]
+    #[error("{plugin} ({digest}): its signature is not a minisign signature ({reason}); refused")]
     Malformed {
         plugin: String,
         digest: String,
@@ -284,7 +282,8 @@ mod tests {
             "{shown}"
         );
 
-        let by_trusted = sign(&trusted.pk, &trusted.sk, "plugin", "random", "0.1.0", BYTES).unwrap();
+        let by_trusted =
+            sign(&trusted.pk, &trusted.sk, "plugin", "random", "0.1.0", BYTES).unwrap();
         let err = strict
             .verify(
                 "plugin `random`",

@@ -380,12 +380,7 @@ impl Endpoint for Client {
     }
 
     /// Pushes a manifest under `tag`; returns its digest.
-    fn push_manifest(
-        &mut self,
-        repository: &str,
-        tag: &str,
-        manifest: &[u8],
-    ) -> Result<String> {
+    fn push_manifest(&mut self, repository: &str, tag: &str, manifest: &[u8]) -> Result<String> {
         let url = self.url(&format!("/v2/{repository}/manifests/{tag}"))?;
         let mut response = self.send(
             &url,

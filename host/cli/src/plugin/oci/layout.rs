@@ -77,7 +77,10 @@ impl Layout {
         let text = read_capped(&path, 4096)
             .with_context(|| format!("{} is not an OCI image layout", dir.display()))?;
         let parsed: LayoutFile = serde_json::from_slice(&text).with_context(|| {
-            format!("{} is not an OCI image layout: bad {LAYOUT_FILE}", dir.display())
+            format!(
+                "{} is not an OCI image layout: bad {LAYOUT_FILE}",
+                dir.display()
+            )
         })?;
         if parsed.image_layout_version != LAYOUT_VERSION {
             bail!(
@@ -124,10 +127,6 @@ impl Layout {
         Ok(layout)
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
         let checked = check_digest(digest, &self.dir.display().to_string())?;
         let hex = checked.trim_start_matches("sha256:");
@@ -166,13 +165,12 @@ impl Layout {
 
 impl Endpoint for Layout {
     fn manifest(&mut self, repository: &str, reference: &str) -> Result<(Vec<u8>, String)> {
-        self.manifest_if_any(repository, reference)?
-            .ok_or_else(|| {
-                anyhow!(
-                    "{} holds no {repository}:{reference} (see the names in its {INDEX_FILE})",
-                    self.dir.display()
-                )
-            })
+        self.manifest_if_any(repository, reference)?.ok_or_else(|| {
+            anyhow!(
+                "{} holds no {repository}:{reference} (see the names in its {INDEX_FILE})",
+                self.dir.display()
+            )
+        })
     }
 
     fn manifest_if_any(
@@ -240,9 +238,7 @@ impl Endpoint for Layout {
         let digest = digest_of(bytes);
         let path = self.blob_path(&digest)?;
         // Content-addressed: a blob there already with the right bytes is kept.
-        if read_capped(&path, bytes.len() as u64)
-            .is_ok_and(|held| digest_of(&held) == digest)
-        {
+        if read_capped(&path, bytes.len() as u64).is_ok_and(|held| digest_of(&held) == digest) {
             return Ok(digest);
         }
         self.write(&path, bytes)?;
@@ -313,7 +309,11 @@ mod tests {
             read.blob("plinth/kit", &layer, 1 << 20).unwrap(),
             b"\0asm component"
         );
-        assert!(read.manifest_if_any("plinth/kit", "9.9.9").unwrap().is_none());
+        assert!(
+            read.manifest_if_any("plinth/kit", "9.9.9")
+                .unwrap()
+                .is_none()
+        );
 
         // A layout is added to; another push under the same name replaces the entry.
         let mut again = Layout::create(&at).unwrap();
@@ -335,7 +335,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
         let err = format!("{:#}", Layout::create(dir.path()).err().unwrap());
-        assert!(err.contains("neither empty nor an OCI image layout"), "{err}");
+        assert!(
+            err.contains("neither empty nor an OCI image layout"),
+            "{err}"
+        );
         let err = format!("{:#}", Layout::open(dir.path()).err().unwrap());
         assert!(err.contains("is not an OCI image layout"), "{err}");
     }
