@@ -176,6 +176,8 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
     let by_other = format!("{}/other/testpack", registry.authority());
     publish_pack(&publisher, &bare, &signed, &version, Some("release"));
     publish_pack(&publisher, &bare, &by_other, &version, Some("other"));
+    let unsigned = format!("{}/unsigned/testpack", registry.authority());
+    publish_pack(&publisher, &bare, &unsigned, &version, None);
     let pack_sha = sha256(&std::fs::read(pack_file()).unwrap());
     let trust = format!("trust:\n  keys: [\"{trusted}\"]\n");
 
@@ -208,6 +210,17 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
     assert!(!compiled(&user, &pack_sha));
     assert_eq!(env.state_files(), state);
     assert!(!lock(&env).contains("policy-packs"), "{}", lock(&env));
+
+    // Not signed at all, where the trust policy names keys: refused the same way.
+    let reference = format!("oci://{unsigned}:{version}");
+    let (ok, out) = run(&user, &env, &["preview", "--policy-pack", &reference]);
+    assert!(
+        !ok && out.contains(&format!("policy pack {reference} (sha256:{pack_sha}) is not signed"))
+            && out.contains("nothing was compiled or stored"),
+        "{out}"
+    );
+    assert!(!compiled(&user, &pack_sha));
+    assert_eq!(env.state_files(), state);
 
     // The trusted one, without a tag: `plugin lock` pins its newest version.
     let env = scenario(
