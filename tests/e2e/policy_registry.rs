@@ -215,8 +215,9 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
     let reference = format!("oci://{unsigned}:{version}");
     let (ok, out) = run(&user, &env, &["preview", "--policy-pack", &reference]);
     assert!(
-        !ok && out.contains(&format!("policy pack {reference} (sha256:{pack_sha}) is not signed"))
-            && out.contains("nothing was compiled or stored"),
+        !ok && out.contains(&format!(
+            "policy pack {reference} (sha256:{pack_sha}) is not signed"
+        )) && out.contains("nothing was compiled or stored"),
         "{out}"
     );
     assert!(!compiled(&user, &pack_sha));

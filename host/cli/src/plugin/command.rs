@@ -331,13 +331,9 @@ fn list(store: &Store, json: bool) -> Result<()> {
     let listed = installed
         .chain(pinned)
         .map(|(stored, pinned)| {
-            let signer = match store.signature(&stored.sha256)? {
-                Some(text) => Some(
-                    signature::signer(&text)
-                        .unwrap_or_else(|e| format!("(a malformed signature: {e})")),
-                ),
-                None => None,
-            };
+            let signer = store.signature(&stored.sha256)?.map(|text| {
+                signature::signer(&text).unwrap_or_else(|e| format!("(a malformed signature: {e})"))
+            });
             Ok(Listed {
                 stored,
                 pinned,
@@ -356,7 +352,7 @@ fn list(store: &Store, json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:20} {:12} {:11} {:6} {:14} {:>10} {:16} SOURCE",
+        "{:20} {:12} {:18} {:6} {:14} {:>10} {:16} SOURCE",
         "NAME", "VERSION", "KIND", "WIT", "SHA256", "SIZE", "SIGNER"
     );
     for l in listed {
@@ -368,7 +364,7 @@ fn list(store: &Store, json: bool) -> Result<()> {
             (kind, true) => format!("{} (lock)", kind.shown()),
         };
         println!(
-            "{:20} {:12} {:11} {:6} {:14} {:>10} {:16} {}",
+            "{:20} {:12} {:18} {:6} {:14} {:>10} {:16} {}",
             escape_controls(&p.name),
             escape_controls(&p.version),
             kind,
