@@ -212,6 +212,8 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
     assert!(!lock(&env).contains("policy-packs"), "{}", lock(&env));
 
     // Not signed at all, where the trust policy names keys: refused the same way.
+    let env = scenario(&trust, "16");
+    let state = env.state_files();
     let reference = format!("oci://{unsigned}:{version}");
     let (ok, out) = run(&user, &env, &["preview", "--policy-pack", &reference]);
     assert!(
