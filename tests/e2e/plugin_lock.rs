@@ -204,6 +204,7 @@ fn a_wider_release_is_refused_until_accepted_and_a_narrower_one_taken() {
 
     // `plugin inspect` shows it from the registry without installing it anywhere.
     let reference = format!("oci://{}/plinth/adversary", registry.authority());
+    let listed = user.ok(&env, &["plugin", "ls", "--json"]);
     let out = user.ok(&env, &["plugin", "inspect", &reference]);
     assert!(
         out.contains("version:      0.1.1")
@@ -212,7 +213,7 @@ fn a_wider_release_is_refused_until_accepted_and_a_narrower_one_taken() {
             && !out.contains('\u{1b}'),
         "{out}"
     );
-    assert_eq!(user.ok(&env, &["plugin", "ls", "--json"]).trim(), "[]");
+    assert_eq!(user.ok(&env, &["plugin", "ls", "--json"]), listed);
 
     // Pinned: `plugin lock` keeps the pin; `--upgrade` refuses the widening, printing it.
     let locked = lock_text(&env);

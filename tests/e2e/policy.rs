@@ -42,7 +42,7 @@ pub(crate) fn succeeds(env: &Env, args: &[&str]) -> String {
     text
 }
 
-const TOO_SHORT: &str = "[mandatory] policy `testpack/password-length`: the password is 8 characters long; make it \
+pub(crate) const TOO_SHORT: &str = "[mandatory] policy `testpack/password-length`: the password is 8 characters long; make it \
      at least 16 (property `length`)";
 
 #[test]

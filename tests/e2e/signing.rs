@@ -15,7 +15,7 @@ use crate::support::{Env, guest};
 const SIGNATURE_MEDIA_TYPE: &str = "application/vnd.plinth.plugin.signature.v1+minisign";
 
 /// Makes the key `name` in `client`'s home, unencrypted; returns its public key.
-fn make_key(client: &Client, env: &Env, name: &str) -> String {
+pub(crate) fn make_key(client: &Client, env: &Env, name: &str) -> String {
     let out = client.ok(env, &["plugin", "key", "create", name, "--unencrypted"]);
     out.lines().last().unwrap().trim().to_owned()
 }
@@ -46,7 +46,7 @@ fn trusting(version: &str, trust: &str) -> Env {
 }
 
 /// Every file under `dir`, with its contents: to see that a refusal wrote nothing.
-fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+pub(crate) fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let mut found = Vec::new();
     let mut dirs = vec![dir.to_owned()];
     while let Some(dir) = dirs.pop() {

@@ -1,5 +1,6 @@
-//! Policy packs for `preview` and `up`: `--policy-pack PATH` (repeatable), those `policy-packs:`
-//! in Plinth.yaml names, and `--policy-pack-config FILE`, the configuration of their policies
+//! Policy packs for `preview` and `up`: `--policy-pack PATH|oci://…` (repeatable), those
+//! `policy-packs:` in Plinth.yaml names (a registry's pulled, verified and pinned in
+//! Plinth.lock by `plugin::packs`), and `--policy-pack-config FILE`, the configuration of their policies
 //! in Pulumi's format: a JSON object keyed by policy name, each a level (`"advisory"`,
 //! `"mandatory"`, `"disabled"`) or an object of configuration with an optional
 //! `enforcementLevel`.
@@ -19,16 +20,23 @@ use plinth_runtime::{Limits, LoadError, PolicySettings, Runtime};
 
 use crate::build::component_path;
 use crate::guest::Role;
-use crate::project::Project;
+use crate::home::plinth_home;
+use crate::plugin::lockfile::{self, Pin};
+use crate::plugin::oci::Reference;
+use crate::plugin::packs;
+use crate::plugin::signature::TrustPolicy;
+use crate::plugin::store::Store;
+use crate::project::{PackSource, Project};
 
 /// The largest configuration file read: it holds a few settings per policy.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 #[derive(Args, Default, Clone)]
 pub struct PolicyArgs {
-    /// Run this policy pack (a `.wasm` file, or a guest directory to build) on every change;
+    /// Run this policy pack (a `.wasm` file, a guest directory to build, or
+    /// `oci://HOST/REPOSITORY[:TAG|@sha256:…]`, pinned in Plinth.lock) on every change;
     /// repeatable. Adds to the `policy-packs:` of Plinth.yaml.
-    #[arg(long = "policy-pack", value_name = "PATH")]
+    #[arg(long = "policy-pack", value_name = "PATH | oci://…")]
     packs: Vec<PathBuf>,
     /// The configuration of the packs' policies: JSON keyed by policy name, each a level
     /// (`advisory`, `mandatory`, `disabled`) or an object with an optional `enforcementLevel`.
@@ -49,16 +57,29 @@ pub async fn load(
         Some(path) => read_config(path)?,
         None => Config::default(),
     };
+    let given = (args.packs.iter())
+        .map(|path| {
+            PackSource::parse(path)
+                .map(|source| (source, Limits::default()))
+                .map_err(|e| anyhow::anyhow!("--policy-pack: {e}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let named = (project.file.policy_packs.iter())
-        .map(|spec| (project.resolve(&spec.path), spec.limits.0))
-        .chain(
-            args.packs
-                .iter()
-                .map(|path| (path.clone(), Limits::default())),
-        );
+        .map(|spec| (spec.source.clone(), spec.limits.0))
+        .chain(given);
     let mut packs: Vec<Arc<dyn PolicyPack>> = Vec::new();
     let mut known = BTreeSet::new();
-    for (path, limits) in named {
+    let mut registry = Registry::new(project)?;
+    for (source, limits) in named {
+        let path = match source {
+            PackSource::Path(path) => project.resolve(&path),
+            PackSource::Registry(reference) => {
+                let pack = registry.load(runtime, &reference, limits, &config).await?;
+                known.extend(pack.policies().map(str::to_owned));
+                packs.push(pack);
+                continue;
+            }
+        };
         let source = path.clone();
         let component = tokio::task::spawn_blocking(move || {
             component_path(&source, "policy pack", Role::PolicyPack)
@@ -75,6 +96,10 @@ pub async fn load(
             .with_context(|| format!("cannot load the policy pack {}", path.display()))?;
         known.extend(pack.policies().map(str::to_owned));
         packs.push(pack);
+    }
+    if let Some(note) = registry.pin()? {
+        // On stderr: with `--json`, stdout holds events only.
+        eprintln!("{note}");
     }
     for fetched in enforced {
         let pack = load_enforced(runtime, fetched).await?;
@@ -94,6 +119,62 @@ pub async fn load(
         );
     }
     Ok(PolicyPacks(packs))
+}
+
+/// The packs from registries a run loads, and the pins it keeps of them.
+struct Registry<'a> {
+    project: &'a Project,
+    store: Store,
+    trust: TrustPolicy,
+    locked: BTreeMap<String, Pin>,
+    pins: BTreeMap<String, Pin>,
+}
+
+impl<'a> Registry<'a> {
+    fn new(project: &'a Project) -> Result<Registry<'a>> {
+        Ok(Registry {
+            project,
+            store: Store::in_home(&plinth_home()?),
+            trust: TrustPolicy::new(&project.file.trust).map_err(|e| anyhow::anyhow!(e))?,
+            locked: lockfile::read_lock(&project.dir)?.policy_packs,
+            pins: BTreeMap::new(),
+        })
+    }
+
+    /// The pack `reference` names: pinned, or pulled, verified and stored; compiled from the
+    /// bytes checked, granted nothing.
+    async fn load(
+        &mut self,
+        runtime: &Runtime,
+        reference: &Reference,
+        limits: Limits,
+        config: &Config,
+    ) -> Result<Arc<plinth_runtime::ComponentPolicyPack>> {
+        let key = reference.to_string();
+        let fetched = packs::fetch(
+            &self.store,
+            reference,
+            self.locked.get(&key),
+            false,
+            &self.trust,
+        )
+        .await?;
+        let pack =
+            (runtime.load_policy_pack_bytes(fetched.component.clone(), limits, &config.settings))
+                .await
+                .with_context(|| format!("cannot load the policy pack {key}"))?;
+        let (key, pin) = fetched.settle(&self.store, pack.name(), pack.version())?;
+        self.pins.insert(key, pin);
+        Ok(pack)
+    }
+
+    /// Pins in Plinth.lock the packs loaded; a note saying what changed.
+    fn pin(&self) -> Result<Option<String>> {
+        if self.pins.is_empty() {
+            return Ok(None);
+        }
+        lockfile::pin_packs(&self.project.dir, &self.pins)
+    }
 }
 
 /// The limits a pack the service enforces runs under: the service's, the defaults where it

@@ -36,12 +36,36 @@ pub struct ProjectFile {
 }
 
 /// One entry of `policy-packs:`: a path (a `.wasm` file or a guest directory, relative to the
-/// project), or `{ path, limits }`. A pack is granted nothing, so it takes no `grants`.
+/// project) or an `oci://` reference, or `{ path | source, limits }`. A pack is granted
+/// nothing, so it takes no `grants`.
 #[derive(Debug, Deserialize)]
 #[serde(try_from = "RawPolicyPack")]
 pub struct PolicyPackSpec {
-    pub path: PathBuf,
+    pub source: PackSource,
     pub limits: LimitsSpec,
+}
+
+/// Where a policy pack comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PackSource {
+    /// A `.wasm` file or a guest directory.
+    Path(PathBuf),
+    /// `oci://HOST[:PORT]/REPOSITORY[:TAG|@sha256:…]`, pulled and pinned in Plinth.lock.
+    Registry(crate::plugin::oci::Reference),
+}
+
+impl PackSource {
+    /// An `oci://` reference, checked, or a path.
+    pub fn parse(text: &Path) -> Result<PackSource, String> {
+        match text.to_str() {
+            Some(reference) if reference.starts_with("oci://") => {
+                crate::plugin::oci::Reference::parse(reference)
+                    .map(PackSource::Registry)
+                    .map_err(|e| format!("{e:#}"))
+            }
+            _ => Ok(PackSource::Path(text.to_owned())),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -54,7 +78,10 @@ enum RawPolicyPack {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FullPolicyPack {
-    path: PathBuf,
+    #[serde(default)]
+    path: Option<PathBuf>,
+    #[serde(default)]
+    source: Option<PathBuf>,
     #[serde(default)]
     limits: LimitsSpec,
 }
@@ -63,14 +90,42 @@ impl TryFrom<RawPolicyPack> for PolicyPackSpec {
     type Error = String;
 
     fn try_from(raw: RawPolicyPack) -> Result<PolicyPackSpec, String> {
-        let (path, limits) = match raw {
+        let (given, limits) = match raw {
             RawPolicyPack::Path(path) => (path, LimitsSpec::default()),
-            RawPolicyPack::Full(FullPolicyPack { path, limits }) => (path, limits),
+            RawPolicyPack::Full(FullPolicyPack {
+                path: Some(path),
+                source: None,
+                limits,
+            }) => (path, limits),
+            RawPolicyPack::Full(FullPolicyPack {
+                path: None,
+                source: Some(source),
+                limits,
+            }) => {
+                if !source.to_str().is_some_and(|s| s.starts_with("oci://")) {
+                    return Err(format!(
+                        "a policy pack's `source` is an `oci://` reference, not `{}`; give a \
+                         file or directory as `path`",
+                        plinth_engine::shown::escape_controls(&source.display().to_string())
+                    ));
+                }
+                (source, limits)
+            }
+            RawPolicyPack::Full(_) => {
+                return Err(
+                    "a policy pack takes one of `path` (a .wasm file or a guest directory) and \
+                     `source` (an oci:// reference)"
+                        .into(),
+                );
+            }
         };
-        if path.as_os_str().is_empty() {
+        if given.as_os_str().is_empty() {
             return Err("a policy pack's `path` is empty".into());
         }
-        Ok(PolicyPackSpec { path, limits })
+        Ok(PolicyPackSpec {
+            source: PackSource::parse(&given)?,
+            limits,
+        })
     }
 }
 
@@ -391,13 +446,25 @@ mod tests {
                     \x20   limits: { memory: 64MiB, call-timeout: 2s }\n";
         let project = load(yaml).unwrap();
         let packs = &project.file.policy_packs;
-        assert_eq!(packs[0].path, Path::new("rules.wasm"));
+        assert_eq!(packs[0].source, PackSource::Path("rules.wasm".into()));
         assert_eq!(packs[0].limits.0, Limits::default());
-        assert_eq!(packs[1].path, Path::new("more"));
+        assert_eq!(packs[1].source, PackSource::Path("more".into()));
         assert_eq!(packs[1].limits.0.memory_bytes, 64 << 20);
+        let yaml = "name: p\npolicy-packs:\n  - oci://r.example/packs/base:1.0.0\n  \
+                    - source: oci://r.example/packs/more\n    limits: { memory: 64MiB }\n";
+        let project = load(yaml).unwrap();
+        let packs = &project.file.policy_packs;
+        let PackSource::Registry(first) = &packs[0].source else {
+            panic!("{:?}", packs[0].source)
+        };
+        assert_eq!(first.tag.as_deref(), Some("1.0.0"));
+        assert!(matches!(&packs[1].source, PackSource::Registry(r) if r.tag.is_none()));
         for bad in [
             "name: p\npolicy-packs:\n  - path: x\n    grants: {}\n",
             "name: p\npolicy-packs:\n  - \"\"\n",
+            "name: p\npolicy-packs:\n  - oci://R.example/Packs:1\n",
+            "name: p\npolicy-packs:\n  - source: rules.wasm\n",
+            "name: p\npolicy-packs:\n  - { path: a, source: oci://r.example/b }\n",
         ] {
             assert!(load(bad).is_err(), "{bad}");
         }

@@ -18,10 +18,11 @@ use super::oci::{Reference, artifact};
 use super::publish;
 use super::registry::{self, Upgrade};
 use super::signature::{self, TrustPolicy, Verified};
-use super::store::{Added, Store, StoredPlugin, sha256_hex};
+use super::store::{Added, Store, StoredKind, StoredPlugin, sha256_hex};
 use super::{lockfile, resolve};
 use crate::home::plinth_home;
 use crate::project::{PluginSource, Project};
+use plinth_engine::shown::escape_controls;
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -67,7 +68,8 @@ pub enum PluginCommand {
         #[arg(long)]
         accept_capabilities: bool,
     },
-    /// Publish a plugin to an OCI registry, in the standard Wasm artifact layout.
+    /// Publish a plugin (or a policy pack) to an OCI registry, in the standard Wasm artifact
+    /// layout.
     Publish {
         /// A `.wasm` component, or a plugin's source directory (built first).
         #[arg(value_name = "FILE | DIR")]
@@ -78,6 +80,10 @@ pub enum PluginCommand {
         /// Sign it with this key (`plinth plugin key create`), pushing the signature beside it.
         #[arg(long, value_name = "NAME")]
         key: Option<String>,
+        /// It is a policy pack (a directory is built as one), for `--policy-pack oci://…` and
+        /// `policy-packs:`.
+        #[arg(long)]
+        policy_pack: bool,
     },
     /// Fetch a plugin from an OCI registry into the plugin store.
     Pull {
@@ -88,10 +94,11 @@ pub enum PluginCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Copy every plugin the project's Plinth.lock pins from an OCI registry, with its
-    /// signature, to a mirror (`oci://HOST[:PORT]/PREFIX`), byte for byte.
+    /// Copy every plugin and policy pack the project's Plinth.lock pins from an OCI registry,
+    /// with its signature, byte for byte, to a mirror: a registry (`oci://HOST[:PORT]/PREFIX`)
+    /// or an OCI image-layout directory (`DIR`), for `PLINTH_PLUGIN_MIRROR` or `mirrors:`.
     Mirror {
-        #[arg(long, value_name = "oci://HOST/PREFIX")]
+        #[arg(long, value_name = "oci://HOST/PREFIX | DIR")]
         to: String,
     },
     /// Make and list the keys that sign published plugins.
@@ -158,14 +165,15 @@ pub async fn run(start: &Path, cmd: PluginCommand) -> Result<ExitCode> {
             plugin,
             reference,
             key,
-        } => publish::publish(&store, &plugin, &reference, key.as_deref()).await?,
+            policy_pack,
+        } => publish::publish(&store, &plugin, &reference, key.as_deref(), policy_pack).await?,
         PluginCommand::Key(cmd) => key(cmd)?,
         PluginCommand::Mirror { to } => mirror::mirror(start, &store, &to).await?,
         PluginCommand::Pull { reference, force } => {
-            let reference = mirror::rewrite(Reference::parse(&reference)?)?;
-            let pulled = publish::pull(&reference).await?;
+            let located = mirror::rewrite(Reference::parse(&reference)?)?;
+            let pulled = publish::pull(&located).await?;
             // Verified before it is described (compiled) or stored.
-            check_pulled(start, &reference, &pulled)?;
+            check_pulled(start, &located.reference, &pulled)?;
             add_to_store(&store, &pulled.component, &pulled.origin, true, force).await?;
             if let Some(signature) = &pulled.signature {
                 store.add_signature(&sha256_hex(&pulled.component), signature)?;
@@ -190,7 +198,7 @@ fn check_pulled(start: &Path, reference: &Reference, pulled: &publish::Pulled) -
     };
     let policy = TrustPolicy::new(&project.file.trust).map_err(|e| anyhow::anyhow!(e))?;
     match policy.verify(
-        plugin,
+        &format!("plugin `{plugin}`"),
         &digest,
         &pulled.component,
         pulled.signature.as_deref(),
@@ -282,6 +290,7 @@ async fn add_to_store(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         source: origin.to_owned(),
+        kind: StoredKind::Plugin,
     };
     let what = format!(
         "{name} {version} (sha256 {}, {}, WIT {})",
@@ -304,30 +313,66 @@ async fn add_to_store(
     Ok(())
 }
 
+/// One component of the store as `plugin ls` shows it.
+#[derive(serde::Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    stored: StoredPlugin,
+    /// Fetched by digest for a project's Plinth.lock, not installed under its name.
+    pinned: bool,
+    /// The key id of the signature it came with, if any (verified by each project's
+    /// `trust:`, not here).
+    signer: Option<String>,
+}
+
 fn list(store: &Store, json: bool) -> Result<()> {
-    let plugins = store.list()?;
+    let installed = store.list()?.into_iter().map(|p| (p, false));
+    let pinned = store.list_pinned()?.into_iter().map(|p| (p, true));
+    let listed = installed
+        .chain(pinned)
+        .map(|(stored, pinned)| {
+            let signer = store.signature(&stored.sha256)?.map(|text| {
+                signature::signer(&text).unwrap_or_else(|e| format!("(a malformed signature: {e})"))
+            });
+            Ok(Listed {
+                stored,
+                pinned,
+                signer,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&plugins)?);
+        println!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(());
     }
-    if plugins.is_empty() {
+    if listed.is_empty() {
         println!(
             "No plugins installed; install one with `plinth plugin install <file.wasm | https://…>`."
         );
         return Ok(());
     }
     println!(
-        "{:20} {:12} {:6} {:14} {:>10}",
-        "NAME", "VERSION", "WIT", "SHA256", "SIZE"
+        "{:20} {:12} {:18} {:6} {:14} {:>10} {:16} SOURCE",
+        "NAME", "VERSION", "KIND", "WIT", "SHA256", "SIZE", "SIGNER"
     );
-    for p in plugins {
+    for l in listed {
+        let p = &l.stored;
+        // Names and sources were checked when stored, but the index is a file anyone with
+        // the home directory can edit.
+        let kind = match (p.kind, l.pinned) {
+            (kind, false) => kind.shown().to_owned(),
+            (kind, true) => format!("{} (lock)", kind.shown()),
+        };
         println!(
-            "{:20} {:12} {:6} {:14} {:>10}",
-            p.name,
-            p.version,
-            p.wit,
+            "{:20} {:12} {:18} {:6} {:14} {:>10} {:16} {}",
+            escape_controls(&p.name),
+            escape_controls(&p.version),
+            kind,
+            escape_controls(&p.wit),
             short(&p.sha256),
-            size(p.size)
+            size(p.size),
+            escape_controls(l.signer.as_deref().unwrap_or("-")),
+            escape_controls(&p.source)
         );
     }
     Ok(())
@@ -408,12 +453,12 @@ fn key(cmd: KeyCommand) -> Result<()> {
 /// `plugin inspect oci://…`: the component fetched into a staging file of the store, described,
 /// and dropped; neither the store's index nor any project changes.
 async fn inspect_remote(store: &Store, reference: &str, json: bool) -> Result<()> {
-    let reference = Reference::parse(reference)?;
-    let (version, pulled) = if reference.manifest_reference().is_some() {
-        (None, publish::pull(&reference).await?)
+    let located = mirror::rewrite(Reference::parse(reference)?)?;
+    let (version, pulled) = if located.reference.manifest_reference().is_some() {
+        (None, publish::pull(&located).await?)
     } else {
         let any = semver::VersionReq::STAR;
-        let (version, pulled) = registry::pull_newest(&reference, &any).await?;
+        let (version, pulled) = registry::pull_newest(&located, &any).await?;
         (Some(version), pulled)
     };
     let description = registry::describe_bytes(store, &pulled.component).await?;
@@ -471,7 +516,13 @@ async fn lock(start: &Path, store: &Store, options: &registry::Options) -> Resul
     }
     let mut resolved = resolve::resolve(&project, store, options).await?;
     super::trusted::check(&project, &mut resolved)?;
-    let changes = lockfile::relock(&project.dir, &resolve::pins(&resolved))?;
+    let policy_packs =
+        super::packs::lock_all(&project, store, options.upgrade == Upgrade::All).await?;
+    let pins = lockfile::Lock {
+        plugins: resolve::pins(&resolved),
+        policy_packs,
+    };
+    let changes = lockfile::relock(&project.dir, &pins)?;
     let file = project.dir.join(lockfile::LOCK_FILE);
     if changes.is_empty() {
         println!("{} is up to date.", file.display());

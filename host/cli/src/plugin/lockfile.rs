@@ -4,8 +4,13 @@
 //! and the capabilities it asks for (approved like the digest). Plugins built from a crate
 //! directory are development builds and are not pinned.
 //!
+//! Policy packs from a registry are pinned the same way, under `policy-packs:`, by the
+//! `oci://` reference they are named by (in Plinth.yaml or with `--policy-pack`).
+//!
 //! Version 1 locks (no registry pins) are read as they are and rewritten as version 2 when the
-//! lock next changes or `plinth plugin lock` runs.
+//! lock next changes or `plinth plugin lock` runs. A lock that pins policy packs is version 3,
+//! so that a plinth that does not know them refuses it, naming its version, instead of
+//! ignoring the pins.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,10 +25,12 @@ use super::approval::PinnedCapabilities;
 
 pub const LOCK_FILE: &str = "Plinth.lock";
 
-/// The lock schema this plinth writes.
+/// The lock schema this plinth writes; [`PACKS_VERSION`] when it pins policy packs.
 const LOCK_VERSION: u32 = 2;
-/// The older schemas it reads: version 1 is version 2 without registry pins.
-const READS_VERSIONS: [u32; 2] = [1, 2];
+const PACKS_VERSION: u32 = 3;
+/// The schemas it reads: version 1 is version 2 without registry pins, version 2 is version 3
+/// without policy packs.
+const READS_VERSIONS: [u32; 3] = [1, 2, 3];
 
 const HEADER: &str = "\
 # Written by plinth: the exact build of each plugin this project uses. Commit it.
@@ -81,12 +88,32 @@ struct LockFile {
     version: u32,
     #[serde(default)]
     plugins: BTreeMap<String, Pin>,
+    #[serde(
+        default,
+        rename = "policy-packs",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    policy_packs: BTreeMap<String, Pin>,
 }
 
-/// The pins of the project's `Plinth.lock`; none without one.
+/// What a `Plinth.lock` pins.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Lock {
+    /// Plugins by name.
+    pub plugins: BTreeMap<String, Pin>,
+    /// Policy packs from a registry, by their `oci://` reference.
+    pub policy_packs: BTreeMap<String, Pin>,
+}
+
+/// The plugins' pins of the project's `Plinth.lock`; none without one.
 pub fn locked(project_dir: &Path) -> Result<BTreeMap<String, Pin>> {
+    Ok(read_lock(project_dir)?.plugins)
+}
+
+/// Everything the project's `Plinth.lock` pins; nothing without one.
+pub fn read_lock(project_dir: &Path) -> Result<Lock> {
     Ok(read(&project_dir.join(LOCK_FILE))?
-        .map(|(_, pins)| pins)
+        .map(|(_, lock)| lock)
         .unwrap_or_default())
 }
 
@@ -96,16 +123,23 @@ pub fn locked(project_dir: &Path) -> Result<BTreeMap<String, Pin>> {
 /// from `Plinth.yaml` are added to or removed from it. Returns a note saying what was written.
 pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option<String>> {
     let path = project_dir.join(LOCK_FILE);
-    let Some((_, locked)) = read(&path)? else {
+    let Some((_, lock)) = read(&path)? else {
         if pins.is_empty() {
             return Ok(None);
         }
-        save(&path, pins)?;
+        save(
+            &path,
+            &Lock {
+                plugins: pins.clone(),
+                ..Lock::default()
+            },
+        )?;
         return Ok(Some(format!(
             "Wrote {LOCK_FILE}, pinning {}.",
             names(pins.keys())
         )));
     };
+    let locked = &lock.plugins;
     let mut mismatches = String::new();
     for (name, pin) in pins {
         if let Some(old) = locked.get(name)
@@ -129,7 +163,7 @@ pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option
              If the change is expected, accept it with `plinth plugin lock`."
         );
     }
-    if &locked == pins {
+    if locked == pins {
         return Ok(None);
     }
     let added: Vec<_> = pins.keys().filter(|n| !locked.contains_key(*n)).collect();
@@ -148,8 +182,12 @@ pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option
             ))
         })
         .collect();
-    save(&path, pins)?;
-    if pins.is_empty() {
+    let written = Lock {
+        plugins: pins.clone(),
+        policy_packs: lock.policy_packs.clone(),
+    };
+    save(&path, &written)?;
+    if written.plugins.is_empty() && written.policy_packs.is_empty() {
         return Ok(Some(format!(
             "Removed {LOCK_FILE}: no plugin is left to pin."
         )));
@@ -167,40 +205,101 @@ pub fn verify(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option
     Ok(Some(note + "."))
 }
 
-/// Rewrites the lock to pin the plugins as `pins` does now; returns one line per change.
-pub fn relock(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Vec<String>> {
+/// Rewrites the lock to pin the plugins and policy packs as `pins` does now; returns one line
+/// per change.
+pub fn relock(project_dir: &Path, pins: &Lock) -> Result<Vec<String>> {
     let path = project_dir.join(LOCK_FILE);
-    let (schema, locked) = read(&path)?.unwrap_or((LOCK_VERSION, BTreeMap::new()));
+    let (schema, old) = read(&path)?.unwrap_or((LOCK_VERSION, Lock::default()));
     let mut changes = Vec::new();
-    for (name, pin) in pins {
-        match locked.get(name) {
+    changes.extend(changes_of(
+        &old.plugins,
+        &pins.plugins,
+        |n| format!("`{n}`"),
+        "no longer in the project",
+    ));
+    changes.extend(changes_of(
+        &old.policy_packs,
+        &pins.policy_packs,
+        |r| format!("the policy pack {}", escape_controls(r)),
+        "Plinth.yaml does not name it (a run with `--policy-pack` pins it again)",
+    ));
+    let wanted = schema_of(pins);
+    if pins != &old || schema != wanted {
+        if schema != wanted && !(pins.plugins.is_empty() && pins.policy_packs.is_empty()) {
+            changes.push(format!(
+                "rewrote it in version {wanted} of its format (it was version {schema})"
+            ));
+        }
+        save(&path, pins)?;
+    }
+    Ok(changes)
+}
+
+/// Pins the policy packs of `pins` (by reference), keeping the lock's other pins: those of
+/// packs this run did not name stay for the runs that do. Returns a note saying what changed.
+pub fn pin_packs(project_dir: &Path, pins: &BTreeMap<String, Pin>) -> Result<Option<String>> {
+    let path = project_dir.join(LOCK_FILE);
+    let old = read(&path)?.map(|(_, lock)| lock).unwrap_or_default();
+    let mut lock = old.clone();
+    lock.policy_packs
+        .extend(pins.iter().map(|(r, p)| (r.clone(), p.clone())));
+    if lock == old {
+        return Ok(None);
+    }
+    let changes = changes_of(
+        &old.policy_packs,
+        &lock.policy_packs,
+        |r| format!("the policy pack {}", escape_controls(r)),
+        "",
+    );
+    save(&path, &lock)?;
+    Ok(Some(format!(
+        "Updated {LOCK_FILE}: {}.",
+        changes.join("; ")
+    )))
+}
+
+/// One line per pin added, moved or dropped from `old` to `new`; `why_dropped` says why a
+/// dropped one went.
+fn changes_of(
+    old: &BTreeMap<String, Pin>,
+    new: &BTreeMap<String, Pin>,
+    shown: impl Fn(&str) -> String,
+    why_dropped: &str,
+) -> Vec<String> {
+    let mut changes = Vec::new();
+    for (name, pin) in new {
+        match old.get(name) {
             None => changes.push(format!(
-                "pinned `{name}`: sha256 {} ({})",
+                "pinned {}: sha256 {} ({})",
+                shown(name),
                 pin.sha256,
                 pin.origin()
             )),
-            Some(old) if old.sha256 != pin.sha256 => changes.push(format!(
-                "updated `{name}`: sha256 {} ({}) -> {} ({})",
-                old.sha256,
-                old.origin(),
+            Some(was) if was.sha256 != pin.sha256 => changes.push(format!(
+                "updated {}: sha256 {} ({}) -> {} ({})",
+                shown(name),
+                was.sha256,
+                was.origin(),
                 pin.sha256,
                 pin.origin()
             )),
             Some(_) => {}
         }
     }
-    for name in locked.keys().filter(|n| !pins.contains_key(*n)) {
-        changes.push(format!("dropped `{name}`: no longer in the project"));
+    for name in old.keys().filter(|n| !new.contains_key(*n)) {
+        changes.push(format!("dropped {}: {why_dropped}", shown(name)));
     }
-    if pins != &locked || schema != LOCK_VERSION {
-        if schema != LOCK_VERSION && !pins.is_empty() {
-            changes.push(format!(
-                "rewrote it in version {LOCK_VERSION} of its format (it was version {schema})"
-            ));
-        }
-        save(&path, pins)?;
+    changes
+}
+
+/// The schema a lock holding `lock` is written in.
+fn schema_of(lock: &Lock) -> u32 {
+    if lock.policy_packs.is_empty() {
+        LOCK_VERSION
+    } else {
+        PACKS_VERSION
     }
-    Ok(changes)
 }
 
 fn names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
@@ -212,7 +311,7 @@ fn names<'a>(names: impl IntoIterator<Item = &'a String>) -> String {
 }
 
 /// The lock's schema version and pins.
-fn read(path: &Path) -> Result<Option<(u32, BTreeMap<String, Pin>)>> {
+fn read(path: &Path) -> Result<Option<(u32, Lock)>> {
     let Some(text) = crate::yaml_file::read(path)? else {
         return Ok(None);
     };
@@ -229,12 +328,18 @@ fn read(path: &Path) -> Result<Option<(u32, BTreeMap<String, Pin>)>> {
             lock.version
         );
     }
-    Ok(Some((lock.version, lock.plugins)))
+    Ok(Some((
+        lock.version,
+        Lock {
+            plugins: lock.plugins,
+            policy_packs: lock.policy_packs,
+        },
+    )))
 }
 
 /// Writes the lock, or removes it when nothing is left to pin: a lock would only say so.
-fn save(path: &Path, pins: &BTreeMap<String, Pin>) -> Result<()> {
-    if pins.is_empty() {
+fn save(path: &Path, lock: &Lock) -> Result<()> {
+    if lock.plugins.is_empty() && lock.policy_packs.is_empty() {
         return match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(e).with_context(|| format!("cannot remove {}", path.display()))
@@ -242,11 +347,12 @@ fn save(path: &Path, pins: &BTreeMap<String, Pin>) -> Result<()> {
             _ => Ok(()),
         };
     }
-    let lock = LockFile {
-        version: LOCK_VERSION,
-        plugins: pins.clone(),
+    let file = LockFile {
+        version: schema_of(lock),
+        plugins: lock.plugins.clone(),
+        policy_packs: lock.policy_packs.clone(),
     };
-    let yaml = serde_yaml_ng::to_string(&lock)?;
+    let yaml = serde_yaml_ng::to_string(&file)?;
     write_atomically(path, format!("{HEADER}{yaml}").as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))
 }
@@ -268,6 +374,62 @@ mod tests {
                 Some((name.to_string(), pin))
             })
             .collect()
+    }
+
+    fn plugins_only(plugins: BTreeMap<String, Pin>) -> Lock {
+        Lock {
+            plugins,
+            ..Lock::default()
+        }
+    }
+
+    #[test]
+    fn policy_packs_are_pinned_beside_plugins_in_version_3() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(LOCK_FILE);
+        let pack = |sha: &str| {
+            BTreeMap::from([(
+                "oci://r.example/packs/base:1.0.0".to_owned(),
+                Pin {
+                    sha256: sha.into(),
+                    version: Some("1.0.0".into()),
+                    source: Some("oci://r.example/packs/base".into()),
+                    manifest: Some("sha256:00".into()),
+                    ..Pin::default()
+                },
+            )])
+        };
+        let note = pin_packs(dir.path(), &pack("aa")).unwrap().unwrap();
+        assert!(
+            note.contains("pinned the policy pack oci://r.example"),
+            "{note}"
+        );
+        assert!(
+            std::fs::read_to_string(&lock)
+                .unwrap()
+                .contains("version: 3")
+        );
+        assert_eq!(pin_packs(dir.path(), &pack("aa")).unwrap(), None);
+
+        // Plugins pinned by a run keep the packs' pins, and the other way round.
+        verify(dir.path(), &resolved(&[("a", Some("11"))])).unwrap();
+        let read = read_lock(dir.path()).unwrap();
+        assert_eq!(read.policy_packs, pack("aa"));
+        assert_eq!(read.plugins.len(), 1);
+        // A run that names no plugin drops their pins, not the packs'.
+        verify(dir.path(), &BTreeMap::new()).unwrap();
+        assert!(lock.exists());
+        assert_eq!(read_lock(dir.path()).unwrap().policy_packs, pack("aa"));
+
+        // `plugin lock` pins what Plinth.yaml names: a pack it does not name is dropped.
+        let changes = relock(dir.path(), &Lock::default()).unwrap();
+        assert!(
+            changes
+                .iter()
+                .any(|c| c.contains("dropped the policy pack")),
+            "{changes:?}"
+        );
+        assert!(!lock.exists());
     }
 
     #[test]
@@ -306,7 +468,7 @@ mod tests {
             &resolved(&[("a", Some("11")), ("b", Some("33"))]),
         );
         assert_eq!(note.unwrap().unwrap(), "Updated Plinth.lock, pinning `b`.");
-        let changes = relock(dir.path(), &resolved(&[("a", Some("22"))])).unwrap();
+        let changes = relock(dir.path(), &plugins_only(resolved(&[("a", Some("22"))]))).unwrap();
         assert_eq!(changes.len(), 2, "{changes:?}");
         assert_eq!(
             verify(dir.path(), &resolved(&[("a", Some("22"))])).unwrap(),
@@ -330,16 +492,16 @@ mod tests {
         let err = verify(dir.path(), &resolved(&[("a", Some("22"))])).unwrap_err();
         assert!(err.to_string().contains("plugin `a`"), "{err}");
 
-        let changes = relock(dir.path(), &pins).unwrap();
+        let changes = relock(dir.path(), &plugins_only(pins.clone())).unwrap();
         assert_eq!(changes.len(), 1, "{changes:?}");
         assert!(changes[0].contains("version 2"), "{changes:?}");
         let text = std::fs::read_to_string(&lock).unwrap();
         assert!(text.contains("version: 2"), "{text}");
         assert_eq!(locked(dir.path()).unwrap(), pins);
 
-        std::fs::write(&lock, "version: 3\nplugins: {}\n").unwrap();
+        std::fs::write(&lock, "version: 4\nplugins: {}\n").unwrap();
         let err = verify(dir.path(), &pins).unwrap_err().to_string();
-        assert!(err.contains("has version 3"), "{err}");
+        assert!(err.contains("has version 4"), "{err}");
     }
 
     #[test]

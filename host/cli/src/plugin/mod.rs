@@ -1,6 +1,7 @@
 //! Plugins: where a project's plugins come from (`resolve`: a crate, a file or the store;
 //! `store`, `download`, `registry`), how they are pinned (`lockfile`, with the capabilities
-//! approved in `approval`), how they load as the engine's providers
+//! approved in `approval`), policy packs from registries (`packs`), mirrors (`mirror`), how
+//! they load as the engine's providers
 //! (`providers`), and the `plinth plugin` command (`command`).
 
 mod approval;
@@ -12,6 +13,7 @@ mod locate;
 pub mod lockfile;
 mod mirror;
 pub mod oci;
+pub mod packs;
 mod properties;
 pub mod providers;
 mod publish;

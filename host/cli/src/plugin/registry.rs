@@ -16,11 +16,11 @@ use semver::{Version, VersionReq};
 use super::approval::{self, PinnedCapabilities};
 use super::describe::{Description, describe};
 use super::lockfile::Pin;
-use super::mirror;
-use super::oci::{Client, Reference};
+use super::mirror::{self, Located};
+use super::oci::Reference;
 use super::publish::{self, Pulled};
 use super::signature::TrustPolicy;
-use super::store::{Store, sha256_hex};
+use super::store::{Store, StoredKind, StoredPlugin, sha256_hex};
 use crate::project::version_range;
 
 /// How `preview`, `up` and `plugin lock` may move a registry's plugin.
@@ -79,53 +79,85 @@ pub async fn resolve(
                 .is_some_and(|v| range.matches(&v))
     };
     match locked.filter(fits) {
-        Some(pin) if !options.upgrade.covers(name) => from_pin(store, name, &reference, pin).await,
+        Some(pin) if !options.upgrade.covers(name) => {
+            let what = format!("plugin `{name}`");
+            let (component, fetched) = load_pinned(store, &what, &reference, pin).await?;
+            if let Some(origin) = fetched {
+                // Described (in the bare sandbox) for the store's record of it.
+                let description = describe_bytes(store, component.bytes()).await?;
+                store.record_pinned(StoredPlugin {
+                    name: name.to_owned(),
+                    version: pin.version.clone().unwrap_or_default(),
+                    wit: description.wit_version,
+                    sha256: pin.sha256.clone(),
+                    size: component.bytes().len() as u64,
+                    installed_at: now(),
+                    source: origin,
+                    kind: StoredKind::Plugin,
+                })?;
+            }
+            Ok(Fetched {
+                component,
+                pin: pin.clone(),
+            })
+        }
         _ => newest(store, name, &reference, &range, locked, options, trust).await,
     }
 }
 
-/// The pinned build: from the store, or pulled by its manifest's digest if the store lacks it.
-async fn from_pin(store: &Store, name: &str, reference: &Reference, pin: &Pin) -> Result<Fetched> {
+/// The pinned build of `what` (`plugin `x``, `policy pack oci://…`): from the store, or
+/// pulled by its manifest's digest if the store lacks it, with where it was fetched from.
+pub async fn load_pinned(
+    store: &Store,
+    what: &str,
+    reference: &Reference,
+    pin: &Pin,
+) -> Result<(ComponentBytes, Option<String>)> {
     let blob = store.blob(&pin.sha256);
+    let mut fetched = None;
     if !blob.exists() {
         // From its mirror, if a rule names one: the same digest either way.
-        let by_digest = Reference {
-            tag: None,
-            digest: pin.manifest.clone(),
-            ..mirror::rewrite(reference.clone())?
-        };
+        let by_digest = mirror::rewrite(reference.clone())?.at(None, pin.manifest.clone());
         let pulled = publish::pull(&by_digest)
             .await
-            .with_context(|| format!("plugin `{name}`: cannot fetch its pinned build"))?;
-        check_pinned(name, &pulled.component, pin)?;
+            .with_context(|| format!("{what}: cannot fetch its pinned build"))?;
+        check_pinned(what, &pulled.component, pin)?;
         store.put_blob(&pin.sha256, &pulled.component)?;
+        if let Some(signature) = &pulled.signature {
+            store.add_signature(&pin.sha256, signature)?;
+        }
+        fetched = Some(pulled.origin);
     }
     let component = ComponentBytes::read(&blob)
-        .with_context(|| format!("plugin `{name}`: cannot read {}", blob.display()))?;
-    check_pinned(name, component.bytes(), pin).with_context(|| {
+        .with_context(|| format!("{what}: cannot read {}", blob.display()))?;
+    check_pinned(what, component.bytes(), pin).with_context(|| {
         format!(
             "the store's copy {} is damaged; remove it and run again to fetch the pinned build",
             blob.display()
         )
     })?;
-    Ok(Fetched {
-        component,
-        pin: pin.clone(),
-    })
+    Ok((component, fetched))
 }
 
 /// Refuses bytes that are not the pinned build, before anything compiles them.
-fn check_pinned(name: &str, bytes: &[u8], pin: &Pin) -> Result<()> {
+fn check_pinned(what: &str, bytes: &[u8], pin: &Pin) -> Result<()> {
     let actual = sha256_hex(bytes);
     if actual != pin.sha256 {
         bail!(
-            "plugin `{name}`: refusing bytes with sha256 {actual}: Plinth.lock pins sha256 {} \
-             ({}); nothing was compiled",
+            "{what}: refusing bytes with sha256 {actual}: Plinth.lock pins sha256 {} ({}); \
+             nothing was compiled",
             pin.sha256,
             pin.origin()
         );
     }
     Ok(())
+}
+
+/// Seconds since the Unix epoch, for the store's records.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The newest version in `range`, pulled, described, checked against the capabilities of the
@@ -146,7 +178,7 @@ async fn newest(
     // Its signature verified before describing it compiles it (a warning, if any, is given
     // once, when the project's plugins are checked together).
     if let Err(refused) = trust.verify(
-        name,
+        &format!("plugin `{name}`"),
         &format!("sha256:{sha256}"),
         &pulled.component,
         pulled.signature.as_deref(),
@@ -168,6 +200,7 @@ async fn newest(
         );
     }
     let capabilities = PinnedCapabilities::from(&description.capabilities);
+    let wit = description.wit_version.clone();
     let pin = Pin {
         sha256: sha256.clone(),
         version: Some(version.to_string()),
@@ -192,31 +225,35 @@ async fn newest(
     if let Some(signature) = &pulled.signature {
         store.add_signature(&sha256, signature)?;
     }
+    store.record_pinned(StoredPlugin {
+        name: name.to_owned(),
+        version: version.to_string(),
+        wit,
+        sha256: sha256.clone(),
+        size: pulled.component.len() as u64,
+        installed_at: now(),
+        source: pulled.origin.clone(),
+        kind: StoredKind::Plugin,
+    })?;
     Ok(Fetched {
         component: ComponentBytes::read(&store.blob(&sha256))?,
         pin,
     })
 }
 
-/// The newest tag of `reference` that is a version in `range`, and its component.
-pub async fn pull_newest(reference: &Reference, range: &VersionReq) -> Result<(Version, Pulled)> {
-    let listed = reference.clone();
-    let tags = tokio::task::spawn_blocking(move || {
-        Client::connect(&listed.registry)?.tags(&listed.repository)
-    })
-    .await??;
+/// The newest tag of `located` that is a version in `range`, and its component.
+pub async fn pull_newest(located: &Located, range: &VersionReq) -> Result<(Version, Pulled)> {
+    let listed = located.clone();
+    let tags =
+        tokio::task::spawn_blocking(move || listed.open()?.tags(&listed.reference.repository))
+            .await??;
     let Some((version, tag)) = newest_matching(&tags, range) else {
         bail!(
-            "no tag of {reference} is a version in `{range}` (tags that are versions: {})",
+            "no tag of {located} is a version in `{range}` (tags that are versions: {})",
             shown_versions(&tags)
         );
     };
-    let tagged = Reference {
-        tag: Some(tag),
-        digest: None,
-        ..reference.clone()
-    };
-    Ok((version, publish::pull(&tagged).await?))
+    Ok((version, publish::pull(&located.at(Some(tag), None)).await?))
 }
 
 /// The highest tag that parses as a semantic version in `range`; other tags are ignored.

@@ -57,7 +57,7 @@ pub enum Verified {
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum Refused {
     #[error(
-        "plugin `{plugin}` ({digest}) is signed by key {signer}, which is none of the keys \
+        "{plugin} ({digest}) is signed by key {signer}, which is none of the keys \
          Plinth.yaml's `trust.keys` names ({expected}): refused. If you trust its publisher, add \
          their public key to `trust.keys`"
     )]
@@ -68,7 +68,7 @@ pub enum Refused {
         expected: String,
     },
     #[error(
-        "plugin `{plugin}` ({digest}): its signature by key {signer} does not match its bytes \
+        "{plugin} ({digest}): its signature by key {signer} does not match its bytes \
          ({reason}): the component or its signature was altered; refused"
     )]
     BadSignature {
@@ -78,7 +78,7 @@ pub enum Refused {
         reason: String,
     },
     #[error(
-        "plugin `{plugin}` ({digest}) is not signed, and Plinth.yaml's trust policy refuses \
+        "{plugin} ({digest}) is not signed, and Plinth.yaml's trust policy refuses \
          unsigned plugins: expected a signature by one of {expected} (publish it with \
          `plinth plugin publish --key`, or set `trust.unsigned: warn`)"
     )]
@@ -87,9 +87,7 @@ pub enum Refused {
         digest: String,
         expected: String,
     },
-    #[error(
-        "plugin `{plugin}` ({digest}): its signature is not a minisign signature ({reason}); refused"
-    )]
+    #[error("{plugin} ({digest}): its signature is not a minisign signature ({reason}); refused")]
     Malformed {
         plugin: String,
         digest: String,
@@ -132,8 +130,9 @@ impl TrustPolicy {
             .join(", ")
     }
 
-    /// Verifies the plugin `plugin`, whose component is `component` with digest `digest`,
-    /// against `signature` (a minisign signature file's text, if it has one).
+    /// Verifies `plugin` (as messages name it: ``plugin `random` ``, `policy pack oci://…`),
+    /// whose component is `component` with digest `digest`, against `signature` (a minisign
+    /// signature file's text, if it has one).
     pub fn verify(
         &self,
         plugin: &str,
@@ -148,7 +147,7 @@ impl TrustPolicy {
         };
         let Some(text) = signature else {
             return not_trusted(format!(
-                "plugin `{plugin}` ({digest}) is not signed; running it as `trust.unsigned: \
+                "{plugin} ({digest}) is not signed; running it as `trust.unsigned: \
                  warn` allows"
             ))
             .map_err(|()| Refused::Unsigned {
@@ -165,7 +164,7 @@ impl TrustPolicy {
         let signer = key_id(parsed.keynum());
         let Some(key) = self.keys.iter().find(|k| k.keynum() == parsed.keynum()) else {
             return not_trusted(format!(
-                "plugin `{plugin}` ({digest}) is signed by key {signer}, which `trust.keys` does \
+                "{plugin} ({digest}) is signed by key {signer}, which `trust.keys` does \
                  not name; running it as `trust.unsigned: warn` allows"
             ))
             .map_err(|()| Refused::UntrustedSigner {
@@ -187,16 +186,18 @@ impl TrustPolicy {
     }
 }
 
-/// The signature file of `component`, the plugin `name` `version`.
+/// The signature file of `component`, the plugin (or, `kind` saying so, `policy-pack`)
+/// `name` `version`.
 pub fn sign(
     public: &PublicKey,
     secret: &SecretKey,
+    kind: &str,
     name: &str,
     version: &str,
     component: &[u8],
 ) -> anyhow::Result<String> {
     let digest = super::oci::artifact::digest_of(component);
-    let trusted = format!("plinth plugin {name} {version} {digest}");
+    let trusted = format!("plinth {kind} {name} {version} {digest}");
     let untrusted = format!("signature from plinth key {}", key_id(public.keynum()));
     let signed = minisign::sign(
         Some(public),
@@ -249,10 +250,10 @@ mod tests {
     #[test]
     fn a_trusted_signature_verifies() {
         let key = pair();
-        let signature = sign(&key.pk, &key.sk, "random", "0.1.0", BYTES).unwrap();
+        let signature = sign(&key.pk, &key.sk, "plugin", "random", "0.1.0", BYTES).unwrap();
         assert!(signature.contains("plinth plugin random 0.1.0 sha256:"));
         let verified = policy(&[&key], None)
-            .verify("random", "sha256:x", BYTES, Some(&signature))
+            .verify("plugin `random`", "sha256:x", BYTES, Some(&signature))
             .unwrap();
         assert_eq!(
             verified,
@@ -266,10 +267,10 @@ mod tests {
     #[test]
     fn refusals_name_plugin_digest_and_what_was_expected() {
         let (trusted, other) = (pair(), pair());
-        let by_other = sign(&other.pk, &other.sk, "random", "0.1.0", BYTES).unwrap();
+        let by_other = sign(&other.pk, &other.sk, "plugin", "random", "0.1.0", BYTES).unwrap();
         let strict = policy(&[&trusted], None);
         let err = strict
-            .verify("random", "sha256:ab", BYTES, Some(&by_other))
+            .verify("plugin `random`", "sha256:ab", BYTES, Some(&by_other))
             .unwrap_err();
         assert!(matches!(err, Refused::UntrustedSigner { .. }), "{err}");
         let shown = err.to_string();
@@ -281,10 +282,11 @@ mod tests {
             "{shown}"
         );
 
-        let by_trusted = sign(&trusted.pk, &trusted.sk, "random", "0.1.0", BYTES).unwrap();
+        let by_trusted =
+            sign(&trusted.pk, &trusted.sk, "plugin", "random", "0.1.0", BYTES).unwrap();
         let err = strict
             .verify(
-                "random",
+                "plugin `random`",
                 "sha256:ab",
                 b"\0asm other bytes",
                 Some(&by_trusted),
@@ -293,14 +295,14 @@ mod tests {
         assert!(matches!(err, Refused::BadSignature { .. }), "{err}");
 
         let err = strict
-            .verify("random", "sha256:ab", BYTES, None)
+            .verify("plugin `random`", "sha256:ab", BYTES, None)
             .unwrap_err();
         assert!(matches!(err, Refused::Unsigned { .. }), "{err}");
         assert!(err.to_string().contains("trust.unsigned: warn"), "{err}");
 
         let err = strict
             .verify(
-                "random",
+                "plugin `random`",
                 "sha256:ab",
                 BYTES,
                 Some("untrusted comment: x\n\u{1b}[2J"),
@@ -312,7 +314,7 @@ mod tests {
         // A trusted comment altered after signing breaks the global signature.
         let altered = by_trusted.replace("random 0.1.0", "random 9.9.9");
         let err = strict
-            .verify("random", "sha256:ab", BYTES, Some(&altered))
+            .verify("plugin `random`", "sha256:ab", BYTES, Some(&altered))
             .unwrap_err();
         assert!(matches!(err, Refused::BadSignature { .. }), "{err}");
     }
@@ -325,12 +327,12 @@ mod tests {
             lax.verify("p", "d", BYTES, None),
             Ok(Verified::Warn(_))
         ));
-        let by_other = sign(&other.pk, &other.sk, "p", "1", BYTES).unwrap();
+        let by_other = sign(&other.pk, &other.sk, "plugin", "p", "1", BYTES).unwrap();
         assert!(matches!(
             lax.verify("p", "d", BYTES, Some(&by_other)),
             Ok(Verified::Warn(_))
         ));
-        let by_trusted = sign(&trusted.pk, &trusted.sk, "p", "1", BYTES).unwrap();
+        let by_trusted = sign(&trusted.pk, &trusted.sk, "plugin", "p", "1", BYTES).unwrap();
         assert!(matches!(
             lax.verify("p", "d", b"tampered", Some(&by_trusted)),
             Err(Refused::BadSignature { .. })

@@ -3,7 +3,11 @@
 //! ```text
 //! <home>/plugins/sha256/<hex>.wasm   each component, named by the SHA-256 of its bytes
 //! <home>/plugins/index.json          what is installed: name, version, WIT version, sha256,
-//!                                    size, when, and where from
+//!                                    size, when, and where from; and, apart, the components
+//!                                    fetched by digest for a project's Plinth.lock (registry
+//!                                    plugins and policy packs), which a `version:` alone
+//!                                    does not name
+//! <home>/plugins/sha256/<hex>.minisig the signature a component came with
 //! <home>/plugins/index.lock          held while a command reads and rewrites the index
 //! ```
 //!
@@ -36,6 +40,30 @@ pub struct StoredPlugin {
     pub installed_at: u64,
     /// The file or URL it was installed from.
     pub source: String,
+    /// A provider plugin, or a policy pack (only ever fetched for a lock).
+    #[serde(default, skip_serializing_if = "StoredKind::is_plugin")]
+    pub kind: StoredKind,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoredKind {
+    #[default]
+    Plugin,
+    PolicyPack,
+}
+
+impl StoredKind {
+    fn is_plugin(&self) -> bool {
+        *self == StoredKind::Plugin
+    }
+
+    pub fn shown(self) -> &'static str {
+        match self {
+            StoredKind::Plugin => "plugin",
+            StoredKind::PolicyPack => "policy pack",
+        }
+    }
 }
 
 impl StoredPlugin {
@@ -48,6 +76,11 @@ impl StoredPlugin {
 struct Index {
     version: u32,
     plugins: Vec<StoredPlugin>,
+    /// Components a run or `plugin lock` fetched by digest for a project's Plinth.lock: kept
+    /// and listed, not installed under their name. (A plinth that predates the field drops it
+    /// when it rewrites the index; only the listing is lost, never a blob.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pinned: Vec<StoredPlugin>,
 }
 
 /// What [`Store::add`] did.
@@ -121,6 +154,35 @@ impl Store {
                 .then(compare_versions(&a.version, &b.version))
         });
         Ok(plugins)
+    }
+
+    /// The components fetched for a project's lock that are not also installed, by name.
+    pub fn list_pinned(&self) -> Result<Vec<StoredPlugin>> {
+        let index = self.read_index()?;
+        let mut pinned: Vec<StoredPlugin> = (index.pinned.into_iter())
+            .filter(|p| !index.plugins.iter().any(|i| i.sha256 == p.sha256))
+            .collect();
+        pinned.sort_by(|a, b| {
+            a.name
+                .cmp(&b.name)
+                .then(compare_versions(&a.version, &b.version))
+        });
+        Ok(pinned)
+    }
+
+    /// Records `plugin`, whose blob is stored already, as fetched for a project's lock; a
+    /// component the index lists already is left as it is.
+    pub fn record_pinned(&self, plugin: StoredPlugin) -> Result<()> {
+        let _lock = self.lock()?;
+        let mut index = self.read_index()?;
+        let known = (index.plugins.iter())
+            .chain(&index.pinned)
+            .any(|p| p.sha256 == plugin.sha256);
+        if known {
+            return Ok(());
+        }
+        index.pinned.push(plugin);
+        self.write_index(&index)
     }
 
     /// The installed plugins called `name`, of `version` if given.
@@ -239,7 +301,11 @@ impl Store {
     }
 
     fn remove_blob_unless_used(&self, index: &Index, sha256: &str) -> Result<()> {
-        if index.plugins.iter().any(|p| p.sha256 == sha256) {
+        // A component a lock pins stays: an offline run needs it.
+        if (index.plugins.iter())
+            .chain(&index.pinned)
+            .any(|p| p.sha256 == sha256)
+        {
             return Ok(());
         }
         let path = self.blob(sha256);
@@ -259,6 +325,7 @@ impl Store {
                 return Ok(Index {
                     version: INDEX_VERSION,
                     plugins: Vec::new(),
+                    pinned: Vec::new(),
                 });
             }
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -365,7 +432,32 @@ mod tests {
             size: bytes.len() as u64,
             installed_at: 0,
             source: "kit.wasm".into(),
+            kind: StoredKind::Plugin,
         }
+    }
+
+    #[test]
+    fn components_pinned_by_a_lock_are_listed_apart_and_kept() {
+        let home = tempfile::tempdir().unwrap();
+        let store = Store::in_home(home.path());
+        let mut pack = plugin("1.0.0", b"pack");
+        pack.kind = StoredKind::PolicyPack;
+        store.put_blob(&pack.sha256, b"pack").unwrap();
+        store.record_pinned(pack.clone()).unwrap();
+        store.record_pinned(pack.clone()).unwrap();
+        assert_eq!(store.list_pinned().unwrap(), [pack.clone()]);
+        assert!(store.list().unwrap().is_empty(), "not installed by name");
+        assert!(store.find("kit", Some("1.0.0")).is_err());
+
+        // Installed under its name, it is listed as installed only; uninstalled, its blob
+        // stays while the lock's record names it.
+        let mut installed = pack.clone();
+        installed.kind = StoredKind::Plugin;
+        store.add(b"pack", installed, false).unwrap();
+        assert!(store.list_pinned().unwrap().is_empty(), "listed once");
+        store.remove("kit", Some("1.0.0")).unwrap();
+        assert!(store.blob(&pack.sha256).exists());
+        assert_eq!(store.list_pinned().unwrap(), [pack]);
     }
 
     #[test]

@@ -35,7 +35,8 @@ pub fn check(project: &Project, resolved: &mut BTreeMap<String, Resolved>) -> Re
         // The lock's, as committed with the project, before the one the store keeps.
         let signature = kept.or(pin.signature.clone());
         let digest = format!("sha256:{}", pin.sha256);
-        match policy.verify(name, &digest, component.bytes(), signature.as_deref()) {
+        let what = format!("plugin `{name}`");
+        match policy.verify(&what, &digest, component.bytes(), signature.as_deref()) {
             Ok(Verified::Signed { signer }) => pin.signer = Some(signer),
             Ok(Verified::Warn(warning)) => {
                 pin.signer = None;

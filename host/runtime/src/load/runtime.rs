@@ -227,6 +227,29 @@ impl Runtime {
         Ok(Arc::new(pack))
     }
 
+    /// Loads the policy pack `wasm`, as [`Self::load_policy_pack`] does: the bytes whose hash
+    /// the caller checked (a pin in Plinth.lock) are the bytes compiled.
+    pub async fn load_policy_pack_bytes(
+        &self,
+        wasm: ComponentBytes,
+        limits: Limits,
+        settings: &BTreeMap<String, PolicySettings>,
+    ) -> Result<Arc<ComponentPolicyPack>, LoadError> {
+        let path = wasm.path().to_owned();
+        let (component, stats) = self.load_off_thread(wasm).await?;
+        let pack = ComponentPolicyPack::start(
+            &self.policy_linker,
+            &component,
+            stats.sha256,
+            &path,
+            limits,
+            settings,
+            self.epoch.clone(),
+        )
+        .await?;
+        Ok(Arc::new(pack))
+    }
+
     /// Describes the component at `path`: provider or program, the WIT version it was built
     /// against, its hash and size and, for a provider, its `info` and the capabilities it asks
     /// for, read from an instance in the bare sandbox (granted nothing).

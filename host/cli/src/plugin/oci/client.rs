@@ -18,6 +18,7 @@ use url::{Host, Url};
 
 use super::artifact::{Descriptor, INDEX_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, digest_of};
 use super::auth::{Challenge, Credentials, credentials_for, parse_challenge};
+use super::endpoint::Endpoint;
 
 /// The largest manifest plinth reads (distribution's own default limit).
 pub const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
@@ -90,22 +91,6 @@ impl Client {
         }
     }
 
-    /// The manifest `reference` (a tag or digest) names, and its digest. Refused if it is
-    /// larger than [`MAX_MANIFEST_BYTES`], or, asked for by digest, has another one.
-    pub fn manifest(&mut self, repository: &str, reference: &str) -> Result<(Vec<u8>, String)> {
-        self.get_manifest(repository, reference, false)?
-            .ok_or_else(|| anyhow!("unreachable: a missing manifest is an error"))
-    }
-
-    /// The manifest `reference` names, or none if the registry has no such one (HTTP 404).
-    pub fn manifest_if_any(
-        &mut self,
-        repository: &str,
-        reference: &str,
-    ) -> Result<Option<(Vec<u8>, String)>> {
-        self.get_manifest(repository, reference, true)
-    }
-
     fn get_manifest(
         &mut self,
         repository: &str,
@@ -135,151 +120,6 @@ impl Client {
             );
         }
         Ok(Some((bytes, digest)))
-    }
-
-    /// The blob `descriptor` names, refused unless its size and digest are the descriptor's,
-    /// or if it is larger than `max`.
-    pub fn blob(&mut self, repository: &str, descriptor: &Descriptor, max: u64) -> Result<Vec<u8>> {
-        let what = format!(
-            "blob {} of {}/{repository}",
-            descriptor.digest, self.registry
-        );
-        if descriptor.size > max {
-            bail!(
-                "{what} is {} bytes, larger than the {max} plinth accepts; refused",
-                descriptor.size
-            );
-        }
-        let url = self.url(&format!("/v2/{repository}/blobs/{}", descriptor.digest))?;
-        let mut response = self.send(
-            &url,
-            &Method::Get("application/octet-stream"),
-            repository,
-            "pull",
-        )?;
-        expect(&mut response, &[200], &format!("fetching {what}"))?;
-        // One byte more than the descriptor names, so that a longer blob is caught below.
-        let bytes = read_capped(&mut response, descriptor.size + 1, || what.clone())?;
-        let digest = digest_of(&bytes);
-        if bytes.len() as u64 != descriptor.size || digest != descriptor.digest {
-            bail!(
-                "{what}: the registry sent {} bytes with digest {digest}, not the {} bytes the \
-                 manifest names; refused, nothing was stored",
-                bytes.len(),
-                descriptor.size
-            );
-        }
-        Ok(bytes)
-    }
-
-    /// The repository's tags (`tags/list`), following the `Link` header's pages on the same
-    /// server; refused past [`MAX_TAG_PAGES`] pages or [`MAX_TAGS`] tags. Tags that break the
-    /// distribution grammar are dropped: they can name nothing plinth pulls.
-    pub fn tags(&mut self, repository: &str) -> Result<Vec<String>> {
-        #[derive(Deserialize)]
-        struct TagList {
-            #[serde(default)]
-            tags: Option<Vec<String>>,
-        }
-        let what = format!("the tags of {}/{repository}", self.registry);
-        let mut url = self.url(&format!("/v2/{repository}/tags/list?n={TAGS_PER_PAGE}"))?;
-        let mut tags = Vec::new();
-        for _ in 0..MAX_TAG_PAGES {
-            let mut response =
-                self.send(&url, &Method::Get("application/json"), repository, "pull")?;
-            expect(&mut response, &[200], &format!("listing {what}"))?;
-            let next = next_page(&response);
-            let body = read_capped(&mut response, MAX_SMALL_BYTES, || what.clone())?;
-            let page: TagList = serde_json::from_slice(&body)
-                .with_context(|| format!("{what}: the registry's answer is not a tag list"))?;
-            tags.extend(
-                page.tags
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|t| super::reference::check_tag(t).is_ok()),
-            );
-            if tags.len() > MAX_TAGS {
-                bail!("{what}: more than {MAX_TAGS} tags; refused");
-            }
-            let Some(next) = next else {
-                return Ok(tags);
-            };
-            let next = self
-                .base
-                .join(&next)
-                .with_context(|| format!("{what}: the next page is not a URL"))?;
-            if next.origin() != self.base.origin() {
-                bail!(
-                    "{what}: the registry named a next page on another server ({}); refused",
-                    escape_controls(next.as_str())
-                );
-            }
-            url = next;
-        }
-        bail!("{what}: more than {MAX_TAG_PAGES} pages of tags; refused")
-    }
-
-    /// Uploads `bytes` as a blob (monolithically), unless the registry has it already.
-    pub fn push_blob(&mut self, repository: &str, bytes: &[u8]) -> Result<String> {
-        let digest = digest_of(bytes);
-        let url = self.url(&format!("/v2/{repository}/blobs/{digest}"))?;
-        let response = self.send(&url, &Method::Head, repository, "pull,push")?;
-        if response.status().as_u16() == 200 {
-            return Ok(digest);
-        }
-        let what = format!("uploading blob {digest} to {}/{repository}", self.registry);
-        let url = self.url(&format!("/v2/{repository}/blobs/uploads/"))?;
-        let mut response = self.send(&url, &Method::Post, repository, "pull,push")?;
-        expect(&mut response, &[202], &what)?;
-        let location = response
-            .headers()
-            .get("location")
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| anyhow!("{what}: the registry named no upload location"))?;
-        let mut upload = self
-            .base
-            .join(location)
-            .with_context(|| format!("{what}: the upload location is not a URL"))?;
-        if upload.origin() != self.base.origin() {
-            bail!(
-                "{what}: the registry asked for the upload at another server ({}); refused",
-                escape_controls(upload.as_str())
-            );
-        }
-        upload.query_pairs_mut().append_pair("digest", &digest);
-        let mut response = self.send(
-            &upload,
-            &Method::Put("application/octet-stream", bytes),
-            repository,
-            "pull,push",
-        )?;
-        expect(&mut response, &[201], &what)?;
-        Ok(digest)
-    }
-
-    /// Pushes a manifest under `tag`; returns its digest.
-    pub fn push_manifest(
-        &mut self,
-        repository: &str,
-        tag: &str,
-        manifest: &[u8],
-    ) -> Result<String> {
-        let url = self.url(&format!("/v2/{repository}/manifests/{tag}"))?;
-        let mut response = self.send(
-            &url,
-            &Method::Put(MANIFEST_MEDIA_TYPE, manifest),
-            repository,
-            "pull,push",
-        )?;
-        expect(
-            &mut response,
-            &[201],
-            &format!(
-                "pushing the manifest of {}/{repository}:{tag}",
-                self.registry
-            ),
-        )?;
-        Ok(digest_of(manifest))
     }
 
     fn url(&self, path: &str) -> Result<Url> {
@@ -399,6 +239,164 @@ impl Client {
             let message = format!("cannot reach the registry {}: {e}", self.registry);
             anyhow::Error::new(e).context(message)
         })
+    }
+}
+
+impl Endpoint for Client {
+    /// The manifest `reference` (a tag or digest) names, and its digest. Refused if it is
+    /// larger than [`MAX_MANIFEST_BYTES`], or, asked for by digest, has another one.
+    fn manifest(&mut self, repository: &str, reference: &str) -> Result<(Vec<u8>, String)> {
+        self.get_manifest(repository, reference, false)?
+            .ok_or_else(|| anyhow!("unreachable: a missing manifest is an error"))
+    }
+
+    /// The manifest `reference` names, or none if the registry has no such one (HTTP 404).
+    fn manifest_if_any(
+        &mut self,
+        repository: &str,
+        reference: &str,
+    ) -> Result<Option<(Vec<u8>, String)>> {
+        self.get_manifest(repository, reference, true)
+    }
+
+    /// The blob `descriptor` names, refused unless its size and digest are the descriptor's,
+    /// or if it is larger than `max`.
+    fn blob(&mut self, repository: &str, descriptor: &Descriptor, max: u64) -> Result<Vec<u8>> {
+        let what = format!(
+            "blob {} of {}/{repository}",
+            descriptor.digest, self.registry
+        );
+        if descriptor.size > max {
+            bail!(
+                "{what} is {} bytes, larger than the {max} plinth accepts; refused",
+                descriptor.size
+            );
+        }
+        let url = self.url(&format!("/v2/{repository}/blobs/{}", descriptor.digest))?;
+        let mut response = self.send(
+            &url,
+            &Method::Get("application/octet-stream"),
+            repository,
+            "pull",
+        )?;
+        expect(&mut response, &[200], &format!("fetching {what}"))?;
+        // One byte more than the descriptor names, so that a longer blob is caught below.
+        let bytes = read_capped(&mut response, descriptor.size + 1, || what.clone())?;
+        let digest = digest_of(&bytes);
+        if bytes.len() as u64 != descriptor.size || digest != descriptor.digest {
+            bail!(
+                "{what}: the registry sent {} bytes with digest {digest}, not the {} bytes the \
+                 manifest names; refused, nothing was stored",
+                bytes.len(),
+                descriptor.size
+            );
+        }
+        Ok(bytes)
+    }
+
+    /// The repository's tags (`tags/list`), following the `Link` header's pages on the same
+    /// server; refused past [`MAX_TAG_PAGES`] pages or [`MAX_TAGS`] tags. Tags that break the
+    /// distribution grammar are dropped: they can name nothing plinth pulls.
+    fn tags(&mut self, repository: &str) -> Result<Vec<String>> {
+        #[derive(Deserialize)]
+        struct TagList {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let what = format!("the tags of {}/{repository}", self.registry);
+        let mut url = self.url(&format!("/v2/{repository}/tags/list?n={TAGS_PER_PAGE}"))?;
+        let mut tags = Vec::new();
+        for _ in 0..MAX_TAG_PAGES {
+            let mut response =
+                self.send(&url, &Method::Get("application/json"), repository, "pull")?;
+            expect(&mut response, &[200], &format!("listing {what}"))?;
+            let next = next_page(&response);
+            let body = read_capped(&mut response, MAX_SMALL_BYTES, || what.clone())?;
+            let page: TagList = serde_json::from_slice(&body)
+                .with_context(|| format!("{what}: the registry's answer is not a tag list"))?;
+            tags.extend(
+                page.tags
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| super::reference::check_tag(t).is_ok()),
+            );
+            if tags.len() > MAX_TAGS {
+                bail!("{what}: more than {MAX_TAGS} tags; refused");
+            }
+            let Some(next) = next else {
+                return Ok(tags);
+            };
+            let next = self
+                .base
+                .join(&next)
+                .with_context(|| format!("{what}: the next page is not a URL"))?;
+            if next.origin() != self.base.origin() {
+                bail!(
+                    "{what}: the registry named a next page on another server ({}); refused",
+                    escape_controls(next.as_str())
+                );
+            }
+            url = next;
+        }
+        bail!("{what}: more than {MAX_TAG_PAGES} pages of tags; refused")
+    }
+
+    /// Uploads `bytes` as a blob (monolithically), unless the registry has it already.
+    fn push_blob(&mut self, repository: &str, bytes: &[u8]) -> Result<String> {
+        let digest = digest_of(bytes);
+        let url = self.url(&format!("/v2/{repository}/blobs/{digest}"))?;
+        let response = self.send(&url, &Method::Head, repository, "pull,push")?;
+        if response.status().as_u16() == 200 {
+            return Ok(digest);
+        }
+        let what = format!("uploading blob {digest} to {}/{repository}", self.registry);
+        let url = self.url(&format!("/v2/{repository}/blobs/uploads/"))?;
+        let mut response = self.send(&url, &Method::Post, repository, "pull,push")?;
+        expect(&mut response, &[202], &what)?;
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| anyhow!("{what}: the registry named no upload location"))?;
+        let mut upload = self
+            .base
+            .join(location)
+            .with_context(|| format!("{what}: the upload location is not a URL"))?;
+        if upload.origin() != self.base.origin() {
+            bail!(
+                "{what}: the registry asked for the upload at another server ({}); refused",
+                escape_controls(upload.as_str())
+            );
+        }
+        upload.query_pairs_mut().append_pair("digest", &digest);
+        let mut response = self.send(
+            &upload,
+            &Method::Put("application/octet-stream", bytes),
+            repository,
+            "pull,push",
+        )?;
+        expect(&mut response, &[201], &what)?;
+        Ok(digest)
+    }
+
+    /// Pushes a manifest under `tag`; returns its digest.
+    fn push_manifest(&mut self, repository: &str, tag: &str, manifest: &[u8]) -> Result<String> {
+        let url = self.url(&format!("/v2/{repository}/manifests/{tag}"))?;
+        let mut response = self.send(
+            &url,
+            &Method::Put(MANIFEST_MEDIA_TYPE, manifest),
+            repository,
+            "pull,push",
+        )?;
+        expect(
+            &mut response,
+            &[201],
+            &format!(
+                "pushing the manifest of {}/{repository}:{tag}",
+                self.registry
+            ),
+        )?;
+        Ok(digest_of(manifest))
     }
 }
 

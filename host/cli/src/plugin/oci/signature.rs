@@ -12,7 +12,7 @@
 
 use anyhow::{Result, bail};
 
-use super::Client;
+use super::Endpoint;
 use super::artifact::{Descriptor, MANIFEST_MEDIA_TYPE, Manifest, digest_of};
 use crate::plugin::signature::MAX_SIGNATURE_BYTES;
 
@@ -27,7 +27,7 @@ pub fn tag(digest: &str) -> String {
 
 /// Pushes `signature` as the signature of the manifest `subject` (its digest and size).
 pub fn push(
-    client: &mut Client,
+    client: &mut dyn Endpoint,
     repository: &str,
     subject: &Descriptor,
     signature: &str,
@@ -59,7 +59,7 @@ pub fn push(
 /// The signature of the manifest `digest`, if the registry holds one; checked to be a
 /// signature artifact of at most [`MAX_SIGNATURE_BYTES`] of text. `what` names the plugin.
 pub fn fetch(
-    client: &mut Client,
+    client: &mut dyn Endpoint,
     repository: &str,
     digest: &str,
     what: &str,
