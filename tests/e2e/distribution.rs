@@ -302,6 +302,23 @@ fn install_from_a_url_checks_the_sha256() {
     );
 }
 
+#[test]
+fn a_lock_written_under_json_is_told_on_stderr_not_in_the_event_stream() {
+    let dist = Dist::hello("    version: 0.1.0\n");
+    dist.ok(&[
+        "plugin",
+        "install",
+        guest("plinth-random").to_str().unwrap(),
+    ]);
+    let out = dist.run(&["preview", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every line of stdout is an event, the lock's note among none of them.
+    crate::json_events::json_lines(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Wrote Plinth.lock, pinning `random`"), "{stderr}");
+    assert!(dist.lock_file().exists());
+}
+
 fn history_plugins(dist: &Dist) -> Vec<serde_json::Value> {
     let history = dist.json(&["stack", "history", "--json"]);
     history

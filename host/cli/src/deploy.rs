@@ -611,7 +611,11 @@ impl<'a> Deployer<'a> {
         let mut resolved = resolve(&ws.project, &Store::in_home(&plinth_home()?), &options).await?;
         crate::plugin::trusted::check(&ws.project, &mut resolved)?;
         if let Some(note) = lockfile::verify(&ws.project.dir, &pins(&resolved))? {
-            println!("{note}");
+            // Under `--json`, stdout carries only the event stream.
+            match json {
+                Some(_) => eprintln!("{note}"),
+                None => println!("{note}"),
+            }
         }
         let runtime = Arc::new(
             Runtime::new(artifact_cache()?)?.with_grant_advice(Arc::new(PlinthYamlAdvice)),
