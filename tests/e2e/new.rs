@@ -99,7 +99,10 @@ fn list_names_every_template() {
         "typescript-policy",
         "python-policy",
     ] {
-        assert!(out.lines().any(|l| l.starts_with(&format!("{template} "))), "{out}");
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("{template} "))),
+            "{out}"
+        );
     }
 }
 
@@ -261,7 +264,10 @@ fn the_policy_template_judges_a_new_program(template: &str, name: &str) {
             .env("CARGO_NET_OFFLINE", "true")
             .status()
             .unwrap();
-        assert!(status.success(), "cargo test of the {template} template failed");
+        assert!(
+            status.success(),
+            "cargo test of the {template} template failed"
+        );
     }
     let dir = pack.project.to_str().unwrap();
     let preview = |args: &[&str]| {

@@ -90,9 +90,8 @@ fn a_stack_is_renamed_and_tagged_on_the_service() {
     let team = Team::start(1, "300s");
     rename_and_tags(team.login(0));
     // The rename is audited under the old name, saying the new one.
-    let audited = team.query(
-        "SELECT stack || ' ' || detail FROM audit WHERE action = 'stack.renamed'",
-    );
+    let audited =
+        team.query("SELECT stack || ' ' || detail FROM audit WHERE action = 'stack.renamed'");
     assert_eq!(audited.trim(), "dev renamed to `prod`");
     // The renamed stack's tags are kept by its row; the new `dev` has none.
     let tags = team.query(

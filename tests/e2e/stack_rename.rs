@@ -66,7 +66,10 @@ pub fn rename_and_tags(service: Option<ServiceLogin>) {
     let taken = env.project.join("Plinth.prod.yaml");
     std::fs::write(&taken, "config: {}\n").unwrap();
     let err = env.fails(&["stack", "rename", "prod"]);
-    assert!(err.contains("exists already") && err.contains("not renamed"), "{err}");
+    assert!(
+        err.contains("exists already") && err.contains("not renamed"),
+        "{err}"
+    );
     std::fs::remove_file(&taken).unwrap();
     let err = env.fails(&["stack", "rename", "no/such"]);
     assert!(err.contains("invalid"), "{err}");
@@ -90,7 +93,9 @@ pub fn rename_and_tags(service: Option<ServiceLogin>) {
     for urn in &found {
         assert!(urn.starts_with("urn:plinth:prod::scenario::"), "{urn}");
     }
-    assert!(found.contains(&"urn:plinth:prod::scenario::plinth:plinth:Stack::scenario-prod".to_owned()));
+    assert!(
+        found.contains(&"urn:plinth:prod::scenario::plinth:plinth:Stack::scenario-prod".to_owned())
+    );
     let exported = env.ok(&["stack", "export"]);
     assert!(!exported.contains(SECRET), "an export holds the plaintext");
     assert_eq!(history_len(&env), 2);
@@ -98,11 +103,18 @@ pub fn rename_and_tags(service: Option<ServiceLogin>) {
     assert!(log.contains("created"), "{log}");
     // The program's resources are the state's under the new name; its secret opens.
     env.ok(&["preview", "--expect-no-changes"]);
-    assert_eq!(env.ok(&["config", "get", "token_a", "--show-secrets"]).trim(), SECRET);
+    assert_eq!(
+        env.ok(&["config", "get", "token_a", "--show-secrets"])
+            .trim(),
+        SECRET
+    );
 
     // Version 1 was written as `dev`'s: it rolls back as `prod`'s.
     let out = env.ok(&["stack", "rollback", "1", "--yes"]);
-    assert!(out.contains("Rolled back stack `prod` to version 1"), "{out}");
+    assert!(
+        out.contains("Rolled back stack `prod` to version 1"),
+        "{out}"
+    );
     for urn in urns(&env) {
         assert!(urn.starts_with("urn:plinth:prod::"), "{urn}");
     }

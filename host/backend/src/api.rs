@@ -18,8 +18,8 @@ use plinth_state::{
 };
 
 use plinth_state::protocol::ConfigKey;
-use plinth_state::tags::StackTags;
 use plinth_state::protocol::policy::RequiredPack;
+use plinth_state::tags::StackTags;
 
 use crate::edit::StateEdit;
 use crate::error::BackendError;

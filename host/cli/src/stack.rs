@@ -362,7 +362,10 @@ fn tag(ws: &Workspace, command: TagCommand) -> Result<()> {
     match command {
         TagCommand::Set { name, value } => {
             ws.backend.set_tag(&stack, &name, &value)?;
-            println!("Tagged stack `{stack}` {}.", shown_tags(&[(name, value)].into()));
+            println!(
+                "Tagged stack `{stack}` {}.",
+                shown_tags(&[(name, value)].into())
+            );
         }
         TagCommand::Rm { name } => {
             if !ws.backend.remove_tag(&stack, &name)? {
@@ -378,13 +381,24 @@ fn tag(ws: &Workspace, command: TagCommand) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&tags)?);
             } else if tags.is_empty() {
-                println!("Stack `{stack}` has no tags; set one with `plinth stack tag set NAME VALUE`.");
+                println!(
+                    "Stack `{stack}` has no tags; set one with `plinth stack tag set NAME VALUE`."
+                );
             } else {
-                let width = tags.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(4);
+                let width = tags
+                    .keys()
+                    .map(|k| k.chars().count())
+                    .max()
+                    .unwrap_or(0)
+                    .max(4);
                 println!("{:width$}  VALUE", "NAME");
                 for (name, value) in &tags {
                     // A backend supplied them: shown escaped.
-                    println!("{:width$}  {}", escape_controls(name), escape_controls(value));
+                    println!(
+                        "{:width$}  {}",
+                        escape_controls(name),
+                        escape_controls(value)
+                    );
                 }
             }
         }

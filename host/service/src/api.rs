@@ -137,7 +137,10 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
             "/api/v1/stacks/{project}/{stack}/updates",
             post(begin_update),
         )
-        .route("/api/v1/stacks/{project}/{stack}/rename", post(rename_stack))
+        .route(
+            "/api/v1/stacks/{project}/{stack}/rename",
+            post(rename_stack),
+        )
         .route("/api/v1/stacks/{project}/{stack}/tags", get(stack_tags))
         .route(
             "/api/v1/stacks/{project}/{stack}/tags/{name}",

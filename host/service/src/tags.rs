@@ -25,12 +25,11 @@ pub(crate) async fn of_stacks(
     pool: &PgPool,
     stack_ids: &[i64],
 ) -> Result<std::collections::HashMap<i64, StackTags>, ApiError> {
-    let rows: Vec<(i64, String, String)> = sqlx::query_as(
-        "SELECT stack_id, name, value FROM stack_tags WHERE stack_id = ANY($1)",
-    )
-    .bind(stack_ids)
-    .fetch_all(pool)
-    .await?;
+    let rows: Vec<(i64, String, String)> =
+        sqlx::query_as("SELECT stack_id, name, value FROM stack_tags WHERE stack_id = ANY($1)")
+            .bind(stack_ids)
+            .fetch_all(pool)
+            .await?;
     let mut tags = std::collections::HashMap::<i64, StackTags>::new();
     for (id, name, value) in rows {
         tags.entry(id).or_default().insert(name, value);

@@ -24,8 +24,12 @@ fn in_stack(urn: &Urn, to: &StackName) -> Urn {
 /// Moves every resource of `snapshot` (and of its pending operations) into stack `to`: their
 /// URNs, and the URNs they refer to (parent, dependencies, provider).
 pub fn rename_snapshot(snapshot: &mut Snapshot, to: &StackName) {
-    let states = (snapshot.resources.iter_mut())
-        .chain(snapshot.pending_operations.iter_mut().map(|op| &mut op.resource));
+    let states = (snapshot.resources.iter_mut()).chain(
+        snapshot
+            .pending_operations
+            .iter_mut()
+            .map(|op| &mut op.resource),
+    );
     for state in states {
         state.urn = in_stack(&state.urn, to);
         if let Some(parent) = &mut state.parent {
@@ -216,7 +220,10 @@ mod tests {
         // A version written under the old name is taken as the stack's, another project's not.
         let version = version_as_stack(&bytes, "p", &prod, origin).unwrap();
         assert_eq!(version, renamed);
-        assert_eq!(version_as_stack(&renamed, "p", &prod, origin).unwrap(), renamed);
+        assert_eq!(
+            version_as_stack(&renamed, "p", &prod, origin).unwrap(),
+            renamed
+        );
         assert!(matches!(
             version_as_stack(&bytes, "q", &prod, origin),
             Err(StateError::OtherStack { .. })

@@ -74,7 +74,14 @@ mod tests {
 
     #[test]
     fn names_and_values_are_checked() {
-        for good in ["owner", "cost-center", "team.web", "plinth:project", "a", "9x"] {
+        for good in [
+            "owner",
+            "cost-center",
+            "team.web",
+            "plinth:project",
+            "a",
+            "9x",
+        ] {
             check_name(good).unwrap();
         }
         let long = "n".repeat(NAME_MAX + 1);
@@ -88,7 +95,9 @@ mod tests {
         assert!(check_value("owner", "a\nb").is_err());
         assert!(check_value("owner", &"v".repeat(VALUE_MAX + 1)).is_err());
         check_value("owner", &"é".repeat(VALUE_MAX)).unwrap();
-        let many: StackTags = (0..=TAGS_MAX).map(|i| (format!("t{i}"), String::new())).collect();
+        let many: StackTags = (0..=TAGS_MAX)
+            .map(|i| (format!("t{i}"), String::new()))
+            .collect();
         assert_eq!(check_tags(&many), Err(TagError::TooMany));
     }
 }

@@ -45,10 +45,7 @@ impl LocalBackend {
         for ext in ["history", "tags"] {
             move_if_present(&self.path(project, from, ext), &self.path(project, to, ext))?;
         }
-        move_if_present(
-            &self.logs_dir(project, from),
-            &self.logs_dir(project, to),
-        )?;
+        move_if_present(&self.logs_dir(project, from), &self.logs_dir(project, to))?;
         let path = self.path(project, to, "json");
         write_atomically(&path, &json).map_err(BackendError::io("writing", &path))?;
         let selected = self.selected_stack(project).as_ref() == Some(from);
@@ -77,10 +74,7 @@ impl LocalBackend {
         from: &StackName,
         to: &StackName,
     ) -> Result<(), BackendError> {
-        let (old, new) = (
-            self.backup_dir(project, from),
-            self.backup_dir(project, to),
-        );
+        let (old, new) = (self.backup_dir(project, from), self.backup_dir(project, to));
         if new.exists() {
             let nanos = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -110,7 +104,11 @@ impl LocalBackend {
     }
 
     /// The stack's tags (`<stack>.tags`, a JSON object); none if it has no such file.
-    pub fn tags(&self, project: &ProjectName, stack: &StackName) -> Result<StackTags, BackendError> {
+    pub fn tags(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<StackTags, BackendError> {
         self.require_stack(project, stack)?;
         self.read_tags(project, stack)
     }
@@ -233,10 +231,14 @@ mod tests {
             "token".into(),
             Value::Secret(Box::new(Value::String("hunter2".into()))),
         );
-        let json = Checkpoint::new(&p, &dev, plinth_engine::snapshot::Snapshot {
-            resources: vec![a],
-            pending_operations: vec![],
-        })
+        let json = Checkpoint::new(
+            &p,
+            &dev,
+            plinth_engine::snapshot::Snapshot {
+                resources: vec![a],
+                pending_operations: vec![],
+            },
+        )
         .to_json(b.crypter("dev").as_ref())
         .unwrap();
         b.replace_checkpoint(&p, &dev, &json).unwrap();

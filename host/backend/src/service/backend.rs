@@ -302,8 +302,8 @@ impl Backend for ServiceBackend {
 
     fn tags(&self, stack: &StackRef) -> Result<StackTags, BackendError> {
         let path = ServiceBackend::stack_path(stack, "/tags");
-        let answer = (self.transport.call("GET", &path, None, None))
-            .map_err(|e| stack_error(e, stack))?;
+        let answer =
+            (self.transport.call("GET", &path, None, None)).map_err(|e| stack_error(e, stack))?;
         Ok(decode::<TagList>(answer, &path)?.tags)
     }
 
