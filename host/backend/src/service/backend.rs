@@ -321,10 +321,14 @@ impl Backend for ServiceBackend {
 
     fn remove_tag(&self, stack: &StackRef, name: &str) -> Result<bool, BackendError> {
         tags::check_name(name)?;
-        let had = self.tags(stack)?.contains_key(name);
+        // The stack is looked up first: the service answers 404 for a tag it does not have.
+        self.get_stack(&stack.project, &stack.name)?;
         let path = ServiceBackend::stack_path(stack, &format!("/tags/{name}"));
-        (self.transport.call("DELETE", &path, None, None)).map_err(|e| stack_error(e, stack))?;
-        Ok(had)
+        match self.transport.call("DELETE", &path, None, None) {
+            Ok(_) => Ok(true),
+            Err(ServiceError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {
