@@ -54,6 +54,7 @@ mod service_access;
 mod service_login;
 mod signing;
 mod stack_life;
+mod stack_rename;
 mod stack_root;
 mod state;
 mod state_edit;

@@ -90,8 +90,19 @@ fn the_python_template_goes_up_and_down() {
 fn list_names_every_template() {
     let env = Env::empty();
     let out = env.ok(&["new", "--list"]);
-    for template in ["rust", "typescript", "python"] {
-        assert!(out.lines().any(|l| l.starts_with(template)), "{out}");
+    for template in [
+        "rust",
+        "typescript",
+        "python",
+        "rust-provider",
+        "rust-policy",
+        "typescript-policy",
+        "python-policy",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("{template} "))),
+            "{out}"
+        );
     }
 }
 
@@ -229,4 +240,71 @@ fn on_a_terminal_it_asks_for_the_name_and_the_stack() {
     assert!(yaml.starts_with("name: asked-name\n"), "{yaml}");
     let ls = env.ok(&["stack", "ls"]);
     assert!(ls.contains("staging*"), "{ls}");
+}
+
+/// The policy pack `plinth new TEMPLATE` makes judges a program `plinth new rust` made: its
+/// mandatory `string-length` fails the preview naming the short string (the program's 6
+/// characters), and passes it once the string is long enough; its advisory `one-pet` finds
+/// the one pet fine. Offline.
+fn the_policy_template_judges_a_new_program(template: &str, name: &str) {
+    let program = Env::empty();
+    new_project(&program, "rust", "guarded");
+    same_versions_as_the_suite(&program);
+    let pack = Env::empty();
+    let out = new_project(&pack, template, name);
+    assert!(out.contains("--policy-pack"), "{out}");
+    assert!(!pack.project.join("Plinth.yaml").exists());
+    if template == "rust-policy" {
+        same_versions_as_the_suite(&pack);
+        assert!(out.contains("cargo test"), "{out}");
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["test", "--release", "--quiet"])
+            .current_dir(&pack.project)
+            .env("CARGO_TARGET_DIR", crate::support::guest_target_dir())
+            .env("CARGO_NET_OFFLINE", "true")
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "cargo test of the {template} template failed"
+        );
+    }
+    let dir = pack.project.to_str().unwrap();
+    let preview = |args: &[&str]| {
+        (program.command(args))
+            .env("CARGO_NET_OFFLINE", "true")
+            .output()
+            .unwrap()
+    };
+    let out = preview(&["preview", "--policy-pack", dir]);
+    let shown = printed(&out);
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "[mandatory] policy `{name}/string-length`: `suffix` is 6 characters long; make it \
+             at least 8 (property `length`)"
+        )),
+        "{shown}"
+    );
+    program.config("suffix_length", "10");
+    let out = preview(&["preview", "--policy-pack", dir]);
+    let shown = printed(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(!shown.contains("one-pet"), "{shown}");
+    assert!(!shown.contains("string-length"), "{shown}");
+}
+
+#[test]
+fn the_rust_policy_template_passes_its_tests_and_judges_a_program() {
+    the_policy_template_judges_a_new_program("rust-policy", "guard-rs");
+}
+
+#[test]
+fn the_typescript_policy_template_judges_a_program() {
+    the_policy_template_judges_a_new_program("typescript-policy", "guard-ts");
+}
+
+#[test]
+fn the_python_policy_template_judges_a_program() {
+    the_policy_template_judges_a_new_program("python-policy", "guard-py");
 }

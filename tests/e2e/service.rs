@@ -12,6 +12,7 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::stack_life::whole_life;
+use crate::stack_rename::rename_and_tags;
 use crate::support::balancer::Balancer;
 use crate::support::service::{ServiceDatabase, ServiceProcess};
 use crate::support::{Env, ServiceLogin, interrupt};
@@ -82,6 +83,22 @@ const SLOW_URN: &str = "urn:plinth:dev::scenario::testkit:Record::slow";
 fn a_stack_lives_from_init_to_removal_on_the_service() {
     let team = Team::start(1, "300s");
     whole_life(team.login(0));
+}
+
+#[test]
+fn a_stack_is_renamed_and_tagged_on_the_service() {
+    let team = Team::start(1, "300s");
+    rename_and_tags(team.login(0));
+    // The rename is audited under the old name, saying the new one.
+    let audited =
+        team.query("SELECT stack || ' ' || detail FROM audit WHERE action = 'stack.renamed'");
+    assert_eq!(audited.trim(), "dev renamed to `prod`");
+    // The renamed stack's tags are kept by its row; the new `dev` has none.
+    let tags = team.query(
+        "SELECT s.name || ':' || t.name || '=' || t.value FROM stack_tags t
+         JOIN stacks s ON s.id = t.stack_id ORDER BY 1",
+    );
+    assert_eq!(tags.trim(), "prod:env=qa\nprod:owner=Ana María");
 }
 
 /// A project on the service `service` names (the file backend if none) whose one record,

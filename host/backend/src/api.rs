@@ -19,6 +19,7 @@ use plinth_state::{
 
 use plinth_state::protocol::ConfigKey;
 use plinth_state::protocol::policy::RequiredPack;
+use plinth_state::tags::StackTags;
 
 use crate::edit::StateEdit;
 use crate::error::BackendError;
@@ -59,6 +60,16 @@ pub trait Backend: Send + Sync {
     /// Removes a stack; one that still has resources only with `force`. Returns what the
     /// backend keeps of it, to tell the user (a service keeps it, restorable, for a while).
     fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<Option<String>, BackendError>;
+    /// Renames a stack: its state (every URN names the stack), history, logs and tags move to
+    /// `new`, and it stays selected if it was. Refused while an update holds it, or if `new`
+    /// exists. The stack's configuration file is the caller's to move.
+    fn rename_stack(&self, stack: &StackRef, new: &StackName) -> Result<StackRef, BackendError>;
+    /// The stack's tags.
+    fn tags(&self, stack: &StackRef) -> Result<StackTags, BackendError>;
+    /// Sets tag `name` of the stack to `value` (both checked first).
+    fn set_tag(&self, stack: &StackRef, name: &str, value: &str) -> Result<(), BackendError>;
+    /// Removes tag `name`; whether the stack had it.
+    fn remove_tag(&self, stack: &StackRef, name: &str) -> Result<bool, BackendError>;
     /// The stack later commands operate on, if one is selected.
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName>;
     fn select_stack(&self, stack: &StackRef) -> Result<(), BackendError>;

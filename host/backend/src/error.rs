@@ -47,6 +47,8 @@ pub enum BackendError {
     /// What the service answered, when it did not do what was asked.
     #[error(transparent)]
     Service(#[from] crate::service::ServiceError),
+    #[error(transparent)]
+    Tag(#[from] plinth_state::tags::TagError),
     #[error("{action} {path}")]
     Io {
         action: &'static str,

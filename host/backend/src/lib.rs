@@ -22,10 +22,11 @@ pub use open::{Scheme, ServiceLogin};
 pub use plinth_state::protocol::ConfigKey;
 pub use plinth_state::protocol::policy::{PackLimits, RequiredPack};
 pub use plinth_state::run_metadata;
+pub use plinth_state::tags::{StackTags, TagError};
 pub use plinth_state::{
     AppliedPlan, CREATED_AS_BEGUN, Checkpoint, Creates, EventNumbering, HistoryEntry, ImportReport,
     InvalidState, JournalBatch, LoadedStack, LockHolder, LockInfo, LogEntry, LoggedEvent,
     OLDEST_UPGRADED_SCHEMA, ParsedBatch, PluginUse, Rebuilt, Replay, RunMetadata, SCHEMA_VERSION,
     StackSummary, StateError, TornEnd, UpdateKind, UpdateLog, UpdateResult, UsedPlugins,
-    rebuild_parsed, rebuild_sealed, rebuilt_as_is, seal_entry,
+    rebuild_parsed, rebuild_sealed, rebuilt_as_is, seal_entry, version_as_stack,
 };

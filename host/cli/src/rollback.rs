@@ -139,6 +139,15 @@ pub fn rollback(ws: &Workspace, number: u64, yes: bool) -> Result<()> {
     let bytes = ws.backend.version(&stack, number)?;
     let crypter = ws.backend.crypter(&stack);
     let origin = format!("<version {number} of stack {stack}>");
+    // A version written before the stack was renamed names its old name: it is this stack's
+    // all the same, moved to its name now.
+    let bytes = plinth_backend::version_as_stack(
+        &bytes,
+        stack.project.as_str(),
+        &stack.name,
+        Path::new(&origin),
+    )
+    .with_context(|| format!("version {number} cannot be rolled back to"))?;
     let old = Checkpoint::parse(&bytes, &stack.name, Path::new(&origin), crypter.as_ref())
         .with_context(|| format!("version {number} cannot be rolled back to"))?;
     let started = SystemTime::now();

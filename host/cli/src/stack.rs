@@ -48,6 +48,14 @@ pub enum StackCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Rename the stack: its state (every resource URN names the stack), history, logs, tags
+    /// and `Plinth.<stack>.yaml` move to the new name. Refused while an update holds it.
+    Rename { new_name: StackName },
+    /// The stack's tags: `name: value` labels `plinth stack ls` shows.
+    Tag {
+        #[command(subcommand)]
+        command: TagCommand,
+    },
     /// Show the stack's outputs.
     Output {
         /// Print one output only.
@@ -93,6 +101,20 @@ pub enum StackCommand {
         /// Roll back without asking for confirmation.
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum TagCommand {
+    /// Set a tag (a name of letters, digits, `-`, `_`, `.` or `:`; a value of up to 256
+    /// characters).
+    Set { name: String, value: String },
+    /// Remove a tag.
+    Rm { name: String },
+    /// List the stack's tags.
+    Ls {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -150,7 +172,7 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
             if stacks.is_empty() {
                 println!("No stacks; create one with `plinth stack init NAME`.");
             }
-            println!("{:24} {:>9}  LOCKED", "NAME", "RESOURCES");
+            println!("{:24} {:>9}  {:6}  TAGS", "NAME", "RESOURCES", "LOCKED");
             for s in stacks {
                 let mark = if selected.as_ref() == Some(&s.name) {
                     "*"
@@ -160,7 +182,8 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                 // A service lists the names: shown escaped.
                 let name = format!("{}{mark}", escape_controls(&s.name));
                 let locked = if s.locked { "yes" } else { "" };
-                println!("{name:24} {:>9}  {locked}", s.resources);
+                let tags = shown_tags(&s.tags);
+                println!("{name:24} {:>9}  {locked:6}  {tags}", s.resources);
             }
         }
         StackCommand::Select { name, create } => {
@@ -187,6 +210,8 @@ pub fn run_stack(ws: &Workspace, cmd: StackCommand) -> Result<ExitCode> {
                 None => println!("Removed stack `{name}`."),
             }
         }
+        StackCommand::Rename { new_name } => rename(ws, &new_name)?,
+        StackCommand::Tag { command } => tag(ws, command)?,
         StackCommand::Output {
             name,
             json,
@@ -292,6 +317,101 @@ pub(crate) fn init(ws: &Workspace, name: &StackName, provider: Option<ProviderKi
         kind.name()
     );
     Ok(())
+}
+
+/// Renames the stack in its backend, then its configuration file. The file is checked first:
+/// one of the new name already there would be another stack's configuration.
+fn rename(ws: &Workspace, new: &StackName) -> Result<()> {
+    let stack = ws.stack()?;
+    if stack.name == *new {
+        bail!("stack `{new}` has that name already");
+    }
+    let (from, to) = (
+        ws.project.stack_config(&stack.name),
+        ws.project.stack_config(new),
+    );
+    if to.path().exists() {
+        bail!(
+            "{} exists already, so stack `{stack}` was not renamed: it would take over that \
+             configuration; move or remove it first",
+            to.path().display()
+        );
+    }
+    ws.backend.rename_stack(&stack, new)?;
+    if from.path().exists() {
+        std::fs::rename(from.path(), to.path()).with_context(|| {
+            format!(
+                "stack `{stack}` is renamed `{new}`, but its configuration could not be moved: \
+                 move {} to {} by hand",
+                from.path().display(),
+                to.path().display()
+            )
+        })?;
+    }
+    println!(
+        "Renamed stack `{stack}` to `{new}`: its state, history and tags moved with it; its \
+         configuration is {}.",
+        to.path().display()
+    );
+    Ok(())
+}
+
+/// `plinth stack tag …`.
+fn tag(ws: &Workspace, command: TagCommand) -> Result<()> {
+    let stack = ws.stack()?;
+    match command {
+        TagCommand::Set { name, value } => {
+            ws.backend.set_tag(&stack, &name, &value)?;
+            println!(
+                "Tagged stack `{stack}` {}.",
+                shown_tags(&[(name, value)].into())
+            );
+        }
+        TagCommand::Rm { name } => {
+            if !ws.backend.remove_tag(&stack, &name)? {
+                bail!(
+                    "stack `{stack}` has no tag `{}`; `plinth stack tag ls` lists its tags",
+                    escape_controls(&name)
+                );
+            }
+            println!("Removed tag `{name}` of stack `{stack}`.");
+        }
+        TagCommand::Ls { json } => {
+            let tags = ws.backend.tags(&stack)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tags)?);
+            } else if tags.is_empty() {
+                println!(
+                    "Stack `{stack}` has no tags; set one with `plinth stack tag set NAME VALUE`."
+                );
+            } else {
+                let width = tags
+                    .keys()
+                    .map(|k| k.chars().count())
+                    .max()
+                    .unwrap_or(0)
+                    .max(4);
+                println!("{:width$}  VALUE", "NAME");
+                for (name, value) in &tags {
+                    // A backend supplied them: shown escaped.
+                    println!(
+                        "{:width$}  {}",
+                        escape_controls(name),
+                        escape_controls(value)
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Tags on one line, `name=value, …`, escaped (a backend supplied them).
+fn shown_tags(tags: &plinth_backend::StackTags) -> String {
+    let shown: Vec<String> = (tags.iter())
+        .map(|(name, value)| format!("{}={}", escape_controls(name), escape_controls(value)))
+        .collect();
+    shown.join(", ")
 }
 
 fn import(ws: &Workspace, file: Option<PathBuf>, force: bool) -> Result<()> {

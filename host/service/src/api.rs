@@ -6,13 +6,13 @@ use std::sync::Arc;
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use plinth_state::protocol::policy::{PackComponent, RequiredPacks};
 use plinth_state::protocol::{
     BeginRequest, Begun, Cancelled, Ciphertexts, CompleteRequest, EventBatch, HistoryPage,
-    JournalBatch, ListedStack, PhaseRequest, Plaintexts, Recorded, Removed, Renewed, StackCreated,
-    StackFound, StackList, Stored, Whoami,
+    JournalBatch, ListedStack, PhaseRequest, Plaintexts, Recorded, Removed, RenameRequest, Renewed,
+    StackCreated, StackFound, StackList, Stored, TagList, TagValue, Whoami,
 };
 use plinth_state::protocol::{Completed, Health, JournalEntries};
 use serde::Deserialize;
@@ -33,8 +33,8 @@ use crate::oidc::{self, OidcConfig};
 use crate::secrets::MasterKeys;
 use crate::versions::{Source, StackKey};
 use crate::{
-    access, admission, answers, audit, checks, events, health, journal, policy_packs, request_log,
-    secrets, updates, versions,
+    access, admission, answers, audit, checks, events, health, journal, policy_packs, rename,
+    request_log, secrets, tags, updates, versions,
 };
 
 /// How the service runs.
@@ -137,6 +137,15 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
             "/api/v1/stacks/{project}/{stack}/updates",
             post(begin_update),
         )
+        .route(
+            "/api/v1/stacks/{project}/{stack}/rename",
+            post(rename_stack),
+        )
+        .route("/api/v1/stacks/{project}/{stack}/tags", get(stack_tags))
+        .route(
+            "/api/v1/stacks/{project}/{stack}/tags/{name}",
+            put(set_tag).delete(remove_tag),
+        )
         .route("/api/v1/stacks/{project}/{stack}/cancel", post(cancel))
         .route("/api/v1/stacks/{project}/{stack}/history", get(history))
         .route("/api/v1/stacks/{project}/{stack}/export", get(export))
@@ -225,10 +234,10 @@ async fn list_stacks(
 ) -> Result<Json<StackList>, ApiError> {
     checks::name("project", &project)?;
     user.may(Level::ReadNoSecrets, &project, None)?;
-    // Name, locked, resource count as stored, and the checkpoint of a version without one.
-    type Listed = (String, bool, Option<i64>, Option<Vec<u8>>);
+    // Id, name, locked, resource count as stored, and the checkpoint of a version without one.
+    type Listed = (i64, String, bool, Option<i64>, Option<Vec<u8>>);
     let stacks: Vec<Listed> = sqlx::query_as(
-        "SELECT s.name,
+        "SELECT s.id, s.name,
                 EXISTS (SELECT 1 FROM updates u WHERE u.stack_id = s.id
                           AND u.status = 'running' AND u.lease_expires >= now()),
                 v.resources, v.uncounted
@@ -246,16 +255,19 @@ async fn list_stacks(
     .bind(user.scope.stack)
     .fetch_all(&pool)
     .await?;
+    let ids: Vec<i64> = stacks.iter().map(|s| s.0).collect();
+    let mut tags = tags::of_stacks(&pool, &ids).await?;
     // Counting a version stored before counts were parses its checkpoint: CPU work, off the
     // async workers.
     let stacks = tokio::task::spawn_blocking(move || {
         (stacks.into_iter())
-            .map(|(name, locked, counted, uncounted)| {
+            .map(|(id, name, locked, counted, uncounted)| {
                 let resources = versions::resources(counted, uncounted.as_deref())?;
                 Ok(ListedStack {
                     locked,
                     name,
                     resources,
+                    tags: tags.remove(&id).unwrap_or_default(),
                 })
             })
             .collect::<Result<Vec<ListedStack>, ApiError>>()
@@ -602,6 +614,68 @@ async fn remove_stack(
          (`plinth serve stack restore {project}/{stack}`)"
     );
     Ok(Json(Removed { note: Some(note) }))
+}
+
+/// Renames the stack; a token must be allowed to write both the stack and its new name.
+async fn rename_stack(
+    user: User,
+    State(app): State<App>,
+    Path((project, stack)): Path<(String, String)>,
+    Body(request): Body<RenameRequest>,
+) -> Result<Json<StackCreated>, ApiError> {
+    checks::name("stack", &request.name)?;
+    user.may(Level::Admin, &project, Some(&stack))?;
+    user.may(Level::Admin, &project, Some(&request.name))?;
+    let key = stack_key(&app.pool, &project, &stack).await?;
+    rename::rename(&app.pool, &user.actor(), &key, &request.name).await?;
+    Ok(Json(StackCreated {
+        name: request.name,
+        project,
+    }))
+}
+
+async fn stack_tags(
+    user: User,
+    State(pool): State<PgPool>,
+    Path((project, stack)): Path<(String, String)>,
+) -> Result<Json<TagList>, ApiError> {
+    user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
+    let id = stack_id(&pool, &project, &stack).await?;
+    Ok(Json(TagList {
+        tags: tags::list(&pool, id).await?,
+    }))
+}
+
+async fn set_tag(
+    user: User,
+    State(pool): State<PgPool>,
+    Path((project, stack, name)): Path<(String, String, String)>,
+    Body(request): Body<TagValue>,
+) -> Result<Json<TagList>, ApiError> {
+    user.may(Level::Write, &project, Some(&stack))?;
+    let id = stack_id(&pool, &project, &stack).await?;
+    tags::set(&pool, id, &name, &request.value).await?;
+    Ok(Json(TagList {
+        tags: tags::list(&pool, id).await?,
+    }))
+}
+
+async fn remove_tag(
+    user: User,
+    State(pool): State<PgPool>,
+    Path((project, stack, name)): Path<(String, String, String)>,
+) -> Result<Json<TagList>, ApiError> {
+    user.may(Level::Write, &project, Some(&stack))?;
+    let id = stack_id(&pool, &project, &stack).await?;
+    if !tags::remove(&pool, id, &name).await? {
+        return Err(ApiError::NotFound(format!(
+            "stack `{stack}` has no tag `{}`",
+            checks::shown(&name)
+        )));
+    }
+    Ok(Json(TagList {
+        tags: tags::list(&pool, id).await?,
+    }))
 }
 
 /// Seals a batch of values with the stack's data key (made on first use).

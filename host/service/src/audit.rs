@@ -22,6 +22,8 @@ pub(crate) enum Action {
     UpdateTakenOver,
     StackCreated,
     StackRemoved,
+    /// A stack given a new name; the row keeps the old one, the detail the new.
+    StackRenamed,
     /// A phase replacing the state with a checkpoint, in an `import` update.
     StackImported,
     /// A phase replacing the state with a checkpoint, in any other update (`plinth state …`).
@@ -54,6 +56,7 @@ impl Action {
             Action::UpdateTakenOver => "update.taken-over",
             Action::StackCreated => "stack.created",
             Action::StackRemoved => "stack.removed",
+            Action::StackRenamed => "stack.renamed",
             Action::StackImported => "stack.imported",
             Action::StateEdited => "state.edited",
             Action::StackRepaired => "stack.repaired",

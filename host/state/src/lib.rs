@@ -14,10 +14,12 @@ mod lock;
 mod logs;
 pub mod protocol;
 mod rebuild;
+mod rename;
 pub mod run_metadata;
 pub mod secrets;
 mod stack;
 mod stored;
+pub mod tags;
 mod transfer;
 
 pub use checkpoint::{
@@ -36,6 +38,7 @@ pub use rebuild::{
     Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed, rebuild_sealed,
     rebuilt_as_is, seal_entry,
 };
+pub use rename::{rename_snapshot, renamed_checkpoint, version_as_stack};
 pub use run_metadata::RunMetadata;
 pub use stack::{LoadedStack, StackSummary, TornEnd};
 pub use transfer::{ImportReport, imported_checkpoint};

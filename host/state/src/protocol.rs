@@ -28,6 +28,7 @@ pub mod policy;
 use crate::checkpoint::PluginUse;
 use crate::history::HistoryEntry;
 use crate::logs::LogEntry;
+use crate::tags::StackTags;
 
 // Bodies that were once `json!` objects keep their fields in alphabetical order: the order a
 // `json!` map wrote them in, so that what goes on the wire is byte for byte what it was.
@@ -55,6 +56,27 @@ pub struct ListedStack {
     pub name: String,
     /// Its resources, provider resources not counted.
     pub resources: usize,
+    /// Its tags (absent from a service older than tags).
+    #[serde(default, skip_serializing_if = "StackTags::is_empty")]
+    pub tags: StackTags,
+}
+
+/// `POST stacks/P/S/rename`: the stack's new name.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RenameRequest {
+    pub name: String,
+}
+
+/// `GET stacks/P/S/tags`: the stack's tags; also the answer to setting or removing one.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TagList {
+    pub tags: StackTags,
+}
+
+/// `PUT stacks/P/S/tags/NAME`: the tag's value.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TagValue {
+    pub value: String,
 }
 
 /// `POST stacks/P/S`: the stack created.
@@ -314,6 +336,7 @@ mod tests {
                     locked: true,
                     name: "dev".into(),
                     resources: 3,
+                    tags: Default::default(),
                 }],
             },
             json!({ "stacks": [{ "name": "dev", "locked": true, "resources": 3 }] }),

@@ -22,7 +22,7 @@ use crate::secrets::{Crypter, SecretsError};
 
 /// "Opens" a ciphertext as a JSON string holding it, and "seals" that string back to it: the
 /// sealed secrets of the base and of the entries pass through replay untouched.
-struct KeepSealed;
+pub(crate) struct KeepSealed;
 
 impl Crypter for KeepSealed {
     fn seal(&self, plaintext: &str) -> Result<String, SecretsError> {

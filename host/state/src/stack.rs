@@ -30,6 +30,7 @@ pub struct StackSummary {
     /// The stack's resources, provider resources not counted (as the run summaries count).
     pub resources: usize,
     pub locked: bool,
+    pub tags: crate::tags::StackTags,
 }
 
 /// The end of a journal that could not be read and was left out: a crash cut its last write

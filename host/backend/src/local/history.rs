@@ -17,7 +17,7 @@ impl LocalBackend {
         self.path(project, stack, "history")
     }
 
-    fn backup_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
+    pub(crate) fn backup_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
         self.project_dir(project).join(".backups").join(stack)
     }
 

@@ -5,6 +5,7 @@
 //! <root>/stacks/<project>/<stack>.journal   journal of the update in progress (or interrupted)
 //! <root>/stacks/<project>/<stack>.lock      held while an update runs
 //! <root>/stacks/<project>/<stack>.history   one line per update
+//! <root>/stacks/<project>/<stack>.tags      its tags, a JSON object
 //! <root>/stacks/<project>/<stack>.logs/N.jsonl.gz  the events of update N
 //! <root>/workspaces/<project>               the selected stack
 //! ```
@@ -22,6 +23,7 @@ mod history;
 mod journal;
 mod lock;
 mod logs;
+mod rename;
 mod transfer;
 mod update;
 #[cfg(test)]
@@ -169,10 +171,12 @@ impl LocalBackend {
                     .count();
                 let lock = lock::holder(&self.path(project, &name, "lock"))?;
                 let locked = lock.is_some_and(|holder| holder.running);
+                let tags = self.read_tags(project, &name)?;
                 stacks.push(StackSummary {
                     name,
                     resources,
                     locked,
+                    tags,
                 });
             }
         }
@@ -200,7 +204,7 @@ impl LocalBackend {
             });
         }
         let _lock = self.lock(project, stack, "stack rm")?;
-        for ext in ["journal", "history", "json"] {
+        for ext in ["journal", "history", "tags", "json"] {
             let path = self.path(project, stack, ext);
             match std::fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use plinth_engine::names::{ProjectName, StackName};
 
 use crate::api::{Backend, Recording, StackRef, Update};
+use plinth_state::tags::StackTags;
 use plinth_state::{
     HistoryEntry, ImportReport, LoadedStack, LockHolder, StackSummary, UpdateLog, UsedPlugins,
 };
@@ -19,7 +20,7 @@ use crate::error::BackendError;
 use crate::secrets::Crypter;
 
 impl LocalBackend {
-    fn logs_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
+    pub(crate) fn logs_dir(&self, project: &ProjectName, stack: &StackName) -> PathBuf {
         self.project_dir(project).join(format!("{stack}.logs"))
     }
 
@@ -91,6 +92,23 @@ impl Backend for LocalBackend {
 
     fn remove_stack(&self, stack: &StackRef, force: bool) -> Result<Option<String>, BackendError> {
         LocalBackend::remove_stack(self, &stack.project, &stack.name, force).map(|()| None)
+    }
+
+    fn rename_stack(&self, stack: &StackRef, new: &StackName) -> Result<StackRef, BackendError> {
+        LocalBackend::rename_stack(self, &stack.project, &stack.name, new)?;
+        Ok(found(&stack.project, new))
+    }
+
+    fn tags(&self, stack: &StackRef) -> Result<StackTags, BackendError> {
+        LocalBackend::tags(self, &stack.project, &stack.name)
+    }
+
+    fn set_tag(&self, stack: &StackRef, name: &str, value: &str) -> Result<(), BackendError> {
+        LocalBackend::set_tag(self, &stack.project, &stack.name, name, value)
+    }
+
+    fn remove_tag(&self, stack: &StackRef, name: &str) -> Result<bool, BackendError> {
+        LocalBackend::remove_tag(self, &stack.project, &stack.name, name)
     }
 
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {

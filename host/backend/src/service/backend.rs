@@ -15,8 +15,10 @@ use plinth_engine::shown::escape_controls;
 use plinth_engine::snapshot::Snapshot;
 use plinth_state::protocol::{
     BeginRequest, Begun, CompleteRequest, ConfigKey, HISTORY_PAGE, HistoryPage, Holder,
-    PhaseRequest, Recorded, Removed, StackFound, StackList, Whoami,
+    PhaseRequest, Recorded, Removed, RenameRequest, StackFound, StackList, TagList, TagValue,
+    Whoami,
 };
+use plinth_state::tags::{self, StackTags};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -256,6 +258,7 @@ impl Backend for ServiceBackend {
                     name,
                     resources: stack.resources,
                     locked: stack.locked,
+                    tags: stack.tags,
                 })
             })
             .collect()
@@ -273,6 +276,59 @@ impl Backend for ServiceBackend {
         let removed: Option<Removed> = serde_json::from_value(answer).ok();
         Ok((removed.and_then(|removed| removed.note))
             .map(|note| plinth_engine::shown::escape_controls(&note).into_owned()))
+    }
+
+    fn rename_stack(&self, stack: &StackRef, new: &StackName) -> Result<StackRef, BackendError> {
+        let path = ServiceBackend::stack_path(stack, "/rename");
+        let request = body(&RenameRequest {
+            name: new.to_string(),
+        });
+        match self.transport.call("POST", &path, None, Some(&request)) {
+            Ok(_) => {}
+            Err(ServiceError::Conflict { .. }) if self.get_stack(&stack.project, new).is_ok() => {
+                return Err(BackendError::StackExists(new.to_string()));
+            }
+            Err(e) => return Err(stack_error(e, stack)),
+        }
+        let renamed = StackRef {
+            project: stack.project.clone(),
+            name: new.clone(),
+        };
+        if self.selected_stack(&stack.project).as_ref() == Some(&stack.name) {
+            self.select_stack(&renamed)?;
+        }
+        Ok(renamed)
+    }
+
+    fn tags(&self, stack: &StackRef) -> Result<StackTags, BackendError> {
+        let path = ServiceBackend::stack_path(stack, "/tags");
+        let answer =
+            (self.transport.call("GET", &path, None, None)).map_err(|e| stack_error(e, stack))?;
+        Ok(decode::<TagList>(answer, &path)?.tags)
+    }
+
+    fn set_tag(&self, stack: &StackRef, name: &str, value: &str) -> Result<(), BackendError> {
+        tags::check_name(name)?;
+        tags::check_value(name, value)?;
+        let path = ServiceBackend::stack_path(stack, &format!("/tags/{name}"));
+        let request = body(&TagValue {
+            value: value.to_owned(),
+        });
+        (self.transport.call("PUT", &path, None, Some(&request)))
+            .map_err(|e| stack_error(e, stack))?;
+        Ok(())
+    }
+
+    fn remove_tag(&self, stack: &StackRef, name: &str) -> Result<bool, BackendError> {
+        tags::check_name(name)?;
+        // The stack is looked up first: the service answers 404 for a tag it does not have.
+        self.get_stack(&stack.project, &stack.name)?;
+        let path = ServiceBackend::stack_path(stack, &format!("/tags/{name}"));
+        match self.transport.call("DELETE", &path, None, None) {
+            Ok(_) => Ok(true),
+            Err(ServiceError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn selected_stack(&self, project: &ProjectName) -> Option<StackName> {

@@ -104,7 +104,7 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
             vars.insert("rust_sdk".into(), rust_sdk(args.sdk_path.as_deref())?);
             files.extend(sdk);
         }
-        Kind::Provider => {
+        Kind::Provider | Kind::PolicyPack => {
             vars.insert("rust_sdk".into(), rust_sdk(args.sdk_path.as_deref())?);
         }
     }
@@ -140,6 +140,16 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
              plinth plugin inspect .         # build it and show its resource types\n  \
              plinth gen-sdk . --lang rust    # a typed SDK for programs (or ts, python)"
         ),
+        Kind::PolicyPack => {
+            if template.language == "rust" {
+                println!("  cargo test                      # the pack's unit tests");
+            }
+            println!(
+                "  # from a project that uses the random provider (`plinth new rust`, say):\n  \
+                 plinth preview --policy-pack {}",
+                escape_controls(&dir.display().to_string())
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -28,6 +28,8 @@ pub enum Kind {
     Program,
     /// A provider with its unit tests; no stack.
     Provider,
+    /// A policy pack, for `--policy-pack`; no stack.
+    PolicyPack,
 }
 
 pub struct Template {
@@ -67,6 +69,27 @@ pub static TEMPLATES: &[Template] = &[
         kind: Kind::Provider,
         description: "A typed provider in Rust, with its unit tests",
         files: files!["rust-provider": "Cargo.toml", "src/lib.rs", ".gitignore"],
+    },
+    Template {
+        name: "rust-policy",
+        language: "rust",
+        kind: Kind::PolicyPack,
+        description: "A policy pack in Rust for the random provider, with its unit tests",
+        files: files!["rust-policy": "Cargo.toml", "src/lib.rs", ".gitignore"],
+    },
+    Template {
+        name: "typescript-policy",
+        language: "ts",
+        kind: Kind::PolicyPack,
+        description: "A policy pack in TypeScript for the random provider",
+        files: files!["typescript-policy": "package.json", "index.ts"],
+    },
+    Template {
+        name: "python-policy",
+        language: "python",
+        kind: Kind::PolicyPack,
+        description: "A policy pack in Python for the random provider",
+        files: files!["python-policy": "pyproject.toml", "rules.py"],
     },
 ];
 
