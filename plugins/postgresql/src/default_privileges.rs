@@ -14,6 +14,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog;
 use crate::grant::{grantee_oid, role_exists};
 use crate::privilege::{self, Kind};
 use crate::server::{Server, text};
@@ -140,7 +141,11 @@ impl DefaultPrivileges {
                 ""
             }
         );
-        session.run(&format!("setting default privileges of `{}`", d.role), &sql)?;
+        catalog::write(
+            &mut session,
+            &format!("setting default privileges of `{}`", d.role),
+            &sql,
+        )?;
         self.observed(d)
     }
 
@@ -285,7 +290,8 @@ impl TypedResource for DefaultPrivileges {
             kind.plural(),
             grantee(&d.role)
         );
-        session.run(
+        catalog::write(
+            &mut session,
             &format!("revoking default privileges of `{}`", d.role),
             &sql,
         )

@@ -9,6 +9,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog;
 use crate::server::{Server, Session};
 use crate::sql::{self, ident, literal};
 
@@ -54,7 +55,8 @@ impl GrantRole {
         if m.with_admin_option {
             sql += " WITH ADMIN OPTION";
         }
-        session.run(
+        catalog::write(
+            &mut session,
             &format!("granting `{}` to `{}`", m.grant_role, m.role),
             &sql,
         )
@@ -147,7 +149,8 @@ impl TypedResource for GrantRole {
         if fetch(&mut session, &m)?.is_none() {
             return Ok(());
         }
-        session.run(
+        catalog::write(
+            &mut session,
             &format!("revoking `{}` from `{}`", m.grant_role, m.role),
             &format!("REVOKE {} FROM {}", ident(&m.grant_role), ident(&m.role)),
         )

@@ -15,6 +15,7 @@
 //! the host resolves that capability when the provider is configured and checks it against the
 //! project's grants. Every name is quoted and every literal escaped; see [`sql`].
 
+mod catalog;
 mod config;
 mod database;
 mod default_privileges;
