@@ -40,6 +40,7 @@ mod policy_polyglot;
 mod policy_service;
 mod polyglot;
 mod postgres;
+mod postgres_parity;
 mod postgres_races;
 mod pypi;
 mod reach;
