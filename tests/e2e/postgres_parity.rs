@@ -380,7 +380,7 @@ fn functions_foreign_servers_and_user_mappings() {
             {"type": "postgresql:UserMapping", "name": "mapping",
              "inputs": {"user_name": {"$output": ["user", "name"]},
                         "server_name": {"$output": ["srv", "server_name"]}, "database": "fn_db",
-                        "options": {"user": "fdw_user", "password": mapping_password}}},
+                        "options": {"user": "fdw_user"}, "password": mapping_password}},
         ])
     };
     let add = |body: &str, volatility: &str, args: Json| {

@@ -1,5 +1,6 @@
 //! `postgresql:UserMapping`: how a role connects through a foreign server (`CREATE USER
-//! MAPPING`), typically a remote user name and password, which is why the options are secret.
+//! MAPPING`), typically a remote user name and password: the option `password` is an input of
+//! its own, secret.
 //!
 //! The id, which import takes too, is the JSON array `[database, server_name, user_name]`
 //! (`database` `null` for the provider's). The server and the user are fixed: a change
@@ -29,10 +30,12 @@ pub(crate) struct UserMappingInputs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-plinth-replace-on-change" = true))]
     pub(crate) database: Option<String>,
-    /// The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as
-    /// they usually hold a password.
+    /// The wrapper's options but the password, such as `user` for `postgres_fdw`.
     #[serde(default)]
-    pub(crate) options: Secret<Options>,
+    pub(crate) options: Options,
+    /// The option `password`, secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) password: Option<Secret<String>>,
 }
 
 /// The `postgresql:UserMapping` resource type.
@@ -69,6 +72,18 @@ fn fetch(session: &mut Session, m: &UserMappingInputs) -> Result<Option<Options>
         .map(|row| options::parse(&row, 0)))
 }
 
+/// The option that holds the password, kept apart as a secret.
+const PASSWORD: &str = "password";
+
+/// All the options to send: the plain ones and the password.
+fn exposed(m: &UserMappingInputs) -> Options {
+    let mut options = m.options.clone();
+    if let Some(password) = &m.password {
+        options.insert(PASSWORD.to_owned(), password.expose().clone());
+    }
+    options
+}
+
 impl UserMapping {
     fn session(&self, m: &UserMappingInputs) -> Result<Option<Session>, ProviderError> {
         let database = m.database.as_deref().unwrap_or(self.0.home());
@@ -99,7 +114,13 @@ impl TypedResource for UserMapping {
         ];
         names.extend(m.database.as_deref().map(|d| ("database", d)));
         let mut failures = sql::check_names(names);
-        failures.extend(options::problems("options", m.options.expose()));
+        failures.extend(options::problems("options", &m.options));
+        if m.options.contains_key(PASSWORD) {
+            failures.push(CheckFailure::new(
+                "options",
+                "give the password as `password`, which is secret, not among the options",
+            ));
+        }
         failures
     }
 
@@ -117,7 +138,7 @@ impl TypedResource for UserMapping {
             &format!(
                 "CREATE USER MAPPING {}{}",
                 target(&m),
-                options::create_clause(m.options.expose())
+                options::create_clause(&exposed(&m))
             ),
         )?;
         let id = Id(
@@ -157,7 +178,8 @@ impl TypedResource for UserMapping {
             return Ok(None);
         };
         let read = UserMappingInputs {
-            options: Secret::new(found),
+            password: found.get(PASSWORD).cloned().map(Secret::new),
+            options: found.into_iter().filter(|(k, _)| k != PASSWORD).collect(),
             ..m
         };
         Ok(Some(ReadResult {
@@ -177,7 +199,7 @@ impl TypedResource for UserMapping {
     ) -> Result<UserMappingInputs, ProviderError> {
         let mut session = self.session(&new)?.ok_or_else(|| UserMapping::gone(&new))?;
         let current = fetch(&mut session, &new)?.ok_or_else(|| UserMapping::gone(&new))?;
-        let clause = options::alter_clause(&current, new.options.expose());
+        let clause = options::alter_clause(&current, &exposed(&new));
         if !clause.is_empty() {
             session.run(
                 &format!(

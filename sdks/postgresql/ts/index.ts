@@ -1464,12 +1464,17 @@ export interface UserMappingArgs {
    */
   database?: Input<string>;
   /**
-   * The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as
-   * they usually hold a password.
+   * The wrapper's options but the password, such as `user` for `postgres_fdw`.
    *
-   * Default: `{}`. Always a secret.
+   * Default: `{}`.
    */
   options?: Input<Record<string, Input<string>>>;
+  /**
+   * The option `password`, secret.
+   *
+   * Always a secret.
+   */
+  password?: Input<string>;
 }
 
 /**
@@ -1484,11 +1489,12 @@ export class UserMapping extends sdk.Resource {
   /** Declares a `postgresql:UserMapping` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: UserMappingArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(UserMapping.TYPE, name, {
-      ...__unknownKeys(args, ["userName", "serverName", "database", "options"]),
+      ...__unknownKeys(args, ["userName", "serverName", "database", "options", "password"]),
       user_name: args.userName,
       server_name: args.serverName,
       database: args.database,
       options: args.options,
+      password: args.password,
     }, options).handle);
   }
 
@@ -1520,13 +1526,21 @@ export class UserMapping extends sdk.Resource {
   }
 
   /**
-   * The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as
-   * they usually hold a password.
+   * The wrapper's options but the password, such as `user` for `postgres_fdw`.
    *
-   * Default: `{}`. Always a secret.
+   * Default: `{}`.
    */
   get options(): sdk.Output<Record<string, string>> {
     return this.output("options");
+  }
+
+  /**
+   * The option `password`, secret.
+   *
+   * Always a secret.
+   */
+  get password(): sdk.Output<string | undefined> {
+    return this.output("password");
   }
 }
 

@@ -1332,6 +1332,7 @@ class UserMapping(sdk.Resource):
             *,
             database: Optional[Input[str]] = None,
             options: Optional[Input[Dict[str, Input[str]]]] = None,
+            password: Optional[Input[str]] = None,
             opts: Optional[sdk.ResourceOptions] = None,
             **unknown: Never,
     ) -> None:
@@ -1343,13 +1344,16 @@ class UserMapping(sdk.Resource):
 
         `database`: The database the server is defined in; absent: the provider's. Changing it replaces the resource.
 
-        `options`: The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as they usually hold a password. Default: `{}`. Always a secret.
+        `options`: The wrapper's options but the password, such as `user` for `postgres_fdw`. Default: `{}`.
+
+        `password`: The option `password`, secret. Always a secret.
         """
         inputs = _present({
             "user_name": user_name,
             "server_name": server_name,
             "database": database,
             "options": options,
+            "password": password,
         }, unknown)
         super().__init__(ctx.resource(UserMapping.TYPE, resource_name, inputs, opts).handle)
 
@@ -1379,12 +1383,19 @@ class UserMapping(sdk.Resource):
 
     @property
     def options(self) -> sdk.Output[Dict[str, str]]:
-        """The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as
-        they usually hold a password.
+        """The wrapper's options but the password, such as `user` for `postgres_fdw`.
 
-        Default: `{}`. Always a secret.
+        Default: `{}`.
         """
         return self.output("options")
+
+    @property
+    def password(self) -> sdk.Output[Optional[str]]:
+        """The option `password`, secret.
+
+        Always a secret.
+        """
+        return self.output("password")
 
 
 def get_schemas(

@@ -2627,6 +2627,7 @@ impl UserMapping {
                 server_name: server_name.into(),
                 database: None,
                 options_value: None,
+                password: None,
             },
         }
     }
@@ -2680,12 +2681,18 @@ impl UserMapping {
         self.resource.output("database").typed()
     }
 
-    /// The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as
-    /// they usually hold a password.
+    /// The wrapper's options but the password, such as `user` for `postgres_fdw`.
     ///
-    /// Default: `{}`. Always a secret.
-    pub fn options(&self) -> sdk::Output<sdk::Secret<BTreeMap<String, String>>> {
+    /// Default: `{}`.
+    pub fn options(&self) -> sdk::Output<BTreeMap<String, String>> {
         self.resource.output("options").typed()
+    }
+
+    /// The option `password`, secret.
+    ///
+    /// Always a secret.
+    pub fn password(&self) -> sdk::Output<Option<sdk::Secret<String>>> {
+        self.resource.output("password").typed()
     }
 }
 
@@ -2705,12 +2712,16 @@ pub struct UserMappingArgs {
     /// Changing it replaces the resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database: Option<sdk::Input<String>>,
-    /// The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as
-    /// they usually hold a password.
+    /// The wrapper's options but the password, such as `user` for `postgres_fdw`.
     ///
-    /// Default: `{}`. Always a secret.
+    /// Default: `{}`.
     #[serde(rename = "options", default, skip_serializing_if = "Option::is_none")]
-    pub options_value: Option<sdk::Input<sdk::Secret<BTreeMap<String, String>>>>,
+    pub options_value: Option<sdk::Input<BTreeMap<String, String>>>,
+    /// The option `password`, secret.
+    ///
+    /// Always a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<sdk::Input<sdk::Secret<String>>>,
 }
 
 /// Declares a [`UserMapping`]: made by [`UserMapping::builder`].
@@ -2729,15 +2740,25 @@ impl UserMappingBuilder {
         self
     }
 
-    /// The wrapper's options, such as `user` and `password` for `postgres_fdw`: secret, as
-    /// they usually hold a password.
+    /// The wrapper's options but the password, such as `user` for `postgres_fdw`.
     ///
-    /// Default: `{}`. Always a secret.
+    /// Default: `{}`.
     pub fn options_value(
         mut self,
-        value: impl Into<sdk::Input<sdk::Secret<BTreeMap<String, String>>>>,
+        value: impl Into<sdk::Input<BTreeMap<String, String>>>,
     ) -> UserMappingBuilder {
         self.args.options_value = Some(value.into());
+        self
+    }
+
+    /// The option `password`, secret.
+    ///
+    /// Always a secret.
+    pub fn password(
+        mut self,
+        value: impl Into<sdk::Input<sdk::Secret<String>>>,
+    ) -> UserMappingBuilder {
+        self.args.password = Some(value.into());
         self
     }
 
