@@ -178,21 +178,19 @@ fn all_privileges_are_not_drift() {
         }
         json!({"type": "postgresql:DefaultPrivileges", "name": name, "inputs": inputs})
     };
-    declare(
-        &env,
-        &json!([
-            grant("db", "database", None, json!(["ALL"])),
-            grant("schema", "schema", Some("s"), json!(["ALL PRIVILEGES"])),
-            grant("tables", "table", Some("s"), json!(["all"])),
-            grant("sequences", "sequence", Some("s"), json!(["ALL"])),
-            grant("functions", "function", Some("s"), json!(["ALL"])),
-            defaults("d_tables", "table", Some("s")),
-            defaults("d_sequences", "sequence", None),
-            defaults("d_functions", "function", None),
-            defaults("d_types", "type", None),
-            defaults("d_schemas", "schema", None),
-        ]),
-    );
+    let resources = json!([
+        grant("db", "database", None, json!(["ALL"])),
+        grant("schema", "schema", Some("s"), json!(["ALL PRIVILEGES"])),
+        grant("tables", "table", Some("s"), json!(["all"])),
+        grant("sequences", "sequence", Some("s"), json!(["ALL"])),
+        grant("functions", "function", Some("s"), json!(["ALL"])),
+        defaults("d_tables", "table", Some("s")),
+        defaults("d_sequences", "sequence", None),
+        defaults("d_functions", "function", None),
+        defaults("d_types", "type", None),
+        defaults("d_schemas", "schema", None),
+    ]);
+    declare(&env, &resources);
     env.ok(&["up", "--yes"]);
     assert_eq!(
         q(
@@ -221,8 +219,40 @@ fn all_privileges_are_not_drift() {
         "t"
     );
     env.ok(&["preview", "--expect-no-changes"]);
+
+    // A membership and defaults made by hand are imported by id, as they are.
+    pg.psql(
+        "postgres",
+        "CREATE ROLE ad_other; GRANT ad_owner TO ad_other",
+    )
+    .unwrap();
+    pg.psql(
+        "ad_db",
+        "ALTER DEFAULT PRIVILEGES FOR ROLE ad_owner GRANT SELECT, UPDATE ON TABLES TO ad_other",
+    )
+    .unwrap();
+    let mut all = resources;
+    all.as_array_mut().unwrap().extend([
+        json!({"type": "postgresql:GrantRole", "name": "im_member",
+               "import": "[\"ad_other\", \"ad_owner\"]",
+               "inputs": {"role": "ad_other", "grant_role": "ad_owner"}}),
+        json!({"type": "postgresql:DefaultPrivileges", "name": "im_defaults",
+               "import": "[\"ad_other\", \"ad_db\", \"ad_owner\", null, \"table\"]",
+               "inputs": {"role": "ad_other", "database": "ad_db", "owner": "ad_owner",
+                          "object_type": "table", "privileges": ["UPDATE", "SELECT"]}}),
+    ]);
+    declare(&env, &all);
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("2 imported"), "{out}");
+    env.ok(&["refresh", "--expect-no-changes"]);
+    env.ok(&["preview", "--expect-no-changes"]);
+
     env.ok(&["destroy", "--yes"]);
+    assert_eq!(q(&pg, "ad_db", "SELECT count(*) FROM pg_default_acl"), "0");
     pg.psql("postgres", "DROP DATABASE ad_db").unwrap();
-    pg.psql("postgres", "DROP ROLE ad_role; DROP ROLE ad_owner")
-        .unwrap();
+    pg.psql(
+        "postgres",
+        "DROP ROLE ad_other; DROP ROLE ad_role; DROP ROLE ad_owner",
+    )
+    .unwrap();
 }

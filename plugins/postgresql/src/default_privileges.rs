@@ -46,6 +46,33 @@ pub(crate) struct DefaultPrivilegesInputs {
     pub(crate) with_grant_option: bool,
 }
 
+/// The outputs: the defaults as held (defaulted, so that an import, which has none yet, reads).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub(crate) struct DefaultPrivilegesOutputs {
+    pub(crate) role: String,
+    pub(crate) database: String,
+    pub(crate) owner: String,
+    pub(crate) schema: Option<String>,
+    pub(crate) object_type: String,
+    pub(crate) privileges: Vec<String>,
+    pub(crate) with_grant_option: bool,
+}
+
+impl From<DefaultPrivilegesInputs> for DefaultPrivilegesOutputs {
+    fn from(d: DefaultPrivilegesInputs) -> DefaultPrivilegesOutputs {
+        DefaultPrivilegesOutputs {
+            role: d.role,
+            database: d.database,
+            owner: d.owner,
+            schema: d.schema,
+            object_type: d.object_type,
+            privileges: d.privileges,
+            with_grant_option: d.with_grant_option,
+        }
+    }
+}
+
 /// The `postgresql:DefaultPrivileges` resource type.
 pub(crate) struct DefaultPrivileges(pub(crate) Server);
 
@@ -168,7 +195,7 @@ impl DefaultPrivileges {
 
 impl TypedResource for DefaultPrivileges {
     type Inputs = DefaultPrivilegesInputs;
-    type Outputs = DefaultPrivilegesInputs;
+    type Outputs = DefaultPrivilegesOutputs;
 
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::derive::<Self>("postgresql:DefaultPrivileges")
@@ -212,7 +239,7 @@ impl TypedResource for DefaultPrivileges {
         &self,
         _: &ResourceContext<'_>,
         d: DefaultPrivilegesInputs,
-    ) -> Result<Created<DefaultPrivilegesInputs>, ProviderError> {
+    ) -> Result<Created<DefaultPrivilegesOutputs>, ProviderError> {
         let outputs = self.apply(&d)?;
         let id = Id(
             d.role.clone(),
@@ -223,7 +250,7 @@ impl TypedResource for DefaultPrivileges {
         );
         Ok(Created {
             id: serde_json::to_string(&id).map_err(|e| ProviderError::failed(e.to_string()))?,
-            outputs,
+            outputs: outputs.into(),
         })
     }
 
@@ -232,8 +259,8 @@ impl TypedResource for DefaultPrivileges {
         _: &ResourceContext<'_>,
         id: String,
         inputs: DefaultPrivilegesInputs,
-        _: DefaultPrivilegesInputs,
-    ) -> Result<Option<ReadResult<DefaultPrivilegesInputs, DefaultPrivilegesInputs>>, ProviderError>
+        _: DefaultPrivilegesOutputs,
+    ) -> Result<Option<ReadResult<DefaultPrivilegesInputs, DefaultPrivilegesOutputs>>, ProviderError>
     {
         let Id(role, database, owner, schema, object_type) =
             serde_json::from_str(&id).map_err(|_| {
@@ -257,7 +284,7 @@ impl TypedResource for DefaultPrivileges {
         Ok(Some(ReadResult {
             id,
             inputs: read.clone(),
-            outputs: read,
+            outputs: read.into(),
         }))
     }
 
@@ -266,10 +293,10 @@ impl TypedResource for DefaultPrivileges {
         _: &ResourceContext<'_>,
         _: &str,
         _: DefaultPrivilegesInputs,
-        _: DefaultPrivilegesInputs,
+        _: DefaultPrivilegesOutputs,
         new: DefaultPrivilegesInputs,
-    ) -> Result<DefaultPrivilegesInputs, ProviderError> {
-        self.apply(&new)
+    ) -> Result<DefaultPrivilegesOutputs, ProviderError> {
+        self.apply(&new).map(Into::into)
     }
 
     fn delete(
@@ -277,7 +304,7 @@ impl TypedResource for DefaultPrivileges {
         _: &ResourceContext<'_>,
         _: &str,
         d: DefaultPrivilegesInputs,
-        _: DefaultPrivilegesInputs,
+        _: DefaultPrivilegesOutputs,
     ) -> Result<(), ProviderError> {
         let kind = kind_of(&d)?;
         if self.held(&d)?.is_none() {

@@ -38,6 +38,30 @@ pub(crate) struct UserMappingInputs {
     pub(crate) password: Option<Secret<String>>,
 }
 
+/// The outputs: the mapping as it is (all of it defaulted, so that an import, which has no
+/// outputs yet, reads).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub(crate) struct UserMappingOutputs {
+    pub(crate) user_name: String,
+    pub(crate) server_name: String,
+    pub(crate) database: Option<String>,
+    pub(crate) options: Options,
+    pub(crate) password: Option<Secret<String>>,
+}
+
+impl From<UserMappingInputs> for UserMappingOutputs {
+    fn from(m: UserMappingInputs) -> UserMappingOutputs {
+        UserMappingOutputs {
+            user_name: m.user_name,
+            server_name: m.server_name,
+            database: m.database,
+            options: m.options,
+            password: m.password,
+        }
+    }
+}
+
 /// The `postgresql:UserMapping` resource type.
 pub(crate) struct UserMapping(pub(crate) Server);
 
@@ -100,7 +124,7 @@ impl UserMapping {
 
 impl TypedResource for UserMapping {
     type Inputs = UserMappingInputs;
-    type Outputs = UserMappingInputs;
+    type Outputs = UserMappingOutputs;
 
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::derive::<Self>("postgresql:UserMapping")
@@ -128,7 +152,7 @@ impl TypedResource for UserMapping {
         &self,
         _: &ResourceContext<'_>,
         m: UserMappingInputs,
-    ) -> Result<Created<UserMappingInputs>, ProviderError> {
+    ) -> Result<Created<UserMappingOutputs>, ProviderError> {
         let mut session = self.0.connect(m.database.as_deref())?;
         session.run(
             &format!(
@@ -148,7 +172,7 @@ impl TypedResource for UserMapping {
         );
         Ok(Created {
             id: serde_json::to_string(&id).map_err(|e| ProviderError::failed(e.to_string()))?,
-            outputs: m,
+            outputs: m.into(),
         })
     }
 
@@ -157,8 +181,8 @@ impl TypedResource for UserMapping {
         _: &ResourceContext<'_>,
         id: String,
         inputs: UserMappingInputs,
-        _: UserMappingInputs,
-    ) -> Result<Option<ReadResult<UserMappingInputs, UserMappingInputs>>, ProviderError> {
+        _: UserMappingOutputs,
+    ) -> Result<Option<ReadResult<UserMappingInputs, UserMappingOutputs>>, ProviderError> {
         let Id(database, server_name, user_name) = serde_json::from_str(&id).map_err(|_| {
             ProviderError::failed(format!(
                 "`{id}` is not a user mapping id; it is a JSON array [database or null, \
@@ -185,7 +209,7 @@ impl TypedResource for UserMapping {
         Ok(Some(ReadResult {
             id,
             inputs: read.clone(),
-            outputs: read,
+            outputs: read.into(),
         }))
     }
 
@@ -194,9 +218,9 @@ impl TypedResource for UserMapping {
         _: &ResourceContext<'_>,
         _: &str,
         _: UserMappingInputs,
-        _: UserMappingInputs,
+        _: UserMappingOutputs,
         new: UserMappingInputs,
-    ) -> Result<UserMappingInputs, ProviderError> {
+    ) -> Result<UserMappingOutputs, ProviderError> {
         let mut session = self.session(&new)?.ok_or_else(|| UserMapping::gone(&new))?;
         let current = fetch(&mut session, &new)?.ok_or_else(|| UserMapping::gone(&new))?;
         let clause = options::alter_clause(&current, &exposed(&new));
@@ -209,7 +233,7 @@ impl TypedResource for UserMapping {
                 &format!("ALTER USER MAPPING {}{clause}", target(&new)),
             )?;
         }
-        Ok(new)
+        Ok(new.into())
     }
 
     fn delete(
@@ -217,7 +241,7 @@ impl TypedResource for UserMapping {
         _: &ResourceContext<'_>,
         _: &str,
         m: UserMappingInputs,
-        _: UserMappingInputs,
+        _: UserMappingOutputs,
     ) -> Result<(), ProviderError> {
         let Some(mut session) = self.session(&m)? else {
             return Ok(());

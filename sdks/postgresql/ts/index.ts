@@ -256,61 +256,37 @@ export class DefaultPrivileges extends sdk.Resource {
     }, options).handle);
   }
 
-  /**
-   * The role that gets the privileges; `public` for every role.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get role(): sdk.Output<string> {
     return this.output("role");
   }
 
-  /**
-   * The database the defaults apply in.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get database(): sdk.Output<string> {
     return this.output("database");
   }
 
-  /**
-   * The role whose new objects the defaults apply to.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get owner(): sdk.Output<string> {
     return this.output("owner");
   }
 
-  /**
-   * The schema the defaults apply in; absent: the whole database.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `null`. */
   get schema(): sdk.Output<string | undefined> {
     return this.output("schema");
   }
 
-  /**
-   * `table`, `sequence`, `function`, `type` or `schema`.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get objectType(): sdk.Output<string> {
     return this.output("object_type");
   }
 
-  /** The privileges, such as `SELECT` or `ALL`. */
+  /** Default: `[]`. */
   get privileges(): sdk.Output<Array<string>> {
     return this.output("privileges");
   }
 
-  /**
-   * The role may grant the privileges to others.
-   *
-   * Default: `false`.
-   */
+  /** Default: `false`. */
   get withGrantOption(): sdk.Output<boolean> {
     return this.output("with_grant_option");
   }
@@ -703,29 +679,17 @@ export class GrantRole extends sdk.Resource {
     }, options).handle);
   }
 
-  /**
-   * The role made a member.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get role(): sdk.Output<string> {
     return this.output("role");
   }
 
-  /**
-   * The role it becomes a member of.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get grantRole(): sdk.Output<string> {
     return this.output("grant_role");
   }
 
-  /**
-   * The member may grant the membership to others.
-   *
-   * Default: `false`.
-   */
+  /** Default: `false`. */
   get withAdminOption(): sdk.Output<boolean> {
     return this.output("with_admin_option");
   }
@@ -1498,47 +1462,27 @@ export class UserMapping extends sdk.Resource {
     }, options).handle);
   }
 
-  /**
-   * The role mapped; `public` for the mapping used when a role has none of its own.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get userName(): sdk.Output<string> {
     return this.output("user_name");
   }
 
-  /**
-   * The foreign server.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `""`. */
   get serverName(): sdk.Output<string> {
     return this.output("server_name");
   }
 
-  /**
-   * The database the server is defined in; absent: the provider's.
-   *
-   * Changing it replaces the resource.
-   */
+  /** Default: `null`. */
   get database(): sdk.Output<string | undefined> {
     return this.output("database");
   }
 
-  /**
-   * The wrapper's options but the password, such as `user` for `postgres_fdw`.
-   *
-   * Default: `{}`.
-   */
+  /** Default: `{}`. */
   get options(): sdk.Output<Record<string, string>> {
     return this.output("options");
   }
 
-  /**
-   * The option `password`, secret.
-   *
-   * Always a secret.
-   */
+  /** Default: `null`. Always a secret. */
   get password(): sdk.Output<string | undefined> {
     return this.output("password");
   }

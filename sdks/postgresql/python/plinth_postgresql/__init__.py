@@ -275,55 +275,37 @@ class DefaultPrivileges(sdk.Resource):
 
     @property
     def role(self) -> sdk.Output[str]:
-        """The role that gets the privileges; `public` for every role.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("role")
 
     @property
     def database(self) -> sdk.Output[str]:
-        """The database the defaults apply in.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("database")
 
     @property
     def owner(self) -> sdk.Output[str]:
-        """The role whose new objects the defaults apply to.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("owner")
 
     @property
     def schema(self) -> sdk.Output[Optional[str]]:
-        """The schema the defaults apply in; absent: the whole database.
-
-        Changing it replaces the resource.
-        """
+        """Default: `null`."""
         return self.output("schema")
 
     @property
     def object_type(self) -> sdk.Output[str]:
-        """`table`, `sequence`, `function`, `type` or `schema`.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("object_type")
 
     @property
     def privileges(self) -> sdk.Output[List[str]]:
-        """The privileges, such as `SELECT` or `ALL`."""
+        """Default: `[]`."""
         return self.output("privileges")
 
     @property
     def with_grant_option(self) -> sdk.Output[bool]:
-        """The role may grant the privileges to others.
-
-        Default: `false`.
-        """
+        """Default: `false`."""
         return self.output("with_grant_option")
 
 
@@ -661,26 +643,17 @@ class GrantRole(sdk.Resource):
 
     @property
     def role(self) -> sdk.Output[str]:
-        """The role made a member.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("role")
 
     @property
     def grant_role(self) -> sdk.Output[str]:
-        """The role it becomes a member of.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("grant_role")
 
     @property
     def with_admin_option(self) -> sdk.Output[bool]:
-        """The member may grant the membership to others.
-
-        Default: `false`.
-        """
+        """Default: `false`."""
         return self.output("with_admin_option")
 
 
@@ -1359,42 +1332,27 @@ class UserMapping(sdk.Resource):
 
     @property
     def user_name(self) -> sdk.Output[str]:
-        """The role mapped; `public` for the mapping used when a role has none of its own.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("user_name")
 
     @property
     def server_name(self) -> sdk.Output[str]:
-        """The foreign server.
-
-        Changing it replaces the resource.
-        """
+        """Default: `""`."""
         return self.output("server_name")
 
     @property
     def database(self) -> sdk.Output[Optional[str]]:
-        """The database the server is defined in; absent: the provider's.
-
-        Changing it replaces the resource.
-        """
+        """Default: `null`."""
         return self.output("database")
 
     @property
     def options(self) -> sdk.Output[Dict[str, str]]:
-        """The wrapper's options but the password, such as `user` for `postgres_fdw`.
-
-        Default: `{}`.
-        """
+        """Default: `{}`."""
         return self.output("options")
 
     @property
     def password(self) -> sdk.Output[Optional[str]]:
-        """The option `password`, secret.
-
-        Always a secret.
-        """
+        """Default: `null`. Always a secret."""
         return self.output("password")
 
 

@@ -382,48 +382,36 @@ impl DefaultPrivileges {
         self.resource.urn().typed()
     }
 
-    /// The role that gets the privileges; `public` for every role.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn role(&self) -> sdk::Output<String> {
         self.resource.output("role").typed()
     }
 
-    /// The database the defaults apply in.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn database(&self) -> sdk::Output<String> {
         self.resource.output("database").typed()
     }
 
-    /// The role whose new objects the defaults apply to.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn owner(&self) -> sdk::Output<String> {
         self.resource.output("owner").typed()
     }
 
-    /// The schema the defaults apply in; absent: the whole database.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `null`.
     pub fn schema(&self) -> sdk::Output<Option<String>> {
         self.resource.output("schema").typed()
     }
 
-    /// `table`, `sequence`, `function`, `type` or `schema`.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn object_type(&self) -> sdk::Output<String> {
         self.resource.output("object_type").typed()
     }
 
-    /// The privileges, such as `SELECT` or `ALL`.
+    /// Default: `[]`.
     pub fn privileges(&self) -> sdk::Output<Vec<String>> {
         self.resource.output("privileges").typed()
     }
 
-    /// The role may grant the privileges to others.
-    ///
     /// Default: `false`.
     pub fn with_grant_option(&self) -> sdk::Output<bool> {
         self.resource.output("with_grant_option").typed()
@@ -1197,22 +1185,16 @@ impl GrantRole {
         self.resource.urn().typed()
     }
 
-    /// The role made a member.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn role(&self) -> sdk::Output<String> {
         self.resource.output("role").typed()
     }
 
-    /// The role it becomes a member of.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn grant_role(&self) -> sdk::Output<String> {
         self.resource.output("grant_role").typed()
     }
 
-    /// The member may grant the membership to others.
-    ///
     /// Default: `false`.
     pub fn with_admin_option(&self) -> sdk::Output<bool> {
         self.resource.output("with_admin_option").typed()
@@ -2660,37 +2642,27 @@ impl UserMapping {
         self.resource.urn().typed()
     }
 
-    /// The role mapped; `public` for the mapping used when a role has none of its own.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn user_name(&self) -> sdk::Output<String> {
         self.resource.output("user_name").typed()
     }
 
-    /// The foreign server.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `""`.
     pub fn server_name(&self) -> sdk::Output<String> {
         self.resource.output("server_name").typed()
     }
 
-    /// The database the server is defined in; absent: the provider's.
-    ///
-    /// Changing it replaces the resource.
+    /// Default: `null`.
     pub fn database(&self) -> sdk::Output<Option<String>> {
         self.resource.output("database").typed()
     }
 
-    /// The wrapper's options but the password, such as `user` for `postgres_fdw`.
-    ///
     /// Default: `{}`.
     pub fn options(&self) -> sdk::Output<BTreeMap<String, String>> {
         self.resource.output("options").typed()
     }
 
-    /// The option `password`, secret.
-    ///
-    /// Always a secret.
+    /// Default: `null`. Always a secret.
     pub fn password(&self) -> sdk::Output<Option<sdk::Secret<String>>> {
         self.resource.output("password").typed()
     }
