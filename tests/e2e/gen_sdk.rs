@@ -17,6 +17,7 @@ fn committed_sdks_are_up_to_date() {
         (guest("plinth-random"), "sdks/random"),
         (guest("plinth-file"), "sdks/file"),
         (guest("plinth-kv"), "sdks/kv"),
+        (guest("plinth-postgresql"), "sdks/postgresql"),
         (guest("plinth-shapes"), "tests/sdks/shapes"),
         (root.join("plugins/rest"), "sdks/rest"),
         (root.join("plugins/envfile"), "sdks/envfile"),

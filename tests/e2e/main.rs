@@ -42,6 +42,8 @@ mod policy_registry;
 mod policy_service;
 mod polyglot;
 mod postgres;
+mod postgres_parity;
+mod postgres_races;
 mod py_modules;
 mod pypi;
 mod reach;

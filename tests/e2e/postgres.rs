@@ -11,7 +11,7 @@ use crate::support::{Env, guest};
 
 /// A project with the pg test program, the postgresql provider granted `tcp` (a YAML list, or
 /// none) and the random provider; configured for `server` as its superuser.
-fn project(server: &Postgres, tcp: Option<&str>) -> Env {
+pub(crate) fn project(server: &Postgres, tcp: Option<&str>) -> Env {
     let grants = tcp
         .map(|list| format!("    grants:\n      tcp: {list}\n"))
         .unwrap_or_default();
@@ -34,24 +34,24 @@ fn project(server: &Postgres, tcp: Option<&str>) -> Env {
 }
 
 /// A project granted exactly the server's endpoint.
-fn granted(server: &Postgres) -> Env {
+pub(crate) fn granted(server: &Postgres) -> Env {
     project(server, Some(&format!("[\"127.0.0.1:{}\"]", server.port())))
 }
 
-fn shared() -> Arc<Postgres> {
+pub(crate) fn shared() -> Arc<Postgres> {
     Postgres::shared().expect("a PostgreSQL server for the tests")
 }
 
-fn declare(env: &Env, resources: &Json) {
+pub(crate) fn declare(env: &Env, resources: &Json) {
     env.config("resources", &resources.to_string());
 }
 
 /// One psql answer, trimmed.
-fn q(server: &Postgres, db: &str, sql: &str) -> String {
+pub(crate) fn q(server: &Postgres, db: &str, sql: &str) -> String {
     server.psql(db, sql).unwrap().trim().to_owned()
 }
 
-fn count_line(stdout: &str) -> &str {
+pub(crate) fn count_line(stdout: &str) -> &str {
     stdout
         .lines()
         .rev()
@@ -59,7 +59,7 @@ fn count_line(stdout: &str) -> &str {
         .unwrap_or_else(|| panic!("no summary in:\n{stdout}"))
 }
 
-fn role(name: &str, inputs: Json) -> Json {
+pub(crate) fn role(name: &str, inputs: Json) -> Json {
     json!({"type": "postgresql:Role", "name": name, "inputs": inputs})
 }
 

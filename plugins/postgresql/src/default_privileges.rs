@@ -14,6 +14,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog;
 use crate::grant::{grantee_oid, role_exists};
 use crate::privilege::{self, Kind};
 use crate::server::{Server, text};
@@ -43,6 +44,33 @@ pub(crate) struct DefaultPrivilegesInputs {
     /// The role may grant the privileges to others.
     #[serde(default)]
     pub(crate) with_grant_option: bool,
+}
+
+/// The outputs: the defaults as held (defaulted, so that an import, which has none yet, reads).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub(crate) struct DefaultPrivilegesOutputs {
+    pub(crate) role: String,
+    pub(crate) database: String,
+    pub(crate) owner: String,
+    pub(crate) schema: Option<String>,
+    pub(crate) object_type: String,
+    pub(crate) privileges: Vec<String>,
+    pub(crate) with_grant_option: bool,
+}
+
+impl From<DefaultPrivilegesInputs> for DefaultPrivilegesOutputs {
+    fn from(d: DefaultPrivilegesInputs) -> DefaultPrivilegesOutputs {
+        DefaultPrivilegesOutputs {
+            role: d.role,
+            database: d.database,
+            owner: d.owner,
+            schema: d.schema,
+            object_type: d.object_type,
+            privileges: d.privileges,
+            with_grant_option: d.with_grant_option,
+        }
+    }
 }
 
 /// The `postgresql:DefaultPrivileges` resource type.
@@ -140,7 +168,11 @@ impl DefaultPrivileges {
                 ""
             }
         );
-        session.run(&format!("setting default privileges of `{}`", d.role), &sql)?;
+        catalog::write(
+            &mut session,
+            &format!("setting default privileges of `{}`", d.role),
+            &sql,
+        )?;
         self.observed(d)
     }
 
@@ -163,7 +195,7 @@ impl DefaultPrivileges {
 
 impl TypedResource for DefaultPrivileges {
     type Inputs = DefaultPrivilegesInputs;
-    type Outputs = DefaultPrivilegesInputs;
+    type Outputs = DefaultPrivilegesOutputs;
 
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::derive::<Self>("postgresql:DefaultPrivileges")
@@ -207,7 +239,7 @@ impl TypedResource for DefaultPrivileges {
         &self,
         _: &ResourceContext<'_>,
         d: DefaultPrivilegesInputs,
-    ) -> Result<Created<DefaultPrivilegesInputs>, ProviderError> {
+    ) -> Result<Created<DefaultPrivilegesOutputs>, ProviderError> {
         let outputs = self.apply(&d)?;
         let id = Id(
             d.role.clone(),
@@ -218,7 +250,7 @@ impl TypedResource for DefaultPrivileges {
         );
         Ok(Created {
             id: serde_json::to_string(&id).map_err(|e| ProviderError::failed(e.to_string()))?,
-            outputs,
+            outputs: outputs.into(),
         })
     }
 
@@ -227,8 +259,8 @@ impl TypedResource for DefaultPrivileges {
         _: &ResourceContext<'_>,
         id: String,
         inputs: DefaultPrivilegesInputs,
-        _: DefaultPrivilegesInputs,
-    ) -> Result<Option<ReadResult<DefaultPrivilegesInputs, DefaultPrivilegesInputs>>, ProviderError>
+        _: DefaultPrivilegesOutputs,
+    ) -> Result<Option<ReadResult<DefaultPrivilegesInputs, DefaultPrivilegesOutputs>>, ProviderError>
     {
         let Id(role, database, owner, schema, object_type) =
             serde_json::from_str(&id).map_err(|_| {
@@ -252,7 +284,7 @@ impl TypedResource for DefaultPrivileges {
         Ok(Some(ReadResult {
             id,
             inputs: read.clone(),
-            outputs: read,
+            outputs: read.into(),
         }))
     }
 
@@ -261,10 +293,10 @@ impl TypedResource for DefaultPrivileges {
         _: &ResourceContext<'_>,
         _: &str,
         _: DefaultPrivilegesInputs,
-        _: DefaultPrivilegesInputs,
+        _: DefaultPrivilegesOutputs,
         new: DefaultPrivilegesInputs,
-    ) -> Result<DefaultPrivilegesInputs, ProviderError> {
-        self.apply(&new)
+    ) -> Result<DefaultPrivilegesOutputs, ProviderError> {
+        self.apply(&new).map(Into::into)
     }
 
     fn delete(
@@ -272,7 +304,7 @@ impl TypedResource for DefaultPrivileges {
         _: &ResourceContext<'_>,
         _: &str,
         d: DefaultPrivilegesInputs,
-        _: DefaultPrivilegesInputs,
+        _: DefaultPrivilegesOutputs,
     ) -> Result<(), ProviderError> {
         let kind = kind_of(&d)?;
         if self.held(&d)?.is_none() {
@@ -285,7 +317,8 @@ impl TypedResource for DefaultPrivileges {
             kind.plural(),
             grantee(&d.role)
         );
-        session.run(
+        catalog::write(
+            &mut session,
             &format!("revoking default privileges of `{}`", d.role),
             &sql,
         )

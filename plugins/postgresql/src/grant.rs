@@ -15,6 +15,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog;
 use crate::privilege::{self, Kind};
 use crate::server::{Server, Session, text};
 use crate::sql::{self, grantee, ident, literal, qualified};
@@ -243,7 +244,11 @@ impl Grant {
                 }
             );
         }
-        session.run(&format!("granting privileges to `{}`", grant.role), &sql)
+        catalog::write(
+            &mut session,
+            &format!("granting privileges to `{}`", grant.role),
+            &sql,
+        )
     }
 
     fn outputs(&self, kind: Kind, grant: &GrantInputs) -> Result<GrantOutputs, ProviderError> {
@@ -421,6 +426,10 @@ impl TypedResource for Grant {
             target(kind, &grant),
             grantee(&grant.role)
         );
-        session.run(&format!("revoking privileges of `{}`", grant.role), &sql)
+        catalog::write(
+            &mut session,
+            &format!("revoking privileges of `{}`", grant.role),
+            &sql,
+        )
     }
 }

@@ -9,6 +9,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog;
 use crate::server::{Server, Session};
 use crate::sql::{self, ident, literal};
 
@@ -24,6 +25,25 @@ pub(crate) struct GrantRoleInputs {
     /// The member may grant the membership to others.
     #[serde(default)]
     pub(crate) with_admin_option: bool,
+}
+
+/// The outputs: the membership (defaulted, so that an import, which has none yet, reads).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub(crate) struct GrantRoleOutputs {
+    pub(crate) role: String,
+    pub(crate) grant_role: String,
+    pub(crate) with_admin_option: bool,
+}
+
+impl From<GrantRoleInputs> for GrantRoleOutputs {
+    fn from(m: GrantRoleInputs) -> GrantRoleOutputs {
+        GrantRoleOutputs {
+            role: m.role,
+            grant_role: m.grant_role,
+            with_admin_option: m.with_admin_option,
+        }
+    }
 }
 
 /// The `postgresql:GrantRole` resource type.
@@ -54,7 +74,8 @@ impl GrantRole {
         if m.with_admin_option {
             sql += " WITH ADMIN OPTION";
         }
-        session.run(
+        catalog::write(
+            &mut session,
             &format!("granting `{}` to `{}`", m.grant_role, m.role),
             &sql,
         )
@@ -63,7 +84,7 @@ impl GrantRole {
 
 impl TypedResource for GrantRole {
     type Inputs = GrantRoleInputs;
-    type Outputs = GrantRoleInputs;
+    type Outputs = GrantRoleOutputs;
 
     fn schema(&self) -> ResourceSchema {
         ResourceSchema::derive::<Self>("postgresql:GrantRole")
@@ -88,11 +109,14 @@ impl TypedResource for GrantRole {
         &self,
         _: &ResourceContext<'_>,
         m: GrantRoleInputs,
-    ) -> Result<Created<GrantRoleInputs>, ProviderError> {
+    ) -> Result<Created<GrantRoleOutputs>, ProviderError> {
         self.grant(&m)?;
         let id = serde_json::to_string(&(&m.role, &m.grant_role))
             .map_err(|e| ProviderError::failed(e.to_string()))?;
-        Ok(Created { id, outputs: m })
+        Ok(Created {
+            id,
+            outputs: m.into(),
+        })
     }
 
     fn read(
@@ -100,8 +124,8 @@ impl TypedResource for GrantRole {
         _: &ResourceContext<'_>,
         id: String,
         inputs: GrantRoleInputs,
-        _: GrantRoleInputs,
-    ) -> Result<Option<ReadResult<GrantRoleInputs, GrantRoleInputs>>, ProviderError> {
+        _: GrantRoleOutputs,
+    ) -> Result<Option<ReadResult<GrantRoleInputs, GrantRoleOutputs>>, ProviderError> {
         let (role, grant_role): (String, String) = serde_json::from_str(&id).map_err(|_| {
             ProviderError::failed(format!(
                 "`{id}` is not a membership id; it is a JSON array [role, grant_role]"
@@ -120,7 +144,7 @@ impl TypedResource for GrantRole {
         Ok(Some(ReadResult {
             id,
             inputs: m.clone(),
-            outputs: m,
+            outputs: m.into(),
         }))
     }
 
@@ -129,11 +153,11 @@ impl TypedResource for GrantRole {
         _: &ResourceContext<'_>,
         _: &str,
         _: GrantRoleInputs,
-        _: GrantRoleInputs,
+        _: GrantRoleOutputs,
         new: GrantRoleInputs,
-    ) -> Result<GrantRoleInputs, ProviderError> {
+    ) -> Result<GrantRoleOutputs, ProviderError> {
         self.grant(&new)?;
-        Ok(new)
+        Ok(new.into())
     }
 
     fn delete(
@@ -141,13 +165,14 @@ impl TypedResource for GrantRole {
         _: &ResourceContext<'_>,
         _: &str,
         m: GrantRoleInputs,
-        _: GrantRoleInputs,
+        _: GrantRoleOutputs,
     ) -> Result<(), ProviderError> {
         let mut session = self.0.connect(None)?;
         if fetch(&mut session, &m)?.is_none() {
             return Ok(());
         }
-        session.run(
+        catalog::write(
+            &mut session,
             &format!("revoking `{}` from `{}`", m.grant_role, m.role),
             &format!("REVOKE {} FROM {}", ident(&m.grant_role), ident(&m.role)),
         )

@@ -1,5 +1,6 @@
-//! The `postgresql` provider: roles, databases, schemas, grants, role memberships, extensions
-//! and default privileges on a real PostgreSQL server, over the network the project grants.
+//! The `postgresql` provider: roles, databases, schemas, grants, role memberships, extensions,
+//! default privileges, replication, functions and foreign servers on a real PostgreSQL server,
+//! over the network the project grants.
 //!
 //! | type | id | update in place | replace |
 //! |---|---|---|---|
@@ -10,28 +11,49 @@
 //! | `postgresql:GrantRole` | JSON `[role, grant_role]` | `with_admin_option` | `role`, `grant_role` |
 //! | `postgresql:Extension` | `DATABASE-OID/NAME` (import: `DATABASE/NAME`) | `schema`, `version` | `name` |
 //! | `postgresql:DefaultPrivileges` | JSON of what it covers | `privileges`, `with_grant_option` | the others |
+//! | `postgresql:Publication` | `DATABASE-OID/OID` (import: `DATABASE/NAME`) | `name`, `tables`, `owner`, `publish_param`, `publish_via_partition_root_param` | `database`, `all_tables` |
+//! | `postgresql:Subscription` | `DATABASE-OID/OID` (import: `DATABASE/NAME`) | `conninfo`, `publications` | `name`, `database`, `create_slot`, `slot_name` |
+//! | `postgresql:ReplicationSlot` | name | — | all |
+//! | `postgresql:PhysicalReplicationSlot` | name | — | all |
+//! | `postgresql:Function` | `DATABASE-OID/OID` (import: `DATABASE/SCHEMA.NAME(TYPES)`) | body, language, attributes | `name`, `schema`, `database`, `args`, `returns` |
+//! | `postgresql:Server` | `DATABASE-OID/OID` (import: `DATABASE/NAME`) | `server_name`, `options`, `server_version`, `server_owner` | `fdw_name`, `database`, `server_type` |
+//! | `postgresql:UserMapping` | JSON `[database, server_name, user_name]` | `options`, `password` | the others |
+//!
+//! Functions: `postgresql:getSchemas`, `postgresql:getTables`, `postgresql:getSequences` (see
+//! [`lookups`]). Catalog writes that race (grants, default privileges, memberships) are
+//! serialized per database (see [`catalog`]).
 //!
 //! Replacements delete the old object first (names are unique). The provider asks for exactly the TCP endpoint its configuration names (`{host}:{port}`):
 //! the host resolves that capability when the provider is configured and checks it against the
 //! project's grants. Every name is quoted and every literal escaped; see [`sql`].
 
+mod catalog;
 mod config;
 mod database;
 mod default_privileges;
 mod delete_first;
 mod extension;
+mod foreign_server;
+mod function;
 mod grant;
 mod grant_role;
+mod ids;
+mod lookups;
+mod options;
 mod privilege;
+mod publication;
+mod replication_slot;
 mod role;
 mod schema;
 mod server;
 mod sql;
+mod subscription;
+mod user_mapping;
 mod wire;
 
 use plinth_sdk::{
-    Capabilities, PropertyMap, PropertySchema, Provider, ProviderError, ResourceType, Typed, Value,
-    from_value, properties_of,
+    Capabilities, FunctionSchema, PropertyMap, PropertySchema, Provider, ProviderError,
+    ResourceType, Typed, Value, from_value, properties_of,
 };
 
 use crate::config::Settings;
@@ -54,7 +76,9 @@ impl Provider for Postgresql {
     }
 
     fn description(&self) -> &str {
-        "PostgreSQL roles, databases, schemas, grants, extensions and default privileges."
+        "PostgreSQL roles, databases, schemas, grants, extensions, default privileges, \
+         publications, subscriptions, replication slots, functions, foreign servers and user \
+         mappings."
     }
 
     /// The server's endpoint, as the configuration names it: the project grants exactly that.
@@ -78,7 +102,31 @@ impl Provider for Postgresql {
             Box::new(DeleteFirst(Typed(default_privileges::DefaultPrivileges(
                 server.clone(),
             )))),
+            Box::new(DeleteFirst(Typed(publication::Publication(server.clone())))),
+            Box::new(DeleteFirst(Typed(subscription::Subscription(
+                server.clone(),
+            )))),
+            Box::new(DeleteFirst(Typed(replication_slot::ReplicationSlot(
+                server.clone(),
+            )))),
+            Box::new(DeleteFirst(Typed(
+                replication_slot::PhysicalReplicationSlot(server.clone()),
+            ))),
+            Box::new(DeleteFirst(Typed(function::Function(server.clone())))),
+            Box::new(DeleteFirst(Typed(foreign_server::Server(server.clone())))),
+            Box::new(DeleteFirst(Typed(user_mapping::UserMapping(
+                server.clone(),
+            )))),
         ]
+    }
+
+    fn functions(&self) -> Vec<FunctionSchema> {
+        lookups::schemas()
+    }
+
+    fn invoke(&self, token: &str, args: PropertyMap) -> Result<Value, ProviderError> {
+        lookups::invoke(&self.server, token, args)
+            .unwrap_or_else(|| Err(ProviderError::UnknownType(token.to_owned())))
     }
 
     fn configure(&mut self, config: PropertyMap) -> Result<(), ProviderError> {

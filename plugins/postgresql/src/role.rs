@@ -12,6 +12,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog;
 use crate::server::{Lookup, Server, Session, text};
 use crate::sql::{self, ident, literal};
 
@@ -266,7 +267,11 @@ impl TypedResource for Role {
         for group in &inputs.roles {
             sql += &format!("GRANT {} TO {};", ident(group), ident(&inputs.name));
         }
-        session.run(&format!("creating role `{}`", inputs.name), &sql)?;
+        catalog::write(
+            &mut session,
+            &format!("creating role `{}`", inputs.name),
+            &sql,
+        )?;
         let outputs = self.read_back(&mut session, Lookup::Name(&inputs.name), &inputs)?;
         Ok(Created {
             id: outputs.oid.to_string(),
@@ -329,7 +334,7 @@ impl TypedResource for Role {
         for group in new.roles.iter().filter(|g| !current.roles.contains(g)) {
             sql += &format!("GRANT {} TO {};", ident(group), ident(&new.name));
         }
-        session.run(&format!("updating role `{}`", new.name), &sql)?;
+        catalog::write(&mut session, &format!("updating role `{}`", new.name), &sql)?;
         self.read_back(&mut session, Lookup::of(id), &new)
     }
 

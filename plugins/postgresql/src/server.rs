@@ -84,6 +84,11 @@ impl Session {
         self.conn.execute(sql).map_err(failed(doing))
     }
 
+    /// Runs `sql`; the server's error as it is, for callers that react to its code.
+    pub(crate) fn execute(&mut self, sql: &str) -> Result<(), DbError> {
+        self.conn.execute(sql)
+    }
+
     /// The rows `sql` returns.
     pub(crate) fn rows(&mut self, doing: &str, sql: &str) -> Result<Vec<Row>, ProviderError> {
         self.conn.query(sql).map_err(failed(doing))

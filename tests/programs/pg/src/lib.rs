@@ -6,6 +6,9 @@
 //! `{"$output": ["NAME", "FIELD"]}` is the output `FIELD` of the resource `NAME` registered
 //! before. `{"$password": N}` registers a `random:RandomPassword` of length N (named after the
 //! resource and input) and uses its result. Every resource's outputs are exported under its name.
+//!
+//! An entry `{"invoke": "postgresql:getTables", "name": "NAME", "args": {...}}` calls a provider
+//! function instead and exports its result under `NAME`.
 
 use std::collections::BTreeMap;
 
@@ -19,8 +22,18 @@ fn main(ctx: &Context) -> Result<(), Error> {
     let mut registered: BTreeMap<String, Resource> = BTreeMap::new();
     for entry in spec {
         let field = |key: &str| entry.get(key).and_then(Json::as_str).map(str::to_owned);
-        let ty = field("type").ok_or_else(|| Error::new("a resource without `type`"))?;
         let name = field("name").ok_or_else(|| Error::new("a resource without `name`"))?;
+        if let Some(token) = field("invoke") {
+            let mut args = PropertyMap::new();
+            if let Some(Json::Object(given)) = entry.get("args") {
+                for (key, value) in given {
+                    args.insert(key.clone(), convert(ctx, &registered, &name, value)?);
+                }
+            }
+            ctx.export(name, ctx.invoke(&token, args)?);
+            continue;
+        }
+        let ty = field("type").ok_or_else(|| Error::new("a resource without `type`"))?;
         let mut inputs = PropertyMap::new();
         if let Some(Json::Object(given)) = entry.get("inputs") {
             for (key, value) in given {
