@@ -27,6 +27,7 @@ mod role;
 mod schema;
 mod server;
 mod sql;
+mod tls;
 mod wire;
 
 use plinth_sdk::{
