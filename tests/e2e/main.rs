@@ -40,6 +40,7 @@ mod policy_polyglot;
 mod policy_service;
 mod polyglot;
 mod postgres;
+mod postgres_tls;
 mod pypi;
 mod reach;
 mod recovery;
