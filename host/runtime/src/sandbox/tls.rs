@@ -125,11 +125,13 @@ impl client::Host for TlsClient<'_> {
             Ok(Ok(stream)) => stream,
         };
         let (_, session) = stream.get_ref();
-        let protocol_version = (session.protocol_version())
-            .map(|v| v.as_str().unwrap_or("unknown").to_owned())
-            .unwrap_or_default();
+        let protocol_version = match session.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "unknown",
+        };
         let cipher_suite = (session.negotiated_cipher_suite())
-            .map(|s| s.suite().as_str().unwrap_or("unknown").to_owned())
+            .map(|s| format!("{:?}", s.suite()))
             .unwrap_or_default();
         let alpn = (session.alpn_protocol()).map(|p| String::from_utf8_lossy(p).into_owned());
         let (reader, writer) = tokio::io::split(stream);
@@ -138,7 +140,7 @@ impl client::Host for TlsClient<'_> {
         Ok(Ok(Session {
             input: self.table.push(input)?,
             output: self.table.push(output)?,
-            protocol_version,
+            protocol_version: protocol_version.to_owned(),
             cipher_suite,
             alpn,
         }))
@@ -208,4 +210,48 @@ fn presented_names(names: &[String]) -> String {
         shown.push(format!("and {} more", names.len() - SHOWN));
     }
     shown.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_a_certificate_carries_are_shown_escaped_and_few() {
+        let names: Vec<String> = (0..8).map(|i| format!("n{i}.example")).collect();
+        let shown = presented_names(&names);
+        assert!(shown.starts_with("`n0.example`, `n1.example`"), "{shown}");
+        assert!(shown.ends_with("and 3 more"), "{shown}");
+        let hostile = presented_names(&["a\n[fake] created\u{1b}[2K".to_owned()]);
+        assert!(!hostile.contains('\n') && !hostile.contains('\u{1b}'), "{hostile}");
+        assert_eq!(presented_names(&[]), "no name");
+    }
+
+    #[test]
+    fn handshake_failures_are_named_by_their_reason() {
+        let tls = |e: rustls::Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+        let cert = |c| tls(rustls::Error::InvalidCertificate(c));
+        let unknown = explain(&cert(rustls::CertificateError::UnknownIssuer), "db");
+        assert_eq!(unknown.code, ErrorCode::UnknownIssuer);
+        assert!(unknown.message.contains("unknown issuer"), "{}", unknown.message);
+        let name = explain(
+            &cert(rustls::CertificateError::NotValidForNameContext {
+                expected: ServerName::try_from("db").unwrap().to_owned(),
+                presented: vec!["localhost".to_owned()],
+            }),
+            "db",
+        );
+        assert_eq!(name.code, ErrorCode::NameMismatch);
+        assert!(name.message.contains("host name mismatch"), "{}", name.message);
+        assert!(name.message.contains("`localhost`"), "{}", name.message);
+        let alert = explain(
+            &tls(rustls::Error::AlertReceived(
+                rustls::AlertDescription::CertificateRequired,
+            )),
+            "db",
+        );
+        assert_eq!(alert.code, ErrorCode::RefusedByServer);
+        let closed = explain(&std::io::ErrorKind::UnexpectedEof.into(), "db");
+        assert_eq!(closed.code, ErrorCode::Connection);
+    }
 }

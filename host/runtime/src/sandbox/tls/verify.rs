@@ -199,3 +199,48 @@ impl ServerCertVerifier for Unverified {
         self.0.supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request<'a>(verification: Verification, roots: &'a str) -> Request<'a> {
+        Request {
+            verification,
+            roots,
+            system_roots: false,
+            identity: None,
+            alpn: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn roots_that_are_not_pem_certificates_are_refused_saying_so() {
+        let err = client_config(&request(Verification::Full, "not a certificate")).unwrap_err();
+        assert!(err.contains("holds no certificate"), "{err}");
+        let damaged = "-----BEGIN CERTIFICATE-----\nAAAA!!!!\n-----END CERTIFICATE-----\n";
+        let err = client_config(&request(Verification::Full, damaged)).unwrap_err();
+        assert!(err.contains("trusted root"), "{err}");
+    }
+
+    #[test]
+    fn a_check_needs_a_root_and_none_needs_nothing() {
+        let err = client_config(&request(Verification::ChainOnly, "")).unwrap_err();
+        assert!(err.contains("no root to verify"), "{err}");
+        assert!(client_config(&request(Verification::None, "")).is_ok());
+    }
+
+    #[test]
+    fn a_malformed_client_key_is_refused_without_quoting_it() {
+        let key = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END PRIVATE KEY-----\n";
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let mut asked = request(Verification::None, "");
+        asked.identity = Some((cert, key));
+        let err = client_config(&asked).unwrap_err();
+        assert!(!err.contains("c2VjcmV0"), "the key is quoted: {err}");
+        asked.identity = Some((cert, "garbage"));
+        let err = client_config(&asked).unwrap_err();
+        assert!(err.contains("not a PEM private key"), "{err}");
+        assert!(!err.contains("garbage"), "{err}");
+    }
+}
