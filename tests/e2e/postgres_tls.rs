@@ -74,7 +74,8 @@ fn verify_full_connects_and_manages_a_role() {
     assert!(role_exists(&pg, "tls_full_role"));
 
     // Drift made on the server is seen over TLS too, and restored.
-    pg.psql("postgres", "ALTER ROLE tls_full_role LOGIN").unwrap();
+    pg.psql("postgres", "ALTER ROLE tls_full_role LOGIN")
+        .unwrap();
     let out = env.ok(&["refresh", "--yes"]);
     assert!(out.contains("updated") || out.contains('~'), "{out}");
     env.ok(&["up", "--yes"]);
@@ -185,7 +186,10 @@ fn a_client_certificate_logs_in_and_its_key_stays_secret() {
         .unwrap()
         .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
         .collect::<String>();
-    assert!(!config.contains(&body[..32]), "the key shows in the stack config");
+    assert!(
+        !config.contains(&body[..32]),
+        "the key shows in the stack config"
+    );
 
     // A wrong key for the certificate is refused by the host before the handshake.
     let other = project(&pg, SERVER_NAME, "verify-full", "tls_by_cert");
@@ -194,7 +198,10 @@ fn a_client_certificate_logs_in_and_its_key_stays_secret() {
     set_pem(&other, "postgresql:sslcert", &tls.ca, false);
     set_pem(&other, "postgresql:sslkey", &tls.client_key, true);
     let err = other.fails(&["up", "--yes"]);
-    assert!(!err.contains(&body[..32]), "the key shows in an error: {err}");
+    assert!(
+        !err.contains(&body[..32]),
+        "the key shows in an error: {err}"
+    );
 
     env.ok(&["destroy", "--yes"]);
     assert!(!role_exists(&pg, "tls_by_cert"));

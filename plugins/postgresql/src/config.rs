@@ -153,7 +153,10 @@ impl Settings {
         const PASTE: &str = "the provider reads no files: give the PEM text itself, e.g. \
                              `plinth config set postgresql:sslrootcert -- \"$(cat root.crt)\"`";
         let mut failures = Vec::new();
-        for (name, pem) in [("sslrootcert", &self.sslrootcert), ("sslcert", &self.sslcert)] {
+        for (name, pem) in [
+            ("sslrootcert", &self.sslrootcert),
+            ("sslcert", &self.sslcert),
+        ] {
             if pem
                 .as_deref()
                 .is_some_and(|pem| !pem.contains("-----BEGIN CERTIFICATE-----"))
@@ -213,7 +216,8 @@ impl Settings {
             tls: Tls {
                 mode: SslMode::parse(&self.sslmode).unwrap_or(SslMode::Prefer),
                 root: self.sslrootcert.clone(),
-                identity: (self.sslcert.clone()).zip(self.sslkey.as_ref().map(|k| k.expose().clone())),
+                identity: (self.sslcert.clone())
+                    .zip(self.sslkey.as_ref().map(|k| k.expose().clone())),
             },
         }
     }

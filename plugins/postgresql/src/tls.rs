@@ -187,12 +187,11 @@ pub(crate) fn negotiate(mut tcp: TcpStream, host: &str, tls: &Tls) -> Result<Str
     tcp.read_exact(&mut answer).map_err(TlsFailure::Io)?;
     match answer[0] {
         b'S' => {
-            let stream = (tcp.into_tls(&tls.options(host))).map_err(|error| {
-                TlsFailure::Handshake {
+            let stream =
+                (tcp.into_tls(&tls.options(host))).map_err(|error| TlsFailure::Handshake {
                     mode: tls.mode,
                     error,
-                }
-            })?;
+                })?;
             Ok(Stream::Tls(Box::new(stream)))
         }
         b'N' if tls.mode.requires_tls() => Err(TlsFailure::NotSupported { mode: tls.mode }),

@@ -131,7 +131,9 @@ impl Connection {
         };
         let encrypted = matches!(stream, Stream::Tls(_));
         Connection::start(stream, target, database).map_err(|error| match error {
-            DbError::Server { code, message } if !encrypted && refused_plaintext(&code, &message) => {
+            DbError::Server { code, message }
+                if !encrypted && refused_plaintext(&code, &message) =>
+            {
                 DbError::RequiresTls {
                     mode: target.tls.mode,
                     message,

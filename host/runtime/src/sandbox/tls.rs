@@ -114,8 +114,8 @@ impl client::Host for TlsClient<'_> {
                 "a TLS session to `{shown_name}` without certificate verification, as asked"
             );
         }
-        let handshake = tokio_rustls::TlsConnector::from(config)
-            .connect(name, Transport::new(input, output));
+        let handshake =
+            tokio_rustls::TlsConnector::from(config).connect(name, Transport::new(input, output));
         let stream = match tokio::time::timeout_at(self.deadline.into(), handshake).await {
             Err(_) => {
                 *self.timed_out = true;
@@ -174,7 +174,9 @@ fn explain(error: &std::io::Error, server: &str) -> client::Error {
         ),
         E::InvalidCertificate(C::NotValidForName) => failure(
             ErrorCode::NameMismatch,
-            format!("the certificate of `{server}` is not valid for that name (host name mismatch)"),
+            format!(
+                "the certificate of `{server}` is not valid for that name (host name mismatch)"
+            ),
         ),
         E::InvalidCertificate(
             C::Expired | C::ExpiredContext { .. } | C::NotValidYet | C::NotValidYetContext { .. },
@@ -197,6 +199,13 @@ fn explain(error: &std::io::Error, server: &str) -> client::Error {
     }
 }
 
+/// A name as rustls presents it (`DnsName("db.example")`), without the wrapping.
+fn bare(name: &str) -> &str {
+    (name.split_once("(\""))
+        .and_then(|(_, inner)| inner.strip_suffix("\")"))
+        .unwrap_or(name)
+}
+
 /// The names a certificate presents, escaped and shortened for a message.
 fn presented_names(names: &[String]) -> String {
     const SHOWN: usize = 5;
@@ -204,7 +213,7 @@ fn presented_names(names: &[String]) -> String {
         return "no name".to_owned();
     }
     let mut shown: Vec<String> = (names.iter().take(SHOWN))
-        .map(|n| format!("`{}`", plinth_engine::shown::escape_controls(n)))
+        .map(|n| format!("`{}`", plinth_engine::shown::escape_controls(bare(n))))
         .collect();
     if names.len() > SHOWN {
         shown.push(format!("and {} more", names.len() - SHOWN));
@@ -218,12 +227,17 @@ mod tests {
 
     #[test]
     fn the_names_a_certificate_carries_are_shown_escaped_and_few() {
-        let names: Vec<String> = (0..8).map(|i| format!("n{i}.example")).collect();
+        let names: Vec<String> = (0..8)
+            .map(|i| format!("DnsName(\"n{i}.example\")"))
+            .collect();
         let shown = presented_names(&names);
         assert!(shown.starts_with("`n0.example`, `n1.example`"), "{shown}");
         assert!(shown.ends_with("and 3 more"), "{shown}");
         let hostile = presented_names(&["a\n[fake] created\u{1b}[2K".to_owned()]);
-        assert!(!hostile.contains('\n') && !hostile.contains('\u{1b}'), "{hostile}");
+        assert!(
+            !hostile.contains('\n') && !hostile.contains('\u{1b}'),
+            "{hostile}"
+        );
         assert_eq!(presented_names(&[]), "no name");
     }
 
@@ -233,7 +247,11 @@ mod tests {
         let cert = |c| tls(rustls::Error::InvalidCertificate(c));
         let unknown = explain(&cert(rustls::CertificateError::UnknownIssuer), "db");
         assert_eq!(unknown.code, ErrorCode::UnknownIssuer);
-        assert!(unknown.message.contains("unknown issuer"), "{}", unknown.message);
+        assert!(
+            unknown.message.contains("unknown issuer"),
+            "{}",
+            unknown.message
+        );
         let name = explain(
             &cert(rustls::CertificateError::NotValidForNameContext {
                 expected: ServerName::try_from("db").unwrap().to_owned(),
@@ -242,7 +260,11 @@ mod tests {
             "db",
         );
         assert_eq!(name.code, ErrorCode::NameMismatch);
-        assert!(name.message.contains("host name mismatch"), "{}", name.message);
+        assert!(
+            name.message.contains("host name mismatch"),
+            "{}",
+            name.message
+        );
         assert!(name.message.contains("`localhost`"), "{}", name.message);
         let alert = explain(
             &tls(rustls::Error::AlertReceived(

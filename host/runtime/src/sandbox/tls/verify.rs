@@ -8,7 +8,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 
 /// What the guest asked for, in the host's terms.
 pub(crate) struct Request<'a> {
@@ -98,9 +100,11 @@ fn verifier(
         roots.add_parsable_certificates(system_roots().iter().cloned());
     }
     if roots.is_empty() {
-        return Err("no root to verify the server's certificate with: give a root \
+        return Err(
+            "no root to verify the server's certificate with: give a root \
                     certificate, or trust the system's roots"
-            .to_owned());
+                .to_owned(),
+        );
     }
     let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
@@ -232,7 +236,8 @@ mod tests {
 
     #[test]
     fn a_malformed_client_key_is_refused_without_quoting_it() {
-        let key = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END PRIVATE KEY-----\n";
+        let key =
+            "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END PRIVATE KEY-----\n";
         let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
         let mut asked = request(Verification::None, "");
         asked.identity = Some((cert, key));
