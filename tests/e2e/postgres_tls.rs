@@ -3,19 +3,17 @@
 //! the handshake and checks the certificate as `sslmode` says; every refusal names its reason,
 //! and nothing is created on a refused run.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use plinth_test_postgres::{CERT_USER, Postgres, SERVER_NAME};
 use serde_json::json;
 
 use crate::support::{Env, guest};
 
-/// One TLS cluster for the tests of this module (each uses names of its own).
+/// One TLS cluster for the tests of this module (each uses names of its own), stopped when the
+/// test process exits.
 fn server() -> Arc<Postgres> {
-    static SERVER: OnceLock<Arc<Postgres>> = OnceLock::new();
-    SERVER
-        .get_or_init(|| Arc::new(Postgres::start_tls().expect("a PostgreSQL server with TLS")))
-        .clone()
+    Postgres::shared_tls().expect("a PostgreSQL server with TLS")
 }
 
 /// A project whose provider connects to `host` on `server`'s port with `sslmode`, granted

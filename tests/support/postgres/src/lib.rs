@@ -70,22 +70,48 @@ pub struct Postgres {
 
 /// The server [`Postgres::shared`] hands out, from its first call to the process's exit.
 static SHARED: Mutex<Option<Arc<Postgres>>> = Mutex::new(None);
+/// The server [`Postgres::shared_tls`] hands out, likewise.
+static SHARED_TLS: Mutex<Option<Arc<Postgres>>> = Mutex::new(None);
 
 // SAFETY: C's `atexit`, from the C library every Rust program on these platforms links.
 unsafe extern "C" {
     fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
 }
 
-/// Run by `exit` (a test binary's end, passed or failed): stops and removes the shared server.
+/// Run by `exit` (a test binary's end, passed or failed): stops and removes the shared servers.
 extern "C" fn stop_shared_at_exit() {
     // `try_lock`: a thread still inside `shared` must not hang the exit; the next start of any
     // test process sweeps the cluster left behind, as for a killed one.
-    let server = match SHARED.try_lock() {
-        Ok(mut shared) => shared.take(),
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
-        Err(std::sync::TryLockError::WouldBlock) => None,
-    };
-    drop(server);
+    for slot in [&SHARED, &SHARED_TLS] {
+        let server = match slot.try_lock() {
+            Ok(mut shared) => shared.take(),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        drop(server);
+    }
+}
+
+/// The server in `slot`, started by `start` on the first call.
+fn shared_in(
+    slot: &Mutex<Option<Arc<Postgres>>>,
+    start: fn() -> Result<Postgres>,
+) -> Result<Arc<Postgres>> {
+    static AT_EXIT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let mut shared = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(server) = &*shared {
+        return Ok(Arc::clone(server));
+    }
+    let server = Arc::new(start()?);
+    // SAFETY: registers a plain function once; it touches nothing the exit has torn down (the
+    // mutexes and the servers' own files).
+    if !*AT_EXIT.get_or_init(|| unsafe { atexit(stop_shared_at_exit) } == 0) {
+        return Err(Error(
+            "cannot register the shared server's stop at exit (atexit failed)".into(),
+        ));
+    }
+    *shared = Some(Arc::clone(&server));
+    Ok(server)
 }
 
 impl Postgres {
@@ -94,20 +120,12 @@ impl Postgres {
     /// another do not each create, start and stop a cluster of their own. Tests that stop or
     /// restart the server must use [`Postgres::start`] for their own.
     pub fn shared() -> Result<Arc<Postgres>> {
-        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(server) = &*shared {
-            return Ok(Arc::clone(server));
-        }
-        let server = Arc::new(Postgres::start()?);
-        // SAFETY: registers a plain function once (`shared` is `None` only until here); it
-        // touches nothing the exit has torn down (a mutex and the server's own files).
-        if unsafe { atexit(stop_shared_at_exit) } != 0 {
-            return Err(Error(
-                "cannot register the shared server's stop at exit (atexit failed)".into(),
-            ));
-        }
-        *shared = Some(Arc::clone(&server));
-        Ok(server)
+        shared_in(&SHARED, Postgres::start)
+    }
+
+    /// A server started by [`Postgres::start_tls`], shared as [`Postgres::shared`] is.
+    pub fn shared_tls() -> Result<Arc<Postgres>> {
+        shared_in(&SHARED_TLS, Postgres::start_tls)
     }
 
     /// A new cluster of its own, started.
