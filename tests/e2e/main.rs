@@ -44,6 +44,7 @@ mod polyglot;
 mod postgres;
 mod postgres_parity;
 mod postgres_races;
+mod postgres_tls;
 mod py_modules;
 mod pypi;
 mod reach;

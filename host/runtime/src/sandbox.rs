@@ -3,7 +3,8 @@
 //! wrong when it did, with what the sandbox refused the guest during it.
 //!
 //! Its submodules are the sandbox's parts: the limits and the epoch deadline, bounded waits,
-//! stdio, the environment, sockets and HTTP under their grants, and the denials a call met.
+//! stdio, the environment, sockets and HTTP under their grants, TLS done by the host over a
+//! granted connection, and the denials a call met.
 
 pub(crate) mod denial;
 pub(crate) mod env;
@@ -13,6 +14,7 @@ pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod net;
 pub(crate) mod stdio;
+pub(crate) mod tls;
 pub(crate) mod wait;
 
 use std::fmt::Write;
@@ -177,6 +179,15 @@ impl Sandbox {
     /// The view the deadline-bounded `wasi:io/poll` works on.
     pub(crate) fn bounded_poll(&mut self) -> BoundedPoll<'_> {
         BoundedPoll {
+            table: &mut self.table,
+            deadline: self.deadline,
+            timed_out: &mut self.timed_out,
+        }
+    }
+
+    /// The view `plinth:tls/client` works on.
+    pub(crate) fn tls_client(&mut self) -> crate::sandbox::tls::TlsClient<'_> {
+        crate::sandbox::tls::TlsClient {
             table: &mut self.table,
             deadline: self.deadline,
             timed_out: &mut self.timed_out,

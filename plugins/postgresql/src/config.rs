@@ -7,6 +7,7 @@ use plinth_sdk::{CheckFailure, Secret};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::tls::{SslMode, Tls};
 use crate::wire::Target;
 
 /// The settings of the PostgreSQL provider.
@@ -28,10 +29,23 @@ pub(crate) struct Settings {
     /// The password of `username`, if the server asks for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) password: Option<Secret<String>>,
-    /// `disable`, `allow` or `prefer` (all connect without TLS: this build has no TLS stack
-    /// for WebAssembly); `require`, `verify-ca` and `verify-full` are refused.
+    /// TLS, as libpq's `sslmode`: `disable` (never), `allow` (only if the server insists),
+    /// `prefer` (if the server offers it; the default), `require` (always; the certificate is
+    /// checked only against `sslrootcert` if given), `verify-ca` (always, the certificate
+    /// signed by a trusted root), `verify-full` (also naming `host`). TLS is done by the host.
     #[serde(default = "default_sslmode")]
     pub(crate) sslmode: String,
+    /// The root certificate(s) the server's certificate must lead to, as PEM text (not a file
+    /// name). Without it, `verify-ca` and `verify-full` trust the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sslrootcert: Option<String>,
+    /// A client certificate (PEM text, its chain), for servers that authenticate by
+    /// certificate; with `sslkey`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sslcert: Option<String>,
+    /// The private key of `sslcert` (PEM text), as a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sslkey: Option<Secret<String>>,
     /// Seconds to wait for the connection to open (0: as long as the system does).
     #[serde(default = "no_timeout")]
     pub(crate) connect_timeout: Whole,
@@ -85,6 +99,9 @@ impl Default for Settings {
             username: default_username(),
             password: None,
             sslmode: default_sslmode(),
+            sslrootcert: None,
+            sslcert: None,
+            sslkey: None,
             connect_timeout: no_timeout(),
         }
     }
@@ -113,29 +130,70 @@ impl Settings {
                 "must be a whole number of seconds (0: no limit)",
             ));
         }
-        match self.sslmode.as_str() {
-            "disable" | "allow" | "prefer" => {}
-            "require" | "verify-ca" | "verify-full" => failures.push(CheckFailure::new(
+        if SslMode::parse(&self.sslmode).is_none() {
+            failures.push(CheckFailure::new(
                 "sslmode",
                 format!(
-                    "`{}` needs TLS, which this build of the provider cannot speak (no TLS \
-                     stack builds for WebAssembly components yet); use `disable` or `prefer` \
-                     on a trusted network",
-                    self.sslmode
+                    "`{}` is not an sslmode; use disable, allow, prefer, require, verify-ca or \
+                     verify-full",
+                    escape(&self.sslmode)
                 ),
-            )),
-            other => failures.push(CheckFailure::new(
-                "sslmode",
-                format!(
-                    "`{other}` is not an sslmode; use disable, allow, prefer, require, \
-                     verify-ca or verify-full"
-                ),
-            )),
+            ));
         }
+        failures.extend(self.certificate_problems());
         failures.extend(crate::sql::check_names([
             ("database", self.database.as_str()),
             ("username", self.username.as_str()),
         ]));
+        failures
+    }
+
+    /// What is wrong with the TLS certificates and key, which must be PEM text.
+    fn certificate_problems(&self) -> Vec<CheckFailure> {
+        const PASTE: &str = "the provider reads no files: give the PEM text itself, e.g. \
+                             `plinth config set postgresql:sslrootcert -- \"$(cat root.crt)\"`";
+        let mut failures = Vec::new();
+        for (name, pem) in [
+            ("sslrootcert", &self.sslrootcert),
+            ("sslcert", &self.sslcert),
+        ] {
+            if pem
+                .as_deref()
+                .is_some_and(|pem| !pem.contains("-----BEGIN CERTIFICATE-----"))
+            {
+                failures.push(CheckFailure::new(
+                    name,
+                    format!("must hold a PEM certificate (`-----BEGIN CERTIFICATE-----`); {PASTE}"),
+                ));
+            }
+        }
+        let key = self.sslkey.as_ref().map(|k| k.expose().as_str());
+        if key.is_some_and(|key| !(key.contains("-----BEGIN") && key.contains("PRIVATE KEY-----")))
+        {
+            // Never quotes the key.
+            failures.push(CheckFailure::new(
+                "sslkey",
+                format!("must hold a PEM private key (`-----BEGIN PRIVATE KEY-----`); {PASTE}"),
+            ));
+        }
+        match (&self.sslcert, key) {
+            (Some(_), None) => failures.push(CheckFailure::new(
+                "sslkey",
+                "is needed with `sslcert`: set the certificate's private key (as a secret)",
+            )),
+            (None, Some(_)) => failures.push(CheckFailure::new(
+                "sslcert",
+                "is needed with `sslkey`: set the client certificate the key belongs to",
+            )),
+            _ => {}
+        }
+        if self.sslmode == "disable" && (self.sslcert.is_some() || self.sslrootcert.is_some()) {
+            failures.push(CheckFailure::new(
+                "sslmode",
+                "is `disable`, so the certificates given are never used: remove them or use \
+                 `verify-full`",
+            ));
+        }
         failures
     }
 
@@ -155,6 +213,17 @@ impl Settings {
             username: self.username.clone(),
             password: self.password.as_ref().map(|p| p.expose().clone()),
             connect_timeout: timeout.map(|s| Duration::from_secs(s.unsigned_abs())),
+            tls: Tls {
+                mode: SslMode::parse(&self.sslmode).unwrap_or(SslMode::Prefer),
+                root: self.sslrootcert.clone(),
+                identity: (self.sslcert.clone())
+                    .zip(self.sslkey.as_ref().map(|k| k.expose().clone())),
+            },
         }
     }
+}
+
+/// `text` shown in a message: control characters escaped, cut short.
+fn escape(text: &str) -> String {
+    text.chars().take(40).flat_map(char::escape_debug).collect()
 }

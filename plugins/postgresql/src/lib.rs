@@ -48,6 +48,7 @@ mod schema;
 mod server;
 mod sql;
 mod subscription;
+mod tls;
 mod user_mapping;
 mod wire;
 

@@ -1,19 +1,22 @@
-//! A PostgreSQL connection over a plain `std::net::TcpStream` (which WASI 0.2 provides, subject
-//! to the sandbox's grants), speaking the wire protocol through `postgres-protocol`: the startup
-//! handshake with cleartext, md5 or SCRAM-SHA-256 authentication, then simple queries whose rows
-//! come back as text.
+//! A PostgreSQL connection over the SDK's TCP stream (`wasi:sockets`, subject to the sandbox's
+//! grants), with TLS as `sslmode` says (see [`crate::tls`]), speaking the wire protocol through
+//! `postgres-protocol`: the startup handshake with cleartext, md5 or SCRAM-SHA-256
+//! authentication (or a client certificate), then simple queries whose rows come back as text.
 //!
 //! The password is used only to answer the server's challenge; it never appears in an error.
 
 use std::fmt;
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::{self, sasl};
 use postgres_protocol::message::{backend, frontend};
+
+use plinth_sdk::net::TcpStream;
+
+use crate::tls::{SslMode, Stream, Tls, TlsFailure, negotiate};
 
 /// Where and as whom to connect.
 #[derive(Clone)]
@@ -23,12 +26,17 @@ pub(crate) struct Target {
     pub(crate) username: String,
     pub(crate) password: Option<String>,
     pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) tls: Tls,
 }
 
 impl fmt::Debug for Target {
-    // Never shows the password.
+    // Never shows the password nor the key.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}:{}", self.username, self.host, self.port)
+        write!(
+            f,
+            "{}@{}:{} ({:?})",
+            self.username, self.host, self.port, self.tls
+        )
     }
 }
 
@@ -41,6 +49,10 @@ pub(crate) enum DbError {
     Server { code: String, message: String },
     /// The server asks for an authentication method this client does not speak.
     Unsupported(String),
+    /// TLS could not be set up as `sslmode` asks.
+    Tls(TlsFailure),
+    /// The server refused a connection without TLS (its message), which `sslmode` forbade.
+    RequiresTls { mode: SslMode, message: String },
 }
 
 impl DbError {
@@ -59,6 +71,13 @@ impl fmt::Display for DbError {
             DbError::Io { what, source } => write!(f, "{what}: {source}"),
             DbError::Server { code, message } => write!(f, "{message} (SQLSTATE {code})"),
             DbError::Unsupported(what) => f.write_str(what),
+            DbError::Tls(failure) => failure.fmt(f),
+            DbError::RequiresTls { mode, message } => write!(
+                f,
+                "{message}: the server requires SSL for this connection, and sslmode is \
+                 `{}`; set `postgresql:sslmode` to `verify-full` (or `require`)",
+                mode.as_str()
+            ),
         }
     }
 }
@@ -74,15 +93,58 @@ pub(crate) type Row = Vec<Option<String>>;
 
 /// An open, authenticated session.
 pub(crate) struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     inbox: BytesMut,
     outbox: BytesMut,
 }
 
 impl Connection {
-    /// Connects to `database` on the server `target` names and authenticates.
+    /// Connects to `database` on the server `target` names and authenticates, with TLS as its
+    /// `sslmode` says: `allow` tries without TLS first, `prefer` with TLS first, each falling
+    /// back to the other as libpq does.
     pub(crate) fn open(target: &Target, database: &str) -> Result<Connection, DbError> {
-        let stream = connect(target)?;
+        match target.tls.mode {
+            SslMode::Disable => Connection::open_with(target, database, false),
+            SslMode::Allow => match Connection::open_with(target, database, false) {
+                Err(DbError::RequiresTls { .. }) => Connection::open_with(target, database, true),
+                other => other,
+            },
+            SslMode::Prefer => match Connection::open_with(target, database, true) {
+                Err(DbError::Tls(failure)) if failure.handshake_failed() => {
+                    Connection::open_with(target, database, false)
+                }
+                other => other,
+            },
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                Connection::open_with(target, database, true)
+            }
+        }
+    }
+
+    /// Connects with TLS if `tls` (if the server declines, plain unless the mode requires TLS).
+    fn open_with(target: &Target, database: &str, tls: bool) -> Result<Connection, DbError> {
+        let tcp = connect(target)?;
+        let stream = if tls {
+            negotiate(tcp, &target.host, &target.tls).map_err(DbError::Tls)?
+        } else {
+            Stream::Plain(tcp)
+        };
+        let encrypted = matches!(stream, Stream::Tls(_));
+        Connection::start(stream, target, database).map_err(|error| match error {
+            DbError::Server { code, message }
+                if !encrypted && refused_plaintext(&code, &message) =>
+            {
+                DbError::RequiresTls {
+                    mode: target.tls.mode,
+                    message,
+                }
+            }
+            other => other,
+        })
+    }
+
+    /// The startup message and authentication, on a connection just opened.
+    fn start(stream: Stream, target: &Target, database: &str) -> Result<Connection, DbError> {
         let mut conn = Connection {
             stream,
             inbox: BytesMut::with_capacity(8192),
@@ -219,6 +281,7 @@ impl Connection {
     fn flush(&mut self) -> Result<(), DbError> {
         self.stream
             .write_all(&self.outbox)
+            .and_then(|()| self.stream.flush())
             .map_err(io_error("sending to the server"))?;
         self.outbox.clear();
         Ok(())
@@ -252,38 +315,25 @@ impl Drop for Connection {
     fn drop(&mut self) {
         frontend::terminate(&mut self.outbox);
         // The session ends either way; a failed goodbye changes nothing.
-        let _ = self.stream.write_all(&self.outbox);
+        let _ = (self.stream.write_all(&self.outbox)).and_then(|()| self.stream.flush());
     }
 }
 
 /// A TCP connection to the first address of `target` that answers.
 fn connect(target: &Target) -> Result<TcpStream, DbError> {
-    let what = || format!("connecting to {}:{}", target.host, target.port);
-    let addrs = (target.host.as_str(), target.port)
-        .to_socket_addrs()
-        .map_err(|source| DbError::Io {
-            what: format!("looking up {}", target.host),
+    TcpStream::connect(&target.host, target.port, target.connect_timeout).map_err(|source| {
+        DbError::Io {
+            what: format!("connecting to {}:{}", target.host, target.port),
             source,
-        })?;
-    let mut last = None;
-    for addr in addrs {
-        let attempt = match target.connect_timeout {
-            Some(timeout) => TcpStream::connect_timeout(&addr, timeout),
-            None => TcpStream::connect(addr),
-        };
-        match attempt {
-            Ok(stream) => {
-                // Best effort: not every platform supports it.
-                let _ = stream.set_nodelay(true);
-                return Ok(stream);
-            }
-            Err(e) => last = Some(e),
         }
-    }
-    Err(DbError::Io {
-        what: what(),
-        source: last.unwrap_or_else(|| io::Error::other("the name has no address")),
     })
+}
+
+/// Whether the server's refusal says it takes no connection without TLS from here:
+/// `pg_hba.conf` has only `hostssl` lines for it ("no encryption" since PostgreSQL 12, "SSL off"
+/// before).
+fn refused_plaintext(code: &str, message: &str) -> bool {
+    code == "28000" && (message.ends_with("no encryption") || message.ends_with("SSL off"))
 }
 
 fn row(body: &backend::DataRowBody) -> Result<Row, DbError> {

@@ -135,6 +135,8 @@
 ))]
 mod alloc;
 mod error;
+#[cfg(feature = "net")]
+pub mod net;
 #[cfg(feature = "policy")]
 mod policy;
 #[cfg(feature = "program")]

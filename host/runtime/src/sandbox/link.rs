@@ -1,4 +1,4 @@
-//! The sandbox's WASI in a linker: wasmtime-wasi's, with name lookups, environment reads,
+//! The sandbox's WASI in a linker (with `plinth:tls`, TLS over a guest's connection): wasmtime-wasi's, with name lookups, environment reads,
 //! blocking waits and `wasi:http` going through the sandbox's parts ([`net`](super::net),
 //! [`env`](super::env), [`wait`](super::wait), [`http`](super::http)) instead. Apart from those
 //! parts, so that none of them names the sandbox that holds them.
@@ -22,6 +22,7 @@ pub(crate) fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmt
     link_guarded_lookup(linker)?;
     link_watched_environment(linker)?;
     link_bounded_poll(linker)?;
+    crate::sandbox::tls::add_to_linker(linker)?;
     link_http(linker)
 }
 

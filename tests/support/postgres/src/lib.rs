@@ -21,10 +21,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tempfile::TempDir;
 
+mod tls;
+
+pub use tls::{SERVER_NAME, Tls};
+
 /// The system user that owns and serves clusters when the tests run as root.
 const SERVICE_USER: &str = "postgres";
 /// The superuser every cluster is created with.
 pub const SUPERUSER: &str = "postgres";
+/// On a cluster started by [`Postgres::start_tls`]: a superuser that logs in by client
+/// certificate only (`cert` in `pg_hba.conf`).
+pub const CERT_USER: &str = "plinth_cert_user";
 /// How long `pg_ctl` may wait for the server to start or stop (seconds). Generous: CI machines
 /// are loaded, and the bound only tells a hang from a slow start.
 const PG_CTL_WAIT_SECONDS: &str = "120";
@@ -57,26 +64,54 @@ pub struct Postgres {
     dir: TempDir,
     port: u16,
     password: String,
+    /// The certificates, for a cluster that speaks TLS.
+    tls: Option<Tls>,
 }
 
 /// The server [`Postgres::shared`] hands out, from its first call to the process's exit.
 static SHARED: Mutex<Option<Arc<Postgres>>> = Mutex::new(None);
+/// The server [`Postgres::shared_tls`] hands out, likewise.
+static SHARED_TLS: Mutex<Option<Arc<Postgres>>> = Mutex::new(None);
 
 // SAFETY: C's `atexit`, from the C library every Rust program on these platforms links.
 unsafe extern "C" {
     fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
 }
 
-/// Run by `exit` (a test binary's end, passed or failed): stops and removes the shared server.
+/// Run by `exit` (a test binary's end, passed or failed): stops and removes the shared servers.
 extern "C" fn stop_shared_at_exit() {
     // `try_lock`: a thread still inside `shared` must not hang the exit; the next start of any
     // test process sweeps the cluster left behind, as for a killed one.
-    let server = match SHARED.try_lock() {
-        Ok(mut shared) => shared.take(),
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
-        Err(std::sync::TryLockError::WouldBlock) => None,
-    };
-    drop(server);
+    for slot in [&SHARED, &SHARED_TLS] {
+        let server = match slot.try_lock() {
+            Ok(mut shared) => shared.take(),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        drop(server);
+    }
+}
+
+/// The server in `slot`, started by `start` on the first call.
+fn shared_in(
+    slot: &Mutex<Option<Arc<Postgres>>>,
+    start: fn() -> Result<Postgres>,
+) -> Result<Arc<Postgres>> {
+    static AT_EXIT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let mut shared = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(server) = &*shared {
+        return Ok(Arc::clone(server));
+    }
+    let server = Arc::new(start()?);
+    // SAFETY: registers a plain function once; it touches nothing the exit has torn down (the
+    // mutexes and the servers' own files).
+    if !*AT_EXIT.get_or_init(|| unsafe { atexit(stop_shared_at_exit) } == 0) {
+        return Err(Error(
+            "cannot register the shared server's stop at exit (atexit failed)".into(),
+        ));
+    }
+    *shared = Some(Arc::clone(&server));
+    Ok(server)
 }
 
 impl Postgres {
@@ -85,24 +120,36 @@ impl Postgres {
     /// another do not each create, start and stop a cluster of their own. Tests that stop or
     /// restart the server must use [`Postgres::start`] for their own.
     pub fn shared() -> Result<Arc<Postgres>> {
-        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(server) = &*shared {
-            return Ok(Arc::clone(server));
-        }
-        let server = Arc::new(Postgres::start()?);
-        // SAFETY: registers a plain function once (`shared` is `None` only until here); it
-        // touches nothing the exit has torn down (a mutex and the server's own files).
-        if unsafe { atexit(stop_shared_at_exit) } != 0 {
-            return Err(Error(
-                "cannot register the shared server's stop at exit (atexit failed)".into(),
-            ));
-        }
-        *shared = Some(Arc::clone(&server));
-        Ok(server)
+        shared_in(&SHARED, Postgres::start)
+    }
+
+    /// A server started by [`Postgres::start_tls`], shared as [`Postgres::shared`] is.
+    pub fn shared_tls() -> Result<Arc<Postgres>> {
+        shared_in(&SHARED_TLS, Postgres::start_tls)
     }
 
     /// A new cluster of its own, started.
     pub fn start() -> Result<Postgres> {
+        Postgres::start_with(false)
+    }
+
+    /// A new cluster of its own that takes TLS connections only: `ssl = on` with a CA and a
+    /// server certificate made for it (valid for [`SERVER_NAME`] only), `hostssl` lines only in
+    /// `pg_hba.conf` (SCRAM-SHA-256, and `cert` for [`CERT_USER`]). [`Postgres::tls`] holds
+    /// the PEM texts a client needs. `psql` connects with libpq's default `prefer`.
+    pub fn start_tls() -> Result<Postgres> {
+        let server = Postgres::start_with(true)?;
+        let role = format!("CREATE ROLE {CERT_USER} LOGIN SUPERUSER");
+        server.psql("postgres", &role)?;
+        Ok(server)
+    }
+
+    /// The certificates of a cluster started by [`Postgres::start_tls`].
+    pub fn tls(&self) -> Option<&Tls> {
+        self.tls.as_ref()
+    }
+
+    fn start_with(tls: bool) -> Result<Postgres> {
         let bindir = bindir()?;
         let run_as_service_user = running_as_root();
         sweep_orphans(&std::env::temp_dir(), &bindir, run_as_service_user);
@@ -119,8 +166,12 @@ impl Postgres {
             dir,
             port: 0,
             password,
+            tls: None,
         };
         server.init()?;
+        if tls {
+            server.tls = Some(server.configure_tls()?);
+        }
         let mut last_error = None;
         for _ in 0..START_ATTEMPTS {
             server.port = free_port()?;
@@ -267,6 +318,51 @@ impl Postgres {
         checked("initdb", &output)?;
         std::fs::remove_file(&password_file)
             .map_err(|e| Error(format!("cannot remove the password file: {e}")))
+    }
+
+    /// Makes the cluster's certificates and lets it take TLS connections only.
+    fn configure_tls(&self) -> Result<Tls> {
+        let dir = self.dir.path().join("tls");
+        std::fs::create_dir(&dir)
+            .map_err(|e| Error(format!("cannot create {}: {e}", dir.display())))?;
+        let tls = tls::make(&dir, CERT_USER)?;
+        let file = |name: &str| dir.join(name).display().to_string();
+        for secret in ["server.key", "ca.key", "other-ca.key", "client.key"] {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.join(secret), std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| Error(format!("cannot protect {secret}: {e}")))?;
+        }
+        if self.run_as_service_user {
+            let output = Command::new("chown")
+                .args(["-R", &format!("{SERVICE_USER}:")])
+                .arg(&dir)
+                .output()
+                .map_err(|e| Error(format!("cannot run chown: {e}")))?;
+            checked("chown", &output)?;
+        }
+        let conf = self.data_dir().join("postgresql.conf");
+        let mut settings = std::fs::read_to_string(&conf)
+            .map_err(|e| Error(format!("cannot read {}: {e}", conf.display())))?;
+        settings.push_str(&format!(
+            "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\nssl_ca_file = '{}'\n",
+            file("server.crt"),
+            file("server.key"),
+            file("ca.crt"),
+        ));
+        std::fs::write(&conf, settings)
+            .map_err(|e| Error(format!("cannot write {}: {e}", conf.display())))?;
+        // TLS or nothing over TCP; the superuser's `psql` uses TLS too (libpq's `prefer`).
+        let hba = self.data_dir().join("pg_hba.conf");
+        std::fs::write(
+            &hba,
+            format!(
+                "local all all scram-sha-256\n\
+                 hostssl all {CERT_USER} 127.0.0.1/32 cert\n\
+                 hostssl all all 127.0.0.1/32 scram-sha-256\n"
+            ),
+        )
+        .map_err(|e| Error(format!("cannot write {}: {e}", hba.display())))?;
+        Ok(tls)
     }
 
     /// Options of the server process: loopback only, its socket in the temp dir (not the
@@ -528,6 +624,52 @@ mod tests {
         assert!(!is_running(postmaster), "the orphan's server is stopped");
         assert!(alive.dir.path().exists());
         alive.psql("postgres", "SELECT 1").unwrap();
+    }
+
+    #[test]
+    fn a_tls_cluster_takes_tls_connections_only() {
+        let pg = Postgres::start_tls().unwrap();
+        let tls = pg.tls().unwrap();
+        assert!(tls.ca.contains("BEGIN CERTIFICATE"));
+        assert!(tls.client_key.contains("PRIVATE KEY"));
+        assert_eq!(pg.psql("postgres", "SHOW ssl").unwrap().trim(), "on");
+        let connect = |mode: &str, user: &str, extra: &[(&str, String)]| {
+            let mut command = Command::new(pg.bindir.join("psql"));
+            command
+                .args(["-X", "-At", "-h", "127.0.0.1", "-p", &pg.port().to_string()])
+                .args(["-U", user, "-d", "postgres", "-c"])
+                .arg("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+                .env("PGPASSWORD", pg.password())
+                .env("PGSSLMODE", mode);
+            for (key, value) in extra {
+                command.env(key, value);
+            }
+            command.output().unwrap()
+        };
+        let plain = connect("disable", SUPERUSER, &[]);
+        assert!(!plain.status.success());
+        let stderr = String::from_utf8_lossy(&plain.stderr);
+        assert!(stderr.contains("no encryption"), "{stderr}");
+        let encrypted = connect("require", SUPERUSER, &[]);
+        assert_eq!(String::from_utf8_lossy(&encrypted.stdout).trim(), "t");
+
+        // The client certificate logs in as its user, without a password.
+        let dir = pg.dir.path().join("tls");
+        let by_cert = connect(
+            "verify-ca",
+            CERT_USER,
+            &[
+                ("PGSSLROOTCERT", dir.join("ca.crt").display().to_string()),
+                ("PGSSLCERT", dir.join("client.crt").display().to_string()),
+                ("PGSSLKEY", dir.join("client.key").display().to_string()),
+                ("PGPASSWORD", String::new()),
+            ],
+        );
+        assert!(
+            by_cert.status.success(),
+            "{}",
+            String::from_utf8_lossy(&by_cert.stderr)
+        );
     }
 
     #[test]
