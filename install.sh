@@ -193,5 +193,7 @@ case ":${PATH:-}:" in
     esac
     ;;
 esac
-echo
-echo "Try it: cp -R $prefix/examples/hello ~/hello && cd ~/hello && plinth stack init dev && plinth up"
+if [ -d "$prefix/examples/hello" ]; then
+    echo
+    echo "Try it: cp -R $prefix/examples/hello ~/hello && cd ~/hello && plinth stack init dev && plinth up"
+fi
