@@ -23,7 +23,11 @@ fn run(command: &mut Command) -> Output {
 
 fn succeeds(command: &mut Command) -> String {
     let out = run(command);
-    assert!(out.status.success(), "{command:?} failed:\n{}", printed(&out));
+    assert!(
+        out.status.success(),
+        "{command:?} failed:\n{}",
+        printed(&out)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -81,30 +85,33 @@ fn versions(root: &Path) -> Vec<(String, String)> {
 #[test]
 fn one_version_for_the_cli_the_service_the_sdks_and_the_plugins() {
     for (file, version) in versions(&repo_root()) {
-        assert_eq!(version, VERSION, "{file} says {version}, plinth is {VERSION}");
+        assert_eq!(
+            version, VERSION,
+            "{file} says {version}, plinth is {VERSION}"
+        );
     }
-    // Every crate of the workspace inherits it.
-    let manifests = succeeds(Command::new("git").args(["ls-files", "*Cargo.toml"]).current_dir(repo_root()));
+    // Every crate of the workspace inherits it, and the license, but the generated SDKs, which
+    // carry their provider's version as `plinth gen-sdk` writes it.
     let root = repo_root();
-    for manifest in manifests.lines() {
-        let doc: toml::Table = toml::from_str(&std::fs::read_to_string(root.join(manifest)).unwrap()).unwrap();
-        let Some(package) = doc.get("package") else { continue };
-        let members: toml::Table = toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
-        let dir = manifest.trim_end_matches("Cargo.toml").trim_end_matches('/');
-        // The generated SDKs' crates carry their provider's version, as `plinth gen-sdk` writes it.
-        let generated = dir.starts_with("sdks/") || dir.starts_with("tests/sdks/");
-        let member = !generated
-            && members["workspace"]["members"].as_array().unwrap().iter().any(|m| m.as_str() == Some(dir));
-        if member {
+    let workspace: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    let members = workspace["workspace"]["members"].as_array().unwrap();
+    for dir in members.iter().map(|m| m.as_str().unwrap()) {
+        if dir.starts_with("sdks/") || dir.starts_with("tests/sdks/") {
+            continue;
+        }
+        let manifest = root.join(dir).join("Cargo.toml");
+        let doc: toml::Table =
+            toml::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+        for field in ["version", "license"] {
+            let inherited = doc["package"][field]
+                .get("workspace")
+                .and_then(|w| w.as_bool());
             assert_eq!(
-                package["version"].get("workspace").and_then(|w| w.as_bool()),
+                inherited,
                 Some(true),
-                "{manifest}: a workspace crate inherits the workspace's version"
-            );
-            assert_eq!(
-                package["license"].get("workspace").and_then(|w| w.as_bool()),
-                Some(true),
-                "{manifest}: a workspace crate inherits the workspace's license"
+                "{}: a workspace crate inherits the workspace's {field}",
+                manifest.display()
             );
         }
     }
@@ -137,7 +144,11 @@ fn bump_version_moves_every_version_and_refuses_what_is_not_one() {
     for bad in ["1.2", "01.2.3", "1.2.3.4", "v1.2.3", "1.2.3; rm -rf /"] {
         let out = bump(bad);
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", printed(&out));
-        assert!(printed(&out).contains("is not a version"), "{}", printed(&out));
+        assert!(
+            printed(&out).contains("is not a version"),
+            "{}",
+            printed(&out)
+        );
     }
     // Nothing moved.
     for (file, version) in versions(dir.path()) {
@@ -309,21 +320,26 @@ impl VersionProxy {
                     continue;
                 };
                 let status = answer.status().as_u16();
-                let mut response = tiny_http::Response::from_data(
-                    answer.body_mut().read_to_vec().unwrap(),
-                )
-                .with_status_code(status);
+                let mut response =
+                    tiny_http::Response::from_data(answer.body_mut().read_to_vec().unwrap())
+                        .with_status_code(status);
                 for (name, value) in answer.headers() {
                     let lower = name.as_str();
-                    if !["content-length", "transfer-encoding", "connection", VERSION_HEADER]
-                        .contains(&lower)
+                    if ![
+                        "content-length",
+                        "transfer-encoding",
+                        "connection",
+                        VERSION_HEADER,
+                    ]
+                    .contains(&lower)
                     {
                         response.add_header(
                             tiny_http::Header::from_bytes(lower, value.as_bytes()).unwrap(),
                         );
                     }
                 }
-                response.add_header(tiny_http::Header::from_bytes(VERSION_HEADER, version).unwrap());
+                response
+                    .add_header(tiny_http::Header::from_bytes(VERSION_HEADER, version).unwrap());
                 let _ = request.respond(response);
             }
         });
@@ -368,7 +384,11 @@ fn a_client_warns_once_of_a_service_too_far_from_its_version() {
 
     // Another series: said once per command, however many requests it makes, and the command
     // goes on. (A project of another name: the first one's stack `dev` is on this service.)
-    let far_version = if VERSION.starts_with("0.") { "9.0.0" } else { "0.1.0" };
+    let far_version = if VERSION.starts_with("0.") {
+        "9.0.0"
+    } else {
+        "0.1.0"
+    };
     let far = VersionProxy::new(service.url(), far_version);
     let mut far_env = Env::empty();
     let yaml = std::fs::read_to_string(env.project.join("Plinth.yaml")).unwrap();
@@ -485,15 +505,34 @@ fn install(home: &Path, key: &str, archive: &Path, verifier: &str) -> Output {
 fn a_release_installs_into_a_clean_home_and_runs_hello_with_no_checkout() {
     let release = release();
     let home = tempfile::tempdir().unwrap();
-    let out = install(home.path(), &release.public_key, &release.archive, "openssl");
+    let out = install(
+        home.path(),
+        &release.public_key,
+        &release.archive,
+        "openssl",
+    );
     let said = printed(&out);
     assert!(out.status.success(), "{said}");
     let bin = home.path().join(".plinth/bin");
-    assert!(said.contains(&format!("Installed plinth {VERSION} into {}", bin.display())), "{said}");
-    assert!(said.contains(&format!("export PATH=\"{}:$PATH\"", bin.display())), "{said}");
+    assert!(
+        said.contains(&format!(
+            "Installed plinth {VERSION} into {}",
+            bin.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("export PATH=\"{}:$PATH\"", bin.display())),
+        "{said}"
+    );
 
     // Again, with minisign, over the first: the same files, nothing refused.
-    let out = install(home.path(), &release.public_key, &release.archive, "minisign");
+    let out = install(
+        home.path(),
+        &release.public_key,
+        &release.archive,
+        "minisign",
+    );
     assert!(out.status.success(), "{}", printed(&out));
 
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
@@ -506,11 +545,16 @@ fn a_release_installs_into_a_clean_home_and_runs_hello_with_no_checkout() {
         command
     };
     let version = succeeds(&mut plinth(home.path(), &["--version"]));
-    assert!(version.starts_with(&format!("plinth {VERSION}\ncommit: ")), "{version}");
+    assert!(
+        version.starts_with(&format!("plinth {VERSION}\ncommit: ")),
+        "{version}"
+    );
     let plugins = succeeds(&mut plinth(home.path(), &["plugin", "ls"]));
     for name in ["random", "file"] {
         assert!(
-            plugins.lines().any(|l| l.split_whitespace().next() == Some(name)),
+            plugins
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
             "{plugins}"
         );
     }
@@ -550,7 +594,11 @@ fn altered(change: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
             .arg("-C")
             .arg(&unpacked),
     );
-    let top = std::fs::read_dir(&unpacked).unwrap().next().unwrap().unwrap();
+    let top = std::fs::read_dir(&unpacked)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
     change(&top.path());
     let archive = dir.path().join(release.archive.file_name().unwrap());
     succeeds(
@@ -586,7 +634,11 @@ fn the_installer_refuses_an_archive_whose_sums_or_signature_do_not_match() {
         bytes.push(0);
         std::fs::write(&wasm, bytes).unwrap();
     });
-    refused(&changed_file, &release.public_key, "does not match SHA256SUMS");
+    refused(
+        &changed_file,
+        &release.public_key,
+        "does not match SHA256SUMS",
+    );
 
     // ... and its sum changed to match: the signature no longer does.
     let (_b, changed_sums) = altered(|top| {
@@ -604,13 +656,21 @@ fn the_installer_refuses_an_archive_whose_sums_or_signature_do_not_match() {
             .collect();
         std::fs::write(top.join("SHA256SUMS"), sums).unwrap();
     });
-    refused(&changed_sums, &release.public_key, "signature of SHA256SUMS does not verify");
+    refused(
+        &changed_sums,
+        &release.public_key,
+        "signature of SHA256SUMS does not verify",
+    );
 
     // A file the sums do not name.
     let (_c, extra) = altered(|top| {
         std::fs::write(top.join("bin/helper"), "#!/bin/sh\n").unwrap();
     });
-    refused(&extra, &release.public_key, "holds files SHA256SUMS does not name");
+    refused(
+        &extra,
+        &release.public_key,
+        "holds files SHA256SUMS does not name",
+    );
 
     // The archive as released, but another key: not that key's owner's release.
     let other = tempfile::tempdir().unwrap();
@@ -661,14 +721,27 @@ fn the_rust_sdk_packages_and_a_program_on_the_package_runs() {
             .args(["package", "--list", "--allow-dirty", "-p", "plinth-sdk"])
             .current_dir(&root),
     );
-    for needed in ["wit/plugin/worlds.wit", "wit/policy/policy.wit", "wit/hints/hints.wit", "LICENSE", "README.md", "src/lib.rs"] {
-        assert!(listed.lines().any(|l| l == needed), "{needed} not in:\n{listed}");
+    for needed in [
+        "wit/plugin/worlds.wit",
+        "wit/policy/policy.wit",
+        "wit/hints/hints.wit",
+        "LICENSE",
+        "README.md",
+        "src/lib.rs",
+    ] {
+        assert!(
+            listed.lines().any(|l| l == needed),
+            "{needed} not in:\n{listed}"
+        );
     }
     // The WIT inside the crate is the repository's.
     for package in ["plugin", "policy", "hints"] {
         for entry in std::fs::read_dir(root.join("wit").join(package)).unwrap() {
             let path = entry.unwrap().path();
-            let copy = root.join("sdk-guest/rust/wit").join(package).join(path.file_name().unwrap());
+            let copy = root
+                .join("sdk-guest/rust/wit")
+                .join(package)
+                .join(path.file_name().unwrap());
             assert_eq!(
                 std::fs::read(&path).unwrap(),
                 std::fs::read(&copy).unwrap_or_default(),
@@ -681,13 +754,26 @@ fn the_rust_sdk_packages_and_a_program_on_the_package_runs() {
     let target = guest_target_dir();
     succeeds(
         Command::new(env!("CARGO"))
-            .args(["package", "--allow-dirty", "--offline", "--quiet", "-p", "plinth-sdk"])
+            .args([
+                "package",
+                "--allow-dirty",
+                "--offline",
+                "--quiet",
+                "-p",
+                "plinth-sdk",
+            ])
             .env("CARGO_TARGET_DIR", &target)
             .current_dir(&root),
     );
     let crate_file = target.join(format!("package/plinth-sdk-{VERSION}.crate"));
     let dir = tempfile::tempdir().unwrap();
-    succeeds(Command::new("tar").arg("-xzf").arg(&crate_file).arg("-C").arg(dir.path()));
+    succeeds(
+        Command::new("tar")
+            .arg("-xzf")
+            .arg(&crate_file)
+            .arg("-C")
+            .arg(dir.path()),
+    );
     let sdk = dir.path().join(format!("plinth-sdk-{VERSION}"));
     // The packaged manifest names no path dependency.
     let manifest = std::fs::read_to_string(sdk.join("Cargo.toml")).unwrap();
@@ -752,7 +838,13 @@ fn the_typescript_sdk_packs_installs_and_a_program_on_it_checks_and_runs() {
     .unwrap();
     succeeds(
         Command::new("npm")
-            .args(["install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"])
+            .args([
+                "install",
+                "--offline",
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+            ])
             .arg(&tarball)
             .current_dir(&project),
     );
@@ -763,7 +855,10 @@ fn the_typescript_sdk_packs_installs_and_a_program_on_it_checks_and_runs() {
     assert_eq!(manifest["version"], VERSION);
     assert!(installed.join("LICENSE").is_file());
     assert!(installed.join("src/index.ts").is_file());
-    assert!(!installed.join("test").exists(), "the tests are not shipped");
+    assert!(
+        !installed.join("test").exists(),
+        "the tests are not shipped"
+    );
 
     std::fs::write(
         project.join("tsconfig.json"),
@@ -781,7 +876,11 @@ fn the_typescript_sdk_packs_installs_and_a_program_on_it_checks_and_runs() {
         )
     };
     let tsc = crate::support::tools_dir().join("js/node_modules/typescript/bin/tsc");
-    assert!(tsc.is_file(), "{} is missing: run scripts/setup", tsc.display());
+    assert!(
+        tsc.is_file(),
+        "{} is missing: run scripts/setup",
+        tsc.display()
+    );
     let check = || run(Command::new("node").arg(&tsc).arg("-p").arg(&project));
     std::fs::write(project.join("index.ts"), program("exprot")).unwrap();
     let out = check();
@@ -812,9 +911,10 @@ fn the_python_sdk_builds_an_sdist_and_a_wheel_that_install_typed_and_a_program_r
     succeeds(
         Command::new("cp")
             .arg("-R")
-            .args(["plinth", "pyproject.toml", "README.md", "LICENSE"].map(|f| {
-                repo_root().join("sdk-guest/python").join(f)
-            }))
+            .args(
+                ["plinth", "pyproject.toml", "README.md", "LICENSE"]
+                    .map(|f| repo_root().join("sdk-guest/python").join(f)),
+            )
             .arg(&source),
     );
     let offline = |command: &mut Command| {
@@ -825,15 +925,25 @@ fn the_python_sdk_builds_an_sdist_and_a_wheel_that_install_typed_and_a_program_r
     };
     let dist = dir.path().join("dist");
     let mut build = Command::new(&python);
-    build.args(["-m", "build", "--outdir"]).arg(&dist).arg(&source);
+    build
+        .args(["-m", "build", "--outdir"])
+        .arg(&dist)
+        .arg(&source);
     offline(&mut build);
     succeeds(&mut build);
     let wheel = dist.join(format!("plinth_sdk-{VERSION}-py3-none-any.whl"));
     let sdist = dist.join(format!("plinth_sdk-{VERSION}.tar.gz"));
-    assert!(wheel.is_file() && sdist.is_file(), "{:?}", std::fs::read_dir(&dist).unwrap().collect::<Vec<_>>());
+    assert!(
+        wheel.is_file() && sdist.is_file(),
+        "{:?}",
+        std::fs::read_dir(&dist).unwrap().collect::<Vec<_>>()
+    );
 
     for package in [&wheel, &sdist] {
-        let venv = dir.path().join(format!("venv-{}", package.extension().unwrap().to_str().unwrap()));
+        let venv = dir.path().join(format!(
+            "venv-{}",
+            package.extension().unwrap().to_str().unwrap()
+        ));
         succeeds(Command::new(&python).args(["-m", "venv"]).arg(&venv));
         let mut install = Command::new(venv.join("bin/pip"));
         install.args(["install", "--quiet"]).arg(package);
@@ -847,7 +957,11 @@ fn the_python_sdk_builds_an_sdist_and_a_wheel_that_install_typed_and_a_program_r
         ]));
         let installed = PathBuf::from(where_.trim());
         assert!(installed.starts_with(&venv), "{}", installed.display());
-        assert!(installed.join("py.typed").is_file(), "{}", package.display());
+        assert!(
+            installed.join("py.typed").is_file(),
+            "{}",
+            package.display()
+        );
     }
 
     let project = dir.path().join("greet");

@@ -79,6 +79,10 @@ mod tests {
         assert!(!said.contains('\u{1b}'), "{said}");
         assert!(said.contains("\\u{1b}[2J"), "{said}");
         assert!(said.len() < 300, "{said}");
-        assert!(warning(URL, "0.1.0", b"\xff\xfe").unwrap().contains("not a version"));
+        assert!(
+            warning(URL, "0.1.0", b"\xff\xfe")
+                .unwrap()
+                .contains("not a version")
+        );
     }
 }

@@ -79,7 +79,9 @@ mod tests {
             }
         );
         assert_eq!(r("0.2.0-rc.1+abc"), r("0.2.0"));
-        for bad in ["", "1", "1.2", "1.2.3.4", "a.b.c", "1..2", "v1.2.3", "1.2.+3", " 1.2.3"] {
+        for bad in [
+            "", "1", "1.2", "1.2.3.4", "a.b.c", "1..2", "v1.2.3", "1.2.+3", " 1.2.3",
+        ] {
             assert_eq!(Release::parse(bad), None, "{bad:?}");
         }
         assert_eq!(Release::parse("99999999999999999999.0.0"), None);
