@@ -783,11 +783,11 @@ fn the_rust_sdk_packages_and_a_program_on_the_package_runs() {
         {
             assert!(
                 dependency.get("path").is_none(),
-                "{table}.{name}: {dependency}"
+                "{table}.{name}: {dependency:?}"
             );
             assert!(
                 dependency.is_str() || dependency.get("version").is_some(),
-                "{table}.{name}: {dependency}"
+                "{table}.{name}: {dependency:?}"
             );
         }
     }
