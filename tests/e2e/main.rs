@@ -50,6 +50,7 @@ mod pypi;
 mod reach;
 mod recovery;
 mod registry;
+mod release;
 mod run_metadata;
 mod secrets;
 mod service;

@@ -25,6 +25,8 @@ pub struct AboutArgs {
 #[derive(Serialize)]
 struct About {
     version: &'static str,
+    /// The commit plinth was built from, or `unknown`.
+    commit: &'static str,
     platform: String,
     backend: Found,
     project: Option<ProjectAbout>,
@@ -76,7 +78,8 @@ struct Installed {
 pub fn about(start: &Path, args: AboutArgs) -> Result<ExitCode> {
     let installed = Store::in_home(&plinth_home()?).list().unwrap_or_default();
     let about = About {
-        version: env!("CARGO_PKG_VERSION"),
+        version: crate::version::VERSION,
+        commit: crate::version::COMMIT,
         platform: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
         backend: Found::of(crate::login::backend_url()),
         project: Project::find(start).ok().map(|p| ProjectAbout {
@@ -119,7 +122,10 @@ pub fn about(start: &Path, args: AboutArgs) -> Result<ExitCode> {
 /// The report as text; what files and the store hold is shown escaped.
 fn print(about: &About) {
     let e = |s: &str| escape_controls(s).into_owned();
-    println!("plinth {} ({})", about.version, about.platform);
+    println!(
+        "plinth {} ({}, commit {})",
+        about.version, about.platform, about.commit
+    );
     println!("Backend: {}", about.backend.shown());
     match &about.project {
         Some(p) => {

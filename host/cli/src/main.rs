@@ -35,6 +35,7 @@ mod stack_transfer;
 mod state;
 mod targets;
 mod token;
+mod version;
 mod yaml_file;
 
 use plinth_engine::names::StackName;
@@ -53,6 +54,7 @@ use crate::project::Project;
 #[command(
     name = "plinth",
     version,
+    long_version = version::LONG_VERSION.as_str(),
     about = "Infrastructure as code with sandboxed WebAssembly plugins"
 )]
 struct Cli {

@@ -127,6 +127,7 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         )
         .route("/readyz", get(health::ready))
         .route("/api/v1/health", get(health::ready))
+        .route("/api/v1/version", get(crate::release::version))
         .route("/api/v1/user", get(user))
         .route("/api/v1/stacks/{project}", get(list_stacks))
         .route(
@@ -186,6 +187,7 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
         .layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
         // Outermost: it sees every answer as it leaves, refusals of the layers above included.
         .layer(from_fn_with_state(app.clone(), request_log::observe))
+        .layer(from_fn(crate::release::stamp))
         .with_state(app)
 }
 

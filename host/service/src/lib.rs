@@ -22,6 +22,7 @@ mod metrics;
 mod oidc;
 mod parsed;
 mod policy_packs;
+mod release;
 mod removed;
 mod rename;
 mod repair;

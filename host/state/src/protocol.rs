@@ -24,6 +24,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 pub mod policy;
+pub mod version;
 
 use crate::checkpoint::PluginUse;
 use crate::history::HistoryEntry;

@@ -13,6 +13,7 @@ mod persister;
 mod policy_packs;
 mod resolver;
 mod transport;
+mod version_check;
 
 pub use backend::ServiceBackend;
 pub use crypter::ServiceCrypter;

@@ -18,6 +18,8 @@ use ureq::unversioned::transport::DefaultConnector;
 
 use super::gzip::{gunzip, gzip};
 use super::resolver::CachingResolver;
+use super::version_check;
+use plinth_state::protocol::version::VERSION_HEADER;
 
 /// How often a transient failure is tried again, and the longest wait between tries.
 const ATTEMPTS: u32 = 8;
@@ -339,6 +341,8 @@ impl Transport {
                 }
                 Ok(mut response) => 'answer: {
                     let status = response.status().as_u16();
+                    let version = response.headers().get(VERSION_HEADER);
+                    version_check::note(&self.base, version.map(|v| v.as_bytes()));
                     let retry_after = (response.headers().get("Retry-After"))
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.trim().parse::<u64>().ok())

@@ -95,16 +95,18 @@ fn manifest(package: &Package) -> String {
          regenerate it.\n\
          # A plinth program uses it by naming this directory in its pyproject.toml:\n\
          # [tool.plinth] paths = [\"<this directory>\"]. It needs the `plinth` SDK, which\n\
-         # plinth provides when it builds the program.\n\
+         # plinth provides when it builds the program (installed, the `plinth-sdk` package).\n\
          [project]\n\
          name = {dist}\n\
          version = {version_string}\n\
          description = {description}\n\
-         requires-python = \">=3.11\"\n",
+         requires-python = \">=3.11\"\n\
+         dependencies = [\"plinth-sdk ~= {plinth}\"]\n",
         name = package.name,
         version = package.version,
         dist = py_string(&module_name(package).replace('_', "-")),
         version_string = py_string(&package.version),
+        plinth = env!("CARGO_PKG_VERSION"),
         description = py_string(&format!(
             "Typed resources of the plinth provider `{}`, for programs.",
             package.name

@@ -457,7 +457,14 @@ fn python(info: &ProviderInfo) -> Vec<GeneratedFile> {
 #[test]
 fn python_types_follow_the_schema() {
     let files = python(&kitchen_sink());
-    assert!(file(&files, "pyproject.toml").contains("name = \"plinth-net\""));
+    let manifest = file(&files, "pyproject.toml");
+    assert!(manifest.contains("name = \"plinth-net\""));
+    // The SDK by version, as pip installs it.
+    let dependency = format!(
+        "dependencies = [\"plinth-sdk ~= {}\"]",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(manifest.contains(&dependency), "{manifest}");
     let code = file(&files, "plinth_net/__init__.py");
     assert_contains(
         code,

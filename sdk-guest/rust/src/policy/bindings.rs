@@ -7,7 +7,7 @@
 
 wit_bindgen::generate!({
     world: "plinth:policy/policy-pack@0.1.0",
-    path: ["../../wit/plugin", "../../wit/policy"],
+    path: ["wit/plugin", "wit/policy"],
     with: { "plinth:plugin/types@0.3.0": crate::wire },
     pub_export_macro: true,
 });

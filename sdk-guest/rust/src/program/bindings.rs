@@ -7,7 +7,7 @@
 
 wit_bindgen::generate!({
     world: "program",
-    path: "../../wit/plugin",
+    path: "wit/plugin",
     with: { "plinth:plugin/types@0.3.0": crate::wire },
     pub_export_macro: true,
 });

@@ -8,7 +8,7 @@
 
 wit_bindgen::generate!({
     world: "plinth:hints/provider-plugin@0.1.0",
-    path: ["../../wit/plugin", "../../wit/hints"],
+    path: ["wit/plugin", "wit/hints"],
     with: { "plinth:plugin/types@0.3.0": crate::wire },
     // The interfaces of the other package are generated here too.
     generate_all,

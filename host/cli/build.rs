@@ -1,0 +1,2 @@
+// The commit plinth is built from: see the file included.
+include!("../build/commit.rs");
