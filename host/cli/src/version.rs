@@ -16,15 +16,17 @@ pub const COMMIT: &str = env!("PLINTH_COMMIT");
 const POLICY_PACKAGE: &str = "plinth:policy@0.1.0";
 /// The optional hints a provider may export (`plinth:hints`), likewise.
 const HINTS_PACKAGE: &str = "plinth:hints@0.1.0";
+/// TLS done by the host for a guest's granted connections (`plinth:tls`), likewise.
+const TLS_PACKAGE: &str = "plinth:tls@0.1.0";
 
 /// Every WIT package version plinth loads guests of: `plinth:plugin@0.3.0, 0.2.0, 0.1.0`
-/// (newest first), then the policy and hints packages.
+/// (newest first), then the policy, hints and TLS packages.
 pub fn wit_packages() -> String {
     let plugin: Vec<&str> = (WitVersion::SUPPORTED.iter().rev())
         .map(|v| v.as_str())
         .collect();
     format!(
-        "plinth:plugin@{}; {POLICY_PACKAGE}; {HINTS_PACKAGE}",
+        "plinth:plugin@{}; {POLICY_PACKAGE}; {HINTS_PACKAGE}; {TLS_PACKAGE}",
         plugin.join(", ")
     )
 }

@@ -5,7 +5,7 @@
 
 wit_bindgen::generate!({
     world: "plinth:tls/imports@0.1.0",
-    path: "../../wit/tls",
+    path: "wit/tls",
     with: {
         "wasi:io/error@0.2.12": wasip2::io::error,
         "wasi:io/poll@0.2.12": wasip2::io::poll,
