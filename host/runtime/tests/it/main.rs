@@ -10,6 +10,7 @@ mod reach;
 // Where the benches find it too.
 #[path = "../support/mod.rs"]
 mod support;
+mod tiers;
 mod versions;
 
 /// The artifact cache of the tests that are not about the cache: each component compiles once
