@@ -9,7 +9,7 @@ use anyhow::Context;
 use plinth_engine::provider::Provider;
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Grants, Limits, Runtime};
+use plinth_runtime::{Grants, Limits, Runtime, Tier};
 
 use crate::grpc::GrpcProvider;
 
@@ -46,12 +46,12 @@ pub async fn measure(
     for _ in 0..repeats.compiles {
         let cold = tempfile::tempdir()?;
         let runtime = Runtime::new(cold.path().to_owned())?;
-        let (_, stats) = runtime.load_component(wasm)?;
+        let (_, stats) = runtime.load_component(wasm, Tier::Optimized)?;
         anyhow::ensure!(!stats.cache_hit, "a fresh cache cannot hit");
         compile += stats.load;
     }
 
-    Runtime::new(cache.to_owned())?.load_component(wasm)?;
+    Runtime::new(cache.to_owned())?.load_component(wasm, Tier::Optimized)?;
     // Each start in a runtime of its own, as in a new process: a runtime that loaded the plugin
     // before would reuse what it loaded. Only the start is timed: the previous plugin (and its
     // runtime, or its process) is let go of first.
@@ -62,7 +62,13 @@ pub async fn measure(
         let runtime = Runtime::new(cache.to_owned())?;
         let started = Instant::now();
         let provider = runtime
-            .load_provider("bench", wasm, Limits::default(), Grants::default())
+            .load_provider(
+                "bench",
+                wasm,
+                Limits::default(),
+                Grants::default(),
+                Tier::Optimized,
+            )
             .await?;
         wasm_start += started.elapsed();
         wasm_provider = Some(provider);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime};
+use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime, Tier};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -330,7 +330,7 @@ async fn read_scenario(root: &Path, plugin: &Path) {
         ..Grants::default()
     };
     let provider = runtime
-        .load_provider("file", plugin, Limits::default(), grants)
+        .load_provider("file", plugin, Limits::default(), grants, Tier::Optimized)
         .await
         .unwrap();
     provider.configure(&PropertyMap::new()).await.unwrap();

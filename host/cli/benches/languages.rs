@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime};
+use plinth_runtime::{Access, DirGrant, Grants, Limits, Runtime, Tier};
 
 const COMPILES: u32 = 3;
 const STARTS: u32 = 20;
@@ -84,13 +84,13 @@ fn main() {
         for _ in 0..COMPILES {
             let cache = tempfile::tempdir().unwrap();
             let runtime = Runtime::new(cache.path().to_owned()).unwrap();
-            let (_, stats) = runtime.load_component(&wasm).unwrap();
+            let (_, stats) = runtime.load_component(&wasm, Tier::Optimized).unwrap();
             assert!(!stats.cache_hit);
             compile += stats.load;
         }
         let cache = tempfile::tempdir().unwrap();
         let runtime = Runtime::new(cache.path().to_owned()).unwrap();
-        runtime.load_component(&wasm).unwrap();
+        runtime.load_component(&wasm, Tier::Optimized).unwrap();
         let grants = Grants {
             dirs: vec![DirGrant {
                 host: env_dir.clone(),
@@ -104,7 +104,13 @@ fn main() {
             let mut provider = None;
             for _ in 0..STARTS {
                 let limits = Limits::default();
-                let loaded = runtime.load_provider(p.package, &wasm, limits, grants.clone());
+                let loaded = runtime.load_provider(
+                    p.package,
+                    &wasm,
+                    limits,
+                    grants.clone(),
+                    Tier::Optimized,
+                );
                 provider = Some(loaded.await.unwrap());
             }
             let start = started.elapsed() / STARTS;

@@ -31,6 +31,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::build::component_path;
+use crate::compiler::Compiler;
 use crate::exit;
 use crate::grant_advice::PlinthYamlAdvice;
 use crate::guest::Role;
@@ -561,6 +562,7 @@ struct Deployer<'a> {
     stack: StackRef,
     config: std::collections::BTreeMap<String, Value>,
     runtime: Arc<Runtime>,
+    compiler: Compiler,
     providers: Arc<PluginProviders>,
     /// The plugins the run loads, for the checkpoint and the history.
     used: UsedPlugins,
@@ -627,6 +629,7 @@ impl<'a> Deployer<'a> {
             &resolved,
             config.clone(),
             used.clone(),
+            run.compiler,
         ));
         Ok(Deployer {
             ws,
@@ -634,6 +637,7 @@ impl<'a> Deployer<'a> {
             stack,
             config,
             runtime,
+            compiler: run.compiler,
             providers,
             used,
             started: Cell::new(ws.started),
@@ -654,6 +658,7 @@ impl<'a> Deployer<'a> {
         }
         let spec = &self.ws.project.file.program;
         let source = self.ws.project.resolve(&spec.path);
+        let tier = self.compiler.tier(source.is_dir());
         let path =
             tokio::task::spawn_blocking(move || component_path(&source, "program", Role::Program))
                 .await??;
@@ -665,7 +670,7 @@ impl<'a> Deployer<'a> {
             }
             ran.program = Some(digest);
         }
-        Ok(self.runtime.load_program(&path, spec.limits).await?)
+        Ok(self.runtime.load_program(&path, spec.limits, tier).await?)
     }
 
     /// Which state `snapshot` is, for a saved plan.
@@ -715,9 +720,14 @@ impl<'a> Deployer<'a> {
         let (policies, enforced) = match kind {
             UpdateKind::Update => {
                 let enforced = backend.policy_packs(&self.stack)?;
-                let packs =
-                    policy::load(&self.runtime, &self.ws.project, &request.policy, &enforced)
-                        .await?;
+                let packs = policy::load(
+                    &self.runtime,
+                    &self.ws.project,
+                    &request.policy,
+                    &enforced,
+                    self.compiler,
+                )
+                .await?;
                 (packs, enforced)
             }
             _ => (PolicyPacks::default(), Vec::new()),

@@ -2,6 +2,7 @@
 
 mod about;
 mod build;
+mod compiler;
 mod config_path;
 mod deploy;
 mod display;

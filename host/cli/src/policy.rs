@@ -19,6 +19,7 @@ use plinth_engine::shown::escape_controls;
 use plinth_runtime::{Limits, LoadError, PolicySettings, Runtime};
 
 use crate::build::component_path;
+use crate::compiler::Compiler;
 use crate::guest::Role;
 use crate::home::plinth_home;
 use crate::plugin::lockfile::{self, Pin};
@@ -52,6 +53,7 @@ pub async fn load(
     project: &Project,
     args: &PolicyArgs,
     enforced: &[FetchedPack],
+    compiler: Compiler,
 ) -> Result<PolicyPacks> {
     let config = match &args.policy_pack_config {
         Some(path) => read_config(path)?,
@@ -85,7 +87,8 @@ pub async fn load(
             component_path(&source, "policy pack", Role::PolicyPack)
         })
         .await??;
-        let pack = (runtime.load_policy_pack(&component, limits, &config.settings))
+        let tier = compiler.tier(path.is_dir());
+        let pack = (runtime.load_policy_pack(&component, limits, &config.settings, tier))
             .await
             .map_err(|e| match e {
                 // A pack built from a directory is a file in the build cache: the directory
@@ -102,7 +105,7 @@ pub async fn load(
         eprintln!("{note}");
     }
     for fetched in enforced {
-        let pack = load_enforced(runtime, fetched).await?;
+        let pack = load_enforced(runtime, fetched, compiler).await?;
         known.extend(pack.policies().map(str::to_owned));
         packs.push(pack);
     }
@@ -194,6 +197,7 @@ fn limits_of(set: &PackLimits) -> Limits {
 async fn load_enforced(
     runtime: &Runtime,
     fetched: &FetchedPack,
+    compiler: Compiler,
 ) -> Result<Arc<plinth_runtime::ComponentPolicyPack>> {
     let name = escape_controls(&fetched.pack.name).into_owned();
     let failed = || format!("cannot load the policy pack `{name}` the service enforces");
@@ -212,7 +216,8 @@ async fn load_enforced(
         .tempfile()
         .with_context(failed)?;
     std::io::Write::write_all(&mut file, &fetched.component).with_context(failed)?;
-    (runtime.load_policy_pack(file.path(), limits_of(&fetched.pack.limits), &settings))
+    let limits = limits_of(&fetched.pack.limits);
+    (runtime.load_policy_pack(file.path(), limits, &settings, compiler.tier(false)))
         .await
         .with_context(failed)
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Args;
 
+use crate::compiler::Compiler;
 use crate::json_events::JsonStream;
 
 #[derive(Args)]
@@ -32,6 +33,11 @@ pub struct RunOptions {
     /// valid syntax).
     #[arg(long, env = "PLINTH_SKIP_TYPECHECK")]
     pub skip_typecheck: bool,
+    /// How components are compiled: `fast` (Winch: seconds less per edit, slower code),
+    /// `optimized` (Cranelift), or `auto`: fast for guests built from source in the project,
+    /// optimized for component files (store, registry, `.wasm` paths).
+    #[arg(long, value_enum, env = "PLINTH_COMPILER", default_value_t)]
+    pub compiler: Compiler,
 }
 
 impl RunOptions {

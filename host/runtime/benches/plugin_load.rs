@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Grants, Limits, Runtime};
+use plinth_runtime::{Grants, Limits, Runtime, Tier};
 
 // The allocator of the plinth binary, so that the host's share of a call is what it is there.
 #[global_allocator]
@@ -63,7 +63,7 @@ fn main() {
     for _ in 0..counts.compiles {
         let cache = tempfile::tempdir().unwrap();
         let runtime = Runtime::new(cache.path().to_owned()).unwrap();
-        let (_, stats) = runtime.load_component(&wasm).unwrap();
+        let (_, stats) = runtime.load_component(&wasm, Tier::Optimized).unwrap();
         assert!(!stats.cache_hit);
         compile += stats.load;
     }
@@ -73,10 +73,10 @@ fn main() {
     // the plugin before reuses what it loaded (measured apart, as "start again").
     let cache = tempfile::tempdir().unwrap();
     let fresh = || Runtime::new(cache.path().to_owned()).unwrap();
-    fresh().load_component(&wasm).unwrap();
+    fresh().load_component(&wasm, Tier::Optimized).unwrap();
     let (mut load, mut read) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..counts.loads {
-        let (_, stats) = fresh().load_component(&wasm).unwrap();
+        let (_, stats) = fresh().load_component(&wasm, Tier::Optimized).unwrap();
         assert!(stats.cache_hit);
         load += stats.load;
         read += stats.read;
@@ -91,7 +91,13 @@ fn main() {
             let runtime = fresh();
             let started = Instant::now();
             let provider = runtime
-                .load_provider("testkit", &wasm, Limits::default(), Grants::default())
+                .load_provider(
+                    "testkit",
+                    &wasm,
+                    Limits::default(),
+                    Grants::default(),
+                    Tier::Optimized,
+                )
                 .await
                 .unwrap();
             start += started.elapsed();
@@ -110,7 +116,13 @@ fn main() {
         for _ in 0..counts.starts {
             provider = Some(
                 runtime
-                    .load_provider("testkit", &wasm, Limits::default(), Grants::default())
+                    .load_provider(
+                        "testkit",
+                        &wasm,
+                        Limits::default(),
+                        Grants::default(),
+                        Tier::Optimized,
+                    )
                     .await
                     .unwrap(),
             );

@@ -7,7 +7,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), plinth_runtime::LoadError> {
-//! use plinth_runtime::{Grants, Limits, Runtime};
+//! use plinth_runtime::{Grants, Limits, Runtime, Tier};
 //!
 //! let runtime = Runtime::new("/home/me/.plinth/cache".into())?;
 //! let random = runtime
@@ -16,6 +16,7 @@
 //!         "plugins/random.wasm".as_ref(),
 //!         Limits::default(),
 //!         Grants::default(),
+//!         Tier::Optimized,
 //!     )
 //!     .await?;
 //! println!("{} {}", random.info().name, random.info().version);
@@ -49,5 +50,6 @@ pub use load::bytes::{ComponentBytes, MAX_COMPONENT_BYTES, read_component_file};
 pub use load::cache::LoadStats;
 pub use load::policy_pack::{ComponentPolicyPack, PolicySettings};
 pub use load::runtime::Runtime;
+pub use load::tier::Tier;
 pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
 pub use sandbox::limits::{Limits, LimitsError};

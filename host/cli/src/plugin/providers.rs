@@ -13,6 +13,7 @@ use plinth_runtime::{Access, ComponentBytes, DirGrant, Grants, Limits, Runtime};
 use tokio::sync::OnceCell;
 
 use crate::build::component_path;
+use crate::compiler::Compiler;
 use crate::guest::Role;
 use crate::plugin::resolve::Resolved;
 use crate::project::{DirAccess, GrantsSpec, Project};
@@ -39,6 +40,8 @@ pub struct PluginProviders {
     /// Each plugin as it loads, for the checkpoint and the history.
     used: UsedPlugins,
     config: BTreeMap<String, Value>,
+    /// Which tier compiles each plugin's component.
+    compiler: Compiler,
     /// By package and configuration (as JSON).
     loaded: Mutex<HashMap<(String, String), ProviderSlot>>,
 }
@@ -50,6 +53,7 @@ impl PluginProviders {
         resolved: &BTreeMap<String, Resolved>,
         config: BTreeMap<String, Value>,
         used: UsedPlugins,
+        compiler: Compiler,
     ) -> PluginProviders {
         let sources = project
             .file
@@ -75,6 +79,7 @@ impl PluginProviders {
             sources,
             used,
             config,
+            compiler,
             loaded: Mutex::new(HashMap::new()),
         }
     }
@@ -90,6 +95,8 @@ impl PluginProviders {
                  (e.g. `{package}: {{ path: path/to/{package}.wasm }}`)"
             ))
         })?;
+        // A guest directory is built here; a component file is taken as it is.
+        let tier = self.compiler.tier(source.component.is_none());
         let component = match &source.component {
             Some(component) => component.clone(),
             None => {
@@ -106,7 +113,13 @@ impl PluginProviders {
         let sha256 = component.sha256().to_owned();
         let provider = self
             .runtime
-            .load_provider_bytes(package, component, source.limits, source.grants.clone())
+            .load_provider_bytes(
+                package,
+                component,
+                source.limits,
+                source.grants.clone(),
+                tier,
+            )
             .await?;
         // The provider checks (and may normalize) its configuration before it is applied.
         let checked = (provider.check_config(config).await)

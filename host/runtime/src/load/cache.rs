@@ -1,9 +1,12 @@
 //! Loads components through a cache of precompiled artifacts, so that a plugin seen before starts
 //! in a fraction of a millisecond instead of being compiled again.
 //!
-//! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>.sealed.cwasm`: the
-//! content hash names the component, and the fingerprint (see [`crate::load::engine::fingerprint`]) the
-//! wasmtime version and configuration it was compiled for. wasmtime trusts an artifact to be its
+//! An artifact is `<cache_dir>/<sha256 of the .wasm>-<engine fingerprint>-<tier>.sealed.cwasm`:
+//! the content hash names the component, the fingerprint (see
+//! [`crate::load::engine::fingerprint`]) the wasmtime version and configuration it was compiled
+//! for, and the [`Tier`] its compiler (which the fingerprint tells apart too; the name shows it).
+//! A component the fast tier's compiler refused leaves `<sha256>-<fingerprint>-fast.refused`,
+//! holding the reason, so that the next run goes straight to the optimizing compiler. wasmtime trusts an artifact to be its
 //! own output (a damaged one can crash the process), so each ends with the CRC-32 of what
 //! precedes it, checked before it is deserialized; one that fails the check is compiled again.
 //! A checksum, not a cryptographic digest: it guards against damage (a flipped byte, a torn
@@ -28,6 +31,7 @@ use wasmtime::component::Component;
 use crate::error::LoadError;
 use crate::load::bytes::{ComponentBytes, check_is_component};
 use crate::load::file_index::{FileIndex, Fingerprint};
+use crate::load::tier::Tier;
 
 /// How a component was loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,18 +47,9 @@ pub struct LoadStats {
     pub load: Duration,
     /// Writing the new artifact to the cache, on a miss.
     pub write: Option<Duration>,
-}
-
-impl LoadStats {
-    fn hit(sha256: String, read: Duration, load: Duration) -> LoadStats {
-        LoadStats {
-            sha256,
-            cache_hit: true,
-            read,
-            load,
-            write: None,
-        }
-    }
+    /// The tier the component was compiled by: the one asked for, or the optimized one when
+    /// the fast tier's compiler refused the component.
+    pub tier: Tier,
 }
 
 /// The directory of precompiled artifacts for one engine configuration, and the components
@@ -62,6 +57,7 @@ impl LoadStats {
 #[derive(Clone)]
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
+    tier: Tier,
     fingerprint: String,
     hashes: FileIndex,
     /// By artifact: a plugin loaded again (another configuration of it) is not read again.
@@ -69,42 +65,27 @@ pub(crate) struct ArtifactCache {
 }
 
 impl ArtifactCache {
-    pub(crate) fn new(dir: PathBuf, engine: &Engine) -> ArtifactCache {
+    /// The cache of `tier`'s artifacts, compiled by `engine`, in `dir`.
+    pub(crate) fn new(dir: PathBuf, engine: &Engine, tier: Tier) -> ArtifactCache {
         ArtifactCache {
             hashes: FileIndex::new(dir.join("hashes")),
             dir,
+            tier,
             fingerprint: crate::load::engine::fingerprint(engine),
             loaded: Arc::default(),
         }
     }
 
-    /// Loads the component at `path`. When the file is unchanged since its hash was recorded
-    /// and its artifact is in the cache, the file is not read at all; otherwise it is read and
-    /// hashed, and loaded as by [`load`](Self::load).
-    pub(crate) fn load_path(
+    /// Records that the file at `path`, whose fingerprint was `before` it was read, holds
+    /// `wasm`, for [`load_unchanged`](Self::load_unchanged) (the index is shared by the tiers).
+    pub(crate) fn record_hash(
         &self,
-        engine: &Engine,
         path: &Path,
-    ) -> Result<(Component, LoadStats), LoadError> {
-        match self.load_unchanged(engine, path) {
-            Some(loaded) => Ok(loaded),
-            None => self.load_changed(engine, path),
-        }
-    }
-
-    /// Reads and hashes the file at `path`, loads it as by [`load`](Self::load), and records
-    /// its hash for [`load_unchanged`](Self::load_unchanged).
-    pub(crate) fn load_changed(
-        &self,
-        engine: &Engine,
-        path: &Path,
-    ) -> Result<(Component, LoadStats), LoadError> {
-        let before = Fingerprint::of(path);
-        let wasm = ComponentBytes::read(path)?;
-        let loaded = self.load(engine, &wasm)?;
+        before: Option<Fingerprint>,
+        wasm: &ComponentBytes,
+    ) {
         self.hashes
             .record(path, before, Fingerprint::of(path), wasm.sha256());
-        Ok(loaded)
     }
 
     /// The component at `path` if neither reading the file nor compiling it is needed: the file
@@ -122,18 +103,63 @@ impl ArtifactCache {
         let read = started.elapsed();
         let started = Instant::now();
         let component = self.load_artifact(engine, &self.artifact(&sha256))?;
-        let stats = LoadStats::hit(sha256, read, started.elapsed());
+        let stats = self.hit(sha256, read, started.elapsed());
         tracing::debug!(
             path = %path.display(),
+            tier = %self.tier,
             load = ?stats.load,
             "unchanged component loaded from the precompiled cache"
         );
         Some((component, stats))
     }
 
+    /// The hash recorded for the file at `path`, if the file is unchanged since: no reading.
+    pub(crate) fn known_hash(&self, path: &Path) -> Option<String> {
+        self.hashes.lookup(path, &Fingerprint::of(path)?)
+    }
+
+    fn hit(&self, sha256: String, read: Duration, load: Duration) -> LoadStats {
+        LoadStats {
+            sha256,
+            cache_hit: true,
+            read,
+            load,
+            write: None,
+            tier: self.tier,
+        }
+    }
+
     fn artifact(&self, sha256: &str) -> PathBuf {
-        self.dir
-            .join(format!("{sha256}-{}.sealed.cwasm", self.fingerprint))
+        self.dir.join(format!(
+            "{sha256}-{}-{}.sealed.cwasm",
+            self.fingerprint, self.tier
+        ))
+    }
+
+    fn refusal(&self, sha256: &str) -> PathBuf {
+        self.dir.join(format!(
+            "{sha256}-{}-{}.refused",
+            self.fingerprint, self.tier
+        ))
+    }
+
+    /// Why this tier's compiler refused the component `sha256` before, if it did.
+    pub(crate) fn refused(&self, sha256: &str) -> Option<String> {
+        std::fs::read_to_string(self.refusal(sha256)).ok()
+    }
+
+    /// Remembers that this tier's compiler refused the component `sha256`, and why. Only costs
+    /// time if it cannot be written: the next run tries again.
+    pub(crate) fn record_refusal(&self, sha256: &str, reason: &str) {
+        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+            let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
+            file.write_all(reason.as_bytes())?;
+            file.persist(self.refusal(sha256))?;
+            Ok(())
+        });
+        if let Err(e) = written {
+            tracing::warn!(dir = %self.dir.display(), "cannot write to the precompiled cache: {e}");
+        }
     }
 
     /// Loads the component `wasm`, from its precompiled artifact when there is one, found by
@@ -152,9 +178,10 @@ impl ArtifactCache {
 
         let started = Instant::now();
         if let Some(component) = self.load_artifact(engine, &artifact) {
-            let stats = LoadStats::hit(sha256, read, started.elapsed());
+            let stats = self.hit(sha256, read, started.elapsed());
             tracing::debug!(
                 path = %path.display(),
+                tier = %self.tier,
                 read = ?stats.read,
                 load = ?stats.load,
                 "component loaded from the precompiled cache"
@@ -162,11 +189,10 @@ impl ArtifactCache {
             return Ok((component, stats));
         }
 
-        let component =
-            Component::from_binary(engine, wasm.bytes()).map_err(|e| LoadError::Compile {
-                path: path.to_owned(),
-                message: format!("{e:#}"),
-            })?;
+        let component = compile(engine, wasm.bytes()).map_err(|message| LoadError::Compile {
+            path: path.to_owned(),
+            message,
+        })?;
         let load = started.elapsed();
         let started = Instant::now();
         if let Err(e) = self.store_artifact(&component, &artifact) {
@@ -181,9 +207,11 @@ impl ArtifactCache {
             read,
             load,
             write: Some(started.elapsed()),
+            tier: self.tier,
         };
         tracing::debug!(
             path = %path.display(),
+            tier = %self.tier,
             read = ?stats.read,
             compile = ?stats.load,
             write = ?stats.write,
@@ -251,6 +279,25 @@ impl ArtifactCache {
     }
 }
 
+/// Compiles `wasm`. A compiler that panics on it (a bug wasmtime guards against by refusing
+/// the features a compiler does not implement, but a guest is untrusted input) has refused it:
+/// an error, never a crash of the host.
+fn compile(engine: &Engine, wasm: &[u8]) -> Result<Component, String> {
+    let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Component::from_binary(engine, wasm)
+    }));
+    match compiled {
+        Ok(Ok(component)) => Ok(component),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(panic) => Err(format!(
+            "the compiler failed on it: {}",
+            (panic.downcast_ref::<&str>().copied())
+                .or(panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a panic")
+        )),
+    }
+}
+
 /// Whether the artifact at `path` ends with the CRC-32 of what precedes it. Streamed through a
 /// small buffer: the file is never held whole (wasmtime maps it).
 fn sealed_intact(path: &Path) -> std::io::Result<bool> {
@@ -312,8 +359,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let wasm = dir.path().join("empty.wasm");
         std::fs::write(&wasm, EMPTY_COMPONENT).unwrap();
-        let engine = crate::load::engine::new_engine().unwrap();
-        let cache = ArtifactCache::new(dir.path().join("cache"), &engine);
+        let engine = crate::load::engine::new_engine(Tier::Optimized).unwrap();
+        let cache = ArtifactCache::new(dir.path().join("cache"), &engine, Tier::Optimized);
 
         let load = |path: &Path| cache.load(&engine, &ComponentBytes::read(path).unwrap());
         let (_, first) = load(&wasm).unwrap();
@@ -328,7 +375,7 @@ mod tests {
             .collect();
         assert_eq!(artifacts.len(), 1, "no temporary file is left behind");
         // Another process maps the artifact from the disk.
-        let (_, mapped) = ArtifactCache::new(dir.path().join("cache"), &engine)
+        let (_, mapped) = ArtifactCache::new(dir.path().join("cache"), &engine, Tier::Optimized)
             .load(&engine, &ComponentBytes::read(&wasm).unwrap())
             .unwrap();
         assert!(mapped.cache_hit);
@@ -348,7 +395,7 @@ mod tests {
         std::fs::write(&artifacts[0], b"torn").unwrap();
         // This process goes on with the component it loaded; another one recompiles it.
         assert!(load(&wasm).unwrap().1.cache_hit);
-        let cache = ArtifactCache::new(dir.path().join("cache"), &engine);
+        let cache = ArtifactCache::new(dir.path().join("cache"), &engine, Tier::Optimized);
         let load = |path: &Path| cache.load(&engine, &ComponentBytes::read(path).unwrap());
         let (_, third) = load(&wasm).unwrap();
         assert!(!third.cache_hit);

@@ -1,20 +1,26 @@
-//! The one place the wasmtime engine is configured, and the fingerprint of that configuration
-//! that keys the precompiled-artifact cache.
+//! The one place the wasmtime engines are configured (one per [`Tier`], alike but for the
+//! compiler), and the fingerprint of that configuration that keys the precompiled-artifact cache.
 
 use std::hash::{Hash, Hasher};
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Config, Engine, WasmBacktraceDetails};
+use wasmtime::{Config, Engine, Strategy, WasmBacktraceDetails};
 
 use crate::error::LoadError;
+use crate::load::tier::Tier;
 
 /// How often the epoch advances. Deadlines are checked at this granularity, and a busy guest
 /// yields to the async executor this often.
 pub(crate) const EPOCH_TICK: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Creates the engine every component of the process runs on.
-pub(crate) fn new_engine() -> Result<Engine, LoadError> {
+/// Creates the engine the components of `tier` run on. Deadlines, limits and traps are the
+/// same in both: only the compiler differs.
+pub(crate) fn new_engine(tier: Tier) -> Result<Engine, LoadError> {
     let mut config = Config::new();
+    config.strategy(match tier {
+        Tier::Fast => Strategy::Winch,
+        Tier::Optimized => Strategy::Cranelift,
+    });
     config
         .wasm_component_model(true)
         // Deadlines: compiled code checks the epoch, which a background thread advances.
@@ -68,10 +74,12 @@ mod tests {
 
     #[test]
     fn the_fingerprint_is_stable_across_engines() {
-        let a = fingerprint(&new_engine().unwrap());
-        let b = fingerprint(&new_engine().unwrap());
-        assert_eq!(a, b);
-        assert_eq!(a.len(), 16);
+        for tier in Tier::ALL {
+            let a = fingerprint(&new_engine(tier).unwrap());
+            let b = fingerprint(&new_engine(tier).unwrap());
+            assert_eq!(a, b);
+            assert_eq!(a.len(), 16);
+        }
     }
 
     #[test]
@@ -79,6 +87,17 @@ mod tests {
         let mut config = Config::new();
         config.wasm_component_model(true).consume_fuel(true);
         let other = Engine::new(&config).unwrap();
-        assert_ne!(fingerprint(&new_engine().unwrap()), fingerprint(&other));
+        assert_ne!(
+            fingerprint(&new_engine(Tier::Optimized).unwrap()),
+            fingerprint(&other)
+        );
+    }
+
+    #[test]
+    fn the_tiers_have_different_fingerprints() {
+        assert_ne!(
+            fingerprint(&new_engine(Tier::Fast).unwrap()),
+            fingerprint(&new_engine(Tier::Optimized).unwrap())
+        );
     }
 }

@@ -1,81 +1,44 @@
 //! The entry point: one [`Runtime`] per process loads every provider and program.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use plinth_engine::program::Program;
 use plinth_engine::provider::Provider;
-use wasmtime::Engine;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::Component;
 
-use crate::abi::bindings::{v0_1, v0_2, v0_3};
 use crate::abi::inspect::ComponentInfo;
 use crate::abi::versions::{self, Kind, WitVersion};
 use crate::access::advice::{GrantAdvice, PlainAdvice};
 use crate::access::grants::Grants;
 use crate::error::LoadError;
 use crate::load::bytes::ComponentBytes;
-use crate::load::cache::{ArtifactCache, LoadStats};
+use crate::load::cache::LoadStats;
+use crate::load::engines::{Engines, Loaded, TierEngine};
 use crate::load::policy_pack::{ComponentPolicyPack, PolicySettings};
-use crate::load::program::{self, ComponentProgram, ProgramPre, ProgramState};
+use crate::load::program::{ComponentProgram, ProgramPre};
 use crate::load::provider::{self, ComponentProvider, ProviderPre};
-use crate::sandbox::Sandbox;
-use crate::sandbox::epoch::EpochTicker;
+use crate::load::tier::Tier;
 use crate::sandbox::limits::Limits;
-use crate::sandbox::link::link_sandboxed_wasi;
 
-/// The wasmtime embedding: an engine configured for plinth's components, its precompiled-artifact
-/// cache and the linkers of both worlds. Create one per process and share it.
+/// The wasmtime embedding: an engine per compiler [`Tier`] configured for plinth's components,
+/// their precompiled-artifact cache and the linkers of every world. Create one per process and
+/// share it.
 pub struct Runtime {
-    engine: Engine,
-    cache: ArtifactCache,
-    epoch: Arc<EpochTicker>,
-    provider_linker: Linker<Sandbox>,
-    program_linker: Linker<ProgramState>,
-    policy_linker: Linker<Sandbox>,
+    engines: Arc<Engines>,
     advice: Arc<dyn GrantAdvice>,
-    /// Providers linked already, by the SHA-256 of their component: another configuration of a
-    /// plugin is not linked again.
-    prepared: Mutex<HashMap<String, ProviderPre>>,
 }
 
 impl Runtime {
-    /// Creates the engine and starts its epoch ticker. Precompiled artifacts are kept in
+    /// Creates the optimized tier's engine and starts its epoch ticker (the fast tier's is
+    /// created when a component first asks for it). Precompiled artifacts are kept in
     /// `cache_dir`, which is created when the first one is written.
     pub fn new(cache_dir: PathBuf) -> Result<Runtime, LoadError> {
-        let engine = crate::load::engine::new_engine()?;
-        let epoch = EpochTicker::start(&engine)
-            .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?;
-        let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
-
-        let mut provider_linker = Linker::new(&engine);
-        link_sandboxed_wasi(&mut provider_linker).map_err(link_error)?;
-        // Every version: each links its types' (empty) interfaces under its own names.
-        v0_1::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
-            .map_err(link_error)?;
-        v0_2::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
-            .map_err(link_error)?;
-        v0_3::provider::ProviderPlugin::add_to_linker::<_, HasSelf<_>>(&mut provider_linker, |s| s)
-            .map_err(link_error)?;
-
-        let mut program_linker = Linker::new(&engine);
-        link_sandboxed_wasi(&mut program_linker).map_err(link_error)?;
-        program::add_to_linker(&mut program_linker).map_err(link_error)?;
-
-        let mut policy_linker = Linker::new(&engine);
-        crate::load::policy_pack::add_to_linker(&mut policy_linker).map_err(link_error)?;
-
         Ok(Runtime {
-            cache: ArtifactCache::new(cache_dir, &engine),
-            engine,
-            epoch: Arc::new(epoch),
-            provider_linker,
-            program_linker,
-            policy_linker,
+            engines: Arc::new(Engines::new(cache_dir)?),
             advice: Arc::new(PlainAdvice),
-            prepared: Mutex::default(),
         })
     }
 
@@ -86,27 +49,36 @@ impl Runtime {
         self
     }
 
-    /// Loads the component at `path`: from its precompiled artifact if the cache has one,
-    /// otherwise by compiling it (and caching the result). Compiling takes from milliseconds
-    /// to seconds: async callers should prefer [`load_provider`](Self::load_provider) and
-    /// [`load_program`](Self::load_program), which do it on a blocking thread.
-    pub fn load_component(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
-        self.cache.load_path(&self.engine, path)
+    /// Loads the component at `path` on `tier`: from its precompiled artifact if the cache has
+    /// one, otherwise by compiling it (and caching the result). Compiling takes from
+    /// milliseconds to seconds: async callers should prefer [`load_provider`](Self::load_provider)
+    /// and [`load_program`](Self::load_program), which do it on a blocking thread.
+    pub fn load_component(
+        &self,
+        path: &Path,
+        tier: Tier,
+    ) -> Result<(Component, LoadStats), LoadError> {
+        let loaded = match self.engines.load_unchanged(path, tier) {
+            Some(loaded) => loaded,
+            None => self.engines.load_changed(path, tier)?,
+        };
+        Ok((loaded.component, loaded.stats))
     }
 
-    /// Loads and starts the provider `name` from the component at `path`, with `grants` (a
-    /// granted directory that does not exist is an error). Its `info` is read once, now; a
-    /// component that calls itself something else than `name` is an error.
+    /// Loads and starts the provider `name` from the component at `path`, compiled on `tier`,
+    /// with `grants` (a granted directory that does not exist is an error). Its `info` is read
+    /// once, now; a component that calls itself something else than `name` is an error.
     pub async fn load_provider(
         &self,
         name: &str,
         path: &Path,
         limits: Limits,
         grants: Grants,
+        tier: Tier,
     ) -> Result<Arc<dyn Provider>, LoadError> {
         let started = Instant::now();
         grants.validate(name)?;
-        let loaded = self.load_path_async(path).await;
+        let loaded = self.load_path_async(path, tier).await;
         self.start_provider(name, path, loaded?, limits, grants, started)
             .await
     }
@@ -119,11 +91,12 @@ impl Runtime {
         wasm: ComponentBytes,
         limits: Limits,
         grants: Grants,
+        tier: Tier,
     ) -> Result<Arc<dyn Provider>, LoadError> {
         let started = Instant::now();
         grants.validate(name)?;
         let path = &wasm.path().to_owned();
-        let loaded = self.load_off_thread(wasm).await?;
+        let loaded = self.load_off_thread(wasm, tier).await?;
         self.start_provider(name, path, loaded, limits, grants, started)
             .await
     }
@@ -133,13 +106,17 @@ impl Runtime {
         &self,
         name: &str,
         path: &Path,
-        (component, stats): (Component, LoadStats),
+        Loaded {
+            on,
+            component,
+            stats,
+        }: Loaded,
         limits: Limits,
         grants: Grants,
         started: Instant,
     ) -> Result<Arc<dyn Provider>, LoadError> {
-        let version = versions::detect(&self.engine, &component, path, Kind::Provider)?;
-        let pre = self.prepare_provider(&component, &stats.sha256, version, path)?;
+        let version = versions::detect(&on.engine, &component, path, Kind::Provider)?;
+        let pre = prepare_provider(&on, &component, &stats.sha256, version, path)?;
         let provider = ComponentProvider::start(
             name,
             path,
@@ -147,13 +124,14 @@ impl Runtime {
             limits,
             grants,
             self.advice.clone(),
-            self.epoch.clone(),
+            on.epoch.clone(),
         )
         .await?;
         tracing::debug!(
             target: "plinth::runtime",
             provider = name,
             wit = %version,
+            tier = %stats.tier,
             cache_hit = stats.cache_hit,
             elapsed = ?started.elapsed(),
             "provider started"
@@ -161,43 +139,29 @@ impl Runtime {
         Ok(Arc::new(provider))
     }
 
-    /// `component`, with the SHA-256 `sha256`, pre-instantiated as a provider, once per process.
-    fn prepare_provider(
-        &self,
-        component: &Component,
-        sha256: &str,
-        version: WitVersion,
-        path: &Path,
-    ) -> Result<ProviderPre, LoadError> {
-        let prepared = self.prepared.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(pre) = prepared.get(sha256) {
-            return Ok(pre.clone());
-        }
-        drop(prepared);
-        let pre = ProviderPre::new(&self.provider_linker, component, version)
-            .map_err(link_error(path, Kind::Provider))?;
-        (self.prepared.lock().unwrap_or_else(PoisonError::into_inner))
-            .insert(sha256.to_owned(), pre.clone());
-        Ok(pre)
-    }
-
-    /// Loads and instantiates the program component at `path`. One instance serves the whole
-    /// run: its body, then every apply closure it registers.
+    /// Loads and instantiates the program component at `path`, compiled on `tier`. One
+    /// instance serves the whole run: its body, then every apply closure it registers.
     pub async fn load_program(
         &self,
         path: &Path,
         limits: Limits,
+        tier: Tier,
     ) -> Result<Box<dyn Program>, LoadError> {
         let started = Instant::now();
-        let (component, stats) = self.load_path_async(path).await?;
-        let version = versions::detect(&self.engine, &component, path, Kind::Program)?;
-        let pre = ProgramPre::new(&self.program_linker, &component, version)
+        let Loaded {
+            on,
+            component,
+            stats,
+        } = self.load_path_async(path, tier).await?;
+        let version = versions::detect(&on.engine, &component, path, Kind::Program)?;
+        let pre = ProgramPre::new(&on.program_linker, &component, version)
             .map_err(link_error(path, Kind::Program))?;
-        let program = ComponentProgram::start(path, pre, limits, self.epoch.clone()).await?;
+        let program = ComponentProgram::start(path, pre, limits, on.epoch.clone()).await?;
         tracing::debug!(
             target: "plinth::runtime",
             program = %path.display(),
             wit = %version,
+            tier = %stats.tier,
             cache_hit = stats.cache_hit,
             elapsed = ?started.elapsed(),
             "program started"
@@ -205,23 +169,28 @@ impl Runtime {
         Ok(Box::new(program))
     }
 
-    /// Loads the policy pack at `path` and configures it with `settings`, by policy name. It
-    /// runs granted nothing, under `limits`.
+    /// Loads the policy pack at `path`, compiled on `tier`, and configures it with `settings`,
+    /// by policy name. It runs granted nothing, under `limits`.
     pub async fn load_policy_pack(
         &self,
         path: &Path,
         limits: Limits,
         settings: &BTreeMap<String, PolicySettings>,
+        tier: Tier,
     ) -> Result<Arc<ComponentPolicyPack>, LoadError> {
-        let (component, stats) = self.load_path_async(path).await?;
+        let Loaded {
+            on,
+            component,
+            stats,
+        } = self.load_path_async(path, tier).await?;
         let pack = ComponentPolicyPack::start(
-            &self.policy_linker,
+            &on.policy_linker,
             &component,
             stats.sha256,
             path,
             limits,
             settings,
-            self.epoch.clone(),
+            on.epoch.clone(),
         )
         .await?;
         Ok(Arc::new(pack))
@@ -252,13 +221,18 @@ impl Runtime {
 
     /// Describes the component at `path`: provider or program, the WIT version it was built
     /// against, its hash and size and, for a provider, its `info` and the capabilities it asks
-    /// for, read from an instance in the bare sandbox (granted nothing).
+    /// for, read from an instance in the bare sandbox (granted nothing). Compiled optimized, as
+    /// a plugin one inspects is one to install.
     pub async fn inspect(&self, path: &Path) -> Result<ComponentInfo, LoadError> {
-        let (component, stats) = self.load_path_async(path).await?;
-        let (kind, version) = versions::classify(&self.engine, &component, path)?;
+        let Loaded {
+            on,
+            component,
+            stats,
+        } = self.load_path_async(path, Tier::Optimized).await?;
+        let (kind, version) = versions::classify(&on.engine, &component, path)?;
         match kind {
             Kind::Provider => {
-                let pre = ProviderPre::new(&self.provider_linker, &component, version)
+                let pre = ProviderPre::new(&on.provider_linker, &component, version)
                     .map_err(link_error(path, kind))?;
                 let name = path.file_stem().unwrap_or_default().to_string_lossy();
                 let info =
@@ -267,7 +241,7 @@ impl Runtime {
                 ComponentInfo::provider(path, version, stats.sha256, info)
             }
             Kind::Program => {
-                ProgramPre::new(&self.program_linker, &component, version)
+                ProgramPre::new(&on.program_linker, &component, version)
                     .map_err(link_error(path, kind))?;
                 ComponentInfo::program(path, version, stats.sha256)
             }
@@ -275,25 +249,43 @@ impl Runtime {
     }
 
     /// Compiles (or loads from the cache) `wasm` on a blocking thread, off the async executor.
-    async fn load_off_thread(
-        &self,
-        wasm: ComponentBytes,
-    ) -> Result<(Component, LoadStats), LoadError> {
-        let (engine, cache) = (self.engine.clone(), self.cache.clone());
-        off_thread(move || cache.load(&engine, &wasm)).await
+    async fn load_off_thread(&self, wasm: ComponentBytes, tier: Tier) -> Result<Loaded, LoadError> {
+        let engines = self.engines.clone();
+        off_thread(move || engines.load(&wasm, tier)).await
     }
 
     /// Loads the component at `path`. One unchanged since it was compiled is loaded here, on
     /// the executor: mapping its artifact takes a fraction of a millisecond, less than a trip
     /// to the blocking pool and back would cost on a busy machine (two thread wake-ups, each
     /// waiting for a free core). Reading, hashing and compiling go to a blocking thread.
-    async fn load_path_async(&self, path: &Path) -> Result<(Component, LoadStats), LoadError> {
-        if let Some(loaded) = self.cache.load_unchanged(&self.engine, path) {
+    async fn load_path_async(&self, path: &Path, tier: Tier) -> Result<Loaded, LoadError> {
+        if let Some(loaded) = self.engines.load_unchanged(path, tier) {
             return Ok(loaded);
         }
-        let (engine, cache, path) = (self.engine.clone(), self.cache.clone(), path.to_owned());
-        off_thread(move || cache.load_changed(&engine, &path)).await
+        let (engines, path) = (self.engines.clone(), path.to_owned());
+        off_thread(move || engines.load_changed(&path, tier)).await
     }
+}
+
+/// `component`, with the SHA-256 `sha256`, pre-instantiated as a provider on `on`, once per
+/// process.
+fn prepare_provider(
+    on: &TierEngine,
+    component: &Component,
+    sha256: &str,
+    version: WitVersion,
+    path: &Path,
+) -> Result<ProviderPre, LoadError> {
+    let prepared = on.prepared.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(pre) = prepared.get(sha256) {
+        return Ok(pre.clone());
+    }
+    drop(prepared);
+    let pre = ProviderPre::new(&on.provider_linker, component, version)
+        .map_err(link_error(path, Kind::Provider))?;
+    (on.prepared.lock().unwrap_or_else(PoisonError::into_inner))
+        .insert(sha256.to_owned(), pre.clone());
+    Ok(pre)
 }
 
 /// Runs `work` on a blocking thread; a panic there is resumed here.

@@ -53,7 +53,7 @@ mod tests {
     #[test]
     fn stops_promptly_on_drop() {
         // That the epoch advances is shown by the deadline tests with real components.
-        let engine = crate::load::engine::new_engine().unwrap();
+        let engine = crate::load::engine::new_engine(crate::load::tier::Tier::Optimized).unwrap();
         let ticker = EpochTicker::start(&engine).unwrap();
         std::thread::sleep(EPOCH_TICK * 3);
         let started = std::time::Instant::now();

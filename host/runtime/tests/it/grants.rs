@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use plinth_engine::provider::{Provider, ProviderError};
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Access, DirGrant, Grants, Limits, LoadError, Runtime};
+use plinth_runtime::{Access, DirGrant, Grants, Limits, LoadError, Runtime, Tier};
 
 /// A host directory tree: `world/inside.txt`, and `secret.txt` next to `world`.
 struct Host {
@@ -49,6 +49,7 @@ async fn testkit(cache: &Path, grants: Grants) -> Result<Arc<dyn Provider>, Load
             &support::guest("plinth-testkit"),
             Limits::default(),
             grants,
+            Tier::Optimized,
         )
         .await
 }

@@ -2,7 +2,7 @@
 
 use crate::support;
 
-use plinth_runtime::{ComponentBytes, Grants, Limits, LoadError, Runtime};
+use plinth_runtime::{ComponentBytes, Grants, Limits, LoadError, Runtime, Tier};
 
 #[test]
 fn the_second_load_hits_the_cache_and_is_much_faster() {
@@ -10,13 +10,13 @@ fn the_second_load_hits_the_cache_and_is_much_faster() {
     let cache = tempfile::tempdir().unwrap();
 
     let runtime = Runtime::new(cache.path().to_owned()).unwrap();
-    let (_, first) = runtime.load_component(&wasm).unwrap();
+    let (_, first) = runtime.load_component(&wasm, Tier::Optimized).unwrap();
     assert!(!first.cache_hit);
     assert!(first.write.is_some());
 
     // A new runtime, as in the next process.
     let runtime = Runtime::new(cache.path().to_owned()).unwrap();
-    let (_, second) = runtime.load_component(&wasm).unwrap();
+    let (_, second) = runtime.load_component(&wasm, Tier::Optimized).unwrap();
     assert!(second.cache_hit);
     assert_eq!(first.sha256, second.sha256);
     assert!(
@@ -35,7 +35,13 @@ async fn garbage_and_core_modules_are_clear_errors_naming_the_file() {
     let garbage = dir.path().join("garbage.wasm");
     std::fs::write(&garbage, b"this is not WebAssembly").unwrap();
     let error = runtime
-        .load_provider("garbage", &garbage, Limits::default(), Grants::default())
+        .load_provider(
+            "garbage",
+            &garbage,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .err()
         .expect("garbage is refused");
@@ -50,7 +56,7 @@ async fn garbage_and_core_modules_are_clear_errors_naming_the_file() {
     let module = dir.path().join("module.wasm");
     std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
     let message = runtime
-        .load_program(&module, Limits::default())
+        .load_program(&module, Limits::default(), Tier::Optimized)
         .await
         .err()
         .expect("a core module is refused")
@@ -65,7 +71,13 @@ async fn a_missing_file_is_a_clear_error() {
     let runtime = Runtime::new(dir.path().join("cache")).unwrap();
     let missing = dir.path().join("missing.wasm");
     let error = runtime
-        .load_provider("missing", &missing, Limits::default(), Grants::default())
+        .load_provider(
+            "missing",
+            &missing,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .err()
         .expect("a missing file is refused");
@@ -91,11 +103,17 @@ async fn a_provider_runs_the_bytes_that_were_hashed_not_the_file_as_it_is_now() 
     );
 
     let provider = runtime
-        .load_provider_bytes("testkit", checked, Limits::default(), Grants::default())
+        .load_provider_bytes(
+            "testkit",
+            checked,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .unwrap_or_else(|e| panic!("the checked bytes did not load: {e}"));
     assert_eq!(provider.info().name, "testkit");
-    let (_, stats) = runtime.load_component(&plugin).unwrap();
+    let (_, stats) = runtime.load_component(&plugin, Tier::Optimized).unwrap();
     assert_ne!(
         stats.sha256, testkit_sha256,
         "the swapped file is another component"

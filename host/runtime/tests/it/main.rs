@@ -10,12 +10,14 @@ mod reach;
 // Where the benches find it too.
 #[path = "../support/mod.rs"]
 mod support;
+mod tiers;
 mod versions;
 
 /// The artifact cache of the tests that are not about the cache: each component compiles once
-/// (about a second of CPU each) rather than once per test. Kept under target/ across runs, as the
-/// end-to-end tests' PLINTH_HOME is: artifacts are named by the component's hash and the engine's
-/// fingerprint and written by rename, as concurrent plinth processes share one cache.
+/// (about a second of CPU each) rather than once per test. It is the end-to-end tests' own
+/// (their PLINTH_HOME's `cache`, kept under target/ across runs): the guests both suites run
+/// compile once for both. Artifacts are named by the component's hash, the engine's fingerprint
+/// and the tier, and written by rename, as concurrent plinth processes share one cache.
 fn shared_cache() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/runtime-tests-cache")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/e2e-home/cache")
 }

@@ -13,7 +13,7 @@ use plinth_engine::events::EventSink;
 use plinth_engine::provider::{LoadError, Provider, ProviderSource};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Grants, Limits, Runtime};
+use plinth_runtime::{Grants, Limits, Runtime, Tier};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +38,7 @@ impl ProviderSource for Testkit {
                     &self.wasm,
                     Limits::default(),
                     Grants::default(),
+                    Tier::Optimized,
                 )
             })
             .await?;
@@ -60,7 +61,7 @@ async fn deploy(config: &[(&str, &str)], preview: bool) -> Outcome {
     let testkit_wasm = support::guest("plinth-testkit");
     let runtime = Arc::new(Runtime::new(crate::shared_cache()).unwrap());
     let program = runtime
-        .load_program(&program_wasm, Limits::default())
+        .load_program(&program_wasm, Limits::default(), Tier::Optimized)
         .await
         .unwrap();
     let providers = Arc::new(Testkit {

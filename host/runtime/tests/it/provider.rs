@@ -7,7 +7,7 @@ use std::sync::Arc;
 use plinth_engine::provider::{Provider, ProviderError};
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Grants, Limits, LoadError, Runtime};
+use plinth_runtime::{Grants, Limits, LoadError, Runtime, Tier};
 
 fn urn(ty: &str, name: &str) -> Urn {
     Urn::new("test", "runtime", None, ty, name)
@@ -22,10 +22,15 @@ fn props(entries: &[(&str, Value)]) -> PropertyMap {
 
 /// A runtime on the shared cache, and testkit loaded into it.
 async fn testkit(limits: Limits) -> Arc<dyn Provider> {
+    testkit_on(limits, Tier::Optimized).await
+}
+
+/// [`testkit`], compiled on `tier`: panics, traps and limits behave alike on both.
+async fn testkit_on(limits: Limits, tier: Tier) -> Arc<dyn Provider> {
     let wasm = support::guest("plinth-testkit");
     let runtime = Runtime::new(crate::shared_cache()).unwrap();
     runtime
-        .load_provider("testkit", &wasm, limits, Grants::default())
+        .load_provider("testkit", &wasm, limits, Grants::default(), tier)
         .await
         .unwrap()
 }
@@ -170,32 +175,39 @@ async fn echo_round_trip() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_panic_is_a_crash_naming_the_plugin_and_the_next_call_works() {
-    let provider = testkit(Limits::default()).await;
-    let result = provider
-        .create(&urn("testkit:Panic", "p"), &PropertyMap::new(), false)
-        .await;
-    let message = crash_message(result);
-    assert!(
-        message.starts_with("plugin `testkit`: `create` panicked"),
-        "{message}"
-    );
-    assert!(message.contains("testkit: panic requested"), "{message}");
-    still_works(&*provider).await;
+    for tier in Tier::ALL {
+        let provider = testkit_on(Limits::default(), tier).await;
+        let result = provider
+            .create(&urn("testkit:Panic", "p"), &PropertyMap::new(), false)
+            .await;
+        let message = crash_message(result);
+        assert!(
+            message.starts_with("plugin `testkit`: `create` panicked"),
+            "{tier}: {message}"
+        );
+        assert!(
+            message.contains("testkit: panic requested"),
+            "{tier}: {message}"
+        );
+        still_works(&*provider).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_trap_is_a_crash_naming_the_plugin_and_the_next_call_works() {
-    let provider = testkit(Limits::default()).await;
-    let result = provider
-        .create(&urn("testkit:Trap", "t"), &PropertyMap::new(), false)
-        .await;
-    let message = crash_message(result);
-    assert!(
-        message.starts_with("plugin `testkit`: `create` trapped"),
-        "{message}"
-    );
-    assert!(message.contains("unreachable"), "{message}");
-    still_works(&*provider).await;
+    for tier in Tier::ALL {
+        let provider = testkit_on(Limits::default(), tier).await;
+        let result = provider
+            .create(&urn("testkit:Trap", "t"), &PropertyMap::new(), false)
+            .await;
+        let message = crash_message(result);
+        assert!(
+            message.starts_with("plugin `testkit`: `create` trapped"),
+            "{tier}: {message}"
+        );
+        assert!(message.contains("unreachable"), "{tier}: {message}");
+        still_works(&*provider).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -236,19 +248,21 @@ async fn running_out_of_memory_is_a_crash() {
         memory_bytes: 8 << 20,
         ..Limits::default()
     };
-    let provider = testkit(limits).await;
-    let huge = Value::from("x".repeat(16 << 20));
-    let result = provider
-        .create(
-            &urn("testkit:Echo", "huge"),
-            &props(&[("huge", huge)]),
-            false,
-        )
-        .await;
-    let message = crash_message(result);
-    assert!(message.contains("ran out of memory"), "{message}");
-    assert!(message.contains("the limit is 8 MiB"), "{message}");
-    still_works(&*provider).await;
+    for tier in Tier::ALL {
+        let provider = testkit_on(limits, tier).await;
+        let huge = Value::from("x".repeat(16 << 20));
+        let result = provider
+            .create(
+                &urn("testkit:Echo", "huge"),
+                &props(&[("huge", huge)]),
+                false,
+            )
+            .await;
+        let message = crash_message(result);
+        assert!(message.contains("ran out of memory"), "{tier}: {message}");
+        assert!(message.contains("the limit is 8 MiB"), "{tier}: {message}");
+        still_works(&*provider).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -280,7 +294,13 @@ async fn a_provider_loaded_under_another_name_is_refused() {
     let wasm = support::guest("plinth-testkit");
     let runtime = Runtime::new(crate::shared_cache()).unwrap();
     let error = runtime
-        .load_provider("random", &wasm, Limits::default(), Grants::default())
+        .load_provider(
+            "random",
+            &wasm,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .err()
         .expect("a name mismatch");
@@ -295,7 +315,13 @@ async fn a_program_is_not_a_provider() {
     let wasm = support::guest("plinth-scenario");
     let runtime = Runtime::new(crate::shared_cache()).unwrap();
     let error = runtime
-        .load_provider("scenario", &wasm, Limits::default(), Grants::default())
+        .load_provider(
+            "scenario",
+            &wasm,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .err()
         .expect("a link error");
@@ -316,7 +342,13 @@ async fn the_random_provider_draws_from_the_sandbox_and_keeps_secrets_secret() {
     let wasm = support::guest("plinth-random");
     let runtime = Runtime::new(crate::shared_cache()).unwrap();
     let random = runtime
-        .load_provider("random", &wasm, Limits::default(), Grants::default())
+        .load_provider(
+            "random",
+            &wasm,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .unwrap();
     let urn = urn("random:RandomPassword", "pw");

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use plinth_engine::provider::{Provider, ProviderError};
 use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
-use plinth_runtime::{Grants, Limits, Runtime};
+use plinth_runtime::{Grants, Limits, Runtime, Tier};
 
 async fn reach(cache: &std::path::Path, grants: Grants) -> Arc<dyn Provider> {
     let runtime = Runtime::new(cache.to_owned()).unwrap();
@@ -22,6 +22,7 @@ async fn reach(cache: &std::path::Path, grants: Grants) -> Arc<dyn Provider> {
             &support::guest("plinth-reach"),
             Limits::default(),
             grants,
+            Tier::Optimized,
         )
         .await
         .unwrap()

@@ -13,7 +13,7 @@ use plinth_engine::urn::Urn;
 use plinth_engine::value::{PropertyMap, Value};
 use plinth_runtime::{
     Access, CapabilityError, DirGrant, DirRequest, Grants, Kind, Limits, LoadError, Missing,
-    Runtime, WitVersion,
+    Runtime, Tier, WitVersion,
 };
 use sha2::{Digest, Sha256};
 
@@ -41,6 +41,7 @@ async fn a_provider_built_against_0_1_loads_and_works() {
             &support::guest("plinth-legacy-v01"),
             Limits::default(),
             Grants::default(),
+            Tier::Optimized,
         )
         .await
         .unwrap();
@@ -98,7 +99,13 @@ async fn a_provider_built_against_0_2_gets_integers_as_floats_and_keeps_its_conf
     let runtime = runtime(&cache);
     let path = support::guest("plinth-legacy-v02");
     let scale = runtime
-        .load_provider("scale", &path, Limits::default(), Grants::default())
+        .load_provider(
+            "scale",
+            &path,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .unwrap();
     let info = scale.info();
@@ -158,6 +165,7 @@ async fn a_0_3_provider_describes_typed_properties() {
             &support::guest("plinth-random"),
             Limits::default(),
             Grants::default(),
+            Tier::Optimized,
         )
         .await
         .unwrap();
@@ -218,7 +226,13 @@ async fn an_unknown_version_is_a_clear_error_naming_the_supported_ones() {
     let runtime = runtime(&dir);
     let future = component_exporting(dir.path(), "plinth:plugin/provider@0.4.0");
     let error = runtime
-        .load_provider("future", &future, Limits::default(), Grants::default())
+        .load_provider(
+            "future",
+            &future,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .err()
         .expect("0.4 is refused");
@@ -242,7 +256,7 @@ async fn an_unknown_version_is_a_clear_error_naming_the_supported_ones() {
 
     let program = component_exporting(dir.path(), "plinth:plugin/callbacks@9.0.0");
     let error = runtime
-        .load_program(&program, Limits::default())
+        .load_program(&program, Limits::default(), Tier::Optimized)
         .await
         .err()
         .expect("9.0 is refused");
@@ -258,7 +272,13 @@ async fn a_component_of_no_plinth_world_says_so() {
     let runtime = runtime(&dir);
     let other = component_exporting(dir.path(), "example:other/thing@1.0.0");
     let error = runtime
-        .load_provider("other", &other, Limits::default(), Grants::default())
+        .load_provider(
+            "other",
+            &other,
+            Limits::default(),
+            Grants::default(),
+            Tier::Optimized,
+        )
         .await
         .err()
         .expect("not a provider");
@@ -298,7 +318,8 @@ async fn a_provider_asking_for_more_than_granted_does_not_load() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = runtime(&dir);
     let notes = support::guest("plinth-notes");
-    let load = |grants| runtime.load_provider("notes", &notes, Limits::default(), grants);
+    let load =
+        |grants| runtime.load_provider("notes", &notes, Limits::default(), grants, Tier::Optimized);
 
     let asked = DirRequest {
         guest: "/notes".into(),
