@@ -16,7 +16,7 @@ use plinth_backend::FetchedPack;
 use plinth_backend::{PackLimits, RequiredPack};
 use plinth_engine::policy::{EnforcementLevel, PolicyPack, PolicyPacks};
 use plinth_engine::shown::escape_controls;
-use plinth_runtime::{Limits, LoadError, PolicySettings, Runtime};
+use plinth_runtime::{Limits, LoadError, PolicySettings, Runtime, Tier};
 
 use crate::build::component_path;
 use crate::compiler::Compiler;
@@ -76,7 +76,8 @@ pub async fn load(
         let path = match source {
             PackSource::Path(path) => project.resolve(&path),
             PackSource::Registry(reference) => {
-                let pack = registry.load(runtime, &reference, limits, &config).await?;
+                let tier = compiler.tier(false);
+                let pack = (registry.load(runtime, &reference, limits, &config, tier)).await?;
                 known.extend(pack.policies().map(str::to_owned));
                 packs.push(pack);
                 continue;
@@ -152,6 +153,7 @@ impl<'a> Registry<'a> {
         reference: &Reference,
         limits: Limits,
         config: &Config,
+        tier: Tier,
     ) -> Result<Arc<plinth_runtime::ComponentPolicyPack>> {
         let key = reference.to_string();
         let fetched = packs::fetch(
@@ -162,10 +164,13 @@ impl<'a> Registry<'a> {
             &self.trust,
         )
         .await?;
-        let pack =
-            (runtime.load_policy_pack_bytes(fetched.component.clone(), limits, &config.settings))
-                .await
-                .with_context(|| format!("cannot load the policy pack {key}"))?;
+        let loading = runtime.load_policy_pack_bytes(
+            fetched.component.clone(),
+            limits,
+            &config.settings,
+            tier,
+        );
+        let pack = (loading.await).with_context(|| format!("cannot load the policy pack {key}"))?;
         let (key, pin) = fetched.settle(&self.store, pack.name(), pack.version())?;
         self.pins.insert(key, pin);
         Ok(pack)

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use console::style;
 use plinth_engine::policy::PolicyPack as _;
 use plinth_engine::shown::escape_controls as e;
-use plinth_runtime::{ComponentBytes, Runtime};
+use plinth_runtime::{ComponentBytes, Runtime, Tier};
 use semver::{Version, VersionReq};
 
 use super::lockfile::{self, Pin};
@@ -204,6 +204,8 @@ pub async fn lock_all(
             fetched.component.clone(),
             spec.limits.0,
             &BTreeMap::new(),
+            // Read for its name and version; the optimized build is what later runs load.
+            Tier::Optimized,
         ))
         .await
         .with_context(|| format!("cannot load the policy pack {key}"))?;

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use plinth_engine::policy::PolicyPack as _;
 use plinth_engine::shown::escape_controls;
-use plinth_runtime::{ComponentBytes, Limits, Runtime};
+use plinth_runtime::{ComponentBytes, Limits, Runtime, Tier};
 
 use super::describe::describe;
 use super::keys::{Keys, key_id};
@@ -144,6 +144,8 @@ async fn pack_to_publish(pack: &str) -> Result<(Vec<u8>, String, String)> {
         ComponentBytes::new(path.clone(), component.clone()),
         Limits::default(),
         &BTreeMap::new(),
+        // Read for its name and version; the optimized build is what later runs load.
+        Tier::Optimized,
     ))
     .await
     .with_context(|| format!("{} is not a policy pack", path.display()))?;

@@ -196,24 +196,29 @@ impl Runtime {
         Ok(Arc::new(pack))
     }
 
-    /// Loads the policy pack `wasm`, as [`Self::load_policy_pack`] does: the bytes whose hash
-    /// the caller checked (a pin in Plinth.lock) are the bytes compiled.
+    /// Loads the policy pack `wasm`, compiled on `tier`, as [`Self::load_policy_pack`] does:
+    /// the bytes whose hash the caller checked (a pin in Plinth.lock) are the bytes compiled.
     pub async fn load_policy_pack_bytes(
         &self,
         wasm: ComponentBytes,
         limits: Limits,
         settings: &BTreeMap<String, PolicySettings>,
+        tier: Tier,
     ) -> Result<Arc<ComponentPolicyPack>, LoadError> {
         let path = wasm.path().to_owned();
-        let (component, stats) = self.load_off_thread(wasm).await?;
+        let Loaded {
+            on,
+            component,
+            stats,
+        } = self.load_off_thread(wasm, tier).await?;
         let pack = ComponentPolicyPack::start(
-            &self.policy_linker,
+            &on.policy_linker,
             &component,
             stats.sha256,
             &path,
             limits,
             settings,
-            self.epoch.clone(),
+            on.epoch.clone(),
         )
         .await?;
         Ok(Arc::new(pack))
