@@ -41,6 +41,7 @@ mod policy_service;
 mod polyglot;
 mod postgres;
 mod pypi;
+mod rabbitmq;
 mod reach;
 mod recovery;
 mod registry;

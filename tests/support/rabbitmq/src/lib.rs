@@ -19,7 +19,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -92,7 +92,7 @@ impl RabbitMq {
     /// A new broker, booted: its management API answers.
     pub fn start() -> Result<RabbitMq> {
         let bindir = bindir()?;
-        sweep_orphans(&std::env::temp_dir(), &bindir);
+        sweep_orphans(&std::env::temp_dir());
         let mut last_error = None;
         for attempt in 0..START_ATTEMPTS {
             let dir = tempfile::Builder::new()
@@ -259,7 +259,7 @@ fn boot(bindir: &Path, dir: TempDir, node: String, ports: Ports) -> Result<Rabbi
 
     // `rabbitmqctl wait` returns once the node has booted, or fails at its timeout; a server that
     // dies first ends the wait at once instead (the reaper kills the waiter).
-    let mut waiter = ctl_command(bindir, dir.path(), &node, ports.epmd)
+    let waiter = ctl_command(bindir, dir.path(), &node, ports.epmd)
         .arg("wait")
         .arg(dir.path().join("rabbitmq.pid"))
         .args(["--timeout", BOOT_TIMEOUT_SECONDS])
@@ -371,7 +371,7 @@ fn is_running(pid: u32) -> bool {
 /// before it could drop its broker (a timeout, a signal) leaves one running, and without this
 /// they would pile up on a machine that runs the tests again and again. A broker without an
 /// owner file (another process is creating it) or whose owner lives is left alone.
-fn sweep_orphans(temp: &Path, bindir: &Path) {
+fn sweep_orphans(temp: &Path) {
     let Ok(entries) = std::fs::read_dir(temp) else {
         return;
     };
@@ -390,9 +390,10 @@ fn sweep_orphans(temp: &Path, bindir: &Path) {
         let server = std::fs::read_to_string(dir.join(SERVER_FILE)).unwrap_or_default();
         let mut fields = server.split_whitespace().map(str::parse::<u32>);
         if let (Some(Ok(group)), Some(Ok(epmd))) = (fields.next(), fields.next()) {
-            // Only a group whose leader is still this broker's server (a pid may be reused).
+            // Only a group whose leader is still this broker's VM, whose arguments name its
+            // directory (a pid may be reused).
             let command = std::fs::read(format!("/proc/{group}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&command).contains(&*bindir.to_string_lossy()) {
+            if String::from_utf8_lossy(&command).contains(&*dir.to_string_lossy()) {
                 let _ = Command::new("kill")
                     .args(["-KILL", "--", &format!("-{group}")])
                     .stderr(Stdio::null())
@@ -495,12 +496,15 @@ mod tests {
         dead.wait().unwrap();
         let dir = broker.dir.path().to_owned();
         std::fs::write(dir.join(OWNER_FILE), dead.id().to_string()).unwrap();
-        let (group, ports, bindir) = (broker.group, broker.ports, broker.bindir.clone());
-        // Its reaper thread is left waiting; the sweep's kill ends it.
+        let (group, ports) = (broker.group, broker.ports);
+        let mut broker = broker;
+        let reaper = broker.reaper.take().unwrap();
         std::mem::forget(broker);
         assert!(is_running(group));
 
-        sweep_orphans(dir.parent().unwrap(), &bindir);
+        sweep_orphans(dir.parent().unwrap());
+        // The server is this process's child: its reaper returns once the sweep's kill ended it.
+        reaper.join().unwrap();
         assert!(!dir.exists(), "the orphan's dir is removed");
         assert!(!listening(ports.management), "the orphan's broker is killed");
         assert!(!listening(ports.epmd), "the orphan's EPMD is stopped");
