@@ -66,7 +66,7 @@ async function readVHost(name: string): Promise<VHostInputs | undefined> {
 export const VHost: ResourceType<VHostInputs, VHostInputs> = {
   description: "A virtual host: a namespace of exchanges, queues, bindings, policies and permissions. Deleting it deletes all it holds.",
   inputs: {
-    name: t.string({ required: true, replaceOnChange: true, description: "The vhost's name. A change replaces it." }),
+    name: t.string({ required: true, replaceOnChange: true, description: "The vhost's name." }),
     description: t.string({ default: "", description: "What the vhost is for." }),
     tags: t.array(t.string(), { default: [], description: "Tags of the vhost." }),
     tracing: t.boolean({ default: false, description: "Whether the firehose tracer is on for the vhost." }),
@@ -128,7 +128,7 @@ async function writeUser(inputs: UserInputs): Promise<UserOutputs> {
 export const User: ResourceType<UserInputs, UserOutputs> = {
   description: "A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`, `policymaker`, ...).",
   inputs: {
-    name: t.string({ required: true, replaceOnChange: true, description: "The user's name. A change replaces the user." }),
+    name: t.string({ required: true, replaceOnChange: true, description: "The user's name." }),
     password: t.string({ required: true, secret: true, description: "The user's password; sent to the broker, which keeps only a salted hash." }),
     tags: t.array(t.string(), { default: [], description: "The user's tags, e.g. `administrator` or `monitoring`." }),
   },
@@ -182,7 +182,7 @@ const regex = (what: string) =>
 export const Permissions: ResourceType<PermissionsInputs, PermissionsInputs> = {
   description: "What a user may configure, write and read in a vhost.",
   inputs: {
-    user: t.string({ required: true, replaceOnChange: true, description: "The user. A change replaces the permissions." }),
+    user: t.string({ required: true, replaceOnChange: true, description: "The user." }),
     vhost: vhostProp,
     configure: regex("configure (declare, delete)"),
     write: regex("write to (publish, bind from)"),
@@ -265,7 +265,7 @@ async function writeTopic(inputs: TopicPermissionsInputs, olds?: TopicPermission
 export const TopicPermissions: ResourceType<TopicPermissionsInputs, TopicPermissionsInputs> = {
   description: "What a user may publish and bind on the topic exchanges of a vhost, by routing key: all of the user's topic permissions there.",
   inputs: {
-    user: t.string({ required: true, replaceOnChange: true, description: "The user. A change replaces the permissions." }),
+    user: t.string({ required: true, replaceOnChange: true, description: "The user." }),
     vhost: vhostProp,
     permissions: t.array(topicPermission, { required: true, description: "One entry per exchange." }),
   },

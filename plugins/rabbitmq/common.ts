@@ -7,7 +7,7 @@ import { get } from "./api.js";
 export const vhostProp = t.string({
   default: "/",
   replaceOnChange: true,
-  description: "The vhost it lives in (`/` by default). A change replaces it.",
+  description: "The vhost it lives in (`/` by default).",
 });
 
 /** Object arguments and policy definitions: JSON values by key. */

@@ -28,7 +28,7 @@ function parameterType(
   rules: (inputs: Values) => void,
 ): ResourceType {
   const inputs: Record<string, Prop> = {
-    name: t.string({ required: true, replaceOnChange: true, description: `The ${what}'s name. A change replaces it.` }),
+    name: t.string({ required: true, replaceOnChange: true, description: `The ${what}'s name.` }),
     vhost: vhostProp,
   };
   for (const [name, field] of Object.entries(fields)) inputs[name] = field.prop;

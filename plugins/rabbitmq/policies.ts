@@ -26,7 +26,7 @@ interface BrokerPolicy {
 
 function policyType(collection: "policies" | "operator-policies", what: string, applyTo: string[], description: string): ResourceType<PolicyInputs, PolicyInputs> {
   const props = {
-    name: t.string({ required: true, replaceOnChange: true, description: `The ${what}'s name. A change replaces it.` }),
+    name: t.string({ required: true, replaceOnChange: true, description: `The ${what}'s name.` }),
     vhost: vhostProp,
     pattern: t.string({ required: true, description: "A regular expression of the names of the queues (or exchanges) it applies to." }),
     priority: t.integer({ default: 0, description: "Of two matching policies, the one with the higher priority applies." }),

@@ -5,7 +5,7 @@ import { get, path, post, put, remove } from "./api.js";
 import { type Arguments, checkName, refuseExisting, replaceByName, same, vhostProp } from "./common.js";
 import { binding, inVhost, parseBinding, parseInVhost } from "./ids.js";
 
-const replaces = (description: string) => ({ replaceOnChange: true, description: `${description} A change replaces it.` });
+const replaces = (description: string) => ({ replaceOnChange: true, description });
 
 const argumentsProp = (of: string) =>
   t.map(t.any(), { default: {}, ...replaces(`Optional arguments of the ${of} (\`x-...\`), by name.`) });

@@ -330,6 +330,9 @@ fn broker_env(mut command: Command, dir: &Path, node: &str, epmd: u16) -> Comman
         .env("RABBITMQ_NODENAME", node)
         .env("ERL_EPMD_PORT", epmd.to_string())
         .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+        // The EPMD the node starts inherits this: `epmd -kill` then stops it even while the
+        // node it knows is still being killed.
+        .env("ERL_EPMD_RELAXED_COMMAND_CHECK", "1")
         .env("RABBITMQ_CONF_ENV_FILE", dir.join("rabbitmq-env.conf"))
         .env("RABBITMQ_CONFIG_FILE", dir.join("rabbitmq.conf"))
         .env("RABBITMQ_ADVANCED_CONFIG_FILE", dir.join("advanced.config"))
