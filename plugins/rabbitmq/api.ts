@@ -76,15 +76,18 @@ async function send(method: string, where: string, body?: unknown): Promise<Resp
 /** What the broker said was wrong: its JSON `reason`, else the body's start. */
 async function reason(response: Response): Promise<string> {
   const text = await response.text();
-  if (response.status === 401) return "the broker refused rabbitmq:username and rabbitmq:password";
+  let said = text.slice(0, 500);
   try {
     const parsed = JSON.parse(text) as { error?: unknown; reason?: unknown };
-    if (typeof parsed.reason === "string") return parsed.reason.trim();
-    if (typeof parsed.error === "string") return parsed.error;
+    if (typeof parsed.reason === "string") said = parsed.reason.trim();
+    else if (typeof parsed.error === "string") said = parsed.error;
   } catch {
     // Not JSON: the text itself.
   }
-  return text.slice(0, 500);
+  if (response.status === 401) {
+    return `${said}: the broker refused the request as rabbitmq:username (a wrong rabbitmq:password, or the user lacks the administrator tag or permissions on this vhost)`;
+  }
+  return said;
 }
 
 /** The object at `where`, or `undefined` if the broker has none. */

@@ -99,14 +99,21 @@ impl RabbitMq {
                 .prefix(DIR_PREFIX)
                 .tempdir()
                 .map_err(|e| Error(format!("cannot create a temp dir for the broker: {e}")))?;
-            write(&dir.path().join(OWNER_FILE), &std::process::id().to_string())?;
+            write(
+                &dir.path().join(OWNER_FILE),
+                &std::process::id().to_string(),
+            )?;
             let ports = Ports {
                 amqp: free_port()?,
                 management: free_port()?,
                 dist: free_port()?,
                 epmd: free_port()?,
             };
-            let node = format!("plinth-{}-{attempt}-{}@localhost", std::process::id(), ports.amqp);
+            let node = format!(
+                "plinth-{}-{attempt}-{}@localhost",
+                std::process::id(),
+                ports.amqp
+            );
             match boot(&bindir, dir, node, ports) {
                 Ok(broker) => return Ok(broker),
                 Err(e) => last_error = Some(e),
@@ -168,7 +175,10 @@ impl RabbitMq {
 
     /// Where the broker writes its log, to show when a test fails.
     pub fn log_path(&self) -> PathBuf {
-        self.dir.path().join("log").join(format!("{}.log", self.node))
+        self.dir
+            .path()
+            .join("log")
+            .join(format!("{}.log", self.node))
     }
 
     /// Kills the server's processes and its EPMD.
@@ -233,7 +243,12 @@ fn boot(bindir: &Path, dir: TempDir, node: String, ports: Ports) -> Result<Rabbi
     let errors = output
         .try_clone()
         .map_err(|e| Error(format!("cannot create the server's output file: {e}")))?;
-    let mut server = broker_env(Command::new(bindir.join("rabbitmq-server")), dir.path(), &node, ports.epmd);
+    let mut server = broker_env(
+        Command::new(bindir.join("rabbitmq-server")),
+        dir.path(),
+        &node,
+        ports.epmd,
+    );
     server
         .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
         .env("RABBITMQ_NODE_PORT", ports.amqp.to_string())
@@ -251,11 +266,17 @@ fn boot(bindir: &Path, dir: TempDir, node: String, ports: Ports) -> Result<Rabbi
         .current_dir(dir.path())
         // A group of its own, so that drop kills the server and every process it started.
         .process_group(0);
-    let mut child = server
-        .spawn()
-        .map_err(|e| Error(format!("cannot start {}: {e}", bindir.join("rabbitmq-server").display())))?;
+    let mut child = server.spawn().map_err(|e| {
+        Error(format!(
+            "cannot start {}: {e}",
+            bindir.join("rabbitmq-server").display()
+        ))
+    })?;
     let group = child.id();
-    write(&dir.path().join(SERVER_FILE), &format!("{group} {}", ports.epmd))?;
+    write(
+        &dir.path().join(SERVER_FILE),
+        &format!("{group} {}", ports.epmd),
+    )?;
 
     // `rabbitmqctl wait` returns once the node has booted, or fails at its timeout; a server that
     // dies first ends the wait at once instead (the reaper kills the waiter).
@@ -272,7 +293,10 @@ fn boot(bindir: &Path, dir: TempDir, node: String, ports: Ports) -> Result<Rabbi
     let reaper = std::thread::spawn(move || {
         let status = child.wait();
         if exited.send(status).is_ok() {
-            let _ = Command::new("kill").arg(waiter_pid.to_string()).stderr(Stdio::null()).status();
+            let _ = Command::new("kill")
+                .arg(waiter_pid.to_string())
+                .stderr(Stdio::null())
+                .status();
         }
     });
     let mut broker = RabbitMq {
@@ -289,8 +313,13 @@ fn boot(bindir: &Path, dir: TempDir, node: String, ports: Ports) -> Result<Rabbi
         .map_err(|e| Error(format!("cannot run rabbitmqctl wait: {e}")))?;
     // The server exited while booting: that is the error, whatever `wait` said.
     if let Ok(status) = exit.try_recv() {
-        let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-        let error = Error(format!("rabbitmq-server exited while booting ({status}):\n{}", broker.tail()));
+        let status = status
+            .map(|s| s.to_string())
+            .unwrap_or_else(|e| e.to_string());
+        let error = Error(format!(
+            "rabbitmq-server exited while booting ({status}):\n{}",
+            broker.tail()
+        ));
         broker.kill();
         return Err(error);
     }
@@ -312,7 +341,11 @@ impl RabbitMq {
             let lines: Vec<&str> = text.lines().collect();
             lines[lines.len().saturating_sub(30)..].join("\n")
         };
-        format!("server output:\n{}\nserver log:\n{}", last(&out), last(&log))
+        format!(
+            "server output:\n{}\nserver log:\n{}",
+            last(&out),
+            last(&log)
+        )
     }
 }
 
@@ -480,7 +513,10 @@ mod tests {
         assert_eq!(users[0]["name"], USERNAME);
         let plugins = broker.ctl(&["eval", "rabbit_plugins:active()."]).unwrap();
         for plugin in PLUGINS {
-            assert!(plugins.contains(plugin), "{plugin} is not active: {plugins}");
+            assert!(
+                plugins.contains(plugin),
+                "{plugin} is not active: {plugins}"
+            );
         }
 
         let (dir, ports, group) = (broker.dir.path().to_owned(), broker.ports, broker.group);
@@ -509,7 +545,10 @@ mod tests {
         // The server is this process's child: its reaper returns once the sweep's kill ended it.
         reaper.join().unwrap();
         assert!(!dir.exists(), "the orphan's dir is removed");
-        assert!(!listening(ports.management), "the orphan's broker is killed");
+        assert!(
+            !listening(ports.management),
+            "the orphan's broker is killed"
+        );
         assert!(!listening(ports.epmd), "the orphan's EPMD is stopped");
     }
 }
