@@ -1,7 +1,7 @@
 // Who may do what: vhosts (with their limits), users, and users' permissions on a vhost and on
 // its topic exchanges.
 import { InvalidInputs, t, type ResourceType } from "@plinth/sdk";
-import { get, path, put, remove } from "./api.js";
+import { ApiError, get, path, put, remove } from "./api.js";
 import { checkName, defined, refuseExisting, vhostProp } from "./common.js";
 import { inVhost, parseInVhost } from "./ids.js";
 
@@ -166,6 +166,21 @@ export const User: ResourceType<UserInputs, UserOutputs> = {
   },
 };
 
+/**
+ * Deletes a user's permissions on a vhost. The broker answers 500 rather than 404 when the user
+ * or the vhost is gone (deleted in parallel, or out of band), which also takes the permissions
+ * with it: that is success.
+ */
+async function removeGrant(where: string, user: string, vhost: string): Promise<void> {
+  try {
+    await remove(where);
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    const userGone = (await get<unknown>(`users/${path(user)}`)) === undefined;
+    if (!userGone && (await get<unknown>(`vhosts/${path(vhost)}`)) !== undefined) throw e;
+  }
+}
+
 // --- Permissions -------------------------------------------------------------------------
 
 interface PermissionsInputs {
@@ -219,7 +234,7 @@ export const Permissions: ResourceType<PermissionsInputs, PermissionsInputs> = {
   },
   async delete(state) {
     const { name: user, vhost } = parseInVhost(state.id, "permission (USER@VHOST)");
-    await remove(`permissions/${path(vhost, user)}`);
+    await removeGrant(`permissions/${path(vhost, user)}`, user, vhost);
   },
 };
 
@@ -310,6 +325,6 @@ export const TopicPermissions: ResourceType<TopicPermissionsInputs, TopicPermiss
   },
   async delete(state) {
     const { name: user, vhost } = parseInVhost(state.id, "topic permission (USER@VHOST)");
-    await remove(`topic-permissions/${path(vhost, user)}`);
+    await removeGrant(`topic-permissions/${path(vhost, user)}`, user, vhost);
   },
 };

@@ -428,6 +428,16 @@ fn existing_objects_are_imported_by_id_and_bad_settings_are_named() {
     // Made by another client: rabbitmqctl, and a definitions file for what it cannot declare.
     let ctl = |args: &[&str]| broker.ctl(args).unwrap();
     ctl(&["add_vhost", "legacy"]);
+    // The provider's user needs permissions on a vhost to delete what is in it.
+    ctl(&[
+        "set_permissions",
+        "-p",
+        "legacy",
+        USERNAME,
+        ".*",
+        ".*",
+        ".*",
+    ]);
     ctl(&["add_user", "old", "old-pw"]);
     ctl(&["set_user_tags", "old", "monitoring"]);
     ctl(&["set_permissions", "-p", "legacy", "old", ".*", ".*", "^$"]);
@@ -571,7 +581,7 @@ fn existing_objects_are_imported_by_id_and_bad_settings_are_named() {
     other.ok(&["config", "set", "rabbitmq:password", "wrong", "--secret"]);
     let err = other.fails(&["up", "--yes"]);
     assert!(
-        err.contains("refused rabbitmq:username and rabbitmq:password"),
+        err.contains("the broker refused the request as rabbitmq:username"),
         "{err}"
     );
     // Without the grant, the request is refused by the sandbox, which names the line to add.
