@@ -21,6 +21,7 @@ fn committed_sdks_are_up_to_date() {
         (guest("plinth-shapes"), "tests/sdks/shapes"),
         (root.join("plugins/rest"), "sdks/rest"),
         (root.join("plugins/envfile"), "sdks/envfile"),
+        (root.join("plugins/rabbitmq"), "sdks/rabbitmq"),
     ];
     for (wasm, sdk) in providers {
         // Each language's SDK, and the plinth SDK it depends on by path (Python's needs none).

@@ -47,6 +47,7 @@ mod postgres_races;
 mod postgres_tls;
 mod py_modules;
 mod pypi;
+mod rabbitmq;
 mod reach;
 mod recovery;
 mod registry;

@@ -1,0 +1,554 @@
+//! A throwaway RabbitMQ broker for tests: Debian's `rabbitmq-server`, run as a node of its own
+//! (its own name, Erlang cookie, EPMD, ports, data, logs and configuration, all in a temp dir, all
+//! on loopback), with the management, shovel and federation plugins enabled. It is killed and
+//! its directory removed when the handle is dropped — also when the test panics; a broker left
+//! by a killed test process is removed by the next start.
+//!
+//! The server's scripts are found in `PLINTH_RABBITMQ_BINDIR`, else `/usr/lib/rabbitmq/bin`
+//! (Debian's `rabbitmq-server` package; `scripts/setup` installs it). The broker has one user,
+//! [`USERNAME`], an administrator with a password made for each broker.
+//!
+//! ```no_run
+//! let broker = plinth_test_rabbitmq::RabbitMq::start().unwrap();
+//! broker.ctl(&["add_vhost", "orders"]).unwrap();
+//! let definitions = broker.definitions().unwrap();
+//! assert!(definitions["vhosts"].as_array().unwrap().iter().any(|v| v["name"] == "orders"));
+//! ```
+
+use std::fmt;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use tempfile::TempDir;
+
+/// The broker's one user, an administrator.
+pub const USERNAME: &str = "plinth";
+/// Debian's `rabbitmq-server` puts the server's scripts here.
+const DEFAULT_BINDIR: &str = "/usr/lib/rabbitmq/bin";
+/// The plugins every broker runs: the HTTP API, and what shovels and federation upstreams need.
+const PLUGINS: &[&str] = &[
+    "rabbitmq_management",
+    "rabbitmq_shovel",
+    "rabbitmq_shovel_management",
+    "rabbitmq_federation",
+    "rabbitmq_federation_management",
+];
+/// How long the broker may take to boot (seconds). Generous: CI machines are loaded, and the
+/// bound only tells a hang from a slow start; a broker that dies is noticed at once.
+const BOOT_TIMEOUT_SECONDS: &str = "180";
+/// The prefix of each broker's temp dir.
+const DIR_PREFIX: &str = "plinth-rabbitmq-";
+/// The file in a broker's temp dir naming the process that started it.
+const OWNER_FILE: &str = "owner";
+/// The file in a broker's temp dir naming its server's process group and its EPMD port.
+const SERVER_FILE: &str = "server";
+/// A free port can be taken by another process between probing and binding; starts that fail
+/// are retried on new ports this many times.
+const START_ATTEMPTS: usize = 3;
+
+/// What went wrong while setting up or talking to a test broker.
+#[derive(Debug)]
+pub struct Error(String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The loopback ports of one broker.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    amqp: u16,
+    management: u16,
+    /// Erlang distribution: how `rabbitmqctl` reaches the node.
+    dist: u16,
+    /// The node's own EPMD, so that no broker shares one with another or with the system's.
+    epmd: u16,
+}
+
+/// A running broker. Killed and its directory removed on drop.
+pub struct RabbitMq {
+    bindir: PathBuf,
+    dir: TempDir,
+    node: String,
+    ports: Ports,
+    password: String,
+    /// The server's process group (the server script's pid), killed whole on drop.
+    group: u32,
+    /// Reaps the server; ends when it exits.
+    reaper: Option<JoinHandle<()>>,
+}
+
+impl RabbitMq {
+    /// A new broker, booted: its management API answers.
+    pub fn start() -> Result<RabbitMq> {
+        let bindir = bindir()?;
+        sweep_orphans(&std::env::temp_dir());
+        let mut last_error = None;
+        for attempt in 0..START_ATTEMPTS {
+            let dir = tempfile::Builder::new()
+                .prefix(DIR_PREFIX)
+                .tempdir()
+                .map_err(|e| Error(format!("cannot create a temp dir for the broker: {e}")))?;
+            write(
+                &dir.path().join(OWNER_FILE),
+                &std::process::id().to_string(),
+            )?;
+            let ports = Ports {
+                amqp: free_port()?,
+                management: free_port()?,
+                dist: free_port()?,
+                epmd: free_port()?,
+            };
+            let node = format!(
+                "plinth-{}-{attempt}-{}@localhost",
+                std::process::id(),
+                ports.amqp
+            );
+            match boot(&bindir, dir, node, ports) {
+                Ok(broker) => return Ok(broker),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.expect("at least one attempt"))
+    }
+
+    /// The management API's base URL, `http://127.0.0.1:PORT`: the provider's endpoint.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.management_authority())
+    }
+
+    /// `127.0.0.1:PORT` of the management API: what a project grants under `http:`.
+    pub fn management_authority(&self) -> String {
+        format!("127.0.0.1:{}", self.ports.management)
+    }
+
+    /// The AMQP 0-9-1 port clients connect to.
+    pub fn amqp_port(&self) -> u16 {
+        self.ports.amqp
+    }
+
+    /// The node's name, `plinth-...@localhost`.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The password of [`USERNAME`].
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// Runs `rabbitmqctl` against this node and returns what it printed.
+    pub fn ctl(&self, args: &[&str]) -> Result<String> {
+        let output = ctl_command(&self.bindir, self.dir.path(), &self.node, self.ports.epmd)
+            .args(args)
+            .output()
+            .map_err(|e| Error(format!("cannot run rabbitmqctl: {e}")))?;
+        checked(&format!("rabbitmqctl {}", args.join(" ")), &output)?;
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// Everything the broker is configured with — vhosts, users, permissions, topic
+    /// permissions, exchanges, queues, bindings, policies, and parameters (shovels, federation
+    /// upstreams, operator policies, vhost limits) — as `rabbitmqctl export_definitions` gives
+    /// it, each list sorted so that two exports compare equal when the broker holds the same.
+    pub fn definitions(&self) -> Result<serde_json::Value> {
+        let text = self.ctl(&["export_definitions", "-", "--silent"])?;
+        let mut definitions: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error(format!("export_definitions printed no JSON ({e}): {text}")))?;
+        if let Some(object) = definitions.as_object_mut() {
+            for list in object.values_mut().filter_map(|v| v.as_array_mut()) {
+                list.sort_by_key(|item| item.to_string());
+            }
+        }
+        Ok(definitions)
+    }
+
+    /// Where the broker writes its log, to show when a test fails.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir
+            .path()
+            .join("log")
+            .join(format!("{}.log", self.node))
+    }
+
+    /// Kills the server's processes and its EPMD.
+    fn kill(&mut self) {
+        // Nothing to report to: a broker that will not die leaves processes, not a test failure.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.group)])
+            .stderr(Stdio::null())
+            .status();
+        if let Some(reaper) = self.reaper.take() {
+            let _ = reaper.join();
+        }
+        kill_epmd(self.ports.epmd);
+    }
+}
+
+impl Drop for RabbitMq {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl fmt::Debug for RabbitMq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RabbitMq")
+            .field("node", &self.node)
+            .field("ports", &self.ports)
+            .field("dir", &self.dir.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Writes the broker's configuration into `dir`, starts it and waits until it has booted.
+fn boot(bindir: &Path, dir: TempDir, node: String, ports: Ports) -> Result<RabbitMq> {
+    let password = random_password();
+    write(
+        &dir.path().join("rabbitmq.conf"),
+        &format!(
+            "listeners.tcp.1 = 127.0.0.1:{amqp}\n\
+             management.tcp.ip = 127.0.0.1\n\
+             management.tcp.port = {management}\n\
+             default_user = {USERNAME}\n\
+             default_pass = {password}\n\
+             default_user_tags.administrator = true\n\
+             default_permissions.configure = .*\n\
+             default_permissions.read = .*\n\
+             default_permissions.write = .*\n\
+             log.console = false\n\
+             log.file.level = info\n",
+            amqp = ports.amqp,
+            management = ports.management,
+        ),
+    )?;
+    write(
+        &dir.path().join("enabled_plugins"),
+        &format!("[{}].\n", PLUGINS.join(",")),
+    )?;
+    // An empty environment file: not Debian's /etc/rabbitmq/rabbitmq-env.conf.
+    write(&dir.path().join("rabbitmq-env.conf"), "")?;
+    let output = std::fs::File::create(dir.path().join("server.out"))
+        .map_err(|e| Error(format!("cannot create the server's output file: {e}")))?;
+    let errors = output
+        .try_clone()
+        .map_err(|e| Error(format!("cannot create the server's output file: {e}")))?;
+    let mut server = broker_env(
+        Command::new(bindir.join("rabbitmq-server")),
+        dir.path(),
+        &node,
+        ports.epmd,
+    );
+    server
+        .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
+        .env("RABBITMQ_NODE_PORT", ports.amqp.to_string())
+        .env("RABBITMQ_DIST_PORT", ports.dist.to_string())
+        // The script then execs the VM rather than waiting on it, so the group's leader is the
+        // VM: reaping it on drop means the broker is gone. `-noinput` as without it.
+        .env("RABBITMQ_ALLOW_INPUT", "true")
+        .env(
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
+            "-noinput -kernel inet_dist_use_interface {127,0,0,1}",
+        )
+        .stdin(Stdio::null())
+        .stdout(output)
+        .stderr(errors)
+        .current_dir(dir.path())
+        // A group of its own, so that drop kills the server and every process it started.
+        .process_group(0);
+    let mut child = server.spawn().map_err(|e| {
+        Error(format!(
+            "cannot start {}: {e}",
+            bindir.join("rabbitmq-server").display()
+        ))
+    })?;
+    let group = child.id();
+    write(
+        &dir.path().join(SERVER_FILE),
+        &format!("{group} {}", ports.epmd),
+    )?;
+
+    // `rabbitmqctl wait` returns once the node has booted, or fails at its timeout; a server that
+    // dies first ends the wait at once instead (the reaper kills the waiter).
+    let waiter = ctl_command(bindir, dir.path(), &node, ports.epmd)
+        .arg("wait")
+        .arg(dir.path().join("rabbitmq.pid"))
+        .args(["--timeout", BOOT_TIMEOUT_SECONDS])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error(format!("cannot run rabbitmqctl wait: {e}")))?;
+    let waiter_pid = waiter.id();
+    let (exited, exit) = mpsc::channel();
+    let reaper = std::thread::spawn(move || {
+        let status = child.wait();
+        if exited.send(status).is_ok() {
+            let _ = Command::new("kill")
+                .arg(waiter_pid.to_string())
+                .stderr(Stdio::null())
+                .status();
+        }
+    });
+    let mut broker = RabbitMq {
+        bindir: bindir.to_owned(),
+        dir,
+        node,
+        ports,
+        password,
+        group,
+        reaper: Some(reaper),
+    };
+    let waited = waiter
+        .wait_with_output()
+        .map_err(|e| Error(format!("cannot run rabbitmqctl wait: {e}")))?;
+    // The server exited while booting: that is the error, whatever `wait` said.
+    if let Ok(status) = exit.try_recv() {
+        let status = status
+            .map(|s| s.to_string())
+            .unwrap_or_else(|e| e.to_string());
+        let error = Error(format!(
+            "rabbitmq-server exited while booting ({status}):\n{}",
+            broker.tail()
+        ));
+        broker.kill();
+        return Err(error);
+    }
+    if let Err(e) = checked("rabbitmqctl wait", &waited) {
+        let error = Error(format!("{e}\n{}", broker.tail()));
+        broker.kill();
+        return Err(error);
+    }
+    Ok(broker)
+}
+
+impl RabbitMq {
+    /// The end of the server's output and log, for an error.
+    fn tail(&self) -> String {
+        let read = |path: PathBuf| std::fs::read_to_string(path).unwrap_or_default();
+        let out = read(self.dir.path().join("server.out"));
+        let log = read(self.log_path());
+        let last = |text: &str| {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(30)..].join("\n")
+        };
+        format!(
+            "server output:\n{}\nserver log:\n{}",
+            last(&out),
+            last(&log)
+        )
+    }
+}
+
+/// `command` with the environment that makes the server scripts and the CLI use the broker in
+/// `dir`: its node name, its EPMD, its Erlang cookie (in `dir`, as `HOME`), its files.
+fn broker_env(mut command: Command, dir: &Path, node: &str, epmd: u16) -> Command {
+    // Nothing of the caller's RabbitMQ environment: it would point at another broker's files.
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(|n| n.starts_with("RABBITMQ_")) {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("HOME", dir)
+        .env("RABBITMQ_NODENAME", node)
+        .env("ERL_EPMD_PORT", epmd.to_string())
+        .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+        // The EPMD the node starts inherits this: `epmd -kill` then stops it even while the
+        // node it knows is still being killed.
+        .env("ERL_EPMD_RELAXED_COMMAND_CHECK", "1")
+        .env("RABBITMQ_CONF_ENV_FILE", dir.join("rabbitmq-env.conf"))
+        .env("RABBITMQ_CONFIG_FILE", dir.join("rabbitmq.conf"))
+        .env("RABBITMQ_ADVANCED_CONFIG_FILE", dir.join("advanced.config"))
+        .env("RABBITMQ_ENABLED_PLUGINS_FILE", dir.join("enabled_plugins"))
+        .env("RABBITMQ_MNESIA_BASE", dir.join("mnesia"))
+        .env("RABBITMQ_LOG_BASE", dir.join("log"))
+        .env("RABBITMQ_PID_FILE", dir.join("rabbitmq.pid"));
+    command
+}
+
+/// `rabbitmqctl -n NODE`, for the broker in `dir`.
+fn ctl_command(bindir: &Path, dir: &Path, node: &str, epmd: u16) -> Command {
+    let mut command = broker_env(Command::new(bindir.join("rabbitmqctl")), dir, node, epmd);
+    command.args(["-n", node]);
+    command
+}
+
+/// Stops the EPMD on `port`, which the node started and which outlives it.
+fn kill_epmd(port: u16) {
+    let _ = Command::new("epmd")
+        .args(["-port", &port.to_string(), "-kill"])
+        .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Whether process `pid` runs: it exists and is not a zombie waiting to be reaped.
+fn is_running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name, which is in parentheses and may hold any character.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    state.is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+/// Kills and removes the brokers in `temp` whose owner process is gone: a test process killed
+/// before it could drop its broker (a timeout, a signal) leaves one running, and without this
+/// they would pile up on a machine that runs the tests again and again. A broker without an
+/// owner file (another process is creating it) or whose owner lives is left alone.
+fn sweep_orphans(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let is_broker = (entry.file_name().to_str()).is_some_and(|n| n.starts_with(DIR_PREFIX));
+        let owner = std::fs::read_to_string(dir.join(OWNER_FILE));
+        let Some(owner) = owner.ok().filter(|_| is_broker) else {
+            continue;
+        };
+        let gone = Path::new("/proc/self").exists()
+            && (owner.trim().parse::<u32>()).is_ok_and(|pid| !is_running(pid));
+        if !gone {
+            continue;
+        }
+        let server = std::fs::read_to_string(dir.join(SERVER_FILE)).unwrap_or_default();
+        let mut fields = server.split_whitespace().map(str::parse::<u32>);
+        if let (Some(Ok(group)), Some(Ok(epmd))) = (fields.next(), fields.next()) {
+            // Only a group whose leader is still this broker's VM, whose arguments name its
+            // directory (a pid may be reused).
+            let command = std::fs::read(format!("/proc/{group}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&command).contains(&*dir.to_string_lossy()) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{group}")])
+                    .stderr(Stdio::null())
+                    .status();
+            }
+            if let Ok(epmd) = u16::try_from(epmd) {
+                kill_epmd(epmd);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+fn bindir() -> Result<PathBuf> {
+    let dir = std::env::var_os("PLINTH_RABBITMQ_BINDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_BINDIR));
+    if !dir.join("rabbitmq-server").exists() {
+        return Err(Error(format!(
+            "{} has no rabbitmq-server: install it (Debian: apt-get install rabbitmq-server, \
+             which scripts/setup does) or set PLINTH_RABBITMQ_BINDIR to its scripts' directory",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error(format!("cannot write {}: {e}", path.display())))
+}
+
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| Error(format!("cannot find a free loopback port: {e}")))?;
+    listener
+        .local_addr()
+        .map(|addr| addr.port())
+        .map_err(|e| Error(format!("cannot find a free loopback port: {e}")))
+}
+
+/// A password for one throwaway broker, from the OS's randomness (no extra crate for a test
+/// helper); letters and digits only, as the configuration file takes them bare.
+fn random_password() -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let a = RandomState::new().hash_one(std::process::id());
+    let b = RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("pw{a:016x}{b:016x}")
+}
+
+fn checked(what: &str, output: &Output) -> Result<()> {
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(Error(format!(
+        "{what} failed ({}): {}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim(),
+        String::from_utf8_lossy(&output.stdout).trim()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether something accepts connections on the loopback `port`.
+    fn listening(port: u16) -> bool {
+        std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok()
+    }
+
+    #[test]
+    fn a_broker_starts_answers_and_is_removed() {
+        let broker = RabbitMq::start().unwrap();
+        assert!(listening(broker.amqp_port()));
+        broker.ctl(&["add_vhost", "x/\"y"]).unwrap();
+        let definitions = broker.definitions().unwrap();
+        let vhosts = definitions["vhosts"].as_array().unwrap();
+        assert!(vhosts.iter().any(|v| v["name"] == "x/\"y"), "{definitions}");
+        let users = definitions["users"].as_array().unwrap();
+        assert_eq!(users.len(), 1, "{definitions}");
+        assert_eq!(users[0]["name"], USERNAME);
+        let plugins = broker.ctl(&["eval", "rabbit_plugins:active()."]).unwrap();
+        for plugin in PLUGINS {
+            assert!(
+                plugins.contains(plugin),
+                "{plugin} is not active: {plugins}"
+            );
+        }
+
+        let (dir, ports, group) = (broker.dir.path().to_owned(), broker.ports, broker.group);
+        drop(broker);
+        assert!(!dir.exists(), "the broker's directory is removed");
+        assert!(!is_running(group), "the server is killed");
+        assert!(!listening(ports.management) && !listening(ports.amqp));
+        assert!(!listening(ports.epmd), "its EPMD is stopped");
+    }
+
+    #[test]
+    fn a_broker_left_by_a_dead_process_is_killed_and_removed() {
+        let broker = RabbitMq::start().unwrap();
+        // As a killed test process leaves it: running, never dropped, its owner gone.
+        let mut dead = Command::new("true").spawn().unwrap();
+        dead.wait().unwrap();
+        let dir = broker.dir.path().to_owned();
+        std::fs::write(dir.join(OWNER_FILE), dead.id().to_string()).unwrap();
+        let (group, ports) = (broker.group, broker.ports);
+        let mut broker = broker;
+        let reaper = broker.reaper.take().unwrap();
+        std::mem::forget(broker);
+        assert!(is_running(group));
+
+        sweep_orphans(dir.parent().unwrap());
+        // The server is this process's child: its reaper returns once the sweep's kill ended it.
+        reaper.join().unwrap();
+        assert!(!dir.exists(), "the orphan's dir is removed");
+        assert!(
+            !listening(ports.management),
+            "the orphan's broker is killed"
+        );
+        assert!(!listening(ports.epmd), "the orphan's EPMD is stopped");
+    }
+}
