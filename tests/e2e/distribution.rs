@@ -311,11 +311,18 @@ fn a_lock_written_under_json_is_told_on_stderr_not_in_the_event_stream() {
         guest("plinth-random").to_str().unwrap(),
     ]);
     let out = dist.run(&["preview", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Every line of stdout is an event, the lock's note among none of them.
     crate::json_events::json_lines(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("Wrote Plinth.lock, pinning `random`"), "{stderr}");
+    assert!(
+        stderr.contains("Wrote Plinth.lock, pinning `random`"),
+        "{stderr}"
+    );
     assert!(dist.lock_file().exists());
 }
 
