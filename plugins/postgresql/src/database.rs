@@ -11,7 +11,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Lookup, Server, Session, text};
+use crate::server::{Lookup, Server, Session, gone, text};
 use crate::sql::{self, ident, literal};
 
 /// The inputs of `postgresql:Database`.
@@ -146,13 +146,7 @@ fn settings(db: &DatabaseInputs) -> String {
     )
 }
 
-impl Database {
-    fn gone(name: &str) -> ProviderError {
-        ProviderError::failed(format!(
-            "database `{name}` no longer exists; run `plinth refresh`"
-        ))
-    }
-}
+impl Database {}
 
 impl TypedResource for Database {
     type Inputs = DatabaseInputs;
@@ -201,8 +195,8 @@ impl TypedResource for Database {
         sql += &settings(&db);
         // CREATE DATABASE cannot run in a transaction: it is a statement of its own.
         session.run(&format!("creating database `{}`", db.name), &sql)?;
-        let outputs =
-            fetch(&mut session, Lookup::Name(&db.name))?.ok_or_else(|| Database::gone(&db.name))?;
+        let outputs = fetch(&mut session, Lookup::Name(&db.name))?
+            .ok_or_else(|| gone("database", &db.name))?;
         Ok(Created {
             id: outputs.oid.to_string(),
             outputs,
@@ -237,7 +231,7 @@ impl TypedResource for Database {
     ) -> Result<DatabaseOutputs, ProviderError> {
         let mut session = self.0.connect(None)?;
         let current =
-            fetch(&mut session, Lookup::of(id))?.ok_or_else(|| Database::gone(&old.name))?;
+            fetch(&mut session, Lookup::of(id))?.ok_or_else(|| gone("database", &old.name))?;
         let doing = format!("updating database `{}`", new.name);
         if current.name != new.name {
             session.run(
@@ -265,7 +259,7 @@ impl TypedResource for Database {
             &doing,
             &format!("ALTER DATABASE {} WITH{}", ident(&new.name), settings(&new)),
         )?;
-        fetch(&mut session, Lookup::of(id))?.ok_or_else(|| Database::gone(&new.name))
+        fetch(&mut session, Lookup::of(id))?.ok_or_else(|| gone("database", &new.name))
     }
 
     fn delete(

@@ -11,7 +11,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Server, Session, text};
+use crate::server::{Server, Session, gone, text};
 use crate::sql::{self, ident, literal};
 
 /// The inputs of `postgresql:Extension`.
@@ -75,13 +75,7 @@ fn split_id(id: &str) -> Result<(&str, &str), ProviderError> {
         })
 }
 
-impl Extension {
-    fn gone(name: &str) -> ProviderError {
-        ProviderError::failed(format!(
-            "extension `{name}` no longer exists; run `plinth refresh`"
-        ))
-    }
-}
+impl Extension {}
 
 impl TypedResource for Extension {
     type Inputs = ExtensionInputs;
@@ -113,7 +107,7 @@ impl TypedResource for Extension {
         }
         session.run(&format!("creating extension `{}`", e.name), &sql)?;
         let outputs =
-            fetch(&mut session, &e.database, &e.name)?.ok_or_else(|| Extension::gone(&e.name))?;
+            fetch(&mut session, &e.database, &e.name)?.ok_or_else(|| gone("extension", &e.name))?;
         Ok(Created {
             id: format!("{}/{}", session.database_oid()?, e.name),
             outputs,
@@ -159,7 +153,7 @@ impl TypedResource for Extension {
     ) -> Result<ExtensionOutputs, ProviderError> {
         let (database, _) = split_id(id)?;
         let database =
-            (self.0.database_name(database)?).ok_or_else(|| Extension::gone(&new.name))?;
+            (self.0.database_name(database)?).ok_or_else(|| gone("extension", &new.name))?;
         if database != new.database {
             return Err(ProviderError::failed(format!(
                 "extension `{}` is in database `{database}` and cannot move to `{}` in place; \
@@ -169,7 +163,7 @@ impl TypedResource for Extension {
         }
         let mut session = self.0.connect(Some(&new.database))?;
         let current = fetch(&mut session, &new.database, &new.name)?
-            .ok_or_else(|| Extension::gone(&new.name))?;
+            .ok_or_else(|| gone("extension", &new.name))?;
         let mut sql = String::new();
         if let Some(schema) = &new.schema
             && *schema != current.schema
@@ -192,7 +186,7 @@ impl TypedResource for Extension {
         if !sql.is_empty() {
             session.run(&format!("updating extension `{}`", new.name), &sql)?;
         }
-        fetch(&mut session, &new.database, &new.name)?.ok_or_else(|| Extension::gone(&new.name))
+        fetch(&mut session, &new.database, &new.name)?.ok_or_else(|| gone("extension", &new.name))
     }
 
     fn delete(

@@ -12,9 +12,8 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ids;
 use crate::options::{self, Options};
-use crate::server::{Lookup, Server as Cluster, Session, text};
+use crate::server::{Lookup, Server as Cluster, Session, gone, text};
 use crate::sql::{self, ident, literal};
 
 /// The inputs of `postgresql:Server`.
@@ -94,24 +93,11 @@ fn fetch(
         }))
 }
 
-fn gone(name: &str) -> ProviderError {
-    ProviderError::failed(format!(
-        "foreign server `{name}` no longer exists; run `plinth refresh`"
-    ))
-}
-
 impl Server {
     /// The database's name and a session in it, for the server `id` names; `None` if the
     /// database is gone.
     fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        let (database, server) = ids::split(id, "foreign server")?;
-        let Some(database) = self.0.database_name(database)? else {
-            return Ok(None);
-        };
-        let Some(session) = self.0.connect_if_exists(&database)? else {
-            return Ok(None);
-        };
-        Ok(Some((database, session, server.to_owned())))
+        self.0.open_in_database(id, "foreign server")
     }
 }
 
@@ -170,7 +156,7 @@ impl TypedResource for Server {
             &sql,
         )?;
         let outputs = fetch(&mut session, &database, Lookup::Name(&s.server_name))?
-            .ok_or_else(|| gone(&s.server_name))?;
+            .ok_or_else(|| gone("foreign server", &s.server_name))?;
         Ok(Created {
             id: format!("{}/{}", session.database_oid()?, outputs.oid),
             outputs,
@@ -221,10 +207,11 @@ impl TypedResource for Server {
         _: ServerOutputs,
         new: ServerInputs,
     ) -> Result<ServerOutputs, ProviderError> {
-        let (database, mut session, server) =
-            self.open(id)?.ok_or_else(|| gone(&old.server_name))?;
+        let (database, mut session, server) = self
+            .open(id)?
+            .ok_or_else(|| gone("foreign server", &old.server_name))?;
         let current = fetch(&mut session, &database, Lookup::of(&server))?
-            .ok_or_else(|| gone(&old.server_name))?;
+            .ok_or_else(|| gone("foreign server", &old.server_name))?;
         let mut sql = String::new();
         if current.server_name != new.server_name {
             sql += &format!(
@@ -257,7 +244,8 @@ impl TypedResource for Server {
                 &sql,
             )?;
         }
-        fetch(&mut session, &database, Lookup::of(&server))?.ok_or_else(|| gone(&new.server_name))
+        fetch(&mut session, &database, Lookup::of(&server))?
+            .ok_or_else(|| gone("foreign server", &new.server_name))
     }
 
     fn delete(

@@ -16,8 +16,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ids;
-use crate::server::{Server, Session, text};
+use crate::server::{Server, Session, gone, text};
 use crate::sql::{self, ident, literal, qualified};
 
 /// One argument of a function.
@@ -256,12 +255,6 @@ fn condition(function: &str) -> String {
     }
 }
 
-fn gone(name: &str) -> ProviderError {
-    ProviderError::failed(format!(
-        "function `{name}` no longer exists; run `plinth refresh`"
-    ))
-}
-
 impl Function {
     fn database<'a>(&'a self, f: &'a FunctionInputs) -> &'a str {
         f.database.as_deref().unwrap_or(self.0.home())
@@ -269,14 +262,7 @@ impl Function {
 
     /// The database's name and a session in it, for the function `id` names.
     fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        let (database, function) = ids::split(id, "function")?;
-        let Some(database) = self.0.database_name(database)? else {
-            return Ok(None);
-        };
-        let Some(session) = self.0.connect_if_exists(&database)? else {
-            return Ok(None);
-        };
-        Ok(Some((database, session, function.to_owned())))
+        self.0.open_in_database(id, "function")
     }
 
     fn apply(
@@ -287,7 +273,7 @@ impl Function {
     ) -> Result<FunctionOutputs, ProviderError> {
         let sql = definition(session, f)?;
         session.run(&format!("defining function `{}`", f.name), &sql)?;
-        fetch(session, self.database(f), condition)?.ok_or_else(|| gone(&f.name))
+        fetch(session, self.database(f), condition)?.ok_or_else(|| gone("function", &f.name))
     }
 }
 
@@ -343,7 +329,7 @@ impl TypedResource for Function {
         }
         let identity = format!("{}({})", qualified(schema, &f.name), types.join(", "));
         let outputs = fetch(&mut session, self.database(&f), &condition(&identity))?
-            .ok_or_else(|| gone(&f.name))?;
+            .ok_or_else(|| gone("function", &f.name))?;
         Ok(Created {
             id: format!("{}/{}", session.database_oid()?, outputs.oid),
             outputs,
@@ -397,7 +383,8 @@ impl TypedResource for Function {
         _: FunctionOutputs,
         new: FunctionInputs,
     ) -> Result<FunctionOutputs, ProviderError> {
-        let (_, mut session, function) = self.open(id)?.ok_or_else(|| gone(&old.name))?;
+        let (_, mut session, function) =
+            self.open(id)?.ok_or_else(|| gone("function", &old.name))?;
         self.apply(&mut session, &new, &condition(&function))
     }
 

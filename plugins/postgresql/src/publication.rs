@@ -14,8 +14,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ids;
-use crate::server::{Lookup, Server, Session, text};
+use crate::server::{Lookup, Server, Session, gone, text};
 use crate::sql::{self, ident, literal, qualified};
 
 /// The inputs of `postgresql:Publication`.
@@ -159,22 +158,9 @@ fn parameters(p: &PublicationInputs) -> String {
     )
 }
 
-fn gone(name: &str) -> ProviderError {
-    ProviderError::failed(format!(
-        "publication `{name}` no longer exists; run `plinth refresh`"
-    ))
-}
-
 impl Publication {
     fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        let (database, publication) = ids::split(id, "publication")?;
-        let Some(database) = self.0.database_name(database)? else {
-            return Ok(None);
-        };
-        let Some(session) = self.0.connect_if_exists(&database)? else {
-            return Ok(None);
-        };
-        Ok(Some((database, session, publication.to_owned())))
+        self.0.open_in_database(id, "publication")
     }
 }
 
@@ -239,8 +225,8 @@ impl TypedResource for Publication {
             );
         }
         session.run(&format!("creating publication `{}`", p.name), &sql)?;
-        let outputs =
-            fetch(&mut session, &database, Lookup::Name(&p.name))?.ok_or_else(|| gone(&p.name))?;
+        let outputs = fetch(&mut session, &database, Lookup::Name(&p.name))?
+            .ok_or_else(|| gone("publication", &p.name))?;
         Ok(Created {
             id: format!("{}/{}", session.database_oid()?, outputs.oid),
             outputs,
@@ -301,9 +287,11 @@ impl TypedResource for Publication {
         _: PublicationOutputs,
         new: PublicationInputs,
     ) -> Result<PublicationOutputs, ProviderError> {
-        let (database, mut session, publication) = self.open(id)?.ok_or_else(|| gone(&old.name))?;
+        let (database, mut session, publication) = self
+            .open(id)?
+            .ok_or_else(|| gone("publication", &old.name))?;
         let current = fetch(&mut session, &database, Lookup::of(&publication))?
-            .ok_or_else(|| gone(&old.name))?;
+            .ok_or_else(|| gone("publication", &old.name))?;
         let mut sql = String::new();
         if current.name != new.name {
             sql += &format!(
@@ -330,7 +318,8 @@ impl TypedResource for Publication {
             sql += &format!("ALTER PUBLICATION {name} OWNER TO {};", ident(owner));
         }
         session.run(&format!("updating publication `{}`", new.name), &sql)?;
-        fetch(&mut session, &database, Lookup::of(&publication))?.ok_or_else(|| gone(&new.name))
+        fetch(&mut session, &database, Lookup::of(&publication))?
+            .ok_or_else(|| gone("publication", &new.name))
     }
 
     fn delete(

@@ -13,7 +13,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Lookup, Server, Session, text};
+use crate::server::{Lookup, Server, Session, gone, text};
 use crate::sql::{self, ident};
 
 /// The inputs of `postgresql:Schema`.
@@ -77,13 +77,7 @@ fn fetch(
         }))
 }
 
-impl Schema {
-    fn gone(name: &str) -> ProviderError {
-        ProviderError::failed(format!(
-            "schema `{name}` no longer exists; run `plinth refresh`"
-        ))
-    }
-}
+impl Schema {}
 
 impl TypedResource for Schema {
     type Inputs = SchemaInputs;
@@ -112,7 +106,7 @@ impl TypedResource for Schema {
         }
         session.run(&format!("creating schema `{}`", s.name), &sql)?;
         let outputs = fetch(&mut session, &s.database, Lookup::Name(&s.name))?
-            .ok_or_else(|| Schema::gone(&s.name))?;
+            .ok_or_else(|| gone("schema", &s.name))?;
         Ok(Created {
             id: format!("{}/{}", session.database_oid()?, outputs.oid),
             outputs,
@@ -157,7 +151,8 @@ impl TypedResource for Schema {
         new: SchemaInputs,
     ) -> Result<SchemaOutputs, ProviderError> {
         let (database, schema) = split_id(id)?;
-        let database = (self.0.database_name(database)?).ok_or_else(|| Schema::gone(&old.name))?;
+        let database =
+            (self.0.database_name(database)?).ok_or_else(|| gone("schema", &old.name))?;
         if database != new.database {
             return Err(ProviderError::failed(format!(
                 "schema `{}` is in database `{database}` and cannot move to `{}` in place;                  replace it (`plinth up --replace` with its URN) to create it there",
@@ -166,7 +161,7 @@ impl TypedResource for Schema {
         }
         let mut session = self.0.connect(Some(&database))?;
         let current = fetch(&mut session, &database, Lookup::of(schema))?
-            .ok_or_else(|| Schema::gone(&old.name))?;
+            .ok_or_else(|| gone("schema", &old.name))?;
         let mut sql = String::new();
         if current.name != new.name {
             sql += &format!(
@@ -187,7 +182,7 @@ impl TypedResource for Schema {
         if !sql.is_empty() {
             session.run(&format!("updating schema `{}`", new.name), &sql)?;
         }
-        fetch(&mut session, &database, Lookup::of(schema))?.ok_or_else(|| Schema::gone(&new.name))
+        fetch(&mut session, &database, Lookup::of(schema))?.ok_or_else(|| gone("schema", &new.name))
     }
 
     fn delete(

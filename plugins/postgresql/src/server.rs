@@ -73,6 +73,33 @@ impl Server {
     }
 }
 
+impl Server {
+    /// For an object inside a database whose `kind` id (`DATABASE/NAME`) is `id`: the
+    /// database's current name, a session in it and the object's name; `None` if the database
+    /// is gone.
+    pub(crate) fn open_in_database(
+        &self,
+        id: &str,
+        kind: &str,
+    ) -> Result<Option<(String, Session, String)>, ProviderError> {
+        let (database, name) = crate::ids::split(id, kind)?;
+        let Some(database) = self.database_name(database)? else {
+            return Ok(None);
+        };
+        let Some(session) = self.connect_if_exists(&database)? else {
+            return Ok(None);
+        };
+        Ok(Some((database, session, name.to_owned())))
+    }
+}
+
+/// The error for the `kind` named `name`, recorded but no longer there.
+pub(crate) fn gone(kind: &str, name: &str) -> ProviderError {
+    ProviderError::failed(format!(
+        "{kind} `{name}` no longer exists; run `plinth refresh`"
+    ))
+}
+
 /// One connection, whose failures say what was being done.
 pub(crate) struct Session {
     conn: Connection,

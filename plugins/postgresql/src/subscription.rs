@@ -13,8 +13,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ids;
-use crate::server::{Lookup, Server, Session, text};
+use crate::server::{Lookup, Server, Session, gone, text};
 use crate::sql::{self, ident, literal};
 
 /// The inputs of `postgresql:Subscription`.
@@ -97,12 +96,6 @@ fn publication_list(publications: &[String]) -> String {
         .join(", ")
 }
 
-fn gone(name: &str) -> ProviderError {
-    ProviderError::failed(format!(
-        "subscription `{name}` no longer exists; run `plinth refresh`"
-    ))
-}
-
 /// Whether two lists hold the same names, in any order.
 fn same_names(a: &[String], b: &[String]) -> bool {
     let mut a = a.to_vec();
@@ -114,14 +107,7 @@ fn same_names(a: &[String], b: &[String]) -> bool {
 
 impl Subscription {
     fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        let (database, subscription) = ids::split(id, "subscription")?;
-        let Some(database) = self.0.database_name(database)? else {
-            return Ok(None);
-        };
-        let Some(session) = self.0.connect_if_exists(&database)? else {
-            return Ok(None);
-        };
-        Ok(Some((database, session, subscription.to_owned())))
+        self.0.open_in_database(id, "subscription")
     }
 }
 
@@ -177,8 +163,8 @@ impl TypedResource for Subscription {
             publication_list(&s.publications)
         );
         session.run(&format!("creating subscription `{}`", s.name), &sql)?;
-        let outputs =
-            fetch(&mut session, &database, Lookup::Name(&s.name))?.ok_or_else(|| gone(&s.name))?;
+        let outputs = fetch(&mut session, &database, Lookup::Name(&s.name))?
+            .ok_or_else(|| gone("subscription", &s.name))?;
         Ok(Created {
             id: format!("{}/{}", session.database_oid()?, outputs.oid),
             outputs,
@@ -232,10 +218,11 @@ impl TypedResource for Subscription {
         _: SubscriptionOutputs,
         new: SubscriptionInputs,
     ) -> Result<SubscriptionOutputs, ProviderError> {
-        let (database, mut session, subscription) =
-            self.open(id)?.ok_or_else(|| gone(&old.name))?;
+        let (database, mut session, subscription) = self
+            .open(id)?
+            .ok_or_else(|| gone("subscription", &old.name))?;
         let current = fetch(&mut session, &database, Lookup::of(&subscription))?
-            .ok_or_else(|| gone(&old.name))?;
+            .ok_or_else(|| gone("subscription", &old.name))?;
         let doing = format!("updating subscription `{}`", new.name);
         let name = ident(&current.name);
         if current.conninfo.expose() != new.conninfo.expose() {
@@ -257,7 +244,8 @@ impl TypedResource for Subscription {
                 ),
             )?;
         }
-        fetch(&mut session, &database, Lookup::of(&subscription))?.ok_or_else(|| gone(&new.name))
+        fetch(&mut session, &database, Lookup::of(&subscription))?
+            .ok_or_else(|| gone("subscription", &new.name))
     }
 
     fn delete(
