@@ -1,6 +1,7 @@
-//! The sandbox's WASI in a linker (with `plinth:tls`, TLS over a guest's connection): wasmtime-wasi's, with name lookups, environment reads,
+//! The sandbox's WASI in a linker: wasmtime-wasi's, with name lookups, environment reads,
 //! blocking waits and `wasi:http` going through the sandbox's parts ([`net`](super::net),
-//! [`env`](super::env), [`wait`](super::wait), [`http`](super::http)) instead. Apart from those
+//! [`env`](super::env), [`wait`](super::wait), [`http`](super::http)) instead, and
+//! `plinth:tls` ([`tls`](super::tls), TLS over a guest's granted connection). Apart from those
 //! parts, so that none of them names the sandbox that holds them.
 
 use wasmtime::component::Linker;
@@ -13,6 +14,7 @@ use wasmtime_wasi_http::p2::bindings::{LinkOptions, http as wit};
 use crate::sandbox::Sandboxed;
 use crate::sandbox::env::WatchedEnvData;
 use crate::sandbox::net::GuardedLookupData;
+use crate::sandbox::tls::{TlsClientData, client as tls_client};
 use crate::sandbox::wait::BoundedPollData;
 
 /// Adds WASI 0.2 and `wasi:http` to `linker`, with name lookups, environment reads and blocking
@@ -22,8 +24,13 @@ pub(crate) fn link_sandboxed_wasi<T: Sandboxed>(linker: &mut Linker<T>) -> wasmt
     link_guarded_lookup(linker)?;
     link_watched_environment(linker)?;
     link_bounded_poll(linker)?;
-    crate::sandbox::tls::add_to_linker(linker)?;
+    link_tls(linker)?;
     link_http(linker)
+}
+
+/// Adds `plinth:tls/client`: TLS done by the host over a connection the guest opened.
+fn link_tls<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    tls_client::add_to_linker::<T, TlsClientData>(linker, |t| t.sandbox().tls_client())
 }
 
 /// Replaces wasmtime-wasi's `wasi:sockets/ip-name-lookup` in `linker` (which must already

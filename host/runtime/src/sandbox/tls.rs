@@ -14,12 +14,12 @@ mod verify;
 use std::time::Instant;
 
 use rustls::pki_types::ServerName;
-use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime_wasi::p2::pipe::{AsyncReadStream, AsyncWriteStream};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
 
-use crate::sandbox::Sandboxed;
-use bindings::plinth::tls::client::{self, ErrorCode, Options, Session};
+pub(crate) use bindings::plinth::tls::client;
+use client::{ErrorCode, Options, Session};
 use transport::Transport;
 use verify::{Request, Verification};
 
@@ -49,11 +49,6 @@ pub(crate) struct TlsClient<'a> {
     pub(crate) deadline: Instant,
     /// Set when a handshake ran into the deadline.
     pub(crate) timed_out: &'a mut bool,
-}
-
-/// Adds `plinth:tls/client` to `linker`.
-pub(crate) fn add_to_linker<T: Sandboxed>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
-    client::add_to_linker::<T, TlsClientData>(linker, |t| t.sandbox().tls_client())
 }
 
 fn failure(code: ErrorCode, message: impl Into<String>) -> client::Error {
