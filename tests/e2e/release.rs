@@ -881,9 +881,9 @@ fn the_typescript_sdk_packs_installs_and_a_program_on_it_checks_and_runs() {
 
     std::fs::write(
         project.join("tsconfig.json"),
-        // skipLibCheck, as `tsc --init` writes it: the SDK's ambient declarations of its
-        // component imports (src/monitor.d.ts) do not check on their own.
-        "{ \"compilerOptions\": { \"strict\": true, \"noEmit\": true, \"skipLibCheck\": true, \"module\": \"ESNext\", \
+        // No skipLibCheck: the SDK's ambient declarations of its component imports
+        // (src/monitor.d.ts, src/node/wasi-filesystem.d.ts) check as the user's own code does.
+        "{ \"compilerOptions\": { \"strict\": true, \"noEmit\": true, \"module\": \"ESNext\", \
          \"moduleResolution\": \"bundler\", \"target\": \"ES2022\", \"lib\": [\"ES2022\"] }, \
          \"include\": [\"index.ts\"] }\n",
     )

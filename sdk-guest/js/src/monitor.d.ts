@@ -1,6 +1,7 @@
 // The program's imports, as componentize-js binds `plinth:plugin/monitor@0.3.0`.
 declare module "plinth:plugin/monitor@0.3.0" {
-  import type { WitValue } from "./value.js";
+  // A relative import is not allowed in an ambient module; an import type is resolved beside this file.
+  type WitValue = import("./value.js").WitValue;
 
   export interface CustomTimeouts {
     createSeconds?: number;
