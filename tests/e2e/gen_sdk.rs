@@ -5,25 +5,57 @@
 use crate::count_line;
 use crate::support::{ConfigCleanup, Env, guest, repo_root};
 
+/// `sdks/generated.txt`: each committed SDK's provider and directory. Rust providers by their
+/// built component; the TypeScript and Python ones by their source directory, which plinth
+/// builds (once: the build cache keeps it).
+fn generated_sdks() -> Vec<(std::path::PathBuf, String)> {
+    let root = repo_root();
+    let list = std::fs::read_to_string(root.join("sdks/generated.txt")).unwrap();
+    (list.lines())
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let (provider, sdk) = line.split_once(' ').unwrap();
+            let provider = match provider.strip_prefix("crate:") {
+                Some(name) => guest(name),
+                None => root.join(provider),
+            };
+            (provider, sdk.to_owned())
+        })
+        .collect()
+}
+
+/// Every SDK directory is in `sdks/generated.txt`, so that neither the check below nor
+/// `scripts/bump-version` can pass one by.
+#[test]
+fn every_committed_sdk_is_listed_as_generated() {
+    let root = repo_root();
+    let list = std::fs::read_to_string(root.join("sdks/generated.txt")).unwrap();
+    let listed: std::collections::BTreeSet<&str> = (list.lines())
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter_map(|line| line.split_once(' ').map(|(_, sdk)| sdk))
+        .collect();
+    for parent in ["sdks", "tests/sdks"] {
+        for entry in std::fs::read_dir(root.join(parent)).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                let sdk = format!("{parent}/{}", entry.file_name().to_str().unwrap());
+                assert!(
+                    listed.contains(sdk.as_str()),
+                    "{sdk} is not in sdks/generated.txt"
+                );
+            }
+        }
+    }
+}
+
 /// The SDKs under `sdks/` are what `plinth gen-sdk` makes of the providers' schemas today: a
 /// schema change without regenerating them fails here.
 #[test]
 fn committed_sdks_are_up_to_date() {
     let env = Env::scenario();
     let root = repo_root();
-    // Rust providers by their built component; the TypeScript and Python ones by their
-    // source directory, which plinth builds (once: the build cache keeps it).
-    let providers = [
-        (guest("plinth-random"), "sdks/random"),
-        (guest("plinth-file"), "sdks/file"),
-        (guest("plinth-kv"), "sdks/kv"),
-        (guest("plinth-postgresql"), "sdks/postgresql"),
-        (guest("plinth-shapes"), "tests/sdks/shapes"),
-        (root.join("plugins/rest"), "sdks/rest"),
-        (root.join("plugins/envfile"), "sdks/envfile"),
-        (root.join("plugins/rabbitmq"), "sdks/rabbitmq"),
-    ];
-    for (wasm, sdk) in providers {
+    let providers = generated_sdks();
+    for (wasm, sdk) in &providers {
         // Each language's SDK, and the plinth SDK it depends on by path (Python's needs none).
         for (lang, sdk_path) in [
             ("rust", Some("sdk-guest/rust")),

@@ -4,6 +4,7 @@
 //! SDKs as packages their ecosystems install.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, OnceLock};
@@ -493,7 +494,7 @@ fn clean_shell(home: &Path, cwd: &Path, program: &str) -> Command {
     command
 }
 
-fn install(home: &Path, key: &str, archive: &Path, verifier: &str) -> Output {
+fn install(home: &Path, key: &str, archive: impl AsRef<OsStr>, verifier: &str) -> Output {
     let work = tempfile::tempdir().unwrap();
     run(clean_shell(home, work.path(), "sh")
         .arg(repo_root().join("install.sh"))
@@ -613,10 +614,10 @@ fn altered(change: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
     (dir, archive)
 }
 
-fn refused(archive: &Path, key: &str, why: &str) {
+fn refused(archive: impl AsRef<OsStr>, key: &str, why: &str) {
     for verifier in ["openssl", "minisign"] {
         let home = tempfile::tempdir().unwrap();
-        let out = install(home.path(), key, archive, verifier);
+        let out = install(home.path(), key, &archive, verifier);
         let said = printed(&out);
         assert!(!out.status.success(), "{verifier}: {said}");
         assert!(said.contains(why), "{verifier}: expected {why:?} in {said}");
@@ -704,6 +705,77 @@ fn the_installer_refuses_an_archive_whose_sums_or_signature_do_not_match() {
             .args(["--transform", "s|^evil|plinth-9.9.9-x/../../evil|", "evil"]),
     );
     refused(&evil, &release.public_key, "with . or .. in it");
+}
+
+/// Serves one file at `/NAME` on a loopback port until dropped; any other path is a 404.
+struct FileServer {
+    url: String,
+    server: Arc<tiny_http::Server>,
+}
+
+impl FileServer {
+    fn new(file: &Path) -> FileServer {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+        let path = format!("/{}", file.file_name().unwrap().to_str().unwrap());
+        let bytes = std::fs::read(file).unwrap();
+        let serving = server.clone();
+        std::thread::spawn(move || {
+            for request in serving.incoming_requests() {
+                let response = if request.url() == path {
+                    tiny_http::Response::from_data(bytes.clone())
+                } else {
+                    tiny_http::Response::from_data(b"not found".to_vec()).with_status_code(404)
+                };
+                let _ = request.respond(response);
+            }
+        });
+        FileServer { url, server }
+    }
+}
+
+impl Drop for FileServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+    }
+}
+
+#[test]
+fn the_installer_downloads_an_archive_by_url_and_refuses_urls_it_should_not_fetch() {
+    let release = release();
+    let served = FileServer::new(&release.archive);
+    let name = release.archive.file_name().unwrap().to_str().unwrap();
+
+    // Plain http:// from this machine (a URL the release's own https:// address stands for).
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("{}/{name}", served.url);
+    let out = install(home.path(), &release.public_key, &url, "openssl");
+    assert!(out.status.success(), "{}", printed(&out));
+    let plinth = home.path().join(".plinth/bin/plinth");
+    let version = succeeds(Command::new(&plinth).arg("--version"));
+    assert!(
+        version.starts_with(&format!("plinth {VERSION}\n")),
+        "{version}"
+    );
+
+    // A URL that is not there: nothing installed, the URL named.
+    let missing = format!("{}/plinth-9.9.9-x.tar.gz", served.url);
+    refused(
+        &missing,
+        &release.public_key,
+        &format!("could not download {missing}"),
+    );
+    // Plain http:// from elsewhere, and other schemes: refused before anything is fetched.
+    refused(
+        "http://example.invalid/plinth.tar.gz",
+        &release.public_key,
+        "plain http:// only from this machine",
+    );
+    refused(
+        "ftp://127.0.0.1/plinth.tar.gz",
+        &release.public_key,
+        "only https:// URLs and local files",
+    );
 }
 
 // ---- the SDKs as packages ----
