@@ -2,7 +2,8 @@
 //! serve` and PostgreSQL: a pack stored for `scenario/*` runs for a project that names none,
 //! fails its preview and its `up` on a mandatory violation whatever the client configures,
 //! and is recorded in the update's history; a stack outside the pattern is not judged; a
-//! component that does not match its digest is not run; adding and removing are audited.
+//! component that does not match its digest is not run; adding and removing are audited; a
+//! rename cannot take a stack out of a pack's pattern.
 
 use std::process::Command;
 
@@ -142,6 +143,35 @@ fn a_stack_outside_the_pattern_is_not_judged_and_removing_the_pack_is_audited() 
             "policy-pack.removed"
         ]
     );
+}
+
+/// Packs apply by the stack's name: renaming a stack out of a pack's pattern would take it out
+/// of the service's enforcement, so the rename is refused until the pack covers the new name.
+#[test]
+fn a_rename_cannot_take_a_stack_out_of_a_pack_the_service_enforces() {
+    let service = TestService::start();
+    add_pack(&service, "scenario/dev");
+    let mut env = project(&service);
+    assert!(!env.run(&["preview"]).status.success());
+
+    let err = env.fails(&["stack", "rename", "sandbox"]);
+    assert!(
+        err.contains("would take it out of the policy pack(s) `house-rules`")
+            && err.contains("--stacks scenario/sandbox"),
+        "{err}"
+    );
+    // Nothing moved: the stack keeps its name and its pack.
+    let listed = env.ok(&["stack", "ls"]);
+    assert!(listed.lines().any(|l| l.starts_with("dev")), "{listed}");
+    assert!(!env.run(&["preview"]).status.success());
+
+    // Once the pack covers the new name too, the rename goes through and the pack still judges.
+    add_pack(&service, "scenario/sandbox");
+    env.ok(&["stack", "rename", "sandbox"]);
+    env.stack = "sandbox".into();
+    let out = env.run(&["preview"]);
+    assert!(!out.status.success(), "{}", printed(&out));
+    assert!(printed(&out).contains(TOO_SHORT), "{}", printed(&out));
 }
 
 #[test]

@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use crate::audit::{self, Action, Actor};
 use crate::checks;
 use crate::error::ApiError;
+use crate::policy_packs;
 use crate::versions::{StackKey, latest};
 
 /// Renames `stack` to `to`, refusing while an update holds it or left it unfinished, and if
@@ -76,6 +77,28 @@ pub(crate) async fn rename(
     .await?;
     if taken.is_some() {
         return Err(ApiError::Conflict(format!("stack `{to}` already exists")));
+    }
+    // Packs apply by name: a rename must not take the stack out of one's reach.
+    let before = policy_packs::applying(&mut tx, &stack.project, &stack.name).await?;
+    let after = policy_packs::applying(&mut tx, &stack.project, to).await?;
+    let lost: Vec<String> = (before.iter())
+        .filter(|p| {
+            !after
+                .iter()
+                .any(|a| a.name == p.name && a.digest == p.digest)
+        })
+        .map(|p| format!("`{}`", checks::shown(&p.name)))
+        .collect();
+    if !lost.is_empty() {
+        return Err(ApiError::Conflict(format!(
+            "renaming stack `{project}/{from}` to `{project}/{to}` would take it out of the \
+             policy pack(s) {lost} the service enforces on it; an administrator adds the pack \
+             for the new name first (`plinth serve policy add PACK --stacks {project}/{to}`), \
+             then rename it",
+            project = stack.project,
+            from = stack.name,
+            lost = lost.join(", "),
+        )));
     }
     let (version, checkpoint) = latest(&mut tx, stack.id).await?;
     if let Some(bytes) = checkpoint {
