@@ -490,7 +490,10 @@ async fn logs(
     user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     let id = stack_id(&pool, &project, &stack).await?;
     match events::page_json(&pool, id, query.update, query.after).await? {
-        Some(page) => Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], page)),
+        Some(page) => Ok((
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            page,
+        )),
         None => Err(ApiError::NotFound(match query.update {
             None => format!("stack `{stack}` has no updates yet"),
             Some(number) => format!(

@@ -176,7 +176,11 @@ struct Found {
 }
 
 /// Version `number` of stack `stack_id` (the latest if `None`), if there is one.
-async fn version(pool: &PgPool, stack_id: i64, number: Option<i64>) -> Result<Option<Found>, ApiError> {
+async fn version(
+    pool: &PgPool,
+    stack_id: i64,
+    number: Option<i64>,
+) -> Result<Option<Found>, ApiError> {
     // The phase of its update that made the version: its place among that update's versions.
     let version: Option<(i64, Option<Uuid>, sqlx::types::Json<Value>, i64)> = sqlx::query_as(
         "SELECT v.version, v.update_id, v.entry,
@@ -200,7 +204,12 @@ async fn version(pool: &PgPool, stack_id: i64, number: Option<i64>) -> Result<Op
 
 /// The version's event batches after batch `after`, as `T`: a page's and one more, which
 /// says whether there is more.
-async fn batches<T>(pool: &PgPool, found: &Found, after: i64, column: &str) -> Result<Vec<(i64, T)>, ApiError>
+async fn batches<T>(
+    pool: &PgPool,
+    found: &Found,
+    after: i64,
+    column: &str,
+) -> Result<Vec<(i64, T)>, ApiError>
 where
     T: for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Send + Unpin,
 {

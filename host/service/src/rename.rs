@@ -91,11 +91,11 @@ pub(crate) async fn rename(
             "UPDATE versions SET checkpoint = $3, checkpoint_of = NULL
              WHERE stack_id = $1 AND version = $2",
         )
-            .bind(stack.id)
-            .bind(version)
-            .bind(renamed)
-            .execute(&mut *tx)
-            .await?;
+        .bind(stack.id)
+        .bind(version)
+        .bind(renamed)
+        .execute(&mut *tx)
+        .await?;
     }
     sqlx::query("UPDATE stacks SET name = $2 WHERE id = $1")
         .bind(stack.id)

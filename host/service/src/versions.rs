@@ -140,7 +140,15 @@ pub(crate) async fn fold(
     };
     let entry = entry.written(changes);
     let at = (update, phase);
-    insert(&mut *conn, stack, (made, resources), at, &checkpoint, &entry).await?;
+    insert(
+        &mut *conn,
+        stack,
+        (made, resources),
+        at,
+        &checkpoint,
+        &entry,
+    )
+    .await?;
     mark_folded(&mut *conn, update, through).await?;
     made_in(stack, made, checkpoint.len(), started, read);
     Ok(made)

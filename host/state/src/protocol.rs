@@ -550,7 +550,11 @@ mod tests {
             tree(base.as_bytes()),
             "copied in as JSON"
         );
-        assert_eq!(tree(&quoted)["base_checkpoint"], json!(base), "a string, as before");
+        assert_eq!(
+            tree(&quoted)["base_checkpoint"],
+            json!(base),
+            "a string, as before"
+        );
         // What a client before `checkpoint_embedded` reads: a string, or none.
         #[derive(Deserialize)]
         struct OldBegun {
@@ -558,7 +562,10 @@ mod tests {
             base_version: i64,
         }
         let old: OldBegun = serde_json::from_slice(&quoted).unwrap();
-        assert_eq!((old.base_checkpoint.as_deref(), old.base_version), (Some(base), 3));
+        assert_eq!(
+            (old.base_checkpoint.as_deref(), old.base_version),
+            (Some(base), 3)
+        );
         let none: OldBegun = serde_json::from_slice(&begun(0).answer(None, false)).unwrap();
         assert_eq!((none.base_checkpoint, none.base_version), (None, 0));
         // Either form reads back as the checkpoint's text.
@@ -579,7 +586,10 @@ mod tests {
         fields.remove("journal_batch");
         fields.remove("events_batch");
         let read: Begun = serde_json::from_value(old).unwrap();
-        assert_eq!((read.journal_batch, read.events_batch), (JOURNAL_BATCH, EVENTS_BATCH));
+        assert_eq!(
+            (read.journal_batch, read.events_batch),
+            (JOURNAL_BATCH, EVENTS_BATCH)
+        );
     }
 
     #[test]

@@ -19,7 +19,9 @@ use plinth_engine::names::{ProjectName, StackName};
 use super::transport::{ServiceError, Transport};
 use crate::api::EventLog;
 use crate::error::BackendError;
-use plinth_state::protocol::{EVENTS_BATCH_MAX, EVENTS_IN_FLIGHT as IN_FLIGHT, EventBatch, LogPage};
+use plinth_state::protocol::{
+    EVENTS_BATCH_MAX, EVENTS_IN_FLIGHT as IN_FLIGHT, EventBatch, LogPage,
+};
 use plinth_state::{EventNumbering, LogEntry, UpdateLog};
 
 /// The longest an event waits for its batch to fill.
@@ -96,7 +98,8 @@ impl Gathered {
             let waited = gathering.ended || due.is_some_and(|due| due <= Instant::now());
             let count = gathering.events.len();
             if count >= self.batch || (count > 0 && waited) {
-                let batch: Vec<LogEntry> = gathering.events.drain(..count.min(self.batch)).collect();
+                let batch: Vec<LogEntry> =
+                    gathering.events.drain(..count.min(self.batch)).collect();
                 // Those left count from now: they wait a little longer than 4 s at worst.
                 gathering.since = (!gathering.events.is_empty()).then(Instant::now);
                 return Some(batch);

@@ -18,8 +18,8 @@ use serde_json::Value;
 use super::transport::{ServiceError, Transport};
 use crate::secrets::{Crypter, SecretsError, seal_tree};
 use plinth_state::Begun;
-use plinth_state::protocol::{JOURNAL_BATCH, JOURNAL_BATCH_MAX};
 use plinth_state::protocol::journal_batch_body;
+use plinth_state::protocol::{JOURNAL_BATCH, JOURNAL_BATCH_MAX};
 
 /// Sends the journal of update `update` holding lease `lease`.
 pub struct ServicePersister {

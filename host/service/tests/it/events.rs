@@ -246,7 +246,12 @@ fn the_client_sends_120_events_as_3_batches_in_order_and_finish_flushes_the_rest
     );
     let (update, lease) = begin_through(&transport);
 
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease, EVENTS_BATCH));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     for n in 1..=120 {
         log.record(&diagnostic(n));
         // Outputs are values: a log never keeps them.
@@ -347,7 +352,12 @@ fn recording_never_waits_for_the_service_and_finish_reports_a_failure() {
 
     // The service answers nothing while paused: had recording waited on a request, it would
     // never return, since the service resumes only after.
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease, EVENTS_BATCH));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     signal(&service, "-STOP");
     for n in 1..=1000 {
         log.record(&diagnostic(n));
@@ -370,7 +380,12 @@ fn recording_never_waits_for_the_service_and_finish_reports_a_failure() {
     );
 
     // A service that is gone for good: recording still returns, and finish says what failed.
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease, EVENTS_BATCH));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     log.record(&diagnostic(1));
     drop(service);
     for n in 2..=200 {
@@ -400,7 +415,12 @@ fn a_lost_lease_stops_the_client_log_and_finish_says_so() {
     assert_eq!(status, 200);
 
     let before = transport.traffic();
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease, EVENTS_BATCH));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     for n in 1..=500 {
         log.record(&diagnostic(n));
     }
