@@ -14,7 +14,6 @@ use plinth_test_postgres::Postgres;
 use serde_json::{Value, json};
 
 /// Events numbered `from..to` as the client logs them: diagnostics saying their number.
-
 fn logged(from: u64, to: u64) -> Vec<Value> {
     (from..to)
         .map(|seq| {
