@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p plinth-bench -- --sizes 100,1000,10000,30000
 //! cargo run --release -p plinth-bench -- --sizes 1000,10000 --service
+//! cargo run --release -p plinth-bench -- --sizes 10000 --service --service-fsync off,on
 //! ```
 
 mod grpc;
@@ -61,6 +62,11 @@ struct Args {
     /// built first.
     #[arg(long)]
     plinth_serve: Option<PathBuf>,
+    /// With `--service`, the PostgreSQL settings to run it with: `off` (`fsync` and
+    /// `synchronous_commit` off, as the tests run it), `on` (both on, as a production server
+    /// runs), or both, one service each.
+    #[arg(long, value_delimiter = ',', default_values = ["off"])]
+    service_fsync: Vec<String>,
     /// Resource operations in flight, passed to `up`, `refresh` and `destroy` as `--parallel`
     /// (plinth's own default if absent).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -107,7 +113,18 @@ fn main() -> anyhow::Result<()> {
             repo.join("target/release/plinth")
         }
     };
-    let service = if args.service {
+    let mut durabilities = Vec::new();
+    for fsync in &args.service_fsync {
+        let durable = match fsync.as_str() {
+            "off" => false,
+            "on" => true,
+            other => bail!("unknown --service-fsync `{other}`: use off, on, or off,on"),
+        };
+        if !durabilities.contains(&durable) {
+            durabilities.push(durable);
+        }
+    }
+    let services = if args.service {
         let serve = match &args.plinth_serve {
             Some(serve) => std::fs::canonicalize(serve)
                 .with_context(|| format!("the plinth-serve binary {}", serve.display()))?,
@@ -120,9 +137,17 @@ fn main() -> anyhow::Result<()> {
                 repo.join("target/release/plinth-serve")
             }
         };
-        Some(service::Service::start(&serve, &work.join("serve.log"))?)
+        (durabilities.iter())
+            .map(|&durable| {
+                let log = match durable {
+                    true => "serve-fsync.log",
+                    false => "serve.log",
+                };
+                service::Service::start(&serve, &work.join(log), durable)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?
     } else {
-        None
+        Vec::new()
     };
     let (program, provider) = build_guests(&repo)?;
     let setup = scenario::Setup {
@@ -150,7 +175,7 @@ fn main() -> anyhow::Result<()> {
     };
 
     let mut backends = vec![scenario::Backend::File];
-    backends.extend(service.as_ref().map(scenario::Backend::Service));
+    backends.extend(services.iter().map(scenario::Backend::Service));
     let mut scenarios = Vec::new();
     let variants: &[bool] = if args.secrets {
         &[false, true]

@@ -237,12 +237,26 @@ impl Report {
     fn service_table(&self, out: &mut String) {
         let mut rows = vec![
             [
-                "shape", "N", "step", "file", "service", "÷ file", "requests", "sent", "received",
+                "PostgreSQL",
+                "shape",
+                "N",
+                "step",
+                "file",
+                "service",
+                "÷ file",
+                "requests",
+                "sent",
+                "received",
             ]
             .map(str::to_owned)
             .to_vec(),
         ];
-        for s in self.on("service") {
+        let on_service = (self.scenarios.iter()).filter(|s| s.backend.starts_with("service"));
+        for s in on_service {
+            let postgres = match s.backend.contains("fsync on") {
+                true => "fsync on",
+                false => "fsync off",
+            };
             let file = self
                 .on("file")
                 .find(|f| f.shape == s.shape && f.resources == s.resources);
@@ -250,6 +264,7 @@ impl Report {
                 let traffic = step.traffic.unwrap_or_default();
                 let on_file = file.map(|f| f.step(step.step).cost.wall);
                 rows.push(vec![
+                    postgres.to_owned(),
                     s.shape.clone(),
                     thousands(s.resources),
                     step.step.to_owned(),
@@ -271,8 +286,9 @@ impl Report {
         markdown(out, &rows);
         let _ = writeln!(
             out,
-            "\nthe service: PostgreSQL (fsync off) and one plinth serve on this machine, over \
-             loopback, measured after one unmeasured `up` and `destroy` of the same size (a \
+            "\nthe service: PostgreSQL (fsync off: `fsync`, `synchronous_commit` and \
+             `full_page_writes` off, as the tests run it; fsync on: all three on, as a production \
+             server runs) and one plinth serve on this machine, over loopback, measured after one unmeasured `up` and `destroy` of the same size (a \
              running service has its connections open); requests and bytes (HTTP bodies as they \
              crossed the wire, gzipped when they were) as the CLI counts them"
         );

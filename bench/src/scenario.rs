@@ -53,7 +53,7 @@ impl Backend<'_> {
     pub fn name(&self) -> &'static str {
         match self {
             Backend::File => "file",
-            Backend::Service(_) => "service",
+            Backend::Service(service) => service.name,
         }
     }
 }

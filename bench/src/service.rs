@@ -1,5 +1,6 @@
 //! The team backend for the benchmark: a PostgreSQL cluster of its own and one `plinth serve`
-//! on it, on loopback; an access token for the runs.
+//! on it, on loopback; an access token for the runs. The cluster runs as the tests' do (`fsync`
+//! and `synchronous_commit` off) or as a production server does (both on).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -10,6 +11,8 @@ use plinth_test_postgres::Postgres;
 
 /// What the CLI is given to reach the service.
 pub struct Service {
+    /// The backend's name in the report: `service`, or `service (fsync on)`.
+    pub name: &'static str,
     pub url: String,
     pub token: String,
     serve: Child,
@@ -22,10 +25,15 @@ pub struct Service {
 }
 
 impl Service {
-    /// Starts PostgreSQL and `serve` (the `plinth-serve` binary) on it; the service's warnings
-    /// go to `log`.
-    pub fn start(serve: &Path, log: &Path) -> anyhow::Result<Service> {
-        let postgres = Postgres::start().map_err(|e| anyhow::anyhow!("{e}"))?;
+    /// Starts PostgreSQL, durable (`fsync` and `synchronous_commit` on) if `durable`, and
+    /// `serve` (the `plinth-serve` binary) on it; the service's warnings go to `log`.
+    pub fn start(serve: &Path, log: &Path, durable: bool) -> anyhow::Result<Service> {
+        let postgres = match durable {
+            true => Postgres::start_durable(),
+            false => Postgres::start(),
+        }
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        check_durability(&postgres, durable)?;
         postgres
             .create_database("plinth")
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -80,6 +88,10 @@ impl Service {
             );
         };
         Ok(Service {
+            name: match durable {
+                true => "service (fsync on)",
+                false => "service",
+            },
             url: format!("http://{listening}"),
             token,
             serve: child,
@@ -88,6 +100,23 @@ impl Service {
             _postgres: postgres,
         })
     }
+}
+
+/// Makes sure the cluster runs with the settings the report names: a figure measured with
+/// `fsync` off must never be reported as one with it on.
+fn check_durability(postgres: &Postgres, durable: bool) -> anyhow::Result<()> {
+    let wanted = if durable { "on" } else { "off" };
+    for setting in ["fsync", "synchronous_commit", "full_page_writes"] {
+        let shown = (postgres.psql("postgres", &format!("SHOW {setting}")))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if shown.trim() != wanted {
+            bail!(
+                "the benchmark's PostgreSQL runs with {setting} = {}, not {wanted}",
+                shown.trim()
+            );
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Service {

@@ -82,6 +82,8 @@ fn a_tiny_run_measures_every_step_and_both_plugins() {
 }
 
 /// Run twice, the second run on stacks of its own on the same service; each figure the median.
+/// Once on a PostgreSQL with `fsync` off, as the tests run it, and once with it on, as a
+/// production server runs.
 #[test]
 fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
     let work = tempfile::tempdir().unwrap();
@@ -96,7 +98,7 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
             "--runs",
             "2",
         ])
-        .arg("--service")
+        .args(["--service", "--service-fsync", "off,on"])
         .arg("--plinth")
         .arg(debug_plinth())
         .arg("--plinth-serve")
@@ -118,10 +120,21 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
         .collect();
     assert_eq!(
         backends,
-        ["file", "service"],
+        ["file", "service", "service (fsync on)"],
         "one scenario each, of the two runs"
     );
-    let on_service = scenarios[1]["steps"].as_array().unwrap();
+    for on_service in [&scenarios[1], &scenarios[2]] {
+        a_service_scenario_counts_its_traffic(on_service);
+    }
+    assert!(
+        scenarios[0]["steps"][0].get("requests").is_none(),
+        "no traffic on the file backend"
+    );
+}
+
+/// A service scenario's steps: each made requests, and all but the previews sent a journal.
+fn a_service_scenario_counts_its_traffic(scenario: &serde_json::Value) {
+    let on_service = scenario["steps"].as_array().unwrap();
     assert_eq!(on_service.len(), 7);
     for step in on_service {
         assert!(step["requests"].as_u64().unwrap() >= 1, "{step}");
@@ -140,10 +153,6 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
     assert!(
         up["bytes_sent"].as_u64().unwrap() > up["checkpoint_bytes"].as_u64().unwrap() / 2,
         "{up}"
-    );
-    assert!(
-        scenarios[0]["steps"][0].get("requests").is_none(),
-        "no traffic on the file backend"
     );
 }
 

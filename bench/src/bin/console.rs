@@ -77,13 +77,14 @@ fn main() -> anyhow::Result<()> {
         .with_context(|| format!("the plinth-serve binary {}", args.plinth_serve.display()))?;
     let work = tempfile::tempdir()?;
     let log = work.path().join("serve.log");
-    let service = service::Service::start(&serve, &log)?;
+    let service = service::Service::start(&serve, &log, false)?;
     let client = Client::new(&service.url);
 
     let started = Instant::now();
     load(&client, &service.token, args.resources)?;
     println!(
-        "Loaded {PROJECT}/{STACK}: {} resources, 2 versions, in {:.1} s",
+        "Loaded {PROJECT}/{STACK} on the {}: {} resources, 2 versions, in {:.1} s",
+        service.name,
         args.resources,
         started.elapsed().as_secs_f64()
     );

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::StatusCode;
 use axum::middleware::{from_fn, from_fn_with_state};
+use axum::response::IntoResponse;
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use plinth_state::protocol::policy::{PackComponent, RequiredPacks};
 use plinth_state::protocol::{
-    BeginRequest, Begun, Cancelled, Ciphertexts, CompleteRequest, EventBatch, HistoryPage,
+    BeginRequest, Cancelled, Checkpoint, Ciphertexts, CompleteRequest, EventBatch, HistoryPage,
     JournalBatch, ListedStack, PhaseRequest, Plaintexts, Recorded, Removed, RenameRequest, Renewed,
     StackCreated, StackFound, StackList, Stored, TagList, TagValue, Whoami,
 };
@@ -334,12 +335,12 @@ async fn begin_update(
     State(app): State<App>,
     Path((project, stack)): Path<(String, String)>,
     Body(request): Body<BeginRequest>,
-) -> Result<Json<Begun>, ApiError> {
+) -> Result<impl IntoResponse, ApiError> {
     checks::kind(&request.kind)?;
     let config = crate::config_keys::checked(&request.config)?;
     user.may(Level::Write, &project, Some(&stack))?;
     let key = stack_key(&app.pool, &project, &stack).await?;
-    let begun = updates::begin(
+    let mut begun = updates::begin(
         &app.pool,
         &app.metrics,
         &user,
@@ -352,7 +353,11 @@ async fn begin_update(
         app.options.lease_seconds,
     )
     .await?;
-    Ok(Json(begun))
+    let base = begun.base_checkpoint.take().map(Checkpoint::into_text);
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        begun.answer(base, request.checkpoint_embedded),
+    ))
 }
 
 /// The policy packs a run of the stack must run (a preview takes no update, so asks here).
@@ -481,11 +486,14 @@ async fn logs(
     State(pool): State<PgPool>,
     Path((project, stack)): Path<(String, String)>,
     Query(query): Query<LogsQuery>,
-) -> Result<Json<events::Page>, ApiError> {
+) -> Result<impl IntoResponse, ApiError> {
     user.may(Level::ReadNoSecrets, &project, Some(&stack))?;
     let id = stack_id(&pool, &project, &stack).await?;
-    match events::page(&pool, id, query.update, query.after).await? {
-        Some(page) => Ok(Json(page)),
+    match events::page_json(&pool, id, query.update, query.after).await? {
+        Some(page) => Ok((
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            page,
+        )),
         None => Err(ApiError::NotFound(match query.update {
             None => format!("stack `{stack}` has no updates yet"),
             Some(number) => format!(

@@ -20,11 +20,13 @@ use crate::auth::digest;
 use crate::error::ApiError;
 use crate::journal::Stored;
 
-/// The most events one batch may carry (the client sends this many, or what 4 s gathered).
-const MAX_EVENTS: usize = plinth_state::protocol::EVENTS_BATCH;
+/// The most events one batch may carry, as each begun update is told (a client sends this
+/// many, or what 4 s gathered).
+const MAX_EVENTS: usize = plinth_state::protocol::EVENTS_BATCH_MAX;
 /// How many batches a client may have in flight at once: the client's own bound.
 const MAX_IN_FLIGHT: i64 = plinth_state::protocol::EVENTS_IN_FLIGHT as i64;
-/// The most batches one page of a log carries: at most 1,000 events.
+/// The most batches one page of a log carries: at most 20,000 events (1,000 from a client that
+/// sent batches of the 50 events a service once took).
 const PAGE_BATCHES: i64 = 20;
 
 /// Stores batch `seq` of update `id`'s events, sent with the access token of digest `token`,
@@ -161,18 +163,24 @@ fn checked(seq: i64, events: &[Box<RawValue>]) -> Result<Vec<LogEntry>, ApiError
     Ok(parsed)
 }
 
-/// A page of the events of one version of a stack, for `plinth logs`: entries and events as
+/// A page of the events of one version of a stack, for the console: entries and events as
 /// stored.
 pub(crate) type Page = LogPage<Value, Value>;
 
-/// The events of version `number` of stack `stack_id` (the latest if `None`) after batch
-/// `after`; `None` if there is no such version.
-pub(crate) async fn page(
+/// The version, its history entry, and the phase of its update that made it.
+struct Found {
+    number: i64,
+    update: Option<Uuid>,
+    entry: Value,
+    phase: i64,
+}
+
+/// Version `number` of stack `stack_id` (the latest if `None`), if there is one.
+async fn version(
     pool: &PgPool,
     stack_id: i64,
     number: Option<i64>,
-    after: i64,
-) -> Result<Option<Page>, ApiError> {
+) -> Result<Option<Found>, ApiError> {
     // The phase of its update that made the version: its place among that update's versions.
     let version: Option<(i64, Option<Uuid>, sqlx::types::Json<Value>, i64)> = sqlx::query_as(
         "SELECT v.version, v.update_id, v.entry,
@@ -186,35 +194,114 @@ pub(crate) async fn page(
     .bind(number)
     .fetch_optional(pool)
     .await?;
-    let Some((number, update, entry, phase)) = version else {
+    Ok(version.map(|(number, update, entry, phase)| Found {
+        number,
+        update,
+        entry: entry.0,
+        phase,
+    }))
+}
+
+/// The version's event batches after batch `after`, as `T`: a page's and one more, which
+/// says whether there is more.
+async fn batches<T>(
+    pool: &PgPool,
+    found: &Found,
+    after: i64,
+    column: &str,
+) -> Result<Vec<(i64, T)>, ApiError>
+where
+    T: for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Send + Unpin,
+{
+    // A version whose update is gone (a version made before updates were kept) has none.
+    let Some(update) = found.update else {
+        return Ok(Vec::new());
+    };
+    let query = format!(
+        "SELECT seq, {column} FROM event_batches
+         WHERE update_id = $1 AND phase = $2 AND seq > $3 ORDER BY seq LIMIT $4"
+    );
+    Ok(sqlx::query_as(&query)
+        .bind(update)
+        .bind(i32::try_from(found.phase).unwrap_or(i32::MAX))
+        .bind(after)
+        .bind(PAGE_BATCHES + 1)
+        .fetch_all(pool)
+        .await?)
+}
+
+/// Where the page after `batches` starts (their last batch), if there is more than a page.
+fn next<T>(batches: &mut Vec<(i64, T)>, after: i64) -> Option<i64> {
+    let more = batches.len() > PAGE_BATCHES as usize;
+    batches.truncate(PAGE_BATCHES as usize);
+    more.then(|| batches.last().map_or(after, |(seq, _)| *seq))
+}
+
+/// The events of version `number` of stack `stack_id` (the latest if `None`) after batch
+/// `after`; `None` if there is no such version.
+pub(crate) async fn page(
+    pool: &PgPool,
+    stack_id: i64,
+    number: Option<i64>,
+    after: i64,
+) -> Result<Option<Page>, ApiError> {
+    let Some(found) = version(pool, stack_id, number).await? else {
         return Ok(None);
     };
-    let batches: Vec<(i64, sqlx::types::Json<Vec<Value>>)> = match update {
-        // A version whose update is gone (a version made before updates were kept) has none.
-        Some(update) => {
-            sqlx::query_as(
-                "SELECT seq, events FROM event_batches
-                 WHERE update_id = $1 AND phase = $2 AND seq > $3 ORDER BY seq LIMIT $4",
-            )
-            .bind(update)
-            .bind(i32::try_from(phase).unwrap_or(i32::MAX))
-            .bind(after)
-            .bind(PAGE_BATCHES + 1)
-            .fetch_all(pool)
-            .await?
-        }
-        None => Vec::new(),
-    };
-    let more = batches.len() > PAGE_BATCHES as usize;
-    let batches = &batches[..batches.len().min(PAGE_BATCHES as usize)];
-    let next = more.then(|| batches.last().map_or(after, |(seq, _)| *seq));
-    let events = (batches.iter())
-        .flat_map(|(_, events)| events.0.iter().cloned())
+    let mut batches: Vec<(i64, sqlx::types::Json<Vec<Value>>)> =
+        batches(pool, &found, after, "events").await?;
+    let next = next(&mut batches, after);
+    let events = (batches.into_iter())
+        .flat_map(|(_, events)| events.0)
         .collect();
     Ok(Some(LogPage {
-        number,
-        entry: entry.0,
+        number: found.number,
+        entry: found.entry,
         events,
         next,
     }))
+}
+
+/// [`page`] as the API answers it, a [`LogPage`]'s JSON, its events copied in as the service
+/// stored them: a page of 20,000 events is never parsed and written again.
+pub(crate) async fn page_json(
+    pool: &PgPool,
+    stack_id: i64,
+    number: Option<i64>,
+    after: i64,
+) -> Result<Option<Vec<u8>>, ApiError> {
+    let Some(found) = version(pool, stack_id, number).await? else {
+        return Ok(None);
+    };
+    let mut batches: Vec<(i64, String)> = batches(pool, &found, after, "events::text").await?;
+    let next = next(&mut batches, after);
+    let mut events = Vec::with_capacity(batches.iter().map(|(_, b)| b.len()).sum::<usize>() + 2);
+    events.push(b'[');
+    for (seq, batch) in &batches {
+        // Each was written by `append` as a JSON array of log entries.
+        let inner = (batch.trim().strip_prefix('['))
+            .and_then(|b| b.strip_suffix(']'))
+            .ok_or_else(|| {
+                ApiError::Internal(format!("event batch {seq} is not stored as a JSON array"))
+            })?
+            .trim();
+        if inner.is_empty() {
+            continue;
+        }
+        if events.len() > 1 {
+            events.push(b',');
+        }
+        events.extend_from_slice(inner.as_bytes());
+    }
+    events.push(b']');
+    // A `LogPage`, its fields in their order.
+    let mut body = Vec::with_capacity(events.len() + 1024);
+    body.extend_from_slice(format!("{{\"number\":{},\"entry\":", found.number).as_bytes());
+    serde_json::to_writer(&mut body, &found.entry).expect("an entry serializes");
+    body.extend_from_slice(b",\"events\":");
+    body.extend_from_slice(&events);
+    body.extend_from_slice(b",\"next\":");
+    serde_json::to_writer(&mut body, &next).expect("a number serializes");
+    body.push(b'}');
+    Ok(Some(body))
 }

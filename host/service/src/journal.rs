@@ -13,9 +13,9 @@ use crate::auth::digest;
 use crate::error::ApiError;
 use crate::parsed::PARSED;
 
-/// The most entries one batch may carry (the client sends at most this many, or what 50 ms
-/// gathered).
-pub(crate) const MAX_ENTRIES: usize = plinth_state::protocol::JOURNAL_BATCH;
+/// The most entries one batch may carry, as each begun update is told (a client sends at most
+/// this many, or what came while its previous batch was under way).
+pub(crate) const MAX_ENTRIES: usize = plinth_state::protocol::JOURNAL_BATCH_MAX;
 
 /// Whether a batch was new or a retry of one already stored.
 #[derive(Debug, PartialEq, Eq)]

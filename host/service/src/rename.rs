@@ -109,12 +109,16 @@ pub(crate) async fn rename(
         .await
         .map_err(|e| ApiError::Internal(format!("renaming the state: {e}")))?
         .map_err(|e| ApiError::Unrebuildable(e.to_string()))?;
-        sqlx::query("UPDATE versions SET checkpoint = $3 WHERE stack_id = $1 AND version = $2")
-            .bind(stack.id)
-            .bind(version)
-            .bind(renamed)
-            .execute(&mut *tx)
-            .await?;
+        // The latest version holds the renamed checkpoint itself, whichever held it before.
+        sqlx::query(
+            "UPDATE versions SET checkpoint = $3, checkpoint_of = NULL
+             WHERE stack_id = $1 AND version = $2",
+        )
+        .bind(stack.id)
+        .bind(version)
+        .bind(renamed)
+        .execute(&mut *tx)
+        .await?;
     }
     sqlx::query("UPDATE stacks SET name = $2 WHERE id = $1")
         .bind(stack.id)

@@ -1,7 +1,7 @@
 //! Updates and their leases. Whether a stack is free is decided by the database alone (the
 //! partial unique index on running updates), in one transaction per request.
 
-use plinth_state::protocol::{Begun, Holder};
+use plinth_state::protocol::{Begun, Checkpoint, EVENTS_BATCH_MAX, Holder, JOURNAL_BATCH_MAX};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -134,10 +134,12 @@ pub(crate) async fn begin(
         lease_expires,
         lease_seconds,
         base_version,
-        base_checkpoint: utf8_checkpoint(base, stack)?,
+        base_checkpoint: utf8_checkpoint(base, stack)?.map(Checkpoint::Quoted),
         recovered,
         journal_extensions: journal_extensions(),
         policy_packs,
+        journal_batch: JOURNAL_BATCH_MAX,
+        events_batch: EVENTS_BATCH_MAX,
     })
 }
 
@@ -217,10 +219,12 @@ async fn begun_again(
         lease_expires,
         lease_seconds,
         base_version,
-        base_checkpoint: utf8_checkpoint(base, &key.name)?,
+        base_checkpoint: utf8_checkpoint(base, &key.name)?.map(Checkpoint::Quoted),
         recovered,
         journal_extensions: journal_extensions(),
         policy_packs: policy_packs::applying(&mut *tx, &key.project, &key.name).await?,
+        journal_batch: JOURNAL_BATCH_MAX,
+        events_batch: EVENTS_BATCH_MAX,
     }))
 }
 

@@ -26,15 +26,22 @@ pub(crate) struct StackKey {
     pub name: String,
 }
 
+/// `versions v`, each with the version holding its checkpoint (`held`): itself, or the one a
+/// version that kept its base as it was names.
+const WITH_CHECKPOINT: &str = "versions v LEFT JOIN versions held
+    ON held.stack_id = v.stack_id AND held.version = v.checkpoint_of";
+/// The checkpoint of `v` in [`WITH_CHECKPOINT`].
+const CHECKPOINT: &str = "COALESCE(v.checkpoint, held.checkpoint)";
+
 /// The latest version of a stack and its checkpoint; version 0 (no checkpoint) before the first.
 pub(crate) async fn latest(
     conn: &mut PgConnection,
     stack_id: i64,
 ) -> Result<(i64, Option<Vec<u8>>), ApiError> {
-    let row: Option<(i64, Vec<u8>)> = sqlx::query_as(
-        "SELECT version, checkpoint FROM versions WHERE stack_id = $1
-         ORDER BY version DESC LIMIT 1",
-    )
+    let row: Option<(i64, Vec<u8>)> = sqlx::query_as(&format!(
+        "SELECT v.version, {CHECKPOINT} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1
+         ORDER BY v.version DESC LIMIT 1"
+    ))
     .bind(stack_id)
     .fetch_optional(conn)
     .await?;
@@ -99,6 +106,22 @@ pub(crate) async fn fold(
     let batches: Vec<JournalBatch> = batches.into_iter().map(|(_, batch)| batch).collect();
     let (version, base) = latest(&mut *conn, stack.id).await?;
     let read = started.elapsed();
+    let made = version + 1;
+    // Nothing journaled: the state is the base's, kept as it is, in the base's row (a no-op
+    // update of a large stack would parse and write it again for nothing, and store a copy).
+    if let Source::Journal { plugins } = &source
+        && batches.is_empty()
+        && let Some(base) = base.as_deref()
+        && plinth_state::rebuilt_as_is(base, plugins.as_deref())
+    {
+        let resources = count_of_latest(&mut *conn, stack.id, base).await?;
+        let entry = entry.written(ChangeSummary::default());
+        let at = (update, phase);
+        insert_as_is(&mut *conn, stack, (made, resources), at, version, &entry).await?;
+        mark_folded(&mut *conn, update, through).await?;
+        made_in(stack, made, 0, started, read);
+        return Ok(made);
+    }
     let (
         Rebuilt {
             checkpoint,
@@ -106,60 +129,80 @@ pub(crate) async fn fold(
         },
         resources,
     ) = match source {
-        // Nothing journaled: the state is the base's, kept as it is (a no-op update of a large
-        // stack would parse and write it again for nothing).
-        Source::Journal { plugins }
-            if batches.is_empty()
-                && (base.as_deref())
-                    .is_some_and(|base| plinth_state::rebuilt_as_is(base, plugins.as_deref())) =>
-        {
-            let rebuilt = Rebuilt {
-                checkpoint: base.expect("checked just above"),
-                changes: ChangeSummary::default(),
-            };
-            (rebuilt, None)
-        }
         Source::Journal { plugins } => {
-            let (rebuilt, resources) =
-                rebuild(stack, base, batches, plugins, Replay::Checked).await?;
-            (rebuilt, Some(resources))
+            rebuild(stack, base, batches, plugins, Replay::Checked).await?
         }
         // A replacement is checked as the file backend checks an import: parsed, verified and
         // written back in its canonical form.
         Source::Checkpoint(bytes) => {
-            let (rebuilt, resources) =
-                rebuild(stack, Some(bytes), Vec::new(), None, Replay::Checked).await?;
-            (rebuilt, Some(resources))
+            rebuild(stack, Some(bytes), Vec::new(), None, Replay::Checked).await?
         }
     };
-    let resources = match resources {
-        Some(resources) => resources,
-        None => count_of_latest(&mut *conn, stack.id, &checkpoint).await?,
-    };
     let entry = entry.written(changes);
-    let version = insert(
+    let at = (update, phase);
+    insert(
         &mut *conn,
         stack,
-        (version + 1, resources),
-        (update, phase),
+        (made, resources),
+        at,
         &checkpoint,
         &entry,
     )
     .await?;
+    mark_folded(&mut *conn, update, through).await?;
+    made_in(stack, made, checkpoint.len(), started, read);
+    Ok(made)
+}
+
+/// Records that update `update`'s journal batches through `through` are folded.
+async fn mark_folded(conn: &mut PgConnection, update: Uuid, through: i64) -> Result<(), ApiError> {
     sqlx::query("UPDATE updates SET folded_seq = $2 WHERE id = $1")
         .bind(update)
         .bind(through)
         .execute(&mut *conn)
         .await?;
+    Ok(())
+}
+
+/// Logs that `version` of `stack`, storing a checkpoint of `bytes` (0: its base's, kept), was
+/// made since `started`, `read` of it reading.
+fn made_in(stack: &StackKey, version: i64, bytes: usize, started: Instant, read: Duration) {
     tracing::debug!(
-        "version {version} of {}/{} ({} bytes) made in {:.1} ms, {:.1} ms of it reading",
+        "version {version} of {}/{} ({bytes} bytes stored) made in {:.1} ms, {:.1} ms of it \
+         reading",
         stack.project,
         stack.name,
-        checkpoint.len(),
         started.elapsed().as_secs_f64() * 1e3,
         read.as_secs_f64() * 1e3,
     );
-    Ok(version)
+}
+
+/// Stores version `version` of `stack` (of `resources` resources), made by `update` (its
+/// `phase`), as holding the checkpoint of version `base`: no copy of it is stored.
+async fn insert_as_is(
+    conn: &mut PgConnection,
+    stack: &StackKey,
+    (version, resources): (i64, i64),
+    (update, phase): (Uuid, Option<i32>),
+    base: i64,
+    entry: &Value,
+) -> Result<(), ApiError> {
+    sqlx::query(
+        "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint_of, entry,
+                               resources)
+         SELECT $1, $2, $3, $4, COALESCE(checkpoint_of, version), $5, $6 FROM versions
+         WHERE stack_id = $1 AND version = $7",
+    )
+    .bind(stack.id)
+    .bind(version)
+    .bind(update)
+    .bind(phase)
+    .bind(sqlx::types::Json(entry))
+    .bind(resources)
+    .bind(base)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// Stores `checkpoint` (of `resources` resources, as `stack ls` counts them) as version
@@ -527,12 +570,13 @@ pub(crate) async fn export(
                 .checkpoint),
         };
     }
-    let row: Option<(Vec<u8>,)> =
-        sqlx::query_as("SELECT checkpoint FROM versions WHERE stack_id = $1 AND version = $2")
-            .bind(stack.id)
-            .bind(wanted)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let row: Option<(Vec<u8>,)> = sqlx::query_as(&format!(
+        "SELECT {CHECKPOINT} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1 AND v.version = $2"
+    ))
+    .bind(stack.id)
+    .bind(wanted)
+    .fetch_optional(&mut *conn)
+    .await?;
     row.map(|(bytes,)| bytes).ok_or_else(|| {
         ApiError::NotFound(format!(
             "stack `{}` has no version {wanted}: its versions are 1 to {latest_version}",

@@ -1,10 +1,18 @@
 //! The service protocol's shared vocabulary: the limits client and service must agree on, and
 //! the typed bodies of its requests and answers, written once for both.
 
-/// The most journal entries one batch carries (the service refuses more).
+/// The most journal entries one batch carries to a service that does not say how many it takes
+/// (one older than [`Begun::journal_batch`]).
 pub const JOURNAL_BATCH: usize = 100;
-/// The most events one batch carries (the service refuses more).
+/// The most journal entries one batch carries to this service, as it tells each update it
+/// begins (it refuses more): a batch costs a round trip and a commit whatever its size.
+pub const JOURNAL_BATCH_MAX: usize = 1_000;
+/// The most events one batch carries to a service that does not say how many it takes (one
+/// older than [`Begun::events_batch`]).
 pub const EVENTS_BATCH: usize = 50;
+/// The most events one batch carries to this service, as it tells each update it begins (it
+/// refuses more).
+pub const EVENTS_BATCH_MAX: usize = 1_000;
 /// The most event batches a client has in flight at once: the service stores a batch only once
 /// every batch up to this many before it is stored.
 pub const EVENTS_IN_FLIGHT: usize = 3;
@@ -122,6 +130,11 @@ pub struct BeginRequest {
     /// never a secret's value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<ConfigKey>,
+    /// Asks for the base checkpoint as JSON within the answer ([`Checkpoint::Embedded`])
+    /// rather than as a string of it: nothing to escape, nor to unescape. A service older than
+    /// this field ignores it and sends the string.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpoint_embedded: bool,
 }
 
 /// A key of a stack's configuration, as an update's client sends it.
@@ -149,7 +162,8 @@ pub struct Begun {
     /// sealed as the client sealed them; none for version 0.
     #[serde(default)]
     pub base_version: i64,
-    pub base_checkpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_checkpoint: Option<Checkpoint>,
     /// The base holds what an update that ended without completing (its lease expired, or it
     /// was cancelled) journaled: its interrupted operations are pending.
     #[serde(default)]
@@ -162,6 +176,85 @@ pub struct Begun {
     /// from a service before they were added).
     #[serde(default)]
     pub policy_packs: Vec<policy::RequiredPack>,
+    /// The most journal entries, and events, one batch of this update may carry
+    /// ([`JOURNAL_BATCH`] and [`EVENTS_BATCH`] from a service older than these fields).
+    #[serde(default = "journal_batch")]
+    pub journal_batch: usize,
+    #[serde(default = "events_batch")]
+    pub events_batch: usize,
+}
+
+fn journal_batch() -> usize {
+    JOURNAL_BATCH
+}
+
+fn events_batch() -> usize {
+    EVENTS_BATCH
+}
+
+impl Begun {
+    /// The answer to a begin: `self` with `base` (the base checkpoint's stored text) as a
+    /// string of it, or, if `embedded`, as the JSON itself, copied in as it is stored: the
+    /// service neither parses nor escapes a checkpoint of megabytes. The service wrote `base`
+    /// when it made the version, from a checkpoint it had parsed and checked.
+    pub fn answer(mut self, base: Option<String>, embedded: bool) -> Vec<u8> {
+        let base = match base {
+            Some(base) if embedded => base,
+            base => {
+                self.base_checkpoint = base.map(Checkpoint::Quoted);
+                return serde_json::to_vec(&self).expect("a begun update serializes");
+            }
+        };
+        self.base_checkpoint = None;
+        let mut body = serde_json::to_vec(&self).expect("a begun update serializes");
+        debug_assert_eq!(body.last(), Some(&b'}'));
+        body.pop();
+        body.reserve(base.len() + 24);
+        body.extend_from_slice(b",\"base_checkpoint\":");
+        body.extend_from_slice(base.as_bytes());
+        body.push(b'}');
+        body
+    }
+}
+
+/// A checkpoint within an answer: a string of its JSON, as every service can send it, or the
+/// JSON itself.
+#[derive(Debug)]
+pub enum Checkpoint {
+    Quoted(String),
+    Embedded(Box<RawValue>),
+}
+
+impl Checkpoint {
+    /// The checkpoint's JSON text.
+    pub fn into_text(self) -> String {
+        match self {
+            Checkpoint::Quoted(text) => text,
+            Checkpoint::Embedded(raw) => Box::<str>::from(raw).into_string(),
+        }
+    }
+}
+
+impl Serialize for Checkpoint {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Checkpoint::Quoted(text) => serializer.serialize_str(text),
+            Checkpoint::Embedded(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Checkpoint {
+    /// Either form; read from JSON text (a checkpoint is never parsed into a tree here).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        match raw.get().starts_with('"') {
+            true => serde_json::from_str(raw.get())
+                .map(Checkpoint::Quoted)
+                .map_err(serde::de::Error::custom),
+            false => Ok(Checkpoint::Embedded(raw)),
+        }
+    }
 }
 
 /// `POST updates/U/renew`: the lease's new end.
@@ -430,6 +523,75 @@ mod tests {
         );
     }
 
+    fn begun(base_version: i64) -> Begun {
+        Begun {
+            update_id: "u".into(),
+            lease_token: "t".into(),
+            lease_expires: 9,
+            lease_seconds: 30.0,
+            base_version,
+            base_checkpoint: None,
+            recovered: false,
+            journal_extensions: Vec::new(),
+            policy_packs: Vec::new(),
+            journal_batch: JOURNAL_BATCH_MAX,
+            events_batch: EVENTS_BATCH_MAX,
+        }
+    }
+
+    #[test]
+    fn the_base_checkpoint_goes_embedded_only_when_asked_and_reads_the_same_either_way() {
+        let base = r#"{"version":4,"snapshot":{"resources":[{"urn":"a\"b","id":"é"}]}}"#;
+        let embedded = begun(3).answer(Some(base.to_owned()), true);
+        let quoted = begun(3).answer(Some(base.to_owned()), false);
+        let tree = |body: &[u8]| serde_json::from_slice::<Value>(body).unwrap();
+        assert_eq!(
+            tree(&embedded)["base_checkpoint"],
+            tree(base.as_bytes()),
+            "copied in as JSON"
+        );
+        assert_eq!(
+            tree(&quoted)["base_checkpoint"],
+            json!(base),
+            "a string, as before"
+        );
+        // What a client before `checkpoint_embedded` reads: a string, or none.
+        #[derive(Deserialize)]
+        struct OldBegun {
+            base_checkpoint: Option<String>,
+            base_version: i64,
+        }
+        let old: OldBegun = serde_json::from_slice(&quoted).unwrap();
+        assert_eq!(
+            (old.base_checkpoint.as_deref(), old.base_version),
+            (Some(base), 3)
+        );
+        let none: OldBegun = serde_json::from_slice(&begun(0).answer(None, false)).unwrap();
+        assert_eq!((none.base_checkpoint, none.base_version), (None, 0));
+        // Either form reads back as the checkpoint's text.
+        for body in [&embedded, &quoted] {
+            let read: Begun = serde_json::from_slice(body).unwrap();
+            assert_eq!(read.base_checkpoint.unwrap().into_text(), base);
+            assert_eq!(read.base_version, 3);
+            assert_eq!(read.journal_batch, JOURNAL_BATCH_MAX);
+        }
+        let read: Begun = serde_json::from_slice(&begun(0).answer(None, true)).unwrap();
+        assert!(read.base_checkpoint.is_none());
+    }
+
+    #[test]
+    fn a_service_that_does_not_tell_its_batch_sizes_gets_the_old_ones() {
+        let mut old = serde_json::to_value(begun(0)).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        fields.remove("journal_batch");
+        fields.remove("events_batch");
+        let read: Begun = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (read.journal_batch, read.events_batch),
+            (JOURNAL_BATCH, EVENTS_BATCH)
+        );
+    }
+
     #[test]
     fn requests_once_written_with_json_are_written_as_they_were() {
         // The client's transport sends a body as a JSON value, whose keys serialize sorted.
@@ -442,6 +604,7 @@ mod tests {
                 kind: "update".into(),
                 request_id: Some(id),
                 config: Vec::new(),
+                checkpoint_embedded: false,
             }),
             json!({ "kind": "update", "request_id": id.to_string() })
         );

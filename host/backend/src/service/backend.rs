@@ -377,9 +377,13 @@ impl Backend for ServiceBackend {
             kind: kind.to_string(),
             request_id: Some(uuid::Uuid::new_v4()),
             config,
+            checkpoint_embedded: true,
         });
         let path = ServiceBackend::stack_path(stack, "/updates");
-        let answer = match self.transport.call("POST", &path, None, Some(&body)) {
+        // Read from the answer's text: the base checkpoint within it (embedded, from a service
+        // that takes `checkpoint_embedded`) is kept as text, never built into a tree.
+        let json = serde_json::to_vec(&body).expect("JSON serializes");
+        let answer = match self.transport.send("POST", &path, None, Some(json)) {
             Ok(answer) => answer,
             Err(ServiceError::Conflict {
                 holder: Some(holder),
@@ -398,7 +402,12 @@ impl Backend for ServiceBackend {
             }
             Err(e) => return Err(stack_error(e, stack)),
         };
-        let begun: Begun = decode(answer, &format!("POST {path}"))?;
+        let begun: Begun = serde_json::from_str(&answer).map_err(|e| {
+            BackendError::Service(ServiceError::Unreadable {
+                request: format!("POST {path}"),
+                reason: e.to_string(),
+            })
+        })?;
         let keeper = LeaseKeeper::start(
             self.transport.clone(),
             &begun.update_id,
@@ -415,11 +424,13 @@ impl Backend for ServiceBackend {
             id: begun.update_id,
             lease: begun.lease_token,
             keeper,
-            base: Base::Sent(begun.base_checkpoint),
+            base: Base::Sent(begun.base_checkpoint.map(|base| base.into_text())),
             recovered: begun.recovered,
             phases: 0,
             journal_batches: Arc::default(),
             short_creates: (begun.journal_extensions.iter()).any(|e| e == CREATED_AS_BEGUN),
+            journal_batch: begun.journal_batch,
+            events_batch: begun.events_batch,
             open_phase: None,
             last_result: None,
             policy_packs: begun.policy_packs,
@@ -537,6 +548,9 @@ struct ServiceUpdate {
     journal_batches: Arc<AtomicU64>,
     /// The service takes `created-as-begun` journal entries.
     short_creates: bool,
+    /// The most journal entries, and events, a batch may carry, as the service said.
+    journal_batch: usize,
+    events_batch: usize,
     /// When the phase being recorded, not completed yet, started, and the plugins it loads.
     open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
@@ -655,12 +669,18 @@ impl Update for ServiceUpdate {
             &self.lease,
             self.crypter.clone(),
         )
-        .continuing(self.journal_batches.clone());
+        .continuing(self.journal_batches.clone())
+        .in_batches_of(self.journal_batch);
         let persister = match self.short_creates {
             true => persister.shortening_creates(),
             false => persister,
         };
-        let events = ServiceEventLog::start(self.transport.clone(), &self.id, &self.lease);
+        let events = ServiceEventLog::start(
+            self.transport.clone(),
+            &self.id,
+            &self.lease,
+            self.events_batch,
+        );
         Ok(Recording {
             persister: Box::new(persister),
             events: Box::new(events),

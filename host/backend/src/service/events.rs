@@ -1,6 +1,6 @@
 //! An update's engine events on the service, for `plinth logs`. Recording gathers each event
-//! for a sender thread, so it never waits on the network; the sender sends batches of
-//! [`BATCH_EVENTS`], or what 4 s gathered, numbered from 1, with at most [`IN_FLIGHT`] requests
+//! for a sender thread, so it never waits on the network; the sender sends batches of as many
+//! events as the service takes, or what 4 s gathered, numbered from 1, with at most [`IN_FLIGHT`] requests
 //! at once (batch N goes only once batch N − 3 is answered, which is what the service checks).
 //! After a failure nothing more is sent, and `finish` reports it.
 //!
@@ -20,7 +20,7 @@ use super::transport::{ServiceError, Transport};
 use crate::api::EventLog;
 use crate::error::BackendError;
 use plinth_state::protocol::{
-    EVENTS_BATCH as BATCH_EVENTS, EVENTS_IN_FLIGHT as IN_FLIGHT, EventBatch, LogPage,
+    EVENTS_BATCH_MAX, EVENTS_IN_FLIGHT as IN_FLIGHT, EventBatch, LogPage,
 };
 use plinth_state::{EventNumbering, LogEntry, UpdateLog};
 
@@ -37,8 +37,9 @@ pub struct ServiceEventLog {
 }
 
 /// The events recorded and not yet taken into a batch, shared by the log and its sender.
-#[derive(Default)]
 struct Gathered {
+    /// The most events a batch carries.
+    batch: usize,
     state: Mutex<Gathering>,
     /// Wakes the sender when a batch is full or the log ends.
     changed: Condvar,
@@ -56,6 +57,15 @@ struct Gathering {
 }
 
 impl Gathered {
+    /// Gathers batches of at most `batch` events (1 to [`EVENTS_BATCH_MAX`]).
+    fn new(batch: usize) -> Gathered {
+        Gathered {
+            batch: batch.clamp(1, EVENTS_BATCH_MAX),
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Gathering> {
         self.state
             .lock()
@@ -69,7 +79,7 @@ impl Gathered {
         }
         gathering.since.get_or_insert_with(Instant::now);
         gathering.events.push(entry);
-        if gathering.events.len() == BATCH_EVENTS {
+        if gathering.events.len() == self.batch {
             self.changed.notify_one();
         }
     }
@@ -79,7 +89,7 @@ impl Gathered {
         self.changed.notify_one();
     }
 
-    /// The next batch to send: [`BATCH_EVENTS`] events, or fewer once the oldest waited
+    /// The next batch to send: a full batch, or fewer once the oldest waited
     /// [`BATCH_WAIT`] or the log ended; `None` once it ended and nothing is left.
     fn next_batch(&self) -> Option<Vec<LogEntry>> {
         let mut gathering = self.lock();
@@ -87,9 +97,9 @@ impl Gathered {
             let due = gathering.since.map(|since| since + BATCH_WAIT);
             let waited = gathering.ended || due.is_some_and(|due| due <= Instant::now());
             let count = gathering.events.len();
-            if count >= BATCH_EVENTS || (count > 0 && waited) {
+            if count >= self.batch || (count > 0 && waited) {
                 let batch: Vec<LogEntry> =
-                    gathering.events.drain(..count.min(BATCH_EVENTS)).collect();
+                    gathering.events.drain(..count.min(self.batch)).collect();
                 // Those left count from now: they wait a little longer than 4 s at worst.
                 gathering.since = (!gathering.events.is_empty()).then(Instant::now);
                 return Some(batch);
@@ -117,9 +127,10 @@ impl Gathered {
 }
 
 impl ServiceEventLog {
-    /// Starts sending the events of update `update`, which holds lease `lease`.
-    pub fn start(transport: Transport, update: &str, lease: &str) -> ServiceEventLog {
-        let gathered = Arc::new(Gathered::default());
+    /// Starts sending the events of update `update`, which holds lease `lease`, in batches of
+    /// at most `batch` events (what the service said it takes when the update began).
+    pub fn start(transport: Transport, update: &str, lease: &str, batch: usize) -> ServiceEventLog {
+        let gathered = Arc::new(Gathered::new(batch));
         let path = format!("updates/{update}/events");
         let failure = Arc::new(Mutex::new(None));
         let sender = Sender {
@@ -321,7 +332,8 @@ pub fn fetch_log(
         if let Some(wanted) = wanted {
             path.push_str(&format!("&update={wanted}"));
         }
-        let answer = match transport.call("GET", &path, None, None) {
+        // Read from the answer's text, straight into log entries: a page holds up to 20,000.
+        let answer = match transport.send("GET", &path, None, None) {
             Ok(answer) => answer,
             // No such update, unless the stack itself is gone.
             Err(ServiceError::NotFound(_)) if log.is_none() => {
@@ -335,8 +347,7 @@ pub fn fetch_log(
             request: format!("the log of stack `{stack}`"),
             reason,
         };
-        let page: LogPage =
-            serde_json::from_value(answer).map_err(|e| unreadable(e.to_string()))?;
+        let page: LogPage = serde_json::from_str(&answer).map_err(|e| unreadable(e.to_string()))?;
         let count = |n: i64| u64::try_from(n).map_err(|e| unreadable(format!("{n}: {e}")));
         let next = page.next.map(count).transpose()?;
         match &mut log {
@@ -371,7 +382,7 @@ mod tests {
     }
 
     fn gathered(count: usize) -> Gathered {
-        let gathered = Gathered::default();
+        let gathered = Gathered::new(50);
         let mut numbering = EventNumbering::default();
         for n in 0..count {
             gathered.gather(numbering.entry(&diagnostic(format!("event {n}"))).unwrap());

@@ -1,6 +1,6 @@
 //! The persister of an update on the service: the snapshot manager's entries are kept until the
 //! engine syncs, then handed to a sender thread, which seals their secrets and sends them in
-//! order in batches of at most [`MAX_BATCH`], numbered from 1 without gaps (what came while a
+//! order in batches of at most what the service takes, numbered from 1 without gaps (what came while a
 //! batch was under way shares the next), so that the engine's writer never waits on the
 //! network. A batch retried after a lost answer is stored once. The service rebuilds the state
 //! from them; compacting only makes sure every entry was sent.
@@ -18,8 +18,8 @@ use serde_json::Value;
 use super::transport::{ServiceError, Transport};
 use crate::secrets::{Crypter, SecretsError, seal_tree};
 use plinth_state::Begun;
-use plinth_state::protocol::JOURNAL_BATCH as MAX_BATCH;
 use plinth_state::protocol::journal_batch_body;
+use plinth_state::protocol::{JOURNAL_BATCH, JOURNAL_BATCH_MAX};
 
 /// Sends the journal of update `update` holding lease `lease`.
 pub struct ServicePersister {
@@ -45,6 +45,8 @@ struct Batches {
     path: String,
     lease: String,
     crypter: Arc<dyn Crypter>,
+    /// The most entries a batch carries.
+    max_batch: usize,
     /// The number of the last batch the service acknowledged. The service numbers an update's
     /// batches across its phases, so every phase's persister shares this count.
     sent: Arc<AtomicU64>,
@@ -145,6 +147,7 @@ impl ServicePersister {
                 path: format!("updates/{update}/journal"),
                 lease: lease.to_owned(),
                 crypter,
+                max_batch: JOURNAL_BATCH,
                 sent: Arc::new(AtomicU64::new(0)),
                 origin: origin.clone(),
             }),
@@ -170,6 +173,15 @@ impl ServicePersister {
     pub fn continuing(mut self, sent: Arc<AtomicU64>) -> ServicePersister {
         if let Some(batches) = &mut self.batches {
             batches.sent = sent;
+        }
+        self
+    }
+
+    /// Sends batches of at most `max` entries (1 to [`JOURNAL_BATCH_MAX`]), as the service
+    /// said it takes, rather than the [`JOURNAL_BATCH`] every service takes.
+    pub fn in_batches_of(mut self, max: usize) -> ServicePersister {
+        if let Some(batches) = &mut self.batches {
+            batches.max_batch = max.clamp(1, JOURNAL_BATCH_MAX);
         }
         self
     }
@@ -249,7 +261,7 @@ impl Batches {
             let in_doubt = sending.in_doubt.take_if(|_| retry);
             let count = match in_doubt {
                 Some(_) => 0,
-                None => sending.entries.len().min(MAX_BATCH),
+                None => sending.entries.len().min(self.max_batch),
             };
             if in_doubt.is_none() && count == 0 {
                 sending.retry = false;

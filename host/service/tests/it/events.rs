@@ -9,6 +9,7 @@ use plinth_backend::EventLog;
 use plinth_backend::service::{ServiceEventLog, Transport, fetch_log};
 use plinth_engine::events::{Event, Severity};
 use plinth_engine::names::{ProjectName, StackName};
+use plinth_state::protocol::{EVENTS_BATCH, EVENTS_BATCH_MAX};
 use plinth_test_postgres::Postgres;
 use serde_json::{Value, json};
 
@@ -108,7 +109,10 @@ fn batches_are_stored_once_within_the_in_flight_window_and_read_back_in_order() 
     // What is not a batch of logged events is refused as it arrives.
     for (bad, why) in [
         (batch(4, vec![]), "an empty batch"),
-        (batch(4, logged(121, 172)), "51 events"),
+        (
+            batch(4, logged(121, 122 + EVENTS_BATCH_MAX as u64)),
+            "one event more than a batch takes",
+        ),
         (
             batch(
                 4,
@@ -241,7 +245,12 @@ fn the_client_sends_120_events_as_3_batches_in_order_and_finish_flushes_the_rest
     );
     let (update, lease) = begin_through(&transport);
 
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     for n in 1..=120 {
         log.record(&diagnostic(n));
         // Outputs are values: a log never keeps them.
@@ -279,6 +288,46 @@ fn the_client_sends_120_events_as_3_batches_in_order_and_finish_flushes_the_rest
     );
 }
 
+/// What a begun update is told it may send: batches of up to 1,000 events, which a log page
+/// reads back whole.
+#[test]
+fn the_client_sends_batches_as_large_as_the_service_takes_and_the_log_reads_them_back() {
+    let (server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let transport = Transport::new(&service.url, &alice);
+    let (_, begun) = begin(&service, &alice, "dev");
+    assert_eq!(begun["events_batch"], EVENTS_BATCH_MAX, "{begun}");
+    let (update, lease) = lease_of(&begun);
+
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH_MAX,
+    ));
+    for n in 1..=2_500 {
+        log.record(&diagnostic(n));
+    }
+    log.finish().unwrap();
+    assert_eq!(
+        stored_batches(&server, &db),
+        "1|1|1000\n1|2|1000\n1|3|500\n"
+    );
+    let phase = json!({ "phase": 1, "entry": history_entry("update") });
+    let path = format!("updates/{update}/phases");
+    transport
+        .call("POST", &path, Some(&lease), Some(&phase))
+        .unwrap();
+    let (project, stack) = names();
+    let read = fetch_log(&transport, &project, &stack, None)
+        .unwrap()
+        .unwrap();
+    let seqs: Vec<u64> = read.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=2_500).collect::<Vec<_>>());
+}
+
 /// Pauses (SIGSTOP) or resumes (SIGCONT) a process.
 fn signal(service: &Service, which: &str) {
     let status = Command::new("kill")
@@ -302,7 +351,12 @@ fn recording_never_waits_for_the_service_and_finish_reports_a_failure() {
 
     // The service answers nothing while paused: had recording waited on a request, it would
     // never return, since the service resumes only after.
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     signal(&service, "-STOP");
     for n in 1..=1000 {
         log.record(&diagnostic(n));
@@ -325,7 +379,12 @@ fn recording_never_waits_for_the_service_and_finish_reports_a_failure() {
     );
 
     // A service that is gone for good: recording still returns, and finish says what failed.
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     log.record(&diagnostic(1));
     drop(service);
     for n in 2..=200 {
@@ -355,7 +414,12 @@ fn a_lost_lease_stops_the_client_log_and_finish_says_so() {
     assert_eq!(status, 200);
 
     let before = transport.traffic();
-    let mut log = Box::new(ServiceEventLog::start(transport.clone(), &update, &lease));
+    let mut log = Box::new(ServiceEventLog::start(
+        transport.clone(),
+        &update,
+        &lease,
+        EVENTS_BATCH,
+    ));
     for n in 1..=500 {
         log.record(&diagnostic(n));
     }

@@ -3,6 +3,7 @@
 //! generous bound.
 
 use crate::common::*;
+use plinth_state::protocol::JOURNAL_BATCH_MAX;
 use serde_json::{Value, json};
 
 #[test]
@@ -382,9 +383,10 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
         status, 400,
         "a malformed entry is refused when it arrives: {body}"
     );
-    let too_many: Vec<Value> = (0..101)
+    // One more than a batch takes.
+    let too_many: Vec<Value> = (0..=JOURNAL_BATCH_MAX as u64)
         .flat_map(|i| creating(i, &resource("many", Default::default()), true))
-        .take(101)
+        .take(JOURNAL_BATCH_MAX + 1)
         .collect();
     let (status, _) = on_update(
         &service,

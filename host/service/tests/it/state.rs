@@ -409,3 +409,93 @@ fn a_journal_an_older_plinth_wrote_with_an_id_no_plinth_records_is_kept_when_it_
         "{history}"
     );
 }
+
+/// A phase that journaled nothing keeps its base's state: its version names the version holding
+/// that checkpoint instead of storing a copy, and reads as that checkpoint everywhere (begin,
+/// export of either version, a chain of such phases); a rename then stores the renamed
+/// checkpoint in the latest version itself.
+#[test]
+fn a_version_that_changed_nothing_stores_no_copy_of_its_checkpoint() {
+    let (server, db) = database();
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let name = db.rsplit('/').next().unwrap().to_owned();
+    let sql = |statement: &str| server.psql(&name, statement).unwrap().trim().to_owned();
+
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    let entries = creating(1, &resource("a", Default::default()), false);
+    let batch = Some(json!({ "seq": 1, "entries": entries }));
+    assert_eq!(
+        on_update(&service, &alice, &running, "journal", batch).0,
+        200
+    );
+    for phase in 1..=3 {
+        let phase = Some(json!({ "phase": phase, "entry": history_entry("update") }));
+        let (status, body) = on_update(&service, &alice, &running, "phases", phase);
+        assert_eq!(status, 200, "{body}");
+    }
+    let done = Some(json!({ "result": "succeeded" }));
+    assert_eq!(
+        on_update(&service, &alice, &running, "complete", done).0,
+        200
+    );
+    assert_eq!(
+        sql("SELECT version, checkpoint IS NULL, checkpoint_of FROM versions ORDER BY version"),
+        "1|f|\n2|t|1\n3|t|1",
+        "each later version names the first, which holds the checkpoint"
+    );
+    let (status, first) = export(&service, &alice, Some(1));
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(resource_names(&first), ["a"]);
+    for version in [Some(2), Some(3), None] {
+        assert_eq!(export(&service, &alice, version), (200, first.clone()));
+    }
+    let (status, begun) = begin(&service, &alice, "dev");
+    assert_eq!(
+        (status, &begun["base_version"]),
+        (200, &json!(3)),
+        "{begun}"
+    );
+    let base: Value = serde_json::from_str(begun["base_checkpoint"].as_str().unwrap()).unwrap();
+    assert_eq!(base, first);
+    let (status, body) = cancel(&service, &alice);
+    assert_eq!(status, 200, "{body}");
+
+    let (status, body) = call(
+        &service,
+        "POST",
+        "stacks/p/dev/rename",
+        Some(&alice),
+        None,
+        Some(json!({ "name": "prod" })),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        sql("SELECT version, checkpoint IS NULL, checkpoint_of FROM versions ORDER BY version"),
+        "1|f|\n2|t|1\n3|f|",
+        "the renamed checkpoint is the latest version's own; the older ones keep the old name"
+    );
+    let (status, renamed) = call(
+        &service,
+        "GET",
+        "stacks/p/prod/export",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200, "{renamed}");
+    assert!(
+        renamed.to_string().contains("urn:plinth:prod::"),
+        "{renamed}"
+    );
+    let (status, old) = call(
+        &service,
+        "GET",
+        "stacks/p/prod/export?version=2",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!((status, old), (200, first));
+}

@@ -66,6 +66,8 @@ pub struct Postgres {
     password: String,
     /// The certificates, for a cluster that speaks TLS.
     tls: Option<Tls>,
+    /// Commits are flushed to disk before they are acknowledged, as a production server's are.
+    durable: bool,
 }
 
 /// The server [`Postgres::shared`] hands out, from its first call to the process's exit.
@@ -130,7 +132,14 @@ impl Postgres {
 
     /// A new cluster of its own, started.
     pub fn start() -> Result<Postgres> {
-        Postgres::start_with(false)
+        Postgres::start_with(false, false)
+    }
+
+    /// A new cluster of its own that keeps a production server's durability: `fsync`,
+    /// `synchronous_commit` and `full_page_writes` on (every commit waits for its WAL to reach
+    /// the disk), for measuring what that costs.
+    pub fn start_durable() -> Result<Postgres> {
+        Postgres::start_with(false, true)
     }
 
     /// A new cluster of its own that takes TLS connections only: `ssl = on` with a CA and a
@@ -138,7 +147,7 @@ impl Postgres {
     /// `pg_hba.conf` (SCRAM-SHA-256, and `cert` for [`CERT_USER`]). [`Postgres::tls`] holds
     /// the PEM texts a client needs. `psql` connects with libpq's default `prefer`.
     pub fn start_tls() -> Result<Postgres> {
-        let server = Postgres::start_with(true)?;
+        let server = Postgres::start_with(true, false)?;
         let role = format!("CREATE ROLE {CERT_USER} LOGIN SUPERUSER");
         server.psql("postgres", &role)?;
         Ok(server)
@@ -149,7 +158,7 @@ impl Postgres {
         self.tls.as_ref()
     }
 
-    fn start_with(tls: bool) -> Result<Postgres> {
+    fn start_with(tls: bool, durable: bool) -> Result<Postgres> {
         let bindir = bindir()?;
         let run_as_service_user = running_as_root();
         sweep_orphans(&std::env::temp_dir(), &bindir, run_as_service_user);
@@ -167,6 +176,7 @@ impl Postgres {
             port: 0,
             password,
             tls: None,
+            durable,
         };
         server.init()?;
         if tls {
@@ -366,11 +376,17 @@ impl Postgres {
     }
 
     /// Options of the server process: loopback only, its socket in the temp dir (not the
-    /// system's), and durability traded for speed (a test cluster is thrown away).
+    /// system's), and, unless the cluster is durable, durability traded for speed (a test
+    /// cluster is thrown away).
     fn server_options(&self) -> String {
+        let durability = match self.durable {
+            true => "on",
+            false => "off",
+        };
         format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=200",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync={durability} \
+             -c synchronous_commit={durability} -c full_page_writes={durability} \
+             -c max_connections=200",
             self.port,
             self.dir.path().display()
         )
