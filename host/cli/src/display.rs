@@ -423,6 +423,7 @@ mod tests {
             new_inputs: Some(inputs.clone()),
             changed: vec![],
             replaces: vec![],
+            write_only: Vec::new(),
         };
         let mut outputs = inputs;
         outputs.insert("size".into(), Value::Unknown);
