@@ -561,7 +561,11 @@ mod tests {
         let stated = Export::write_only_inputs();
         assert_eq!(stated.len(), 1);
         let input = &stated[0];
-        let fields = (input.type_.as_str(), input.name.as_str(), input.version.as_str());
+        let fields = (
+            input.type_.as_str(),
+            input.name.as_str(),
+            input.version.as_str(),
+        );
         assert_eq!(fields, ("test:Thing", "token", "token_version"));
     }
 
