@@ -28,8 +28,8 @@ pub(crate) struct RoleInputs {
     /// The role's password; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) password: Option<Secret<String>>,
-    /// The role's password, write-only: sent when the role is created and whenever
-    /// `password_wo_version` changes, never recorded in the state (instead of `password`).
+    /// The role's password, instead of `password`: set when the role is created and when
+    /// `password_wo_version` changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-plinth-write-only" = "password_wo_version"))]
     pub(crate) password_wo: Option<Secret<String>>,
