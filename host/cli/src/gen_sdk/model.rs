@@ -531,6 +531,22 @@ fn remap_type(ty: &mut TypeRef, objects: &[usize], enums: &[usize]) {
     }
 }
 
+/// A property's description, with what a program must know of a write-only input.
+fn described(schema: &PropertySchema) -> String {
+    let Some(version) = &schema.write_only_version else {
+        return schema.description.clone();
+    };
+    let note = format!(
+        "Write-only: sent to the provider, never stored in the state; change `{version}` to \
+         send a new value."
+    );
+    if schema.description.is_empty() {
+        note
+    } else {
+        format!("{} {note}", schema.description)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -690,21 +706,5 @@ mod tests {
             "{:?}",
             package.notes
         );
-    }
-}
-
-/// A property's description, with what a program must know of a write-only input.
-fn described(schema: &PropertySchema) -> String {
-    let Some(version) = &schema.write_only_version else {
-        return schema.description.clone();
-    };
-    let note = format!(
-        "Write-only: sent to the provider, never stored in the state; change `{version}` to \
-         send a new value."
-    );
-    if schema.description.is_empty() {
-        note
-    } else {
-        format!("{} {note}", schema.description)
     }
 }

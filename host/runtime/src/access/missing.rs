@@ -62,7 +62,10 @@ impl fmt::Display for Missing {
             Missing::UdpListen(pattern) => write!(f, "receiving UDP datagrams on {pattern}"),
             Missing::Http(pattern) => write!(f, "HTTP requests to {pattern}"),
             Missing::TlsInsecure(pattern) => {
-                write!(f, "TLS to {pattern} without verifying its certificate fully")
+                write!(
+                    f,
+                    "TLS to {pattern} without verifying its certificate fully"
+                )
             }
             Missing::Lookup(name) => write!(f, "name lookups of {name}"),
         }

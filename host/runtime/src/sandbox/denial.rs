@@ -249,7 +249,10 @@ impl fmt::Display for Denial {
             Denial::Lookup { name } => write!(f, "name lookup of `{name}`"),
             Denial::Http { authority } => write!(f, "HTTP request to {authority}"),
             Denial::TlsInsecure { endpoint, what } => {
-                write!(f, "a TLS session to {endpoint} that verifies {what} of its certificate")
+                write!(
+                    f,
+                    "a TLS session to {endpoint} that verifies {what} of its certificate"
+                )
             }
         }
     }

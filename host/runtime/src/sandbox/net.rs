@@ -160,7 +160,10 @@ impl NetPolicy {
             let mut peers: Vec<SocketAddr> = (state.connected.iter())
                 .filter(|peer| match literal {
                     Some(ip) => peer.ip() == ip.to_canonical(),
-                    None => state.names.get(&peer.ip()).is_some_and(|n| n.contains(&name)),
+                    None => state
+                        .names
+                        .get(&peer.ip())
+                        .is_some_and(|n| n.contains(&name)),
                 })
                 .copied()
                 .collect();
@@ -170,7 +173,9 @@ impl NetPolicy {
         let granted = |peer: &SocketAddr| {
             (self.tls_insecure.iter()).any(|g| {
                 g.matches_addr(peer.ip(), peer.port())
-                    || (g.port.matches(peer.port()) && literal.is_none() && g.host.matches_name(&name))
+                    || (g.port.matches(peer.port())
+                        && literal.is_none()
+                        && g.host.matches_name(&name))
             })
         };
         if peers.iter().any(granted) {
@@ -431,25 +436,41 @@ mod tests {
             ..Grants::default()
         };
         let advice = Arc::new(crate::access::advice::PlainAdvice);
-        NetPolicy::new(&grants, Arc::new(Denials::new(Owner::Plugin("p".into()), advice)))
+        NetPolicy::new(
+            &grants,
+            Arc::new(Denials::new(Owner::Plugin("p".into()), advice)),
+        )
     }
 
     #[test]
     fn skipping_verification_needs_a_grant_of_an_endpoint_the_guest_connected_to() {
-        let p = insecure_policy(&["db.internal:5432", "10.1.1.1:5432"], &["db.internal:5432"]);
+        let p = insecure_policy(
+            &["db.internal:5432", "10.1.1.1:5432"],
+            &["db.internal:5432"],
+        );
         // Not connected yet: nothing to skip verification for.
         let refused = p.allows_unverified("db.internal", "nothing").unwrap_err();
-        assert!(refused.contains("tls-insecure: [\"db.internal:<port>\"]"), "{refused}");
+        assert!(
+            refused.contains("tls-insecure: [\"db.internal:<port>\"]"),
+            "{refused}"
+        );
         resolved(&p, "db.internal", "10.9.9.9");
         assert!(p.check(addr("10.9.9.9:5432"), SocketAddrUse::TcpConnect));
         assert_eq!(p.allows_unverified("DB.internal.", "nothing"), Ok(()));
         // Another granted endpoint, connected to by address: no `tls-insecure` grant covers it.
         assert!(p.check(addr("10.1.1.1:5432"), SocketAddrUse::TcpConnect));
-        let refused = p.allows_unverified("10.1.1.1", "the chain but not the name").unwrap_err();
-        assert!(refused.contains("tls-insecure: [\"10.1.1.1:5432\"]"), "{refused}");
+        let refused = p
+            .allows_unverified("10.1.1.1", "the chain but not the name")
+            .unwrap_err();
+        assert!(
+            refused.contains("tls-insecure: [\"10.1.1.1:5432\"]"),
+            "{refused}"
+        );
         let note = p.denials.explain("", &[]).unwrap();
         assert!(
-            note.contains("a TLS session to 10.1.1.1:5432 that verifies the chain but not the name"),
+            note.contains(
+                "a TLS session to 10.1.1.1:5432 that verifies the chain but not the name"
+            ),
             "{note}"
         );
     }
