@@ -92,8 +92,11 @@ fn every_type(v: u8, r: u8) -> Json {
             "definition": {"max-length": pick(json!(100000), json!(5000), v)}}},
         {"type": "rabbitmq:Shovel", "name": "shovel", "inputs": {
             "name": "audit-copy", "vhost": vh, "source_uri": {"$secret": "uri"},
-            "source_queue": "audit", "destination_uri": {"$secret": "uri"},
-            "destination_exchange": "events", "destination_exchange_key": "orders.audit",
+            // By output: a shovel declares a source queue it does not find, so it must start
+            // after the queue is created (with its arguments), never beside it.
+            "source_queue": {"$output": ["audit", "name"]}, "destination_uri": {"$secret": "uri"},
+            "destination_exchange": {"$output": ["events", "name"]},
+            "destination_exchange_key": "orders.audit",
             "reconnect_delay": pick(json!(1), json!(5), v)}},
         {"type": "rabbitmq:FederationUpstream", "name": "upstream", "inputs": {
             "name": "origin", "vhost": vh, "uri": {"$secret": "uri"}, "exchange": "events",
@@ -357,6 +360,13 @@ fn drift_made_with_rabbitmqctl_is_found_by_refresh_and_undone_by_up() {
         "{\"uri\":\"amqp://\",\"max-hops\":3}",
     ]);
     ctl(&["clear_parameter", "-p", "e2e", "shovel", "audit-copy"]);
+    // A shovel still running declares its source queue again when it is gone: the queue is
+    // deleted once the broker reports the shovel stopped (each check is a rabbitmqctl run).
+    let stopped = (0..120).any(|_| {
+        let status = ctl(&["shovel_status", "--formatter", "json", "--silent"]);
+        !status.contains("audit-copy")
+    });
+    assert!(stopped, "the shovel audit-copy did not stop");
     ctl(&["delete_queue", "-p", "e2e", "audit"]);
 
     let out = env.run(&["refresh", "--expect-no-changes"]);
