@@ -45,6 +45,7 @@ mod postgres;
 mod postgres_parity;
 mod postgres_races;
 mod postgres_tls;
+mod postgres_write_only;
 mod py_modules;
 mod pypi;
 mod rabbitmq;

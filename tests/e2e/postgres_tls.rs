@@ -47,6 +47,27 @@ fn with_password(server: &Postgres, host: &str, sslmode: &str, role: &str) -> En
     env
 }
 
+/// Grants the provider `tls-insecure: [endpoint]` beside its `tcp` grant.
+fn grant_insecure(env: &Env, endpoint: &str) {
+    let path = env.project.join("Plinth.yaml");
+    let yaml = std::fs::read_to_string(&path).unwrap();
+    let (before, after) = yaml.split_once("  random:").unwrap();
+    let yaml = format!("{before}      tls-insecure: [\"{endpoint}\"]\n  random:{after}");
+    std::fs::write(&path, yaml).unwrap();
+}
+
+/// Fails unless `err` refuses an unverified session to `endpoint`, naming the grant to add.
+fn refused_unverified(err: &str, endpoint: &str) {
+    assert!(
+        err.contains("without verifying the server's certificate fully"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("tls-insecure: [\"{endpoint}\"]")),
+        "the grant to add: {err}"
+    );
+}
+
 /// Sets a PEM value: it starts with `-`, so after `--`.
 fn set_pem(env: &Env, key: &str, pem: &str, secret: bool) {
     let mut args = vec!["config", "set", key];
@@ -108,7 +129,12 @@ fn a_wrong_root_a_wrong_name_and_no_tls_are_refused_naming_the_reason() {
     assert!(err.contains("host name mismatch"), "{err}");
     assert!(err.contains("`localhost`"), "the names it carries: {err}");
     assert!(!role_exists(&pg, "tls_wrong_name"));
+    // `verify-ca` skips the name check: only where the project allows it.
     wrong_name.config("postgresql:sslmode", "verify-ca");
+    let endpoint = format!("127.0.0.1:{}", pg.port());
+    refused_unverified(&wrong_name.fails(&["up", "--yes"]), &endpoint);
+    assert!(!role_exists(&pg, "tls_wrong_name"));
+    grant_insecure(&wrong_name, &endpoint);
     wrong_name.ok(&["up", "--yes"]);
     assert!(role_exists(&pg, "tls_wrong_name"));
     wrong_name.ok(&["destroy", "--yes"]);
@@ -136,11 +162,22 @@ fn a_server_without_ssl_is_refused_when_tls_is_required() {
 }
 
 #[test]
-fn require_and_prefer_encrypt_without_a_root() {
+fn require_and_prefer_encrypt_without_a_root_only_where_granted() {
     let pg = server();
     for mode in ["require", "prefer"] {
         let role = format!("tls_{mode}_role");
         let env = with_password(&pg, "127.0.0.1", mode, &role);
+        // No verification at all: refused unless the project grants it for the endpoint.
+        let endpoint = format!("127.0.0.1:{}", pg.port());
+        refused_unverified(&env.fails(&["up", "--yes"]), &endpoint);
+        assert!(!role_exists(&pg, &role), "{mode}");
+        // A grant of another endpoint does not do.
+        grant_insecure(&env, "127.0.0.1:1");
+        refused_unverified(&env.fails(&["up", "--yes"]), &endpoint);
+        let yaml = std::fs::read_to_string(env.project.join("Plinth.yaml")).unwrap();
+        let yaml = yaml.replace("      tls-insecure: [\"127.0.0.1:1\"]\n", "");
+        std::fs::write(env.project.join("Plinth.yaml"), yaml).unwrap();
+        grant_insecure(&env, &endpoint);
         env.ok(&["up", "--yes"]);
         assert!(role_exists(&pg, &role), "{mode}");
         env.ok(&["destroy", "--yes"]);

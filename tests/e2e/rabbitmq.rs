@@ -92,8 +92,11 @@ fn every_type(v: u8, r: u8) -> Json {
             "definition": {"max-length": pick(json!(100000), json!(5000), v)}}},
         {"type": "rabbitmq:Shovel", "name": "shovel", "inputs": {
             "name": "audit-copy", "vhost": vh, "source_uri": {"$secret": "uri"},
-            "source_queue": "audit", "destination_uri": {"$secret": "uri"},
-            "destination_exchange": "events", "destination_exchange_key": "orders.audit",
+            // By output: a shovel declares a source queue it does not find, so it must start
+            // after the queue is created (with its arguments), never beside it.
+            "source_queue": {"$output": ["audit", "name"]}, "destination_uri": {"$secret": "uri"},
+            "destination_exchange": {"$output": ["events", "name"]},
+            "destination_exchange_key": "orders.audit",
             "reconnect_delay": pick(json!(1), json!(5), v)}},
         {"type": "rabbitmq:FederationUpstream", "name": "upstream", "inputs": {
             "name": "origin", "vhost": vh, "uri": {"$secret": "uri"}, "exchange": "events",
@@ -357,6 +360,13 @@ fn drift_made_with_rabbitmqctl_is_found_by_refresh_and_undone_by_up() {
         "{\"uri\":\"amqp://\",\"max-hops\":3}",
     ]);
     ctl(&["clear_parameter", "-p", "e2e", "shovel", "audit-copy"]);
+    // A shovel still running declares its source queue again when it is gone: the queue is
+    // deleted once the broker reports the shovel stopped (each check is a rabbitmqctl run).
+    let stopped = (0..120).any(|_| {
+        let status = ctl(&["shovel_status", "--formatter", "json", "--silent"]);
+        !status.contains("audit-copy")
+    });
+    assert!(stopped, "the shovel audit-copy did not stop");
     ctl(&["delete_queue", "-p", "e2e", "audit"]);
 
     let out = env.run(&["refresh", "--expect-no-changes"]);
@@ -478,14 +488,6 @@ fn existing_objects_are_imported_by_id_and_bad_settings_are_named() {
         "up",
         "{\"uri\":\"amqp://\"}",
     ]);
-    ctl(&[
-        "set_parameter",
-        "-p",
-        "legacy",
-        "shovel",
-        "mover",
-        "{\"src-uri\":\"amqp:///legacy\",\"src-queue\":\"jobs\",\"dest-uri\":\"amqp:///legacy\",\"dest-queue\":\"done\"}",
-    ]);
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         file.path(),
@@ -493,6 +495,9 @@ fn existing_objects_are_imported_by_id_and_bad_settings_are_named() {
             "exchanges": [{"name": "work", "vhost": "legacy", "type": "direct", "durable": true,
                            "auto_delete": false, "internal": false, "arguments": {}}],
             "queues": [{"name": "jobs", "vhost": "legacy", "durable": true, "auto_delete": false,
+                        "arguments": {"x-queue-type": "classic", "x-max-priority": 10}},
+                       // The shovel's destination, so that the shovel declares nothing.
+                       {"name": "done", "vhost": "legacy", "durable": true, "auto_delete": false,
                         "arguments": {"x-queue-type": "classic"}}],
             "bindings": [{"source": "work", "vhost": "legacy", "destination": "jobs",
                           "destination_type": "queue", "routing_key": "run", "arguments": {}}],
@@ -501,6 +506,17 @@ fn existing_objects_are_imported_by_id_and_bad_settings_are_named() {
     )
     .unwrap();
     ctl(&["import_definitions", &file.path().display().to_string()]);
+    // After the queues: a shovel declares its queues when they do not exist, without
+    // arguments, and a definitions import leaves an existing queue as it is (`jobs`, declared
+    // by the shovel first, lost its `x-max-priority`; the import then found no arguments).
+    ctl(&[
+        "set_parameter",
+        "-p",
+        "legacy",
+        "shovel",
+        "mover",
+        "{\"src-uri\":\"amqp:///legacy\",\"src-queue\":\"jobs\",\"dest-uri\":\"amqp:///legacy\",\"dest-queue\":\"done\"}",
+    ]);
     let made = broker.definitions().unwrap();
 
     let env = project(&broker, "legacy");
@@ -519,7 +535,7 @@ fn existing_objects_are_imported_by_id_and_bad_settings_are_named() {
             {"type": "rabbitmq:Exchange", "name": "work", "import": "work@legacy",
              "inputs": {"name": "work", "vhost": lg, "type": "direct"}},
             {"type": "rabbitmq:Queue", "name": "jobs", "import": "jobs@legacy",
-             "inputs": {"name": "jobs", "vhost": lg}},
+             "inputs": {"name": "jobs", "vhost": lg, "arguments": {"x-max-priority": 10}}},
             {"type": "rabbitmq:Binding", "name": "bind", "import": "legacy/work/jobs/queue/run",
              "inputs": {"vhost": lg, "source": "work", "destination": "jobs",
                         "destination_type": "queue", "routing_key": "run"}},
@@ -557,6 +573,14 @@ fn existing_objects_are_imported_by_id_and_bad_settings_are_named() {
     );
     env.ok(&["preview", "--expect-no-changes"]);
     env.ok(&["refresh", "--expect-no-changes"]);
+    let exported = env.export();
+    let resources = exported["snapshot"]["resources"].as_array().unwrap();
+    let queue = resources.iter().find(|r| r["type"] == "rabbitmq:Queue");
+    let queue = queue.unwrap();
+    assert_eq!(
+        queue["inputs"]["arguments"]["x-max-priority"], 10,
+        "{queue}"
+    );
 
     // A malformed id is refused, naming the form.
     let other = project(&broker, "legacy");

@@ -794,6 +794,7 @@ fn the_rust_sdk_packages_and_a_program_on_the_package_runs() {
         "wit/plugin/worlds.wit",
         "wit/policy/policy.wit",
         "wit/hints/hints.wit",
+        "wit/inputs/inputs.wit",
         "wit/tls/tls.wit",
         "wit/tls/deps/io.wit",
         "LICENSE",
@@ -806,7 +807,7 @@ fn the_rust_sdk_packages_and_a_program_on_the_package_runs() {
         );
     }
     // The WIT inside the crate is the repository's.
-    for package in ["plugin", "policy", "hints", "tls", "tls/deps"] {
+    for package in ["plugin", "policy", "hints", "inputs", "tls", "tls/deps"] {
         for entry in std::fs::read_dir(root.join("wit").join(package)).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {

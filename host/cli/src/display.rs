@@ -264,6 +264,7 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -
             ));
         }
     }
+    lines.extend(write_only_lines(step));
     if step.op == StepOp::Create
         && let Some(outputs) = outputs
     {
@@ -278,6 +279,17 @@ fn detail_lines(step: &StepInfo, outputs: Option<&PropertyMap>, preview: bool) -
         }
     }
     lines
+}
+
+/// The write-only inputs the step sends: by name, since plinth never holds their values to
+/// show or compare.
+fn write_only_lines(step: &StepInfo) -> impl Iterator<Item = String> + '_ {
+    (step.write_only.iter()).map(|k| {
+        format!(
+            "       ~ {}: (write-only: sent, not recorded)",
+            escape_controls(k)
+        )
+    })
 }
 
 /// `--diff`: every property the step changes (`+` added, `-` removed, `~` old => new), nested
@@ -313,6 +325,7 @@ fn diff_lines(step: &StepInfo, outputs: Option<&PropertyMap>) -> Vec<String> {
             colour.apply_to(line).to_string()
         })
         .collect();
+    lines.extend(write_only_lines(step));
     if step.op == StepOp::Create
         && let Some(outputs) = outputs
     {
@@ -423,6 +436,7 @@ mod tests {
             new_inputs: Some(inputs.clone()),
             changed: vec![],
             replaces: vec![],
+            write_only: Vec::new(),
         };
         let mut outputs = inputs;
         outputs.insert("size".into(), Value::Unknown);
@@ -437,6 +451,17 @@ mod tests {
         );
         // Once created, only the outputs that are not inputs are shown.
         assert_eq!(detail_lines(&step, Some(&outputs), false).len(), 1);
+        // A write-only input shows by name only.
+        let step = StepInfo {
+            write_only: vec!["password_wo".into()],
+            ..step
+        };
+        let lines = detail_lines(&step, Some(&outputs), false);
+        assert_eq!(
+            lines[0],
+            "       ~ password_wo: (write-only: sent, not recorded)"
+        );
+        assert_eq!(diff_lines(&step, None).last().unwrap(), &lines[0]);
     }
 
     #[test]

@@ -82,7 +82,15 @@ fn yaml_hint(plugin: &str, missing: &[Missing], grants: &Grants) -> String {
             let _ = writeln!(lines, "{ITEM}  access: {access}");
         }
     }
-    for key in ["env", "tcp", "tcp-listen", "udp", "udp-listen", "http"] {
+    for key in [
+        "env",
+        "tcp",
+        "tcp-listen",
+        "udp",
+        "udp-listen",
+        "http",
+        "tls-insecure",
+    ] {
         let items: Vec<&String> = missing
             .iter()
             .filter_map(list_entry)
@@ -96,6 +104,7 @@ fn yaml_hint(plugin: &str, missing: &[Missing], grants: &Grants) -> String {
                 "tcp-listen" => grants.tcp_listen.len(),
                 "udp" => grants.udp.len(),
                 "udp-listen" => grants.udp_listen.len(),
+                "tls-insecure" => grants.tls_insecure.len(),
                 _ => grants.http.len(),
             };
             if granted > 0 {
@@ -145,6 +154,7 @@ fn list_entry(missing: &Missing) -> Option<(&'static str, &String)> {
         Missing::TcpListen(pattern) => Some(("tcp-listen", pattern)),
         Missing::UdpListen(pattern) => Some(("udp-listen", pattern)),
         Missing::Http(pattern) => Some(("http", pattern)),
+        Missing::TlsInsecure(pattern) => Some(("tls-insecure", pattern)),
         Missing::Dir(_) | Missing::DirWrite(_) | Missing::Lookup(_) => None,
     }
 }

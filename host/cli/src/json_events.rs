@@ -124,6 +124,9 @@ pub struct JsonStep {
     replaces: Vec<String>,
     /// Every property the step changes, old and new.
     diff: Vec<JsonChange>,
+    /// The write-only inputs the step sends, by name (their values are never shown).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    write_only: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -155,6 +158,7 @@ impl JsonStep {
             changed: step.changed.clone(),
             replaces: step.replaces.clone(),
             diff,
+            write_only: step.write_only.clone(),
         }
     }
 }

@@ -256,6 +256,10 @@ pub struct GrantsSpec {
     /// Authorities of outbound HTTP requests: `api.example.com`, `127.0.0.1:8080`.
     #[serde(default, deserialize_with = "parse_each")]
     pub http: Vec<AuthorityPattern>,
+    /// TCP endpoints, written as the `tcp` ones, whose TLS sessions may skip verifying the
+    /// server's certificate (or its name).
+    #[serde(default, rename = "tls-insecure", deserialize_with = "parse_each")]
+    pub tls_insecure: Vec<EndpointPattern>,
 }
 
 /// Parses each string of a list with `FromStr`, failing with its error.

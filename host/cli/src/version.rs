@@ -18,15 +18,17 @@ const POLICY_PACKAGE: &str = "plinth:policy@0.1.0";
 const HINTS_PACKAGE: &str = "plinth:hints@0.1.0";
 /// TLS done by the host for a guest's granted connections (`plinth:tls`), likewise.
 const TLS_PACKAGE: &str = "plinth:tls@0.1.0";
+/// The write-only inputs a provider may export (`plinth:inputs`), likewise.
+const INPUTS_PACKAGE: &str = "plinth:inputs@0.1.0";
 
 /// Every WIT package version plinth loads guests of: `plinth:plugin@0.3.0, 0.2.0, 0.1.0`
-/// (newest first), then the policy, hints and TLS packages.
+/// (newest first), then the policy, hints, TLS and inputs packages.
 pub fn wit_packages() -> String {
     let plugin: Vec<&str> = (WitVersion::SUPPORTED.iter().rev())
         .map(|v| v.as_str())
         .collect();
     format!(
-        "plinth:plugin@{}; {POLICY_PACKAGE}; {HINTS_PACKAGE}; {TLS_PACKAGE}",
+        "plinth:plugin@{}; {POLICY_PACKAGE}; {HINTS_PACKAGE}; {TLS_PACKAGE}; {INPUTS_PACKAGE}",
         plugin.join(", ")
     )
 }

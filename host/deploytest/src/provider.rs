@@ -29,6 +29,12 @@ pub struct FakeProvider {
 
 impl FakeProvider {
     pub fn new() -> Arc<FakeProvider> {
+        FakeProvider::with_resources(Vec::new())
+    }
+
+    /// A fake provider whose schema declares `resources` (`new`'s declares none, and so takes
+    /// a resource of any type).
+    pub fn with_resources(resources: Vec<ResourceSchema>) -> Arc<FakeProvider> {
         Arc::new(FakeProvider {
             info: Some(ProviderInfo {
                 name: "fake".into(),
@@ -38,6 +44,7 @@ impl FakeProvider {
                     replace_on_change: true,
                     ..PropertySchema::new("region", PropertyType::String)
                 }],
+                resources,
                 ..ProviderInfo::default()
             }),
             ..Default::default()

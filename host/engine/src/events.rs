@@ -48,6 +48,9 @@ pub struct StepInfo {
     /// Properties the provider reported as changed, and the subset forcing replacement.
     pub changed: Vec<String>,
     pub replaces: Vec<String>,
+    /// The write-only inputs the step sends to the provider: shown by name, never by value
+    /// (their values are in neither `old_inputs` nor `new_inputs`).
+    pub write_only: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

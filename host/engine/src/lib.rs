@@ -22,5 +22,6 @@ pub mod snapshot;
 mod stack_root;
 pub mod urn;
 pub mod value;
+pub mod write_only;
 
 pub use deployment::step::StepError;

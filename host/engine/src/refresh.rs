@@ -28,6 +28,7 @@ use crate::shown::escape_controls;
 use crate::snapshot::{PendingKind, Snapshot};
 use crate::urn::{Urn, is_counted, package_of, provided_package};
 use crate::value::PropertyMap;
+use crate::write_only;
 
 /// How a refresh runs.
 #[derive(Debug, Clone, Default)]
@@ -229,7 +230,13 @@ async fn read_all(
                     .map_err(|e| format!("plugin `{}`: {e}", package_of(&r.ty)))
                     .and_then(|found| match found {
                         Some(f) if !is_recordable_id(&f.id) => Err(unrecordable_read(&r.ty, &f.id)),
-                        found => Ok(found),
+                        // A write-only input is never recorded, whatever the provider reads.
+                        Some(mut f) => {
+                            write_only::strip(provider.info(), &r.ty, &mut f.inputs);
+                            write_only::strip(provider.info(), &r.ty, &mut f.outputs);
+                            Ok(Some(f))
+                        }
+                        None => Ok(None),
                     }),
             };
             Some((read, result))
@@ -314,6 +321,7 @@ impl<'a> Plan<'a> {
                 new_inputs: None,
                 changed: Vec::new(),
                 replaces: Vec::new(),
+                write_only: Vec::new(),
             };
         }
         let view = |inputs: &PropertyMap, outputs: &PropertyMap| {
@@ -341,6 +349,7 @@ impl<'a> Plan<'a> {
             new_inputs: new_view,
             changed,
             replaces: Vec::new(),
+            write_only: Vec::new(),
         }
     }
 
@@ -451,6 +460,7 @@ impl<'a> Plan<'a> {
                     new_inputs: Some(state.inputs.clone()),
                     changed: Vec::new(),
                     replaces: Vec::new(),
+                    write_only: Vec::new(),
                 },
                 outputs: None,
                 duration: Default::default(),

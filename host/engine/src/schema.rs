@@ -67,6 +67,12 @@ pub struct PropertySchema {
     /// The value used when the property is not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
+    /// Set on a write-only resource input (a password that is sent, never stored): the name of
+    /// the input whose change sends it again. The engine passes a write-only input to the
+    /// provider's `check`, `create` and `update` only, never records, diffs or shows its value;
+    /// a new value is sent when the version input changes. Top-level resource inputs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_only_version: Option<String>,
 }
 
 impl PropertySchema {
@@ -88,6 +94,39 @@ pub struct ResourceSchema {
     pub description: String,
     pub inputs: Vec<PropertySchema>,
     pub outputs: Vec<PropertySchema>,
+}
+
+impl ResourceSchema {
+    /// The write-only inputs, each with the name of its version input.
+    pub fn write_only(&self) -> impl Iterator<Item = (&str, &str)> {
+        (self.inputs.iter())
+            .filter_map(|p| Some((p.name.as_str(), p.write_only_version.as_deref()?)))
+    }
+
+    /// Why the write-only marks of this schema cannot be honoured: a version input that is not
+    /// an input, or is itself write-only.
+    pub fn check_write_only(&self) -> Result<(), String> {
+        for (name, version) in self.write_only() {
+            match self.inputs.iter().find(|p| p.name == version) {
+                None => {
+                    return Err(format!(
+                        "{}: the write-only input {name} names the version input {version}, \
+                         which is not an input",
+                        self.token
+                    ));
+                }
+                Some(p) if p.write_only_version.is_some() => {
+                    return Err(format!(
+                        "{}: the version input {version} of the write-only input {name} is \
+                         write-only itself: a version must be recorded",
+                        self.token
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A provider's description of a function `invoke` accepts.

@@ -14,3 +14,4 @@ pub(crate) mod program;
 pub(crate) mod provider;
 pub(crate) mod runtime;
 pub(crate) mod tier;
+pub(crate) mod write_only;

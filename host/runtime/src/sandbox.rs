@@ -189,6 +189,7 @@ impl Sandbox {
     pub(crate) fn tls_client(&mut self) -> crate::sandbox::tls::TlsClient<'_> {
         crate::sandbox::tls::TlsClient {
             table: &mut self.table,
+            net: &self.net,
             deadline: self.deadline,
             timed_out: &mut self.timed_out,
         }

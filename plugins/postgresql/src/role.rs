@@ -3,7 +3,8 @@
 //! The id is the role's OID, so a change of `name` renames the role in place; import takes the
 //! OID or the name. The password is sent as a SCRAM-SHA-256 verifier computed here: its
 //! plaintext never reaches the server's logs. It cannot be read back, so `refresh` keeps it as
-//! recorded.
+//! recorded. `password_wo` is the write-only form: plinth sends it on create and whenever
+//! `password_wo_version` changes, and records it nowhere (not even sealed in the state).
 
 use plinth_sdk::{
     CheckFailure, Created, ProviderError, ReadResult, ResourceContext, ResourceSchema, Secret,
@@ -27,6 +28,14 @@ pub(crate) struct RoleInputs {
     /// The role's password; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) password: Option<Secret<String>>,
+    /// The role's password, instead of `password`: set when the role is created and when
+    /// `password_wo_version` changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-plinth-write-only" = "password_wo_version"))]
+    pub(crate) password_wo: Option<Secret<String>>,
+    /// The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) password_wo_version: Option<i64>,
     /// The role is a superuser.
     #[serde(default)]
     pub(crate) superuser: bool,
@@ -123,6 +132,9 @@ impl Role {
                 name: text(&row, 1),
                 login: sql::boolean(row[2].as_deref()),
                 password: stored.password.clone(),
+                // Never readable, and never stored to keep.
+                password_wo: None,
+                password_wo_version: stored.password_wo_version,
                 superuser: sql::boolean(row[3].as_deref()),
                 createdb: sql::boolean(row[4].as_deref()),
                 createrole: sql::boolean(row[5].as_deref()),
@@ -192,7 +204,7 @@ fn attributes(role: &RoleInputs) -> String {
 
 /// The `PASSWORD` clause: a SCRAM verifier, never the plaintext.
 fn password(role: &RoleInputs) -> String {
-    match &role.password {
+    match role.password_wo.as_ref().or(role.password.as_ref()) {
         Some(secret) => format!(
             " PASSWORD {}",
             literal(&postgres_protocol::password::scram_sha_256(
@@ -239,14 +251,22 @@ impl TypedResource for Role {
                 "a role cannot be a member of itself",
             ));
         }
-        if inputs
-            .password
-            .as_ref()
-            .is_some_and(|p| p.expose().is_empty())
-        {
+        for (name, given) in [
+            ("password", &inputs.password),
+            ("password_wo", &inputs.password_wo),
+        ] {
+            if given.as_ref().is_some_and(|p| p.expose().is_empty()) {
+                failures.push(CheckFailure::new(
+                    name,
+                    "must not be empty; leave it out for a role without a password",
+                ));
+            }
+        }
+        if inputs.password.is_some() && inputs.password_wo.is_some() {
             failures.push(CheckFailure::new(
-                "password",
-                "must not be empty; leave it out for a role without a password",
+                "password_wo",
+                "give `password` (kept sealed in the state) or `password_wo` (never stored), \
+                 not both",
             ));
         }
         failures
@@ -321,10 +341,12 @@ impl TypedResource for Role {
             );
         }
         sql += &format!("ALTER ROLE {}{}", ident(&new.name), attributes(&new));
-        // Renaming keeps a SCRAM password; only a changed one is sent again.
+        // Renaming keeps a SCRAM password; only a changed one is sent again. plinth sends
+        // `password_wo` to an update only when its version changed: then it is the new one.
         let password_changed =
             old.password.as_ref().map(Secret::expose) != new.password.as_ref().map(Secret::expose);
-        if password_changed {
+        let dropped_for_wo = new.password_wo.is_none() && new.password_wo_version.is_some();
+        if new.password_wo.is_some() || (password_changed && !dropped_for_wo) {
             sql += &password(&new);
         }
         sql += ";";

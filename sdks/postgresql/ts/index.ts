@@ -984,6 +984,15 @@ export interface RoleArgs {
    */
   password?: Input<string>;
   /**
+   * The role's password, instead of `password`: set when the role is created and when
+   * `password_wo_version` changes. Write-only: sent to the provider, never stored in the state; change `password_wo_version` to send a new value.
+   *
+   * Always a secret.
+   */
+  passwordWo?: Input<string>;
+  /** The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`. */
+  passwordWoVersion?: Input<number>;
+  /**
    * The role is a superuser.
    *
    * Default: `false`.
@@ -1041,10 +1050,12 @@ export class Role extends sdk.Resource {
   /** Declares a `postgresql:Role` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: RoleArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(Role.TYPE, name, {
-      ...__unknownKeys(args, ["name", "login", "password", "superuser", "createdb", "createrole", "inherit", "replication", "connectionLimit", "validUntil", "roles"]),
+      ...__unknownKeys(args, ["name", "login", "password", "passwordWo", "passwordWoVersion", "superuser", "createdb", "createrole", "inherit", "replication", "connectionLimit", "validUntil", "roles"]),
       name: args.name,
       login: args.login,
       password: args.password,
+      password_wo: args.passwordWo,
+      password_wo_version: args.passwordWoVersion,
       superuser: args.superuser,
       createdb: args.createdb,
       createrole: args.createrole,

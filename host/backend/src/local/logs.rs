@@ -130,6 +130,7 @@ mod tests {
             new_inputs: Some(Default::default()),
             changed: vec![],
             replaces: vec![],
+            write_only: Vec::new(),
         }
     }
 

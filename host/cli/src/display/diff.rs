@@ -102,6 +102,7 @@ mod tests {
             new_inputs: Some(new),
             changed: vec![],
             replaces: vec!["path".into()],
+            write_only: Vec::new(),
         }
     }
 

@@ -176,6 +176,7 @@ mod tests {
             new_inputs: None,
             changed: Vec::new(),
             replaces: Vec::new(),
+            write_only: Vec::new(),
         }
     }
 

@@ -369,7 +369,7 @@ impl Builder {
             properties.push(Property {
                 wire: schema.name.clone(),
                 name,
-                description: schema.description.clone(),
+                description: described(schema),
                 required: schema.required,
                 secret: schema.secret,
                 replace_on_change: schema.replace_on_change,
@@ -528,6 +528,22 @@ fn remap_type(ty: &mut TypeRef, objects: &[usize], enums: &[usize]) {
         TypeRef::Enum(i) => *i = enums[*i],
         TypeRef::Array(inner) | TypeRef::Map(inner) => remap_type(inner, objects, enums),
         _ => {}
+    }
+}
+
+/// A property's description, with what a program must know of a write-only input.
+fn described(schema: &PropertySchema) -> String {
+    let Some(version) = &schema.write_only_version else {
+        return schema.description.clone();
+    };
+    let note = format!(
+        "Write-only: sent to the provider, never stored in the state; change `{version}` to \
+         send a new value."
+    );
+    if schema.description.is_empty() {
+        note
+    } else {
+        format!("{} {note}", schema.description)
     }
 }
 

@@ -91,7 +91,8 @@ fn collect(rows: &mut Vec<Row>, properties: &[PropertySchema], depth: usize) {
     }
 }
 
-/// `required`/`optional`, then `secret`, `replaces` and `default = …` where they apply.
+/// `required`/`optional`, then `secret`, `replaces`, `write-only` and `default = …` where they
+/// apply.
 fn flags(property: &PropertySchema) -> String {
     let mut flags = vec![if property.required {
         "required".to_owned()
@@ -103,6 +104,11 @@ fn flags(property: &PropertySchema) -> String {
     }
     if property.replace_on_change {
         flags.push("replaces".to_owned());
+    }
+    if let Some(version) = &property.write_only_version {
+        // The name is the plugin's: escaped like every name this table shows.
+        let version = e(version);
+        flags.push(format!("write-only (sent again when {version} changes)"));
     }
     if let Some(default) = &property.default {
         flags.push(format!("default {default}"));

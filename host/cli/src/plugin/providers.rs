@@ -174,6 +174,7 @@ fn grants(project: &Project, spec: &GrantsSpec) -> Grants {
         udp_listen: spec.udp_listen.clone(),
         udp: spec.udp.clone(),
         http: spec.http.clone(),
+        tls_insecure: spec.tls_insecure.clone(),
     }
 }
 

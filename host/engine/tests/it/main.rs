@@ -7,3 +7,4 @@ mod plan_guard;
 mod policy;
 mod properties;
 mod refresh;
+mod write_only;

@@ -70,6 +70,8 @@ fn property(p: wit::PropertySchema) -> Result<PropertySchema, SchemaError> {
         secret: p.secret,
         replace_on_change: p.replace_on_change,
         ty,
+        // Marked from `plinth:inputs/write-only`, which `info` does not carry.
+        write_only_version: None,
     })
 }
 
@@ -158,6 +160,7 @@ impl<'a> Tree<'a> {
                             required: field.required,
                             secret: field.secret,
                             replace_on_change: false,
+                            write_only_version: None,
                         })
                     })
                     .collect::<Result<_, SchemaError>>()?,

@@ -1,7 +1,8 @@
 //! What a plugin is granted beyond the bare sandbox. Deny by default: a plugin sees nothing of
 //! the host unless the project grants it: directories (preopened at a path of the plugin's
 //! choosing, read-only or read-write), named environment variables, TCP and UDP endpoints to
-//! reach, local addresses to listen on, and the authorities it may send HTTP requests to.
+//! reach, local addresses to listen on, the authorities it may send HTTP requests to, and the
+//! endpoints it may talk TLS to without verifying the server's certificate.
 
 use std::path::PathBuf;
 
@@ -28,6 +29,10 @@ pub struct Grants {
     pub udp_listen: Vec<EndpointPattern>,
     /// Authorities the plugin may send outbound `wasi:http` requests to.
     pub http: Vec<AuthorityPattern>,
+    /// TCP endpoints whose TLS sessions (`plinth:tls`) the plugin may run without verifying
+    /// the server's certificate fully (libpq's `require` and `verify-ca`). Without such a
+    /// grant, only a fully verified session is allowed.
+    pub tls_insecure: Vec<EndpointPattern>,
 }
 
 /// A host directory made visible to a plugin.

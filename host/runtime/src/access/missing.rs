@@ -31,6 +31,9 @@ pub enum Missing {
     TcpListen(String),
     UdpListen(String),
     Http(String),
+    /// A TLS session that does not fully verify the server's certificate: a plugin cannot
+    /// ask for this (only a refused attempt needs it).
+    TlsInsecure(String),
     /// Looking up a host name no TCP or UDP grant names. A plugin cannot ask for this as such
     /// (its TCP and UDP patterns do): only a refused attempt needs it.
     Lookup(String),
@@ -58,6 +61,12 @@ impl fmt::Display for Missing {
             Missing::TcpListen(pattern) => write!(f, "listening for TCP connections on {pattern}"),
             Missing::UdpListen(pattern) => write!(f, "receiving UDP datagrams on {pattern}"),
             Missing::Http(pattern) => write!(f, "HTTP requests to {pattern}"),
+            Missing::TlsInsecure(pattern) => {
+                write!(
+                    f,
+                    "TLS to {pattern} without verifying its certificate fully"
+                )
+            }
             Missing::Lookup(name) => write!(f, "name lookups of {name}"),
         }
     }

@@ -40,6 +40,7 @@ use crate::access::grants::{Access, Grants};
 use crate::access::missing::DirRequest;
 use crate::error::LoadError;
 use crate::load::hints::{self, Hints};
+use crate::load::write_only;
 use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
 use crate::sandbox::{self, Sandbox};
@@ -77,6 +78,7 @@ pub(crate) struct ProviderPre {
     instance_pre: InstancePre<Sandbox>,
     indices: Indices,
     hints: Option<ComponentExportIndex>,
+    write_only: Option<ComponentExportIndex>,
 }
 
 /// Where a component's provider exports are, in the version it speaks.
@@ -115,6 +117,7 @@ impl ProviderPre {
         };
         Ok(ProviderPre {
             hints: hints::export_index(component),
+            write_only: write_only::export_index(component),
             instance_pre,
             indices,
         })
@@ -257,7 +260,8 @@ impl Factory {
         Ok(instance)
     }
 
-    /// Creates the first instance and asks it for the provider's `info` and hints.
+    /// Creates the first instance and asks it for the provider's `info` (with its write-only
+    /// inputs marked) and hints.
     async fn first_instance(
         &self,
         path: &Path,
@@ -271,7 +275,7 @@ impl Factory {
             .await
             .map_err(|e| start_error(e.to_string()))?;
         sandbox::begin_call(&mut instance.store);
-        let (info, capabilities) = match call!(instance, call_info(), legacy()) {
+        let (mut info, capabilities) = match call!(instance, call_info(), legacy()) {
             Ok(info) => {
                 check_identity(&info.name, &info.version).map_err(start_error)?;
                 // A schema error quotes property names the guest chose: escaped, on one line.
@@ -301,6 +305,27 @@ impl Factory {
             }
             None => Hints::default(),
         };
+        if let Some(index) = &self.pre.write_only {
+            sandbox::begin_call(&mut instance.store);
+            let backstop = sandbox::backstop(&mut instance.store);
+            let read = write_only::read(&mut instance.store, &instance.exports, index);
+            let outcome = tokio::time::timeout_at(backstop, read).await;
+            let marks = match outcome.unwrap_or_else(|_| Err(sandbox::overran(&mut instance.store)))
+            {
+                Ok(marks) => marks,
+                Err(e) => {
+                    let failure = instance.store.data().failure(write_only::OPERATION, &e);
+                    return Err(start_error(failure));
+                }
+            };
+            write_only::apply(&mut info, marks).map_err(|e| {
+                start_error(format!(
+                    "`{}` returned a malformed schema: {}",
+                    write_only::OPERATION,
+                    escape_controls(&e)
+                ))
+            })?;
+        }
         Ok((instance, info, capabilities, hints))
     }
 

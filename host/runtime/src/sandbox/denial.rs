@@ -38,6 +38,12 @@ pub(crate) enum Denial {
     /// An outbound HTTP request to an authority no grant covers. `authority` is what the grant
     /// would have to say: the host, and the port unless it is the scheme's default.
     Http { authority: String },
+    /// A TLS session to `endpoint` (`host:port`) asked to verify `what` of the server's
+    /// certificate, less than all of it, where no `tls-insecure` grant covers the endpoint.
+    TlsInsecure {
+        endpoint: String,
+        what: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +207,7 @@ impl Denial {
             }
             Denial::Lookup { name } => Missing::Lookup(name.clone()),
             Denial::Http { authority } => Missing::Http(authority.clone()),
+            Denial::TlsInsecure { endpoint, .. } => Missing::TlsInsecure(endpoint.clone()),
         }
     }
 }
@@ -241,6 +248,12 @@ impl fmt::Display for Denial {
             }
             Denial::Lookup { name } => write!(f, "name lookup of `{name}`"),
             Denial::Http { authority } => write!(f, "HTTP request to {authority}"),
+            Denial::TlsInsecure { endpoint, what } => {
+                write!(
+                    f,
+                    "a TLS session to {endpoint} that verifies {what} of its certificate"
+                )
+            }
         }
     }
 }

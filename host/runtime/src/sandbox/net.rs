@@ -31,6 +31,7 @@ pub(crate) struct NetPolicy {
     tcp_listen: Vec<EndpointPattern>,
     udp: Vec<EndpointPattern>,
     udp_listen: Vec<EndpointPattern>,
+    tls_insecure: Vec<EndpointPattern>,
     denials: Arc<Denials>,
     state: Mutex<Resolved>,
 }
@@ -41,6 +42,8 @@ struct Resolved {
     names: HashMap<IpAddr, HashSet<String>>,
     /// The name each open lookup stream resolves, by its resource handle.
     streams: HashMap<u32, String>,
+    /// The peers of the TCP connects allowed: what a TLS session's server name must be one of.
+    connected: HashSet<SocketAddr>,
 }
 
 impl NetPolicy {
@@ -50,6 +53,7 @@ impl NetPolicy {
             tcp_listen: grants.tcp_listen.clone(),
             udp: grants.udp.clone(),
             udp_listen: grants.udp_listen.clone(),
+            tls_insecure: grants.tls_insecure.clone(),
             denials,
             state: Mutex::default(),
         })
@@ -99,6 +103,10 @@ impl NetPolicy {
             (Protocol::Udp, _) => &self.udp,
         };
         let allowed = self.allows(grants, addr);
+        if allowed && matches!(usage, SocketAddrUse::TcpConnect) {
+            let peer = SocketAddr::new(addr.ip().to_canonical(), addr.port());
+            self.state().connected.insert(peer);
+        }
         if !allowed {
             let ip = addr.ip().to_canonical();
             let name = self.state().names.get(&ip).and_then(|names| {
@@ -130,6 +138,65 @@ impl NetPolicy {
         grants.iter().any(|g| {
             g.port.matches(port) && g.host.is_name() && names.iter().any(|n| g.host.matches_name(n))
         })
+    }
+
+    /// Whether a TLS session with the server `server_name` may skip verifying `what` of its
+    /// certificate: a `tls-insecure` grant must cover a peer this guest connected to under that
+    /// name (the address itself, or one a lookup of the name returned). A refusal is recorded,
+    /// with the endpoint the grant would name, and returned as the message the guest gets.
+    ///
+    /// The session's connection is not known to the host (it gets only its streams), so a
+    /// guest connected to a granted peer under the name could name it while upgrading another
+    /// of its connections; every connection is still to a `tcp`-granted endpoint.
+    pub(crate) fn allows_unverified(
+        &self,
+        server_name: &str,
+        what: &'static str,
+    ) -> Result<(), String> {
+        let name = normalize_name(server_name);
+        let literal = crate::access::endpoint::host_literal(server_name);
+        let peers: Vec<SocketAddr> = {
+            let state = self.state();
+            let mut peers: Vec<SocketAddr> = (state.connected.iter())
+                .filter(|peer| match literal {
+                    Some(ip) => peer.ip() == ip.to_canonical(),
+                    None => state
+                        .names
+                        .get(&peer.ip())
+                        .is_some_and(|n| n.contains(&name)),
+                })
+                .copied()
+                .collect();
+            peers.sort();
+            peers
+        };
+        let granted = |peer: &SocketAddr| {
+            (self.tls_insecure.iter()).any(|g| {
+                g.matches_addr(peer.ip(), peer.port())
+                    || (g.port.matches(peer.port())
+                        && literal.is_none()
+                        && g.host.matches_name(&name))
+            })
+        };
+        if peers.iter().any(granted) {
+            return Ok(());
+        }
+        let endpoint = match (peers.first(), literal) {
+            (Some(peer), Some(_)) => peer.to_string(),
+            (Some(peer), None) => format!("{name}:{}", peer.port()),
+            (None, _) => format!("{name}:<port>"),
+        };
+        // The name is the guest's (a valid DNS name by now): escaped all the same.
+        let endpoint = plinth_engine::shown::escape_controls(&endpoint).into_owned();
+        self.denials.refuse(Denial::TlsInsecure {
+            endpoint: endpoint.clone(),
+            what,
+        });
+        Err(format!(
+            "the project does not allow TLS to {endpoint} without verifying the server's \
+             certificate fully (asked to verify {what}): give the plugin a root certificate to \
+             verify it with, or grant `tls-insecure: [\"{endpoint}\"]`"
+        ))
     }
 
     /// Whether some network grant names `name`, so that the guest may look it up.
@@ -359,5 +426,61 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("TCP connections to localhost:9"), "{note}");
+    }
+
+    fn insecure_policy(tcp: &[&str], tls_insecure: &[&str]) -> Arc<NetPolicy> {
+        let parse = |patterns: &[&str]| patterns.iter().map(|s| s.parse().unwrap()).collect();
+        let grants = Grants {
+            tcp: parse(tcp),
+            tls_insecure: parse(tls_insecure),
+            ..Grants::default()
+        };
+        let advice = Arc::new(crate::access::advice::PlainAdvice);
+        NetPolicy::new(
+            &grants,
+            Arc::new(Denials::new(Owner::Plugin("p".into()), advice)),
+        )
+    }
+
+    #[test]
+    fn skipping_verification_needs_a_grant_of_an_endpoint_the_guest_connected_to() {
+        let p = insecure_policy(
+            &["db.internal:5432", "10.1.1.1:5432"],
+            &["db.internal:5432"],
+        );
+        // Not connected yet: nothing to skip verification for.
+        let refused = p.allows_unverified("db.internal", "nothing").unwrap_err();
+        assert!(
+            refused.contains("tls-insecure: [\"db.internal:<port>\"]"),
+            "{refused}"
+        );
+        resolved(&p, "db.internal", "10.9.9.9");
+        assert!(p.check(addr("10.9.9.9:5432"), SocketAddrUse::TcpConnect));
+        assert_eq!(p.allows_unverified("DB.internal.", "nothing"), Ok(()));
+        // Another granted endpoint, connected to by address: no `tls-insecure` grant covers it.
+        assert!(p.check(addr("10.1.1.1:5432"), SocketAddrUse::TcpConnect));
+        let refused = p
+            .allows_unverified("10.1.1.1", "the chain but not the name")
+            .unwrap_err();
+        assert!(
+            refused.contains("tls-insecure: [\"10.1.1.1:5432\"]"),
+            "{refused}"
+        );
+        let note = p.denials.explain("", &[]).unwrap();
+        assert!(
+            note.contains(
+                "a TLS session to 10.1.1.1:5432 that verifies the chain but not the name"
+            ),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn an_address_grant_covers_the_address_named_as_such() {
+        let p = insecure_policy(&["127.0.0.1:5432"], &["127.0.0.1:5432"]);
+        assert!(p.check(addr("127.0.0.1:5432"), SocketAddrUse::TcpConnect));
+        assert_eq!(p.allows_unverified("127.0.0.1", "nothing"), Ok(()));
+        // A name the guest never looked up is not that address.
+        assert!(p.allows_unverified("localhost", "nothing").is_err());
     }
 }

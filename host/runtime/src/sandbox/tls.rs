@@ -23,6 +23,8 @@ use client::{ErrorCode, Options, Session};
 use transport::Transport;
 use verify::{Request, Verification};
 
+use crate::sandbox::net::NetPolicy;
+
 mod bindings {
     wasmtime::component::bindgen!({
         path: "../../wit/tls",
@@ -46,6 +48,8 @@ impl HasData for TlsClientData {
 /// deadline the handshake must end by.
 pub(crate) struct TlsClient<'a> {
     pub(crate) table: &'a mut ResourceTable,
+    /// The network policy: which endpoints may skip verification (`tls-insecure`).
+    pub(crate) net: &'a NetPolicy,
     pub(crate) deadline: Instant,
     /// Set when a handshake ran into the deadline.
     pub(crate) timed_out: &'a mut bool,
@@ -99,6 +103,17 @@ impl client::Host for TlsClient<'_> {
                 .map(|id| (id.certificate_chain.as_str(), id.private_key.as_str())),
             alpn: options.alpn.iter().map(|p| p.as_bytes().to_vec()).collect(),
         };
+        // Less than a full check only where the project allows it for that endpoint.
+        let skipped = match request.verification {
+            Verification::Full => None,
+            Verification::ChainOnly => Some("the chain but not the name"),
+            Verification::None => Some("nothing"),
+        };
+        if let Some(what) = skipped
+            && let Err(message) = self.net.allows_unverified(&options.server_name, what)
+        {
+            return Ok(Err(failure(ErrorCode::InvalidOptions, message)));
+        }
         let config = match verify::client_config(&request) {
             Ok(config) => config,
             Err(message) => return Ok(Err(failure(ErrorCode::InvalidOptions, message))),

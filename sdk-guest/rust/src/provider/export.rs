@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use super::bindings::exports::plinth::hints::provider_hints as wit_hints;
+use super::bindings::exports::plinth::inputs::write_only as wit_write_only;
 use super::bindings::exports::plinth::plugin::provider as wit;
 use super::bindings::plinth::plugin::schema as wit_schema;
 use super::{
@@ -254,6 +255,24 @@ impl<P: Provider + Default> wit_hints::Guest for ProviderExport<P> {
     }
 }
 
+impl<P: Provider + Default> wit_write_only::Guest for ProviderExport<P> {
+    fn write_only_inputs() -> Vec<wit_write_only::WriteOnlyInput> {
+        with_runtime::<P, _>(|rt| {
+            (rt.types.values())
+                .flat_map(|r| {
+                    (r.schema.inputs.iter()).filter_map(|p| {
+                        Some(wit_write_only::WriteOnlyInput {
+                            type_: r.schema.token.clone(),
+                            name: p.name.clone(),
+                            version: p.write_only_version.clone()?,
+                        })
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
 fn properties_to_wit(list: &[PropertySchema]) -> Vec<wit_schema::PropertySchema> {
     list.iter()
         .map(|p| wit_schema::PropertySchema {
@@ -425,6 +444,8 @@ mod tests {
             ResourceSchema::new("test:Thing")
                 .input(PropertySchema::new("size").required().replace_on_change())
                 .input(PropertySchema::new("label"))
+                .input(PropertySchema::new("token").write_only("token_version"))
+                .input(PropertySchema::new("token_version"))
                 .equal_inputs_mean_no_change()
         }
         fn create(
@@ -532,6 +553,20 @@ mod tests {
     fn hints_name_the_types_whose_equal_inputs_mean_no_change() {
         use super::wit_hints::Guest as _;
         assert_eq!(Export::equal_inputs_mean_no_change(), vec!["test:Thing"]);
+    }
+
+    #[test]
+    fn write_only_inputs_are_stated_with_their_version() {
+        use super::wit_write_only::Guest as _;
+        let stated = Export::write_only_inputs();
+        assert_eq!(stated.len(), 1);
+        let input = &stated[0];
+        let fields = (
+            input.type_.as_str(),
+            input.name.as_str(),
+            input.version.as_str(),
+        );
+        assert_eq!(fields, ("test:Thing", "token", "token_version"));
     }
 
     #[test]

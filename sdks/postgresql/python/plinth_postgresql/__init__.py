@@ -917,6 +917,8 @@ class Role(sdk.Resource):
             *,
             login: Optional[Input[bool]] = None,
             password: Optional[Input[str]] = None,
+            password_wo: Optional[Input[str]] = None,
+            password_wo_version: Optional[Input[int]] = None,
             superuser: Optional[Input[bool]] = None,
             createdb: Optional[Input[bool]] = None,
             createrole: Optional[Input[bool]] = None,
@@ -935,6 +937,10 @@ class Role(sdk.Resource):
         `login`: The role may log in (a user rather than a group). Default: `false`.
 
         `password`: The role's password; absent: none. Always a secret.
+
+        `password_wo`: The role's password, instead of `password`: set when the role is created and when `password_wo_version` changes. Write-only: sent to the provider, never stored in the state; change `password_wo_version` to send a new value. Always a secret.
+
+        `password_wo_version`: The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`.
 
         `superuser`: The role is a superuser. Default: `false`.
 
@@ -956,6 +962,8 @@ class Role(sdk.Resource):
             "name": name,
             "login": login,
             "password": password,
+            "password_wo": password_wo,
+            "password_wo_version": password_wo_version,
             "superuser": superuser,
             "createdb": createdb,
             "createrole": createrole,

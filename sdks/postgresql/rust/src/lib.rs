@@ -1777,6 +1777,8 @@ impl Role {
                 name: name.into(),
                 login: None,
                 password: None,
+                password_wo: None,
+                password_wo_version: None,
                 superuser: None,
                 createdb: None,
                 createrole: None,
@@ -1887,6 +1889,16 @@ pub struct RoleArgs {
     /// Always a secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<sdk::Input<sdk::Secret<String>>>,
+    /// The role's password, instead of `password`: set when the role is created and when
+    /// `password_wo_version` changes. Write-only: sent to the provider, never stored in the state;
+    /// change `password_wo_version` to send a new value.
+    ///
+    /// Always a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_wo: Option<sdk::Input<sdk::Secret<String>>>,
+    /// The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_wo_version: Option<sdk::Input<i64>>,
     /// The role is a superuser.
     ///
     /// Default: `false`.
@@ -1948,6 +1960,22 @@ impl RoleBuilder {
     /// Always a secret.
     pub fn password(mut self, value: impl Into<sdk::Input<sdk::Secret<String>>>) -> RoleBuilder {
         self.args.password = Some(value.into());
+        self
+    }
+
+    /// The role's password, instead of `password`: set when the role is created and when
+    /// `password_wo_version` changes. Write-only: sent to the provider, never stored in the state;
+    /// change `password_wo_version` to send a new value.
+    ///
+    /// Always a secret.
+    pub fn password_wo(mut self, value: impl Into<sdk::Input<sdk::Secret<String>>>) -> RoleBuilder {
+        self.args.password_wo = Some(value.into());
+        self
+    }
+
+    /// The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`.
+    pub fn password_wo_version(mut self, value: impl Into<sdk::Input<i64>>) -> RoleBuilder {
+        self.args.password_wo_version = Some(value.into());
         self
     }
 

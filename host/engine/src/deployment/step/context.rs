@@ -296,6 +296,7 @@ impl StepContext {
             new_inputs: shown.then(|| state.inputs.clone()),
             changed,
             replaces,
+            write_only: Vec::new(),
         }
     }
 

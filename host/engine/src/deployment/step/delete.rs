@@ -264,6 +264,7 @@ impl StepContext {
             new_inputs: None,
             changed: Vec::new(),
             replaces: Vec::new(),
+            write_only: Vec::new(),
         };
         self.planned(|| info.clone())?;
         self.events.emit(Event::StepStarted(info.clone()));

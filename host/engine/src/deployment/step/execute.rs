@@ -21,6 +21,7 @@ use crate::shown::escape_controls;
 use crate::snapshot::PendingKind;
 use crate::urn::{Urn, package_of};
 use crate::value::{PropertyMap, Value};
+use crate::write_only;
 
 /// What carrying out a plan acts on.
 struct Action<'a> {
@@ -32,6 +33,8 @@ struct Action<'a> {
     /// The provider that manages a custom resource, or that a provider resource configured.
     provider: Option<Arc<dyn Provider>>,
     timeouts: CustomTimeouts,
+    /// The write-only inputs a create sends, and those an update sends.
+    write_only: (Vec<String>, Vec<String>),
 }
 
 impl StepContext {
@@ -119,10 +122,13 @@ impl StepContext {
             return Err(error);
         }
         let binding = step.provider.as_ref();
+        let mut write_only = Default::default();
         let (provider, diff) = match kind {
             Kind::Custom if targeted => {
-                let (provider, diff) = self.check_and_diff(&mut state, old, binding, opts).await?;
-                (Some(provider), diff)
+                let (provider, diff, sent) =
+                    self.check_and_diff(&mut state, old, binding, opts).await?;
+                write_only = (sent.created(), sent.updated());
+                (Some(sent.through(provider)), diff)
             }
             Kind::Provider if targeted => {
                 let (provider, diff) = self.configure_provider(&mut state, old).await?;
@@ -154,20 +160,22 @@ impl StepContext {
             old,
             provider,
             timeouts,
+            write_only,
         };
         self.execute(plan, action, permit).await
     }
 
     /// What a custom resource's plan takes from its provider: the provider that manages it,
     /// having checked the program's inputs (`ignore_changes` applied), which `state` then
-    /// holds, and its diff of the recorded state and those, if there is one.
+    /// holds but for the write-only ones (returned apart), and its diff of the recorded state
+    /// and those, if there is one.
     async fn check_and_diff(
         &self,
         state: &mut ResourceState,
         old: Option<(usize, &ResourceState)>,
         binding: Option<&ProviderBinding>,
         opts: &ResourceOptions,
-    ) -> Result<(Arc<dyn Provider>, Option<DiffResult>), StepError> {
+    ) -> Result<(Arc<dyn Provider>, Option<DiffResult>, write_only::Sent), StepError> {
         let urn = state.urn.clone();
         if !self.preview {
             let unknown: Vec<&str> = (state.inputs.iter())
@@ -206,8 +214,13 @@ impl StepContext {
             ));
         }
         state.inputs = checked.inputs;
+        // Taken out before anything records, diffs or shows the inputs.
+        let old_inputs = old.map(|(_, o)| &o.inputs);
+        let sent =
+            write_only::Sent::take(provider.info(), &state.ty, old_inputs, &mut state.inputs)
+                .map_err(|e| self.fail(&urn, e))?;
         let Some((_, old)) = old else {
-            return Ok((provider, None));
+            return Ok((provider, None, sent));
         };
         let diff = provider
             .diff(&urn, &old.id, &old.inputs, &old.outputs, &state.inputs)
@@ -215,7 +228,7 @@ impl StepContext {
             .map_err(|e| self.provider_error(&urn, "diff", e))?;
         // Whatever it becomes, the resource keeps its id until a create gives it a new one.
         state.id = old.id.clone();
-        Ok((provider, Some(diff)))
+        Ok((provider, Some(diff), sent))
     }
 
     /// Carries out `plan` for `action`'s resource.
@@ -231,17 +244,26 @@ impl StepContext {
             old,
             provider,
             timeouts,
+            write_only,
         } = action;
         let info = |state: &ResourceState| {
             let (changed, replaces) = plan.changes();
             let op = plan.op().unwrap_or(StepOp::Same);
-            self.info(
-                op,
-                state,
-                old.map(|(_, o)| o),
-                changed.to_vec(),
-                replaces.to_vec(),
-            )
+            let write_only = match op {
+                StepOp::Create | StepOp::Replace => write_only.0.clone(),
+                StepOp::Update => write_only.1.clone(),
+                _ => Vec::new(),
+            };
+            StepInfo {
+                write_only,
+                ..self.info(
+                    op,
+                    state,
+                    old.map(|(_, o)| o),
+                    changed.to_vec(),
+                    replaces.to_vec(),
+                )
+            }
         };
         self.planned(|| info(&state))?;
         match (&plan, kind, provider, old) {
@@ -331,7 +353,7 @@ impl StepContext {
                     ),
                 ));
             }
-            let read = (provider.read(&urn, id, &state.inputs, &PropertyMap::new()))
+            let mut read = (provider.read(&urn, id, &state.inputs, &PropertyMap::new()))
                 .await
                 .map_err(|e| self.provider_error(&urn, "import (read)", e))?
                 .ok_or_else(|| {
@@ -345,6 +367,8 @@ impl StepContext {
             if !is_recordable_id(&read.id) {
                 return Err(self.fail(&urn, unrecordable_read(urn.ty(), &read.id)));
             }
+            write_only::strip(provider.info(), urn.ty(), &mut read.inputs);
+            write_only::strip(provider.info(), urn.ty(), &mut read.outputs);
             let diff = provider
                 .diff(&urn, &read.id, &read.inputs, &read.outputs, &state.inputs)
                 .await

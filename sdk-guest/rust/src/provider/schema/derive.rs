@@ -11,7 +11,9 @@
 //! extensions set plinth's flags on a field:
 //! `#[schemars(extend("x-plinth-replace-on-change" = true))]` and
 //! `#[schemars(extend("x-plinth-secret" = true))]` (a [`Secret`](crate::Secret) field is secret
-//! already).
+//! already); a third makes a top-level input write-only, naming its version input:
+//! `#[schemars(extend("x-plinth-write-only" = "password_wo_version"))]` (see
+//! [`PropertySchema::write_only`]).
 
 use schemars::JsonSchema;
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
@@ -24,6 +26,8 @@ use crate::Value;
 pub(crate) const REPLACE_ON_CHANGE: &str = "x-plinth-replace-on-change";
 /// The extension marking a field that is always a secret.
 pub(crate) const SECRET: &str = "x-plinth-secret";
+/// The extension marking a write-only input, whose value is the name of its version input.
+pub(crate) const WRITE_ONLY: &str = "x-plinth-write-only";
 
 /// The properties of the struct `T`, as its `Deserialize` reads them: a field with a default or
 /// of type `Option` is optional. A type that is not a struct has none.
@@ -91,6 +95,8 @@ struct Shape {
     default: Option<Value>,
     secret: bool,
     replace_on_change: bool,
+    /// The version input of a write-only input.
+    write_only_version: Option<String>,
 }
 
 impl Shape {
@@ -102,6 +108,7 @@ impl Shape {
             default: None,
             secret: false,
             replace_on_change: false,
+            write_only_version: None,
         }
     }
 }
@@ -144,6 +151,10 @@ impl Converter<'_> {
         }
         if let Some(default) = object.get("default") {
             shape.default = Some(value(default));
+        }
+        if let Some(version) = object.get(WRITE_ONLY).and_then(Json::as_str) {
+            shape.write_only_version = Some(version.to_owned());
+            shape.secret = true;
         }
         shape.secret |= flag(object, SECRET);
         shape.replace_on_change |= flag(object, REPLACE_ON_CHANGE);
@@ -265,6 +276,7 @@ impl Converter<'_> {
                     replace_on_change: shape.replace_on_change,
                     ty: shape.ty,
                     default: shape.default,
+                    write_only_version: shape.write_only_version,
                 }
             })
             .collect()

@@ -48,6 +48,9 @@ pub struct PropertySchema {
     pub ty: Type,
     /// The value the default `check` stores when the input is not given.
     pub default: Option<Value>,
+    /// A write-only input (a password that is sent, never stored): the name of the input, a
+    /// version the program changes to send a new value. See [`PropertySchema::write_only`].
+    pub write_only_version: Option<String>,
 }
 
 impl PropertySchema {
@@ -61,6 +64,7 @@ impl PropertySchema {
             replace_on_change: false,
             ty: Type::Any,
             default: None,
+            write_only_version: None,
         }
     }
 
@@ -91,6 +95,27 @@ impl PropertySchema {
     /// Marks the property as replacing the resource when it changes.
     pub fn replace_on_change(mut self) -> PropertySchema {
         self.replace_on_change = true;
+        self
+    }
+
+    /// Marks a top-level input write-only, paired with the input `version`: the host sends its
+    /// value to `create`, and to `update` only when `version` changed, and never records, diffs
+    /// or shows it; it is always secret. `update` therefore receives it only to set it anew,
+    /// `read` and `delete` never, and a value returned under its name is dropped. Declare
+    /// `version` as an input too (an integer or a string the program changes whenever it
+    /// changes this one).
+    ///
+    /// ```
+    /// use plinth_sdk::{PropertySchema, Type};
+    ///
+    /// let password = PropertySchema::new("password_wo")
+    ///     .of(Type::String)
+    ///     .write_only("password_wo_version");
+    /// assert!(password.secret);
+    /// ```
+    pub fn write_only(mut self, version: impl Into<String>) -> PropertySchema {
+        self.write_only_version = Some(version.into());
+        self.secret = true;
         self
     }
 
