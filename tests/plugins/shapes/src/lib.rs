@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use plinth_sdk::{
-    Created, FunctionSchema, PropertyMap, Provider, ProviderError, ResourceContext, ResourceSchema,
-    ResourceType, Secret, Type, Typed, TypedResource, Value, from_value, properties_of, to_value,
+    Created, FunctionSchema, PropertyMap, Provider, ProviderError, ReadResult, ResourceContext,
+    ResourceSchema, ResourceType, Secret, Type, Typed, TypedResource, Value, from_value,
+    properties_of, to_value,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -136,6 +137,26 @@ impl TypedResource for Firewall {
                 weight: inputs.weight,
             },
         })
+    }
+
+    /// Imports the firewall its id describes: the id is its inputs as JSON, so that a test can
+    /// import any inputs at all (`plinth import`).
+    fn import(
+        &self,
+        ctx: &ResourceContext<'_>,
+        id: String,
+    ) -> Result<Option<ReadResult<FirewallInputs, FirewallOutputs>>, ProviderError> {
+        let parse = || {
+            serde_json::from_str::<FirewallInputs>(&id).map_err(|e| {
+                ProviderError::failed(format!("the id is no firewall's inputs as JSON: {e}"))
+            })
+        };
+        let outputs = self.create(ctx, parse()?)?.outputs;
+        Ok(Some(ReadResult {
+            inputs: parse()?,
+            outputs,
+            id,
+        }))
     }
 }
 
