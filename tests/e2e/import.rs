@@ -71,7 +71,11 @@ fn project(lang: Lang, plugins: &[Plugin], grants: &str, before: &str) -> Env {
                 repo_root().join("sdk-guest/rust").display().to_string()
             );
             for p in plugins {
-                deps += &format!("plinth-{}-sdk = {{ path = {:?} }}\n", p.name, sdk(p, "rust"));
+                deps += &format!(
+                    "plinth-{}-sdk = {{ path = {:?} }}\n",
+                    p.name,
+                    sdk(p, "rust")
+                );
             }
             std::fs::write(
                 dir.join("Cargo.toml"),
@@ -193,7 +197,10 @@ fn import(env: &Env, args: &[&str]) -> String {
 
 /// The preview after the pasted code finds nothing to change.
 fn no_changes(env: &Env) {
-    let out = env.command(&["preview", "--expect-no-changes"]).output().unwrap();
+    let out = env
+        .command(&["preview", "--expect-no-changes"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", printed(&out));
 }
 
@@ -205,7 +212,11 @@ fn pet_in(lang: Lang) {
         [("my-pet".to_owned(), "very-brave-lion".to_owned())]
     );
     let (class, variable, length) = match lang {
-        Lang::Rust => ("RandomPet::builder(ctx, \"my-pet\")", "let my_pet", ".length(3)"),
+        Lang::Rust => (
+            "RandomPet::builder(ctx, \"my-pet\")",
+            "let my_pet",
+            ".length(3)",
+        ),
         Lang::Ts => ("new RandomPet(ctx, \"my-pet\"", "const myPet", "length: 3,"),
         Lang::Python => ("RandomPet(", "my_pet = ", "length=3,"),
     };
@@ -234,7 +245,10 @@ fn a_random_pet_imported_into_a_python_program_previews_with_no_change() {
 
 /// A project on the suite's PostgreSQL server, granted its endpoint.
 fn pg_project(server: &Postgres, lang: Lang) -> Env {
-    let grants = format!("    grants:\n      tcp: [\"127.0.0.1:{}\"]\n", server.port());
+    let grants = format!(
+        "    grants:\n      tcp: [\"127.0.0.1:{}\"]\n",
+        server.port()
+    );
     let env = project(lang, &[postgresql()], &grants, "");
     env.config("postgresql:host", server.host());
     env.config("postgresql:port", &server.port().to_string());
@@ -412,7 +426,10 @@ fn a_file_imports_two_resources_at_once() {
         ]
     );
     let code = out.split("shows no change for them:\n\n").nth(1).unwrap();
-    assert!(code.contains("from plinth_random import RandomPet"), "{code}");
+    assert!(
+        code.contains("from plinth_random import RandomPet"),
+        "{code}"
+    );
     assert!(code.contains("length=5"), "{code}");
     paste(&env, Lang::Python, code);
     no_changes(&env);
@@ -424,7 +441,13 @@ fn a_bad_id_or_a_bad_entry_is_refused_and_changes_nothing() {
     let env = pg_project(&pg, Lang::Python);
     env.ok(&["import", "postgresql:Role", "one", "postgres", "--yes"]);
     let before = env.export();
-    let stderr = env.fails(&["import", "postgresql:Role", "ghost", "imp_no_such_role", "--yes"]);
+    let stderr = env.fails(&[
+        "import",
+        "postgresql:Role",
+        "ghost",
+        "imp_no_such_role",
+        "--yes",
+    ]);
     assert!(
         stderr.contains("postgresql:Role `ghost` (id `imp_no_such_role`)")
             && stderr.contains("finds no resource with that id"),

@@ -179,7 +179,9 @@ pub async fn adopt(
     deployer
         .started
         .set(deployer.started.get() + asked.elapsed());
-    deployer.run(UpdateKind::Import, false, &common, &request).await?;
+    deployer
+        .run(UpdateKind::Import, false, &common, &request)
+        .await?;
     Ok(Some(Imported { adopted, schemas }))
 }
 
@@ -247,5 +249,7 @@ impl Plan {
 
 /// Whether `urn` is a package's default provider resource, the one the engine registers.
 fn is_default_provider(urn: &Urn) -> bool {
-    provided_package(urn.ty()).is_some() && urn.name() == "default" && !urn.qualified_type().contains('$')
+    provided_package(urn.ty()).is_some()
+        && urn.name() == "default"
+        && !urn.qualified_type().contains('$')
 }

@@ -110,18 +110,27 @@ mod tests {
             error.starts_with("resources[1]:") && error.contains("missing field `id`"),
             "{error}"
         );
-        let error = parse(r#"{"resources": [{"type": "random:RandomPet", "name": "a", "id": "x", "colour": 1}]}"#)
-            .unwrap_err()
-            .to_string();
+        let error = parse(
+            r#"{"resources": [{"type": "random:RandomPet", "name": "a", "id": "x", "colour": 1}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("unknown field `colour`"), "{error}");
         let error = parse(r#"{"resources": [{"type": "nocolon", "name": "a", "id": "x"}]}"#)
             .unwrap_err()
             .to_string();
-        assert!(error.starts_with("resources[0] (nocolon `a` (id `x`)):"), "{error}");
-        let error = parse(r#"{"resources": [{"type": "random:RandomPet", "name": "a\nb", "id": "x"}]}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("control characters") && !error.contains('\n'), "{error}");
+        assert!(
+            error.starts_with("resources[0] (nocolon `a` (id `x`)):"),
+            "{error}"
+        );
+        let error =
+            parse(r#"{"resources": [{"type": "random:RandomPet", "name": "a\nb", "id": "x"}]}"#)
+                .unwrap_err()
+                .to_string();
+        assert!(
+            error.contains("control characters") && !error.contains('\n'),
+            "{error}"
+        );
     }
 
     #[test]

@@ -141,10 +141,7 @@ pub async fn run(
         skip_typecheck: false,
         compiler: args.compiler,
     };
-    let options = AdoptOptions {
-        yes: args.yes,
-        run,
-    };
+    let options = AdoptOptions { yes: args.yes, run };
     let Some(imported) = adopt(&ws, &wanted, options).await? else {
         return Ok(crate::exit::cancelled());
     };
@@ -173,9 +170,12 @@ pub async fn run(
 /// The language `--language` names, or the program's.
 fn language(ws: &Workspace, flag: Option<&str>) -> Result<Language> {
     let id = match flag {
-        Some(name) => guest::by_id(name)
-            .map(|l| l.id())
-            .ok_or_else(|| anyhow!("--language {}: not rust, typescript or python", escape_controls(name)))?,
+        Some(name) => guest::by_id(name).map(|l| l.id()).ok_or_else(|| {
+            anyhow!(
+                "--language {}: not rust, typescript or python",
+                escape_controls(name)
+            )
+        })?,
         None => {
             let source = ws.project.resolve(&ws.project.file.program.path);
             if !source.is_dir() {

@@ -111,7 +111,10 @@ pub fn generate(language: Language, declarations: &[Declaration]) -> Code {
             commented(&declaration.name),
             commented(&declaration.id)
         )];
-        for reference in [&declaration.parent, &declaration.provider].into_iter().flatten() {
+        for reference in [&declaration.parent, &declaration.provider]
+            .into_iter()
+            .flatten()
+        {
             notes.push(format!(
                 "{comment} `{}` is your program's variable for {}.",
                 variable_name(language, &reference.name),

@@ -99,7 +99,12 @@ fn number(n: f64) -> String {
     if n.is_nan() {
         "float(\"nan\")".to_owned()
     } else if n.is_infinite() {
-        if n > 0.0 { "float(\"inf\")" } else { "-float(\"inf\")" }.to_owned()
+        if n > 0.0 {
+            "float(\"inf\")"
+        } else {
+            "-float(\"inf\")"
+        }
+        .to_owned()
     } else {
         format!("{n:?}")
     }

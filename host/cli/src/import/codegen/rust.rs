@@ -164,10 +164,7 @@ impl Literals<'_, '_> {
                 if entries.is_empty() {
                     "std::collections::BTreeMap::new()".to_owned()
                 } else {
-                    format!(
-                        "std::collections::BTreeMap::from([{}])",
-                        entries.join(", ")
-                    )
+                    format!("std::collections::BTreeMap::from([{}])", entries.join(", "))
                 }
             }
             (TypeRef::Object(i), Value::Object(map)) => {
@@ -258,7 +255,12 @@ fn float(n: f64) -> String {
     if n.is_nan() {
         "f64::NAN".to_owned()
     } else if n.is_infinite() {
-        if n > 0.0 { "f64::INFINITY" } else { "f64::NEG_INFINITY" }.to_owned()
+        if n > 0.0 {
+            "f64::INFINITY"
+        } else {
+            "f64::NEG_INFINITY"
+        }
+        .to_owned()
     } else {
         let text = format!("{n:?}");
         if text.contains(['.', 'e', 'E']) {

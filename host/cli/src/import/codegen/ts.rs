@@ -17,7 +17,10 @@ pub(super) fn declare(
 ) -> Vec<String> {
     let class = declaration.resource.name.pascal();
     let module = crate::gen_sdk::ts::package_name(declaration.package);
-    imports.insert(format!("import {{ {class} }} from {};", json_string(&module)));
+    imports.insert(format!(
+        "import {{ {class} }} from {};",
+        json_string(&module)
+    ));
     let mut lines = Vec::new();
     let skipped = undeclared(declaration);
     if !skipped.is_empty() {
@@ -68,7 +71,10 @@ pub(super) fn declare(
 
 /// A secret read from the stack's configuration: an `Output<string>`, which stays secret.
 fn secret(secrets: &mut Secrets, path: &str) -> String {
-    format!("ctx.requireSecretConfig({})", json_string(&secrets.key(path)))
+    format!(
+        "ctx.requireSecretConfig({})",
+        json_string(&secrets.key(path))
+    )
 }
 
 /// `value` as a JavaScript expression: objects, arrays and scalars as literals, keyed by the
