@@ -325,7 +325,8 @@ fn hostile_firewall() -> serde_json::Value {
             "__proto__": "line\nbreak\r\u{2028}\u{0}",
             "class": "`backtick` {} #{x}"
         },
-        "token": "s3cr3t-plaintext",
+        // Reversed in the id; the provider reads back `s3cr3t-plaintext`.
+        "token": "txetnialp-t3rc3s",
         "extra": {"nested": [1, 2.5, true, null, {"a-b": "*/ /* -->"}], "for": "x"},
         "weight": 0.25
     })

@@ -140,14 +140,23 @@ impl TypedResource for Firewall {
     }
 
     /// Imports the firewall its id describes: the id is its inputs as JSON, so that a test can
-    /// import any inputs at all (`plinth import`).
+    /// import any inputs at all (`plinth import`); its `token` is reversed, so that the secret's
+    /// plaintext is in no id.
     fn import(
         &self,
         ctx: &ResourceContext<'_>,
         id: String,
     ) -> Result<Option<ReadResult<FirewallInputs, FirewallOutputs>>, ProviderError> {
         let parse = || {
-            serde_json::from_str::<FirewallInputs>(&id).map_err(|e| {
+            let mut json: serde_json::Value = serde_json::from_str(&id).map_err(|e| {
+                ProviderError::failed(format!("the id is no firewall's inputs as JSON: {e}"))
+            })?;
+            if let Some(token) = json.get_mut("token")
+                && let Some(reversed) = token.as_str()
+            {
+                *token = reversed.chars().rev().collect::<String>().into();
+            }
+            serde_json::from_value::<FirewallInputs>(json).map_err(|e| {
                 ProviderError::failed(format!("the id is no firewall's inputs as JSON: {e}"))
             })
         };
