@@ -58,7 +58,7 @@ const MARK: &str = "IMPORTED CODE";
 fn project(lang: Lang, plugins: &[Plugin], grants: &str, before: &str) -> Env {
     let env = Env::empty();
     let dir = &env.project;
-    let mut yaml = format!("name: imports\nprogram: .\nplugins:\n");
+    let mut yaml = String::from("name: imports\nprogram: .\nplugins:\n");
     for p in plugins {
         yaml += &format!("  {}:\n    path: {}\n{grants}", p.name, p.wasm.display());
     }

@@ -723,9 +723,9 @@ impl<'a> Deployer<'a> {
             },
         };
         // Loaded before the stack is taken: a pack that does not load changes nothing. The
-        // packs the backend enforces run whatever the project names.
+        // packs the backend enforces run whatever the project names. An import is judged too.
         let (policies, enforced) = match kind {
-            UpdateKind::Update => {
+            UpdateKind::Update | UpdateKind::Import => {
                 let enforced = backend.policy_packs(&self.stack)?;
                 let packs = policy::load(
                     &self.runtime,
@@ -747,7 +747,7 @@ impl<'a> Deployer<'a> {
             let config = config_keys(&self.config);
             Some(backend.begin_update_with_config(&self.stack, self.command, config)?)
         };
-        if let (Some(update), UpdateKind::Update) = (&update, kind) {
+        if let (Some(update), UpdateKind::Update | UpdateKind::Import) = (&update, kind) {
             policy::check_enforced(&enforced, update.policy_packs())?;
         }
         let mut loaded = match &mut update {

@@ -183,14 +183,32 @@ pub fn variable_name(language: Language, name: &str) -> String {
 pub fn commented(text: &str) -> String {
     text.chars()
         .map(|c| {
-            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            if c.is_control() || bidi || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
+            if c.is_control() || is_bidi_control(c) || matches!(c, '\u{2028}' | '\u{2029}') {
                 '?'
             } else {
                 c
             }
         })
         .collect()
+}
+
+/// A string literal of JavaScript or Python: JSON's, with the characters that are valid in it
+/// but end a line for some readers or reorder how the line shows (Trojan Source) escaped too.
+pub fn script_string(text: &str) -> String {
+    let mut literal = String::with_capacity(text.len() + 2);
+    for c in crate::gen_sdk::code::json_string(text).chars() {
+        if matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}') || is_bidi_control(c) {
+            literal.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            literal.push(c);
+        }
+    }
+    literal
+}
+
+/// The bidirectional formatting characters: embeddings, overrides, isolates and marks.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
 }
 
 /// The configuration keys that stand for the secrets of one resource's inputs.
@@ -246,8 +264,8 @@ fn undeclared(declaration: &Declaration) -> Vec<String> {
         .collect()
 }
 
-/// A value's own type when the schema's does not fit it (an `Any`, or a provider reading back
-/// something else than it declares): what the code writes it as.
+/// Whether `value` is of the schema's type `ty`; when not (a provider reading back something
+/// else than it declares), the code writes it by its own kind.
 fn fits(ty: &TypeRef, value: &Value) -> bool {
     match (ty, value) {
         (_, Value::Secret(inner)) => fits(ty, inner),

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use plinth_engine::value::Value;
 
-use super::{Declaration, Language, Secrets, child_path, undeclared, variable_name, written};
-use crate::gen_sdk::code::json_string;
+use super::{
+    Declaration, Language, Secrets, child_path, script_string, undeclared, variable_name, written,
+};
 use crate::gen_sdk::py::{IDENTS, field_ident};
 
 pub(super) fn declare(
@@ -27,7 +28,7 @@ pub(super) fn declare(
             skipped.join(", ")
         ));
     }
-    let mut args = vec!["ctx".to_owned(), json_string(&declaration.name)];
+    let mut args = vec!["ctx".to_owned(), script_string(&declaration.name)];
     for (property, value) in written(declaration) {
         let literal = if property.secret {
             secret(secrets, &property.wire)
@@ -63,7 +64,7 @@ pub(super) fn declare(
 fn secret(secrets: &mut Secrets, path: &str) -> String {
     format!(
         "ctx.require_secret_config({})",
-        json_string(&secrets.key(path))
+        script_string(&secrets.key(path))
     )
 }
 
@@ -75,7 +76,7 @@ fn literal(value: &Value, path: &str, secrets: &mut Secrets) -> String {
         Value::Bool(false) => "False".to_owned(),
         Value::Integer(n) => n.to_string(),
         Value::Number(n) => number(*n),
-        Value::String(text) => json_string(text),
+        Value::String(text) => script_string(text),
         Value::Secret(_) => secret(secrets, path),
         Value::Array(items) => {
             let items: Vec<String> = (items.iter().enumerate())
@@ -87,7 +88,7 @@ fn literal(value: &Value, path: &str, secrets: &mut Secrets) -> String {
             let entries: Vec<String> = (map.iter())
                 .map(|(k, v)| {
                     let v = literal(v, &child_path(path, k), secrets);
-                    format!("{}: {v}", json_string(k))
+                    format!("{}: {v}", script_string(k))
                 })
                 .collect();
             format!("{{{}}}", entries.join(", "))

@@ -352,6 +352,8 @@ fn hostile_typescript_is_valid_javascript_module_code() {
         program.contains("[\"__proto__\"]: \"polluted\""),
         "{program}"
     );
+    // Valid raw, but a line end or a reordering of the line for some readers: escaped.
+    assert!(program.contains(r"\n\r\u2028\u202e\u0000"), "{program}");
 }
 
 #[test]

@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 
 use plinth_engine::value::Value;
 
-use super::{Declaration, Language, Secrets, child_path, undeclared, variable_name, written};
-use crate::gen_sdk::code::json_string;
+use super::{
+    Declaration, Language, Secrets, child_path, script_string, undeclared, variable_name, written,
+};
 use crate::gen_sdk::ts::property_key;
 
 pub(super) fn declare(
@@ -19,7 +20,7 @@ pub(super) fn declare(
     let module = crate::gen_sdk::ts::package_name(declaration.package);
     imports.insert(format!(
         "import {{ {class} }} from {};",
-        json_string(&module)
+        script_string(&module)
     ));
     let mut lines = Vec::new();
     let skipped = undeclared(declaration);
@@ -57,7 +58,7 @@ pub(super) fn declare(
     };
     let head = format!(
         "const {variable} = new {class}(ctx, {}, ",
-        json_string(&declaration.name)
+        script_string(&declaration.name)
     );
     if args.is_empty() {
         lines.push(format!("{head}{{}}{options});"));
@@ -73,7 +74,7 @@ pub(super) fn declare(
 fn secret(secrets: &mut Secrets, path: &str) -> String {
     format!(
         "ctx.requireSecretConfig({})",
-        json_string(&secrets.key(path))
+        script_string(&secrets.key(path))
     )
 }
 
@@ -85,7 +86,7 @@ fn literal(value: &Value, path: &str, secrets: &mut Secrets) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Integer(n) => n.to_string(),
         Value::Number(n) => number(*n),
-        Value::String(text) => json_string(text),
+        Value::String(text) => script_string(text),
         Value::Secret(_) => secret(secrets, path),
         Value::Array(items) => {
             let items: Vec<String> = (items.iter().enumerate())
@@ -107,9 +108,11 @@ fn literal(value: &Value, path: &str, secrets: &mut Secrets) -> String {
 /// would turn into the object's prototype instead of a property.
 fn key(text: &str) -> String {
     if text == "__proto__" {
-        format!("[{}]", json_string(text))
+        format!("[{}]", script_string(text))
+    } else if property_key(text) == text {
+        text.to_owned()
     } else {
-        property_key(text)
+        script_string(text)
     }
 }
 
