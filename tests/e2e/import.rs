@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use plinth_test_postgres::Postgres;
 
 use crate::postgres::{q, shared};
-use crate::support::{Env, guest, printed, repo_root};
+use crate::support::{Env, guest, on_terminal, printed, repo_root};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Lang {
@@ -470,4 +470,48 @@ fn a_bad_id_or_a_bad_entry_is_refused_and_changes_nothing() {
         "{stderr}"
     );
     assert_eq!(env.export()["snapshot"], before["snapshot"]);
+}
+
+#[test]
+fn declining_the_preview_imports_nothing() {
+    let env = project(Lang::Python, &[random()], "", "");
+    let import = ["import", "random:RandomPet", "pet", "calm-owl"];
+    let out = on_terminal(&env.command(&import), b"n\n");
+    let text = printed(&out);
+    assert!(
+        text.contains("Do you want to import these resources?")
+            && text.contains("Cancelled; nothing was changed."),
+        "{text}"
+    );
+    // Without a terminal, only --yes goes ahead.
+    let stderr = env.fails(&import);
+    assert!(stderr.contains("pass --yes"), "{stderr}");
+    assert!(env.resources().is_empty());
+}
+
+/// A program given as a component file has no language plinth can tell: `--language` says it.
+#[test]
+fn the_code_s_language_is_asked_for_when_the_program_is_a_component() {
+    let env = Env::project(&format!(
+        "name: imports\nprogram: {}\nplugins:\n  random:\n    path: {}\n",
+        guest("plinth-scenario").display(),
+        guest("plinth-random").display()
+    ));
+    let stderr = env.fails(&["import", "random:RandomPet", "pet", "calm-owl", "--yes"]);
+    assert!(stderr.contains("pass --language"), "{stderr}");
+    assert!(env.resources().is_empty());
+    let out = env.ok(&[
+        "import",
+        "random:RandomPet",
+        "pet",
+        "calm-owl",
+        "--yes",
+        "--language",
+        "typescript",
+    ]);
+    assert!(
+        out.contains("import { RandomPet } from \"@plinth/random\";")
+            && out.contains("const pet = new RandomPet(ctx, \"pet\", {});"),
+        "{out}"
+    );
 }
