@@ -515,3 +515,39 @@ fn the_code_s_language_is_asked_for_when_the_program_is_a_component() {
         "{out}"
     );
 }
+
+/// A role and a database it owns, made with psql, imported by one `--file` into a Python
+/// program.
+#[test]
+fn a_file_imports_a_postgresql_role_and_its_database() {
+    let pg = shared();
+    q(&pg, "postgres", "DROP DATABASE IF EXISTS imp_file_db");
+    q(&pg, "postgres", "DROP ROLE IF EXISTS imp_file_owner");
+    q(&pg, "postgres", "CREATE ROLE imp_file_owner");
+    q(
+        &pg,
+        "postgres",
+        "CREATE DATABASE imp_file_db OWNER imp_file_owner CONNECTION LIMIT 3",
+    );
+    let env = pg_project(&pg, Lang::Python);
+    let file = env.project.join("import.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"resources": [
+            {"type": "postgresql:Role", "name": "owner", "id": "imp_file_owner"},
+            {"type": "postgresql:Database", "name": "db", "id": "imp_file_db"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let code = import(&env, &["--file", file.to_str().unwrap()]);
+    assert!(
+        code.contains("owner=\"imp_file_owner\",") && code.contains("connection_limit=3,"),
+        "{code}"
+    );
+    assert_eq!(env.resources().len(), 2);
+    paste(&env, Lang::Python, &code);
+    no_changes(&env);
+    q(&pg, "postgres", "DROP DATABASE imp_file_db");
+    q(&pg, "postgres", "DROP ROLE imp_file_owner");
+}
