@@ -19,6 +19,7 @@ mod hostile_secrets;
 mod hostile_service;
 mod hostile_state;
 mod house;
+mod import;
 mod json_events;
 mod legacy;
 mod lifecycle;

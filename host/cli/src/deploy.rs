@@ -47,6 +47,8 @@ use crate::run_options::RunOptions;
 use crate::secrets::{open_config, unlock_for_update};
 use crate::{Workspace, confirm, display, journal_notes, pending, targets};
 
+pub(crate) mod adopt;
+
 #[derive(Args)]
 pub struct CommonArgs {
     /// Maximum number of resource operations in flight.
@@ -236,6 +238,8 @@ struct Request {
     policy: PolicyArgs,
     /// Recorded with the history entry of each recorded phase.
     metadata: RunMetadata,
+    /// Makes the program to run instead of the project's: `plinth import`'s.
+    program: Option<Rc<dyn Fn() -> Box<dyn Program>>>,
 }
 
 impl Request {
@@ -713,12 +717,15 @@ impl<'a> Deployer<'a> {
         let mut ran = Ran::default();
         let program = match kind {
             UpdateKind::Refresh => None,
-            _ => Some(self.program(kind, request, &mut ran).await?),
+            _ => match &request.program {
+                Some(make) => Some(make()),
+                None => Some(self.program(kind, request, &mut ran).await?),
+            },
         };
         // Loaded before the stack is taken: a pack that does not load changes nothing. The
-        // packs the backend enforces run whatever the project names.
+        // packs the backend enforces run whatever the project names. An import is judged too.
         let (policies, enforced) = match kind {
-            UpdateKind::Update => {
+            UpdateKind::Update | UpdateKind::Import => {
                 let enforced = backend.policy_packs(&self.stack)?;
                 let packs = policy::load(
                     &self.runtime,
@@ -740,7 +747,7 @@ impl<'a> Deployer<'a> {
             let config = config_keys(&self.config);
             Some(backend.begin_update_with_config(&self.stack, self.command, config)?)
         };
-        if let (Some(update), UpdateKind::Update) = (&update, kind) {
+        if let (Some(update), UpdateKind::Update | UpdateKind::Import) = (&update, kind) {
             policy::check_enforced(&enforced, update.policy_packs())?;
         }
         let mut loaded = match &mut update {

@@ -11,6 +11,7 @@ mod gen_sdk;
 mod grant_advice;
 mod guest;
 mod home;
+mod import;
 mod journal_notes;
 mod json_events;
 mod limits_spec;
@@ -97,6 +98,10 @@ enum Command {
     /// Read every resource back through its provider and record what exists: drift, resources
     /// gone out of band, interrupted operations.
     Refresh(deploy::RefreshArgs),
+    /// Adopt resources that already exist: read each through its provider, add it to the
+    /// stack (after a preview, confirmed), and print the code that declares it in the program's
+    /// language: `plinth import postgresql:Role app app_user`, or many with `--file`.
+    Import(import::ImportArgs),
     /// Install, list, inspect and remove plugins; pin the project's in Plinth.lock.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
@@ -241,6 +246,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Up(args) => deploy::up(open, args).await,
         Command::Destroy(args) => deploy::destroy(open, args).await,
         Command::Refresh(args) => deploy::refresh(open, args).await,
+        Command::Import(args) => import::run(&cli.global.start_dir()?, open, args).await,
         Command::Login(args) => login::login(args, &cli.global.start_dir()?),
         Command::Logout(args) => login::logout(args, &cli.global.start_dir()?),
         Command::Whoami => login::whoami(),

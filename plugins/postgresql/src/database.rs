@@ -221,6 +221,35 @@ impl TypedResource for Database {
         }))
     }
 
+    /// Imports the database `id` (its OID or its name), stating its owner; the encoding and
+    /// locale it was made with stay unstated, as in a program that did not ask for them.
+    fn import(
+        &self,
+        _: &ResourceContext<'_>,
+        id: String,
+    ) -> Result<Option<ReadResult<DatabaseInputs, DatabaseOutputs>>, ProviderError> {
+        let mut session = self.0.connect(None)?;
+        let Some(found) = fetch(&mut session, Lookup::of(&id))? else {
+            return Ok(None);
+        };
+        let nothing = DatabaseInputs {
+            name: String::new(),
+            owner: Some(String::new()),
+            encoding: None,
+            lc_collate: None,
+            lc_ctype: None,
+            template: None,
+            connection_limit: no_limit(),
+            allow_connections: yes(),
+            is_template: false,
+        };
+        Ok(Some(ReadResult {
+            id: found.oid.to_string(),
+            inputs: as_inputs(&found, &nothing),
+            outputs: found,
+        }))
+    }
+
     fn update(
         &self,
         _: &ResourceContext<'_>,

@@ -317,6 +317,29 @@ impl TypedResource for Role {
         }))
     }
 
+    /// Imports the role `id` (its OID or its name): nothing stored fills what cannot be read,
+    /// so the password stays unset.
+    fn import(
+        &self,
+        ctx: &ResourceContext<'_>,
+        id: String,
+    ) -> Result<Option<ReadResult<RoleInputs, RoleOutputs>>, ProviderError> {
+        let nothing = RoleInputs {
+            name: String::new(),
+            login: false,
+            password: None,
+            superuser: false,
+            createdb: false,
+            createrole: false,
+            inherit: yes(),
+            replication: false,
+            connection_limit: no_limit(),
+            valid_until: None,
+            roles: Vec::new(),
+        };
+        self.read(ctx, id, nothing, RoleOutputs::default())
+    }
+
     fn update(
         &self,
         _: &ResourceContext<'_>,

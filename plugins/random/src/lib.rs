@@ -10,6 +10,9 @@
 //! | `random:RandomUuid` | `keepers` | string | the result |
 //! | `random:RandomPet` | `length`, `prefix`, `separator`, `keepers` | string | the result |
 //!
+//! `plinth import` adopts a RandomString by its result (its `length` is the string's, the other
+//! inputs their defaults) and a RandomPet by its name (its `length` is its words between `-`).
+//!
 //! Each is a typed resource: its schema (types, defaults, descriptions) is derived from its
 //! input and output structs. The outputs are the inputs, with defaults applied, plus `result`;
 //! during a preview `result` is unknown.

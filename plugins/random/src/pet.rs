@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 
 use plinth_sdk::{
-    CheckFailure, Created, ProviderError, ResourceContext, ResourceSchema, TypedResource,
+    CheckFailure, Created, ProviderError, ReadResult, ResourceContext, ResourceSchema,
+    TypedResource,
 };
 use rand::Rng;
 use schemars::JsonSchema;
@@ -92,6 +93,34 @@ impl TypedResource for RandomPet {
                 result: name,
             },
         })
+    }
+
+    /// Imports the name `id`: its words are the ones between dashes (the default separator).
+    fn import(
+        &self,
+        _: &ResourceContext<'_>,
+        id: String,
+    ) -> Result<Option<ReadResult<PetInputs, PetOutputs>>, ProviderError> {
+        let words = id.split('-').count();
+        if id.is_empty() || id.split('-').any(str::is_empty) || words > 255 {
+            return Err(ProviderError::Failed(
+                "a pet name to import is 1 to 255 words joined by `-`".to_owned(),
+            ));
+        }
+        let inputs = PetInputs {
+            length: words as i64,
+            prefix: None,
+            separator: dash(),
+            keepers: None,
+        };
+        Ok(Some(ReadResult {
+            id: id.clone(),
+            outputs: PetOutputs {
+                inputs: inputs.clone(),
+                result: id,
+            },
+            inputs,
+        }))
     }
 }
 

@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 
 use plinth_sdk::{
-    CheckFailure, Created, ProviderError, ResourceContext, ResourceSchema, Secret, TypedResource,
+    CheckFailure, Created, ProviderError, ReadResult, ResourceContext, ResourceSchema, Secret,
+    TypedResource,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -54,6 +55,23 @@ pub(crate) struct StringInputs {
 }
 
 impl StringInputs {
+    /// `length` characters of every class, with no minimum counts.
+    fn of_length(length: i64) -> StringInputs {
+        StringInputs {
+            length,
+            special: true,
+            upper: true,
+            lower: true,
+            numeric: true,
+            min_upper: 0,
+            min_lower: 0,
+            min_numeric: 0,
+            min_special: 0,
+            override_special: None,
+            keepers: None,
+        }
+    }
+
     /// Values outside their ranges.
     fn out_of_range(&self) -> Vec<CheckFailure> {
         let counts = [
@@ -155,6 +173,28 @@ impl TypedResource for RandomString {
             id: result.clone(),
             outputs: StringOutputs { inputs, result },
         })
+    }
+
+    /// Imports the string `id` (Terraform's way): its length is the id's, the other inputs
+    /// their defaults.
+    fn import(
+        &self,
+        _: &ResourceContext<'_>,
+        id: String,
+    ) -> Result<Option<ReadResult<StringInputs, Self::Outputs>>, ProviderError> {
+        let length = id.chars().count() as i64;
+        let inputs = StringInputs::of_length(length);
+        if let Some(problem) = in_range("length", length, 1, MAX_LENGTH) {
+            return Err(ProviderError::Invalid(vec![problem]));
+        }
+        Ok(Some(ReadResult {
+            id: id.clone(),
+            outputs: StringOutputs {
+                inputs: inputs.clone(),
+                result: id,
+            },
+            inputs,
+        }))
     }
 }
 

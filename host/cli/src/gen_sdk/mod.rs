@@ -12,12 +12,12 @@
 //! and Pascal case); docs/languages.md has the whole list. Unit tests of an emitter run it on
 //! `tests.rs`'s `kitchen_sink` schema; the e2e tests check committed SDKs with `--check`.
 
-mod code;
+pub(crate) mod code;
 mod emitter;
-mod model;
-mod py;
-mod rust;
-mod ts;
+pub(crate) mod model;
+pub(crate) mod py;
+pub(crate) mod rust;
+pub(crate) mod ts;
 
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;

@@ -20,7 +20,7 @@ pub struct Name {
 impl Name {
     /// The words of `text` (`minUpper`, `min_upper`, `min-upper` and `MinUpper` are
     /// `min upper`); a name without letters or digits has none.
-    fn split(text: &str) -> Name {
+    pub(crate) fn split(text: &str) -> Name {
         let words = text
             .to_snake_case()
             .split('_')

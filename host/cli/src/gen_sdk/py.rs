@@ -467,9 +467,9 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// Python identifiers: a keyword gets a trailing `_` (PEP 8).
-const IDENTS: Identifiers = Identifiers::new(KEYWORDS, trailing_underscore);
+pub(crate) const IDENTS: Identifiers = Identifiers::new(KEYWORDS, trailing_underscore);
 
-fn field_ident(name: &Name) -> String {
+pub(crate) fn field_ident(name: &Name) -> String {
     IDENTS.snake(name)
 }
 

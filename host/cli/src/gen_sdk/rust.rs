@@ -645,7 +645,7 @@ const KEYWORDS: &[&str] = &[
 const NOT_RAW: &[&str] = &["crate", "self", "Self", "super"];
 
 /// Rust identifiers: a keyword raw (`r#type`), or with a `_` where it cannot be.
-const IDENTS: Identifiers = Identifiers::new(KEYWORDS, |keyword| {
+pub(crate) const IDENTS: Identifiers = Identifiers::new(KEYWORDS, |keyword| {
     if NOT_RAW.contains(&keyword) {
         format!("{keyword}_")
     } else {
@@ -654,16 +654,16 @@ const IDENTS: Identifiers = Identifiers::new(KEYWORDS, |keyword| {
 });
 
 /// A field, method or function name: snake case.
-fn field_ident(name: &Name) -> String {
+pub(crate) fn field_ident(name: &Name) -> String {
     IDENTS.snake(name)
 }
 
 /// A type or variant name: Pascal case.
-fn type_ident(name: &Name) -> String {
+pub(crate) fn type_ident(name: &Name) -> String {
     IDENTS.pascal(name)
 }
 
 /// A Rust string literal.
-fn rust_string(text: &str) -> String {
+pub(crate) fn rust_string(text: &str) -> String {
     format!("{text:?}")
 }

@@ -412,7 +412,7 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// Function and variable names: a keyword gets a trailing `_`.
-const IDENTS: Identifiers = Identifiers::new(KEYWORDS, trailing_underscore);
+pub(crate) const IDENTS: Identifiers = Identifiers::new(KEYWORDS, trailing_underscore);
 
 fn is_identifier(text: &str) -> bool {
     let mut chars = text.chars();
@@ -424,7 +424,7 @@ fn is_identifier(text: &str) -> bool {
 
 /// A property key in an interface or object literal: bare where it can be (keywords may
 /// name properties), quoted otherwise.
-fn property_key(text: &str) -> String {
+pub(crate) fn property_key(text: &str) -> String {
     if is_identifier(text) {
         text.to_owned()
     } else {

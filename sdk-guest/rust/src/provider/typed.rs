@@ -171,6 +171,24 @@ pub trait TypedResource: 'static {
         }))
     }
 
+    /// Reads an existing resource by its id alone, with nothing stored for it (`plinth
+    /// import`, or a program's `import` option): its inputs as a program would declare them,
+    /// and its outputs; `Ok(None)` means no resource has that id. Called by `read` when no
+    /// outputs are stored and the stored inputs or outputs do not read as the types'. The
+    /// default refuses: the type can be read back only from its stored state.
+    #[allow(clippy::type_complexity)]
+    fn import(
+        &self,
+        ctx: &ResourceContext<'_>,
+        id: String,
+    ) -> Result<Option<ReadResult<Self::Inputs, Self::Outputs>>, ProviderError> {
+        let _ = id;
+        Err(ProviderError::Failed(format!(
+            "`{}` cannot be imported: its provider reads one back only from its stored state",
+            ctx.type_token()
+        )))
+    }
+
     /// Updates the resource in place; returns its new outputs. Not called during a preview. The
     /// default fails: the type cannot be updated in place (mark its inputs replace-on-change).
     fn update(
@@ -414,9 +432,19 @@ impl<R: TypedResource> ResourceType for Typed<R> {
         inputs: PropertyMap,
         outputs: PropertyMap,
     ) -> Result<Option<ReadResult>, ProviderError> {
-        let typed_inputs = self.stored_inputs(ctx, &inputs)?;
-        let typed_outputs = self.stored_outputs(ctx, &outputs)?;
-        let Some(read) = self.0.read(ctx, id, typed_inputs, typed_outputs)? else {
+        let stored = (
+            self.stored_inputs(ctx, &inputs),
+            self.stored_outputs(ctx, &outputs),
+        );
+        let read = match stored {
+            (Ok(typed_inputs), Ok(typed_outputs)) => {
+                self.0.read(ctx, id, typed_inputs, typed_outputs)?
+            }
+            // Nothing stored: an import by id, which the inputs given cannot describe alone.
+            _ if outputs.is_empty() => self.0.import(ctx, id)?,
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
+        let Some(read) = read else {
             return Ok(None);
         };
         Ok(Some(ReadResult {

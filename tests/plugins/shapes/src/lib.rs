@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use plinth_sdk::{
-    Created, FunctionSchema, PropertyMap, Provider, ProviderError, ResourceContext, ResourceSchema,
-    ResourceType, Secret, Type, Typed, TypedResource, Value, from_value, properties_of, to_value,
+    Created, FunctionSchema, PropertyMap, Provider, ProviderError, ReadResult, ResourceContext,
+    ResourceSchema, ResourceType, Secret, Type, Typed, TypedResource, Value, from_value,
+    properties_of, to_value,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -136,6 +137,35 @@ impl TypedResource for Firewall {
                 weight: inputs.weight,
             },
         })
+    }
+
+    /// Imports the firewall its id describes: the id is its inputs as JSON, so that a test can
+    /// import any inputs at all (`plinth import`); its `token` is reversed, so that the secret's
+    /// plaintext is in no id.
+    fn import(
+        &self,
+        ctx: &ResourceContext<'_>,
+        id: String,
+    ) -> Result<Option<ReadResult<FirewallInputs, FirewallOutputs>>, ProviderError> {
+        let parse = || {
+            let mut json: serde_json::Value = serde_json::from_str(&id).map_err(|e| {
+                ProviderError::failed(format!("the id is no firewall's inputs as JSON: {e}"))
+            })?;
+            if let Some(token) = json.get_mut("token")
+                && let Some(reversed) = token.as_str()
+            {
+                *token = reversed.chars().rev().collect::<String>().into();
+            }
+            serde_json::from_value::<FirewallInputs>(json).map_err(|e| {
+                ProviderError::failed(format!("the id is no firewall's inputs as JSON: {e}"))
+            })
+        };
+        let outputs = self.create(ctx, parse()?)?.outputs;
+        Ok(Some(ReadResult {
+            inputs: parse()?,
+            outputs,
+            id,
+        }))
     }
 }
 
