@@ -415,7 +415,7 @@ mod tests {
         assert!(base.snapshot.resources.is_empty() && !base.recovered);
         // Recording would refuse a damaged checkpoint if it read the state again.
         std::fs::write(dir.path().join("stacks/p/dev.json"), b"{ damaged").unwrap();
-        let mut recording = update.record(UsedPlugins::default()).unwrap();
+        let recording = update.record(UsedPlugins::default()).unwrap();
         recording.events.finish().unwrap();
         update.complete(&entry(UpdateKind::Update)).unwrap();
         // The next phase reads what is on disk again.
