@@ -190,10 +190,7 @@ impl Report {
         }
         out.push('\n');
         markdown(out, &rows);
-        let _ = writeln!(
-            out,
-            "\nCPU time (user + system) per command, file backend"
-        );
+        let _ = writeln!(out, "\nCPU time (user + system) per command, file backend");
     }
 
     /// The same scenario as `with` (a `<shape>+secrets` one) without secrets, if it ran.
