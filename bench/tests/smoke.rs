@@ -134,11 +134,7 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
         assert!(step["bytes_received"].as_u64().unwrap() > 100, "{step}");
         let name = step["step"].as_str().unwrap();
         let reads = name.contains("preview") || ["export", "history", "logs"].contains(&name);
-        assert_eq!(
-            step["bytes_sent"].as_u64().unwrap() > 100,
-            !reads,
-            "{step}"
-        );
+        assert_eq!(step["bytes_sent"].as_u64().unwrap() > 100, !reads, "{step}");
     }
     let up = &on_service[0];
     assert!(up["checkpoint_bytes"].as_u64().unwrap() > 1_000, "{up}");
