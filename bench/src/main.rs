@@ -95,7 +95,9 @@ fn main() -> anyhow::Result<()> {
         .parent()
         .context("the bench crate lives in the repository")?
         .to_owned();
-    let work = args.work.clone().unwrap_or(repo.join("target/bench"));
+    // Absolute: every command runs in its project's directory, below it.
+    let work = std::path::absolute(args.work.clone().unwrap_or(repo.join("target/bench")))
+        .context("the --work directory")?;
     if work.exists() {
         std::fs::remove_dir_all(&work).with_context(|| format!("emptying {}", work.display()))?;
     }

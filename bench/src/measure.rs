@@ -1,6 +1,7 @@
 //! Runs one `plinth` command and measures it: wall time, the peak resident set of the process
-//! (`ru_maxrss` from `wait4`) and the bytes it caused to be written to storage (`write_bytes`
-//! of `/proc/<pid>/io`, read while the exited process is still a zombie).
+//! (`ru_maxrss` from `wait4`), its CPU time (user and system, from the same `rusage`) and the
+//! bytes it caused to be written to storage (`write_bytes` of `/proc/<pid>/io`, read while the
+//! exited process is still a zombie).
 
 use std::fs::File;
 use std::path::Path;
@@ -15,6 +16,8 @@ pub struct Cost {
     pub wall: Duration,
     /// Peak resident set size, bytes.
     pub peak_rss: u64,
+    /// CPU time, user and system: steadier than the wall time on a busy machine.
+    pub cpu: Duration,
     /// Bytes the process caused to be sent to storage: pages it dirtied in files, counted by
     /// the kernel at page granularity (so an append of a few bytes to a new page counts 4 KiB,
     /// and rewriting a page already dirty counts nothing again).
@@ -59,8 +62,13 @@ pub fn run(mut command: Command, log: &Path) -> anyhow::Result<Cost> {
         wall,
         // Linux reports ru_maxrss in KiB.
         peak_rss: rusage.ru_maxrss as u64 * 1024,
+        cpu: duration(rusage.ru_utime) + duration(rusage.ru_stime),
         write_bytes,
     })
+}
+
+fn duration(time: libc::timeval) -> Duration {
+    Duration::from_secs(time.tv_sec as u64) + Duration::from_micros(time.tv_usec as u64)
 }
 
 /// Waits until `pid` has exited, leaving it a zombie so that its `/proc` entry stays readable.

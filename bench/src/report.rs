@@ -59,6 +59,7 @@ impl Report {
                         let mut figures = json!({
                             "step": step.step,
                             "wall_s": step.cost.wall.as_secs_f64(),
+                            "cpu_s": step.cost.cpu.as_secs_f64(),
                             "peak_rss_bytes": step.cost.peak_rss,
                             "write_bytes": step.cost.write_bytes,
                             "checkpoint_bytes": step.checkpoint_bytes,
@@ -138,6 +139,7 @@ impl Report {
             "\nwall time per command; peak RSS: the largest of the commands; written by up: \
              write_bytes of the `up` process (/proc/<pid>/io); MB = 10^6 bytes"
         );
+        self.cpu_table(&mut out);
         self.service_table(&mut out);
         self.secrets_table(&mut out);
         if let Some(p) = &self.plugins {
@@ -175,6 +177,22 @@ impl Report {
 }
 
 impl Report {
+    /// The CPU time (user + system) of every command on the file backend: on a busy machine,
+    /// steadier than the wall time.
+    fn cpu_table(&self, out: &mut String) {
+        let mut header = vec!["shape".to_owned(), "N".to_owned()];
+        header.extend(STEPS.iter().map(|(step, _)| step.to_string()));
+        let mut rows = vec![header];
+        for s in self.on("file") {
+            let mut row = vec![s.shape.clone(), thousands(s.resources)];
+            row.extend(s.steps.iter().map(|step| seconds(step.cost.cpu)));
+            rows.push(row);
+        }
+        out.push('\n');
+        markdown(out, &rows);
+        let _ = writeln!(out, "\nCPU time (user + system) per command, file backend");
+    }
+
     /// The same scenario as `with` (a `<shape>+secrets` one) without secrets, if it ran.
     fn without_secrets(&self, with: &Scenario) -> Option<&Scenario> {
         let shape = with.shape.strip_suffix(SECRETS)?;

@@ -55,6 +55,9 @@ fn a_tiny_run_measures_every_step_and_both_plugins() {
                 "preview 10%",
                 "up 10%",
                 "refresh",
+                "export",
+                "history",
+                "logs",
                 "destroy"
             ]
         );
@@ -62,6 +65,7 @@ fn a_tiny_run_measures_every_step_and_both_plugins() {
         assert!(up["checkpoint_bytes"].as_u64().unwrap() > 1_000, "{up}");
         assert!(up["peak_rss_bytes"].as_u64().unwrap() > 1_000_000, "{up}");
         assert!(up["wall_s"].as_f64().unwrap() > 0.0, "{up}");
+        assert!(up["cpu_s"].as_f64().unwrap() > 0.0, "{up}");
     }
 
     let plugins = &report["plugins"];
@@ -135,17 +139,15 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
 /// A service scenario's steps: each made requests, and all but the previews sent a journal.
 fn a_service_scenario_counts_its_traffic(scenario: &serde_json::Value) {
     let on_service = scenario["steps"].as_array().unwrap();
-    assert_eq!(on_service.len(), 7);
+    assert_eq!(on_service.len(), 10);
     for step in on_service {
         assert!(step["requests"].as_u64().unwrap() >= 1, "{step}");
-        // Every step reads the stack's state; all but a preview send a journal.
+        // Every step reads the stack (its state, history or logs); all but a preview and the
+        // reading steps send a journal.
         assert!(step["bytes_received"].as_u64().unwrap() > 100, "{step}");
-        let previews = step["step"].as_str().unwrap().contains("preview");
-        assert_eq!(
-            step["bytes_sent"].as_u64().unwrap() > 100,
-            !previews,
-            "{step}"
-        );
+        let name = step["step"].as_str().unwrap();
+        let reads = name.contains("preview") || ["export", "history", "logs"].contains(&name);
+        assert_eq!(step["bytes_sent"].as_u64().unwrap() > 100, !reads, "{step}");
     }
     let up = &on_service[0];
     assert!(up["checkpoint_bytes"].as_u64().unwrap() > 1_000, "{up}");
@@ -187,7 +189,7 @@ fn a_tiny_run_with_secrets_reports_their_cost_per_step() {
         scenarios[0]
     );
     let ratios = scenarios[1]["secrets_ratio"].as_object().unwrap();
-    assert_eq!(ratios.len(), 7, "a ratio per step: {ratios:?}");
+    assert_eq!(ratios.len(), 10, "a ratio per step: {ratios:?}");
     for (step, ratio) in ratios {
         assert!(ratio.as_f64().unwrap() > 0.0, "{step}: {ratio}");
     }

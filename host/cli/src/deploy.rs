@@ -751,7 +751,8 @@ impl<'a> Deployer<'a> {
             policy::check_enforced(&enforced, update.policy_packs())?;
         }
         let mut loaded = match &mut update {
-            Some(update) => update.base()?.clone(),
+            // Handed over, not copied: the engine and the snapshot manager share this one.
+            Some(update) => update.take_base()?,
             None => backend.load(&self.stack)?,
         };
         journal_notes::warn_journal(&self.stack.to_string(), &loaded);

@@ -338,8 +338,10 @@ impl Decoded {
     }
 
     /// [`upgrade`](Self::upgrade) of the checkpoint's own snapshot.
-    pub fn upgraded(self) -> Checkpoint {
-        let snapshot = self.checkpoint.snapshot.clone();
+    pub fn upgraded(mut self) -> Checkpoint {
+        // Moved, not copied: at 100,000 resources a copy took a fifth of the load's time and
+        // held the state twice.
+        let snapshot = std::mem::take(&mut self.checkpoint.snapshot);
         self.upgrade(snapshot, None)
     }
 }

@@ -288,7 +288,7 @@ impl LocalBackend {
         let path = self.path(project, stack, "json");
         let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
         // A journal refers to the checkpoint as written: replay first, then upgrade.
-        let decoded = match fields {
+        let mut decoded = match fields {
             Fields::Checked => Checkpoint::decode_verified(&bytes, stack, &path, crypter)?,
             Fields::Unchecked => Checkpoint::decode_for_edit(&bytes, stack, &path, crypter)?,
         };
@@ -319,7 +319,8 @@ impl LocalBackend {
                 "a `stack-outputs` entry, which only a checkpoint of schema 1 can have".into(),
             ));
         }
-        let base = decoded.checkpoint.snapshot.clone();
+        // Moved out: `upgrade` below puts the replayed snapshot in its place.
+        let base = std::mem::take(&mut decoded.checkpoint.snapshot);
         // Replaying checks the fields of every state the journal records, unless asked not to.
         let replayed = match fields {
             Fields::Checked => replay(base, read.entries),

@@ -145,6 +145,7 @@ impl Backend for LocalBackend {
             backend: self.clone(),
             stack: stack.clone(),
             base: None,
+            handed_over: false,
             lock,
         }))
     }
@@ -207,12 +208,15 @@ struct LocalUpdate {
     stack: StackRef,
     /// Loaded on first use, under the lock.
     base: Option<LoadedStack>,
+    /// The base was handed over ([`Update::take_base`]) as it is on disk (no journal replayed
+    /// into it): recording the next phase needs nothing of it.
+    handed_over: bool,
     lock: StackLock,
 }
 
 impl LocalUpdate {
     /// The base, loaded if it was not yet.
-    fn take_base(&mut self) -> Result<LoadedStack, BackendError> {
+    fn take_loaded(&mut self) -> Result<LoadedStack, BackendError> {
         match self.base.take() {
             Some(base) => Ok(base),
             None => self.backend.load(&self.stack.project, &self.stack.name),
@@ -227,19 +231,46 @@ impl LocalUpdate {
 
 impl Update for LocalUpdate {
     fn base(&mut self) -> Result<&LoadedStack, BackendError> {
-        let base = self.take_base()?;
+        let base = self.take_loaded()?;
         Ok(self.base.insert(base))
     }
 
+    fn take_base(&mut self) -> Result<LoadedStack, BackendError> {
+        let base = self.take_loaded()?;
+        if base.recovered {
+            // Recording the phase writes it as the checkpoint first (the journal an interrupted
+            // update left, folded in): this rare case keeps a copy.
+            self.base = Some(base.clone());
+        } else {
+            self.handed_over = true;
+        }
+        Ok(base)
+    }
+
     fn record(&mut self, plugins: UsedPlugins) -> Result<Recording, BackendError> {
-        let base = self.take_base()?;
+        let base = match self.base.take() {
+            // Only whether it was recovered counts, and a base handed over was not.
+            None if self.handed_over => LoadedStack {
+                snapshot: Default::default(),
+                recovered: false,
+                plugins: Vec::new(),
+                torn: None,
+                running: None,
+            },
+            _ => self.take_loaded()?,
+        };
         let StackRef { project, name } = &self.stack;
         let persister = self
             .backend
             .begin_update_with_plugins(project, name, &base, &self.lock, plugins);
         // Once recording started, the caller works on the copy of the base it took, and the
         // next phase reads what this one left: keeping this one would hold the state twice.
-        let persister = persister.inspect_err(|_| self.base = Some(base))?;
+        let handed_over = self.handed_over;
+        let persister = persister.inspect_err(|_| {
+            if !handed_over {
+                self.base = Some(base);
+            }
+        })?;
         // The phase becomes the next entry of the history; the lock keeps anyone else from
         // appending before it does.
         let number = self.backend.history(project, name)?.len() as u64 + 1;
@@ -254,6 +285,7 @@ impl Update for LocalUpdate {
         self.append_history(entry)?;
         // What the phase left is read anew when the next phase asks.
         self.base = None;
+        self.handed_over = false;
         Ok(())
     }
 
@@ -371,6 +403,23 @@ mod tests {
         assert_eq!(b.logs(&stack, Some(1)).unwrap().unwrap().events.len(), 1);
         assert!(b.logs(&stack, Some(3)).unwrap().is_none());
         assert_eq!(b.history(&stack).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_base_handed_over_is_neither_kept_nor_read_again_to_record_the_phase() {
+        let (dir, b) = backend();
+        let (p, dev) = names();
+        let stack = b.create_stack(&p, &dev).unwrap();
+        let mut update = b.begin_update(&stack, "up").unwrap();
+        let base = update.take_base().unwrap();
+        assert!(base.snapshot.resources.is_empty() && !base.recovered);
+        // Recording would refuse a damaged checkpoint if it read the state again.
+        std::fs::write(dir.path().join("stacks/p/dev.json"), b"{ damaged").unwrap();
+        let recording = update.record(UsedPlugins::default()).unwrap();
+        recording.events.finish().unwrap();
+        update.complete(&entry(UpdateKind::Update)).unwrap();
+        // The next phase reads what is on disk again.
+        assert!(update.base().is_err());
     }
 
     #[test]
