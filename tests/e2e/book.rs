@@ -230,7 +230,10 @@ fn the_readme_is_a_first_read_with_the_quick_start() {
             "the README's quick start lost `{command}`"
         );
     }
-    assert!(readme.contains("](docs/SUMMARY.md)"), "the README links the book");
+    assert!(
+        readme.contains("](docs/SUMMARY.md)"),
+        "the README links the book"
+    );
 }
 
 #[test]
@@ -262,7 +265,10 @@ fn the_cli_reference_is_what_plinth_prints() {
     ] {
         assert!(printed.contains(needle), "{needle} is not in the reference");
     }
-    assert!(!printed.contains("plinth cli-reference\n"), "a hidden command is shown");
+    assert!(
+        !printed.contains("plinth cli-reference\n"),
+        "a hidden command is shown"
+    );
 }
 
 #[test]

@@ -269,7 +269,10 @@ fn the_provider_template_tests_builds_and_shows_its_types(
         printed(&run)
     );
     let shown = printed(&run);
-    assert!(shown.contains("pass 2") || shown.contains("Ran 2 tests"), "{shown}");
+    assert!(
+        shown.contains("pass 2") || shown.contains("Ran 2 tests"),
+        "{shown}"
+    );
 
     let out = env.command(&["plugin", "inspect", "."]).output().unwrap();
     let shown = printed(&out);

@@ -7,8 +7,7 @@ use std::fmt::Write;
 use clap::{Arg, Command};
 
 /// The command that rewrites the page, named in it and by the test that finds it stale.
-pub const REFRESH: &str =
-    "cargo run --bin plinth -- cli-reference > docs/cli-reference.md";
+pub const REFRESH: &str = "cargo run --bin plinth -- cli-reference > docs/cli-reference.md";
 
 /// The Markdown page of every visible command of `root`, its arguments and flags.
 pub fn markdown(mut root: Command) -> String {
@@ -37,10 +36,7 @@ pub fn markdown(mut root: Command) -> String {
 
 /// `cmd`'s section, then its subcommands' (their headings one level deeper, at most `####`).
 fn section(page: &mut String, cmd: &mut Command, level: usize) {
-    let path = cmd
-        .get_bin_name()
-        .unwrap_or(cmd.get_name())
-        .to_owned();
+    let path = cmd.get_bin_name().unwrap_or(cmd.get_name()).to_owned();
     let is_root = !path.contains(' ');
     if !is_root {
         let _ = writeln!(page, "{} {path}\n", "#".repeat(level));
@@ -75,7 +71,11 @@ fn section(page: &mut String, cmd: &mut Command, level: usize) {
     if subcommands.is_empty() {
         return;
     }
-    page.push_str(if is_root { "## Commands\n\n" } else { "Commands:\n\n" });
+    page.push_str(if is_root {
+        "## Commands\n\n"
+    } else {
+        "Commands:\n\n"
+    });
     for (name, anchor, about) in &subcommands {
         let _ = writeln!(page, "- [`{name}`](#{anchor}): {}", text(first_line(about)));
     }
@@ -206,10 +206,7 @@ mod tests {
 
     #[test]
     fn angle_brackets_outside_code_are_escaped() {
-        assert_eq!(
-            text("the <name> of `<dir>`"),
-            "the &lt;name&gt; of `<dir>`"
-        );
+        assert_eq!(text("the <name> of `<dir>`"), "the &lt;name&gt; of `<dir>`");
     }
 
     #[test]

@@ -137,9 +137,18 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
         ),
         Kind::Provider => {
             let (test, lang) = match template.language {
-                "ts" => ("npm test                        # the provider's unit tests", "ts"),
-                "python" => ("python3 -m unittest             # the provider's unit tests", "python"),
-                _ => ("cargo test                      # the provider's unit tests", "rust"),
+                "ts" => (
+                    "npm test                        # the provider's unit tests",
+                    "ts",
+                ),
+                "python" => (
+                    "python3 -m unittest             # the provider's unit tests",
+                    "python",
+                ),
+                _ => (
+                    "cargo test                      # the provider's unit tests",
+                    "rust",
+                ),
             };
             println!(
                 "  {test}\n  \
