@@ -97,11 +97,8 @@ fn resolve(from: &Path, link: &str) -> Option<PathBuf> {
     let mut resolved = PathBuf::new();
     for part in from.parent().unwrap().join(link).components() {
         match part {
-            Component::ParentDir => {
-                if !resolved.pop() {
-                    return None;
-                }
-            }
+            // Above the repository's root: not in it.
+            Component::ParentDir => resolved.pop().then_some(())?,
             Component::Normal(p) => resolved.push(p),
             _ => {}
         }
