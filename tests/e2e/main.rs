@@ -2,6 +2,7 @@
 //! state files.
 
 mod adversarial;
+mod book;
 mod capabilities;
 mod cli_commands;
 mod component_files;

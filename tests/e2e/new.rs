@@ -95,6 +95,8 @@ fn list_names_every_template() {
         "typescript",
         "python",
         "rust-provider",
+        "typescript-provider",
+        "python-provider",
         "rust-policy",
         "typescript-policy",
         "python-policy",
@@ -222,6 +224,86 @@ fn the_rust_provider_template_passes_its_tests_and_shows_its_types() {
     ]);
     let generated = std::fs::read_to_string(env.project.join("sdks/rust/src/lib.rs")).unwrap();
     assert!(generated.contains("Greeting"), "{generated}");
+}
+
+/// Every file's text under `dir`, joined.
+fn all_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text.push_str(&all_text(&path));
+        } else {
+            text.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+        }
+    }
+    text
+}
+
+/// A provider `plinth new TEMPLATE` made in an empty directory passes its own unit tests
+/// (`test`, a command run in it, offline), builds, shows its types to `plugin inspect`, and
+/// its typed SDK in `lang` generates from it.
+fn the_provider_template_tests_builds_and_shows_its_types(
+    template: &str,
+    name: &str,
+    test: &[&str],
+    lang: &str,
+) {
+    let env = Env::empty();
+    let out = new_project(&env, template, name);
+    assert!(out.contains(test.join(" ").as_str()), "{out}");
+    assert!(out.contains("plinth plugin inspect ."), "{out}");
+    // No stack for a provider: it is not a project.
+    assert!(!env.project.join("Plinth.yaml").exists());
+
+    let run = std::process::Command::new(test[0])
+        .args(&test[1..])
+        .current_dir(&env.project)
+        .env("PLINTH_TOOLS", crate::support::tools_dir())
+        .env("npm_config_offline", "true")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{test:?} of the {template} template failed:\n{}",
+        printed(&run)
+    );
+    let shown = printed(&run);
+    assert!(
+        shown.contains("pass 2") || shown.contains("Ran 2 tests"),
+        "{shown}"
+    );
+
+    let out = env.command(&["plugin", "inspect", "."]).output().unwrap();
+    let shown = printed(&out);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains(&format!("{name}:Greeting")), "{shown}");
+    assert!(shown.contains("message"), "{shown}");
+    assert!(shown.contains("excited"), "{shown}");
+
+    env.ok(&["gen-sdk", ".", "--lang", lang, "--out", "sdk"]);
+    let generated = all_text(&env.project.join("sdk"));
+    assert!(generated.contains("Greeting"), "{generated}");
+}
+
+#[test]
+fn the_typescript_provider_template_passes_its_tests_and_shows_its_types() {
+    the_provider_template_tests_builds_and_shows_its_types(
+        "typescript-provider",
+        "greeter-ts",
+        &["npm", "test"],
+        "ts",
+    );
+}
+
+#[test]
+fn the_python_provider_template_passes_its_tests_and_shows_its_types() {
+    the_provider_template_tests_builds_and_shows_its_types(
+        "python-provider",
+        "greeter-py",
+        &["python3", "-m", "unittest"],
+        "python",
+    );
 }
 
 #[test]

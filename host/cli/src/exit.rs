@@ -1,5 +1,5 @@
 //! plinth's exit codes, so that a script or a CI job can tell outcomes apart: 0 success, 1 a
-//! failure, 2 a command line clap refused, and the codes below. README's "Exit codes" lists
+//! failure, 2 a command line clap refused, and the codes below. docs/cli.md ("Exit codes") lists
 //! them; keep the two in step.
 
 use std::fmt;

@@ -2,6 +2,7 @@
 
 mod about;
 mod build;
+mod cli_reference;
 mod compiler;
 mod config_path;
 mod deploy;
@@ -148,6 +149,9 @@ enum Command {
         #[arg(short, long)]
         yes: bool,
     },
+    /// Print the book's CLI reference (docs/cli-reference.md), written from these definitions.
+    #[command(hide = true)]
+    CliReference,
 }
 
 /// What every command needs: the project, the backend, the chosen stack.
@@ -261,6 +265,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Logs(args) => logs::logs(&open()?, args),
         Command::State(cmd) => state::run_state(&open()?, cmd),
         Command::Cancel { yes } => cancel(&open()?, yes),
+        Command::CliReference => {
+            let command = <Cli as clap::CommandFactory>::command();
+            print!("{}", cli_reference::markdown(command));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Plugin(cmd) => plugin::run(&cli.global.start_dir()?, cmd).await,
         Command::GenSdk(args) => gen_sdk::run(&cli.global.start_dir()?, args).await,
     }

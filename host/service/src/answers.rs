@@ -64,9 +64,7 @@ pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
 /// What to do about a refusal of `status`.
 fn hint(status: StatusCode) -> &'static str {
     match status {
-        StatusCode::BAD_REQUEST => {
-            "correct the request (the README's team-backend section documents it)"
-        }
+        StatusCode::BAD_REQUEST => "correct the request (docs/service-protocol.md documents it)",
         StatusCode::PAYLOAD_TOO_LARGE => "the service's `--body-limit` is lower; send less at once",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "send JSON with `Content-Type: application/json`",
         _ => "the request was refused",

@@ -32,8 +32,8 @@ where
                 refused(e)
             ))),
             Err(e @ JsonRejection::JsonDataError(_)) => Err(ApiError::BadRequest(format!(
-                "the request body is not of the shape this request takes (the README's \
-                 team-backend section documents it): {}",
+                "the request body is not of the shape this request takes (docs/service-protocol.md \
+                 documents it): {}",
                 refused(e)
             ))),
             Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {

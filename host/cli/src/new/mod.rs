@@ -135,11 +135,27 @@ pub async fn run(global: &GlobalArgs, args: NewArgs) -> Result<ExitCode> {
              plinth up           # create the resources\n  \
              plinth destroy      # delete them"
         ),
-        Kind::Provider => println!(
-            "  cargo test                      # the provider's unit tests\n  \
-             plinth plugin inspect .         # build it and show its resource types\n  \
-             plinth gen-sdk . --lang rust    # a typed SDK for programs (or ts, python)"
-        ),
+        Kind::Provider => {
+            let (test, lang) = match template.language {
+                "ts" => (
+                    "npm test                        # the provider's unit tests",
+                    "ts",
+                ),
+                "python" => (
+                    "python3 -m unittest             # the provider's unit tests",
+                    "python",
+                ),
+                _ => (
+                    "cargo test                      # the provider's unit tests",
+                    "rust",
+                ),
+            };
+            println!(
+                "  {test}\n  \
+                 plinth plugin inspect .         # build it and show its resource types\n  \
+                 plinth gen-sdk . --lang {lang}    # a typed SDK for programs (rust, ts or python)"
+            );
+        }
         Kind::PolicyPack => {
             if template.language == "rust" {
                 println!("  cargo test                      # the pack's unit tests");

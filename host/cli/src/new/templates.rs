@@ -71,6 +71,22 @@ pub static TEMPLATES: &[Template] = &[
         files: files!["rust-provider": "Cargo.toml", "src/lib.rs", ".gitignore"],
     },
     Template {
+        name: "typescript-provider",
+        language: "ts",
+        kind: Kind::Provider,
+        description: "A typed provider in TypeScript, with its unit tests",
+        files: files!["typescript-provider":
+            "package.json", "index.ts", "greeting.ts", "greeting.test.ts", "test.mjs"],
+    },
+    Template {
+        name: "python-provider",
+        language: "python",
+        kind: Kind::Provider,
+        description: "A typed provider in Python, with its unit tests",
+        files: files!["python-provider":
+            "pyproject.toml", "provider.py", "greeting.py", "test_greeting.py"],
+    },
+    Template {
         name: "rust-policy",
         language: "rust",
         kind: Kind::PolicyPack,

@@ -31,7 +31,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error(
-        "the OIDC configuration {} is not valid: {message} (see the README's \"Identity for CI\")",
+        "the OIDC configuration {} is not valid: {message} (see \"Identity for CI\" in docs/team-service.md)",
         path.display()
     )]
     Invalid { path: PathBuf, message: String },

@@ -431,7 +431,7 @@ fn master_key(dir: &std::path::Path) -> PathBuf {
     path
 }
 
-/// Where the tests save screenshots of the console (the README shows them).
+/// Where the tests save screenshots of the console (docs/web-console.md shows them).
 fn screenshot(browser: &Browser, name: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/console-screenshots")
@@ -1045,25 +1045,19 @@ fn sign_ins_sign_outs_and_refusals_are_audited_and_an_address_guessing_tokens_is
 }
 
 #[test]
-fn the_readmes_web_console_section_shows_screenshots_that_are_committed() {
+fn the_web_console_page_shows_screenshots_that_are_committed() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let section = readme
-        .split("\n## Web console\n")
-        .nth(1)
-        .expect("a Web console section")
-        .split("\n## ")
-        .next()
-        .unwrap();
-    let images: Vec<&str> = (section.split("](").skip(1))
+    let page = std::fs::read_to_string(root.join("docs/web-console.md")).unwrap();
+    let images: Vec<&str> = (page.split("](").skip(1))
         .filter_map(|rest| rest.split(')').next())
         .filter(|target| target.ends_with(".png"))
         .collect();
-    assert!(images.len() >= 5, "the section shows {images:?}");
+    assert!(images.len() >= 5, "the page shows {images:?}");
     for image in images {
-        assert!(image.starts_with("docs/images/"), "{image}");
-        let bytes = std::fs::read(root.join(image))
-            .unwrap_or_else(|e| panic!("the README shows {image}, which is missing: {e}"));
+        assert!(image.starts_with("images/"), "{image}");
+        let image = format!("docs/{image}");
+        let bytes = std::fs::read(root.join(&image))
+            .unwrap_or_else(|e| panic!("docs/web-console.md shows {image}, which is missing: {e}"));
         assert!(
             bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
             "{image} is not a PNG"
