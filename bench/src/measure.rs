@@ -1,5 +1,6 @@
-//! Runs one `plinth` command and measures it: wall time, the peak resident set of the process
-//! (`ru_maxrss` from `wait4`) and the bytes it caused to be written to storage (`write_bytes`
+//! Runs one `plinth` command and measures it: wall time, CPU time (user + system, from
+//! `wait4`: steadier than wall time on a loaded machine), the peak resident set of the process
+//! (`ru_maxrss`) and the bytes it caused to be written to storage (`write_bytes`
 //! of `/proc/<pid>/io`, read while the exited process is still a zombie).
 
 use std::fs::File;
@@ -13,6 +14,8 @@ use anyhow::{Context, bail};
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Cost {
     pub wall: Duration,
+    /// CPU time, user + system, of the process and its threads.
+    pub cpu: Duration,
     /// Peak resident set size, bytes.
     pub peak_rss: u64,
     /// Bytes the process caused to be sent to storage: pages it dirtied in files, counted by
@@ -57,10 +60,15 @@ pub fn run(mut command: Command, log: &Path) -> anyhow::Result<Cost> {
     }
     Ok(Cost {
         wall,
+        cpu: duration(rusage.ru_utime) + duration(rusage.ru_stime),
         // Linux reports ru_maxrss in KiB.
         peak_rss: rusage.ru_maxrss as u64 * 1024,
         write_bytes,
     })
+}
+
+fn duration(time: libc::timeval) -> Duration {
+    Duration::from_secs(time.tv_sec as u64) + Duration::from_micros(time.tv_usec as u64)
 }
 
 /// Waits until `pid` has exited, leaving it a zombie so that its `/proc` entry stays readable.

@@ -95,6 +95,7 @@ impl Scenario {
                     step: first.steps[i].step,
                     cost: Cost {
                         wall: Duration::from_nanos(figure(|s| s.cost.wall.as_nanos() as u64)),
+                        cpu: Duration::from_nanos(figure(|s| s.cost.cpu.as_nanos() as u64)),
                         peak_rss: figure(|s| s.cost.peak_rss),
                         write_bytes: figure(|s| s.cost.write_bytes),
                     },
