@@ -23,20 +23,22 @@ use super::{Crypter, SecretsError};
 pub struct Slot<'a> {
     /// The URN of the resource holding it.
     pub urn: &'a str,
-    /// Its property path in the resource ([`SlotPaths`]); `None` where the place is not known
+    /// Its property path in the resource ([`secret_paths`]); `None` where the place is not known
     /// for sure, which is always sealed afresh and not remembered.
     pub path: Option<String>,
 }
 
 /// The property path of each secret in a resource's `inputs` and `outputs`, in the order the
 /// resource's JSON text holds them: inputs first, each map in key order, a secret nested in
-/// another's value not on its own (it is sealed with it). A key is written quoted and escaped,
-/// so that no two paths are spelled alike (`."a.b"` against `."a"."b"`).
+/// another's value not on its own (it is sealed with it). A key's `.`, `[` and `\\` are escaped
+/// with a `\\`, so that no two paths are spelled alike (`.a\.b` against `.a.b`).
 pub fn secret_paths(inputs: &PropertyMap, outputs: &PropertyMap) -> Vec<String> {
     let mut paths = Vec::new();
     for (field, map) in [("inputs", inputs), ("outputs", outputs)] {
         for (key, value) in map {
-            let mut path = format!("{field}.{key:?}");
+            let mut path = String::with_capacity(field.len() + key.len() + 1);
+            path.push_str(field);
+            push_key(&mut path, key);
             walk(value, &mut path, &mut paths);
         }
     }
@@ -56,12 +58,28 @@ fn walk(value: &Value, path: &mut String, paths: &mut Vec<String>) {
         }
         Value::Object(map) => {
             for (key, item) in map {
-                let _ = write!(path, ".{key:?}");
+                push_key(path, key);
                 walk(item, path, paths);
                 path.truncate(len);
             }
         }
         _ => {}
+    }
+}
+
+/// Appends `.key` to `path`, escaped (written by hand: this runs for every secret of a
+/// checkpoint, read and written).
+fn push_key(path: &mut String, key: &str) {
+    path.push('.');
+    if !key.contains(['.', '[', '\\']) {
+        path.push_str(key);
+        return;
+    }
+    for c in key.chars() {
+        if matches!(c, '.' | '[' | '\\') {
+            path.push('\\');
+        }
+        path.push(c);
     }
 }
 
@@ -117,11 +135,20 @@ impl SealedMemory {
     fn recall(&self, slots: &[Slot], plaintexts: &[String]) -> Vec<Option<String>> {
         let resources = self.lock();
         let mut handed_out: HashSet<&str> = HashSet::new();
+        // A resource's secrets are next to each other: its entry is looked up once.
+        let mut last: Option<(&str, Option<&Vec<Remembered>>)> = None;
         (slots.iter().zip(plaintexts))
             .map(|(slot, plaintext)| {
                 let path = slot.path.as_deref()?;
-                let kept = (resources.get(slot.urn)?.iter())
-                    .find(|r| r.path == path && r.plaintext == *plaintext)?;
+                let entry = match last {
+                    Some((urn, entry)) if urn == slot.urn => entry,
+                    _ => {
+                        let entry = resources.get(slot.urn);
+                        last = Some((slot.urn, entry));
+                        entry
+                    }
+                };
+                let kept = (entry?.iter()).find(|r| r.path == path && r.plaintext == *plaintext)?;
                 handed_out
                     .insert(&kept.ciphertext)
                     .then(|| kept.ciphertext.clone())
@@ -133,11 +160,14 @@ impl SealedMemory {
     /// checkpoint, where the crypter opened it, or just sealed). Replaces what was remembered
     /// of the same resources.
     pub fn remember(&self, slots: Vec<Slot>, plaintexts: Vec<String>, ciphertexts: Vec<String>) {
-        let mut by_urn: HashMap<&str, Vec<Remembered>> = HashMap::new();
+        // A resource's secrets are next to each other: each run of them replaces its entry.
+        let mut runs: Vec<(&str, Vec<Remembered>)> = Vec::new();
         for ((slot, plaintext), ciphertext) in slots.into_iter().zip(plaintexts).zip(ciphertexts) {
-            let entry = by_urn.entry(slot.urn).or_default();
-            if let Some(path) = slot.path {
-                entry.push(Remembered {
+            if runs.last().is_none_or(|(urn, _)| *urn != slot.urn) {
+                runs.push((slot.urn, Vec::new()));
+            }
+            if let (Some(path), Some((_, run))) = (slot.path, runs.last_mut()) {
+                run.push(Remembered {
                     path,
                     plaintext,
                     ciphertext,
@@ -145,7 +175,7 @@ impl SealedMemory {
             }
         }
         let mut resources = self.lock();
-        for (urn, remembered) in by_urn {
+        for (urn, remembered) in runs {
             match resources.get_mut(urn) {
                 Some(entry) => *entry = remembered,
                 None => {
@@ -384,11 +414,11 @@ mod tests {
         assert_eq!(
             secret_paths(&r0.inputs, &r0.outputs),
             [
-                r#"inputs."pw""#,
-                r#"outputs."deep"."a"."b""#,
-                r#"outputs."deep"."a.b""#,
-                r#"outputs."deep"."list"[0]"#,
-                r#"outputs."deep"."list"[2]"#,
+                r"inputs.pw",
+                r"outputs.deep.a.b",
+                r"outputs.deep.a\.b",
+                r"outputs.deep.list[0]",
+                r"outputs.deep.list[2]",
             ]
         );
     }
