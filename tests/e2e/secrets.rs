@@ -190,7 +190,13 @@ fn an_unchanged_secret_keeps_its_ciphertext() {
     let mut log = String::new();
     run(
         &env,
-        &["config", "set", "token_a", "tok-5d1e-kept-secret", "--secret"],
+        &[
+            "config",
+            "set",
+            "token_a",
+            "tok-5d1e-kept-secret",
+            "--secret",
+        ],
         &mut log,
     );
     run(&env, &["up", "--yes"], &mut log);
@@ -202,7 +208,13 @@ fn an_unchanged_secret_keeps_its_ciphertext() {
 
     run(
         &env,
-        &["config", "set", "token_a", "tok-0b7c-changed-secret", "--secret"],
+        &[
+            "config",
+            "set",
+            "token_a",
+            "tok-0b7c-changed-secret",
+            "--secret",
+        ],
         &mut log,
     );
     let out = run(&env, &["up", "--yes"], &mut log);
