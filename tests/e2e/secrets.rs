@@ -168,6 +168,66 @@ fn a_generated_password_stays_sealed_and_hidden() {
     env.ok(&["destroy", "--yes"]);
 }
 
+/// The sealed `token` of resource `a`, in its inputs and its outputs, as `stack export` shows
+/// the state.
+fn sealed_tokens(env: &Env, log: &mut String) -> Vec<String> {
+    let state = run(env, &["stack", "export"], log);
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    let a = (state["snapshot"]["resources"].as_array().unwrap().iter())
+        .find(|r| r["urn"].as_str().unwrap().ends_with("::a"))
+        .unwrap();
+    (["inputs", "outputs"].iter())
+        .map(|side| a[side]["token"]["ciphertext"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A secret that did not change keeps its ciphertext through later commands (no re-encryption
+/// of ten thousand unchanged secrets per checkpoint); a changed one is sealed afresh, and the
+/// input and output holding the same plaintext never share a ciphertext.
+#[test]
+fn an_unchanged_secret_keeps_its_ciphertext() {
+    let env = Env::scenario();
+    let mut log = String::new();
+    run(
+        &env,
+        &[
+            "config",
+            "set",
+            "token_a",
+            "tok-5d1e-kept-secret",
+            "--secret",
+        ],
+        &mut log,
+    );
+    run(&env, &["up", "--yes"], &mut log);
+    let first = sealed_tokens(&env, &mut log);
+    assert_ne!(first[0], first[1], "equal plaintexts, distinct ciphertexts");
+    run(&env, &["refresh", "--yes"], &mut log);
+    run(&env, &["up", "--yes"], &mut log);
+    assert_eq!(sealed_tokens(&env, &mut log), first);
+
+    run(
+        &env,
+        &[
+            "config",
+            "set",
+            "token_a",
+            "tok-0b7c-changed-secret",
+            "--secret",
+        ],
+        &mut log,
+    );
+    let out = run(&env, &["up", "--yes"], &mut log);
+    assert!(out.contains("1 updated"), "{out}");
+    let changed = sealed_tokens(&env, &mut log);
+    assert!(
+        changed.iter().all(|c| !first.contains(c)) && changed[0] != changed[1],
+        "{first:?} {changed:?}"
+    );
+    assert_nowhere(&env, "tok-5d1e-kept-secret", &log);
+    assert_nowhere(&env, "tok-0b7c-changed-secret", &log);
+}
+
 /// An update may record a secret whatever the stack held before (any provider output, any
 /// program value can be one), so it needs the stack's secrets before it starts. Without a
 /// passphrase and without a terminal to ask on, `up` of the example (whose password is the

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use plinth_backend::secrets::{
-    Crypter, LazyCrypter, PassphraseCrypter, SecretsError, SecretsProvider,
+    Crypter, LazyCrypter, PassphraseCrypter, Remembering, SecretsError, SecretsProvider,
 };
 use plinth_backend::service::{ServiceCrypter, Transport};
 use plinth_backend::{Backend, StackRef};
@@ -87,11 +87,11 @@ impl ProjectSecrets {
         match self.kind_of(&config) {
             Ok(ProviderKind::Passphrase) => passphrase_crypter(config, stack),
             Ok(ProviderKind::Service) => match &self.service {
-                Some(service) => Arc::new(ServiceCrypter::new(
+                Some(service) => Arc::new(Remembering::new(ServiceCrypter::new(
                     service.transport.clone(),
                     &self.project,
                     stack,
-                )),
+                ))),
                 None => Arc::new(Refusing(unavailable(
                     stack,
                     &format!(
@@ -117,10 +117,13 @@ impl SecretsProvider for ProjectSecrets {
     }
 }
 
-/// The passphrase crypter of a stack, unlocked on first use.
+/// The passphrase crypter of a stack, unlocked on first use. Both kinds remember the
+/// ciphertexts of the command's checkpoints, to keep those of unchanged secrets.
 fn passphrase_crypter(config: StackConfig, stack: &str) -> Arc<dyn Crypter> {
     let stack = stack.to_owned();
-    Arc::new(LazyCrypter::new(move || unlock(&config, &stack)))
+    Arc::new(Remembering::new(LazyCrypter::new(move || {
+        unlock(&config, &stack)
+    })))
 }
 
 /// A crypter whose every use fails the same way: a stack whose provider cannot be used.

@@ -18,7 +18,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::secrets::{CodecError, Crypter, PlainText, SealedText, open_trees, seal_trees};
+use crate::secrets::{
+    CodecError, Crypter, PlainText, SealedText, Slot, open_trees, seal_trees, secret_paths,
+};
 
 /// The first schema that stores snapshots this way.
 pub(crate) const STORED_SINCE: u32 = 3;
@@ -114,22 +116,34 @@ fn seal_in_place(
             false => serde_json::value::to_raw_value(resource).map(Text::Written),
         })
         .collect::<serde_json::Result<Vec<_>>>()?;
-    let found = (texts.par_iter())
-        .map(|text| match text {
+    let found = (texts.par_iter().zip(all))
+        .map(|(text, resource)| match text {
             Text::Written(_) => Some(None),
-            Text::WithSecrets(text) => PlainText::find(text).map(Some),
+            Text::WithSecrets(text) => PlainText::find(text).map(|found| {
+                let slots = slots(resource, found.len());
+                Some((found, slots))
+            }),
         })
         .collect::<Option<Vec<_>>>();
     let Some(found) = found else {
         return Ok(None);
     };
+    let (found, slots): (Vec<Option<PlainText>>, Vec<Vec<Slot>>) = (found.into_iter())
+        .map(|found| match found {
+            Some((text, slots)) => (Some(text), slots),
+            None => (None, Vec::new()),
+        })
+        .unzip();
     let plaintexts: Vec<String> = (found.iter().flatten())
         .flat_map(PlainText::plaintexts)
         .map(str::to_owned)
         .collect();
-    let sealed = match plaintexts.is_empty() {
-        true => Vec::new(),
-        false => crypter.seal_all(&plaintexts)?,
+    let sealed = match (plaintexts.is_empty(), crypter.memory()) {
+        (true, _) => Vec::new(),
+        (false, Some(memory)) => {
+            memory.seal(slots.into_iter().flatten().collect(), plaintexts, crypter)?
+        }
+        (false, None) => crypter.seal_all(&plaintexts)?,
     };
     let mut rest = sealed.as_slice();
     let sealed: Vec<(&PlainText, &[String])> = (found.iter().flatten())
@@ -154,6 +168,35 @@ fn seal_in_place(
             })
             .collect(),
     ))
+}
+
+/// The places of the `count` secrets of `resource`, as its text holds them: unknown (never
+/// reused) should the walk of its values not find as many.
+fn slots<'a>(resource: &StoredRef<'a>, count: usize) -> Vec<Slot<'a>> {
+    places(
+        resource.urn.as_str(),
+        resource.inputs,
+        resource.outputs,
+        count,
+    )
+}
+
+fn places<'a>(
+    urn: &'a str,
+    inputs: &PropertyMap,
+    outputs: &PropertyMap,
+    count: usize,
+) -> Vec<Slot<'a>> {
+    let paths = secret_paths(inputs, outputs);
+    if paths.len() != count {
+        return (0..count).map(|_| Slot { urn, path: None }).collect();
+    }
+    (paths.into_iter())
+        .map(|path| Slot {
+            urn,
+            path: Some(path),
+        })
+        .collect()
 }
 
 /// A resource written as JSON: final, or with its secrets still in the clear.
@@ -395,12 +438,28 @@ fn open_in_place(all: &[Box<RawValue>], crypter: &dyn Crypter) -> Option<Vec<Sto
             these
         })
         .collect();
-    (all.par_iter().zip(&found).zip(&plaintexts))
+    let stored: Vec<Stored> = (all.par_iter().zip(&found).zip(&plaintexts))
         .map(|((raw, text), plaintexts)| match text {
             None => serde_json::from_str(raw.get()).ok(),
             Some(text) => serde_json::from_str(&text.opened(plaintexts)?).ok(),
         })
-        .collect()
+        .collect::<Option<_>>()?;
+    if let Some(memory) = crypter.memory() {
+        let slots = (stored.par_iter().zip(&found))
+            .filter_map(|(stored, text)| {
+                let text = text.as_ref()?;
+                Some(places(
+                    stored.urn.as_str(),
+                    &stored.inputs,
+                    &stored.outputs,
+                    text.len(),
+                ))
+            })
+            .flatten_iter()
+            .collect();
+        memory.remember(slots, opened, sealed);
+    }
+    Some(stored)
 }
 
 /// Reads `all`, parsing those holding a sealed secret as trees to open (all in one batch).

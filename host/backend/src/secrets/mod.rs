@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 pub use lazy::LazyCrypter;
 pub(crate) use plinth_state::secrets::Redacted;
-pub use plinth_state::secrets::{Crypter, PassphraseCrypter, SecretsError};
+pub use plinth_state::secrets::{Crypter, PassphraseCrypter, Remembering, SecretsError};
 // For other documents that hold secrets: saved plans.
 pub use plinth_state::secrets::{open_tree, seal_tree};
 

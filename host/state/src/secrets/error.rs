@@ -23,6 +23,8 @@ pub enum SecretsError {
     /// by another provider, say.
     #[error("cannot open the secrets of {what}: {reason}")]
     Foreign { what: String, reason: String },
+    #[error("the secrets provider sealed {got} values when asked to seal {asked}")]
+    Miscounted { asked: usize, got: usize },
     #[error("redacted secrets cannot be sealed again")]
     Redacted,
     /// A secret of a state document that could not be opened, and where it is.

@@ -6,12 +6,14 @@
 //! Argon2id from a passphrase and a per-stack salt and seals values with XChaCha20-Poly1305.
 
 mod error;
+mod memory;
 #[cfg(any(test, feature = "passphrase"))]
 mod passphrase;
 mod splice;
 mod tree;
 
 pub use error::SecretsError;
+pub use memory::{Remembering, SealedMemory, Slot, secret_paths};
 #[cfg(any(test, feature = "passphrase"))]
 pub use passphrase::PassphraseCrypter;
 pub(crate) use splice::{PlainText, SealedText};
@@ -42,5 +44,9 @@ pub trait Crypter: Send + Sync {
     /// so that a failure shows before any work starts.
     fn unlock(&self) -> Result<(), SecretsError> {
         Ok(())
+    }
+    /// Where ciphertexts are kept for reuse in checkpoints ([`Remembering`]), if anywhere.
+    fn memory(&self) -> Option<&SealedMemory> {
+        None
     }
 }
