@@ -65,6 +65,7 @@ mod state;
 mod state_edit;
 mod support;
 mod ts_fetch;
+mod ts_edit;
 mod ts_files;
 mod ts_types;
 

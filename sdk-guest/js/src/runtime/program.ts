@@ -33,6 +33,7 @@ function guest(): Loaded {
   const scope = globalThis as Record<string, unknown>;
   try {
     scope.__plinthSourceMap = JSON.parse(readFileSync(`${CODE}/bundle.js.map`, "utf8"));
+    scope.__plinthEvaluated = true;
     scope.require = (name: string) => {
       if (Object.prototype.hasOwnProperty.call(IMPORTS, name)) return IMPORTS[name];
       throw new Error(`the program imports ${JSON.stringify(name)}, which the program world does not have`);
