@@ -113,3 +113,47 @@ fn an_exception_in_the_loaded_bundle_names_the_users_line() {
         "{stderr}"
     );
 }
+
+/// A plan names the program by a digest over the runtime and the code it loads: a plan saved
+/// before an edit refuses the edited program, though the runtime is the same file.
+#[test]
+fn a_plan_refuses_a_typescript_program_edited_since() {
+    let env = project();
+    write_program(&env.project, "one", "");
+    let plan = env.project.join("plan.json");
+    env.ok(&["preview", "--save-plan", plan.to_str().unwrap()]);
+    write_program(&env.project, "two", "");
+    let stderr = env.fails(&["up", "--yes", "--plan", plan.to_str().unwrap()]);
+    assert!(
+        stderr.contains("the program changed since the plan was made"),
+        "{stderr}"
+    );
+    write_program(&env.project, "one", "");
+    env.ok(&["up", "--yes", "--plan", plan.to_str().unwrap()]);
+    assert_eq!(greeting(&env), "one");
+}
+
+/// The code directory the runtime reads is no grant: the program's `node:fs` still reaches no
+/// directory, its own bundle included.
+#[test]
+fn a_typescript_program_cannot_touch_its_own_code() {
+    let env = project();
+    std::fs::write(
+        env.project.join("index.ts"),
+        "import type { Context } from \"@plinth/sdk\";\n\
+         import { readFileSync, writeFileSync } from \"node:fs\";\n\n\
+         export default function main(ctx: Context) {\n  \
+           let read = \"refused\";\n  \
+           try { read = readFileSync(\"/.plinth-code/bundle.js\", \"utf8\").slice(0, 9); } catch {}\n  \
+           ctx.export(\"greeting\", read);\n  \
+           writeFileSync(\"/.plinth-code/bundle.js\", \"globalThis.x = 1;\");\n\
+         }\n",
+    )
+    .unwrap();
+    let stderr = env.fails(&["up", "--yes"]);
+    assert!(
+        stderr.contains("EACCES") && stderr.contains("programs and policy packs are granted no directory"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("index.ts:8:"), "{stderr}");
+}
