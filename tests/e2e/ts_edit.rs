@@ -69,14 +69,20 @@ fn an_edited_typescript_program_runs_its_new_code_on_the_same_runtime() {
     assert!(first.contains("Building program"), "{first}");
     assert_eq!(greeting(&env), "one");
     let runtimes_before = runtimes();
-    assert!(!runtimes_before.is_empty(), "no runtime in the build cache:\n{first}");
+    assert!(
+        !runtimes_before.is_empty(),
+        "no runtime in the build cache:\n{first}"
+    );
 
     for (edit, word) in ["two", "three"].iter().enumerate() {
         write_program(&env.project, word, "");
         let stderr = built(&env, &["up", "--yes"]);
         // The program's bundle is rebuilt; the runtime is not: the same file, untouched.
         assert!(stderr.contains("Building program"), "edit {edit}: {stderr}");
-        assert!(!stderr.contains("program runtime (once"), "edit {edit} rebuilt the runtime: {stderr}");
+        assert!(
+            !stderr.contains("program runtime (once"),
+            "edit {edit} rebuilt the runtime: {stderr}"
+        );
         assert_eq!(runtimes(), runtimes_before, "edit {edit}: {stderr}");
         assert_eq!(greeting(&env), *word, "edit {edit}: {stderr}");
     }
@@ -88,7 +94,11 @@ fn an_edited_typescript_program_runs_its_new_code_on_the_same_runtime() {
 #[test]
 fn an_exception_in_the_loaded_bundle_names_the_users_line() {
     let env = project();
-    write_program(&env.project, "one", "  throw new Error(\"the sixth line\");\n");
+    write_program(
+        &env.project,
+        "one",
+        "  throw new Error(\"the sixth line\");\n",
+    );
     let stderr = env.fails(&["preview"]);
     assert!(
         stderr.contains("Error: the sixth line") && stderr.contains("index.ts:5:"),
@@ -152,7 +162,8 @@ fn a_typescript_program_cannot_touch_its_own_code() {
     .unwrap();
     let stderr = env.fails(&["up", "--yes"]);
     assert!(
-        stderr.contains("EACCES") && stderr.contains("programs and policy packs are granted no directory"),
+        stderr.contains("EACCES")
+            && stderr.contains("programs and policy packs are granted no directory"),
         "{stderr}"
     );
     assert!(stderr.contains("index.ts:8:"), "{stderr}");

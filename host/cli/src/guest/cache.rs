@@ -115,8 +115,9 @@ impl ComponentCache {
         match std::fs::rename(out, &cached) {
             Ok(()) => Ok(cached),
             Err(_) if cached.is_dir() => Ok(cached),
-            Err(e) => Err(e)
-                .with_context(|| format!("storing the built code in {}", cached.display())),
+            Err(e) => {
+                Err(e).with_context(|| format!("storing the built code in {}", cached.display()))
+            }
         }
     }
 

@@ -105,17 +105,31 @@ pub fn build<L: Componentized + ?Sized>(
     role: Role,
     what: &str,
 ) -> Result<PathBuf> {
-    prepare(language, dir, role, what, Form::Whole, |job, cache, key, _| {
-        let name = file_name_of(job.dir);
-        if let Some(cached) = cache.get(key, &name) {
-            return Ok(cached);
-        }
-        building(what, job.dir, &format!("{}, with {}", language.name(), job.tools.version));
-        let started = Instant::now();
-        language.componentize(job)?;
-        eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
-        cache.store(key, &name, job.out)
-    })
+    let whole = |job: &Job, cache: &ComponentCache, key: &Key, _| whole(language, job, cache, key);
+    prepare(language, dir, role, what, Form::Whole, whole)
+}
+
+/// The whole component of `job`, from the cache or componentized now.
+fn whole<L: Componentized + ?Sized>(
+    language: &L,
+    job: &Job,
+    cache: &ComponentCache,
+    key: &Key,
+) -> Result<PathBuf> {
+    let name = file_name_of(job.dir);
+    if let Some(cached) = cache.get(key, &name) {
+        return Ok(cached);
+    }
+    let how = format!("{}, with {}", language.name(), job.tools.version);
+    building(job.what, job.dir, &how);
+    let started = Instant::now();
+    language.componentize(job)?;
+    eprintln!(
+        "Built {} in {:.1}s.",
+        job.what,
+        started.elapsed().as_secs_f64()
+    );
+    cache.store(key, &name, job.out)
 }
 
 /// Builds the guest in `dir` to run here: the language's prebuilt runtime for `role` (built
@@ -126,49 +140,68 @@ pub fn build_loaded<L: Prebuilt + ?Sized>(
     role: Role,
     what: &str,
 ) -> Result<Built> {
-    prepare(language, dir, role, what, Form::Loaded, |job, cache, key, started| {
-        let code = match cache.get_dir(key, CODE) {
-            Some(code) => code,
-            None => {
-                // Bundled (and type-checked) already: say what was built, and how long it took.
-                building(what, job.dir, &format!("{}, for its prebuilt runtime", language.name()));
-                eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
-                cache.store_dir(key, CODE, &job.work.join(CODE))?
-            }
-        };
-        let runtime_key = Key::new(language.name())
-            .with("runtime", role.world())
-            .with("sdk", &job.sdk.hash)
-            .with("toolchain", &job.tools.version);
-        let name = format!("{}-{}-runtime", language.id(), role.world());
-        let component = match cache.get(&runtime_key, &name) {
-            Some(component) => component,
-            None => {
-                let runtime = format!("the {} {} runtime", language.name(), role.world());
-                let staging = cache.staging()?;
-                let out = staging.path().join("component.wasm");
-                let job = Job {
-                    work: staging.path(),
-                    out: &out,
-                    ..*job
-                };
-                eprintln!(
-                    "Building {runtime} (once for this SDK and toolchain, with {})...",
-                    job.tools.version
-                );
-                let started = Instant::now();
-                language.componentize_runtime(&job)?;
-                eprintln!("Built {runtime} in {:.1}s.", started.elapsed().as_secs_f64());
-                cache.store(&runtime_key, &name, &out)?
-            }
-        };
-        Ok(Built {
-            component,
-            code: Some(ProgramCode {
-                dir: code,
-                name: file_name_of(job.dir),
-            }),
-        })
+    let loaded = |job: &Job, cache: &ComponentCache, key: &Key, started| {
+        loaded(language, job, cache, key, started)
+    };
+    prepare(language, dir, role, what, Form::Loaded, loaded)
+}
+
+/// The prebuilt runtime of `job`'s language and role, and the code of `job` it loads, each
+/// from the cache or built now; `started` is when the build began.
+fn loaded<L: Prebuilt + ?Sized>(
+    language: &L,
+    job: &Job,
+    cache: &ComponentCache,
+    key: &Key,
+    started: Instant,
+) -> Result<Built> {
+    let what = job.what;
+    let code = match cache.get_dir(key, CODE) {
+        Some(code) => code,
+        None => {
+            // Bundled (and type-checked) already: say what was built, and how long it took.
+            let how = format!("{}, for its prebuilt runtime", language.name());
+            building(what, job.dir, &how);
+            eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
+            cache.store_dir(key, CODE, &job.work.join(CODE))?
+        }
+    };
+    let role = job.role;
+    let runtime_key = Key::new(language.name())
+        .with("runtime", role.world())
+        .with("sdk", &job.sdk.hash)
+        .with("toolchain", &job.tools.version);
+    let name = format!("{}-{}-runtime", language.id(), role.world());
+    let component = match cache.get(&runtime_key, &name) {
+        Some(component) => component,
+        None => {
+            let runtime = format!("the {} {} runtime", language.name(), role.world());
+            let staging = cache.staging()?;
+            let out = staging.path().join("component.wasm");
+            let job = Job {
+                work: staging.path(),
+                out: &out,
+                ..*job
+            };
+            eprintln!(
+                "Building {runtime} (once for this SDK and toolchain, with {})...",
+                job.tools.version
+            );
+            let started = Instant::now();
+            language.componentize_runtime(&job)?;
+            eprintln!(
+                "Built {runtime} in {:.1}s.",
+                started.elapsed().as_secs_f64()
+            );
+            cache.store(&runtime_key, &name, &out)?
+        }
+    };
+    Ok(Built {
+        component,
+        code: Some(ProgramCode {
+            dir: code,
+            name: file_name_of(job.dir),
+        }),
     })
 }
 

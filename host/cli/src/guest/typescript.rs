@@ -208,7 +208,11 @@ impl Prebuilt for TypeScript {
     fn componentize_runtime(&self, job: &Job) -> Result<()> {
         let loader = job.sdk.dir(SDK_DIR).join("runtime/program.ts");
         let bundle = job.work.join(BUNDLE);
-        let (bundler, prefix) = job.tools.bundler.as_ref().expect("JavaScript has a bundler");
+        let (bundler, prefix) = job
+            .tools
+            .bundler
+            .as_ref()
+            .expect("JavaScript has a bundler");
         run(
             Command::new(bundler)
                 .args(prefix)
@@ -243,7 +247,9 @@ const MAP: &str = "bundle.js.map";
 fn wrapper(job: &Job) -> Result<String> {
     let export = |name: &str| match job.form {
         Form::Whole => format!("export const {name} = "),
-        Form::Loaded => format!("globalThis.__plinthGuest ??= {{}};\nglobalThis.__plinthGuest.{name} = "),
+        Form::Loaded => {
+            format!("globalThis.__plinthGuest ??= {{}};\nglobalThis.__plinthGuest.{name} = ")
+        }
     };
     let entry = entry(job.dir, job.what)?;
     let js = |path: PathBuf| serde_json::to_string(&path.to_string_lossy()).expect("a string");
