@@ -67,6 +67,7 @@ mod stack_root;
 mod state;
 mod state_edit;
 mod support;
+mod ts_edit;
 mod ts_fetch;
 mod ts_files;
 mod ts_types;

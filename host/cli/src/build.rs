@@ -3,9 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use sha2::{Digest, Sha256};
 
-use crate::guest::{self, LANGUAGES, Role};
+use crate::guest::{self, Built, LANGUAGES, Role};
+use crate::plugin::store::file_sha256;
 
 /// The component `path` names: the file itself, or the component its guest directory builds
 /// to as a `role`.
@@ -26,6 +28,46 @@ pub fn component_path(path: &Path, what: &str, role: Role) -> Result<PathBuf> {
             either(LANGUAGES.iter().map(|l| l.name())),
         ),
     }
+}
+
+/// The program `path` names, built to run here: a component file as it is, a guest directory
+/// as its language runs it (on a prebuilt runtime that loads its code, where there is one).
+pub fn program_build(path: &Path, what: &str) -> Result<Built> {
+    if path.is_dir()
+        && let Some(language) = guest::detect(path)
+    {
+        return language.build_to_run(path, Role::Program, what);
+    }
+    Ok(Built {
+        component: component_path(path, what, Role::Program)?,
+        code: None,
+    })
+}
+
+/// The SHA-256 that identifies what `built` runs: its component's, or for a prebuilt
+/// runtime, one over the runtime's and every file of the code it loads, so that a plan
+/// recorded for one version of the program refuses another.
+pub fn built_sha256(built: &Built) -> Result<String> {
+    let component = file_sha256(&built.component)
+        .with_context(|| format!("cannot read the program {}", built.component.display()))?;
+    let Some(code) = &built.code else {
+        return Ok(component);
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(component.as_bytes());
+    let mut files: Vec<PathBuf> = (std::fs::read_dir(&code.dir)
+        .with_context(|| format!("cannot read the program's code {}", code.dir.display()))?)
+    .map(|entry| entry.map(|e| e.path()))
+    .collect::<std::io::Result<_>>()?;
+    files.sort();
+    for file in files {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        let digest = file_sha256(&file)
+            .with_context(|| format!("cannot read the program's code {}", file.display()))?;
+        hasher.update(format!("\n{}\n{digest}", name.len()).as_bytes());
+        hasher.update(name.as_bytes());
+    }
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// `a, b or c`.

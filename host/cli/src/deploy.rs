@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use console::style;
 use plinth_backend::{
@@ -30,17 +30,16 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::build::component_path;
+use crate::build::{built_sha256, program_build};
 use crate::compiler::Compiler;
 use crate::exit;
 use crate::grant_advice::PlinthYamlAdvice;
-use crate::guest::Role;
 use crate::home::{artifact_cache, plinth_home};
 use crate::json_events::{JsonEvent, JsonStream};
 use crate::plan_file::{self, Plan, PlanOptions, StateMark};
 use crate::plugin::providers::PluginProviders;
 use crate::plugin::resolve::{pins, resolve};
-use crate::plugin::{lockfile, registry, store::Store, store::file_sha256};
+use crate::plugin::{lockfile, registry, store::Store};
 use crate::policy::{self, PolicyArgs};
 use crate::run_metadata::MetadataArgs;
 use crate::run_options::RunOptions;
@@ -663,18 +662,19 @@ impl<'a> Deployer<'a> {
         let spec = &self.ws.project.file.program;
         let source = self.ws.project.resolve(&spec.path);
         let tier = self.compiler.tier(source.is_dir());
-        let path =
-            tokio::task::spawn_blocking(move || component_path(&source, "program", Role::Program))
-                .await??;
+        let built =
+            tokio::task::spawn_blocking(move || program_build(&source, "program")).await??;
         if request.capture || request.plan.is_some() {
-            let digest = file_sha256(&path)
-                .with_context(|| format!("cannot read the program {}", path.display()))?;
+            let digest = built_sha256(&built)?;
             if let Some(plan) = &request.plan {
                 plan.check_program(&digest)?;
             }
             ran.program = Some(digest);
         }
-        Ok(self.runtime.load_program(&path, spec.limits, tier).await?)
+        let program = (self.runtime)
+            .load_program_with(&built.component, built.code.as_ref(), spec.limits, tier)
+            .await?;
+        Ok(program)
     }
 
     /// Which state `snapshot` is, for a saved plan.

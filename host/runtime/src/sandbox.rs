@@ -18,6 +18,7 @@ pub(crate) mod tls;
 pub(crate) mod wait;
 
 use std::fmt::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,7 @@ use plinth_engine::shown::escape_controls;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::sockets::WasiSocketsCtxView;
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
 use crate::access::advice::{GrantAdvice, PlainAdvice};
@@ -38,6 +39,11 @@ use crate::sandbox::limits::{Limits, MAX_TRANSFER_BYTES, MemoryLimiter};
 use crate::sandbox::net::{GuardedLookup, NetPolicy};
 use crate::sandbox::stdio::{LineSink, OutputPipe};
 use crate::sandbox::wait::BoundedPoll;
+
+/// Where a program run by a prebuilt language runtime (TypeScript, Python) finds its own code:
+/// the bundle or modules plinth built from its sources, preopened read-only. Nothing else is
+/// there, and the program's grants are unchanged (it has none).
+pub const CODE_DIR: &str = "/.plinth-code";
 
 /// The state of one guest instance that the host keeps for it.
 pub(crate) struct Sandbox {
@@ -65,18 +71,29 @@ pub(crate) struct Sandbox {
 
 impl Sandbox {
     /// A sandbox for the program named `guest`, whose stdout lines go to `stdout`. Programs
-    /// are granted nothing.
-    pub(crate) fn new(guest: Arc<str>, stdout: LineSink, limits: Limits) -> Sandbox {
+    /// are granted nothing; a program run by a prebuilt language runtime sees its own code,
+    /// `code`, read-only at [`CODE_DIR`] (the error says why it could not be opened).
+    pub(crate) fn new(
+        guest: Arc<str>,
+        stdout: LineSink,
+        limits: Limits,
+        code: Option<&Path>,
+    ) -> Result<Sandbox, String> {
         let owner = Owner::Program(guest.to_string());
-        Sandbox::build(
-            WasiCtxBuilder::new(),
+        let mut wasi = WasiCtxBuilder::new();
+        if let Some(code) = code {
+            wasi.preopened_dir(code, CODE_DIR, FsPerms::ReadOnly)
+                .map_err(|e| format!("cannot open its code `{}`: {e:#}", code.display()))?;
+        }
+        Ok(Sandbox::build(
+            wasi,
             owner,
             guest,
             stdout,
             limits,
             &Grants::default(),
             Arc::new(PlainAdvice),
-        )
+        ))
     }
 
     /// A sandbox for the policy pack named `guest`, granted nothing: no directory, network,

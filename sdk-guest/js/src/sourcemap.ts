@@ -105,15 +105,20 @@ export function mapStack(stack: string, map = embeddedMap()): string[] {
       continue;
     }
     const name = m[1] || "<anonymous>";
+    // On the prebuilt runtime, the bundle is evaluated (`runtime.js line 12 > eval`): the
+    // runtime's own frames are nothing of the guest's, and the map is not theirs.
+    const evaluated = (globalThis as { __plinthEvaluated?: boolean }).__plinthEvaluated === true;
+    if (evaluated && !/ > eval$/.test(m[2])) continue;
     const at = map ? lookup(map.map, map.lines, Number(m[3]), Number(m[4])) : undefined;
     if (at) {
       frames.push({
         text: `${name} (${at.source}:${at.line}:${at.column})`,
         ours: at.source.startsWith("@plinth/sdk/"),
       });
-    } else if (!/(^|\/)initializer\.js$/.test(m[2])) {
+    } else if (!evaluated && !/(^|\/)initializer\.js$/.test(m[2])) {
       // (`initializer.js`, in the build's scratch directory, is componentize-js's own
-      // wrapper: nothing of the guest's.)
+      // wrapper, and an evaluated bundle's unmapped lines are esbuild's: nothing of the
+      // guest's.)
       frames.push({ text: `${name} (${m[2]}:${m[3]}:${m[4]})`, ours: false });
     }
   }

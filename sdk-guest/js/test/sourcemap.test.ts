@@ -23,3 +23,19 @@ test("frames map to their source lines, and SDK frames are left out", () => {
   const wrapped = mapStack("main@bundle.js:1:12\ncall@/tmp/build-1/initializer.js:40:5", { map, lines });
   assert.deepEqual(wrapped, ["main (index.ts:4:3)"]);
 });
+
+test("on the prebuilt runtime, only the evaluated bundle's frames are mapped and shown", () => {
+  const lines = decodeMappings(map.mappings);
+  const scope = globalThis as { __plinthEvaluated?: boolean };
+  scope.__plinthEvaluated = true;
+  try {
+    const stack = [
+      "main@bundle.js line 266 > eval:1:12",
+      "__esm@bundle.js line 266 > eval:7:1",
+      "guest@bundle.js:270:5",
+    ].join("\n");
+    assert.deepEqual(mapStack(stack, { map, lines }), ["main (index.ts:4:3)"]);
+  } finally {
+    delete scope.__plinthEvaluated;
+  }
+});

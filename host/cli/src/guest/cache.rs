@@ -100,6 +100,27 @@ impl ComponentCache {
             .with_context(|| format!("recording {mark} in {}", entry.display()))
     }
 
+    /// The directory cached under `key` as `name` (a prebuilt runtime's code), if it is.
+    pub fn get_dir(&self, key: &Key, name: &str) -> Option<PathBuf> {
+        let cached = self.entry(key).join(name);
+        cached.is_dir().then_some(cached)
+    }
+
+    /// Moves the directory built at `out` into the cache under `key` as `name`, atomically;
+    /// when another build stored it first, theirs (built from the same key) is kept.
+    pub fn store_dir(&self, key: &Key, name: &str, out: &Path) -> Result<PathBuf> {
+        let entry = self.entry(key);
+        std::fs::create_dir_all(&entry)?;
+        let cached = entry.join(name);
+        match std::fs::rename(out, &cached) {
+            Ok(()) => Ok(cached),
+            Err(_) if cached.is_dir() => Ok(cached),
+            Err(e) => {
+                Err(e).with_context(|| format!("storing the built code in {}", cached.display()))
+            }
+        }
+    }
+
     /// A scratch directory for one build, removed when dropped.
     pub fn staging(&self) -> Result<tempfile::TempDir> {
         tempfile::Builder::new()

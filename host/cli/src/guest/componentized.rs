@@ -10,8 +10,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 
+use plinth_runtime::ProgramCode;
+
 use super::cache::{ComponentCache, Key, file_name_of};
-use super::language::{GuestLanguage, Role};
+use super::language::{Built, GuestLanguage, Role};
 use super::sdk::{self, Sdk};
 use super::tools::Toolchain;
 use super::typecheck;
@@ -25,12 +27,34 @@ pub struct Dependency {
     pub dir: PathBuf,
 }
 
+/// What a build makes of the guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// One component holding the runtime and the guest's code: what `plinth plugin build`
+    /// ships.
+    Whole,
+    /// The guest's code alone, in `<work>/code`, which the language's prebuilt runtime
+    /// loads at run time.
+    Loaded,
+}
+
+impl Form {
+    fn name(self) -> &'static str {
+        match self {
+            Form::Whole => "whole",
+            Form::Loaded => "loaded",
+        }
+    }
+}
+
 /// One build: what the language's steps read and where they write.
 pub struct Job<'a> {
     /// The guest's directory, canonical.
     pub dir: &'a Path,
     pub dependencies: &'a [Dependency],
     pub role: Role,
+    /// Whole, or the code a prebuilt runtime loads.
+    pub form: Form,
     pub sdk: &'a Sdk,
     pub tools: &'a Toolchain,
     /// A scratch directory for this build; `out` is in it.
@@ -56,6 +80,7 @@ pub trait Componentized: GuestLanguage {
     fn pack(&self, job: &Job) -> Result<Vec<(String, PathBuf)>>;
     /// Turns what [`Componentized::pack`] wrote into the component at `job.out`.
     fn componentize(&self, job: &Job) -> Result<()>;
+
     /// Checks the guest's types, where the language has a checker plinth runs, and returns
     /// the files the checker read (those of the toolchain and the SDK aside); an error lists
     /// what is wrong, by file and line. Run once per version of those files (and never with
@@ -65,6 +90,14 @@ pub trait Componentized: GuestLanguage {
     }
 }
 
+/// A componentized language with a prebuilt runtime: one component that runs any guest's
+/// code, packed in [`Form::Loaded`] and read at run time from [`plinth_runtime::CODE_DIR`].
+pub trait Prebuilt: Componentized {
+    /// Builds, at `job.out`, the runtime for `job.role`. It depends on the SDK and the
+    /// toolchain only, never on the guest.
+    fn componentize_runtime(&self, job: &Job) -> Result<()>;
+}
+
 /// Builds the guest in `dir` (or finds it in the cache) and returns its component.
 pub fn build<L: Componentized + ?Sized>(
     language: &L,
@@ -72,6 +105,121 @@ pub fn build<L: Componentized + ?Sized>(
     role: Role,
     what: &str,
 ) -> Result<PathBuf> {
+    let whole = |job: &Job, cache: &ComponentCache, key: &Key, _| whole(language, job, cache, key);
+    prepare(language, dir, role, what, Form::Whole, whole)
+}
+
+/// The whole component of `job`, from the cache or componentized now.
+fn whole<L: Componentized + ?Sized>(
+    language: &L,
+    job: &Job,
+    cache: &ComponentCache,
+    key: &Key,
+) -> Result<PathBuf> {
+    let name = file_name_of(job.dir);
+    if let Some(cached) = cache.get(key, &name) {
+        return Ok(cached);
+    }
+    let how = format!("{}, with {}", language.name(), job.tools.version);
+    building(job.what, job.dir, &how);
+    let started = Instant::now();
+    language.componentize(job)?;
+    eprintln!(
+        "Built {} in {:.1}s.",
+        job.what,
+        started.elapsed().as_secs_f64()
+    );
+    cache.store(key, &name, job.out)
+}
+
+/// Builds the guest in `dir` to run here: the language's prebuilt runtime for `role` (built
+/// once per SDK and toolchain) and the code it loads, which is all an edit rebuilds.
+pub fn build_loaded<L: Prebuilt + ?Sized>(
+    language: &L,
+    dir: &Path,
+    role: Role,
+    what: &str,
+) -> Result<Built> {
+    let loaded = |job: &Job, cache: &ComponentCache, key: &Key, started| {
+        loaded(language, job, cache, key, started)
+    };
+    prepare(language, dir, role, what, Form::Loaded, loaded)
+}
+
+/// The prebuilt runtime of `job`'s language and role, and the code of `job` it loads, each
+/// from the cache or built now; `started` is when the build began.
+fn loaded<L: Prebuilt + ?Sized>(
+    language: &L,
+    job: &Job,
+    cache: &ComponentCache,
+    key: &Key,
+    started: Instant,
+) -> Result<Built> {
+    let what = job.what;
+    let code = match cache.get_dir(key, CODE) {
+        Some(code) => code,
+        None => {
+            // Bundled (and type-checked) already: say what was built, and how long it took.
+            let how = format!("{}, for its prebuilt runtime", language.name());
+            building(what, job.dir, &how);
+            eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
+            cache.store_dir(key, CODE, &job.work.join(CODE))?
+        }
+    };
+    let role = job.role;
+    let runtime_key = Key::new(language.name())
+        .with("runtime", role.world())
+        .with("sdk", &job.sdk.hash)
+        .with("toolchain", &job.tools.version);
+    let name = format!("{}-{}-runtime", language.id(), role.world());
+    let component = match cache.get(&runtime_key, &name) {
+        Some(component) => component,
+        None => {
+            let runtime = format!("the {} {} runtime", language.name(), role.world());
+            let staging = cache.staging()?;
+            let out = staging.path().join("component.wasm");
+            let job = Job {
+                work: staging.path(),
+                out: &out,
+                ..*job
+            };
+            eprintln!(
+                "Building {runtime} (once for this SDK and toolchain, with {})...",
+                job.tools.version
+            );
+            let started = Instant::now();
+            language.componentize_runtime(&job)?;
+            eprintln!(
+                "Built {runtime} in {:.1}s.",
+                started.elapsed().as_secs_f64()
+            );
+            cache.store(&runtime_key, &name, &out)?
+        }
+    };
+    Ok(Built {
+        component,
+        code: Some(ProgramCode {
+            dir: code,
+            name: file_name_of(job.dir),
+        }),
+    })
+}
+
+/// The folder of a build's scratch directory, and of its cache entry, that holds the code a
+/// prebuilt runtime loads.
+pub const CODE: &str = "code";
+
+/// Gathers what the guest in `dir` is made of in `form`, keys the build on it, checks the
+/// guest's types once per key, and hands the job, the cache and the key to `finish`.
+fn prepare<L: Componentized + ?Sized, T>(
+    language: &L,
+    dir: &Path,
+    role: Role,
+    what: &str,
+    form: Form,
+    finish: impl FnOnce(&Job, &ComponentCache, &Key, Instant) -> Result<T>,
+) -> Result<T> {
+    let started = Instant::now();
     let dir = dir.canonicalize()?;
     let dependencies = language.dependencies(&dir, what)?;
     let sdk = sdk::materialize(language.sdk_files())?;
@@ -83,6 +231,7 @@ pub fn build<L: Componentized + ?Sized>(
         dir: &dir,
         dependencies: &dependencies,
         role,
+        form,
         sdk: &sdk,
         tools: &tools,
         work: staging.path(),
@@ -91,6 +240,7 @@ pub fn build<L: Componentized + ?Sized>(
     };
     let mut key = Key::new(language.name())
         .with("role", role.world())
+        .with("form", form.name())
         .with("sdk", &sdk.hash)
         .with("toolchain", &tools.version);
     for dependency in &dependencies {
@@ -102,19 +252,10 @@ pub fn build<L: Componentized + ?Sized>(
     if super::tsc::typecheck_enabled() {
         typecheck::once(&dir, role, &cache, &key, || language.typecheck(&job))?;
     }
-    let name = file_name_of(&dir);
-    if let Some(cached) = cache.get(&key, &name) {
-        return Ok(cached);
-    }
-    // Componentizing takes seconds; say so, and how long it took.
-    eprintln!(
-        "Building {what} from {} ({}, with {})...",
-        dir.display(),
-        language.name(),
-        tools.version
-    );
-    let started = Instant::now();
-    language.componentize(&job)?;
-    eprintln!("Built {what} in {:.1}s.", started.elapsed().as_secs_f64());
-    cache.store(&key, &name, &out)
+    finish(&job, &cache, &key, started)
+}
+
+/// Says that `what`, from `dir`, is being built (componentizing takes seconds).
+fn building(what: &str, dir: &Path, how: &str) {
+    eprintln!("Building {what} from {} ({how})...", dir.display());
 }

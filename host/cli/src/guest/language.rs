@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use plinth_runtime::ProgramCode;
 
 /// What the component is for: the WIT world it is built against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +48,26 @@ pub trait GuestLanguage: Sync {
         &[]
     }
     /// Builds the guest in `dir` as a `role` (or finds it in the cache) and returns its
-    /// component. `what` names it in messages.
+    /// component, whole: one self-contained file, as `plinth plugin build` ships it. `what`
+    /// names it in messages.
     fn build(&self, dir: &Path, role: Role, what: &str) -> Result<PathBuf>;
+    /// Builds the guest in `dir` to run it here: where the language has a prebuilt runtime
+    /// for `role`, that runtime and the code it loads at run time (an edit rebuilds only the
+    /// code), else the whole component.
+    fn build_to_run(&self, dir: &Path, role: Role, what: &str) -> Result<Built> {
+        Ok(Built {
+            component: self.build(dir, role, what)?,
+            code: None,
+        })
+    }
+}
+
+/// A guest built to run: its component, and the code that component loads at run time when
+/// it is a prebuilt language runtime.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub component: PathBuf,
+    pub code: Option<ProgramCode>,
 }
 
 /// An embedded file: its path in the repository and its contents.

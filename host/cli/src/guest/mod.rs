@@ -23,7 +23,7 @@ mod typescript;
 
 use std::path::Path;
 
-pub use language::{GuestLanguage, Role};
+pub use language::{Built, GuestLanguage, Role};
 pub use tsc::skip_typecheck;
 
 /// Every guest language, in the order a directory is matched against them: the first whose

@@ -12,8 +12,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use super::componentized::{self, Componentized, Dependency, Job};
-use super::language::{GuestLanguage, Role, SdkFile};
+use super::componentized::{self, CODE, Componentized, Dependency, Form, Job, Prebuilt};
+use super::language::{Built, GuestLanguage, Role, SdkFile};
 use super::run::{run, run_with_input};
 use super::sdk::embed;
 use super::tools::{Toolchain, on_path, setup_hint, tools_dir};
@@ -41,7 +41,9 @@ const SDK_FILES: &[SdkFile] = embed![
     "sdk-guest/js/src/node/path.ts",
     "sdk-guest/js/src/node/no-files.ts",
     "sdk-guest/js/src/node/wasi-filesystem.d.ts",
+    "sdk-guest/js/src/runtime/program.ts",
     "sdk-guest/js/wit/provider.wit",
+    "sdk-guest/js/wit/program.wit",
     "sdk-guest/js/wit/wasi-io.wit",
     "sdk-guest/js/wit/wasi-clocks.wit",
     "sdk-guest/js/wit/wasi-filesystem.wit",
@@ -82,6 +84,18 @@ impl GuestLanguage for TypeScript {
 
     fn build(&self, dir: &Path, role: Role, what: &str) -> Result<PathBuf> {
         componentized::build(self, dir, role, what)
+    }
+
+    /// A program runs on the prebuilt program runtime, which evaluates its bundle; providers
+    /// and policy packs are built whole.
+    fn build_to_run(&self, dir: &Path, role: Role, what: &str) -> Result<Built> {
+        match role {
+            Role::Program => componentized::build_loaded(self, dir, role, what),
+            Role::Provider | Role::PolicyPack => Ok(Built {
+                component: self.build(dir, role, what)?,
+                code: None,
+            }),
+        }
     }
 }
 
@@ -139,12 +153,15 @@ impl Componentized for TypeScript {
     }
 
     fn pack(&self, job: &Job) -> Result<Vec<(String, PathBuf)>> {
-        let bundle = bundle(job, &wrapper(job)?)?;
-        Ok(vec![("bundle.js".to_owned(), bundle)])
+        let (bundle, map) = bundle(job, &wrapper(job)?)?;
+        Ok(match job.form {
+            Form::Whole => vec![(BUNDLE.to_owned(), bundle)],
+            Form::Loaded => vec![(BUNDLE.to_owned(), bundle), (MAP.to_owned(), map)],
+        })
     }
 
     fn componentize(&self, job: &Job) -> Result<()> {
-        componentize(job, &job.work.join(BUNDLE))
+        componentize(job, &job.work.join(BUNDLE), &wit_of(job)?)
     }
 
     fn typecheck(&self, job: &Job) -> Result<Vec<PathBuf>> {
@@ -185,12 +202,55 @@ impl Componentized for TypeScript {
     }
 }
 
+impl Prebuilt for TypeScript {
+    /// The loader (`src/runtime/<world>.ts`) bundled alone, componentized against the world
+    /// and the `wasi:filesystem` import it reads the bundle through.
+    fn componentize_runtime(&self, job: &Job) -> Result<()> {
+        let loader = job.sdk.dir(SDK_DIR).join("runtime/program.ts");
+        let bundle = job.work.join(BUNDLE);
+        let (bundler, prefix) = job
+            .tools
+            .bundler
+            .as_ref()
+            .expect("JavaScript has a bundler");
+        run(
+            Command::new(bundler)
+                .args(prefix)
+                .arg(&loader)
+                .args([
+                    "--bundle",
+                    "--format=esm",
+                    "--platform=neutral",
+                    "--target=es2022",
+                    "--external:plinth:plugin/*",
+                    "--external:wasi:*",
+                    "--log-level=warning",
+                ])
+                .arg(format!("--outfile={}", bundle.display()))
+                .current_dir(job.work),
+            job.what,
+            "bundling the program runtime with esbuild",
+        )?;
+        componentize(job, &bundle, &runtime_wit(job)?)
+    }
+}
+
 /// The bundle esbuild writes in a build's scratch directory.
 const BUNDLE: &str = "bundle.js";
 
+/// The source map of a bundle the prebuilt runtime loads, beside it.
+const MAP: &str = "bundle.js.map";
+
 /// The module that exports the user's default export through the SDK, as the guest's role
-/// needs.
+/// needs: as a module's exports when it is built whole, or (for the prebuilt runtime, which
+/// evaluates it as a script) registered as `globalThis.__plinthGuest`.
 fn wrapper(job: &Job) -> Result<String> {
+    let export = |name: &str| match job.form {
+        Form::Whole => format!("export const {name} = "),
+        Form::Loaded => {
+            format!("globalThis.__plinthGuest ??= {{}};\nglobalThis.__plinthGuest.{name} = ")
+        }
+    };
     let entry = entry(job.dir, job.what)?;
     let js = |path: PathBuf| serde_json::to_string(&path.to_string_lossy()).expect("a string");
     let sdk = job.sdk.dir(SDK_DIR);
@@ -198,35 +258,38 @@ fn wrapper(job: &Job) -> Result<String> {
         Role::Program => format!(
             "import main from {};\nimport {{ exportProgram }} from {};\n\
              if (typeof main !== \"function\") throw new Error({});\n\
-             export const callbacks = exportProgram(main);\n",
+             {}exportProgram(main);\n",
             js(entry.clone()),
             js(sdk.join("program.ts")),
             js(PathBuf::from(format!(
                 "{}: the default export must be the program's main function",
                 entry.display()
             ))),
+            export("callbacks"),
         ),
         Role::PolicyPack => format!(
             "import pack from {};\nimport {{ PolicyPack, exportPolicyPack }} from {};\n\
              if (!(pack instanceof PolicyPack)) throw new Error({});\n\
-             export const analyzer = exportPolicyPack(pack);\n",
+             {}exportPolicyPack(pack);\n",
             js(entry.clone()),
             js(sdk.join("policy.ts")),
             js(PathBuf::from(format!(
                 "{}: the default export must be the pack: `export default new PolicyPack(\"name\", {{ policies: [...] }})`",
                 entry.display()
             ))),
+            export("analyzer"),
         ),
         Role::Provider => format!(
             "import definition from {};\nimport {{ exportProvider }} from {};\n\
              if (typeof definition !== \"object\" || definition === null) throw new Error({});\n\
-             export const provider = exportProvider(definition);\n",
+             {}exportProvider(definition);\n",
             js(entry.clone()),
             js(sdk.join("provider.ts")),
             js(PathBuf::from(format!(
                 "{}: the default export must be the provider: `export default provider({{...}})`",
                 entry.display()
             ))),
+            export("provider"),
         ),
     };
     Ok(wrapper)
@@ -323,12 +386,16 @@ fn entry(dir: &Path, what: &str) -> Result<PathBuf> {
 }
 
 /// Bundles the wrapper module with the guest's code and the SDK into [`BUNDLE`] in the
-/// build's scratch directory, with its source map embedded; the bundle's path.
-fn bundle(job: &Job, wrapper: &str) -> Result<PathBuf> {
+/// build's scratch directory, or in its [`CODE`] folder for the prebuilt runtime; the paths
+/// of the bundle and its source map. A whole component's bundle is an ES module with its
+/// source map embedded; the runtime's is a script (the runtime evaluates it, and hands it its
+/// imports through `require`) with its source map beside it.
+fn bundle(job: &Job, wrapper: &str) -> Result<(PathBuf, PathBuf)> {
     let Job {
         dir,
         dependencies,
         role,
+        form,
         sdk,
         tools,
         work,
@@ -347,7 +414,12 @@ fn bundle(job: &Job, wrapper: &str) -> Result<PathBuf> {
         })
         .collect::<Result<Vec<String>>>()?;
 
-    let bundle = work.join(BUNDLE);
+    let out = match form {
+        Form::Whole => work.to_owned(),
+        Form::Loaded => work.join(CODE),
+    };
+    std::fs::create_dir_all(&out)?;
+    let bundle = out.join(BUNDLE);
     let (bundler, prefix) = tools.bundler.as_ref().expect("JavaScript has a bundler");
     let mut command = Command::new(bundler);
     if role != Role::Program {
@@ -378,7 +450,10 @@ fn bundle(job: &Job, wrapper: &str) -> Result<PathBuf> {
         command
             .args([
                 "--bundle",
-                "--format=esm",
+                match form {
+                    Form::Whole => "--format=esm",
+                    Form::Loaded => "--format=iife",
+                },
                 "--platform=neutral",
                 "--target=es2022",
                 "--main-fields=module,main",
@@ -399,12 +474,24 @@ fn bundle(job: &Job, wrapper: &str) -> Result<PathBuf> {
         what,
         "bundling with esbuild",
     )?;
-    embed_source_map(&bundle, work, dir)?;
-    Ok(bundle)
+    let map_path = bundle.with_extension("js.map");
+    let map = source_map(&map_path, &out, dir)?;
+    match form {
+        Form::Whole => {
+            // Appended, so that every line of the bundle stays where the map says it is.
+            let mut text = std::fs::read_to_string(&bundle)?;
+            text.push_str("\nglobalThis.__plinthSourceMap = ");
+            text.push_str(&serde_json::to_string(&map)?);
+            text.push_str(";\n");
+            std::fs::write(&bundle, text)?;
+        }
+        Form::Loaded => std::fs::write(&map_path, serde_json::to_vec(&map)?)?,
+    }
+    Ok((bundle, map_path))
 }
 
-/// Turns the bundle into the component at `job.out`.
-fn componentize(job: &Job, bundle: &Path) -> Result<()> {
+/// Turns `bundle` into the component at `job.out`, against the world in `wit`.
+fn componentize(job: &Job, bundle: &Path, wit: &Path) -> Result<()> {
     let Job {
         role,
         tools,
@@ -419,7 +506,7 @@ fn componentize(job: &Job, bundle: &Path) -> Result<()> {
             .args(prefix)
             .arg(bundle)
             .arg("--wit")
-            .arg(wit_of(job)?)
+            .arg(wit)
             .args(["--world-name", role.world(), "-o"])
             .arg(out)
             .current_dir(work),
@@ -432,10 +519,23 @@ fn componentize(job: &Job, bundle: &Path) -> Result<()> {
 /// `wasi:filesystem` import of the SDK's `node:fs` (SDK_DIR's `../wit`) to the plugin world,
 /// which it finds as a dependency.
 fn wit_of(job: &Job) -> Result<PathBuf> {
-    let plugin = job.sdk.wit(job.role);
-    if job.role != Role::Provider {
-        return Ok(plugin);
+    match job.role {
+        Role::Provider => with_files(job, "provider.wit"),
+        Role::Program | Role::PolicyPack => Ok(job.sdk.wit(job.role)),
     }
+}
+
+/// The WIT folder the prebuilt runtime for `job.role` is built against: its world adds the
+/// `wasi:filesystem` import it reads the guest's bundle through.
+fn runtime_wit(job: &Job) -> Result<PathBuf> {
+    with_files(job, &format!("{}.wit", job.role.world()))
+}
+
+/// A WIT folder in the build's scratch directory holding `world` (a file of SDK_DIR's
+/// `../wit`, which includes the plugin world and imports `wasi:filesystem`) and, as
+/// dependencies, the plugin package and the WASI packages.
+fn with_files(job: &Job, world: &str) -> Result<PathBuf> {
+    let plugin = job.sdk.wit(job.role);
     let wit = job.work.join("wit");
     let js_wit = job.sdk.dir(SDK_DIR).join("../wit");
     let copy = |from: &Path, to: &Path| {
@@ -443,7 +543,7 @@ fn wit_of(job: &Job) -> Result<PathBuf> {
         std::fs::copy(from, to)
             .with_context(|| format!("copying {} for componentize-js", from.display()))
     };
-    copy(&js_wit.join("provider.wit"), &wit.join("provider.wit"))?;
+    copy(&js_wit.join(world), &wit.join(world))?;
     for package in ["io", "clocks", "filesystem"] {
         let name = format!("wasi-{package}.wit");
         copy(
@@ -461,19 +561,18 @@ fn wit_of(job: &Job) -> Result<PathBuf> {
     Ok(wit)
 }
 
-/// Appends the bundle's source map as a global the SDK reads when it reports an exception,
-/// with its sources named relative to the project (`index.ts`, `@plinth/sdk/program.ts`).
-/// Appending keeps every line of the bundle where the map says it is.
-fn embed_source_map(bundle: &Path, work: &Path, project: &Path) -> Result<()> {
-    let map_path = bundle.with_extension("js.map");
-    let mut map: serde_json::Value = serde_json::from_slice(&std::fs::read(&map_path)?)
+/// The bundle's source map at `map_path`, written by esbuild in `out`, with its sources named
+/// relative to the project (`index.ts`, `@plinth/sdk/program.ts`): the SDK reads it when it
+/// reports an exception.
+fn source_map(map_path: &Path, out: &Path, project: &Path) -> Result<serde_json::Value> {
+    let mut map: serde_json::Value = serde_json::from_slice(&std::fs::read(map_path)?)
         .context("esbuild wrote an unreadable source map")?;
     if let Some(sources) = map.get_mut("sources").and_then(|s| s.as_array_mut()) {
         for source in sources {
             let Some(relative) = source.as_str() else {
                 continue;
             };
-            let absolute = normalize(&work.join(relative));
+            let absolute = normalize(&out.join(relative));
             let named = match absolute.strip_prefix(project) {
                 Ok(inside) => inside.display().to_string(),
                 Err(_) => absolute
@@ -484,12 +583,7 @@ fn embed_source_map(bundle: &Path, work: &Path, project: &Path) -> Result<()> {
             *source = serde_json::Value::String(named);
         }
     }
-    let mut text = std::fs::read_to_string(bundle)?;
-    text.push_str("\nglobalThis.__plinthSourceMap = ");
-    text.push_str(&serde_json::to_string(&map)?);
-    text.push_str(";\n");
-    std::fs::write(bundle, text)?;
-    Ok(())
+    Ok(map)
 }
 
 /// `a/b/../c` as `a/c`, without touching the file system.

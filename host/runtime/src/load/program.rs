@@ -7,7 +7,7 @@
 //! change), converting values up from and down to that version's types (integers travel down as
 //! floats).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -27,6 +27,15 @@ use crate::error::LoadError;
 use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
 use crate::sandbox::{self, Sandbox, Sandboxed};
+
+/// A program's code, for a component that loads it at run time (a prebuilt TypeScript or
+/// Python runtime): the directory holding it, preopened read-only at
+/// [`CODE_DIR`](crate::CODE_DIR), and the program's name in messages.
+#[derive(Debug, Clone)]
+pub struct ProgramCode {
+    pub dir: PathBuf,
+    pub name: String,
+}
 
 /// The store data of a program instance.
 pub(crate) struct ProgramState {
@@ -132,19 +141,34 @@ pub(crate) struct ComponentProgram {
 }
 
 impl ComponentProgram {
-    /// Instantiates the program at `path` from `pre`.
+    /// Instantiates the program at `path` from `pre`; a language runtime is given its `code`
+    /// and goes by the code's name.
     pub(crate) async fn start(
         path: &Path,
+        code: Option<&ProgramCode>,
         pre: ProgramPre,
         limits: Limits,
         epoch: Arc<EpochTicker>,
     ) -> Result<ComponentProgram, LoadError> {
-        let name = path.file_stem().map_or_else(
-            || path.display().to_string(),
-            |s| s.to_string_lossy().into_owned(),
-        );
+        let name = match code {
+            Some(code) => code.name.clone(),
+            None => path.file_stem().map_or_else(
+                || path.display().to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            ),
+        };
+        let sandbox = Sandbox::new(
+            name.as_str().into(),
+            log_stdout,
+            limits,
+            code.map(|c| c.dir.as_path()),
+        )
+        .map_err(|message| LoadError::Start {
+            path: path.to_owned(),
+            message,
+        })?;
         let state = ProgramState {
-            sandbox: Sandbox::new(name.as_str().into(), log_stdout, limits),
+            sandbox,
             monitor: None,
         };
         let mut store = sandbox::new_store(pre.engine(), state);

@@ -18,7 +18,7 @@ use crate::load::bytes::ComponentBytes;
 use crate::load::cache::LoadStats;
 use crate::load::engines::{Engines, Loaded, TierEngine};
 use crate::load::policy_pack::{ComponentPolicyPack, PolicySettings};
-use crate::load::program::{ComponentProgram, ProgramPre};
+use crate::load::program::{ComponentProgram, ProgramCode, ProgramPre};
 use crate::load::provider::{self, ComponentProvider, ProviderPre};
 use crate::load::tier::Tier;
 use crate::sandbox::limits::Limits;
@@ -147,6 +147,18 @@ impl Runtime {
         limits: Limits,
         tier: Tier,
     ) -> Result<Box<dyn Program>, LoadError> {
+        self.load_program_with(path, None, limits, tier).await
+    }
+
+    /// As [`Runtime::load_program`], for a component that loads the program's `code` at run
+    /// time (a prebuilt language runtime), when there is some.
+    pub async fn load_program_with(
+        &self,
+        path: &Path,
+        code: Option<&ProgramCode>,
+        limits: Limits,
+        tier: Tier,
+    ) -> Result<Box<dyn Program>, LoadError> {
         let started = Instant::now();
         let Loaded {
             on,
@@ -156,7 +168,7 @@ impl Runtime {
         let version = versions::detect(&on.engine, &component, path, Kind::Program)?;
         let pre = ProgramPre::new(&on.program_linker, &component, version)
             .map_err(link_error(path, Kind::Program))?;
-        let program = ComponentProgram::start(path, pre, limits, on.epoch.clone()).await?;
+        let program = ComponentProgram::start(path, code, pre, limits, on.epoch.clone()).await?;
         tracing::debug!(
             target: "plinth::runtime",
             program = %path.display(),
