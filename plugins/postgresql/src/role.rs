@@ -328,6 +328,8 @@ impl TypedResource for Role {
             name: String::new(),
             login: false,
             password: None,
+            password_wo: None,
+            password_wo_version: None,
             superuser: false,
             createdb: false,
             createrole: false,

@@ -18,8 +18,8 @@ use plinth_engine::urn::{Urn, is_stack_type, package_of, provided_package};
 use plinth_engine::value::PropertyMap;
 
 use super::{CommonArgs, DEFAULT_PARALLEL, Deployer, Request};
-use crate::import::Wanted;
 use crate::import::program::{ImportProgram, Node};
+use crate::import::wanted::Wanted;
 use crate::run_options::RunOptions;
 use crate::{Workspace, confirm, targets};
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
-use super::Wanted;
+use super::wanted::Wanted;
 use plinth_engine::shown::escape_controls;
 
 /// The largest file read: far beyond any list of resources a person writes.

@@ -7,21 +7,21 @@
 pub mod codegen;
 mod file;
 pub mod program;
+pub mod wanted;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use plinth_engine::resource::is_recordable_id;
 use plinth_engine::shown::escape_controls;
-use plinth_engine::urn::{check_type_token, is_stack_type, provided_package};
 
 use crate::deploy::adopt::{AdoptOptions, Imported, adopt};
 use crate::gen_sdk::model::Package;
 use crate::run_options::RunOptions;
 use crate::{Workspace, guest};
 use codegen::{Code, Declaration, Language, Reference};
+pub use wanted::Wanted;
 
 #[derive(Args)]
 pub struct ImportArgs {
@@ -59,47 +59,6 @@ pub struct ImportArgs {
     /// How components are compiled (see `plinth up --help`).
     #[arg(long, value_enum, env = "PLINTH_COMPILER", default_value_t)]
     compiler: crate::compiler::Compiler,
-}
-
-/// One resource to import.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Wanted {
-    pub ty: String,
-    pub name: String,
-    pub id: String,
-    /// A URN or a name of a resource in the state.
-    pub parent: Option<String>,
-    pub provider: Option<String>,
-}
-
-impl Wanted {
-    /// How errors name it: its type, name and id, escaped.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} `{}` (id `{}`)",
-            escape_controls(&self.ty),
-            escape_controls(&self.name),
-            escape_controls(&self.id)
-        )
-    }
-
-    /// Refuses what no resource to import can be.
-    fn check(&self) -> Result<(), String> {
-        check_type_token(&self.ty).map_err(|e| e.to_string())?;
-        if provided_package(&self.ty).is_some() || is_stack_type(&self.ty) {
-            return Err(format!(
-                "`{}` is plinth's own type, which is not imported",
-                escape_controls(&self.ty)
-            ));
-        }
-        if self.name.is_empty() || self.name.contains(char::is_control) {
-            return Err("the name must be non-empty, without control characters".to_owned());
-        }
-        if self.id.is_empty() || !is_recordable_id(&self.id) {
-            return Err("the id must be non-empty, without control characters".to_owned());
-        }
-        Ok(())
-    }
 }
 
 /// `plinth import`, with relative paths taken from `start`.

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use plinth_engine::value::Value;
 
-use super::{Declaration, Secrets, child_path, fits, undeclared, written};
+use super::parts::{Declaration, Secrets, child_path, fits, undeclared, written};
 use crate::gen_sdk::model::{Package, Property, TypeRef};
 use crate::gen_sdk::rust::{field_ident, rust_string, type_ident};
 
@@ -45,11 +45,11 @@ pub(super) fn declare(
     }
     let mut options = String::new();
     if let Some(parent) = &declaration.parent {
-        let name = super::variable_name(super::Language::Rust, &parent.name);
+        let name = super::parts::variable_name(super::parts::Language::Rust, &parent.name);
         options.push_str(&format!(".parent(&{name})"));
     }
     if let Some(provider) = &declaration.provider {
-        let name = super::variable_name(super::Language::Rust, &provider.name);
+        let name = super::parts::variable_name(super::parts::Language::Rust, &provider.name);
         options.push_str(&format!(".provider(&{name})"));
     }
     if !options.is_empty() {

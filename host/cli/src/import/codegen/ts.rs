@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use plinth_engine::value::Value;
 
-use super::{
+use super::parts::{
     Declaration, Language, Secrets, child_path, script_string, undeclared, variable_name, written,
 };
 use crate::gen_sdk::ts::property_key;
