@@ -121,6 +121,7 @@ impl LocalBackend {
         project: &ProjectName,
         stack: &StackName,
     ) -> Result<(), BackendError> {
+        self.finish_interrupted_renames(project)?;
         if self.stack_exists(project, stack) {
             Ok(())
         } else {
@@ -134,6 +135,7 @@ impl LocalBackend {
         project: &ProjectName,
         stack: &StackName,
     ) -> Result<(), BackendError> {
+        self.finish_interrupted_renames(project)?;
         if self.stack_exists(project, stack) {
             return Err(BackendError::StackExists(stack.to_string()));
         }
@@ -148,6 +150,7 @@ impl LocalBackend {
 
     /// The project's stacks, by name.
     pub fn stacks(&self, project: &ProjectName) -> Result<Vec<StackSummary>, BackendError> {
+        self.finish_interrupted_renames(project)?;
         let dir = self.project_dir(project);
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -470,6 +473,15 @@ impl LocalBackend {
         stack: &StackName,
     ) -> Result<(), BackendError> {
         self.require_stack(project, stack)?;
+        self.write_selected(project, stack)
+    }
+
+    /// Records `stack` as selected, unchecked.
+    pub(crate) fn write_selected(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<(), BackendError> {
         let path = self.workspace_file(project);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(BackendError::io("creating", dir))?;

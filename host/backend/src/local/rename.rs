@@ -2,17 +2,21 @@
 //! stack keeps under its name: its checkpoint (every URN in it renamed), history, event logs,
 //! checkpoint backups and tags.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_state::tags::{self, StackTags, TAGS_MAX, TagError};
 
+use serde::{Deserialize, Serialize};
+
 use super::LocalBackend;
+use super::lock::StackLock;
 use crate::error::BackendError;
 use crate::files::write_atomically;
 
-/// Renames `from` to `to`; a missing `from` is nothing to move.
+/// Renames `from` to `to`; a missing `from` is nothing to move (or moved already).
 fn move_if_present(from: &Path, to: &Path) -> Result<(), BackendError> {
     match std::fs::rename(from, to) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -22,11 +26,48 @@ fn move_if_present(from: &Path, to: &Path) -> Result<(), BackendError> {
     }
 }
 
+fn remove_if_present(path: &Path) -> Result<(), BackendError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(BackendError::io("removing", path)(e))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn remove_dir_if_present(path: &Path) -> Result<(), BackendError> {
+    match std::fs::remove_dir(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(BackendError::io("removing", path)(e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The stack an intent file names, checked: the file is state on disk, hostile until read.
+fn parse_intent(bytes: &[u8]) -> Result<StackName, String> {
+    let intent: RenameIntent = serde_json::from_slice(bytes)
+        .map_err(|e| format!("expected a rename intent {{\"to\": STACK}}: {e}"))?;
+    StackName::new(&intent.to).map_err(|e| format!("the stack it names: {e}"))
+}
+
+/// A rename's intent, `<from>.renaming`: written once the renamed checkpoint is in place beside
+/// the old one (the rename's commit point), removed once everything has moved.
+const INTENT: &str = "renaming";
+/// The checkpoint under its new name, waiting beside the old one until the move.
+const RENAMED: &str = "rename-checkpoint";
+
+#[derive(Serialize, Deserialize)]
+struct RenameIntent {
+    to: String,
+}
+
 impl LocalBackend {
     /// Renames stack `from` to `to`, under `from`'s lock. Its state is rewritten under the new
-    /// name first (a journal an interrupted update left is folded in; secrets stay sealed),
-    /// then what it keeps beside it is moved, then the new checkpoint is written and the old
-    /// one removed.
+    /// name first (a journal an interrupted update left is folded in; secrets stay sealed) and
+    /// an intent naming `to` written beside it; then what the stack keeps is moved. A crash
+    /// before the intent leaves `from` as it was; one after it is rolled forward by the next
+    /// command that looks at the project (`finish_interrupted_renames`).
     pub fn rename_stack(
         &self,
         project: &ProjectName,
@@ -38,36 +79,135 @@ impl LocalBackend {
             return Err(BackendError::StackExists(to.to_string()));
         }
         let lock = self.lock(project, from, "stack rename")?;
-        let mut edit = self.load_for_edit(project, from, &lock)?;
+        self.commit_rename(project, from, to, &lock)?;
+        self.finish_rename(project, from, to)?;
+        drop(lock);
+        Ok(())
+    }
+
+    /// Writes the renamed checkpoint beside `from`'s, then the intent that commits the rename.
+    fn commit_rename(
+        &self,
+        project: &ProjectName,
+        from: &StackName,
+        to: &StackName,
+        lock: &StackLock,
+    ) -> Result<(), BackendError> {
+        let mut edit = self.load_for_edit(project, from, lock)?;
         plinth_state::rename_snapshot(edit.snapshot_mut(), to);
         let json = edit.into_checkpoint(project, to, self.crypter(from).as_ref())?;
+        self.set_aside_backups(project, to)?;
+        let renamed = self.path(project, from, RENAMED);
+        write_atomically(&renamed, &json).map_err(BackendError::io("writing", &renamed))?;
+        let intent = serde_json::to_vec(&RenameIntent { to: to.to_string() })
+            .expect("rename intents serialize");
+        let path = self.path(project, from, INTENT);
+        write_atomically(&path, &intent).map_err(BackendError::io("writing", &path))
+    }
+
+    /// Rolls forward every rename of the project that a crashed `plinth stack rename` committed
+    /// to, so no stack stays half under each name; and removes a renamed checkpoint a rename
+    /// left before committing. A stack still locked is being renamed by a running process: left
+    /// alone.
+    pub(crate) fn finish_interrupted_renames(
+        &self,
+        project: &ProjectName,
+    ) -> Result<(), BackendError> {
+        let dir = self.project_dir(project);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(BackendError::io("listing", &dir)(e)),
+        };
+        let mut left = BTreeSet::new();
+        for entry in entries {
+            let path = entry.map_err(BackendError::io("listing", &dir))?.path();
+            let from = path
+                .file_stem()
+                .and_then(|stem| StackName::new(stem.to_str()?).ok());
+            if let Some(from) = from
+                && path
+                    .extension()
+                    .is_some_and(|e| e == RENAMED || e == INTENT)
+            {
+                left.insert(from);
+            }
+        }
+        for from in left {
+            let lock = match StackLock::acquire(
+                self.path(project, &from, "lock"),
+                &from,
+                "stack rename",
+            ) {
+                Ok(lock) => lock,
+                Err(BackendError::Locked { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            let path = self.path(project, &from, INTENT);
+            match std::fs::read(&path) {
+                Ok(bytes) => {
+                    let to = parse_intent(&bytes).map_err(|reason| {
+                        BackendError::State(plinth_state::StateError::Corrupt {
+                            path: path.clone(),
+                            reason,
+                        })
+                    })?;
+                    self.finish_rename(project, &from, &to)?;
+                }
+                // Not committed: `from` is whole, the renamed checkpoint is litter.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    remove_if_present(&self.path(project, &from, RENAMED))?;
+                }
+                Err(e) => return Err(BackendError::io("reading", &path)(e)),
+            }
+            drop(lock);
+        }
+        Ok(())
+    }
+
+    /// The moves of a committed rename, each one done or not yet (so running it again after a
+    /// crash finishes what is left): backups, history, tags, logs, then the checkpoint; the
+    /// intent goes last.
+    fn finish_rename(
+        &self,
+        project: &ProjectName,
+        from: &StackName,
+        to: &StackName,
+    ) -> Result<(), BackendError> {
         self.move_backups(project, from, to)?;
         for ext in ["history", "tags"] {
             move_if_present(&self.path(project, from, ext), &self.path(project, to, ext))?;
         }
         move_if_present(&self.logs_dir(project, from), &self.logs_dir(project, to))?;
-        let path = self.path(project, to, "json");
-        write_atomically(&path, &json).map_err(BackendError::io("writing", &path))?;
-        let selected = self.selected_stack(project).as_ref() == Some(from);
+        move_if_present(
+            &self.path(project, from, RENAMED),
+            &self.path(project, to, "json"),
+        )?;
         for ext in ["journal", "json"] {
-            let path = self.path(project, from, ext);
-            match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(BackendError::io("removing", &path)(e));
-                }
-                _ => {}
-            }
+            remove_if_present(&self.path(project, from, ext))?;
         }
-        drop(lock);
-        if selected {
-            self.select_stack(project, to)?;
+        if self.selected_stack(project).as_ref() == Some(from) {
+            self.write_selected(project, to)?;
         }
-        Ok(())
+        remove_if_present(&self.path(project, from, INTENT))
+    }
+
+    /// Sets aside the checkpoint backups a removed stack named `to` left, so that the renamed
+    /// stack's are not mixed with them.
+    fn set_aside_backups(&self, project: &ProjectName, to: &StackName) -> Result<(), BackendError> {
+        let new = self.backup_dir(project, to);
+        if !new.exists() {
+            return Ok(());
+        }
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        move_if_present(&new, &new.with_file_name(format!(".removed-{to}-{nanos}")))
     }
 
     /// Moves the checkpoint backups of `from` to `to`'s, each renamed as `to`'s backups are
     /// named (so `stack rollback` finds them; it renames the state they hold when it reads
-    /// one). Backups a removed stack named `to` left are set aside, not mixed in.
+    /// one).
     fn move_backups(
         &self,
         project: &ProjectName,
@@ -75,16 +215,9 @@ impl LocalBackend {
         to: &StackName,
     ) -> Result<(), BackendError> {
         let (old, new) = (self.backup_dir(project, from), self.backup_dir(project, to));
-        if new.exists() {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let aside = new.with_file_name(format!(".removed-{to}-{nanos}"));
-            move_if_present(&new, &aside)?;
-        }
         let backups = self.backups(project, from)?;
         if backups.is_empty() {
-            return Ok(());
+            return remove_dir_if_present(&old);
         }
         std::fs::create_dir_all(&new).map_err(BackendError::io("creating", &new))?;
         for backup in backups {
@@ -95,12 +228,7 @@ impl LocalBackend {
             };
             move_if_present(&backup, &renamed)?;
         }
-        match std::fs::remove_dir(&old) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(BackendError::io("removing", &old)(e))
-            }
-            _ => Ok(()),
-        }
+        remove_dir_if_present(&old)
     }
 
     /// The stack's tags (`<stack>.tags`, a JSON object); none if it has no such file.
@@ -311,6 +439,85 @@ mod tests {
         drop(held);
         assert_eq!(b.history(&p, &dev).unwrap().len(), 2);
         assert!(!b.stack_exists(&p, &other));
+    }
+
+    /// A rename that crashed after its commit, with the history moved and nothing else.
+    fn crashed_mid_rename() -> (tempfile::TempDir, LocalBackend) {
+        let (dir, b) = stack();
+        let (p, dev, prod) = names();
+        let lock = b.lock(&p, &dev, "stack rename").unwrap();
+        b.commit_rename(&p, &dev, &prod, &lock).unwrap();
+        move_if_present(&b.path(&p, &dev, "history"), &b.path(&p, &prod, "history")).unwrap();
+        // The process ends: the kernel frees its file lock.
+        drop(lock);
+        (dir, b)
+    }
+
+    #[test]
+    fn a_rename_that_crashed_after_its_commit_is_finished_by_the_next_command() {
+        let (dir, b) = crashed_mid_rename();
+        let (p, dev, prod) = names();
+        let stacks: Vec<String> = (b.stacks(&p).unwrap().into_iter())
+            .map(|s| s.name.to_string())
+            .collect();
+        assert_eq!(stacks, ["prod"]);
+        assert_eq!(b.selected_stack(&p), Some(prod.clone()));
+        let loaded = b.load(&p, &prod).unwrap();
+        assert_eq!(
+            loaded.snapshot.resources[0].urn,
+            Urn::new("prod", "p", None, "t:T", "a")
+        );
+        assert_eq!(b.history(&p, &prod).unwrap().len(), 2);
+        assert_eq!(b.tags(&p, &prod).unwrap()["owner"], "ana");
+        assert!(b.version(&p, &prod, 1).is_ok());
+        let left: Vec<String> = walk(dir.path())
+            .into_iter()
+            .filter(|name| name.contains("dev") || name.contains("rename"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        assert!(matches!(
+            b.rename_stack(&p, &dev, &prod),
+            Err(BackendError::NoSuchStack(_))
+        ));
+    }
+
+    #[test]
+    fn a_rename_that_crashed_before_its_commit_leaves_the_stack_whole() {
+        let (_dir, b) = stack();
+        let (p, dev, prod) = names();
+        let lock = b.lock(&p, &dev, "stack rename").unwrap();
+        b.commit_rename(&p, &dev, &prod, &lock).unwrap();
+        drop(lock);
+        // The intent never reached the disk.
+        std::fs::remove_file(b.path(&p, &dev, INTENT)).unwrap();
+        assert!(b.require_stack(&p, &dev).is_ok());
+        assert!(!b.path(&p, &dev, RENAMED).exists());
+        assert!(!b.stack_exists(&p, &prod));
+        assert_eq!(b.history(&p, &dev).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_rename_still_running_elsewhere_is_left_alone() {
+        let (_dir, b) = crashed_mid_rename();
+        let (p, dev, prod) = names();
+        let held = StackLock::acquire(b.path(&p, &dev, "lock"), "dev", "stack rename").unwrap();
+        b.finish_interrupted_renames(&p).unwrap();
+        assert!(b.path(&p, &dev, INTENT).exists());
+        assert!(!b.stack_exists(&p, &prod));
+        drop(held);
+        b.finish_interrupted_renames(&p).unwrap();
+        assert!(b.stack_exists(&p, &prod) && !b.stack_exists(&p, &dev));
+    }
+
+    #[test]
+    fn a_hostile_intent_is_refused_naming_its_file() {
+        let (_dir, b) = crashed_mid_rename();
+        let (p, dev, _) = names();
+        let path = b.path(&p, &dev, INTENT);
+        std::fs::write(&path, br#"{"to": "../../elsewhere"}"#).unwrap();
+        let err = b.stacks(&p).unwrap_err().to_string();
+        assert!(err.contains("dev.renaming"), "{err}");
+        assert!(b.path(&p, &dev, "json").exists());
     }
 
     #[test]
