@@ -296,6 +296,29 @@ fn the_typescript_provider_template_passes_its_tests_and_shows_its_types() {
     );
 }
 
+/// A test file esbuild cannot build fails `npm test` naming it, and leaves nothing in the
+/// temporary directory.
+#[test]
+fn the_typescript_provider_template_cleans_up_after_a_test_that_does_not_build() {
+    let env = Env::empty();
+    new_project(&env, "typescript-provider", "broken-ts");
+    std::fs::write(env.project.join("broken.test.ts"), "const = ;\n").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new("npm")
+        .arg("test")
+        .current_dir(&env.project)
+        .env("PLINTH_TOOLS", crate::support::tools_dir())
+        .env("npm_config_offline", "true")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let shown = printed(&run);
+    assert!(!run.status.success(), "{shown}");
+    assert!(shown.contains("could not build broken.test.ts"), "{shown}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn the_python_provider_template_passes_its_tests_and_shows_its_types() {
     the_provider_template_tests_builds_and_shows_its_types(

@@ -17,19 +17,22 @@ const tests = readdirSync(".").filter((file) => file.endsWith(".test.ts"));
 const out = mkdtempSync(join(tmpdir(), "plinth-test-"));
 try {
   const built = tests.map((test) => join(out, test.replace(/\.ts$/, ".mjs")));
-  tests.forEach((test, i) => {
+  // `process.exit` here would skip the `finally` below and leave the directory behind.
+  const failed = tests.find((test, i) => {
     const run = spawnSync(
       esbuild,
       [test, "--bundle", "--platform=node", "--format=esm", "--log-level=warning", `--outfile=${built[i]}`],
       { stdio: "inherit" },
     );
-    if (run.status !== 0) {
-      console.error(`esbuild could not build ${test}`);
-      process.exit(1);
-    }
+    return run.status !== 0;
   });
-  const run = spawnSync(process.execPath, ["--test", ...built], { stdio: "inherit" });
-  process.exitCode = run.status ?? 1;
+  if (failed !== undefined) {
+    console.error(`esbuild could not build ${failed}`);
+    process.exitCode = 1;
+  } else {
+    const run = spawnSync(process.execPath, ["--test", ...built], { stdio: "inherit" });
+    process.exitCode = run.status ?? 1;
+  }
 } finally {
   rmSync(out, { recursive: true, force: true });
 }
