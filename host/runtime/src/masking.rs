@@ -500,7 +500,11 @@ mod tests {
         assert!(!masker.read().levels.is_empty());
         for i in [0, 7, 4 * BATCH - 1] {
             let secret = secret_of(i);
-            for text in [secret.clone(), format!("x{secret}"), format!("a {secret} b")] {
+            for text in [
+                secret.clone(),
+                format!("x{secret}"),
+                format!("a {secret} b"),
+            ] {
                 assert!(masker.contains_secret(&text), "{text}");
             }
         }
