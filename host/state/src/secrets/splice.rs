@@ -92,7 +92,9 @@ impl<'a> PlainText<'a> {
     pub fn sealed(&self, sealed: &[String]) -> String {
         splice(self.text, &self.secrets, sealed, |out, sealed| {
             out.push_str(&HEAD[..HEAD.len() - 1]);
-            out.push_str(&serde_json::Value::from(sealed).to_string());
+            // Escaped as a JSON string without a copy of it in a tree first.
+            let escaped = serde_json::to_string(sealed).expect("a string always serializes");
+            out.push_str(&escaped);
             out.push_str(&TAIL[1..]);
         })
     }
