@@ -116,11 +116,16 @@ fn seal_in_place(
             false => serde_json::value::to_raw_value(resource).map(Text::Written),
         })
         .collect::<serde_json::Result<Vec<_>>>()?;
+    // The places of the secrets only matter to a crypter that reuses ciphertexts by place.
+    let memory = crypter.memory();
     let found = (texts.par_iter().zip(all))
         .map(|(text, resource)| match text {
             Text::Written(_) => Some(None),
             Text::WithSecrets(text) => PlainText::find(text).map(|found| {
-                let slots = slots(resource, found.len());
+                let slots = match memory {
+                    Some(_) => slots(resource, found.len()),
+                    None => Vec::new(),
+                };
                 Some((found, slots))
             }),
         })
@@ -138,7 +143,7 @@ fn seal_in_place(
         .flat_map(PlainText::plaintexts)
         .map(str::to_owned)
         .collect();
-    let sealed = match (plaintexts.is_empty(), crypter.memory()) {
+    let sealed = match (plaintexts.is_empty(), memory) {
         (true, _) => Vec::new(),
         (false, Some(memory)) => {
             memory.seal(slots.into_iter().flatten().collect(), plaintexts, crypter)?

@@ -10,8 +10,9 @@
 //! to the tree walk, which reads every form and names what is wrong.
 
 use std::ops::Range;
+use std::sync::LazyLock;
 
-use memchr::memmem;
+use memchr::memmem::Finder;
 use plinth_engine::value::SIG_KEY;
 use serde_json::value::RawValue;
 
@@ -22,10 +23,23 @@ const TAIL: &str = r#"","plinth:sig":"secret"}"#;
 /// The start of a secret in the clear as the engine writes it, before its value.
 const PLAIN_HEAD: &str = r#"{"plinth:sig":"secret","value":"#;
 
-/// How many times `key` is a key in `bytes` (only a key is followed by a colon: a string value
-/// of that name does not count).
-fn keys(bytes: &[u8], key: &str) -> usize {
-    memmem::find_iter(bytes, &format!("\"{key}\":")).count()
+/// The searchers of this module, built once: a checkpoint searches each of its resources'
+/// texts for them, and building a searcher costs more than searching a short text.
+static SIG_KEYS: LazyLock<Finder<'static>> = LazyLock::new(|| key_finder(SIG_KEY));
+static CIPHERTEXT_KEYS: LazyLock<Finder<'static>> = LazyLock::new(|| key_finder("ciphertext"));
+static HEADS: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(HEAD.as_bytes()));
+static PLAIN_HEADS: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(PLAIN_HEAD.as_bytes()));
+
+/// A searcher for `key` as a key (only a key is followed by a colon: a string value of that
+/// name does not count).
+fn key_finder(key: &str) -> Finder<'static> {
+    Finder::new(format!("\"{key}\":").as_bytes()).into_owned()
+}
+
+/// How many times `finder`'s key is a key in `bytes`.
+fn keys(bytes: &[u8], finder: &Finder) -> usize {
+    finder.find_iter(bytes).count()
 }
 
 /// A resource's JSON text, as the engine writes it, and where its secrets are, in document
@@ -44,7 +58,7 @@ impl<'a> PlainText<'a> {
         let bytes = text.as_bytes();
         let mut secrets: Vec<(Range<usize>, Range<usize>)> = Vec::new();
         let mut inside = 0;
-        for start in memmem::find_iter(bytes, PLAIN_HEAD) {
+        for start in PLAIN_HEADS.find_iter(bytes) {
             inside += 1;
             if secrets.last().is_some_and(|(object, _)| start < object.end) {
                 continue;
@@ -59,7 +73,7 @@ impl<'a> PlainText<'a> {
             }
             secrets.push((start..end + 1, body..end));
         }
-        (keys(bytes, SIG_KEY) == inside).then_some(PlainText { text, secrets })
+        (keys(bytes, &SIG_KEYS) == inside).then_some(PlainText { text, secrets })
     }
 
     /// How many secrets the text holds.
@@ -78,7 +92,9 @@ impl<'a> PlainText<'a> {
     pub fn sealed(&self, sealed: &[String]) -> String {
         splice(self.text, &self.secrets, sealed, |out, sealed| {
             out.push_str(&HEAD[..HEAD.len() - 1]);
-            out.push_str(&serde_json::Value::from(sealed).to_string());
+            // Escaped as a JSON string without a copy of it in a tree first.
+            let escaped = serde_json::to_string(sealed).expect("a string always serializes");
+            out.push_str(&escaped);
             out.push_str(&TAIL[1..]);
         })
     }
@@ -123,7 +139,7 @@ impl<'a> SealedText<'a> {
     pub fn find(text: &'a str) -> Option<SealedText<'a>> {
         let bytes = text.as_bytes();
         let mut secrets = Vec::new();
-        for start in memmem::find_iter(bytes, HEAD) {
+        for start in HEADS.find_iter(bytes) {
             let body = start + HEAD.len();
             let len = bytes[body..]
                 .iter()
@@ -137,7 +153,7 @@ impl<'a> SealedText<'a> {
             }
             secrets.push((start..end + TAIL.len(), body..end));
         }
-        (keys(bytes, "ciphertext") == secrets.len() && keys(bytes, SIG_KEY) == secrets.len())
+        (keys(bytes, &CIPHERTEXT_KEYS) == secrets.len() && keys(bytes, &SIG_KEYS) == secrets.len())
             .then_some(SealedText { text, secrets })
     }
 
