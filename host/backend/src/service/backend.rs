@@ -431,6 +431,7 @@ impl Backend for ServiceBackend {
             short_creates: (begun.journal_extensions.iter()).any(|e| e == CREATED_AS_BEGUN),
             journal_batch: begun.journal_batch,
             events_batch: begun.events_batch,
+            journal_in_flight: begun.journal_in_flight,
             open_phase: None,
             last_result: None,
             policy_packs: begun.policy_packs,
@@ -551,6 +552,8 @@ struct ServiceUpdate {
     /// The most journal entries, and events, a batch may carry, as the service said.
     journal_batch: usize,
     events_batch: usize,
+    /// How many journal batches may be under way at once, as the service said.
+    journal_in_flight: usize,
     /// When the phase being recorded, not completed yet, started, and the plugins it loads.
     open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
@@ -670,7 +673,8 @@ impl Update for ServiceUpdate {
             self.crypter.clone(),
         )
         .continuing(self.journal_batches.clone())
-        .in_batches_of(self.journal_batch);
+        .in_batches_of(self.journal_batch)
+        .in_flight(self.journal_in_flight);
         let persister = match self.short_creates {
             true => persister.shortening_creates(),
             false => persister,
