@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use plinth_state::ParsedBatch;
+use prometheus_client::metrics::gauge::Gauge;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -41,9 +42,11 @@ pub(crate) async fn append(
     lease: &str,
     seq: i64,
     entries: &[Box<RawValue>],
+    waiting_gauge: &Gauge,
 ) -> Result<Stored, ApiError> {
     let mut batch = Checked::new(seq, entries)?;
     let waiting = Arrivals::watch(id);
+    let mut counted: Option<Waiting> = None;
     let deadline = tokio::time::Instant::now() + EARLY_WAIT;
     loop {
         let arrival = waiting.next();
@@ -59,6 +62,7 @@ pub(crate) async fn append(
             Attempt::Early { next }
                 if seq - next < IN_FLIGHT && tokio::time::Instant::now() < deadline =>
             {
+                counted.get_or_insert_with(|| Waiting::count(waiting_gauge));
                 let _ = tokio::time::timeout(EARLY_POLL, arrival).await;
             }
             Attempt::Early { next } => {
@@ -74,9 +78,10 @@ pub(crate) async fn append(
 /// How many journal batches a client may have in flight: the service waits for the batches
 /// ahead of one that came early only within this many.
 const IN_FLIGHT: i64 = plinth_state::protocol::JOURNAL_IN_FLIGHT as i64;
-/// How long a batch that came early waits for those ahead of it: about as long as a client
-/// retries one through an outage, so that a retried batch still finds the next one waiting.
-const EARLY_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+/// How long a batch that came early waits for those ahead of it: longer than a client retries
+/// one through an outage (about 13 s, its waits stretched by `Retry-After`), so that a batch
+/// stored by a late retry still finds the next one waiting rather than refused.
+const EARLY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// How often a batch that came early looks again, for a batch another replica stored.
 const EARLY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -87,6 +92,22 @@ enum Attempt {
     Early {
         next: i64,
     },
+}
+
+/// Counts a batch waiting in the gauge of those waiting, for as long as it does.
+struct Waiting<'a>(&'a Gauge);
+
+impl Waiting<'_> {
+    fn count(gauge: &Gauge) -> Waiting<'_> {
+        gauge.inc();
+        Waiting(gauge)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// The batches of each update that wait on this replica for the batches ahead of them.

@@ -20,7 +20,7 @@ pub const EVENTS_IN_FLIGHT: usize = 3;
 /// update it begins: a batch that arrives before the one ahead of it (within this many of the
 /// last stored) waits on the service for it, so a client may send the next batch while the
 /// previous one commits. A service that does not say takes one at a time.
-pub const JOURNAL_IN_FLIGHT: usize = 4;
+pub const JOURNAL_IN_FLIGHT: usize = 2;
 /// The most history entries one page carries.
 pub const HISTORY_PAGE: usize = 500;
 

@@ -188,7 +188,8 @@ fn update_kind(command: &str) -> UpdateKind {
     match command {
         "destroy" => UpdateKind::Destroy,
         "refresh" => UpdateKind::Refresh,
-        "stack import" => UpdateKind::Import,
+        // `plinth import` adopts resources; `plinth stack import` writes a whole checkpoint.
+        "import" | "stack import" => UpdateKind::Import,
         "stack rollback" => UpdateKind::Rollback,
         _ if command.starts_with("state ") => UpdateKind::StateEdit,
         _ => UpdateKind::Update,
@@ -789,5 +790,25 @@ impl ServiceUpdate {
              may take the stack; `plinth cancel` ends it sooner",
             self.stack.name
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_command_holds_the_stack_as_the_kind_its_history_entry_names() {
+        for (command, kind) in [
+            ("up", UpdateKind::Update),
+            ("import", UpdateKind::Import),
+            ("stack import", UpdateKind::Import),
+            ("destroy", UpdateKind::Destroy),
+            ("refresh", UpdateKind::Refresh),
+            ("stack rollback", UpdateKind::Rollback),
+            ("state delete", UpdateKind::StateEdit),
+        ] {
+            assert_eq!(update_kind(command), kind, "{command}");
+        }
     }
 }

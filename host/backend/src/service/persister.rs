@@ -591,6 +591,109 @@ mod tests {
         );
     }
 
+    fn flight(seq: u64, count: u64) -> Flight {
+        let entries = Some(format!("[{seq}]").into_bytes());
+        Flight {
+            seq,
+            count,
+            entries,
+            outcome: None,
+        }
+    }
+
+    fn answer(sending: &mut Sending, sent: &AtomicU64, seq: u64, outcome: Result<(), Unsent>) {
+        let flight = sending.flight.iter_mut().find(|f| f.seq == seq).unwrap();
+        flight.outcome = Some(outcome);
+        sending.settle_answers(sent, Path::new("update u"));
+    }
+
+    fn unavailable() -> Unsent {
+        Unsent::Refused(ServiceError::Unavailable {
+            url: "http://service".into(),
+            attempts: 8,
+            last: "connection refused".into(),
+        })
+    }
+
+    #[test]
+    fn answers_count_in_order_and_a_lost_one_puts_it_and_those_after_it_in_doubt() {
+        let sent = AtomicU64::new(4);
+        let mut sending = Sending {
+            flight: [flight(5, 10), flight(6, 20), flight(7, 30)].into(),
+            next_seq: 8,
+            ..Sending::default()
+        };
+        // Batch 6 answered before 5: nothing counts until 5 is.
+        answer(&mut sending, &sent, 6, Ok(()));
+        assert_eq!((sending.stored, sent.load(Ordering::Acquire)), (0, 4));
+        // 5's answer never came, while 7 is still under way: no failure until it is settled.
+        answer(&mut sending, &sent, 5, Err(unavailable()));
+        assert!(sending.failure.is_none());
+        assert!(
+            !sending.has_work(4),
+            "nothing more goes after a failed batch"
+        );
+        answer(&mut sending, &sent, 7, Ok(()));
+        let failure = sending
+            .failure
+            .take()
+            .expect("the failure, once nothing is under way");
+        assert!(failure.is_transient(), "{failure}");
+        assert_eq!((sending.stored, sent.load(Ordering::Acquire)), (0, 4));
+        // All three go again, under their numbers, in order, before any new batch.
+        let doubt: Vec<(u64, &[u8])> = (sending.in_doubt.iter())
+            .map(|b| (b.seq, b.entries.as_slice()))
+            .collect();
+        assert_eq!(
+            doubt,
+            [(5, &b"[5]"[..]), (6, &b"[6]"[..]), (7, &b"[7]"[..])]
+        );
+        assert_eq!(sending.next_seq, 8);
+        sending.entries.push_back(b"{}".to_vec());
+        assert!(!sending.has_work(4), "not before a sync asks for it");
+        sending.retry = true;
+        assert!(sending.has_work(4) && sending.resending());
+    }
+
+    #[test]
+    fn a_refused_batch_stops_the_update_and_a_batch_never_sent_frees_its_number() {
+        let sent = AtomicU64::new(0);
+        let mut sending = Sending {
+            flight: [flight(1, 1), flight(2, 1)].into(),
+            next_seq: 3,
+            ..Sending::default()
+        };
+        let lost = ServiceError::LeaseLost("the update no longer holds its stack".into());
+        answer(&mut sending, &sent, 2, Err(unavailable()));
+        answer(&mut sending, &sent, 1, Err(Unsent::Refused(lost)));
+        assert!(sending.failure.take().is_some());
+        assert!(sending.stopped.is_some(), "every later sync fails");
+        assert!(sending.in_doubt.is_empty(), "nothing is sent again");
+
+        // Batch 2 could not be sealed after batch 1 was lost: 2 is the next number.
+        let mut sending = Sending {
+            flight: [
+                flight(1, 1),
+                Flight {
+                    entries: None,
+                    ..flight(2, 1)
+                },
+            ]
+            .into(),
+            next_seq: 3,
+            ..Sending::default()
+        };
+        let unsealed = Unsent::Unsealed(SecretsError::MalformedState("no".into()));
+        answer(&mut sending, &sent, 2, Err(unsealed));
+        answer(&mut sending, &sent, 1, Err(unavailable()));
+        assert!(sending.failure.is_some());
+        assert_eq!(
+            sending.in_doubt.iter().map(|b| b.seq).collect::<Vec<_>>(),
+            [1]
+        );
+        assert_eq!(sending.next_seq, 2);
+    }
+
     #[test]
     fn a_batch_without_secrets_never_reaches_the_crypter() {
         let mut entries = vec![br#"{"entry":"begin"}"#.to_vec()];
