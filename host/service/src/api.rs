@@ -430,7 +430,17 @@ async fn append_journal(
     Body(batch): Body<JournalBatch>,
 ) -> Result<Json<Stored>, ApiError> {
     checks::seq("journal batches", batch.seq)?;
-    let stored = journal::append(&pool, &token, id, &lease, batch.seq, &batch.entries).await?;
+    let waiting = &metrics.journal_waiting;
+    let stored = journal::append(
+        &pool,
+        &token,
+        id,
+        &lease,
+        batch.seq,
+        &batch.entries,
+        waiting,
+    )
+    .await?;
     if stored != journal::Stored::Retry {
         metrics.journal_batches.inc();
         let bytes: usize = batch.entries.iter().map(|entry| entry.get().len()).sum();

@@ -2,11 +2,16 @@
 //! an update runs. A batch is stored once: its retry (same number, same content) is answered as
 //! if new, and a different batch under a number already taken is refused.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use plinth_state::ParsedBatch;
+use prometheus_client::metrics::gauge::Gauge;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::auth::digest;
@@ -25,7 +30,11 @@ pub(crate) enum Stored {
 }
 
 /// Stores batch `seq` of update `id`, sent with the access token of digest `token`, whose lease
-/// `lease` must still hold the stack.
+/// `lease` must still hold the stack. A batch that comes before the one ahead of it, within
+/// [`IN_FLIGHT`] of the last stored (a client sends the next while the previous one commits,
+/// on another connection), waits for it here, up to [`EARLY_WAIT`]: woken when this replica
+/// stores a batch of the update, and looking again every [`EARLY_POLL`] for one another replica
+/// stored.
 pub(crate) async fn append(
     pool: &PgPool,
     token: &[u8],
@@ -33,43 +42,185 @@ pub(crate) async fn append(
     lease: &str,
     seq: i64,
     entries: &[Box<RawValue>],
+    waiting_gauge: &Gauge,
 ) -> Result<Stored, ApiError> {
-    if entries.is_empty() || entries.len() > MAX_ENTRIES {
-        return Err(ApiError::BadRequest(format!(
-            "a journal batch carries 1 to {MAX_ENTRIES} entries, not {}",
-            entries.len()
-        )));
+    let mut batch = Checked::new(seq, entries)?;
+    let waiting = Arrivals::watch(id);
+    let mut counted: Option<Waiting> = None;
+    let deadline = tokio::time::Instant::now() + EARLY_WAIT;
+    loop {
+        let arrival = waiting.next();
+        tokio::pin!(arrival);
+        arrival.as_mut().enable();
+        match batch.store(pool, token, id, lease).await? {
+            Attempt::Stored(stored) => {
+                if stored == Stored::New {
+                    waiting.stored();
+                }
+                return Ok(stored);
+            }
+            Attempt::Early { next }
+                if seq - next < IN_FLIGHT && tokio::time::Instant::now() < deadline =>
+            {
+                counted.get_or_insert_with(|| Waiting::count(waiting_gauge));
+                let _ = tokio::time::timeout(EARLY_POLL, arrival).await;
+            }
+            Attempt::Early { next } => {
+                return Err(ApiError::Conflict(format!(
+                    "journal batch {seq} of update {id} came before batch {next}; batches are \
+                     sent in order, at most {IN_FLIGHT} in flight"
+                )));
+            }
+        }
     }
-    let parsed = ParsedBatch::check(entries.iter().map(|entry| entry.get())).map_err(
-        |(place, reason)| {
-            ApiError::BadRequest(format!(
-                "entry {place} of journal batch {seq} is not a journal entry: {reason}"
-            ))
-        },
-    )?;
-    let creates = creates_of(seq, &parsed)?;
-    // Stored and digested as the client wrote it, never parsed into a tree and written again:
-    // a retry carries the same text. (One written otherwise is still told from a conflict, by
-    // its content, below.)
-    let text = json_array(entries);
-    let content = Sha256::digest(text.as_bytes()).to_vec();
-    // One statement, one round trip: the access token and the lease are checked, the update's
-    // row share-locked (so that a completion or cancellation waits for it, and nothing is
-    // appended to an update that has ended), and the batch is inserted only if it is the next
-    // one. What was stored under `seq` before comes back, for telling a retry from a conflict.
-    // The batch is checked against the journal it extends in the same statement: the creates it
-    // ends in short must be open (begun in an earlier batch and not ended), and the creates it
-    // leaves open are recorded for the batches after it.
-    #[allow(clippy::type_complexity)]
-    let (authorized, holds, last, inserted, stored, unbegun): (
-        bool,
-        bool,
-        i64,
-        bool,
-        Option<Vec<u8>>,
-        Option<i64>,
-    ) = sqlx::query_as(
-        "WITH authorized AS (
+}
+
+/// How many journal batches a client may have in flight: the service waits for the batches
+/// ahead of one that came early only within this many.
+const IN_FLIGHT: i64 = plinth_state::protocol::JOURNAL_IN_FLIGHT as i64;
+/// How long a batch that came early waits for those ahead of it: longer than a client retries
+/// one through an outage (about 13 s, its waits stretched by `Retry-After`), so that a batch
+/// stored by a late retry still finds the next one waiting rather than refused.
+const EARLY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often a batch that came early looks again, for a batch another replica stored.
+const EARLY_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// What an attempt to store a batch came to.
+enum Attempt {
+    Stored(Stored),
+    /// Batch `next` is not stored yet.
+    Early {
+        next: i64,
+    },
+}
+
+/// Counts a batch waiting in the gauge of those waiting, for as long as it does.
+struct Waiting<'a>(&'a Gauge);
+
+impl Waiting<'_> {
+    fn count(gauge: &Gauge) -> Waiting<'_> {
+        gauge.inc();
+        Waiting(gauge)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The batches of each update that wait on this replica for the batches ahead of them.
+static WAITING: std::sync::LazyLock<std::sync::Mutex<HashMap<Uuid, Arc<Notify>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// A request's view of the arrivals of its update's batches on this replica.
+struct Arrivals {
+    id: Uuid,
+    notify: Arc<Notify>,
+}
+
+impl Arrivals {
+    fn watch(id: Uuid) -> Arrivals {
+        let mut waiting = WAITING.lock().expect("never poisoned");
+        let notify = waiting.entry(id).or_default().clone();
+        Arrivals { id, notify }
+    }
+
+    /// The next batch this replica stores, as a future to enable before looking.
+    fn next(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+
+    /// Wakes the batches waiting for this one.
+    fn stored(&self) {
+        self.notify.notify_waiters();
+    }
+}
+
+impl Drop for Arrivals {
+    fn drop(&mut self) {
+        let mut waiting = WAITING.lock().expect("never poisoned");
+        // The map's and this one: no other request of the update is here.
+        if Arc::strong_count(&self.notify) == 2 {
+            waiting.remove(&self.id);
+        }
+    }
+}
+
+/// A batch checked as it came, ready to store.
+struct Checked {
+    seq: i64,
+    /// Handed to the fold once stored.
+    parsed: Option<ParsedBatch>,
+    creates: CreateSeqs,
+    text: String,
+    content: Vec<u8>,
+}
+
+impl Checked {
+    fn new(seq: i64, entries: &[Box<RawValue>]) -> Result<Checked, ApiError> {
+        if entries.is_empty() || entries.len() > MAX_ENTRIES {
+            return Err(ApiError::BadRequest(format!(
+                "a journal batch carries 1 to {MAX_ENTRIES} entries, not {}",
+                entries.len()
+            )));
+        }
+        let parsed = ParsedBatch::check(entries.iter().map(|entry| entry.get())).map_err(
+            |(place, reason)| {
+                ApiError::BadRequest(format!(
+                    "entry {place} of journal batch {seq} is not a journal entry: {reason}"
+                ))
+            },
+        )?;
+        let creates = creates_of(seq, &parsed)?;
+        // Stored and digested as the client wrote it, never parsed into a tree and written again:
+        // a retry carries the same text. (One written otherwise is still told from a conflict, by
+        // its content, below.)
+        let text = json_array(entries);
+        let content = Sha256::digest(text.as_bytes()).to_vec();
+        Ok(Checked {
+            seq,
+            parsed: Some(parsed),
+            creates,
+            text,
+            content,
+        })
+    }
+
+    /// Stores the batch unless it came early, or tells a retry from a conflict.
+    async fn store(
+        &mut self,
+        pool: &PgPool,
+        token: &[u8],
+        id: Uuid,
+        lease: &str,
+    ) -> Result<Attempt, ApiError> {
+        let Checked {
+            seq,
+            parsed,
+            creates,
+            text,
+            content,
+        } = self;
+        let seq = *seq;
+        // One statement, one round trip: the access token and the lease are checked, the update's
+        // row share-locked (so that a completion or cancellation waits for it, and nothing is
+        // appended to an update that has ended), and the batch is inserted only if it is the next
+        // one. What was stored under `seq` before comes back, for telling a retry from a conflict.
+        // The batch is checked against the journal it extends in the same statement: the creates it
+        // ends in short must be open (begun in an earlier batch and not ended), and the creates it
+        // leaves open are recorded for the batches after it.
+        #[allow(clippy::type_complexity)]
+        let (authorized, holds, last, inserted, stored, unbegun): (
+            bool,
+            bool,
+            i64,
+            bool,
+            Option<Vec<u8>>,
+            Option<i64>,
+        ) = sqlx::query_as(
+            "WITH authorized AS (
              SELECT EXISTS (SELECT 1 FROM live_tokens WHERE digest = $6) AS yes
          ), held AS (
              SELECT id FROM updates, authorized
@@ -100,62 +251,58 @@ pub(crate) async fn append(
                 EXISTS (SELECT 1 FROM inserted),
                 (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3),
                 (SELECT seq FROM unbegun)",
-    )
-    .bind(id)
-    .bind(digest(lease))
-    .bind(seq)
-    .bind(&content)
-    .bind(&text)
-    .bind(token)
-    .bind(&creates.opened)
-    .bind(&creates.closed)
-    .bind(&creates.needed)
-    .fetch_one(pool)
-    .await?;
-    if !authorized {
-        return Err(crate::auth::invalid_token());
-    }
-    if !holds {
-        return Err(crate::updates::refused(pool, id, lease).await);
-    }
-    if let Some(create) = unbegun.filter(|_| !inserted && stored.is_none() && seq == last + 1) {
-        return Err(unbegun_create(seq, create));
-    }
-    if inserted {
-        // Kept for the fold, once this transaction is committed: it is one statement.
-        PARSED.keep(id, seq, content, parsed, text.len());
-        return Ok(Stored::New);
-    }
-    let stored = match stored {
-        Some(stored) => stored,
-        // Not there when the statement began, yet not inserted: the same number was being
-        // stored at that moment by another request (a retry sent while the first was still
-        // under way). What it stored is visible now.
-        None if seq == last + 1 => {
-            let (stored,): (Vec<u8>,) = sqlx::query_as(
-                "SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $2",
-            )
-            .bind(id)
-            .bind(seq)
-            .fetch_one(pool)
-            .await?;
-            stored
+        )
+        .bind(id)
+        .bind(digest(lease))
+        .bind(seq)
+        .bind(&*content)
+        .bind(&*text)
+        .bind(token)
+        .bind(&creates.opened)
+        .bind(&creates.closed)
+        .bind(&creates.needed)
+        .fetch_one(pool)
+        .await?;
+        if !authorized {
+            return Err(crate::auth::invalid_token());
         }
-        None => {
-            return Err(ApiError::Conflict(format!(
-                "journal batch {seq} of update {id} came before batch {}; batches are sent in \
-                 order",
-                last + 1
-            )));
+        if !holds {
+            return Err(crate::updates::refused(pool, id, lease).await);
         }
-    };
-    if stored == content || same_entries(pool, id, seq, &text).await? {
-        Ok(Stored::Retry)
-    } else {
-        Err(ApiError::Conflict(format!(
-            "journal batch {seq} of update {id} was already received with other entries; a \
+        if let Some(create) = unbegun.filter(|_| !inserted && stored.is_none() && seq == last + 1) {
+            return Err(unbegun_create(seq, create));
+        }
+        if inserted {
+            // Kept for the fold, once this transaction is committed: it is one statement.
+            let parsed = parsed.take().expect("a batch is inserted once");
+            PARSED.keep(id, seq, content.clone(), parsed, text.len());
+            return Ok(Attempt::Stored(Stored::New));
+        }
+        let stored = match stored {
+            Some(stored) => stored,
+            // Not there when the statement began, yet not inserted: the same number was being
+            // stored at that moment by another request (a retry sent while the first was still
+            // under way). What it stored is visible now.
+            None if seq == last + 1 => {
+                let (stored,): (Vec<u8>,) = sqlx::query_as(
+                    "SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $2",
+                )
+                .bind(id)
+                .bind(seq)
+                .fetch_one(pool)
+                .await?;
+                stored
+            }
+            None => return Ok(Attempt::Early { next: last + 1 }),
+        };
+        if stored == *content || same_entries(pool, id, seq, text).await? {
+            Ok(Attempt::Stored(Stored::Retry))
+        } else {
+            Err(ApiError::Conflict(format!(
+                "journal batch {seq} of update {id} was already received with other entries; a \
              batch is never rewritten"
-        )))
+            )))
+        }
     }
 }
 

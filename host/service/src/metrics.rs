@@ -52,6 +52,8 @@ pub struct Metrics {
     pub(crate) leases_expired: Counter,
     pub(crate) journal_batches: Counter,
     pub(crate) journal_bytes: Counter,
+    /// Journal batches that came before the one ahead of them, waiting for it on this replica.
+    pub(crate) journal_waiting: Gauge,
     updates_running: Gauge,
     database_up: Gauge,
     connections: Family<Connections, Gauge>,
@@ -74,6 +76,7 @@ impl Metrics {
             leases_expired: Counter::default(),
             journal_batches: Counter::default(),
             journal_bytes: Counter::default(),
+            journal_waiting: Gauge::default(),
             updates_running: Gauge::default(),
             database_up: Gauge::default(),
             connections: Family::default(),
@@ -104,6 +107,12 @@ impl Metrics {
             "journal_received_bytes",
             "Bytes of the journal batches stored, as their JSON entries",
             metrics.journal_bytes.clone(),
+        );
+        registry.register(
+            "journal_batches_waiting",
+            "Journal batches that came before the one ahead of them (sent while it committed), \
+             waiting for it on this replica",
+            metrics.journal_waiting.clone(),
         );
         registry.register(
             "updates_running",

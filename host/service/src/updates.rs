@@ -1,7 +1,9 @@
 //! Updates and their leases. Whether a stack is free is decided by the database alone (the
 //! partial unique index on running updates), in one transaction per request.
 
-use plinth_state::protocol::{Begun, Checkpoint, EVENTS_BATCH_MAX, Holder, JOURNAL_BATCH_MAX};
+use plinth_state::protocol::{
+    Begun, Checkpoint, EVENTS_BATCH_MAX, Holder, JOURNAL_BATCH_MAX, JOURNAL_IN_FLIGHT,
+};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -140,6 +142,7 @@ pub(crate) async fn begin(
         policy_packs,
         journal_batch: JOURNAL_BATCH_MAX,
         events_batch: EVENTS_BATCH_MAX,
+        journal_in_flight: JOURNAL_IN_FLIGHT,
     })
 }
 
@@ -225,6 +228,7 @@ async fn begun_again(
         policy_packs: policy_packs::applying(&mut *tx, &key.project, &key.name).await?,
         journal_batch: JOURNAL_BATCH_MAX,
         events_batch: EVENTS_BATCH_MAX,
+        journal_in_flight: JOURNAL_IN_FLIGHT,
     }))
 }
 

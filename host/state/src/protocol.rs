@@ -16,6 +16,11 @@ pub const EVENTS_BATCH_MAX: usize = 1_000;
 /// The most event batches a client has in flight at once: the service stores a batch only once
 /// every batch up to this many before it is stored.
 pub const EVENTS_IN_FLIGHT: usize = 3;
+/// The most journal batches a client has in flight at once on this service, as it tells each
+/// update it begins: a batch that arrives before the one ahead of it (within this many of the
+/// last stored) waits on the service for it, so a client may send the next batch while the
+/// previous one commits. A service that does not say takes one at a time.
+pub const JOURNAL_IN_FLIGHT: usize = 2;
 /// The most history entries one page carries.
 pub const HISTORY_PAGE: usize = 500;
 
@@ -182,6 +187,14 @@ pub struct Begun {
     pub journal_batch: usize,
     #[serde(default = "events_batch")]
     pub events_batch: usize,
+    /// How many journal batches of this update may be in flight at once (1, in order, from a
+    /// service older than this field).
+    #[serde(default = "journal_in_flight")]
+    pub journal_in_flight: usize,
+}
+
+fn journal_in_flight() -> usize {
+    1
 }
 
 fn journal_batch() -> usize {
@@ -536,6 +549,7 @@ mod tests {
             policy_packs: Vec::new(),
             journal_batch: JOURNAL_BATCH_MAX,
             events_batch: EVENTS_BATCH_MAX,
+            journal_in_flight: JOURNAL_IN_FLIGHT,
         }
     }
 
@@ -585,10 +599,16 @@ mod tests {
         let fields = old.as_object_mut().unwrap();
         fields.remove("journal_batch");
         fields.remove("events_batch");
+        fields.remove("journal_in_flight");
         let read: Begun = serde_json::from_value(old).unwrap();
         assert_eq!(
-            (read.journal_batch, read.events_batch),
-            (JOURNAL_BATCH, EVENTS_BATCH)
+            (
+                read.journal_batch,
+                read.events_batch,
+                read.journal_in_flight
+            ),
+            (JOURNAL_BATCH, EVENTS_BATCH, 1),
+            "one journal batch at a time, in order"
         );
     }
 

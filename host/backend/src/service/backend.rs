@@ -188,7 +188,8 @@ fn update_kind(command: &str) -> UpdateKind {
     match command {
         "destroy" => UpdateKind::Destroy,
         "refresh" => UpdateKind::Refresh,
-        "stack import" => UpdateKind::Import,
+        // `plinth import` adopts resources; `plinth stack import` writes a whole checkpoint.
+        "import" | "stack import" => UpdateKind::Import,
         "stack rollback" => UpdateKind::Rollback,
         _ if command.starts_with("state ") => UpdateKind::StateEdit,
         _ => UpdateKind::Update,
@@ -431,6 +432,7 @@ impl Backend for ServiceBackend {
             short_creates: (begun.journal_extensions.iter()).any(|e| e == CREATED_AS_BEGUN),
             journal_batch: begun.journal_batch,
             events_batch: begun.events_batch,
+            journal_in_flight: begun.journal_in_flight,
             open_phase: None,
             last_result: None,
             policy_packs: begun.policy_packs,
@@ -551,6 +553,8 @@ struct ServiceUpdate {
     /// The most journal entries, and events, a batch may carry, as the service said.
     journal_batch: usize,
     events_batch: usize,
+    /// How many journal batches may be under way at once, as the service said.
+    journal_in_flight: usize,
     /// When the phase being recorded, not completed yet, started, and the plugins it loads.
     open_phase: Option<(SystemTime, UsedPlugins)>,
     /// How the last completed phase ended.
@@ -670,7 +674,8 @@ impl Update for ServiceUpdate {
             self.crypter.clone(),
         )
         .continuing(self.journal_batches.clone())
-        .in_batches_of(self.journal_batch);
+        .in_batches_of(self.journal_batch)
+        .in_flight(self.journal_in_flight);
         let persister = match self.short_creates {
             true => persister.shortening_creates(),
             false => persister,
@@ -785,5 +790,25 @@ impl ServiceUpdate {
              may take the stack; `plinth cancel` ends it sooner",
             self.stack.name
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_command_holds_the_stack_as_the_kind_its_history_entry_names() {
+        for (command, kind) in [
+            ("up", UpdateKind::Update),
+            ("import", UpdateKind::Import),
+            ("stack import", UpdateKind::Import),
+            ("destroy", UpdateKind::Destroy),
+            ("refresh", UpdateKind::Refresh),
+            ("stack rollback", UpdateKind::Rollback),
+            ("state delete", UpdateKind::StateEdit),
+        ] {
+            assert_eq!(update_kind(command), kind, "{command}");
+        }
     }
 }

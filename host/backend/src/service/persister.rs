@@ -1,9 +1,11 @@
 //! The persister of an update on the service: the snapshot manager's entries are kept until the
-//! engine syncs, then handed to a sender thread, which seals their secrets and sends them in
-//! order in batches of at most what the service takes, numbered from 1 without gaps (what came while a
-//! batch was under way shares the next), so that the engine's writer never waits on the
-//! network. A batch retried after a lost answer is stored once. The service rebuilds the state
-//! from them; compacting only makes sure every entry was sent.
+//! engine syncs, then handed to a sender thread, which seals their secrets and makes them into
+//! batches of at most what the service takes, numbered from 1 without gaps, so that the
+//! engine's writer never waits on the network. Sender threads keep up to as many batches under
+//! way as the service takes (the next one goes while the one before commits; what came while
+//! they were all under way shares the next); the service stores them in order. A batch retried
+//! after a lost answer is stored once. The service rebuilds the state from them; compacting
+//! only makes sure every entry was sent.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,7 @@ use super::transport::{ServiceError, Transport};
 use crate::secrets::{Crypter, SecretsError, seal_tree};
 use plinth_state::Begun;
 use plinth_state::protocol::journal_batch_body;
-use plinth_state::protocol::{JOURNAL_BATCH, JOURNAL_BATCH_MAX};
+use plinth_state::protocol::{JOURNAL_BATCH, JOURNAL_BATCH_MAX, JOURNAL_IN_FLIGHT};
 
 /// Sends the journal of update `update` holding lease `lease`.
 pub struct ServicePersister {
@@ -39,7 +41,7 @@ pub struct ServicePersister {
     begun: Option<Begun>,
 }
 
-/// The sender thread's side: the update's batches on the service.
+/// The sender threads' side: the update's batches on the service.
 struct Batches {
     transport: Transport,
     path: String,
@@ -47,6 +49,9 @@ struct Batches {
     crypter: Arc<dyn Crypter>,
     /// The most entries a batch carries.
     max_batch: usize,
+    /// The most batches under way at once, as the service said it takes (one from a service
+    /// that did not say: each sent once the one before was stored).
+    window: usize,
     /// The number of the last batch the service acknowledged. The service numbers an update's
     /// batches across its phases, so every phase's persister shares this count.
     sent: Arc<AtomicU64>,
@@ -69,44 +74,124 @@ struct Sending {
     entries: VecDeque<Vec<u8>>,
     /// How many entries handed over since the last failure the service stored.
     stored: u64,
-    /// The entries (a JSON array, sealed) of a batch whose answer never came: the service may
-    /// have stored it. It is sent again, under its number, before anything else, so that its
-    /// number never carries other entries.
-    in_doubt: Option<Vec<u8>>,
-    /// A sync was asked for since the batch in doubt failed: it is to be sent again.
+    /// Batches whose answer never came, and those sent after them: the service may have stored
+    /// them. They are sent again, under their numbers and in order, before anything else, so
+    /// that a number never carries other entries.
+    in_doubt: VecDeque<Batch>,
+    /// A sync was asked for since the batches in doubt failed: they are to be sent again.
     retry: bool,
     /// Why a batch failed, until the persister reports it: nothing is sent meanwhile.
     failure: Option<PersistError>,
     /// Why the update must stop (its lease lost, a batch refused): every later sync fails so.
     stopped: Option<String>,
     waker: Option<SyncWaker>,
-    /// A batch is being sent.
-    busy: bool,
-    /// The persister is gone: the sender stops.
+    /// The batches under way, oldest first, with the answers that came before those ahead of
+    /// them did: an answer counts only once every batch before it was answered.
+    flight: VecDeque<Flight>,
+    /// Batches sealed and waiting for a sender thread, oldest first.
+    ready: VecDeque<Batch>,
+    /// The number of the next batch of new entries; 0 until the first is taken.
+    next_seq: u64,
+    /// The persister is gone: the senders stop.
     closed: bool,
 }
 
+/// A batch as sent: its number and its entries (a JSON array, sealed).
+struct Batch {
+    seq: u64,
+    entries: Vec<u8>,
+}
+
+/// A batch under way.
+struct Flight {
+    seq: u64,
+    /// How many entries handed over it stores: none for a batch sent again.
+    count: u64,
+    /// What was sent, kept for sending again if its answer never comes; none if it could not
+    /// be sealed.
+    entries: Option<Vec<u8>>,
+    outcome: Option<Result<(), Unsent>>,
+}
+
 impl Sending {
-    fn has_work(&self) -> bool {
-        self.failure.is_none() && (!self.entries.is_empty() || self.retry)
+    /// Whether another batch can be taken: nothing failed, a sender is free, and there is
+    /// something to send.
+    fn has_work(&self, window: usize) -> bool {
+        let failing = (self.flight.iter()).any(|f| matches!(f.outcome, Some(Err(_))));
+        self.failure.is_none()
+            && !failing
+            && self.flight.len() < window
+            && match self.in_doubt.is_empty() {
+                true => !self.entries.is_empty(),
+                false => self.retry,
+            }
     }
 
-    /// Takes in that batch `unsent` failed: nothing more is sent until the persister reports it.
-    fn failed(&mut self, unsent: Unsent, origin: &Path) {
+    /// Whether batches in doubt are still to be stored again before a sync can settle.
+    fn resending(&self) -> bool {
+        self.retry || self.flight.iter().any(|f| f.count == 0)
+    }
+
+    /// Takes in the answers that came, in order, up to one still under way; a failure once
+    /// nothing after it is under way (the batches after a failed one are never stored before
+    /// it, and what they came to is settled).
+    fn settle_answers(&mut self, sent: &AtomicU64, origin: &Path) {
+        while let Some(Flight {
+            outcome: Some(outcome),
+            ..
+        }) = self.flight.front()
+        {
+            if outcome.is_err() {
+                if self.flight.iter().all(|f| f.outcome.is_some()) {
+                    self.failed(origin);
+                }
+                return;
+            }
+            let flight = self.flight.pop_front().expect("there is one");
+            self.stored += flight.count;
+            sent.fetch_max(flight.seq, Ordering::AcqRel);
+        }
+    }
+
+    /// Takes in that the oldest batch under way failed, nothing being under way any more:
+    /// nothing more is sent until the persister reports it.
+    fn failed(&mut self, origin: &Path) {
         self.retry = false;
+        let mut flights: VecDeque<Flight> = std::mem::take(&mut self.flight);
+        let first = flights.pop_front().expect("a batch failed");
+        let Some(Err(unsent)) = first.outcome else {
+            unreachable!("the oldest batch failed")
+        };
         let failure = match unsent {
-            Unsent::Refused(error @ ServiceError::Unavailable { .. }, batch) => {
-                // Worth trying again later: the service may come back, and may have stored it.
-                self.in_doubt = Some(batch);
+            Unsent::Refused(error @ ServiceError::Unavailable { .. }) => {
+                // Worth trying again later: the service may come back, and may have stored
+                // them. Those after it go again too: the service stores none before it.
+                let sent = std::iter::once((first.seq, first.entries))
+                    .chain((flights.into_iter()).map(|f| (f.seq, f.entries)));
+                let mut doubt: VecDeque<Batch> = VecDeque::new();
+                for (seq, entries) in sent {
+                    match entries {
+                        Some(entries) => doubt.push_back(Batch { seq, entries }),
+                        // Never sent: its number is free.
+                        None => {
+                            self.next_seq = seq;
+                            break;
+                        }
+                    }
+                }
+                doubt.extend(self.in_doubt.drain(..));
+                self.in_doubt = doubt;
                 let error = std::io::Error::new(std::io::ErrorKind::TimedOut, error.to_string());
                 PersistError::io(SENDING, origin, error)
             }
             // A lost lease, a refused batch: the update must stop, recording nothing more.
-            Unsent::Refused(error, _) => {
+            Unsent::Refused(error) => {
                 self.stopped = Some(error.to_string());
                 PersistError::invalid(SENDING, origin, error)
             }
             Unsent::Unsealed(error) => {
+                // Sealed in order, it was the last taken: its number is free.
+                self.next_seq = first.seq;
                 PersistError::invalid("seal the journal entries of", origin, error)
             }
         };
@@ -119,8 +204,8 @@ const SENDING: &str = "send the journal of";
 
 /// Why a batch was not stored.
 enum Unsent {
-    /// The service did not store `batch` (or its answer never came).
-    Refused(ServiceError, Vec<u8>),
+    /// The service did not store the batch (or its answer never came).
+    Refused(ServiceError),
     /// Its secrets could not be sealed: it was not sent.
     Unsealed(SecretsError),
 }
@@ -148,6 +233,7 @@ impl ServicePersister {
                 lease: lease.to_owned(),
                 crypter,
                 max_batch: JOURNAL_BATCH,
+                window: 1,
                 sent: Arc::new(AtomicU64::new(0)),
                 origin: origin.clone(),
             }),
@@ -186,17 +272,26 @@ impl ServicePersister {
         self
     }
 
+    /// Keeps up to `window` batches under way at once (1 to [`JOURNAL_IN_FLIGHT`]), as the
+    /// service said it takes: the next batch goes while the one before commits.
+    pub fn in_flight(mut self, window: usize) -> ServicePersister {
+        if let Some(batches) = &mut self.batches {
+            batches.window = window.clamp(1, JOURNAL_IN_FLIGHT);
+        }
+        self
+    }
+
     /// Hands what was appended since the last sync to the sender, as a sync now in flight.
     fn hand_over(&mut self, sending: &mut Sending) {
         let entries = std::mem::take(&mut self.unsent);
         self.handed += entries.len() as u64;
         self.in_flight.push_back(self.handed);
         sending.entries.extend(entries);
-        sending.retry |= sending.in_doubt.is_some();
+        sending.retry |= !sending.in_doubt.is_empty();
         if let Some(stopped) = &sending.stopped {
             let stopped = PersistError::invalid(SENDING, &self.origin, stopped.clone());
             sending.failure.get_or_insert(stopped);
-            if !sending.busy
+            if sending.flight.is_empty()
                 && let Some(waker) = &sending.waker
             {
                 // No sender will answer: the sync has its outcome already.
@@ -205,6 +300,15 @@ impl ServicePersister {
         }
         self.queue.changed.notify_all();
         if let Some(batches) = self.batches.take() {
+            sending.next_seq = batches.sent.load(Ordering::Acquire) + 1;
+            let batches = Arc::new(batches);
+            for sender in 0..batches.window {
+                let (queue, batches) = (self.queue.clone(), batches.clone());
+                std::thread::Builder::new()
+                    .name(format!("plinth-journal-{sender}"))
+                    .spawn(move || batches.send_ready(&queue))
+                    .expect("a thread can be started");
+            }
             let queue = self.queue.clone();
             std::thread::Builder::new()
                 .name("plinth-journal".into())
@@ -216,11 +320,11 @@ impl ServicePersister {
     /// The outcome of the oldest sync in flight, if it has one; see [`Persister::settled`].
     fn outcome(&mut self, sending: &mut Sending) -> Option<Result<(), PersistError>> {
         let &needed = self.in_flight.front()?;
-        if sending.stored >= needed && !sending.retry {
+        if sending.stored >= needed && !sending.resending() {
             self.in_flight.pop_front();
             return Some(Ok(()));
         }
-        if sending.busy {
+        if !sending.flight.is_empty() {
             // A failure is reported once nothing is under way, its count of stored entries
             // settled.
             return None;
@@ -245,64 +349,95 @@ impl Drop for ServicePersister {
 }
 
 impl Batches {
-    /// Sends what the persister hands over, in order, until it is gone; after a failure, only
-    /// once the persister reported it.
-    fn run(self, queue: &Queue) {
+    /// Takes what the persister hands over, in order, into batches, sealed, for the senders,
+    /// until it is gone; after a failure, only once the persister reported it.
+    fn run(&self, queue: &Queue) {
         let mut sending = queue.lock();
         loop {
-            while !sending.closed && !sending.has_work() {
+            while !sending.closed && !sending.has_work(self.window) {
                 sending = queue.changed.wait(sending).expect("never poisoned");
             }
             if sending.closed {
                 return;
             }
-            // A batch in doubt goes first, alone; then what is queued, up to a full batch.
-            let retry = sending.retry;
-            let in_doubt = sending.in_doubt.take_if(|_| retry);
-            let count = match in_doubt {
-                Some(_) => 0,
-                None => sending.entries.len().min(self.max_batch),
-            };
-            if in_doubt.is_none() && count == 0 {
-                sending.retry = false;
+            // Batches in doubt go first, alone; then what is queued, up to a full batch.
+            if let Some(batch) = sending.in_doubt.pop_front() {
+                sending.retry = !sending.in_doubt.is_empty();
+                sending.flight.push_back(Flight {
+                    seq: batch.seq,
+                    count: 0,
+                    entries: Some(batch.entries.clone()),
+                    outcome: None,
+                });
+                sending.ready.push_back(batch);
+                queue.changed.notify_all();
                 continue;
             }
-            let entries: Vec<Vec<u8>> = sending.entries.drain(..count).collect();
-            sending.busy = true;
+            let count = sending.entries.len().min(self.max_batch);
+            let mut entries: Vec<Vec<u8>> = sending.entries.drain(..count).collect();
+            let seq = sending.next_seq;
+            sending.next_seq += 1;
+            sending.flight.push_back(Flight {
+                seq,
+                count: count as u64,
+                entries: None,
+                outcome: None,
+            });
             drop(sending);
-            let outcome = match in_doubt {
-                Some(batch) => self.send(batch),
-                None => self.seal_and_send(entries),
-            };
+            // Sealed in order, here: a batch is handed to a sender only after the one before.
+            let sealed = seal_entries(&mut entries, self.crypter.as_ref());
             sending = queue.lock();
-            sending.busy = false;
-            match outcome {
-                Ok(()) if count == 0 => sending.retry = false,
-                Ok(()) => sending.stored += count as u64,
-                Err(unsent) => sending.failed(unsent, &self.origin),
-            }
-            queue.changed.notify_all();
-            if let Some(waker) = &sending.waker {
-                waker.wake();
+            let flight = (sending.flight.iter_mut().find(|f| f.seq == seq))
+                .expect("a batch stays under way until answered");
+            match sealed {
+                Ok(()) => {
+                    let entries = json_array(&entries);
+                    flight.entries = Some(entries.clone());
+                    sending.ready.push_back(Batch { seq, entries });
+                    queue.changed.notify_all();
+                }
+                Err(error) => self.answered(&mut sending, queue, seq, Err(Unsent::Unsealed(error))),
             }
         }
     }
 
-    fn seal_and_send(&self, mut entries: Vec<Vec<u8>>) -> Result<(), Unsent> {
-        seal_entries(&mut entries, self.crypter.as_ref()).map_err(Unsent::Unsealed)?;
-        self.send(json_array(&entries))
+    /// Sends the batches sealed, one at a time, until the persister is gone.
+    fn send_ready(&self, queue: &Queue) {
+        let mut sending = queue.lock();
+        loop {
+            while !sending.closed && sending.ready.is_empty() {
+                sending = queue.changed.wait(sending).expect("never poisoned");
+            }
+            if sending.closed {
+                return;
+            }
+            let batch = sending.ready.pop_front().expect("there is a batch ready");
+            drop(sending);
+            let body = journal_batch_body(batch.seq, &batch.entries);
+            let outcome = (self.transport)
+                .send("POST", &self.path, Some(&self.lease), Some(body))
+                .map(drop)
+                .map_err(Unsent::Refused);
+            sending = queue.lock();
+            self.answered(&mut sending, queue, batch.seq, outcome);
+        }
     }
 
-    /// Sends the next batch, `entries` being its JSON array.
-    fn send(&self, entries: Vec<u8>) -> Result<(), Unsent> {
-        let seq = self.sent.load(Ordering::Acquire) + 1;
-        let body = journal_batch_body(seq, &entries);
-        match (self.transport).send("POST", &self.path, Some(&self.lease), Some(body)) {
-            Ok(_) => {
-                self.sent.store(seq, Ordering::Release);
-                Ok(())
-            }
-            Err(e) => Err(Unsent::Refused(e, entries)),
+    /// Takes in the answer to batch `seq`, and tells whoever waits.
+    fn answered(
+        &self,
+        sending: &mut Sending,
+        queue: &Queue,
+        seq: u64,
+        outcome: Result<(), Unsent>,
+    ) {
+        if let Some(flight) = sending.flight.iter_mut().find(|f| f.seq == seq) {
+            flight.outcome = Some(outcome);
+        }
+        sending.settle_answers(&self.sent, &self.origin);
+        queue.changed.notify_all();
+        if let Some(waker) = &sending.waker {
+            waker.wake();
         }
     }
 }
@@ -454,6 +589,109 @@ mod tests {
             array[3],
             json!({ "b": [sealed(r#""two""#), sealed(r#""three""#)] })
         );
+    }
+
+    fn flight(seq: u64, count: u64) -> Flight {
+        let entries = Some(format!("[{seq}]").into_bytes());
+        Flight {
+            seq,
+            count,
+            entries,
+            outcome: None,
+        }
+    }
+
+    fn answer(sending: &mut Sending, sent: &AtomicU64, seq: u64, outcome: Result<(), Unsent>) {
+        let flight = sending.flight.iter_mut().find(|f| f.seq == seq).unwrap();
+        flight.outcome = Some(outcome);
+        sending.settle_answers(sent, Path::new("update u"));
+    }
+
+    fn unavailable() -> Unsent {
+        Unsent::Refused(ServiceError::Unavailable {
+            url: "http://service".into(),
+            attempts: 8,
+            last: "connection refused".into(),
+        })
+    }
+
+    #[test]
+    fn answers_count_in_order_and_a_lost_one_puts_it_and_those_after_it_in_doubt() {
+        let sent = AtomicU64::new(4);
+        let mut sending = Sending {
+            flight: [flight(5, 10), flight(6, 20), flight(7, 30)].into(),
+            next_seq: 8,
+            ..Sending::default()
+        };
+        // Batch 6 answered before 5: nothing counts until 5 is.
+        answer(&mut sending, &sent, 6, Ok(()));
+        assert_eq!((sending.stored, sent.load(Ordering::Acquire)), (0, 4));
+        // 5's answer never came, while 7 is still under way: no failure until it is settled.
+        answer(&mut sending, &sent, 5, Err(unavailable()));
+        assert!(sending.failure.is_none());
+        assert!(
+            !sending.has_work(4),
+            "nothing more goes after a failed batch"
+        );
+        answer(&mut sending, &sent, 7, Ok(()));
+        let failure = sending
+            .failure
+            .take()
+            .expect("the failure, once nothing is under way");
+        assert!(failure.is_transient(), "{failure}");
+        assert_eq!((sending.stored, sent.load(Ordering::Acquire)), (0, 4));
+        // All three go again, under their numbers, in order, before any new batch.
+        let doubt: Vec<(u64, &[u8])> = (sending.in_doubt.iter())
+            .map(|b| (b.seq, b.entries.as_slice()))
+            .collect();
+        assert_eq!(
+            doubt,
+            [(5, &b"[5]"[..]), (6, &b"[6]"[..]), (7, &b"[7]"[..])]
+        );
+        assert_eq!(sending.next_seq, 8);
+        sending.entries.push_back(b"{}".to_vec());
+        assert!(!sending.has_work(4), "not before a sync asks for it");
+        sending.retry = true;
+        assert!(sending.has_work(4) && sending.resending());
+    }
+
+    #[test]
+    fn a_refused_batch_stops_the_update_and_a_batch_never_sent_frees_its_number() {
+        let sent = AtomicU64::new(0);
+        let mut sending = Sending {
+            flight: [flight(1, 1), flight(2, 1)].into(),
+            next_seq: 3,
+            ..Sending::default()
+        };
+        let lost = ServiceError::LeaseLost("the update no longer holds its stack".into());
+        answer(&mut sending, &sent, 2, Err(unavailable()));
+        answer(&mut sending, &sent, 1, Err(Unsent::Refused(lost)));
+        assert!(sending.failure.take().is_some());
+        assert!(sending.stopped.is_some(), "every later sync fails");
+        assert!(sending.in_doubt.is_empty(), "nothing is sent again");
+
+        // Batch 2 could not be sealed after batch 1 was lost: 2 is the next number.
+        let mut sending = Sending {
+            flight: [
+                flight(1, 1),
+                Flight {
+                    entries: None,
+                    ..flight(2, 1)
+                },
+            ]
+            .into(),
+            next_seq: 3,
+            ..Sending::default()
+        };
+        let unsealed = Unsent::Unsealed(SecretsError::MalformedState("no".into()));
+        answer(&mut sending, &sent, 2, Err(unsealed));
+        answer(&mut sending, &sent, 1, Err(unavailable()));
+        assert!(sending.failure.is_some());
+        assert_eq!(
+            sending.in_doubt.iter().map(|b| b.seq).collect::<Vec<_>>(),
+            [1]
+        );
+        assert_eq!(sending.next_seq, 2);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use plinth_backend::service::{LeaseKeeper, LeaseState, ServiceError, ServicePers
 use plinth_engine::journal::{JournalEntry, Persister, SyncWaker};
 use plinth_engine::names::StackName;
 use plinth_engine::value::Value as PValue;
+use plinth_state::protocol::JOURNAL_IN_FLIGHT;
 use plinth_test_postgres::Postgres;
 use serde_json::{Value, json};
 
@@ -175,20 +176,35 @@ fn journaling() -> Journaling {
 
 #[test]
 fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gaps() {
+    // Syncs of 150, 2 and 60 entries, each started before the last settled: their entries go
+    // in batches of at most 100, whatever sync they came with.
+    settle_in_order(1, &[75, 1, 30]);
+}
+
+#[test]
+fn pipelined_syncs_settle_in_order_in_batches_numbered_without_gaps() {
+    // Many small syncs, two batches under way at once: the service stores each once the
+    // one ahead of it is, whichever arrives first.
+    let sizes: Vec<u64> = (0..60).map(|i| 1 + i % 3).collect();
+    settle_in_order(JOURNAL_IN_FLIGHT, &sizes);
+}
+
+/// Starts a sync after creating each count of `resources`, none waited for, with up to `window`
+/// batches under way; checks that every sync settles and the journal holds it all, in order.
+fn settle_in_order(window: usize, resources: &[u64]) {
     let Journaling {
         _server,
         service: _service,
         transport,
         update,
-        mut persister,
+        persister,
         waker,
         wakes,
         ..
     } = journaling();
-    // Syncs of 150, 2 and 60 entries, each started before the last settled: their entries go
-    // in batches of at most 100, whatever sync they came with.
+    let mut persister = persister.in_flight(window);
     let mut seq = 0;
-    for resources in [75, 1, 30] {
+    for &resources in resources {
         for _ in 0..resources {
             seq += 1;
             for entry in creating(
@@ -207,7 +223,7 @@ fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gap
         );
     }
     let mut settled = 0;
-    while settled < 3 {
+    while settled < resources.len() {
         wakes.recv().expect("the sender wakes the writer");
         while let Some(outcome) = persister.settled() {
             outcome.unwrap();
@@ -220,25 +236,35 @@ fn syncs_started_without_waiting_settle_in_order_in_batches_numbered_without_gap
         .call("GET", &format!("updates/{update}/journal"), None, None)
         .unwrap();
     let entries = journal["entries"].as_array().unwrap();
-    assert_eq!(entries.len(), 212);
+    assert_eq!(entries.len() as u64, 2 * seq);
     let seqs: Vec<u64> = (entries.iter().step_by(2))
         .map(|entry| entry["seq"].as_u64().unwrap())
         .collect();
     // (The service refuses a batch that does not follow the last one: none was refused.)
-    assert_eq!(seqs, (1..=106).collect::<Vec<_>>(), "in the order appended");
+    assert_eq!(seqs, (1..=seq).collect::<Vec<_>>(), "in the order appended");
 }
 
 #[test]
 fn once_the_lease_is_lost_every_sync_started_without_waiting_fails_and_wakes_the_writer() {
+    lease_lost_fails_every_sync(1);
+}
+
+#[test]
+fn once_the_lease_is_lost_every_pipelined_sync_fails_and_wakes_the_writer() {
+    lease_lost_fails_every_sync(JOURNAL_IN_FLIGHT);
+}
+
+fn lease_lost_fails_every_sync(window: usize) {
     let Journaling {
         _server,
         service,
         alice,
-        mut persister,
+        persister,
         waker,
         wakes,
         ..
     } = journaling();
+    let mut persister = persister.in_flight(window);
     let (status, _) = cancel(&service, &alice);
     assert_eq!(status, 200);
     // The first sync is refused by the service; the later ones are failed by the persister

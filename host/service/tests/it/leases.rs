@@ -3,7 +3,7 @@
 //! generous bound.
 
 use crate::common::*;
-use plinth_state::protocol::JOURNAL_BATCH_MAX;
+use plinth_state::protocol::{JOURNAL_BATCH_MAX, JOURNAL_IN_FLIGHT};
 use serde_json::{Value, json};
 
 #[test]
@@ -368,7 +368,9 @@ fn a_duplicated_journal_batch_is_stored_once_and_a_conflicting_one_refused() {
             .contains("never rewritten"),
         "{body}"
     );
-    let (status, body) = on_update(&service, &alice, &running, "journal", batch(3, &["d"]));
+    // Too far ahead to be one of the batches a client has in flight: refused at once.
+    let beyond = 2 + JOURNAL_IN_FLIGHT as u64;
+    let (status, body) = on_update(&service, &alice, &running, "journal", batch(beyond, &["d"]));
     assert_eq!(status, 409, "{body}");
     let (status, _) = on_update(&service, &alice, &running, "journal", batch(2, &["c"]));
     assert_eq!(status, 200);

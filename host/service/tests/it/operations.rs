@@ -9,6 +9,7 @@ use crate::common::*;
 use plinth_backend::secrets::PassphraseCrypter;
 use plinth_backend::service::{ServicePersister, Transport};
 use plinth_engine::journal::Persister;
+use plinth_state::protocol::JOURNAL_IN_FLIGHT;
 use serde_json::{Value, json};
 
 /// `plinth-serve ARGS` with the environment `env` (and no inherited database variables).
@@ -527,4 +528,73 @@ fn tokens_expire_with_a_clear_refusal_their_use_is_noted_once_a_minute_and_revok
             "{stderr}"
         );
     }
+}
+
+#[test]
+fn a_journal_batch_sent_before_the_one_ahead_of_it_waits_for_it_and_both_are_stored_in_order() {
+    let (_server, db) = database();
+    let alice = token(&db, "alice");
+    let (service, _stderr, metrics) = start(
+        &[
+            "--database",
+            &db,
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let metrics = metrics.expect("no metrics line");
+    create_stack(&service, &alice, "dev");
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    // Batch 1 begins creating `a`; batch 2 ends it in short, which only a journal holding
+    // batch 1 makes valid: it is checked once batch 1 is stored, not when it arrives.
+    let a = resource("a", Default::default());
+    let first = json!({ "seq": 1, "entries": creating(1, &a, true) });
+    let second = json!({ "seq": 2, "entries": [
+        { "entry": "created-as-begun", "seq": 1, "id": "a-1" },
+    ] });
+    let early = std::thread::scope(|scope| {
+        let early = scope.spawn(|| on_update(&service, &alice, &running, "journal", Some(second)));
+        eventually("batch 2 waiting for batch 1", || {
+            sample(&scrape(&metrics), "plinth_journal_batches_waiting") == Some(1.0)
+        });
+        let (status, body) = on_update(&service, &alice, &running, "journal", Some(first));
+        assert_eq!((status, &body["retry"]), (200, &json!(false)), "{body}");
+        early.join().unwrap()
+    });
+    assert_eq!(
+        (early.0, &early.1["retry"]),
+        (200, &json!(false)),
+        "{}",
+        early.1
+    );
+    assert_eq!(
+        sample(&scrape(&metrics), "plinth_journal_batches_waiting"),
+        Some(0.0)
+    );
+    let path = format!("updates/{}/journal", running.0);
+    let (status, body) = call(&service, "GET", &path, Some(&alice), None, None);
+    assert_eq!(status, 200, "{body}");
+    let kinds: Vec<&str> = (body["entries"].as_array().unwrap().iter())
+        .map(|e| e["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["begin", "created-as-begun"],
+        "in their numbers' order"
+    );
+
+    // Beyond the batches a client may have in flight, a batch is refused at once.
+    let far = json!({ "seq": 3 + JOURNAL_IN_FLIGHT as u64, "entries": creating(9, &a, true) });
+    let (status, body) = on_update(&service, &alice, &running, "journal", Some(far));
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("came before batch 3"),
+        "{body}"
+    );
 }
