@@ -145,7 +145,15 @@ export const VHost: ResourceType<VHostInputs, VHostInputs> = {
   },
   async update(olds, news) {
     await refuseFixedQueueType(olds.inputs, news);
-    return writeVHost(news, olds.inputs);
+    const written = await writeVHost(news, olds.inputs);
+    // A broker that took the change silently without making it is named, not recorded.
+    if (news.default_queue_type !== undefined && news.default_queue_type !== olds.inputs.default_queue_type) {
+      const now = await readVHost(news.name, true);
+      if (now?.default_queue_type !== news.default_queue_type) {
+        throw new Error(`vhost \`${news.name}\`: the broker kept its default queue type \`${now?.default_queue_type ?? "unset"}\` instead of \`${news.default_queue_type}\``);
+      }
+    }
+    return written;
   },
   async delete(state) {
     await remove(`vhosts/${path(state.id)}`);
