@@ -115,7 +115,11 @@ fn names(server: &str, user: &str) -> String {
     } else {
         user
     };
-    format!("srvname = {} AND usename = {}", literal(server), literal(user))
+    format!(
+        "srvname = {} AND usename = {}",
+        literal(server),
+        literal(user)
+    )
 }
 
 /// A mapping as the catalog has it.
@@ -271,7 +275,8 @@ impl TypedResource for UserMapping {
     ) -> Result<UserMappingOutputs, ProviderError> {
         let id = Id::parse(id)?;
         let mut session = (self.session(id.database())?).ok_or_else(|| UserMapping::gone(&new))?;
-        let current = fetch(&mut session, &id.condition())?.ok_or_else(|| UserMapping::gone(&new))?;
+        let current =
+            fetch(&mut session, &id.condition())?.ok_or_else(|| UserMapping::gone(&new))?;
         let clause = options::alter_clause(&current.options, &exposed(&new));
         if !clause.is_empty() {
             session.run(
@@ -279,7 +284,10 @@ impl TypedResource for UserMapping {
                     "updating the user mapping of `{}` on server `{}`",
                     new.user_name, new.server_name
                 ),
-                &format!("ALTER USER MAPPING {}{clause}", target(&current.user_name, &current.server_name)),
+                &format!(
+                    "ALTER USER MAPPING {}{clause}",
+                    target(&current.user_name, &current.server_name)
+                ),
             )?;
         }
         Ok(new.into())
@@ -305,7 +313,10 @@ impl TypedResource for UserMapping {
                 "dropping the user mapping of `{}` on server `{}`",
                 current.user_name, current.server_name
             ),
-            &format!("DROP USER MAPPING {}", target(&current.user_name, &current.server_name)),
+            &format!(
+                "DROP USER MAPPING {}",
+                target(&current.user_name, &current.server_name)
+            ),
         )
     }
 }
