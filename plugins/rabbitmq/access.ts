@@ -12,15 +12,22 @@ interface VHostInputs {
   description: string;
   tags: string[];
   tracing: boolean;
+  default_queue_type?: QueueType;
   max_connections?: number;
   max_queues?: number;
 }
+
+/** The queue types a vhost can default to. */
+const QUEUE_TYPES = ["classic", "quorum", "stream"] as const;
+type QueueType = (typeof QUEUE_TYPES)[number];
 
 interface BrokerVHost {
   name: string;
   description?: string;
   tags?: string[] | string;
   tracing?: boolean;
+  /** `undefined` (a string) when the vhost has none. */
+  default_queue_type?: string;
 }
 
 /** The broker's limits are named with dashes. */
@@ -31,12 +38,39 @@ function tagList(tags: string[] | string | undefined): string[] {
   return (tags ?? "").split(",").filter((tag) => tag !== "");
 }
 
+/** The broker's version, `[major, minor]`, as its management API reports it. */
+async function brokerVersion(): Promise<[number, number, string]> {
+  const overview = await get<{ rabbitmq_version?: string }>("overview");
+  const text = overview?.rabbitmq_version ?? "";
+  const [major, minor] = text.split(".").map((part) => Number.parseInt(part, 10));
+  return [major || 0, minor || 0, text];
+}
+
+/**
+ * Refuses a change of the default queue type that the broker would ignore: RabbitMQ sets it
+ * only when it creates a vhost before 3.11. Checked before anything is written, so that a
+ * refused update changes nothing.
+ */
+async function refuseFixedQueueType(olds: VHostInputs, news: VHostInputs): Promise<void> {
+  if (news.default_queue_type === undefined || news.default_queue_type === olds.default_queue_type) return;
+  const [major, minor, version] = await brokerVersion();
+  if (major > 3 || (major === 3 && minor >= 11)) return;
+  throw new Error(
+    `vhost \`${news.name}\`: RabbitMQ ${version} cannot change a vhost's default queue type (3.11 and later can); ` +
+      `keep \`${olds.default_queue_type ?? "unset"}\`, upgrade the broker, or replace the vhost on purpose with ` +
+      "`plinth up --replace URN` (which deletes every queue, exchange and binding in it)",
+  );
+}
+
 async function writeVHost(inputs: VHostInputs, olds?: VHostInputs): Promise<VHostInputs> {
-  await put(`vhosts/${path(inputs.name)}`, {
+  await put(`vhosts/${path(inputs.name)}`, defined({
     description: inputs.description,
     tags: inputs.tags.join(","),
     tracing: inputs.tracing,
-  });
+    // `defaultqueuetype` is the key brokers before 4.0 read; later ones read the other.
+    defaultqueuetype: inputs.default_queue_type,
+    default_queue_type: inputs.default_queue_type,
+  }));
   for (const [key, limit] of Object.entries(LIMITS) as [keyof typeof LIMITS, string][]) {
     const value = inputs[key];
     if (value !== undefined) {
@@ -48,7 +82,12 @@ async function writeVHost(inputs: VHostInputs, olds?: VHostInputs): Promise<VHos
   return inputs;
 }
 
-async function readVHost(name: string): Promise<VHostInputs | undefined> {
+/** The broker's default queue type, if it is one of those known. */
+function queueType(value: string | undefined): QueueType | undefined {
+  return QUEUE_TYPES.find((type) => type === value);
+}
+
+async function readVHost(name: string, managesQueueType: boolean): Promise<VHostInputs | undefined> {
   const vhost = await get<BrokerVHost>(`vhosts/${path(name)}`);
   if (!vhost) return undefined;
   const limits = await get<{ value: Record<string, number> }[]>(`vhost-limits/${path(name)}`);
@@ -58,6 +97,8 @@ async function readVHost(name: string): Promise<VHostInputs | undefined> {
     description: vhost.description ?? "",
     tags: tagList(vhost.tags),
     tracing: vhost.tracing ?? false,
+    // Managed only when the program sets it: unset, the broker's is left as it is.
+    default_queue_type: managesQueueType ? queueType(vhost.default_queue_type) : undefined,
     max_connections: set[LIMITS.max_connections],
     max_queues: set[LIMITS.max_queues],
   });
@@ -70,6 +111,9 @@ export const VHost: ResourceType<VHostInputs, VHostInputs> = {
     description: t.string({ default: "", description: "What the vhost is for." }),
     tags: t.array(t.string(), { default: [], description: "Tags of the vhost." }),
     tracing: t.boolean({ default: false, description: "Whether the firehose tracer is on for the vhost." }),
+    default_queue_type: t.enum([...QUEUE_TYPES], {
+      description: "The type of the queues declared in the vhost without an `x-queue-type`: `classic`, `quorum` or `stream` (RabbitMQ 3.10 and later; changed in place from 3.11). Unset: the broker's default, left as it is.",
+    }),
     max_connections: t.integer({ description: "At most this many client connections (0 refuses all); unset: no limit." }),
     max_queues: t.integer({ description: "At most this many queues (0 refuses all); unset: no limit." }),
   },
@@ -78,6 +122,7 @@ export const VHost: ResourceType<VHostInputs, VHostInputs> = {
     description: t.string({ required: true }),
     tags: t.array(t.string(), { required: true }),
     tracing: t.boolean({ required: true }),
+    default_queue_type: t.enum([...QUEUE_TYPES]),
     max_connections: t.integer(),
     max_queues: t.integer(),
   },
@@ -95,11 +140,20 @@ export const VHost: ResourceType<VHostInputs, VHostInputs> = {
     return { id: inputs.name, outputs: await writeVHost(inputs) };
   },
   async read(state) {
-    const found = await readVHost(state.id);
+    const found = await readVHost(state.id, state.inputs.default_queue_type !== undefined);
     return found ? { inputs: found, outputs: found } : null;
   },
   async update(olds, news) {
-    return writeVHost(news, olds.inputs);
+    await refuseFixedQueueType(olds.inputs, news);
+    const written = await writeVHost(news, olds.inputs);
+    // A broker that took the change silently without making it is named, not recorded.
+    if (news.default_queue_type !== undefined && news.default_queue_type !== olds.inputs.default_queue_type) {
+      const now = await readVHost(news.name, true);
+      if (now?.default_queue_type !== news.default_queue_type) {
+        throw new Error(`vhost \`${news.name}\`: the broker kept its default queue type \`${now?.default_queue_type ?? "unset"}\` instead of \`${news.default_queue_type}\``);
+      }
+    }
+    return written;
   },
   async delete(state) {
     await remove(`vhosts/${path(state.id)}`);

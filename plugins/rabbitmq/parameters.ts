@@ -104,43 +104,81 @@ const deleteAfter = field(
   },
 );
 
-function exactlyOne(values: Values, side: string, names: string[]): void {
-  const given = names.filter((n) => values[n] !== undefined);
-  if (given.length > 1) {
-    throw InvalidInputs.of(given[1], `give only one of ${names.map((n) => `\`${n}\``).join(" and ")}`);
+/** The fields of each side that only one protocol has, by that protocol. */
+const SIDE_FIELDS = {
+  source: {
+    protocol: "source_protocol",
+    amqp091: ["source_queue", "source_exchange", "source_exchange_key"],
+    amqp10: ["source_address"],
+  },
+  destination: {
+    protocol: "destination_protocol",
+    amqp091: ["destination_queue", "destination_exchange", "destination_exchange_key", "destination_publish_properties"],
+    amqp10: ["destination_address", "destination_application_properties", "destination_properties", "destination_message_annotations"],
+  },
+} as const;
+
+/** Refuses a field of the other protocol on one side, and a side that says not where to go. */
+function checkSide(values: Values, side: keyof typeof SIDE_FIELDS): void {
+  const fields = SIDE_FIELDS[side];
+  const protocol = values[fields.protocol];
+  // Unknown during a preview: checked once known.
+  if (protocol !== "amqp091" && protocol !== "amqp10") return;
+  const other = protocol === "amqp10" ? fields.amqp091 : fields.amqp10;
+  const wrong = other.find((name) => values[name] !== undefined);
+  if (wrong) {
+    throw InvalidInputs.of(wrong, `is an ${protocol === "amqp10" ? "AMQP 0-9-1" : "AMQP 1.0"} field, but ${fields.protocol} is \`${protocol}\``);
   }
+  if (protocol === "amqp10") {
+    const address = fields.amqp10[0];
+    if (values[address] === undefined) {
+      throw InvalidInputs.of(address, `give the ${side}'s AMQP 1.0 link address, e.g. \`/queue/orders\` (${fields.protocol} is \`amqp10\`)`);
+    }
+    return;
+  }
+  const [queue, exchange] = fields.amqp091;
+  const given = [queue, exchange].filter((n) => values[n] !== undefined);
+  if (given.length > 1) throw InvalidInputs.of(exchange, `give only one of \`${queue}\` and \`${exchange}\``);
   if (given.length === 0 && side === "source") {
-    throw InvalidInputs.of(names[0], `give one of ${names.map((n) => `\`${n}\``).join(" and ")}: where the shovel takes messages from`);
+    throw InvalidInputs.of(queue, `give one of \`${queue}\` and \`${exchange}\`: where the shovel takes messages from`);
   }
 }
+
+/** Message properties and annotations an AMQP 1.0 destination sets, by name. */
+const amqp10Map = (key: string, description: string) =>
+  field(key, t.map(t.any(), { description: `${description} AMQP 1.0 destinations only.` }));
 
 export const Shovel = parameterType(
   "shovel",
   "shovel",
-  "A dynamic shovel: moves messages from a source (a queue, or an exchange it binds a queue to) to a destination, on this broker or another. Needs the rabbitmq_shovel plugin.",
+  "A dynamic shovel: moves messages from a source (a queue, an exchange it binds a queue to, or an AMQP 1.0 address) to a destination, on this broker or another. Needs the rabbitmq_shovel plugin (and rabbitmq_amqp1_0 on a broker an `amqp10` side connects to).",
   {
     source_uri: uriField("src-uri", "The source broker's AMQP URI, e.g. `amqp://user:password@host/vhost` (`amqp://` is this broker, default vhost)."),
     source_protocol: field("src-protocol", t.enum(["amqp091", "amqp10"], { default: "amqp091", description: "The source's protocol." })),
-    source_queue: field("src-queue", t.string({ description: "The queue it consumes from." })),
-    source_exchange: field("src-exchange", t.string({ description: "The exchange it binds a queue of its own to, instead of a queue." })),
-    source_exchange_key: field("src-exchange-key", t.string({ description: "The routing key of that binding." })),
-    source_address: field("src-address", t.string({ description: "The AMQP 1.0 source address." })),
+    source_queue: field("src-queue", t.string({ description: "The queue it consumes from (AMQP 0-9-1)." })),
+    source_exchange: field("src-exchange", t.string({ description: "The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1)." })),
+    source_exchange_key: field("src-exchange-key", t.string({ description: "The routing key of that binding (AMQP 0-9-1)." })),
+    source_address: field("src-address", t.string({ description: "The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when source_protocol is `amqp10`)." })),
     source_prefetch_count: field("src-prefetch-count", t.integer({ description: "How many unacknowledged messages it takes at once." })),
     source_delete_after: deleteAfter,
     destination_uri: uriField("dest-uri", "The destination broker's AMQP URI."),
     destination_protocol: field("dest-protocol", t.enum(["amqp091", "amqp10"], { default: "amqp091", description: "The destination's protocol." })),
-    destination_queue: field("dest-queue", t.string({ description: "The queue it publishes to." })),
-    destination_exchange: field("dest-exchange", t.string({ description: "The exchange it publishes to." })),
-    destination_exchange_key: field("dest-exchange-key", t.string({ description: "The routing key it publishes with (default: the message's own)." })),
-    destination_address: field("dest-address", t.string({ description: "The AMQP 1.0 destination address." })),
+    destination_queue: field("dest-queue", t.string({ description: "The queue it publishes to (AMQP 0-9-1)." })),
+    destination_exchange: field("dest-exchange", t.string({ description: "The exchange it publishes to (AMQP 0-9-1)." })),
+    destination_exchange_key: field("dest-exchange-key", t.string({ description: "The routing key it publishes with (default: the message's own; AMQP 0-9-1)." })),
+    destination_publish_properties: field("dest-publish-properties", t.map(t.any(), { description: "Message properties it overwrites, e.g. `{\"delivery_mode\": 2}` (AMQP 0-9-1)." })),
+    destination_address: field("dest-address", t.string({ description: "The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when destination_protocol is `amqp10`)." })),
+    destination_application_properties: amqp10Map("dest-application-properties", "Application properties it sets on each message."),
+    destination_properties: amqp10Map("dest-properties", "Properties it overwrites on each message, such as `content_type`."),
+    destination_message_annotations: amqp10Map("dest-message-annotations", "Message annotations it sets on each message."),
     destination_add_forward_headers: field("dest-add-forward-headers", t.boolean({ description: "Whether it adds headers saying where a message was shovelled from." })),
     destination_add_timestamp_header: field("dest-add-timestamp-header", t.boolean({ description: "Whether it adds a timestamp header." })),
     ack_mode: field("ack-mode", ackMode("When it acknowledges a message at the source: `on-confirm` (once the destination confirms), `on-publish` or `no-ack`.")),
     reconnect_delay: field("reconnect-delay", t.integer({ default: 1, description: "Seconds to wait before reconnecting after a failure." })),
   },
   (values) => {
-    if (values.source_protocol !== "amqp10") exactlyOne(values, "source", ["source_queue", "source_exchange"]);
-    if (values.destination_protocol !== "amqp10") exactlyOne(values, "destination", ["destination_queue", "destination_exchange"]);
+    checkSide(values, "source");
+    checkSide(values, "destination");
     if (values.source_exchange_key !== undefined && values.source_exchange === undefined) {
       throw InvalidInputs.of("source_exchange_key", "is only for a source_exchange");
     }

@@ -680,3 +680,104 @@ fn listing_functions_filter_by_patterns() {
     env.ok(&["destroy", "--yes"]);
     pg.psql("postgres", "DROP DATABASE ls_db").unwrap();
 }
+
+/// A foreign server renamed in place keeps its user mappings (PostgreSQL's `ALTER SERVER ...
+/// RENAME` carries them): the mappings, which name the server by its output, are replaced under
+/// the new name without a "mapping already exists" or a mapping left behind, and a rename made
+/// by hand is read back as drift rather than as mappings gone.
+#[test]
+fn a_renamed_foreign_server_carries_its_user_mappings() {
+    let pg = shared();
+    pg.create_database("rn_db").unwrap();
+    let env = granted(&pg);
+    let spec = |server_name: &str| {
+        let server = json!({"$output": ["srv", "server_name"]});
+        json!([
+            {"type": "postgresql:Extension", "name": "fdw",
+             "inputs": {"name": "postgres_fdw", "database": "rn_db"}},
+            {"type": "postgresql:Role", "name": "user", "inputs": {"name": "rn_user"}},
+            {"type": "postgresql:Server", "name": "srv",
+             "inputs": {"server_name": server_name, "fdw_name": {"$output": ["fdw", "name"]},
+                        "database": "rn_db", "options": {"host": "10.0.0.9"}}},
+            {"type": "postgresql:UserMapping", "name": "mapping",
+             "inputs": {"user_name": {"$output": ["user", "name"]}, "server_name": server,
+                        "database": "rn_db", "options": {"user": "remote"}, "password": "rn-pw"}},
+            {"type": "postgresql:UserMapping", "name": "public_mapping",
+             "inputs": {"user_name": "PUBLIC", "server_name": server, "database": "rn_db",
+                        "options": {"user": "anon"}}},
+        ])
+    };
+    let mappings = || {
+        q(
+            &pg,
+            "rn_db",
+            "SELECT string_agg(srvname || ':' || usename || ':' || array_to_string(umoptions, ';'), ' ' \
+             ORDER BY usename) FROM pg_user_mappings",
+        )
+    };
+
+    declare(&env, &spec("rn_srv"));
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("5 created"), "{out}");
+    assert_eq!(
+        mappings(),
+        "rn_srv:public:user=anon rn_srv:rn_user:password=rn-pw;user=remote"
+    );
+    let id = recorded(&env, "mapping")["id"].clone();
+    assert!(
+        id.as_str().unwrap().starts_with("[\"rn_db\","),
+        "the mapping's id is [database, OID]: {id}"
+    );
+
+    // Renamed by the program: the server in place, its mappings replaced under the new name.
+    declare(&env, &spec("rn_srv2"));
+    let out = env.ok(&["up", "--yes"]);
+    assert!(stepped(&out, "srv", "updated"), "{out}");
+    assert!(count_line(&out).contains("2 replaced"), "{out}");
+    assert_eq!(
+        mappings(),
+        "rn_srv2:public:user=anon rn_srv2:rn_user:password=rn-pw;user=remote"
+    );
+    assert_eq!(
+        q(
+            &pg,
+            "rn_db",
+            "SELECT string_agg(srvname, ',') FROM pg_foreign_server"
+        ),
+        "rn_srv2"
+    );
+    env.ok(&["preview", "--expect-no-changes"]);
+    env.ok(&["refresh", "--expect-no-changes"]);
+
+    // Renamed by hand: refresh finds the mappings under the new name (drift, not gone).
+    pg.psql("rn_db", "ALTER SERVER rn_srv2 RENAME TO rn_srv3")
+        .unwrap();
+    env.fails(&["refresh", "--expect-no-changes"]);
+    env.ok(&["refresh", "--yes"]);
+    for name in ["mapping", "public_mapping"] {
+        assert_eq!(
+            recorded(&env, name)["inputs"]["server_name"],
+            "rn_srv3",
+            "{name}"
+        );
+    }
+    // `up` puts the program's name back, and the mappings with it.
+    let out = env.ok(&["up", "--yes"]);
+    assert!(stepped(&out, "srv", "updated"), "{out}");
+    assert_eq!(
+        mappings(),
+        "rn_srv2:public:user=anon rn_srv2:rn_user:password=rn-pw;user=remote"
+    );
+    env.ok(&["preview", "--expect-no-changes"]);
+
+    env.ok(&["destroy", "--yes"]);
+    assert_eq!(
+        q(
+            &pg,
+            "rn_db",
+            "SELECT (SELECT count(*) FROM pg_foreign_server), (SELECT count(*) FROM pg_user_mappings)"
+        ),
+        "0|0"
+    );
+    pg.psql("postgres", "DROP DATABASE rn_db").unwrap();
+}

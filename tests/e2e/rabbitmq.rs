@@ -676,3 +676,175 @@ fn the_python_example_runs_against_a_broker() {
     env.ok(&["destroy", "--yes"]);
     assert_eq!(broker.definitions().unwrap(), before);
 }
+
+/// The vhost `typed` with a default queue type, and an AMQP 1.0 shovel between two queues of
+/// the default vhost (RabbitMQ's AMQP 1.0 listener serves the default vhost); `app` picks the
+/// application properties the shovel sets (1, 2).
+fn typed_and_amqp10(queue_type: &str, app: u8) -> Json {
+    let app = if app == 1 {
+        json!({"origin": "plinth"})
+    } else {
+        json!({"origin": "plinth", "stage": "two"})
+    };
+    json!([
+        {"type": "rabbitmq:VHost", "name": "typed", "inputs": {
+            "name": "typed", "default_queue_type": queue_type}},
+        {"type": "rabbitmq:Queue", "name": "src", "inputs": {"name": "src10"}},
+        {"type": "rabbitmq:Queue", "name": "dst", "inputs": {"name": "dst10"}},
+        {"type": "rabbitmq:Shovel", "name": "s10", "inputs": {
+            "name": {"$output": ["dst", "name"]},
+            "source_protocol": "amqp10", "source_uri": {"$secret": "uri"},
+            "source_address": "/amq/queue/src10",
+            "destination_protocol": "amqp10", "destination_uri": {"$secret": "uri"},
+            "destination_address": "/amq/queue/dst10",
+            "destination_application_properties": app,
+            "destination_properties": {"content_type": "text/plain"},
+            "destination_message_annotations": {"x-opt-source": "src10"},
+            "destination_add_forward_headers": true}},
+    ])
+}
+
+/// `rabbitmqctl eval` of a change to vhost `typed`'s default queue type: RabbitMQ 3.10's CLI
+/// has no command for it (3.11's `update_vhost_metadata`).
+fn set_queue_type(broker: &RabbitMq, queue_type: &str) {
+    broker
+        .ctl(&[
+            "eval",
+            &format!(
+                "rabbit_misc:execute_mnesia_transaction(fun() -> rabbit_vhost:update_metadata(\
+                 <<\"typed\">>, fun(M) -> M#{{default_queue_type => <<\"{queue_type}\">>}} end) end)."
+            ),
+        ])
+        .unwrap();
+}
+
+#[test]
+fn a_vhost_default_queue_type_and_amqp10_shovel_fields_live_their_lives() {
+    let broker = broker();
+    let before = broker.definitions().unwrap();
+    // The AMQP 1.0 URI: the listener serves the default vhost.
+    let env = project(&broker, "");
+
+    // Create: the type is the vhost's, the AMQP 1.0 fields the shovel's, as the broker has them.
+    declare(&env, &typed_and_amqp10("quorum", 1));
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("4 created"), "{out}");
+    let d = broker.definitions().unwrap();
+    let vhost = entry(&d, "vhosts", "name", "typed");
+    assert_eq!(vhost["metadata"]["default_queue_type"], "quorum", "{vhost}");
+    let shovel = parameter(&d, "shovel", "dst10");
+    for (key, value) in [
+        ("src-protocol", json!("amqp10")),
+        ("src-address", json!("/amq/queue/src10")),
+        ("dest-protocol", json!("amqp10")),
+        ("dest-address", json!("/amq/queue/dst10")),
+        ("dest-application-properties", json!({"origin": "plinth"})),
+        ("dest-properties", json!({"content_type": "text/plain"})),
+        ("dest-message-annotations", json!({"x-opt-source": "src10"})),
+        ("dest-add-forward-headers", json!(true)),
+    ] {
+        assert_eq!(shovel[key], value, "{key} in {shovel}");
+    }
+    // The broker runs it: each check is a rabbitmqctl run, bounded in count, not in time.
+    let running = (0..120).any(|_| {
+        let status = broker
+            .ctl(&["shovel_status", "--formatter", "json", "--silent"])
+            .unwrap();
+        let status: Json = serde_json::from_str(&status).unwrap_or(Json::Null);
+        (status.as_array().into_iter().flatten())
+            .any(|s| s["name"] == "dst10" && s["state"] == "running")
+    });
+    assert!(running, "the AMQP 1.0 shovel does not run");
+    env.ok(&["preview", "--expect-no-changes"]);
+    env.ok(&["refresh", "--expect-no-changes"]);
+
+    // The shovel's AMQP 1.0 fields change in place.
+    declare(&env, &typed_and_amqp10("quorum", 2));
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("1 updated"), "{out}");
+    let d = broker.definitions().unwrap();
+    assert_eq!(
+        parameter(&d, "shovel", "dst10")["dest-application-properties"],
+        json!({"origin": "plinth", "stage": "two"})
+    );
+
+    // RabbitMQ 3.10 cannot change a vhost's default queue type: refused before anything is
+    // written, saying why and what to do.
+    declare(&env, &typed_and_amqp10("stream", 2));
+    let err = env.fails(&["up", "--yes"]);
+    assert!(
+        err.contains("cannot change a vhost's default queue type") && err.contains("--replace"),
+        "{err}"
+    );
+    assert_eq!(
+        broker.definitions().unwrap(),
+        d,
+        "a refused change changed the broker"
+    );
+
+    // A type changed out of band is drift: refresh records it, and `up` with the program
+    // saying what the broker has is then a no-op.
+    set_queue_type(&broker, "stream");
+    let out = env.run(&["refresh", "--expect-no-changes"]);
+    assert!(!out.status.success(), "drift went unnoticed");
+    let out = env.ok(&["refresh", "--yes"]);
+    assert!(out.contains("default_queue_type"), "{out}");
+    env.ok(&["preview", "--expect-no-changes"]);
+    // Back to the program's declared type by the same route, and refresh agrees.
+    set_queue_type(&broker, "quorum");
+    declare(&env, &typed_and_amqp10("quorum", 2));
+    env.ok(&["refresh", "--yes"]);
+    env.ok(&["preview", "--expect-no-changes"]);
+
+    // A field of the other protocol is refused by check, naming it.
+    let mut mixed = typed_and_amqp10("quorum", 2);
+    mixed[3]["inputs"]["source_queue"] = json!("src10");
+    declare(&env, &mixed);
+    let err = env.fails(&["preview"]);
+    assert!(
+        err.contains("source_queue") && err.contains("AMQP 0-9-1 field"),
+        "{err}"
+    );
+    let mut mixed = typed_and_amqp10("quorum", 2);
+    mixed[3]["inputs"]["destination_protocol"] = json!("amqp091");
+    declare(&env, &mixed);
+    let err = env.fails(&["preview"]);
+    assert!(
+        err.contains("destination_address") && err.contains("AMQP 1.0 field"),
+        "{err}"
+    );
+    let mut addressless = typed_and_amqp10("quorum", 2);
+    addressless[3]["inputs"]
+        .as_object_mut()
+        .unwrap()
+        .remove("source_address");
+    declare(&env, &addressless);
+    let err = env.fails(&["preview"]);
+    assert!(
+        err.contains("source_address") && err.contains("link address"),
+        "{err}"
+    );
+
+    // Imported by another stack as they are (left there: the first stack's destroy below
+    // deletes them): the type and the AMQP 1.0 fields read back.
+    let other = project(&broker, "");
+    let mut imported = typed_and_amqp10("quorum", 2);
+    imported[0]["import"] = json!("typed");
+    imported[1]["import"] = json!("src10@/");
+    imported[2]["import"] = json!("dst10@/");
+    imported[3]["import"] = json!("dst10@/");
+    declare(&other, &imported);
+    let out = other.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("4 imported"), "{out}");
+    other.ok(&["refresh", "--expect-no-changes"]);
+    let mut wrong = imported.clone();
+    wrong[0]["inputs"]["default_queue_type"] = json!("classic");
+    let third = project(&broker, "");
+    declare(&third, &wrong);
+    let err = third.fails(&["up", "--yes"]);
+    assert!(err.contains("default_queue_type"), "{err}");
+
+    // Destroy leaves the broker as it was.
+    env.ok(&["destroy", "--yes"]);
+    assert_eq!(broker.definitions().unwrap(), before);
+}

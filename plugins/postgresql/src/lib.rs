@@ -17,7 +17,7 @@
 //! | `postgresql:PhysicalReplicationSlot` | name | — | all |
 //! | `postgresql:Function` | `DATABASE-OID/OID` (import: `DATABASE/SCHEMA.NAME(TYPES)`) | body, language, attributes | `name`, `schema`, `database`, `args`, `returns` |
 //! | `postgresql:Server` | `DATABASE-OID/OID` (import: `DATABASE/NAME`) | `server_name`, `options`, `server_version`, `server_owner` | `fdw_name`, `database`, `server_type` |
-//! | `postgresql:UserMapping` | JSON `[database, server_name, user_name]` | `options`, `password` | the others |
+//! | `postgresql:UserMapping` | JSON `[database, OID]` (import: `[database, server_name, user_name]`) | `options`, `password` | the others (deleting first) |
 //!
 //! Functions: `postgresql:getSchemas`, `postgresql:getTables`, `postgresql:getSequences` (see
 //! [`lookups`]). Catalog writes that race (grants, default privileges, memberships) are

@@ -2,9 +2,13 @@
 //! MAPPING`), typically a remote user name and password: the option `password` is an input of
 //! its own, secret.
 //!
-//! The id, which import takes too, is the JSON array `[database, server_name, user_name]`
-//! (`database` `null` for the provider's). The server and the user are fixed: a change
-//! replaces the mapping; the options change in place.
+//! The id is the JSON array `[database, MAPPING-OID]` (`database` `null` for the provider's):
+//! PostgreSQL keeps a mapping's OID when its server or role is renamed, so a mapping read or
+//! deleted after `ALTER SERVER ... RENAME` is found under the new name. Import takes
+//! `[database, server_name, user_name]`, as ids recorded before did. The server and the user
+//! are fixed: a change replaces the mapping, deleting the old one first (found by its OID, so a
+//! mapping carried by a renamed server goes before the new one is made); the options change in
+//! place.
 
 use plinth_sdk::{
     CheckFailure, Created, ProviderError, ReadResult, ResourceContext, ResourceSchema, Secret,
@@ -14,7 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::options::{self, Options};
-use crate::server::{Server, Session};
+use crate::server::{Server, Session, text};
 use crate::sql::{self, grantee, literal};
 
 /// The inputs of `postgresql:UserMapping`.
@@ -65,35 +69,90 @@ impl From<UserMappingInputs> for UserMappingOutputs {
 /// The `postgresql:UserMapping` resource type.
 pub(crate) struct UserMapping(pub(crate) Server);
 
+/// A mapping's id: by OID as the provider records it, by names as import takes it.
 #[derive(Serialize, Deserialize)]
-struct Id(Option<String>, String, String);
+#[serde(untagged)]
+enum Id {
+    Oid(Option<String>, u32),
+    Names(Option<String>, String, String),
+}
 
-/// The `FOR ... SERVER ...` of the mapping's statements.
-fn target(m: &UserMappingInputs) -> String {
+impl Id {
+    fn parse(id: &str) -> Result<Id, ProviderError> {
+        serde_json::from_str(id).map_err(|_| {
+            ProviderError::failed(format!(
+                "`{id}` is not a user mapping id; it is a JSON array [database or null, \
+                 server_name, user_name] (or [database or null, mapping OID] as recorded)"
+            ))
+        })
+    }
+
+    fn database(&self) -> Option<&str> {
+        match self {
+            Id::Oid(database, _) | Id::Names(database, ..) => database.as_deref(),
+        }
+    }
+
+    /// The SQL condition on `pg_user_mappings` selecting the mapping.
+    fn condition(&self) -> String {
+        match self {
+            Id::Oid(_, oid) => format!("umid = {oid}"),
+            Id::Names(_, server, user) => names(server, user),
+        }
+    }
+
+    fn text(&self) -> Result<String, ProviderError> {
+        serde_json::to_string(self).map_err(|e| ProviderError::failed(e.to_string()))
+    }
+}
+
+/// The condition selecting the mapping of `user` (`public` in any case for the public
+/// mapping) on `server`: `pg_user_mappings` names the public mapping `public`, and a role named
+/// `public` cannot exist.
+fn names(server: &str, user: &str) -> String {
+    let user = if user.eq_ignore_ascii_case("public") {
+        "public"
+    } else {
+        user
+    };
     format!(
-        "FOR {} SERVER {}",
-        grantee(&m.user_name),
-        sql::ident(&m.server_name)
+        "srvname = {} AND usename = {}",
+        literal(server),
+        literal(user)
     )
 }
 
-/// The mapping's options, if it exists; `None` if it, its server or its database is gone.
-fn fetch(session: &mut Session, m: &UserMappingInputs) -> Result<Option<Options>, ProviderError> {
-    let user = if m.user_name.eq_ignore_ascii_case("public") {
-        "public".to_owned()
-    } else {
-        m.user_name.clone()
-    };
-    // `pg_user_mappings` names the public mapping `public`; a role named `public` cannot exist.
+/// A mapping as the catalog has it.
+struct Found {
+    oid: u32,
+    server_name: String,
+    user_name: String,
+    options: Options,
+}
+
+/// The `FOR ... SERVER ...` of the mapping's statements.
+fn target(user_name: &str, server_name: &str) -> String {
+    format!(
+        "FOR {} SERVER {}",
+        grantee(user_name),
+        sql::ident(server_name)
+    )
+}
+
+/// The mapping `condition` selects, if it exists.
+fn fetch(session: &mut Session, condition: &str) -> Result<Option<Found>, ProviderError> {
     let sql = format!(
-        "SELECT array_to_json(coalesce(umoptions, '{{}}')) FROM pg_user_mappings \
-         WHERE srvname = {} AND usename = {}",
-        literal(&m.server_name),
-        literal(&user)
+        "SELECT umid, srvname, usename, array_to_json(coalesce(umoptions, '{{}}')) \
+         FROM pg_user_mappings WHERE {condition}"
     );
     Ok(session
         .row("reading the user mapping", &sql)?
-        .map(|row| options::parse(&row, 0)))
+        .map(|row| Found {
+            oid: text(&row, 0).parse().unwrap_or_default(),
+            server_name: text(&row, 1),
+            user_name: text(&row, 2),
+            options: options::parse(&row, 3),
+        }))
 }
 
 /// The option that holds the password, kept apart as a secret.
@@ -109,9 +168,8 @@ fn exposed(m: &UserMappingInputs) -> Options {
 }
 
 impl UserMapping {
-    fn session(&self, m: &UserMappingInputs) -> Result<Option<Session>, ProviderError> {
-        let database = m.database.as_deref().unwrap_or(self.0.home());
-        self.0.connect_if_exists(database)
+    fn session(&self, database: Option<&str>) -> Result<Option<Session>, ProviderError> {
+        self.0.connect_if_exists(database.unwrap_or(self.0.home()))
     }
 
     fn gone(m: &UserMappingInputs) -> ProviderError {
@@ -161,17 +219,14 @@ impl TypedResource for UserMapping {
             ),
             &format!(
                 "CREATE USER MAPPING {}{}",
-                target(&m),
+                target(&m.user_name, &m.server_name),
                 options::create_clause(&exposed(&m))
             ),
         )?;
-        let id = Id(
-            m.database.clone(),
-            m.server_name.clone(),
-            m.user_name.clone(),
-        );
+        let found = fetch(&mut session, &names(&m.server_name, &m.user_name))?
+            .ok_or_else(|| UserMapping::gone(&m))?;
         Ok(Created {
-            id: serde_json::to_string(&id).map_err(|e| ProviderError::failed(e.to_string()))?,
+            id: Id::Oid(m.database.clone(), found.oid).text()?,
             outputs: m.into(),
         })
     }
@@ -183,31 +238,28 @@ impl TypedResource for UserMapping {
         inputs: UserMappingInputs,
         _: UserMappingOutputs,
     ) -> Result<Option<ReadResult<UserMappingInputs, UserMappingOutputs>>, ProviderError> {
-        let Id(database, server_name, user_name) = serde_json::from_str(&id).map_err(|_| {
-            ProviderError::failed(format!(
-                "`{id}` is not a user mapping id; it is a JSON array [database or null, \
-                 server_name, user_name]"
-            ))
-        })?;
-        let m = UserMappingInputs {
-            database,
-            server_name,
-            user_name,
-            ..inputs
-        };
-        let Some(mut session) = self.session(&m)? else {
+        let id = Id::parse(&id)?;
+        let Some(mut session) = self.session(id.database())? else {
             return Ok(None);
         };
-        let Some(found) = fetch(&mut session, &m)? else {
+        let Some(found) = fetch(&mut session, &id.condition())? else {
             return Ok(None);
         };
         let read = UserMappingInputs {
-            password: found.get(PASSWORD).cloned().map(Secret::new),
-            options: found.into_iter().filter(|(k, _)| k != PASSWORD).collect(),
-            ..m
+            database: id.database().map(str::to_owned),
+            server_name: found.server_name,
+            // The public mapping keeps the program's spelling of `public`.
+            user_name: match inputs.user_name {
+                given if given.eq_ignore_ascii_case(&found.user_name) => given,
+                _ => found.user_name,
+            },
+            password: found.options.get(PASSWORD).cloned().map(Secret::new),
+            options: (found.options.into_iter())
+                .filter(|(k, _)| k != PASSWORD)
+                .collect(),
         };
         Ok(Some(ReadResult {
-            id,
+            id: Id::Oid(read.database.clone(), found.oid).text()?,
             inputs: read.clone(),
             outputs: read.into(),
         }))
@@ -216,21 +268,26 @@ impl TypedResource for UserMapping {
     fn update(
         &self,
         _: &ResourceContext<'_>,
-        _: &str,
+        id: &str,
         _: UserMappingInputs,
         _: UserMappingOutputs,
         new: UserMappingInputs,
     ) -> Result<UserMappingOutputs, ProviderError> {
-        let mut session = self.session(&new)?.ok_or_else(|| UserMapping::gone(&new))?;
-        let current = fetch(&mut session, &new)?.ok_or_else(|| UserMapping::gone(&new))?;
-        let clause = options::alter_clause(&current, &exposed(&new));
+        let id = Id::parse(id)?;
+        let mut session = (self.session(id.database())?).ok_or_else(|| UserMapping::gone(&new))?;
+        let current =
+            fetch(&mut session, &id.condition())?.ok_or_else(|| UserMapping::gone(&new))?;
+        let clause = options::alter_clause(&current.options, &exposed(&new));
         if !clause.is_empty() {
             session.run(
                 &format!(
                     "updating the user mapping of `{}` on server `{}`",
                     new.user_name, new.server_name
                 ),
-                &format!("ALTER USER MAPPING {}{clause}", target(&new)),
+                &format!(
+                    "ALTER USER MAPPING {}{clause}",
+                    target(&current.user_name, &current.server_name)
+                ),
             )?;
         }
         Ok(new.into())
@@ -239,22 +296,27 @@ impl TypedResource for UserMapping {
     fn delete(
         &self,
         _: &ResourceContext<'_>,
-        _: &str,
-        m: UserMappingInputs,
+        id: &str,
+        _: UserMappingInputs,
         _: UserMappingOutputs,
     ) -> Result<(), ProviderError> {
-        let Some(mut session) = self.session(&m)? else {
+        let id = Id::parse(id)?;
+        let Some(mut session) = self.session(id.database())? else {
             return Ok(());
         };
-        if fetch(&mut session, &m)?.is_none() {
+        // Under the names it has now: its server or role may have been renamed.
+        let Some(current) = fetch(&mut session, &id.condition())? else {
             return Ok(());
-        }
+        };
         session.run(
             &format!(
                 "dropping the user mapping of `{}` on server `{}`",
-                m.user_name, m.server_name
+                current.user_name, current.server_name
             ),
-            &format!("DROP USER MAPPING {}", target(&m)),
+            &format!(
+                "DROP USER MAPPING {}",
+                target(&current.user_name, &current.server_name)
+            ),
         )
     }
 }

@@ -35,6 +35,9 @@ export type ShovelDestinationProtocol = "amqp091" | "amqp10";
 /** One of "amqp091", "amqp10". */
 export type ShovelSourceProtocol = "amqp091" | "amqp10";
 
+/** One of "classic", "quorum", "stream". */
+export type VHostDefaultQueueType = "classic" | "quorum" | "stream";
+
 /** What a user may publish and bind on one topic exchange. */
 export interface TopicPermission {
   /** The topic exchange. */
@@ -891,13 +894,13 @@ export interface ShovelArgs {
    * Default: `"amqp091"`.
    */
   sourceProtocol?: Input<ShovelSourceProtocol>;
-  /** The queue it consumes from. */
+  /** The queue it consumes from (AMQP 0-9-1). */
   sourceQueue?: Input<string>;
-  /** The exchange it binds a queue of its own to, instead of a queue. */
+  /** The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1). */
   sourceExchange?: Input<string>;
-  /** The routing key of that binding. */
+  /** The routing key of that binding (AMQP 0-9-1). */
   sourceExchangeKey?: Input<string>;
-  /** The AMQP 1.0 source address. */
+  /** The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when source_protocol is `amqp10`). */
   sourceAddress?: Input<string>;
   /** How many unacknowledged messages it takes at once. */
   sourcePrefetchCount?: Input<number>;
@@ -915,14 +918,22 @@ export interface ShovelArgs {
    * Default: `"amqp091"`.
    */
   destinationProtocol?: Input<ShovelDestinationProtocol>;
-  /** The queue it publishes to. */
+  /** The queue it publishes to (AMQP 0-9-1). */
   destinationQueue?: Input<string>;
-  /** The exchange it publishes to. */
+  /** The exchange it publishes to (AMQP 0-9-1). */
   destinationExchange?: Input<string>;
-  /** The routing key it publishes with (default: the message's own). */
+  /** The routing key it publishes with (default: the message's own; AMQP 0-9-1). */
   destinationExchangeKey?: Input<string>;
-  /** The AMQP 1.0 destination address. */
+  /** Message properties it overwrites, e.g. `{"delivery_mode": 2}` (AMQP 0-9-1). */
+  destinationPublishProperties?: Input<Record<string, Input<unknown>>>;
+  /** The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when destination_protocol is `amqp10`). */
   destinationAddress?: Input<string>;
+  /** Application properties it sets on each message. AMQP 1.0 destinations only. */
+  destinationApplicationProperties?: Input<Record<string, Input<unknown>>>;
+  /** Properties it overwrites on each message, such as `content_type`. AMQP 1.0 destinations only. */
+  destinationProperties?: Input<Record<string, Input<unknown>>>;
+  /** Message annotations it sets on each message. AMQP 1.0 destinations only. */
+  destinationMessageAnnotations?: Input<Record<string, Input<unknown>>>;
   /** Whether it adds headers saying where a message was shovelled from. */
   destinationAddForwardHeaders?: Input<boolean>;
   /** Whether it adds a timestamp header. */
@@ -942,7 +953,7 @@ export interface ShovelArgs {
 }
 
 /**
- * A dynamic shovel: moves messages from a source (a queue, or an exchange it binds a queue to) to a destination, on this broker or another. Needs the rabbitmq_shovel plugin.
+ * A dynamic shovel: moves messages from a source (a queue, an exchange it binds a queue to, or an AMQP 1.0 address) to a destination, on this broker or another. Needs the rabbitmq_shovel plugin (and rabbitmq_amqp1_0 on a broker an `amqp10` side connects to).
  *
  * A `rabbitmq:Shovel`: declare one with `new Shovel(ctx, name, args)`; its getters are its outputs, typed.
  */
@@ -953,7 +964,7 @@ export class Shovel extends sdk.Resource {
   /** Declares a `rabbitmq:Shovel` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: ShovelArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(Shovel.TYPE, name, {
-      ...__unknownKeys(args, ["name", "vhost", "sourceUri", "sourceProtocol", "sourceQueue", "sourceExchange", "sourceExchangeKey", "sourceAddress", "sourcePrefetchCount", "sourceDeleteAfter", "destinationUri", "destinationProtocol", "destinationQueue", "destinationExchange", "destinationExchangeKey", "destinationAddress", "destinationAddForwardHeaders", "destinationAddTimestampHeader", "ackMode", "reconnectDelay"]),
+      ...__unknownKeys(args, ["name", "vhost", "sourceUri", "sourceProtocol", "sourceQueue", "sourceExchange", "sourceExchangeKey", "sourceAddress", "sourcePrefetchCount", "sourceDeleteAfter", "destinationUri", "destinationProtocol", "destinationQueue", "destinationExchange", "destinationExchangeKey", "destinationPublishProperties", "destinationAddress", "destinationApplicationProperties", "destinationProperties", "destinationMessageAnnotations", "destinationAddForwardHeaders", "destinationAddTimestampHeader", "ackMode", "reconnectDelay"]),
       name: args.name,
       vhost: args.vhost,
       source_uri: args.sourceUri,
@@ -969,7 +980,11 @@ export class Shovel extends sdk.Resource {
       destination_queue: args.destinationQueue,
       destination_exchange: args.destinationExchange,
       destination_exchange_key: args.destinationExchangeKey,
+      destination_publish_properties: args.destinationPublishProperties,
       destination_address: args.destinationAddress,
+      destination_application_properties: args.destinationApplicationProperties,
+      destination_properties: args.destinationProperties,
+      destination_message_annotations: args.destinationMessageAnnotations,
       destination_add_forward_headers: args.destinationAddForwardHeaders,
       destination_add_timestamp_header: args.destinationAddTimestampHeader,
       ack_mode: args.ackMode,
@@ -1004,22 +1019,22 @@ export class Shovel extends sdk.Resource {
     return this.output("source_protocol");
   }
 
-  /** The queue it consumes from. */
+  /** The queue it consumes from (AMQP 0-9-1). */
   get sourceQueue(): sdk.Output<string | undefined> {
     return this.output("source_queue");
   }
 
-  /** The exchange it binds a queue of its own to, instead of a queue. */
+  /** The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1). */
   get sourceExchange(): sdk.Output<string | undefined> {
     return this.output("source_exchange");
   }
 
-  /** The routing key of that binding. */
+  /** The routing key of that binding (AMQP 0-9-1). */
   get sourceExchangeKey(): sdk.Output<string | undefined> {
     return this.output("source_exchange_key");
   }
 
-  /** The AMQP 1.0 source address. */
+  /** The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when source_protocol is `amqp10`). */
   get sourceAddress(): sdk.Output<string | undefined> {
     return this.output("source_address");
   }
@@ -1043,24 +1058,44 @@ export class Shovel extends sdk.Resource {
     return this.output("destination_protocol");
   }
 
-  /** The queue it publishes to. */
+  /** The queue it publishes to (AMQP 0-9-1). */
   get destinationQueue(): sdk.Output<string | undefined> {
     return this.output("destination_queue");
   }
 
-  /** The exchange it publishes to. */
+  /** The exchange it publishes to (AMQP 0-9-1). */
   get destinationExchange(): sdk.Output<string | undefined> {
     return this.output("destination_exchange");
   }
 
-  /** The routing key it publishes with (default: the message's own). */
+  /** The routing key it publishes with (default: the message's own; AMQP 0-9-1). */
   get destinationExchangeKey(): sdk.Output<string | undefined> {
     return this.output("destination_exchange_key");
   }
 
-  /** The AMQP 1.0 destination address. */
+  /** Message properties it overwrites, e.g. `{"delivery_mode": 2}` (AMQP 0-9-1). */
+  get destinationPublishProperties(): sdk.Output<Record<string, unknown> | undefined> {
+    return this.output("destination_publish_properties");
+  }
+
+  /** The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when destination_protocol is `amqp10`). */
   get destinationAddress(): sdk.Output<string | undefined> {
     return this.output("destination_address");
+  }
+
+  /** Application properties it sets on each message. AMQP 1.0 destinations only. */
+  get destinationApplicationProperties(): sdk.Output<Record<string, unknown> | undefined> {
+    return this.output("destination_application_properties");
+  }
+
+  /** Properties it overwrites on each message, such as `content_type`. AMQP 1.0 destinations only. */
+  get destinationProperties(): sdk.Output<Record<string, unknown> | undefined> {
+    return this.output("destination_properties");
+  }
+
+  /** Message annotations it sets on each message. AMQP 1.0 destinations only. */
+  get destinationMessageAnnotations(): sdk.Output<Record<string, unknown> | undefined> {
+    return this.output("destination_message_annotations");
   }
 
   /** Whether it adds headers saying where a message was shovelled from. */
@@ -1228,6 +1263,8 @@ export interface VHostArgs {
    * Default: `false`.
    */
   tracing?: Input<boolean>;
+  /** The type of the queues declared in the vhost without an `x-queue-type`: `classic`, `quorum` or `stream` (RabbitMQ 3.10 and later; changed in place from 3.11). Unset: the broker's default, left as it is. */
+  defaultQueueType?: Input<VHostDefaultQueueType>;
   /** At most this many client connections (0 refuses all); unset: no limit. */
   maxConnections?: Input<number>;
   /** At most this many queues (0 refuses all); unset: no limit. */
@@ -1246,11 +1283,12 @@ export class VHost extends sdk.Resource {
   /** Declares a `rabbitmq:VHost` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: VHostArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(VHost.TYPE, name, {
-      ...__unknownKeys(args, ["name", "description", "tags", "tracing", "maxConnections", "maxQueues"]),
+      ...__unknownKeys(args, ["name", "description", "tags", "tracing", "defaultQueueType", "maxConnections", "maxQueues"]),
       name: args.name,
       description: args.description,
       tags: args.tags,
       tracing: args.tracing,
+      default_queue_type: args.defaultQueueType,
       max_connections: args.maxConnections,
       max_queues: args.maxQueues,
     }, options).handle);
@@ -1274,6 +1312,11 @@ export class VHost extends sdk.Resource {
   /** `tracing`. */
   get tracing(): sdk.Output<boolean> {
     return this.output("tracing");
+  }
+
+  /** `default_queue_type`. */
+  get defaultQueueType(): sdk.Output<VHostDefaultQueueType | undefined> {
+    return this.output("default_queue_type");
   }
 
   /** `max_connections`. */

@@ -19,6 +19,7 @@ __all__ = [
     "ShovelAckMode",
     "ShovelDestinationProtocol",
     "ShovelSourceProtocol",
+    "VHostDefaultQueueType",
     "TopicPermission",
     "Binding",
     "Exchange",
@@ -61,6 +62,9 @@ ShovelDestinationProtocol = Literal["amqp091", "amqp10"]
 
 ShovelSourceProtocol = Literal["amqp091", "amqp10"]
 """One of "amqp091", "amqp10"."""
+
+VHostDefaultQueueType = Literal["classic", "quorum", "stream"]
+"""One of "classic", "quorum", "stream"."""
 
 TopicPermission = TypedDict("TopicPermission", {
     "exchange": Required[str],
@@ -785,7 +789,7 @@ class Queue(sdk.Resource):
 
 
 class Shovel(sdk.Resource):
-    """A dynamic shovel: moves messages from a source (a queue, or an exchange it binds a queue to) to a destination, on this broker or another. Needs the rabbitmq_shovel plugin.
+    """A dynamic shovel: moves messages from a source (a queue, an exchange it binds a queue to, or an AMQP 1.0 address) to a destination, on this broker or another. Needs the rabbitmq_shovel plugin (and rabbitmq_amqp1_0 on a broker an `amqp10` side connects to).
 
     A `rabbitmq:Shovel`: declare one with `Shovel(ctx, resource_name, ...)`; its properties are its outputs, typed.
     """
@@ -813,7 +817,11 @@ class Shovel(sdk.Resource):
             destination_queue: Optional[Input[str]] = None,
             destination_exchange: Optional[Input[str]] = None,
             destination_exchange_key: Optional[Input[str]] = None,
+            destination_publish_properties: Optional[Input[Dict[str, Input[Any]]]] = None,
             destination_address: Optional[Input[str]] = None,
+            destination_application_properties: Optional[Input[Dict[str, Input[Any]]]] = None,
+            destination_properties: Optional[Input[Dict[str, Input[Any]]]] = None,
+            destination_message_annotations: Optional[Input[Dict[str, Input[Any]]]] = None,
             destination_add_forward_headers: Optional[Input[bool]] = None,
             destination_add_timestamp_header: Optional[Input[bool]] = None,
             ack_mode: Optional[Input[ShovelAckMode]] = None,
@@ -831,13 +839,13 @@ class Shovel(sdk.Resource):
 
         `source_protocol`: The source's protocol. Default: `"amqp091"`.
 
-        `source_queue`: The queue it consumes from.
+        `source_queue`: The queue it consumes from (AMQP 0-9-1).
 
-        `source_exchange`: The exchange it binds a queue of its own to, instead of a queue.
+        `source_exchange`: The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1).
 
-        `source_exchange_key`: The routing key of that binding.
+        `source_exchange_key`: The routing key of that binding (AMQP 0-9-1).
 
-        `source_address`: The AMQP 1.0 source address.
+        `source_address`: The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when source_protocol is `amqp10`).
 
         `source_prefetch_count`: How many unacknowledged messages it takes at once.
 
@@ -847,13 +855,21 @@ class Shovel(sdk.Resource):
 
         `destination_protocol`: The destination's protocol. Default: `"amqp091"`.
 
-        `destination_queue`: The queue it publishes to.
+        `destination_queue`: The queue it publishes to (AMQP 0-9-1).
 
-        `destination_exchange`: The exchange it publishes to.
+        `destination_exchange`: The exchange it publishes to (AMQP 0-9-1).
 
-        `destination_exchange_key`: The routing key it publishes with (default: the message's own).
+        `destination_exchange_key`: The routing key it publishes with (default: the message's own; AMQP 0-9-1).
 
-        `destination_address`: The AMQP 1.0 destination address.
+        `destination_publish_properties`: Message properties it overwrites, e.g. `{"delivery_mode": 2}` (AMQP 0-9-1).
+
+        `destination_address`: The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when destination_protocol is `amqp10`).
+
+        `destination_application_properties`: Application properties it sets on each message. AMQP 1.0 destinations only.
+
+        `destination_properties`: Properties it overwrites on each message, such as `content_type`. AMQP 1.0 destinations only.
+
+        `destination_message_annotations`: Message annotations it sets on each message. AMQP 1.0 destinations only.
 
         `destination_add_forward_headers`: Whether it adds headers saying where a message was shovelled from.
 
@@ -879,7 +895,11 @@ class Shovel(sdk.Resource):
             "destination_queue": destination_queue,
             "destination_exchange": destination_exchange,
             "destination_exchange_key": destination_exchange_key,
+            "destination_publish_properties": destination_publish_properties,
             "destination_address": destination_address,
+            "destination_application_properties": destination_application_properties,
+            "destination_properties": destination_properties,
+            "destination_message_annotations": destination_message_annotations,
             "destination_add_forward_headers": destination_add_forward_headers,
             "destination_add_timestamp_header": destination_add_timestamp_header,
             "ack_mode": ack_mode,
@@ -913,22 +933,22 @@ class Shovel(sdk.Resource):
 
     @property
     def source_queue(self) -> sdk.Output[Optional[str]]:
-        """The queue it consumes from."""
+        """The queue it consumes from (AMQP 0-9-1)."""
         return self.output("source_queue")
 
     @property
     def source_exchange(self) -> sdk.Output[Optional[str]]:
-        """The exchange it binds a queue of its own to, instead of a queue."""
+        """The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1)."""
         return self.output("source_exchange")
 
     @property
     def source_exchange_key(self) -> sdk.Output[Optional[str]]:
-        """The routing key of that binding."""
+        """The routing key of that binding (AMQP 0-9-1)."""
         return self.output("source_exchange_key")
 
     @property
     def source_address(self) -> sdk.Output[Optional[str]]:
-        """The AMQP 1.0 source address."""
+        """The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when source_protocol is `amqp10`)."""
         return self.output("source_address")
 
     @property
@@ -951,23 +971,43 @@ class Shovel(sdk.Resource):
 
     @property
     def destination_queue(self) -> sdk.Output[Optional[str]]:
-        """The queue it publishes to."""
+        """The queue it publishes to (AMQP 0-9-1)."""
         return self.output("destination_queue")
 
     @property
     def destination_exchange(self) -> sdk.Output[Optional[str]]:
-        """The exchange it publishes to."""
+        """The exchange it publishes to (AMQP 0-9-1)."""
         return self.output("destination_exchange")
 
     @property
     def destination_exchange_key(self) -> sdk.Output[Optional[str]]:
-        """The routing key it publishes with (default: the message's own)."""
+        """The routing key it publishes with (default: the message's own; AMQP 0-9-1)."""
         return self.output("destination_exchange_key")
 
     @property
+    def destination_publish_properties(self) -> sdk.Output[Optional[Dict[str, Any]]]:
+        """Message properties it overwrites, e.g. `{"delivery_mode": 2}` (AMQP 0-9-1)."""
+        return self.output("destination_publish_properties")
+
+    @property
     def destination_address(self) -> sdk.Output[Optional[str]]:
-        """The AMQP 1.0 destination address."""
+        """The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when destination_protocol is `amqp10`)."""
         return self.output("destination_address")
+
+    @property
+    def destination_application_properties(self) -> sdk.Output[Optional[Dict[str, Any]]]:
+        """Application properties it sets on each message. AMQP 1.0 destinations only."""
+        return self.output("destination_application_properties")
+
+    @property
+    def destination_properties(self) -> sdk.Output[Optional[Dict[str, Any]]]:
+        """Properties it overwrites on each message, such as `content_type`. AMQP 1.0 destinations only."""
+        return self.output("destination_properties")
+
+    @property
+    def destination_message_annotations(self) -> sdk.Output[Optional[Dict[str, Any]]]:
+        """Message annotations it sets on each message. AMQP 1.0 destinations only."""
+        return self.output("destination_message_annotations")
 
     @property
     def destination_add_forward_headers(self) -> sdk.Output[Optional[bool]]:
@@ -1116,6 +1156,7 @@ class VHost(sdk.Resource):
             description: Optional[Input[str]] = None,
             tags: Optional[Input[List[Input[str]]]] = None,
             tracing: Optional[Input[bool]] = None,
+            default_queue_type: Optional[Input[VHostDefaultQueueType]] = None,
             max_connections: Optional[Input[int]] = None,
             max_queues: Optional[Input[int]] = None,
             opts: Optional[sdk.ResourceOptions] = None,
@@ -1131,6 +1172,8 @@ class VHost(sdk.Resource):
 
         `tracing`: Whether the firehose tracer is on for the vhost. Default: `false`.
 
+        `default_queue_type`: The type of the queues declared in the vhost without an `x-queue-type`: `classic`, `quorum` or `stream` (RabbitMQ 3.10 and later; changed in place from 3.11). Unset: the broker's default, left as it is.
+
         `max_connections`: At most this many client connections (0 refuses all); unset: no limit.
 
         `max_queues`: At most this many queues (0 refuses all); unset: no limit.
@@ -1140,6 +1183,7 @@ class VHost(sdk.Resource):
             "description": description,
             "tags": tags,
             "tracing": tracing,
+            "default_queue_type": default_queue_type,
             "max_connections": max_connections,
             "max_queues": max_queues,
         }, unknown)
@@ -1164,6 +1208,11 @@ class VHost(sdk.Resource):
     def tracing(self) -> sdk.Output[bool]:
         """`tracing`."""
         return self.output("tracing")
+
+    @property
+    def default_queue_type(self) -> sdk.Output[Optional[VHostDefaultQueueType]]:
+        """`default_queue_type`."""
+        return self.output("default_queue_type")
 
     @property
     def max_connections(self) -> sdk.Output[Optional[int]]:

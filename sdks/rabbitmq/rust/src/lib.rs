@@ -98,6 +98,17 @@ pub enum ShovelSourceProtocol {
     Amqp10,
 }
 
+/// One of `"classic"`, `"quorum"`, `"stream"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum VHostDefaultQueueType {
+    #[serde(rename = "classic")]
+    Classic,
+    #[serde(rename = "quorum")]
+    Quorum,
+    #[serde(rename = "stream")]
+    Stream,
+}
+
 /// A binding: routes messages from an exchange to a queue or another exchange.
 ///
 /// A registered `rabbitmq:Binding`: its outputs, typed. Declare one with [`Binding::builder`] or
@@ -1536,8 +1547,9 @@ impl QueueBuilder {
     }
 }
 
-/// A dynamic shovel: moves messages from a source (a queue, or an exchange it binds a queue to) to
-/// a destination, on this broker or another. Needs the rabbitmq_shovel plugin.
+/// A dynamic shovel: moves messages from a source (a queue, an exchange it binds a queue to, or an
+/// AMQP 1.0 address) to a destination, on this broker or another. Needs the rabbitmq_shovel plugin
+/// (and rabbitmq_amqp1_0 on a broker an `amqp10` side connects to).
 ///
 /// A registered `rabbitmq:Shovel`: its outputs, typed. Declare one with [`Shovel::builder`] or
 /// [`Shovel::new`].
@@ -1578,7 +1590,11 @@ impl Shovel {
                 destination_queue: None,
                 destination_exchange: None,
                 destination_exchange_key: None,
+                destination_publish_properties: None,
                 destination_address: None,
+                destination_application_properties: None,
+                destination_properties: None,
+                destination_message_annotations: None,
                 destination_add_forward_headers: None,
                 destination_add_timestamp_header: None,
                 ack_mode: None,
@@ -1636,22 +1652,23 @@ impl Shovel {
         self.resource.output("source_protocol").typed()
     }
 
-    /// The queue it consumes from.
+    /// The queue it consumes from (AMQP 0-9-1).
     pub fn source_queue(&self) -> sdk::Output<Option<String>> {
         self.resource.output("source_queue").typed()
     }
 
-    /// The exchange it binds a queue of its own to, instead of a queue.
+    /// The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1).
     pub fn source_exchange(&self) -> sdk::Output<Option<String>> {
         self.resource.output("source_exchange").typed()
     }
 
-    /// The routing key of that binding.
+    /// The routing key of that binding (AMQP 0-9-1).
     pub fn source_exchange_key(&self) -> sdk::Output<Option<String>> {
         self.resource.output("source_exchange_key").typed()
     }
 
-    /// The AMQP 1.0 source address.
+    /// The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when
+    /// source_protocol is `amqp10`).
     pub fn source_address(&self) -> sdk::Output<Option<String>> {
         self.resource.output("source_address").typed()
     }
@@ -1674,24 +1691,58 @@ impl Shovel {
         self.resource.output("destination_protocol").typed()
     }
 
-    /// The queue it publishes to.
+    /// The queue it publishes to (AMQP 0-9-1).
     pub fn destination_queue(&self) -> sdk::Output<Option<String>> {
         self.resource.output("destination_queue").typed()
     }
 
-    /// The exchange it publishes to.
+    /// The exchange it publishes to (AMQP 0-9-1).
     pub fn destination_exchange(&self) -> sdk::Output<Option<String>> {
         self.resource.output("destination_exchange").typed()
     }
 
-    /// The routing key it publishes with (default: the message's own).
+    /// The routing key it publishes with (default: the message's own; AMQP 0-9-1).
     pub fn destination_exchange_key(&self) -> sdk::Output<Option<String>> {
         self.resource.output("destination_exchange_key").typed()
     }
 
-    /// The AMQP 1.0 destination address.
+    /// Message properties it overwrites, e.g. `{"delivery_mode": 2}` (AMQP 0-9-1).
+    pub fn destination_publish_properties(
+        &self,
+    ) -> sdk::Output<Option<BTreeMap<String, sdk::Value>>> {
+        self.resource
+            .output("destination_publish_properties")
+            .typed()
+    }
+
+    /// The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when
+    /// destination_protocol is `amqp10`).
     pub fn destination_address(&self) -> sdk::Output<Option<String>> {
         self.resource.output("destination_address").typed()
+    }
+
+    /// Application properties it sets on each message. AMQP 1.0 destinations only.
+    pub fn destination_application_properties(
+        &self,
+    ) -> sdk::Output<Option<BTreeMap<String, sdk::Value>>> {
+        self.resource
+            .output("destination_application_properties")
+            .typed()
+    }
+
+    /// Properties it overwrites on each message, such as `content_type`. AMQP 1.0 destinations
+    /// only.
+    pub fn destination_properties(&self) -> sdk::Output<Option<BTreeMap<String, sdk::Value>>> {
+        self.resource.output("destination_properties").typed()
+    }
+
+    /// Message annotations it sets on each message. AMQP 1.0 destinations only.
+    pub fn destination_message_annotations(
+        &self,
+    ) -> sdk::Output<Option<BTreeMap<String, sdk::Value>>> {
+        self.resource
+            .output("destination_message_annotations")
+            .typed()
     }
 
     /// Whether it adds headers saying where a message was shovelled from.
@@ -1751,16 +1802,17 @@ pub struct ShovelArgs {
     /// Default: `"amqp091"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_protocol: Option<sdk::Input<ShovelSourceProtocol>>,
-    /// The queue it consumes from.
+    /// The queue it consumes from (AMQP 0-9-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_queue: Option<sdk::Input<String>>,
-    /// The exchange it binds a queue of its own to, instead of a queue.
+    /// The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_exchange: Option<sdk::Input<String>>,
-    /// The routing key of that binding.
+    /// The routing key of that binding (AMQP 0-9-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_exchange_key: Option<sdk::Input<String>>,
-    /// The AMQP 1.0 source address.
+    /// The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when
+    /// source_protocol is `amqp10`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_address: Option<sdk::Input<String>>,
     /// How many unacknowledged messages it takes at once.
@@ -1779,18 +1831,32 @@ pub struct ShovelArgs {
     /// Default: `"amqp091"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_protocol: Option<sdk::Input<ShovelDestinationProtocol>>,
-    /// The queue it publishes to.
+    /// The queue it publishes to (AMQP 0-9-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_queue: Option<sdk::Input<String>>,
-    /// The exchange it publishes to.
+    /// The exchange it publishes to (AMQP 0-9-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_exchange: Option<sdk::Input<String>>,
-    /// The routing key it publishes with (default: the message's own).
+    /// The routing key it publishes with (default: the message's own; AMQP 0-9-1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_exchange_key: Option<sdk::Input<String>>,
-    /// The AMQP 1.0 destination address.
+    /// Message properties it overwrites, e.g. `{"delivery_mode": 2}` (AMQP 0-9-1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_publish_properties: Option<sdk::Input<BTreeMap<String, sdk::Value>>>,
+    /// The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when
+    /// destination_protocol is `amqp10`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_address: Option<sdk::Input<String>>,
+    /// Application properties it sets on each message. AMQP 1.0 destinations only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_application_properties: Option<sdk::Input<BTreeMap<String, sdk::Value>>>,
+    /// Properties it overwrites on each message, such as `content_type`. AMQP 1.0 destinations
+    /// only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_properties: Option<sdk::Input<BTreeMap<String, sdk::Value>>>,
+    /// Message annotations it sets on each message. AMQP 1.0 destinations only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_message_annotations: Option<sdk::Input<BTreeMap<String, sdk::Value>>>,
     /// Whether it adds headers saying where a message was shovelled from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_add_forward_headers: Option<sdk::Input<bool>>,
@@ -1837,25 +1903,26 @@ impl ShovelBuilder {
         self
     }
 
-    /// The queue it consumes from.
+    /// The queue it consumes from (AMQP 0-9-1).
     pub fn source_queue(mut self, value: impl Into<sdk::Input<String>>) -> ShovelBuilder {
         self.args.source_queue = Some(value.into());
         self
     }
 
-    /// The exchange it binds a queue of its own to, instead of a queue.
+    /// The exchange it binds a queue of its own to, instead of a queue (AMQP 0-9-1).
     pub fn source_exchange(mut self, value: impl Into<sdk::Input<String>>) -> ShovelBuilder {
         self.args.source_exchange = Some(value.into());
         self
     }
 
-    /// The routing key of that binding.
+    /// The routing key of that binding (AMQP 0-9-1).
     pub fn source_exchange_key(mut self, value: impl Into<sdk::Input<String>>) -> ShovelBuilder {
         self.args.source_exchange_key = Some(value.into());
         self
     }
 
-    /// The AMQP 1.0 source address.
+    /// The AMQP 1.0 link address it consumes from, e.g. `/queue/orders` on RabbitMQ (required when
+    /// source_protocol is `amqp10`).
     pub fn source_address(mut self, value: impl Into<sdk::Input<String>>) -> ShovelBuilder {
         self.args.source_address = Some(value.into());
         self
@@ -1885,19 +1952,19 @@ impl ShovelBuilder {
         self
     }
 
-    /// The queue it publishes to.
+    /// The queue it publishes to (AMQP 0-9-1).
     pub fn destination_queue(mut self, value: impl Into<sdk::Input<String>>) -> ShovelBuilder {
         self.args.destination_queue = Some(value.into());
         self
     }
 
-    /// The exchange it publishes to.
+    /// The exchange it publishes to (AMQP 0-9-1).
     pub fn destination_exchange(mut self, value: impl Into<sdk::Input<String>>) -> ShovelBuilder {
         self.args.destination_exchange = Some(value.into());
         self
     }
 
-    /// The routing key it publishes with (default: the message's own).
+    /// The routing key it publishes with (default: the message's own; AMQP 0-9-1).
     pub fn destination_exchange_key(
         mut self,
         value: impl Into<sdk::Input<String>>,
@@ -1906,9 +1973,47 @@ impl ShovelBuilder {
         self
     }
 
-    /// The AMQP 1.0 destination address.
+    /// Message properties it overwrites, e.g. `{"delivery_mode": 2}` (AMQP 0-9-1).
+    pub fn destination_publish_properties(
+        mut self,
+        value: impl Into<sdk::Input<BTreeMap<String, sdk::Value>>>,
+    ) -> ShovelBuilder {
+        self.args.destination_publish_properties = Some(value.into());
+        self
+    }
+
+    /// The AMQP 1.0 link address it publishes to, e.g. `/queue/orders` on RabbitMQ (required when
+    /// destination_protocol is `amqp10`).
     pub fn destination_address(mut self, value: impl Into<sdk::Input<String>>) -> ShovelBuilder {
         self.args.destination_address = Some(value.into());
+        self
+    }
+
+    /// Application properties it sets on each message. AMQP 1.0 destinations only.
+    pub fn destination_application_properties(
+        mut self,
+        value: impl Into<sdk::Input<BTreeMap<String, sdk::Value>>>,
+    ) -> ShovelBuilder {
+        self.args.destination_application_properties = Some(value.into());
+        self
+    }
+
+    /// Properties it overwrites on each message, such as `content_type`. AMQP 1.0 destinations
+    /// only.
+    pub fn destination_properties(
+        mut self,
+        value: impl Into<sdk::Input<BTreeMap<String, sdk::Value>>>,
+    ) -> ShovelBuilder {
+        self.args.destination_properties = Some(value.into());
+        self
+    }
+
+    /// Message annotations it sets on each message. AMQP 1.0 destinations only.
+    pub fn destination_message_annotations(
+        mut self,
+        value: impl Into<sdk::Input<BTreeMap<String, sdk::Value>>>,
+    ) -> ShovelBuilder {
+        self.args.destination_message_annotations = Some(value.into());
         self
     }
 
@@ -2237,6 +2342,7 @@ impl VHost {
                 description: None,
                 tags: None,
                 tracing: None,
+                default_queue_type: None,
                 max_connections: None,
                 max_queues: None,
             },
@@ -2291,6 +2397,11 @@ impl VHost {
         self.resource.output("tracing").typed()
     }
 
+    /// `default_queue_type`.
+    pub fn default_queue_type(&self) -> sdk::Output<Option<VHostDefaultQueueType>> {
+        self.resource.output("default_queue_type").typed()
+    }
+
     /// `max_connections`.
     pub fn max_connections(&self) -> sdk::Output<Option<i64>> {
         self.resource.output("max_connections").typed()
@@ -2324,6 +2435,11 @@ pub struct VHostArgs {
     /// Default: `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracing: Option<sdk::Input<bool>>,
+    /// The type of the queues declared in the vhost without an `x-queue-type`: `classic`, `quorum`
+    /// or `stream` (RabbitMQ 3.10 and later; changed in place from 3.11). Unset: the broker's
+    /// default, left as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_queue_type: Option<sdk::Input<VHostDefaultQueueType>>,
     /// At most this many client connections (0 refuses all); unset: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_connections: Option<sdk::Input<i64>>,
@@ -2361,6 +2477,17 @@ impl VHostBuilder {
     /// Default: `false`.
     pub fn tracing(mut self, value: impl Into<sdk::Input<bool>>) -> VHostBuilder {
         self.args.tracing = Some(value.into());
+        self
+    }
+
+    /// The type of the queues declared in the vhost without an `x-queue-type`: `classic`, `quorum`
+    /// or `stream` (RabbitMQ 3.10 and later; changed in place from 3.11). Unset: the broker's
+    /// default, left as it is.
+    pub fn default_queue_type(
+        mut self,
+        value: impl Into<sdk::Input<VHostDefaultQueueType>>,
+    ) -> VHostBuilder {
+        self.args.default_queue_type = Some(value.into());
         self
     }
 

@@ -1,8 +1,8 @@
 //! A throwaway RabbitMQ broker for tests: Debian's `rabbitmq-server`, run as a node of its own
 //! (its own name, Erlang cookie, EPMD, ports, data, logs and configuration, all in a temp dir, all
-//! on loopback), with the management, shovel and federation plugins enabled. It is killed and
-//! its directory removed when the handle is dropped — also when the test panics; a broker left
-//! by a killed test process is removed by the next start.
+//! on loopback), with the management, shovel, federation and AMQP 1.0 plugins enabled. It is
+//! killed and its directory removed when the handle is dropped — also when the test panics; a
+//! broker left by a killed test process is removed by the next start.
 //!
 //! The server's scripts are found in `PLINTH_RABBITMQ_BINDIR`, else `/usr/lib/rabbitmq/bin`
 //! (Debian's `rabbitmq-server` package; `scripts/setup` installs it). The broker has one user,
@@ -29,9 +29,11 @@ use tempfile::TempDir;
 pub const USERNAME: &str = "plinth";
 /// Debian's `rabbitmq-server` puts the server's scripts here.
 const DEFAULT_BINDIR: &str = "/usr/lib/rabbitmq/bin";
-/// The plugins every broker runs: the HTTP API, and what shovels and federation upstreams need.
+/// The plugins every broker runs: the HTTP API, what shovels and federation upstreams need, and
+/// AMQP 1.0 (a listener beside 0-9-1 on the same port, which `amqp10` shovels connect to).
 const PLUGINS: &[&str] = &[
     "rabbitmq_management",
+    "rabbitmq_amqp1_0",
     "rabbitmq_shovel",
     "rabbitmq_shovel_management",
     "rabbitmq_federation",
