@@ -51,7 +51,11 @@ fn a_recorded_password_changed_on_the_broker_is_drift_that_up_undoes() {
     let out = env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("1 updated"), "{out}");
     broker.ctl(&["authenticate_user", "app", FIRST]).unwrap();
-    assert!(broker.ctl(&["authenticate_user", "app", ELSEWHERE]).is_err());
+    assert!(
+        broker
+            .ctl(&["authenticate_user", "app", ELSEWHERE])
+            .is_err()
+    );
     env.ok(&["refresh", "--expect-no-changes"]);
     env.ok(&["destroy", "--yes"]);
 }
@@ -90,7 +94,11 @@ fn assert_not_written(env: &Env, secret: &str, shown: &str) {
 fn a_write_only_password_logs_in_and_is_never_recorded() {
     let broker = broker();
     let env = project(&broker, "%2F");
-    let logs_in = |password: &str| broker.ctl(&["authenticate_user", "wo_app", password]).is_ok();
+    let logs_in = |password: &str| {
+        broker
+            .ctl(&["authenticate_user", "wo_app", password])
+            .is_ok()
+    };
 
     declare_write_only(&env, FIRST, 1, &["monitoring"]);
     let all = output(&env, &["up", "--yes", "--json"]);
@@ -103,9 +111,12 @@ fn a_write_only_password_logs_in_and_is_never_recorded() {
     assert!(count_line(&all).contains("1 updated"), "{all}");
     assert!(logs_in(FIRST) && !logs_in(SECOND));
     assert_eq!(
-        (broker.definitions().unwrap()["users"].as_array().unwrap().iter())
-            .find(|u| u["name"] == "wo_app")
-            .unwrap()["tags"],
+        (broker.definitions().unwrap()["users"]
+            .as_array()
+            .unwrap()
+            .iter())
+        .find(|u| u["name"] == "wo_app")
+        .unwrap()["tags"],
         json!(["management"])
     );
 
@@ -119,7 +130,9 @@ fn a_write_only_password_logs_in_and_is_never_recorded() {
 
     // A write-only password has nothing recorded to compare with: a change made on the
     // broker is not drift (as documented).
-    broker.ctl(&["change_password", "wo_app", ELSEWHERE]).unwrap();
+    broker
+        .ctl(&["change_password", "wo_app", ELSEWHERE])
+        .unwrap();
     env.ok(&["refresh", "--expect-no-changes"]);
     let all = output(&env, &["destroy", "--yes"]);
     assert_not_written(&env, SECOND, &all);
