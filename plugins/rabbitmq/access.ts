@@ -4,6 +4,7 @@ import { InvalidInputs, t, type ResourceType } from "@plinth/sdk";
 import { ApiError, get, path, put, remove } from "./api.js";
 import { checkName, defined, refuseExisting, vhostProp } from "./common.js";
 import { inVhost, parseInVhost } from "./ids.js";
+import { passwordMatches } from "./password.js";
 
 // --- VHost -------------------------------------------------------------------------------
 
@@ -164,7 +165,9 @@ export const VHost: ResourceType<VHostInputs, VHostInputs> = {
 
 interface UserInputs {
   name: string;
-  password: string;
+  password?: string;
+  password_wo?: string;
+  password_wo_version?: number;
   tags: string[];
 }
 
@@ -173,17 +176,47 @@ interface UserOutputs {
   tags: string[];
 }
 
+interface BrokerUser {
+  name: string;
+  tags?: string[] | string;
+  password_hash?: string;
+  hashing_algorithm?: string;
+}
+
+/**
+ * Creates or updates the user. The password sent is the recorded one, or the write-only one
+ * when the host passed it (on create, and on update when its version changed); without either
+ * (an update of a write-only user's tags), the broker's own hash is sent back, since a `PUT`
+ * without a password would leave the user none.
+ */
 async function writeUser(inputs: UserInputs): Promise<UserOutputs> {
   // The broker needs `tags` even when there are none.
-  await put(`users/${path(inputs.name)}`, { password: inputs.password, tags: inputs.tags.join(",") });
+  const tags = inputs.tags.join(",");
+  const password = inputs.password ?? inputs.password_wo;
+  if (password !== undefined) {
+    await put(`users/${path(inputs.name)}`, { password, tags });
+  } else {
+    const user = await get<BrokerUser>(`users/${path(inputs.name)}`);
+    if (!user) throw new Error(`user \`${inputs.name}\` is gone from the broker: run refresh, then up to create it again`);
+    await put(`users/${path(inputs.name)}`, {
+      password_hash: user.password_hash ?? "",
+      hashing_algorithm: user.hashing_algorithm,
+      tags,
+    });
+  }
   return { name: inputs.name, tags: inputs.tags };
 }
 
 export const User: ResourceType<UserInputs, UserOutputs> = {
-  description: "A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`, `policymaker`, ...).",
+  description: "A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`, `policymaker`, ...). `refresh` finds a recorded `password` changed on the broker (by re-hashing it with the broker's salt); a write-only `password_wo` cannot be compared.",
   inputs: {
     name: t.string({ required: true, replaceOnChange: true, description: "The user's name." }),
-    password: t.string({ required: true, secret: true, description: "The user's password; sent to the broker, which keeps only a salted hash." }),
+    password: t.string({ secret: true, description: "The user's password, recorded as a secret; sent to the broker, which keeps only a salted hash. Give it or `password_wo`." }),
+    password_wo: t.string({
+      writeOnly: "password_wo_version",
+      description: "The user's password, instead of `password`: set when the user is created and when `password_wo_version` changes. A change made on the broker is not found by refresh.",
+    }),
+    password_wo_version: t.integer({ description: "The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`." }),
     tags: t.array(t.string(), { default: [], description: "The user's tags, e.g. `administrator` or `monitoring`." }),
   },
   outputs: {
@@ -197,20 +230,32 @@ export const User: ResourceType<UserInputs, UserOutputs> = {
         throw InvalidInputs.of("tags", `\`${tag}\` is not a tag: tags are non-empty and have no comma`);
       }
     }
+    if (inputs.password !== undefined && inputs.password_wo !== undefined) {
+      throw InvalidInputs.of("password_wo", "give `password` or `password_wo`, not both");
+    }
+    if (inputs.password === undefined && inputs.password_wo === undefined) {
+      throw InvalidInputs.of("password", "give `password`, or `password_wo` with `password_wo_version`");
+    }
+    if (inputs.password_wo !== undefined && inputs.password_wo_version === undefined) {
+      throw InvalidInputs.of("password_wo_version", "give password_wo_version too: changing it is what sends a new password_wo");
+    }
   },
   async create(inputs) {
     await refuseExisting(`users/${path(inputs.name)}`, `user \`${inputs.name}\``, inputs.name);
     return { id: inputs.name, outputs: await writeUser(inputs) };
   },
   async read(state) {
-    const user = await get<{ name: string; tags?: string[] | string }>(`users/${path(state.id)}`);
+    const user = await get<BrokerUser>(`users/${path(state.id)}`);
     if (!user) return null;
     const tags = tagList(user.tags);
-    // The broker keeps only a salted hash: the password is kept as recorded.
-    return {
-      inputs: { ...state.inputs, name: user.name, tags },
-      outputs: { name: user.name, tags },
-    };
+    const inputs: UserInputs = { ...state.inputs, name: user.name, tags };
+    // A recorded password the broker's hash no longer matches was changed there: it is
+    // recorded as unknown (left out), so that the next `up` sets it again.
+    const recorded = state.inputs.password;
+    if (recorded !== undefined && (await passwordMatches(recorded, user)) === false) {
+      delete inputs.password;
+    }
+    return { inputs, outputs: { name: user.name, tags } };
   },
   async update(_olds, news) {
     return writeUser(news);

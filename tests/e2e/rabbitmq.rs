@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 use crate::count_line;
 use crate::support::{Env, guest, repo_root};
 
-fn broker() -> RabbitMq {
+pub(crate) fn broker() -> RabbitMq {
     RabbitMq::start()
         .expect("a RabbitMQ broker for the tests (scripts/setup installs rabbitmq-server)")
 }
@@ -17,7 +17,7 @@ fn broker() -> RabbitMq {
 /// A project with the JSON-driven test program and the rabbitmq provider (built from its
 /// TypeScript source), granted the broker's management API with one `http:` line and
 /// configured as its administrator. `uri` (secret) is an AMQP URI of the broker's vhost `vhost`.
-fn project(broker: &RabbitMq, vhost: &str) -> Env {
+pub(crate) fn project(broker: &RabbitMq, vhost: &str) -> Env {
     let env = Env::project(&format!(
         "name: scenario\nprogram: {}\nplugins:\n  rabbitmq:\n    path: {}\n    grants:\n      http: [\"{}\"]\n",
         guest("plinth-pg-program").display(),
@@ -42,7 +42,7 @@ fn project(broker: &RabbitMq, vhost: &str) -> Env {
     env
 }
 
-fn declare(env: &Env, resources: &Json) {
+pub(crate) fn declare(env: &Env, resources: &Json) {
     env.config("resources", &resources.to_string());
 }
 

@@ -291,6 +291,29 @@ export function exportProvider(definition: ProviderDefinition) {
   };
 }
 
+/** One write-only input, as `plinth:inputs/write-only` states it. */
+interface WitWriteOnlyInput {
+  type: string;
+  name: string;
+  version: string;
+}
+
+/**
+ * The `plinth:inputs/write-only` export for `definition`: the resource inputs declared with
+ * `writeOnly`, each with its version input, which the host checks against `info`.
+ */
+export function exportWriteOnly(definition: ProviderDefinition) {
+  return {
+    writeOnlyInputs(): WitWriteOnlyInput[] {
+      return Object.entries(definition.resources).flatMap(([type, r]) =>
+        Object.entries(r.inputs).flatMap(([name, p]) =>
+          p.writeOnly === undefined ? [] : [{ type, name, version: p.writeOnly }],
+        ),
+      );
+    },
+  };
+}
+
 function defaultDiff(type: ResourceType, olds: Properties, news: Properties): Diff {
   const keys = new Set([...Object.keys(olds), ...Object.keys(news)]);
   const changed = [...keys].filter((k) => !equal(olds[k] ?? null, news[k] ?? null)).sort();

@@ -37,12 +37,21 @@ export interface PropOptions {
   replaceOnChange?: boolean;
   /** The value used when the property is not given. */
   default?: Value;
+  /**
+   * Write-only (a top-level resource input, such as a password): the name of its version
+   * input. The host sends the value to `create`, and to `update` only when the version input
+   * changed, and never records, diffs or shows it; it is always secret. `read` and `delete`
+   * never see it, and an output of the same name is dropped. Declare the version input too
+   * (an integer or a string the program changes whenever it changes this one).
+   */
+  writeOnly?: string;
 }
 
 /** A property: its type and what the schema says about it. */
-export interface Prop extends Required<Omit<PropOptions, "default">> {
+export interface Prop extends Required<Omit<PropOptions, "default" | "writeOnly">> {
   type: Type;
   default?: Value;
+  writeOnly?: string;
 }
 
 function prop(type: Type, options: PropOptions = {}): Prop {
@@ -50,9 +59,10 @@ function prop(type: Type, options: PropOptions = {}): Prop {
     type,
     description: options.description ?? "",
     required: options.required ?? false,
-    secret: options.secret ?? false,
+    secret: (options.secret ?? false) || options.writeOnly !== undefined,
     replaceOnChange: options.replaceOnChange ?? false,
     default: options.default,
+    writeOnly: options.writeOnly,
   };
 }
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { InvalidInputs } from "../src/errors.js";
-import { exportProvider, provider } from "../src/provider.js";
+import { exportProvider, exportWriteOnly, provider } from "../src/provider.js";
 import { t } from "../src/schema.js";
 import { Secret, decode, encode, unknown } from "../src/value.js";
 
@@ -75,4 +75,26 @@ test("the default diff replaces on replaceOnChange properties only", async () =>
 test("unknown types and thrown errors become typed errors", async () => {
   const unknownType = await payload(kv.create("urn:plinth:dev::p::kv:Nope::n", encode({}), false));
   assert.deepEqual(unknownType, { tag: "unknown-type", val: "kv:Nope" });
+});
+
+test("write-only inputs are stated with their version, and are secret", () => {
+  const definition = provider({
+    name: "kv",
+    version: "0.1.0",
+    resources: {
+      "kv:Login": {
+        inputs: {
+          name: t.string({ required: true }),
+          token_wo: t.string({ writeOnly: "token_version" }),
+          token_version: t.integer(),
+        },
+        create: () => ({ id: "x", outputs: {} }),
+      },
+    },
+  });
+  assert.deepEqual(exportWriteOnly(definition).writeOnlyInputs(), [
+    { type: "kv:Login", name: "token_wo", version: "token_version" },
+  ]);
+  assert.equal(definition.resources["kv:Login"].inputs.token_wo.secret, true);
+  assert.equal(definition.resources["kv:Login"].inputs.token_version.secret, false);
 });

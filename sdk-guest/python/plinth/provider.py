@@ -361,3 +361,20 @@ def export_provider(provider: Provider) -> type:
             return encode(f.invoke(reveal(given)))
 
     return Exports
+
+
+def export_write_only(provider: Provider) -> type:
+    """The class componentize-py instantiates for the `plinth:inputs/write-only` export: the
+    resource inputs declared with `write_only=`, each with its version input."""
+    import wit_world.exports
+    from wit_world.exports import write_only as wit
+
+    marks = [wit.WriteOnlyInput(r.token, name, p.write_only)
+             for r in provider.resources for name, p in r.inputs.items()
+             if p.write_only is not None]
+
+    class Exports(wit_world.exports.WriteOnly):
+        def write_only_inputs(self) -> List[wit.WriteOnlyInput]:
+            return list(marks)
+
+    return Exports

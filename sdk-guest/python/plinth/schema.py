@@ -41,6 +41,10 @@ class Prop:
     secret: bool = False
     replace_on_change: bool = False
     default: Any = _NOT_GIVEN
+    # Write-only (a top-level resource input, such as a password): the name of its version
+    # input. The host sends the value to `create`, and to `update` only when the version input
+    # changed, and never records, diffs or shows it; it is always secret.
+    write_only: Optional[str] = None
 
     @property
     def has_default(self) -> bool:
@@ -52,8 +56,10 @@ class _Builders:
 
     @staticmethod
     def _prop(ty: Type, description: str = "", required: bool = False, secret: bool = False,
-              replace_on_change: bool = False, default: Any = _NOT_GIVEN) -> Prop:
-        return Prop(ty, description, required, secret, replace_on_change, default)
+              replace_on_change: bool = False, default: Any = _NOT_GIVEN,
+              write_only: Optional[str] = None) -> Prop:
+        secret = secret or write_only is not None
+        return Prop(ty, description, required, secret, replace_on_change, default, write_only)
 
     def any(self, **options: Any) -> Prop:
         return self._prop(Type("any"), **options)

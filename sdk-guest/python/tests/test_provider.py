@@ -74,3 +74,23 @@ class ProviderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Login(ResourceType):
+    token = "kv:Login"
+    inputs = {
+        "name": t.string(required=True),
+        "token_wo": t.string(write_only="token_version"),
+        "token_version": t.integer(),
+    }
+
+
+class WriteOnlyTest(unittest.TestCase):
+    def test_write_only_inputs_are_stated_with_their_version_and_secret(self):
+        from plinth.provider import export_write_only
+
+        stated = export_write_only(Provider("kv", "0.1.0", [Entry(), Login()]))().write_only_inputs()
+        self.assertEqual([(m.type, m.name, m.version) for m in stated],
+                         [("kv:Login", "token_wo", "token_version")])
+        self.assertTrue(Login.inputs["token_wo"].secret)
+        self.assertFalse(Login.inputs["token_version"].secret)

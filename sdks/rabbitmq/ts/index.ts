@@ -1194,11 +1194,19 @@ export interface UserArgs {
    */
   name: Input<string>;
   /**
-   * The user's password; sent to the broker, which keeps only a salted hash.
+   * The user's password, recorded as a secret; sent to the broker, which keeps only a salted hash. Give it or `password_wo`.
    *
    * Always a secret.
    */
-  password: Input<string>;
+  password?: Input<string>;
+  /**
+   * The user's password, instead of `password`: set when the user is created and when `password_wo_version` changes. A change made on the broker is not found by refresh. Write-only: sent to the provider, never stored in the state; change `password_wo_version` to send a new value.
+   *
+   * Always a secret.
+   */
+  passwordWo?: Input<string>;
+  /** The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`. */
+  passwordWoVersion?: Input<number>;
   /**
    * The user's tags, e.g. `administrator` or `monitoring`.
    *
@@ -1208,7 +1216,7 @@ export interface UserArgs {
 }
 
 /**
- * A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`, `policymaker`, ...).
+ * A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`, `policymaker`, ...). `refresh` finds a recorded `password` changed on the broker (by re-hashing it with the broker's salt); a write-only `password_wo` cannot be compared.
  *
  * A `rabbitmq:User`: declare one with `new User(ctx, name, args)`; its getters are its outputs, typed.
  */
@@ -1219,9 +1227,11 @@ export class User extends sdk.Resource {
   /** Declares a `rabbitmq:User` named `name` with `args`. */
   constructor(ctx: sdk.Context, name: string, args: UserArgs, options?: sdk.ResourceOptions) {
     super(ctx.resource(User.TYPE, name, {
-      ...__unknownKeys(args, ["name", "password", "tags"]),
+      ...__unknownKeys(args, ["name", "password", "passwordWo", "passwordWoVersion", "tags"]),
       name: args.name,
       password: args.password,
+      password_wo: args.passwordWo,
+      password_wo_version: args.passwordWoVersion,
       tags: args.tags,
     }, options).handle);
   }

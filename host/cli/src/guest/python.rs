@@ -222,6 +222,13 @@ fn app_module(role: Role, module: &str, lazy: &Lazy, packages: bool) -> String {
              raise SystemExit(\"module `{module}` defines no `{name}`: a {kind} needs one\")\n\
          {class} = {export}(_user.{name})\n",
     ));
+    if role == Role::Provider {
+        // Its write-only inputs: the provider world's `plinth:inputs/write-only` export.
+        text.push_str(
+            "from plinth.provider import export_write_only\n\
+             WriteOnly = export_write_only(_user.provider)\n",
+        );
+    }
     text
 }
 

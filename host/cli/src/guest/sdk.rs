@@ -28,25 +28,41 @@ const WIT: &[SdkFile] = embed![
     "wit/plugin/program.wit",
     "wit/plugin/worlds.wit",
     "wit/policy/policy.wit",
+    "wit/hints/hints.wit",
+    "wit/inputs/inputs.wit",
 ];
 
 /// The folder of the policy package, whose values are the plugin package's.
 const POLICY_WIT: &str = "wit/policy";
 
+/// The folder of the world componentized providers are built against.
+const PROVIDER_WIT: &str = "wit/provider";
+
+/// That world: the plugin world, and the write-only inputs the SDK states for the provider
+/// (`plinth:inputs`, whose package needs `plinth:hints` to resolve).
+const PROVIDER_WORLD: &str = "package plinth:guest;\n\n\
+    world provider-plugin {\n    \
+        include plinth:plugin/provider-plugin@0.3.0;\n    \
+        export plinth:inputs/write-only@0.1.0;\n\
+    }\n";
+
 /// Every file written out: the WIT, then the language's SDK.
 fn files(sdk: &'static [SdkFile]) -> impl Iterator<Item = (String, &'static str)> {
-    let plugin_wit = WIT
-        .iter()
-        .filter(|(path, _)| path.starts_with("wit/plugin/"));
-    // The componentizers take one folder of WIT: the policy package's holds the plugin
-    // package it uses as a dependency, where WIT tools look for it.
-    let policy_deps = plugin_wit.map(|(path, text)| {
-        let name = path.rsplit('/').next().expect("a file name");
-        (format!("{POLICY_WIT}/deps/plugin/{name}"), *text)
-    });
+    // The componentizers take one folder of WIT: the policy package's and the provider
+    // world's hold the packages they use as dependencies, where WIT tools look for them.
+    let deps = |folder: &'static str, packages: &'static [&'static str]| {
+        WIT.iter().filter_map(move |(path, text)| {
+            let (package, name) = path.strip_prefix("wit/")?.split_once('/')?;
+            packages
+                .contains(&package)
+                .then(|| (format!("{folder}/deps/{package}/{name}"), *text))
+        })
+    };
     (WIT.iter().chain(sdk))
         .map(|(path, text)| ((*path).to_owned(), *text))
-        .chain(policy_deps)
+        .chain(deps(POLICY_WIT, &["plugin"]))
+        .chain(deps(PROVIDER_WIT, &["plugin", "hints", "inputs"]))
+        .chain([(format!("{PROVIDER_WIT}/world.wit"), PROVIDER_WORLD)])
 }
 
 /// The SDKs on disk.
@@ -60,9 +76,15 @@ impl Sdk {
     /// The folder of WIT a `role`'s guests are built against.
     pub fn wit(&self, role: Role) -> PathBuf {
         match role {
-            Role::Program | Role::Provider => self.root.join("wit/plugin"),
+            Role::Program => self.plugin_wit(),
+            Role::Provider => self.root.join(PROVIDER_WIT),
             Role::PolicyPack => self.root.join(POLICY_WIT),
         }
+    }
+
+    /// The folder of the plugin package alone.
+    pub fn plugin_wit(&self) -> PathBuf {
+        self.root.join("wit/plugin")
     }
 
     /// A directory of the SDKs, by its path in the repository (`sdk-guest/python`).
@@ -113,6 +135,18 @@ mod tests {
 
     /// The componentizers take one folder of WIT per world: the policy package's must hold
     /// the plugin package its values come from, as a dependency, file for file.
+    #[test]
+    fn the_provider_world_holds_the_packages_it_uses_as_dependencies() {
+        let files: Vec<(String, &str)> = files(&[]).collect();
+        let text = |path: &str| (files.iter()).find(|(p, _)| p == path).map(|(_, t)| *t);
+        let world = text(&format!("{PROVIDER_WIT}/world.wit")).unwrap();
+        assert!(world.contains("export plinth:inputs/write-only@0.1.0;"));
+        for (path, original) in WIT.iter().filter(|(p, _)| !p.starts_with("wit/policy/")) {
+            let dependency = format!("{PROVIDER_WIT}/deps/{}", path.strip_prefix("wit/").unwrap());
+            assert_eq!(text(&dependency), Some(*original), "{dependency}");
+        }
+    }
+
     #[test]
     fn the_policy_wit_holds_the_plugin_package_as_a_dependency() {
         let files: Vec<(String, &str)> = files(&[]).collect();

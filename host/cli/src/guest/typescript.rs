@@ -279,10 +279,11 @@ fn wrapper(job: &Job) -> Result<String> {
             ))),
             export("analyzer"),
         ),
+        // The provider, and its write-only inputs (`plinth:inputs/write-only`).
         Role::Provider => format!(
-            "import definition from {};\nimport {{ exportProvider }} from {};\n\
+            "import definition from {};\nimport {{ exportProvider, exportWriteOnly }} from {};\n\
              if (typeof definition !== \"object\" || definition === null) throw new Error({});\n\
-             {}exportProvider(definition);\n",
+             {}exportProvider(definition);\n{}exportWriteOnly(definition);\n",
             js(entry.clone()),
             js(sdk.join("provider.ts")),
             js(PathBuf::from(format!(
@@ -290,6 +291,7 @@ fn wrapper(job: &Job) -> Result<String> {
                 entry.display()
             ))),
             export("provider"),
+            export("writeOnly"),
         ),
     };
     Ok(wrapper)
@@ -533,9 +535,10 @@ fn runtime_wit(job: &Job) -> Result<PathBuf> {
 
 /// A WIT folder in the build's scratch directory holding `world` (a file of SDK_DIR's
 /// `../wit`, which includes the plugin world and imports `wasi:filesystem`) and, as
-/// dependencies, the plugin package and the WASI packages.
+/// dependencies, the plugin package, the WASI packages and the optional plinth packages a
+/// provider exports (`plinth:inputs`, which needs `plinth:hints`).
 fn with_files(job: &Job, world: &str) -> Result<PathBuf> {
-    let plugin = job.sdk.wit(job.role);
+    let plugin = job.sdk.plugin_wit();
     let wit = job.work.join("wit");
     let js_wit = job.sdk.dir(SDK_DIR).join("../wit");
     let copy = |from: &Path, to: &Path| {
@@ -548,6 +551,13 @@ fn with_files(job: &Job, world: &str) -> Result<PathBuf> {
         let name = format!("wasi-{package}.wit");
         copy(
             &js_wit.join(&name),
+            &wit.join("deps").join(package).join(&name),
+        )?;
+    }
+    for package in ["inputs", "hints"] {
+        let name = format!("{package}.wit");
+        copy(
+            &job.sdk.dir(&format!("wit/{package}/{name}")),
             &wit.join("deps").join(package).join(&name),
         )?;
     }

@@ -1093,7 +1093,7 @@ class TopicPermissions(sdk.Resource):
 
 
 class User(sdk.Resource):
-    """A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`, `policymaker`, ...).
+    """A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`, `policymaker`, ...). `refresh` finds a recorded `password` changed on the broker (by re-hashing it with the broker's salt); a write-only `password_wo` cannot be compared.
 
     A `rabbitmq:User`: declare one with `User(ctx, resource_name, ...)`; its properties are its outputs, typed.
     """
@@ -1106,8 +1106,10 @@ class User(sdk.Resource):
             ctx: sdk.Context,
             resource_name: str,
             name: Input[str],
-            password: Input[str],
             *,
+            password: Optional[Input[str]] = None,
+            password_wo: Optional[Input[str]] = None,
+            password_wo_version: Optional[Input[int]] = None,
             tags: Optional[Input[List[Input[str]]]] = None,
             opts: Optional[sdk.ResourceOptions] = None,
             **unknown: Never,
@@ -1116,13 +1118,19 @@ class User(sdk.Resource):
 
         `name`: The user's name. Changing it replaces the resource.
 
-        `password`: The user's password; sent to the broker, which keeps only a salted hash. Always a secret.
+        `password`: The user's password, recorded as a secret; sent to the broker, which keeps only a salted hash. Give it or `password_wo`. Always a secret.
+
+        `password_wo`: The user's password, instead of `password`: set when the user is created and when `password_wo_version` changes. A change made on the broker is not found by refresh. Write-only: sent to the provider, never stored in the state; change `password_wo_version` to send a new value. Always a secret.
+
+        `password_wo_version`: The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`.
 
         `tags`: The user's tags, e.g. `administrator` or `monitoring`. Default: `[]`.
         """
         inputs = _present({
             "name": name,
             "password": password,
+            "password_wo": password_wo,
+            "password_wo_version": password_wo_version,
             "tags": tags,
         }, unknown)
         super().__init__(ctx.resource(User.TYPE, resource_name, inputs, opts).handle)

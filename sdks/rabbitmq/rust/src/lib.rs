@@ -2194,7 +2194,8 @@ impl TopicPermissionsBuilder {
 }
 
 /// A user of the broker, with a password and tags (`administrator`, `monitoring`, `management`,
-/// `policymaker`, ...).
+/// `policymaker`, ...). `refresh` finds a recorded `password` changed on the broker (by re-hashing
+/// it with the broker's salt); a write-only `password_wo` cannot be compared.
 ///
 /// A registered `rabbitmq:User`: its outputs, typed. Declare one with [`User::builder`] or
 /// [`User::new`].
@@ -2207,19 +2208,20 @@ impl User {
     /// The type token, `rabbitmq:User`.
     pub const TYPE: &str = "rabbitmq:User";
 
-    /// Starts declaring a `rabbitmq:User` named `resource_name` with its required inputs (`name`,
-    /// `password`). Set its optional inputs and options on the builder, then `register` it.
+    /// Starts declaring a `rabbitmq:User` named `resource_name` with its required inputs (`name`).
+    /// Set its optional inputs and options on the builder, then `register` it.
     pub fn builder(
         ctx: &sdk::Context,
         resource_name: &str,
         name: impl Into<sdk::Input<String>>,
-        password: impl Into<sdk::Input<sdk::Secret<String>>>,
     ) -> UserBuilder {
         UserBuilder {
             builder: ctx.resource(Self::TYPE, resource_name),
             args: UserArgs {
                 name: name.into(),
-                password: password.into(),
+                password: None,
+                password_wo: None,
+                password_wo_version: None,
                 tags: None,
             },
         }
@@ -2271,10 +2273,23 @@ pub struct UserArgs {
     ///
     /// Changing it replaces the resource.
     pub name: sdk::Input<String>,
-    /// The user's password; sent to the broker, which keeps only a salted hash.
+    /// The user's password, recorded as a secret; sent to the broker, which keeps only a salted
+    /// hash. Give it or `password_wo`.
     ///
     /// Always a secret.
-    pub password: sdk::Input<sdk::Secret<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<sdk::Input<sdk::Secret<String>>>,
+    /// The user's password, instead of `password`: set when the user is created and when
+    /// `password_wo_version` changes. A change made on the broker is not found by refresh.
+    /// Write-only: sent to the provider, never stored in the state; change `password_wo_version` to
+    /// send a new value.
+    ///
+    /// Always a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_wo: Option<sdk::Input<sdk::Secret<String>>>,
+    /// The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_wo_version: Option<sdk::Input<i64>>,
     /// The user's tags, e.g. `administrator` or `monitoring`.
     ///
     /// Default: `[]`.
@@ -2290,6 +2305,32 @@ pub struct UserBuilder {
 }
 
 impl UserBuilder {
+    /// The user's password, recorded as a secret; sent to the broker, which keeps only a salted
+    /// hash. Give it or `password_wo`.
+    ///
+    /// Always a secret.
+    pub fn password(mut self, value: impl Into<sdk::Input<sdk::Secret<String>>>) -> UserBuilder {
+        self.args.password = Some(value.into());
+        self
+    }
+
+    /// The user's password, instead of `password`: set when the user is created and when
+    /// `password_wo_version` changes. A change made on the broker is not found by refresh.
+    /// Write-only: sent to the provider, never stored in the state; change `password_wo_version` to
+    /// send a new value.
+    ///
+    /// Always a secret.
+    pub fn password_wo(mut self, value: impl Into<sdk::Input<sdk::Secret<String>>>) -> UserBuilder {
+        self.args.password_wo = Some(value.into());
+        self
+    }
+
+    /// The version of `password_wo`: change it (1, 2, ...) to set a new `password_wo`.
+    pub fn password_wo_version(mut self, value: impl Into<sdk::Input<i64>>) -> UserBuilder {
+        self.args.password_wo_version = Some(value.into());
+        self
+    }
+
     /// The user's tags, e.g. `administrator` or `monitoring`.
     ///
     /// Default: `[]`.

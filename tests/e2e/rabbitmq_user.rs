@@ -1,0 +1,141 @@
+//! The rabbitmq provider's `User` passwords against a real broker: a recorded password changed
+//! with `rabbitmqctl` is found by refresh (re-hashed with the broker's salt) and set again by
+//! up; a write-only `password_wo` logs in, leaves no trace in anything plinth writes or prints,
+//! and is sent again only when `password_wo_version` changes.
+
+use serde_json::json;
+
+use crate::count_line;
+use crate::rabbitmq::{broker, declare, project};
+use crate::support::Env;
+
+const FIRST: &str = "rmq-first-Zp41cVb8Nq";
+const SECOND: &str = "rmq-second-Jw62tRx5Lk";
+const ELSEWHERE: &str = "changed-with-rabbitmqctl";
+
+/// Runs plinth with `args` (debug logs on), expecting success; stdout and stderr together.
+fn output(env: &Env, args: &[&str]) -> String {
+    let mut command = env.command(args);
+    command.env("RUST_LOG", "debug");
+    let run = command.output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.status.success(), "plinth {args:?}: {all}");
+    all
+}
+
+#[test]
+fn a_recorded_password_changed_on_the_broker_is_drift_that_up_undoes() {
+    let broker = broker();
+    let env = project(&broker, "%2F");
+    env.ok(&["config", "set", "app_password", FIRST, "--secret"]);
+    declare(
+        &env,
+        &json!([{"type": "rabbitmq:User", "name": "user", "inputs": {
+            "name": "app", "password": {"$secret": "app_password"}, "tags": ["monitoring"]}}]),
+    );
+    env.ok(&["up", "--yes"]);
+    broker.ctl(&["authenticate_user", "app", FIRST]).unwrap();
+    env.ok(&["refresh", "--expect-no-changes"]);
+
+    broker.ctl(&["change_password", "app", ELSEWHERE]).unwrap();
+    let out = env.run(&["refresh", "--expect-no-changes"]);
+    assert!(!out.status.success(), "the changed password went unnoticed");
+    let out = env.ok(&["refresh", "--yes"]);
+    assert!(out.contains("password"), "not shown as drift:\n{out}");
+    assert!(!out.contains(FIRST), "{out}");
+
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("1 updated"), "{out}");
+    broker.ctl(&["authenticate_user", "app", FIRST]).unwrap();
+    assert!(
+        broker
+            .ctl(&["authenticate_user", "app", ELSEWHERE])
+            .is_err()
+    );
+    env.ok(&["refresh", "--expect-no-changes"]);
+    env.ok(&["destroy", "--yes"]);
+}
+
+/// A user whose password is write-only, given in the clear in the program: plinth must keep it
+/// out of everything by itself.
+fn declare_write_only(env: &Env, password: &str, version: i64, tags: &[&str]) {
+    declare(
+        env,
+        &json!([{"type": "rabbitmq:User", "name": "user", "inputs": {
+            "name": "wo_app", "password_wo": password, "password_wo_version": version,
+            "tags": tags}}]),
+    );
+}
+
+/// Fails if `secret` is in a state file (checkpoint, journal, history, logs), in `shown` or in
+/// the stack's export, or if the state records the input `password_wo` at all.
+fn assert_nowhere(env: &Env, secret: &str, shown: &str) {
+    assert_not_written(env, secret, shown);
+    let exported = env.ok(&["stack", "export"]);
+    assert!(!exported.contains(secret), "{exported}");
+    assert!(!exported.contains("\"password_wo\""), "{exported}");
+    assert!(exported.contains("\"password_wo_version\""), "{exported}");
+}
+
+/// Fails if `secret` is in a state file (checkpoint, journal, history, logs) or in `shown`.
+fn assert_not_written(env: &Env, secret: &str, shown: &str) {
+    for (path, bytes) in env.state_files() {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(secret), "{} holds it", path.display());
+    }
+    assert!(!shown.contains(secret), "{shown}");
+}
+
+#[test]
+fn a_write_only_password_logs_in_and_is_never_recorded() {
+    let broker = broker();
+    let env = project(&broker, "%2F");
+    let logs_in = |password: &str| {
+        broker
+            .ctl(&["authenticate_user", "wo_app", password])
+            .is_ok()
+    };
+
+    declare_write_only(&env, FIRST, 1, &["monitoring"]);
+    let all = output(&env, &["up", "--yes", "--json"]);
+    assert!(logs_in(FIRST));
+    assert_nowhere(&env, FIRST, &all);
+
+    // Tags change, the version does not: the user keeps its password.
+    declare_write_only(&env, SECOND, 1, &["management"]);
+    let all = output(&env, &["up", "--yes", "--diff"]);
+    assert!(count_line(&all).contains("1 updated"), "{all}");
+    assert!(logs_in(FIRST) && !logs_in(SECOND));
+    assert_eq!(
+        (broker.definitions().unwrap()["users"]
+            .as_array()
+            .unwrap()
+            .iter())
+        .find(|u| u["name"] == "wo_app")
+        .unwrap()["tags"],
+        json!(["management"])
+    );
+
+    // The version changes: the new password is sent.
+    declare_write_only(&env, SECOND, 2, &["management"]);
+    let all = output(&env, &["up", "--yes", "-v", "--diff"]);
+    assert!(count_line(&all).contains("1 updated"), "{all}");
+    assert!(logs_in(SECOND) && !logs_in(FIRST));
+    assert_nowhere(&env, SECOND, &all);
+    assert_nowhere(&env, FIRST, &all);
+
+    // A write-only password has nothing recorded to compare with: a change made on the
+    // broker is not drift (as documented).
+    broker
+        .ctl(&["change_password", "wo_app", ELSEWHERE])
+        .unwrap();
+    env.ok(&["refresh", "--expect-no-changes"]);
+    let all = output(&env, &["destroy", "--yes"]);
+    assert_not_written(&env, SECOND, &all);
+    assert_not_written(&env, FIRST, &all);
+    assert!(!logs_in(ELSEWHERE));
+}
