@@ -21,9 +21,16 @@ use super::resolver::CachingResolver;
 use super::version_check;
 use plinth_state::protocol::version::VERSION_HEADER;
 
-/// How often a transient failure is tried again, and the longest wait between tries.
+/// How often a transient failure is tried again, the first wait between tries (doubled at each
+/// next) and the longest.
 const ATTEMPTS: u32 = 8;
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The waits between tries, in order, unless the service says how long with `Retry-After`.
+fn backoffs() -> impl Iterator<Item = Duration> {
+    std::iter::successors(Some(FIRST_BACKOFF), |b| Some((*b * 2).min(MAX_BACKOFF)))
+}
 /// The longest one attempt may take (a large checkpoint is tens of megabytes).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The least time an attempt is given, even once a budget ran out: a service that is there
@@ -293,10 +300,9 @@ impl Transport {
     ) -> Result<String, ServiceError> {
         let url = format!("{}/api/v1/{path}", self.base);
         let (body, gzipped) = encode(json.unwrap_or_default());
-        let mut backoff = Duration::from_millis(100);
         let mut last = String::new();
         let mut attempts = 0;
-        for attempt in 1..=ATTEMPTS {
+        for (attempt, backoff) in (1..=ATTEMPTS).zip(backoffs()) {
             attempts = attempt;
             // Read at each turn: the transport may be told to hurry meanwhile.
             let until = Reach::deadline(deadline, *self.reach.hurry_until());
@@ -419,7 +425,6 @@ impl Transport {
             if attempt == ATTEMPTS || !self.reach.pause(Instant::now() + wait, deadline) {
                 break;
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
         self.reach.gave_up();
         Err(ServiceError::Unavailable {
@@ -583,16 +588,22 @@ mod tests {
 
     #[test]
     fn a_service_that_never_answered_is_not_waited_for() {
-        let started = Instant::now();
-        let error = Transport::new(&nobody_listening(), "t").call("GET", "user", None, None);
-        let error = error.unwrap_err().to_string();
+        // Each is tried once: nothing is retried, so nothing is waited for.
+        let refused = Transport::new(&nobody_listening(), "t");
+        let error = refused
+            .call("GET", "user", None, None)
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("connection refused") && error.contains("port"),
             "{error}"
         );
-        let error = Transport::new("http://plinth.invalid", "t").call("GET", "user", None, None);
+        assert_eq!(refused.traffic().requests, 1);
+        let unresolved = Transport::new("http://plinth.invalid", "t");
+        let error = unresolved.call("GET", "user", None, None);
         let error = error.unwrap_err().to_string();
         assert!(error.contains("does not resolve"), "{error}");
+        assert_eq!(unresolved.traffic().requests, 1);
         // TLS spoken to a port that answers plain HTTP.
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("https://{}", listener.local_addr().unwrap());
@@ -601,11 +612,14 @@ mod tests {
             let answer = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
             let _ = stream.write_all(answer.as_bytes());
         });
-        let error = Transport::new(&url, "t").call("GET", "user", None, None);
-        let error = error.unwrap_err().to_string();
+        let plain = Transport::new(&url, "t");
+        let error = plain
+            .call("GET", "user", None, None)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("scheme (http or https)"), "{error}");
+        assert_eq!(plain.traffic().requests, 1);
         server.join().unwrap();
-        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
     }
 
     #[test]
@@ -648,24 +662,50 @@ mod tests {
         }
     }
 
-    /// Far below the 12.7 s of backoff a call without a budget rides out, and far above what
-    /// a budget of 2.5 s takes on any machine.
-    const GENEROUS: Duration = Duration::from_secs(8);
+    /// The most tries a call makes when its waits must end within `budget`: a try after a wait
+    /// only if the waits so far end before the deadline (however long the tries themselves
+    /// take, which only leaves less).
+    fn most_tries_within(budget: Duration) -> u32 {
+        let waits = backoffs().scan(Duration::ZERO, |waited, wait| {
+            *waited += wait;
+            Some(*waited)
+        });
+        1 + waits.take_while(|waited| *waited < budget).count() as u32
+    }
+
+    #[test]
+    fn the_waits_double_up_to_a_cap_and_ride_out_about_13_s() {
+        let waits: Vec<u64> = (backoffs().take(9)).map(|w| w.as_millis() as u64).collect();
+        assert_eq!(
+            waits,
+            [100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]
+        );
+        // The module's promise: a call without a budget rides out 12.7 s of an outage.
+        let ridden: Duration = backoffs().take(ATTEMPTS as usize - 1).sum();
+        assert_eq!(ridden, Duration::from_millis(12_700));
+        assert_eq!(most_tries_within(SHORT_BUDGET), 5);
+        assert_eq!(most_tries_within(Duration::ZERO), 1);
+        assert_eq!(
+            most_tries_within(ridden + Duration::from_millis(1)),
+            ATTEMPTS
+        );
+    }
 
     #[test]
     fn a_budget_or_a_hurry_bounds_the_retries() {
         let transport = gone_after_answering();
-        let started = Instant::now();
         let error = transport.call_within("POST", "p", None, None, SHORT_BUDGET);
-        assert!((2..ATTEMPTS).contains(&attempts(error.unwrap_err())));
-        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+        let tries = attempts(error.unwrap_err());
+        assert!(
+            (2..=most_tries_within(SHORT_BUDGET)).contains(&tries),
+            "{tries} tries"
+        );
 
         let transport = gone_after_answering();
         transport.clone().hurry();
-        let started = Instant::now();
         let error = transport.call("GET", "p", None, None).unwrap_err();
-        assert!(attempts(error) < ATTEMPTS);
-        assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+        let tries = attempts(error);
+        assert!(tries <= most_tries_within(SHORT_BUDGET), "{tries} tries");
     }
 
     #[test]
@@ -691,22 +731,28 @@ mod tests {
 
     #[test]
     fn a_call_riding_out_an_outage_stops_when_another_gives_up_or_when_told_to_hurry() {
-        for stop in [
-            |t: &Transport| drop(t.call_within("GET", "q", None, None, Duration::ZERO)),
-            Transport::hurry,
+        // Another call giving up makes one try of its own; after it, the riding call makes at
+        // most the one it may have begun. Told to hurry, it makes at most the tries whose
+        // waits fit in the short budget.
+        let give_up = |t: &Transport| drop(t.call_within("GET", "q", None, None, Duration::ZERO));
+        for (stop, stopper_tries, most_after) in [
+            (&give_up as &dyn Fn(&Transport), 1, 1),
+            (&Transport::hurry, 0, most_tries_within(SHORT_BUDGET)),
         ] {
             let transport = gone_after_answering();
             let before = transport.traffic().requests;
             let riding = transport.clone();
-            let started = Instant::now();
             let call = std::thread::spawn(move || riding.call("POST", "p", None, None));
             // Once it has tried, it waits between tries.
             while transport.traffic().requests == before {
                 std::thread::yield_now();
             }
             stop(&transport);
-            assert!(attempts(call.join().unwrap().unwrap_err()) < ATTEMPTS);
-            assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+            let stopped = transport.traffic().requests;
+            let tries = attempts(call.join().unwrap().unwrap_err());
+            let end = transport.traffic().requests;
+            assert_eq!(u64::from(tries), end - before - stopper_tries);
+            assert!(end - stopped <= u64::from(most_after), "{tries} tries");
         }
     }
 
