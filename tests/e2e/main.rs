@@ -48,6 +48,7 @@ mod postgres_parity;
 mod postgres_races;
 mod postgres_tls;
 mod postgres_write_only;
+mod py_edit;
 mod py_modules;
 mod pypi;
 mod rabbitmq;

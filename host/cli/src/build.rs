@@ -55,19 +55,32 @@ pub fn built_sha256(built: &Built) -> Result<String> {
     };
     let mut hasher = Sha256::new();
     hasher.update(component.as_bytes());
-    let mut files: Vec<PathBuf> = (std::fs::read_dir(&code.dir)
-        .with_context(|| format!("cannot read the program's code {}", code.dir.display()))?)
-    .map(|entry| entry.map(|e| e.path()))
-    .collect::<std::io::Result<_>>()?;
+    let mut files = Vec::new();
+    files_under(&code.dir, &mut files)
+        .with_context(|| format!("cannot read the program's code {}", code.dir.display()))?;
     files.sort();
     for file in files {
-        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        // By its path in the code directory: a file that moves is a change.
+        let name = file.strip_prefix(&code.dir).unwrap_or(&file).to_string_lossy();
         let digest = file_sha256(&file)
             .with_context(|| format!("cannot read the program's code {}", file.display()))?;
         hasher.update(format!("\n{}\n{digest}", name.len()).as_bytes());
         hasher.update(name.as_bytes());
     }
     Ok(hex::encode(hasher.finalize()))
+}
+
+/// Every file under `dir`, its folders' included.
+fn files_under(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            files_under(&path, files)?;
+        } else {
+            files.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// `a, b or c`.

@@ -32,6 +32,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
 use crate::access::advice::{GrantAdvice, PlainAdvice};
 use crate::access::grants::{DirGrant, Grants};
+use crate::load::program::ProgramCode;
 use crate::sandbox::denial::{Denials, Owner};
 use crate::sandbox::env::WatchedEnv;
 use crate::sandbox::http::HttpGuard;
@@ -44,6 +45,10 @@ use crate::sandbox::wait::BoundedPoll;
 /// the bundle or modules plinth built from its sources, preopened read-only. Nothing else is
 /// there, and the program's grants are unchanged (it has none).
 pub const CODE_DIR: &str = "/.plinth-code";
+
+/// Where a prebuilt language runtime that reads library files at run time finds them (the
+/// Python runtime: the interpreter's standard library), preopened read-only.
+pub const LIBRARY_DIR: &str = "/.plinth-library";
 
 /// The state of one guest instance that the host keeps for it.
 pub(crate) struct Sandbox {
@@ -71,19 +76,22 @@ pub(crate) struct Sandbox {
 
 impl Sandbox {
     /// A sandbox for the program named `guest`, whose stdout lines go to `stdout`. Programs
-    /// are granted nothing; a program run by a prebuilt language runtime sees its own code,
-    /// `code`, read-only at [`CODE_DIR`] (the error says why it could not be opened).
+    /// are granted nothing; a program run by a prebuilt language runtime sees its own code
+    /// read-only at [`CODE_DIR`], and the runtime's library, if any, read-only at
+    /// [`LIBRARY_DIR`] (the error says which could not be opened, and why).
     pub(crate) fn new(
         guest: Arc<str>,
         stdout: LineSink,
         limits: Limits,
-        code: Option<&Path>,
+        code: Option<&ProgramCode>,
     ) -> Result<Sandbox, String> {
         let owner = Owner::Program(guest.to_string());
         let mut wasi = WasiCtxBuilder::new();
         if let Some(code) = code {
-            wasi.preopened_dir(code, CODE_DIR, FsPerms::ReadOnly)
-                .map_err(|e| format!("cannot open its code `{}`: {e:#}", code.display()))?;
+            preopen_read_only(&mut wasi, &code.dir, CODE_DIR, "its code")?;
+            if let Some(library) = &code.library {
+                preopen_read_only(&mut wasi, library, LIBRARY_DIR, "its runtime's library")?;
+            }
         }
         Ok(Sandbox::build(
             wasi,
@@ -301,6 +309,18 @@ impl Sandbox {
 
 /// Whether wasmtime refused to lift more than [`MAX_TRANSFER_BYTES`] out of the guest. Its error
 /// type is private: it is known by its message (the adversarial e2e tests pin it).
+/// Preopens the host directory `dir` read-only as `guest_path`; the error names it as `what`.
+fn preopen_read_only(
+    wasi: &mut WasiCtxBuilder,
+    dir: &Path,
+    guest_path: &str,
+    what: &str,
+) -> Result<(), String> {
+    wasi.preopened_dir(dir, guest_path, FsPerms::ReadOnly)
+        .map(|_| ())
+        .map_err(|e| format!("cannot open {what} `{}`: {e:#}", dir.display()))
+}
+
 fn transfer_refused(error: &wasmtime::Error) -> bool {
     error
         .chain()

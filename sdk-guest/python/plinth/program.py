@@ -343,17 +343,24 @@ def _missing(key: str, secret: bool) -> ConfigError:
 def describe(e: BaseException) -> str:
     """An exception's message and where it was raised: the innermost frames of its traceback."""
     frames = traceback.extract_tb(e.__traceback__)
-    # The SDK's own frames say nothing to the program's author.
-    ours = [f for f in frames if "/plinth/" not in f.filename] or frames
-    where = "\n".join(f"    at {_source(f.filename)}:{f.lineno} in {f.name}" for f in ours[-5:])
+    # The SDK's own frames say nothing to the program's author, nor do the import system's
+    # (the prebuilt runtime imports the program's modules on its first call).
+    ours = [f for f in frames
+            if "/plinth/" not in f.filename and not f.filename.startswith("<frozen ")] or frames
+    lines = [f"    at {_source(f.filename)}:{f.lineno} in {f.name}" for f in ours[-5:]]
+    if isinstance(e, SyntaxError) and e.filename:
+        # A module that does not parse: where is the error's own place, not a frame.
+        lines = [f"    at {_source(e.filename)}:{e.lineno}"]
+    where = "\n".join(lines)
     message = f"{type(e).__name__}: {e}"
     return f"{message}\n{where}" if where else message
 
 
 def _source(filename: str) -> str:
-    # componentize-py mounts each directory of the Python path as `/<n>/`; the program's own
-    # files are named relative to its project directory.
-    return re.sub(r"^/\d+/", "", filename)
+    # componentize-py mounts each directory of the Python path as `/<n>/`, and the prebuilt
+    # runtime reads them from `/.plinth-code/<n>/`; the program's own files are named
+    # relative to its project directory.
+    return re.sub(r"^(?:/\.plinth-code)?/\d+/", "", filename)
 
 
 def export_program(main: Callable[[Context], Any]) -> type:

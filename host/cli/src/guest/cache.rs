@@ -100,6 +100,40 @@ impl ComponentCache {
             .with_context(|| format!("recording {mark} in {}", entry.display()))
     }
 
+    /// The component cached under `key` as `name`, or else the one `build` stores there.
+    /// One process builds an entry at a time: another that wants it meanwhile waits on the
+    /// entry's lock file, then finds it built rather than building it again.
+    pub fn get_or_build(
+        &self,
+        key: &Key,
+        name: &str,
+        build: impl FnOnce() -> Result<PathBuf>,
+    ) -> Result<PathBuf> {
+        if let Some(cached) = self.get(key, name) {
+            return Ok(cached);
+        }
+        let _held = self.lock(key)?;
+        match self.get(key, name) {
+            Some(cached) => Ok(cached),
+            None => build(),
+        }
+    }
+
+    /// Locks the entry of `key` for this process until the file returned is dropped, waiting
+    /// while another process holds it.
+    fn lock(&self, key: &Key) -> Result<std::fs::File> {
+        let path = self.dir.join(format!("{}.lock", key.digest()));
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("creating the build lock {}", path.display()))?;
+        file.lock()
+            .with_context(|| format!("waiting for the build lock {}", path.display()))?;
+        Ok(file)
+    }
+
     /// The directory cached under `key` as `name` (a prebuilt runtime's code), if it is.
     pub fn get_dir(&self, key: &Key, name: &str) -> Option<PathBuf> {
         let cached = self.entry(key).join(name);

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use plinth_runtime::ProgramCode;
 
@@ -96,6 +96,14 @@ pub trait Prebuilt: Componentized {
     /// Builds, at `job.out`, the runtime for `job.role`. It depends on the SDK and the
     /// toolchain only, never on the guest.
     fn componentize_runtime(&self, job: &Job) -> Result<()>;
+
+    /// The folder of `job.work` in which [`Prebuilt::componentize_runtime`] leaves the files
+    /// the runtime reads at run time (Python's standard library), if it has any: they are
+    /// kept beside the runtime and given to the guest read-only at
+    /// [`plinth_runtime::LIBRARY_DIR`].
+    fn runtime_library(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Builds the guest in `dir` (or finds it in the cache) and returns its component.
@@ -117,19 +125,18 @@ fn whole<L: Componentized + ?Sized>(
     key: &Key,
 ) -> Result<PathBuf> {
     let name = file_name_of(job.dir);
-    if let Some(cached) = cache.get(key, &name) {
-        return Ok(cached);
-    }
-    let how = format!("{}, with {}", language.name(), job.tools.version);
-    building(job.what, job.dir, &how);
-    let started = Instant::now();
-    language.componentize(job)?;
-    eprintln!(
-        "Built {} in {:.1}s.",
-        job.what,
-        started.elapsed().as_secs_f64()
-    );
-    cache.store(key, &name, job.out)
+    cache.get_or_build(key, &name, || {
+        let how = format!("{}, with {}", language.name(), job.tools.version);
+        building(job.what, job.dir, &how);
+        let started = Instant::now();
+        language.componentize(job)?;
+        eprintln!(
+            "Built {} in {:.1}s.",
+            job.what,
+            started.elapsed().as_secs_f64()
+        );
+        cache.store(key, &name, job.out)
+    })
 }
 
 /// Builds the guest in `dir` to run here: the language's prebuilt runtime for `role` (built
@@ -172,34 +179,48 @@ fn loaded<L: Prebuilt + ?Sized>(
         .with("sdk", &job.sdk.hash)
         .with("toolchain", &job.tools.version);
     let name = format!("{}-{}-runtime", language.id(), role.world());
-    let component = match cache.get(&runtime_key, &name) {
-        Some(component) => component,
-        None => {
-            let runtime = format!("the {} {} runtime", language.name(), role.world());
-            let staging = cache.staging()?;
-            let out = staging.path().join("component.wasm");
-            let job = Job {
-                work: staging.path(),
-                out: &out,
-                ..*job
-            };
-            eprintln!(
-                "Building {runtime} (once for this SDK and toolchain, with {})...",
-                job.tools.version
-            );
-            let started = Instant::now();
-            language.componentize_runtime(&job)?;
-            eprintln!(
-                "Built {runtime} in {:.1}s.",
-                started.elapsed().as_secs_f64()
-            );
-            cache.store(&runtime_key, &name, &out)?
+    // Built by one process at a time: the others wait for it, then find it built.
+    let component = cache.get_or_build(&runtime_key, &name, || {
+        let runtime = format!("the {} {} runtime", language.name(), role.world());
+        let staging = cache.staging()?;
+        let out = staging.path().join("component.wasm");
+        let job = Job {
+            work: staging.path(),
+            out: &out,
+            ..*job
+        };
+        eprintln!(
+            "Building {runtime} (once for this SDK and toolchain, with {})...",
+            job.tools.version
+        );
+        let started = Instant::now();
+        language.componentize_runtime(&job)?;
+        eprintln!(
+            "Built {runtime} in {:.1}s.",
+            started.elapsed().as_secs_f64()
+        );
+        // The library first: the component's arrival is what marks the entry complete.
+        if let Some(library) = language.runtime_library() {
+            cache.store_dir(&runtime_key, library, &staging.path().join(library))?;
         }
+        cache.store(&runtime_key, &name, &out)
+    })?;
+    let library = match language.runtime_library() {
+        Some(folder) => Some(cache.get_dir(&runtime_key, folder).with_context(|| {
+            format!(
+                "the build cache's entry of the {} runtime has no {folder} folder: remove {} \
+                 and build again",
+                language.name(),
+                component.parent().unwrap_or(&component).display()
+            )
+        })?),
+        None => None,
     };
     Ok(Built {
         component,
         code: Some(ProgramCode {
             dir: code,
+            library,
             name: file_name_of(job.dir),
         }),
     })

@@ -10,6 +10,7 @@ mod cache;
 mod componentized;
 mod crate_cache;
 mod language;
+mod pycode;
 mod pyimports;
 mod pypackages;
 mod python;

@@ -10,8 +10,9 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use super::componentized::{self, Componentized, Dependency, Job};
-use super::language::{GuestLanguage, Role, SdkFile};
+use super::componentized::{self, CODE, Componentized, Dependency, Form, Job, Prebuilt};
+use super::language::{Built, GuestLanguage, Role, SdkFile};
+use super::pycode;
 use super::pyimports;
 use super::pypackages::{self, MANIFEST_MODULE};
 use super::run::run;
@@ -31,7 +32,13 @@ const SDK_FILES: &[SdkFile] = embed![
     "sdk-guest/python/plinth/provider.py",
     "sdk-guest/python/plinth/program.py",
     "sdk-guest/python/plinth/policy.py",
+    "sdk-guest/python/plinth/runtime.py",
+    "sdk-guest/python/runtime/plinth_program_runtime.py",
 ];
+
+/// The app module of the prebuilt program runtime, in the SDK's `runtime` folder.
+const RUNTIME_DIR: &str = "sdk-guest/python/runtime";
+const RUNTIME_MODULE: &str = "plinth_program_runtime";
 
 /// The module that exports the user's code, written beside the component.
 const APP_MODULE: &str = "plinth_app";
@@ -62,6 +69,18 @@ impl GuestLanguage for Python {
 
     fn build(&self, dir: &Path, role: Role, what: &str) -> Result<PathBuf> {
         componentized::build(self, dir, role, what)
+    }
+
+    /// A program runs on the prebuilt program runtime, which imports its modules at run
+    /// time; providers and policy packs are built whole.
+    fn build_to_run(&self, dir: &Path, role: Role, what: &str) -> Result<Built> {
+        match role {
+            Role::Program => componentized::build_loaded(self, dir, role, what),
+            Role::Provider | Role::PolicyPack => Ok(Built {
+                component: self.build(dir, role, what)?,
+                code: None,
+            }),
+        }
     }
 }
 
@@ -122,19 +141,31 @@ impl Componentized for Python {
             .collect();
         let python = job.tools.componentizer.0.with_file_name("python");
         let found = pyimports::scan(&python, &module, &path, &packages, job.what)?;
-        let app = job.work.join(APP_FILE);
-        let lazy = Lazy {
-            own: &found.modules,
-            external: &found.external,
+        let mut packed = match job.form {
+            Form::Whole => {
+                let app = job.work.join(APP_FILE);
+                let lazy = Lazy {
+                    own: &found.modules,
+                    external: &found.external,
+                };
+                std::fs::write(
+                    &app,
+                    app_module(job.role, &module, &lazy, !packages.is_empty()),
+                )?;
+                vec![(APP_FILE.to_owned(), app)]
+            }
+            Form::Loaded => {
+                let manifest = pycode::lay_out(
+                    &job.work.join(CODE),
+                    &module,
+                    &path,
+                    &packages,
+                    &found.files,
+                )?;
+                vec![(pycode::MANIFEST.to_owned(), manifest)]
+            }
         };
-        std::fs::write(
-            &app,
-            app_module(job.role, &module, &lazy, !packages.is_empty()),
-        )?;
-        let mut packed = vec![
-            (APP_FILE.to_owned(), app),
-            ("pyproject.toml".to_owned(), job.dir.join("pyproject.toml")),
-        ];
+        packed.push(("pyproject.toml".to_owned(), job.dir.join("pyproject.toml")));
         for (name, file) in found.modules.into_iter().zip(found.files) {
             packed.push((format!("module {name}"), file));
         }
@@ -143,30 +174,57 @@ impl Componentized for Python {
 
     /// componentize-py finds the app module (written in the work directory) by name.
     fn componentize(&self, job: &Job) -> Result<()> {
-        let (componentizer, prefix) = &job.tools.componentizer;
-        let mut command = Command::new(componentizer);
-        command
-            .args(prefix)
-            .arg("-d")
-            .arg(job.sdk.wit(job.role))
-            .args(["-w", job.role.world(), "componentize", "-p"])
-            .arg(job.work)
-            .arg("-p")
-            .arg(job.dir);
-        for dependency in job.dependencies {
-            command.arg("-p").arg(&dependency.dir);
-        }
-        run(
-            command
-                .arg("-p")
-                .arg(job.sdk.dir(SDK_DIR))
-                .args([APP_MODULE, "-o"])
-                .arg(job.out)
-                .current_dir(job.work),
-            job.what,
-            "componentize-py",
-        )
+        let mut path = vec![job.work, job.dir];
+        path.extend(job.dependencies.iter().map(|d| d.dir.as_path()));
+        componentize_py(job, &path, APP_MODULE)
     }
+}
+
+impl Prebuilt for Python {
+    /// The SDK's runtime app module, built with the work directory first on the module path:
+    /// while it is built, it copies the interpreter's library there ([`LIBRARY`]).
+    fn componentize_runtime(&self, job: &Job) -> Result<()> {
+        std::fs::write(job.work.join(BUILD_MARK), "")?;
+        let runtime = job.sdk.dir(RUNTIME_DIR);
+        componentize_py(job, &[job.work, &runtime], RUNTIME_MODULE)
+    }
+
+    fn runtime_library(&self) -> Option<&'static str> {
+        Some(LIBRARY)
+    }
+}
+
+/// The folder of the runtime's build directory the runtime copies the interpreter's library
+/// into while it is built (`plinth/runtime.py` names it too).
+const LIBRARY: &str = "library";
+
+/// The file that tells the runtime, while it is built, that the first folder of its module
+/// path is plinth's build directory (`plinth/runtime.py` names it too).
+const BUILD_MARK: &str = "plinth-runtime-build";
+
+/// Runs componentize-py on `app`, found in the folders of `path` or the SDK, for `job`'s
+/// world.
+fn componentize_py(job: &Job, path: &[&Path], app: &str) -> Result<()> {
+    let (componentizer, prefix) = &job.tools.componentizer;
+    let mut command = Command::new(componentizer);
+    command
+        .args(prefix)
+        .arg("-d")
+        .arg(job.sdk.wit(job.role))
+        .args(["-w", job.role.world(), "componentize"]);
+    for folder in path {
+        command.arg("-p").arg(folder);
+    }
+    run(
+        command
+            .arg("-p")
+            .arg(job.sdk.dir(SDK_DIR))
+            .args([app, "-o"])
+            .arg(job.out)
+            .current_dir(job.work),
+        job.what,
+        "componentize-py",
+    )
 }
 
 /// The modules the user's code imports, which the app module imports while the component is

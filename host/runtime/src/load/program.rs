@@ -30,10 +30,13 @@ use crate::sandbox::{self, Sandbox, Sandboxed};
 
 /// A program's code, for a component that loads it at run time (a prebuilt TypeScript or
 /// Python runtime): the directory holding it, preopened read-only at
-/// [`CODE_DIR`](crate::CODE_DIR), and the program's name in messages.
+/// [`CODE_DIR`](crate::CODE_DIR), the runtime's own library files where it reads some at run
+/// time (Python's standard library), preopened read-only at
+/// [`LIBRARY_DIR`](crate::LIBRARY_DIR), and the program's name in messages.
 #[derive(Debug, Clone)]
 pub struct ProgramCode {
     pub dir: PathBuf,
+    pub library: Option<PathBuf>,
     pub name: String,
 }
 
@@ -161,7 +164,7 @@ impl ComponentProgram {
             name.as_str().into(),
             log_stdout,
             limits,
-            code.map(|c| c.dir.as_path()),
+            code,
         )
         .map_err(|message| LoadError::Start {
             path: path.to_owned(),
