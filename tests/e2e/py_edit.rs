@@ -55,7 +55,11 @@ fn build_cache() -> PathBuf {
 fn runtimes() -> BTreeMap<PathBuf, (SystemTime, u64)> {
     use std::os::unix::fs::MetadataExt;
     let mut found = BTreeMap::new();
-    for entry in std::fs::read_dir(build_cache()).into_iter().flatten().flatten() {
+    for entry in std::fs::read_dir(build_cache())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let file = entry.path().join(RUNTIME);
         if let Ok(meta) = std::fs::metadata(&file) {
             found.insert(file, (meta.modified().unwrap(), meta.ino()));
@@ -64,12 +68,26 @@ fn runtimes() -> BTreeMap<PathBuf, (SystemTime, u64)> {
     found
 }
 
-/// The code directories in the build cache holding `words.py` as `text`.
-fn code_with_words(text: &str) -> Vec<PathBuf> {
-    (std::fs::read_dir(build_cache()).into_iter().flatten().flatten())
-        .map(|entry| entry.path().join("code/0/words.py"))
-        .filter(|words| std::fs::read_to_string(words).is_ok_and(|t| t.contains(text)))
-        .collect()
+/// The code directories in the build cache built from `env`'s program (their `main.py` is its
+/// own, which names the project).
+fn code_entries(env: &Env) -> Vec<PathBuf> {
+    let main = std::fs::read_to_string(env.project.join("main.py")).unwrap();
+    (std::fs::read_dir(build_cache())
+        .into_iter()
+        .flatten()
+        .flatten())
+    .map(|entry| entry.path().join("code"))
+    .filter(|code| std::fs::read_to_string(code.join("0/main.py")).is_ok_and(|t| t == main))
+    .collect()
+}
+
+/// What `words.py` says in each of `entries`.
+fn words_in(entries: &[PathBuf]) -> Vec<String> {
+    let mut words: Vec<String> = (entries.iter())
+        .map(|code| std::fs::read_to_string(code.join("0/words.py")).unwrap())
+        .collect();
+    words.sort();
+    words
 }
 
 fn output(env: &Env, name: &str) -> String {
@@ -98,7 +116,8 @@ fn an_edited_python_program_runs_its_new_code_on_the_same_runtime() {
         "no runtime in the build cache:\n{first}"
     );
 
-    for word in ["two", "three"] {
+    assert_eq!(code_entries(&env).len(), 1);
+    for (edit, word) in ["two", "three"].into_iter().enumerate() {
         write_words(&env, word);
         let stderr = built(&env, &["up", "--yes"]);
         // The code is copied again; the runtime is not built: the same file, untouched.
@@ -108,10 +127,14 @@ fn an_edited_python_program_runs_its_new_code_on_the_same_runtime() {
             "{word} rebuilt the runtime: {stderr}"
         );
         assert_eq!(runtimes(), runtimes_before, "{word}: {stderr}");
+        // One more code entry, holding the edited module.
+        let entries = code_entries(&env);
+        assert_eq!(entries.len(), edit + 2, "{word}: {entries:?}");
+        let edited = format!("def greeting():\n    return {word:?}\n");
         assert_eq!(
-            code_with_words(&format!("{word:?}")).len(),
+            words_in(&entries).iter().filter(|w| **w == edited).count(),
             1,
-            "{word}: the edited module in one new code entry"
+            "{word}: {entries:?}"
         );
         assert_eq!(output(&env, "greeting"), word, "{word}: {stderr}");
     }
@@ -222,11 +245,7 @@ fn a_python_program_cannot_touch_its_own_code_or_library() {
          write library: refused, delete library: refused"
     );
     // The cached code is as it was built, and the library still has what was attacked.
-    let main = std::fs::read_to_string(env.project.join("main.py")).unwrap();
-    let entries: Vec<PathBuf> = (std::fs::read_dir(build_cache()).into_iter().flatten().flatten())
-        .map(|entry| entry.path().join("code"))
-        .filter(|code| std::fs::read_to_string(code.join("0/main.py")).is_ok_and(|t| t == main))
-        .collect();
+    let entries = code_entries(&env);
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert!(!entries[0].join("0/new.py").exists());
     assert!(entries[0].join("plinth-code.json").is_file());

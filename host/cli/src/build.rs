@@ -61,7 +61,10 @@ pub fn built_sha256(built: &Built) -> Result<String> {
     files.sort();
     for file in files {
         // By its path in the code directory: a file that moves is a change.
-        let name = file.strip_prefix(&code.dir).unwrap_or(&file).to_string_lossy();
+        let name = file
+            .strip_prefix(&code.dir)
+            .unwrap_or(&file)
+            .to_string_lossy();
         let digest = file_sha256(&file)
             .with_context(|| format!("cannot read the program's code {}", file.display()))?;
         hasher.update(format!("\n{}\n{digest}", name.len()).as_bytes());

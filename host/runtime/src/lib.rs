@@ -53,5 +53,5 @@ pub use load::program::ProgramCode;
 pub use load::runtime::Runtime;
 pub use load::tier::Tier;
 pub use masking::{MASK, MIN_MASKED_LEN, SecretMasker, secret_masker};
-pub use sandbox::{CODE_DIR, LIBRARY_DIR};
 pub use sandbox::limits::{Limits, LimitsError};
+pub use sandbox::{CODE_DIR, LIBRARY_DIR};

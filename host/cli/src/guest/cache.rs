@@ -237,6 +237,33 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_is_built_under_its_lock_and_then_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let key = Key::new("k").with("runtime", "program");
+        let lock_file = dir.path().join(format!("{}.lock", key.digest()));
+        let build = || {
+            // Another process (another open file) cannot take the lock meanwhile.
+            let other = std::fs::File::open(&lock_file).unwrap();
+            assert!(matches!(
+                other.try_lock(),
+                Err(std::fs::TryLockError::WouldBlock)
+            ));
+            let out = dir.path().join("built.wasm");
+            std::fs::write(&out, "component").unwrap();
+            cache.store(&key, "runtime", &out)
+        };
+        let built = cache.get_or_build(&key, "runtime", build).unwrap();
+        let found = cache
+            .get_or_build(&key, "runtime", || panic!("built twice"))
+            .unwrap();
+        assert_eq!(found, built);
+        // Released once built.
+        let other = std::fs::File::open(&lock_file).unwrap();
+        other.try_lock().unwrap();
+    }
+
+    #[test]
     fn labelled_parts_do_not_run_together() {
         let a = Key::new("k").with("a", "bc").digest();
         let b = Key::new("k").with("ab", "c").digest();

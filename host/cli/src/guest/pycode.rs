@@ -31,9 +31,7 @@ pub fn lay_out(
         let (n, root) = (path.iter().enumerate())
             .filter(|(_, root)| file.starts_with(root))
             .max_by_key(|(_, root)| root.as_os_str().len())
-            .with_context(|| {
-                format!("{} is in no folder of the module path", file.display())
-            })?;
+            .with_context(|| format!("{} is in no folder of the module path", file.display()))?;
         copy(file, &folders[n].join(file.strip_prefix(root)?))?;
     }
     for package in packages {
@@ -63,8 +61,7 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
 /// Copies the files under `from` into `to`, bytecode caches left out (the runtime compiles
 /// what it imports, and its code is read-only).
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    let entries =
-        std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?;
+    let entries = std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?;
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
@@ -118,6 +115,9 @@ mod tests {
         assert!(!code.join("2/slugify/__pycache__").exists());
         let written: serde_json::Value =
             serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
-        assert_eq!(written, json!({ "module": "main", "path": ["0", "1", "2"] }));
+        assert_eq!(
+            written,
+            json!({ "module": "main", "path": ["0", "1", "2"] })
+        );
     }
 }

@@ -160,16 +160,13 @@ impl ComponentProgram {
                 |s| s.to_string_lossy().into_owned(),
             ),
         };
-        let sandbox = Sandbox::new(
-            name.as_str().into(),
-            log_stdout,
-            limits,
-            code,
-        )
-        .map_err(|message| LoadError::Start {
-            path: path.to_owned(),
-            message,
-        })?;
+        let sandbox =
+            Sandbox::new(name.as_str().into(), log_stdout, limits, code).map_err(|message| {
+                LoadError::Start {
+                    path: path.to_owned(),
+                    message,
+                }
+            })?;
         let state = ProgramState {
             sandbox,
             monitor: None,
