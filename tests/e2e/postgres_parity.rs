@@ -840,6 +840,9 @@ fn a_renamed_role_keeps_its_user_mappings() {
     env.ok(&["preview", "--expect-no-changes"]);
 
     env.ok(&["destroy", "--yes"]);
-    assert_eq!(q(&pg, "rr_db", "SELECT count(*) FROM pg_user_mappings"), "0");
+    assert_eq!(
+        q(&pg, "rr_db", "SELECT count(*) FROM pg_user_mappings"),
+        "0"
+    );
     pg.psql("postgres", "DROP DATABASE rr_db").unwrap();
 }
