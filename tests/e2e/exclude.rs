@@ -3,20 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::support::Env;
-
-/// Each resource's `value` input, by name.
-fn values(env: &Env) -> BTreeMap<String, String> {
-    let state = env.export();
-    (state["snapshot"]["resources"].as_array().unwrap().iter())
-        .filter(|r| r["type"] == "testkit:Echo")
-        .map(|r| {
-            let urn = r["urn"].as_str().unwrap();
-            let name = urn.rsplit("::").next().unwrap().to_owned();
-            (name, r["inputs"]["value"].as_str().unwrap().to_owned())
-        })
-        .collect()
-}
+use crate::support::{Env, echo_values};
 
 fn expect(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     (pairs.iter())
@@ -50,7 +37,7 @@ fn exclude_keeps_the_excluded_even_when_the_program_drops_them() {
     assert!(!out.contains("delete"), "{out}");
     env.ok(&["up", "--yes", "--exclude", "b", "--exclude", "d"]);
     let kept = [("a", "v"), ("b", "v"), ("c", "v2"), ("d", "v")];
-    assert_eq!(values(&env), expect(&kept));
+    assert_eq!(echo_values(&env), expect(&kept));
 
     // With its dependents: excluding `b` leaves `c` too, and `d` (which depends on `c`), though
     // the program dropped it; `a` changes.
@@ -58,11 +45,11 @@ fn exclude_keeps_the_excluded_even_when_the_program_drops_them() {
     env.config("value_c", "v3");
     env.ok(&["up", "--yes", "--exclude", "b", "--exclude-dependents"]);
     let kept = [("a", "v3"), ("b", "v"), ("c", "v2"), ("d", "v")];
-    assert_eq!(values(&env), expect(&kept));
+    assert_eq!(echo_values(&env), expect(&kept));
     // Without exclusions, everything follows the program, and `d` goes.
     env.ok(&["up", "--yes"]);
     let kept = [("a", "v3"), ("b", "v2"), ("c", "v3")];
-    assert_eq!(values(&env), expect(&kept));
+    assert_eq!(echo_values(&env), expect(&kept));
 }
 
 #[test]
@@ -79,8 +66,8 @@ fn an_excluding_destroy_and_refresh_leave_the_excluded_alone() {
     let err = env.fails(&["destroy", "--yes", "--exclude", "b"]);
     assert!(err.contains("b depends on it and is excluded"), "{err}");
     let all = [("a", "v"), ("b", "v"), ("c", "v"), ("d", "v")];
-    assert_eq!(values(&env), expect(&all));
+    assert_eq!(echo_values(&env), expect(&all));
     // Excluding `a` alone: its dependents go, it stays.
     env.ok(&["destroy", "--yes", "--exclude", "a"]);
-    assert_eq!(values(&env), expect(&[("a", "v")]));
+    assert_eq!(echo_values(&env), expect(&[("a", "v")]));
 }

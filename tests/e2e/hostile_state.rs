@@ -300,17 +300,7 @@ fn a_number_a_provider_returns_that_json_cannot_hold_fails_the_step() {
 #[test]
 fn a_number_a_program_sends_that_json_cannot_hold_fails_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("Plinth.yaml"),
-        format!(
-            "name: numbers\nprogram: {}\nplugins:\n  random:\n    path: {}\n  scale:\n    path: {}\n",
-            guest("plinth-numbers").display(),
-            guest("plinth-random").display(),
-            guest("plinth-legacy-v02").display()
-        ),
-    )
-    .unwrap();
-    let env = Env::in_dir(dir.path().to_owned(), "dev");
+    let env = crate::numbers::numbers_project(&dir);
     env.config("not_finite", "inf");
     for args in [&["preview"][..], &["up", "--yes"]] {
         let stderr = env.fails(args);

@@ -250,15 +250,7 @@ fn pg_project(server: &Postgres, lang: Lang) -> Env {
         server.port()
     );
     let env = project(lang, &[postgresql()], &grants, "");
-    env.config("postgresql:host", server.host());
-    env.config("postgresql:port", &server.port().to_string());
-    env.ok(&[
-        "config",
-        "set",
-        "postgresql:password",
-        server.password(),
-        "--secret",
-    ]);
+    crate::postgres::configure_for(&env, server);
     env
 }
 

@@ -30,14 +30,6 @@ fn record_project() -> Env {
     env
 }
 
-fn id_of(env: &Env, name: &str) -> String {
-    env.resources()
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no {name} in {:?}", env.resources()))
-        .1
-}
-
 fn world_file(env: &Env, id: &str) -> std::path::PathBuf {
     env.world().join(format!("{id}.json"))
 }
@@ -46,7 +38,7 @@ fn world_file(env: &Env, id: &str) -> std::path::PathBuf {
 fn replacement_creates_first_by_default_and_deletes_first_when_asked() {
     let env = record_project();
     env.ok(&["up", "--yes"]);
-    let old = id_of(&env, "a");
+    let old = env.id_of("a");
     clear_ops(&env);
 
     env.config("value_a", "v2");
@@ -54,7 +46,7 @@ fn replacement_creates_first_by_default_and_deletes_first_when_asked() {
     assert!(out.contains("replaced"), "{out}");
     assert_eq!(ops(&env), ["create a", "delete a"], "create before delete");
     assert!(!world_file(&env, &old).exists());
-    assert!(world_file(&env, &id_of(&env, "a")).exists());
+    assert!(world_file(&env, &env.id_of("a")).exists());
 
     clear_ops(&env);
     env.config("dbr", "a");
@@ -75,11 +67,11 @@ fn a_protected_resource_is_neither_replaced_nor_destroyed_until_unprotected() {
     assert!(err.contains("plinth state unprotect"), "{err}");
     let err = env.fails(&["destroy", "--yes"]);
     assert!(err.contains("protected"), "{err}");
-    assert!(world_file(&env, &id_of(&env, "a")).exists());
+    assert!(world_file(&env, &env.id_of("a")).exists());
 
     env.ok(&["config", "rm", "protect"]);
     env.ok(&["config", "rm", "value_a"]);
-    let id = id_of(&env, "a");
+    let id = env.id_of("a");
     let urn = "urn:plinth:dev::scenario::testkit:Record::a";
     env.ok(&["state", "unprotect", urn]);
     env.ok(&["destroy", "--yes"]);
@@ -91,14 +83,14 @@ fn a_protected_resource_is_neither_replaced_nor_destroyed_until_unprotected() {
 fn an_alias_renames_a_resource_without_replacing_it() {
     let env = record_project();
     env.ok(&["up", "--yes"]);
-    let id = id_of(&env, "b");
+    let id = env.id_of("b");
     clear_ops(&env);
     env.config("resources", "a,c");
     env.config("alias_c", "b");
     let out = env.ok(&["up", "--yes"]);
     assert!(out.contains("no changes"), "{out}");
     assert!(ops(&env).is_empty(), "{:?}", ops(&env));
-    assert_eq!(id_of(&env, "c"), id);
+    assert_eq!(env.id_of("c"), id);
     env.ok(&["preview", "--expect-no-changes"]);
 }
 
@@ -133,7 +125,7 @@ fn component_children_carry_the_parent_type_and_outputs_are_recorded() {
 fn refresh_finds_a_resource_deleted_out_of_band_and_up_puts_it_back() {
     let env = record_project();
     env.ok(&["up", "--yes"]);
-    std::fs::remove_file(world_file(&env, &id_of(&env, "a"))).unwrap();
+    std::fs::remove_file(world_file(&env, &env.id_of("a"))).unwrap();
 
     let err = env.fails(&["refresh", "--expect-no-changes"]);
     assert!(err.contains("--expect-no-changes"), "{err}");
@@ -151,12 +143,12 @@ fn refresh_finds_a_resource_deleted_out_of_band_and_up_puts_it_back() {
 
     let out = env.ok(&["up", "--yes"]);
     assert!(out.contains("1 created"), "{out}");
-    assert!(world_file(&env, &id_of(&env, "a")).exists());
+    assert!(world_file(&env, &env.id_of("a")).exists());
 
     // `up --refresh` does both in one go.
-    std::fs::remove_file(world_file(&env, &id_of(&env, "b"))).unwrap();
+    std::fs::remove_file(world_file(&env, &env.id_of("b"))).unwrap();
     env.ok(&["up", "--refresh", "--yes"]);
-    assert!(world_file(&env, &id_of(&env, "b")).exists());
+    assert!(world_file(&env, &env.id_of("b")).exists());
     env.ok(&["refresh", "--expect-no-changes"]);
 }
 
@@ -181,7 +173,7 @@ fn target_changes_only_the_targeted_resources() {
     assert_eq!(value("a"), "v2");
     assert_eq!(value("b"), "v", "untargeted b is left as it was");
 
-    let b = id_of(&env, "b");
+    let b = env.id_of("b");
     env.ok(&["destroy", "--yes", "--target", "b"]);
     let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["a"]);

@@ -7,7 +7,7 @@ use crate::count_line;
 use crate::support::{Env, guest};
 
 /// The `numbers` program with `random` (0.3) and `scale` (0.2), in `dir`.
-fn numbers_project(dir: &tempfile::TempDir) -> Env {
+pub(crate) fn numbers_project(dir: &tempfile::TempDir) -> Env {
     std::fs::write(
         dir.path().join("Plinth.yaml"),
         format!(

@@ -4,20 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::support::service::TestService;
-use crate::support::{Env, ServiceLogin};
-
-/// Each echo's `value` input, by name.
-fn values(env: &Env) -> BTreeMap<String, String> {
-    let state = env.export();
-    (state["snapshot"]["resources"].as_array().unwrap().iter())
-        .filter(|r| r["type"] == "testkit:Echo")
-        .map(|r| {
-            let urn = r["urn"].as_str().unwrap();
-            let name = urn.rsplit("::").next().unwrap().to_owned();
-            (name, r["inputs"]["value"].as_str().unwrap().to_owned())
-        })
-        .collect()
-}
+use crate::support::{Env, ServiceLogin, echo_values};
 
 #[test]
 fn a_plan_applies_exactly_the_exclusions_of_its_preview() {
@@ -50,7 +37,7 @@ fn a_plan_applies_exactly_the_exclusions_of_its_preview() {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-    assert_eq!(values(&env), expected);
+    assert_eq!(echo_values(&env), expected);
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use crate::count_line;
 use crate::support::{Env, guest, repo_root};
 
 /// Held by a test while its first command builds its guests: tests sharing a guest then build
@@ -19,14 +20,6 @@ static BUILDING: Mutex<()> = Mutex::new(());
 fn building<T>(first_command: impl FnOnce() -> T) -> T {
     let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     first_command()
-}
-
-fn count_line(stdout: &str) -> &str {
-    stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("Resources:"))
-        .unwrap_or_else(|| panic!("no summary in:\n{stdout}"))
 }
 
 /// A copy of `examples/<name>` in a temporary directory, with `Plinth.yaml` rewritten by `edit`

@@ -21,8 +21,19 @@ pub(crate) fn project(server: &Postgres, tcp: Option<&str>) -> Env {
         guest("plinth-postgresql").display(),
         guest("plinth-random").display(),
     ));
+    configure_for(&env, server);
+    env
+}
+
+/// Configures `env`'s postgresql provider for `server`, as its superuser.
+pub(crate) fn configure_for(env: &Env, server: &Postgres) {
     env.config("postgresql:host", server.host());
     env.config("postgresql:port", &server.port().to_string());
+    give_password(env, server);
+}
+
+/// Gives `env`'s postgresql provider the superuser's password of `server`, as a secret.
+pub(crate) fn give_password(env: &Env, server: &Postgres) {
     env.ok(&[
         "config",
         "set",
@@ -30,7 +41,6 @@ pub(crate) fn project(server: &Postgres, tcp: Option<&str>) -> Env {
         server.password(),
         "--secret",
     ]);
-    env
 }
 
 /// A project granted exactly the server's endpoint.
@@ -51,13 +61,7 @@ pub(crate) fn q(server: &Postgres, db: &str, sql: &str) -> String {
     server.psql(db, sql).unwrap().trim().to_owned()
 }
 
-pub(crate) fn count_line(stdout: &str) -> &str {
-    stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("Resources:"))
-        .unwrap_or_else(|| panic!("no summary in:\n{stdout}"))
-}
+pub(crate) use crate::count_line;
 
 pub(crate) fn role(name: &str, inputs: Json) -> Json {
     json!({"type": "postgresql:Role", "name": name, "inputs": inputs})

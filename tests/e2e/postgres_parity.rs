@@ -781,3 +781,68 @@ fn a_renamed_foreign_server_carries_its_user_mappings() {
     );
     pg.psql("postgres", "DROP DATABASE rn_db").unwrap();
 }
+
+#[test]
+fn a_renamed_role_keeps_its_user_mappings() {
+    let pg = shared();
+    pg.create_database("rr_db").unwrap();
+    let env = granted(&pg);
+    let spec = |role: &str, mapped: &str| {
+        json!([
+            {"type": "postgresql:Extension", "name": "fdw",
+             "inputs": {"name": "postgres_fdw", "database": "rr_db"}},
+            {"type": "postgresql:Role", "name": "user", "inputs": {"name": role}},
+            {"type": "postgresql:Role", "name": "other", "inputs": {"name": "rr_other"}},
+            {"type": "postgresql:Server", "name": "srv",
+             "inputs": {"server_name": "rr_srv", "fdw_name": {"$output": ["fdw", "name"]},
+                        "database": "rr_db", "options": {"host": "10.0.0.9"}}},
+            {"type": "postgresql:UserMapping", "name": "mapping",
+             "inputs": {"user_name": {"$output": [mapped, "name"]},
+                        "server_name": {"$output": ["srv", "server_name"]},
+                        "database": "rr_db", "options": {"user": "remote"}}},
+        ])
+    };
+    let mapping = || {
+        q(
+            &pg,
+            "rr_db",
+            "SELECT string_agg(umid || ':' || usename, ' ') FROM pg_user_mappings",
+        )
+    };
+
+    declare(&env, &spec("rr_user", "user"));
+    let out = env.ok(&["up", "--yes"]);
+    assert!(count_line(&out).contains("5 created"), "{out}");
+    let oid = q(&pg, "rr_db", "SELECT umid FROM pg_user_mappings");
+    assert_eq!(mapping(), format!("{oid}:rr_user"));
+    let id = recorded(&env, "mapping")["id"].clone();
+
+    // The role renamed in place: its mapping, which holds its OID, is the same mapping.
+    declare(&env, &spec("rr_user2", "user"));
+    let out = env.ok(&["up", "--yes"]);
+    assert!(stepped(&out, "user", "updated"), "{out}");
+    assert!(stepped(&out, "mapping", "updated"), "{out}");
+    assert!(!count_line(&out).contains("replaced"), "{out}");
+    assert_eq!(mapping(), format!("{oid}:rr_user2"));
+    let recorded_mapping = recorded(&env, "mapping");
+    assert_eq!(recorded_mapping["id"], id);
+    assert_eq!(recorded_mapping["inputs"]["user_name"], "rr_user2");
+    env.ok(&["preview", "--expect-no-changes"]);
+    env.ok(&["refresh", "--expect-no-changes"]);
+
+    // Moved to another role: that is a new mapping.
+    declare(&env, &spec("rr_user2", "other"));
+    let out = env.ok(&["up", "--yes"]);
+    assert!(stepped(&out, "mapping", "replaced"), "{out}");
+    let moved = q(&pg, "rr_db", "SELECT umid FROM pg_user_mappings");
+    assert_ne!(moved, oid, "a mapping moved to another role is made anew");
+    assert_eq!(mapping(), format!("{moved}:rr_other"));
+    env.ok(&["preview", "--expect-no-changes"]);
+
+    env.ok(&["destroy", "--yes"]);
+    assert_eq!(
+        q(&pg, "rr_db", "SELECT count(*) FROM pg_user_mappings"),
+        "0"
+    );
+    pg.psql("postgres", "DROP DATABASE rr_db").unwrap();
+}

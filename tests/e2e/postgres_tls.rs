@@ -37,13 +37,7 @@ fn project(server: &Postgres, host: &str, sslmode: &str, role: &str) -> Env {
 /// `project`, as the superuser with its password.
 fn with_password(server: &Postgres, host: &str, sslmode: &str, role: &str) -> Env {
     let env = project(server, host, sslmode, role);
-    env.ok(&[
-        "config",
-        "set",
-        "postgresql:password",
-        server.password(),
-        "--secret",
-    ]);
+    crate::postgres::give_password(&env, server);
     env
 }
 

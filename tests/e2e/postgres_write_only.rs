@@ -6,7 +6,7 @@ use plinth_test_postgres::Postgres;
 use serde_json::json;
 
 use crate::postgres::{count_line, declare, granted, role, shared};
-use crate::support::Env;
+use crate::support::{Env, assert_write_only, printed_with_logs};
 
 const FIRST: &str = "wo-first-Kd83hQp0Zr";
 const SECOND: &str = "wo-second-Vt51mXc7Ls";
@@ -43,31 +43,6 @@ fn declare_role(env: &Env, password: &str, version: i64) {
     );
 }
 
-/// Runs plinth with `args`, expecting success; returns stdout and stderr together.
-fn output(env: &Env, args: &[&str]) -> String {
-    let run = env.run(args);
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert!(run.status.success(), "plinth {args:?}: {all}");
-    all
-}
-
-/// Fails if `secret` is in any state file (checkpoint, journal, history, logs) or in `shown`
-/// (what plinth printed); or if the state records an input `password_wo` at all.
-fn assert_nowhere(env: &Env, secret: &str, shown: &str) {
-    for (path, bytes) in env.state_files() {
-        let text = String::from_utf8_lossy(&bytes);
-        assert!(!text.contains(secret), "{} holds it", path.display());
-    }
-    assert!(!shown.contains(secret), "{shown}");
-    let exported = env.ok(&["stack", "export"]);
-    assert!(!exported.contains("\"password_wo\""), "{exported}");
-    assert!(exported.contains("\"password_wo_version\""), "{exported}");
-}
-
 #[test]
 fn a_write_only_password_is_sent_never_stored_and_changed_by_its_version() {
     let pg = shared();
@@ -79,18 +54,10 @@ fn a_write_only_password_is_sent_never_stored_and_changed_by_its_version() {
         "{preview}"
     );
     // The events, as `--json` streams them, and debug logs.
-    let mut up = env.command(&["up", "--yes", "--json"]);
-    up.env("RUST_LOG", "debug");
-    let up = up.output().unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&up.stdout),
-        String::from_utf8_lossy(&up.stderr)
-    );
-    assert!(up.status.success(), "{all}");
+    let all = printed_with_logs(&env, &["up", "--yes", "--json"]);
     assert!(all.contains("password_wo"), "the events name it: {all}");
     assert!(logs_in(&pg, ROLE, FIRST), "the role logs in with it");
-    assert_nowhere(&env, FIRST, &all);
+    assert_write_only(&env, "password_wo", FIRST, &all);
 
     // A new value alone: nothing to do, the role keeps its password.
     declare_role(&env, SECOND, 1);
@@ -100,15 +67,15 @@ fn a_write_only_password_is_sent_never_stored_and_changed_by_its_version() {
 
     // The version changes: the new value is sent, once.
     declare_role(&env, SECOND, 2);
-    let all = output(&env, &["up", "--yes", "-v", "--diff"]);
+    let all = printed_with_logs(&env, &["up", "--yes", "-v", "--diff"]);
     assert!(count_line(&all).contains("updated"), "{all}");
     assert!(
         all.contains("password_wo: (write-only: sent, not recorded)"),
         "{all}"
     );
     assert!(logs_in(&pg, ROLE, SECOND) && !logs_in(&pg, ROLE, FIRST));
-    assert_nowhere(&env, SECOND, &all);
-    assert_nowhere(&env, FIRST, &all);
+    assert_write_only(&env, "password_wo", SECOND, &all);
+    assert_write_only(&env, "password_wo", FIRST, &all);
 
     // Refresh reads no password back, so finds no drift; the next up changes nothing.
     let refresh = env.ok(&["refresh", "--yes"]);

@@ -7,25 +7,11 @@ use serde_json::json;
 
 use crate::count_line;
 use crate::rabbitmq::{broker, declare, project};
-use crate::support::Env;
+use crate::support::{Env, assert_not_written, assert_write_only, printed_with_logs};
 
 const FIRST: &str = "rmq-first-Zp41cVb8Nq";
 const SECOND: &str = "rmq-second-Jw62tRx5Lk";
 const ELSEWHERE: &str = "changed-with-rabbitmqctl";
-
-/// Runs plinth with `args` (debug logs on), expecting success; stdout and stderr together.
-fn output(env: &Env, args: &[&str]) -> String {
-    let mut command = env.command(args);
-    command.env("RUST_LOG", "debug");
-    let run = command.output().unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert!(run.status.success(), "plinth {args:?}: {all}");
-    all
-}
 
 #[test]
 fn a_recorded_password_changed_on_the_broker_is_drift_that_up_undoes() {
@@ -71,25 +57,6 @@ fn declare_write_only(env: &Env, password: &str, version: i64, tags: &[&str]) {
     );
 }
 
-/// Fails if `secret` is in a state file (checkpoint, journal, history, logs), in `shown` or in
-/// the stack's export, or if the state records the input `password_wo` at all.
-fn assert_nowhere(env: &Env, secret: &str, shown: &str) {
-    assert_not_written(env, secret, shown);
-    let exported = env.ok(&["stack", "export"]);
-    assert!(!exported.contains(secret), "{exported}");
-    assert!(!exported.contains("\"password_wo\""), "{exported}");
-    assert!(exported.contains("\"password_wo_version\""), "{exported}");
-}
-
-/// Fails if `secret` is in a state file (checkpoint, journal, history, logs) or in `shown`.
-fn assert_not_written(env: &Env, secret: &str, shown: &str) {
-    for (path, bytes) in env.state_files() {
-        let text = String::from_utf8_lossy(&bytes);
-        assert!(!text.contains(secret), "{} holds it", path.display());
-    }
-    assert!(!shown.contains(secret), "{shown}");
-}
-
 #[test]
 fn a_write_only_password_logs_in_and_is_never_recorded() {
     let broker = broker();
@@ -101,13 +68,13 @@ fn a_write_only_password_logs_in_and_is_never_recorded() {
     };
 
     declare_write_only(&env, FIRST, 1, &["monitoring"]);
-    let all = output(&env, &["up", "--yes", "--json"]);
+    let all = printed_with_logs(&env, &["up", "--yes", "--json"]);
     assert!(logs_in(FIRST));
-    assert_nowhere(&env, FIRST, &all);
+    assert_write_only(&env, "password_wo", FIRST, &all);
 
     // Tags change, the version does not: the user keeps its password.
     declare_write_only(&env, SECOND, 1, &["management"]);
-    let all = output(&env, &["up", "--yes", "--diff"]);
+    let all = printed_with_logs(&env, &["up", "--yes", "--diff"]);
     assert!(count_line(&all).contains("1 updated"), "{all}");
     assert!(logs_in(FIRST) && !logs_in(SECOND));
     assert_eq!(
@@ -122,11 +89,11 @@ fn a_write_only_password_logs_in_and_is_never_recorded() {
 
     // The version changes: the new password is sent.
     declare_write_only(&env, SECOND, 2, &["management"]);
-    let all = output(&env, &["up", "--yes", "-v", "--diff"]);
+    let all = printed_with_logs(&env, &["up", "--yes", "-v", "--diff"]);
     assert!(count_line(&all).contains("1 updated"), "{all}");
     assert!(logs_in(SECOND) && !logs_in(FIRST));
-    assert_nowhere(&env, SECOND, &all);
-    assert_nowhere(&env, FIRST, &all);
+    assert_write_only(&env, "password_wo", SECOND, &all);
+    assert_write_only(&env, "password_wo", FIRST, &all);
 
     // A write-only password has nothing recorded to compare with: a change made on the
     // broker is not drift (as documented).
@@ -134,7 +101,7 @@ fn a_write_only_password_logs_in_and_is_never_recorded() {
         .ctl(&["change_password", "wo_app", ELSEWHERE])
         .unwrap();
     env.ok(&["refresh", "--expect-no-changes"]);
-    let all = output(&env, &["destroy", "--yes"]);
+    let all = printed_with_logs(&env, &["destroy", "--yes"]);
     assert_not_written(&env, SECOND, &all);
     assert_not_written(&env, FIRST, &all);
     assert!(!logs_in(ELSEWHERE));

@@ -7,21 +7,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::support::service::TestService;
-use crate::support::{Env, ServiceLogin};
-
-/// Every variable the CI context is read from: each test sets its own.
-const CI_VARS: [&str; 10] = [
-    "CI",
-    "GITHUB_ACTIONS",
-    "GITHUB_SHA",
-    "GITHUB_REF",
-    "GITHUB_REF_NAME",
-    "GITHUB_HEAD_REF",
-    "GITLAB_CI",
-    "CI_COMMIT_SHA",
-    "CI_COMMIT_REF_NAME",
-    "CI_MERGE_REQUEST_IID",
-];
+use crate::support::{CI_VARS, Env, ServiceLogin};
 
 fn run_in_ci(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Output {
     let mut cmd = env.command(args);

@@ -5,7 +5,9 @@
 
 use serde_json::json;
 
-use crate::support::{Env, guest, repo_root};
+use crate::support::{
+    Env, assert_not_written, assert_write_only, guest, printed_with_logs, repo_root,
+};
 
 const FIRST: &str = "wo-first-Qm27vXc9Tb";
 const SECOND: &str = "wo-second-Hs84kLp3Wd";
@@ -38,40 +40,6 @@ fn kept(env: &Env) -> String {
     std::fs::read_to_string(env.project.join("keep/app")).unwrap()
 }
 
-/// Runs plinth with `args` (debug logs on), expecting success; stdout and stderr together.
-fn output(env: &Env, args: &[&str]) -> String {
-    let mut command = env.command(args);
-    command.env("RUST_LOG", "debug");
-    let run = command.output().unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert!(run.status.success(), "plinth {args:?}: {all}");
-    all
-}
-
-/// Fails if `secret` is in a state file (checkpoint, journal, history, logs), in `shown`, or in
-/// the stack's export, or if the state records the input `secret_wo` at all (the provider
-/// returns it as an output too: the host drops it).
-fn assert_nowhere(env: &Env, secret: &str, shown: &str) {
-    assert_not_written(env, secret, shown);
-    let exported = env.ok(&["stack", "export"]);
-    assert!(!exported.contains(secret), "{exported}");
-    assert!(!exported.contains("\"secret_wo\""), "{exported}");
-    assert!(exported.contains("\"secret_wo_version\""), "{exported}");
-}
-
-/// Fails if `secret` is in a state file (checkpoint, journal, history, logs) or in `shown`.
-fn assert_not_written(env: &Env, secret: &str, shown: &str) {
-    for (path, bytes) in env.state_files() {
-        let text = String::from_utf8_lossy(&bytes);
-        assert!(!text.contains(secret), "{} holds it", path.display());
-    }
-    assert!(!shown.contains(secret), "{shown}");
-}
-
 fn lifecycle(language: &str) {
     let env = project(language);
     declare(&env, FIRST, 1);
@@ -80,26 +48,26 @@ fn lifecycle(language: &str) {
         preview.contains("secret_wo: (write-only: sent, not recorded)"),
         "{preview}"
     );
-    let all = output(&env, &["up", "--yes", "--json"]);
+    let all = printed_with_logs(&env, &["up", "--yes", "--json"]);
     assert_eq!(kept(&env), FIRST, "create is sent the value");
-    assert_nowhere(&env, FIRST, &all);
+    assert_write_only(&env, "secret_wo", FIRST, &all);
 
     // A new value alone changes nothing: the recorded state has nothing to compare it with.
     declare(&env, SECOND, 1);
-    let all = output(&env, &["up", "--yes"]);
+    let all = printed_with_logs(&env, &["up", "--yes"]);
     assert!(!crate::count_line(&all).contains("updated"), "{all}");
     assert_eq!(kept(&env), FIRST);
 
     // A new version sends it, once.
     declare(&env, SECOND, 2);
-    let all = output(&env, &["up", "--yes", "-v", "--diff"]);
+    let all = printed_with_logs(&env, &["up", "--yes", "-v", "--diff"]);
     assert!(crate::count_line(&all).contains("updated"), "{all}");
     assert_eq!(kept(&env), SECOND, "update is sent the new value");
-    assert_nowhere(&env, SECOND, &all);
-    assert_nowhere(&env, FIRST, &all);
+    assert_write_only(&env, "secret_wo", SECOND, &all);
+    assert_write_only(&env, "secret_wo", FIRST, &all);
 
     env.ok(&["refresh", "--expect-no-changes"]);
-    let all = output(&env, &["destroy", "--yes"]);
+    let all = printed_with_logs(&env, &["destroy", "--yes"]);
     assert_not_written(&env, SECOND, &all);
     assert_not_written(&env, FIRST, &all);
     assert!(!env.project.join("keep/app").exists());

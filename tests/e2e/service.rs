@@ -147,18 +147,6 @@ pub(crate) fn records(env: &Env) -> Vec<String> {
     names
 }
 
-/// (kind, result) of each update in the history, newest first.
-fn history(env: &Env) -> Vec<(String, String)> {
-    let history: serde_json::Value =
-        serde_json::from_str(&env.ok(&["stack", "history", "--json"])).unwrap();
-    (history.as_array().unwrap().iter())
-        .map(|e| {
-            let field = |k: &str| e[k].as_str().unwrap().to_owned();
-            (field("kind"), field("result"))
-        })
-        .collect()
-}
-
 fn succeeded(n: usize) -> Vec<(String, String)> {
     vec![("update".to_owned(), "succeeded".to_owned()); n]
 }
@@ -206,7 +194,7 @@ fn a_second_up_from_another_process_is_refused_naming_the_holder() {
     let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["slow"]);
     assert_eq!(records(&env).len(), 1);
-    assert_eq!(history(&env), succeeded(1));
+    assert_eq!(env.history(), succeeded(1));
     // The stack is free again: an update through either replica runs.
     env.ok(&["up", "--yes"]);
 }
@@ -313,7 +301,7 @@ fn an_update_goes_on_through_the_other_replica_when_the_one_serving_it_is_killed
     let names: Vec<String> = env.resources().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["b", "c", "slow"]);
     assert_eq!(records(&env).len(), 3, "{:?}", records(&env));
-    assert_eq!(history(&env), succeeded(1));
+    assert_eq!(env.history(), succeeded(1));
     assert!(env.export()["snapshot"]["pending_operations"].is_null());
     let updates = team.query("SELECT status FROM updates");
     assert_eq!(updates.trim(), "succeeded");
@@ -417,7 +405,7 @@ fn an_update_rides_out_a_database_restart() {
     let err = stderr(&out);
     if out.status.success() {
         // The client retried through the outage: the update is recorded once, whole.
-        assert_eq!(history(&env), succeeded(1), "{err}");
+        assert_eq!(env.history(), succeeded(1), "{err}");
         assert_eq!(records(&env).len(), 1);
         assert!(env.export()["snapshot"]["pending_operations"].is_null());
     } else {
@@ -568,7 +556,7 @@ fn a_no_op_up_sends_no_journal_and_its_version_is_the_one_before() {
     let before = env.ok(&["stack", "export"]);
 
     env.ok(&["up", "--yes", "--skip-preview"]);
-    assert_eq!(history(&env), succeeded(2));
+    assert_eq!(env.history(), succeeded(2));
     assert_eq!(batches(), "0", "the no-op up sent journal entries");
     assert_eq!(
         last_two(),

@@ -3,37 +3,11 @@
 //! history, destroy and removal. The file backend runs it here; the service runs the same
 //! function in `service.rs`.
 
+use crate::count_line;
 use crate::support::{Env, ServiceLogin};
 
 /// The plaintext of the stack's one secret; it must reach no export.
 const SECRET: &str = "tok-5d1e-lifecycle-secret";
-
-fn count_line(stdout: &str) -> &str {
-    stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("Resources:"))
-        .unwrap_or_else(|| panic!("no summary in:\n{stdout}"))
-}
-
-fn id_of(env: &Env, name: &str) -> String {
-    (env.resources().into_iter())
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no {name} in {:?}", env.resources()))
-        .1
-}
-
-/// The (kind, result) of each update in the stack's history, newest first.
-fn history(env: &Env) -> Vec<(String, String)> {
-    let history: serde_json::Value =
-        serde_json::from_str(&env.ok(&["stack", "history", "--json"])).unwrap();
-    (history.as_array().unwrap().iter())
-        .map(|e| {
-            let field = |k: &str| e[k].as_str().unwrap().to_owned();
-            (field("kind"), field("result"))
-        })
-        .collect()
-}
 
 fn rows(rows: &[(&str, &str)]) -> Vec<(String, String)> {
     (rows.iter())
@@ -55,7 +29,7 @@ pub fn whole_life(service: Option<ServiceLogin>) {
     let out = env.ok(&["preview"]);
     assert!(count_line(&out).contains("2 to create"), "{out}");
     assert!(env.resources().is_empty());
-    assert!(history(&env).is_empty());
+    assert!(env.history().is_empty());
 
     let out = env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("2 created"), "{out}");
@@ -91,7 +65,7 @@ pub fn whole_life(service: Option<ServiceLogin>) {
     assert_eq!(env.ok(&["stack", "output", "names"]).trim(), "v,w");
 
     // A record deleted out of band: refresh finds it gone, `up` puts it back.
-    let a = id_of(&env, "a");
+    let a = env.id_of("a");
     std::fs::remove_file(env.world().join(format!("{a}.json"))).unwrap();
     let err = env.fails(&["refresh", "--expect-no-changes"]);
     assert!(err.contains("--expect-no-changes"), "{err}");
@@ -102,12 +76,12 @@ pub fn whole_life(service: Option<ServiceLogin>) {
     assert_eq!(names, ["b"]);
     let out = env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("1 created"), "{out}");
-    let a = id_of(&env, "a");
+    let a = env.id_of("a");
     assert!(env.world().join(format!("{a}.json")).exists());
     env.ok(&["refresh", "--expect-no-changes"]);
 
     assert_eq!(
-        history(&env),
+        env.history(),
         rows(&[
             ("update", "succeeded"),
             ("refresh", "succeeded"),

@@ -90,8 +90,9 @@ fn scenario_yaml(plugin_yaml: &str) -> String {
 /// The passphrase of every stack's secrets in the tests.
 pub const PASSPHRASE: &str = "e2e passphrase";
 
-/// The variables a CI sets that `plinth` reads into a run's metadata.
-const CI_VARS: [&str; 10] = [
+/// The variables a CI sets that `plinth` reads into a run's metadata: `Env` clears them, and a
+/// test sets its own.
+pub const CI_VARS: [&str; 10] = [
     "CI",
     "GITHUB_ACTIONS",
     "GITHUB_SHA",
@@ -350,6 +351,26 @@ impl Env {
         resources
     }
 
+    /// The id of the resource `name`.
+    pub fn id_of(&self, name: &str) -> String {
+        (self.resources().into_iter())
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no {name} in {:?}", self.resources()))
+            .1
+    }
+
+    /// The (kind, result) of each update in the stack's history, newest first.
+    pub fn history(&self) -> Vec<(String, String)> {
+        let history: serde_json::Value =
+            serde_json::from_str(&self.ok(&["stack", "history", "--json"])).unwrap();
+        (history.as_array().unwrap().iter())
+            .map(|e| {
+                let field = |k: &str| e[k].as_str().unwrap().to_owned();
+                (field("kind"), field("result"))
+            })
+            .collect()
+    }
+
     pub fn state_files(&self) -> Vec<(PathBuf, Vec<u8>)> {
         let mut files = Vec::new();
         let mut dirs = vec![self.state.path().to_owned()];
@@ -367,6 +388,52 @@ impl Env {
         files.sort();
         files
     }
+}
+
+/// Runs plinth with `args`, debug logs on, expecting success; returns what it printed, stdout
+/// and stderr together.
+pub fn printed_with_logs(env: &Env, args: &[&str]) -> String {
+    let mut command = env.command(args);
+    command.env("RUST_LOG", "debug");
+    let out = command.output().expect("running plinth");
+    let all = printed(&out);
+    assert!(out.status.success(), "plinth {args:?}: {all}");
+    all
+}
+
+/// Fails if `secret` is in a state file (checkpoint, journal, history, logs) or in `shown`.
+pub fn assert_not_written(env: &Env, secret: &str, shown: &str) {
+    for (path, bytes) in env.state_files() {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(secret), "{} holds it", path.display());
+    }
+    assert!(!shown.contains(secret), "{shown}");
+}
+
+/// Fails if `secret`, given to the write-only input `input`, is in a state file, in `shown` or
+/// in the stack's export, or if the state records `input` at all (it records `{input}_version`).
+pub fn assert_write_only(env: &Env, input: &str, secret: &str, shown: &str) {
+    assert_not_written(env, secret, shown);
+    let exported = env.ok(&["stack", "export"]);
+    assert!(!exported.contains(secret), "{exported}");
+    assert!(!exported.contains(&format!("\"{input}\"")), "{exported}");
+    assert!(
+        exported.contains(&format!("\"{input}_version\"")),
+        "{exported}"
+    );
+}
+
+/// Each `testkit:Echo`'s `value` input, by resource name.
+pub fn echo_values(env: &Env) -> std::collections::BTreeMap<String, String> {
+    let state = env.export();
+    (state["snapshot"]["resources"].as_array().unwrap().iter())
+        .filter(|r| r["type"] == "testkit:Echo")
+        .map(|r| {
+            let urn = r["urn"].as_str().unwrap();
+            let name = urn.rsplit("::").next().unwrap().to_owned();
+            (name, r["inputs"]["value"].as_str().unwrap().to_owned())
+        })
+        .collect()
 }
 
 /// Removes the per-stack config file a test wrote into a shared project directory.

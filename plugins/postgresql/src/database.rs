@@ -11,6 +11,7 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::defaults::{no_limit, yes};
 use crate::server::{Lookup, Server, Session, gone, text};
 use crate::sql::{self, ident, literal};
 
@@ -48,13 +49,6 @@ pub(crate) struct DatabaseInputs {
     /// Whether it is a template others may be copied from.
     #[serde(default)]
     pub(crate) is_template: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-fn no_limit() -> i32 {
-    -1
 }
 
 /// The outputs: the database as it is.

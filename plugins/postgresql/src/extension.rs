@@ -11,7 +11,8 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Server, Session, gone, text};
+use crate::in_database::{self, InDatabase, refuse_move};
+use crate::server::{Lookup, Server, Session, text};
 use crate::sql::{self, ident, literal};
 
 /// The inputs of `postgresql:Extension`.
@@ -45,37 +46,60 @@ pub(crate) struct ExtensionOutputs {
 /// The `postgresql:Extension` resource type.
 pub(crate) struct Extension(pub(crate) Server);
 
-fn fetch(
-    session: &mut Session,
-    database: &str,
-    name: &str,
-) -> Result<Option<ExtensionOutputs>, ProviderError> {
-    let sql = format!(
-        "SELECT e.extname, n.nspname, e.extversion FROM pg_extension e \
-         JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = {}",
-        literal(name)
-    );
-    Ok(session
-        .row("reading the extension", &sql)?
-        .map(|row| ExtensionOutputs {
-            name: text(&row, 0),
-            schema: text(&row, 1),
-            version: text(&row, 2),
-            database: database.to_owned(),
-        }))
-}
+impl InDatabase for Extension {
+    const KIND: &'static str = "extension";
+    const KEYWORD: &'static str = "EXTENSION";
+    type Outputs = ExtensionOutputs;
 
-fn split_id(id: &str) -> Result<(&str, &str), ProviderError> {
-    id.rsplit_once('/')
-        .filter(|(db, name)| !db.is_empty() && !name.is_empty())
-        .ok_or_else(|| {
-            ProviderError::failed(format!(
-                "`{id}` is not an extension id; it is `DATABASE/NAME`"
-            ))
-        })
-}
+    fn server(&self) -> &Server {
+        &self.0
+    }
 
-impl Extension {}
+    /// The database is what comes before the last `/`.
+    fn split_id(id: &str) -> Result<(&str, &str), ProviderError> {
+        id.rsplit_once('/')
+            .filter(|(db, name)| !db.is_empty() && !name.is_empty())
+            .ok_or_else(|| {
+                ProviderError::failed(format!(
+                    "`{id}` is not an extension id; it is `DATABASE/NAME`"
+                ))
+            })
+    }
+
+    fn fetch(
+        session: &mut Session,
+        database: &str,
+        lookup: Lookup<'_>,
+    ) -> Result<Option<ExtensionOutputs>, ProviderError> {
+        let sql = format!(
+            "SELECT e.extname, n.nspname, e.extversion FROM pg_extension e \
+             JOIN pg_namespace n ON n.oid = e.extnamespace WHERE {}",
+            lookup.condition("e.oid", "e.extname")
+        );
+        Ok(session
+            .row("reading the extension", &sql)?
+            .map(|row| ExtensionOutputs {
+                name: text(&row, 0),
+                schema: text(&row, 1),
+                version: text(&row, 2),
+                database: database.to_owned(),
+            }))
+    }
+
+    /// An id names an extension by its name, digits or not.
+    fn lookup(name: &str) -> Lookup<'_> {
+        Lookup::Name(name)
+    }
+
+    /// An extension's name is unique in its database and cannot change: the id records it.
+    fn key(outputs: &ExtensionOutputs) -> String {
+        outputs.name.clone()
+    }
+
+    fn name(outputs: &ExtensionOutputs) -> &str {
+        &outputs.name
+    }
+}
 
 impl TypedResource for Extension {
     type Inputs = ExtensionInputs;
@@ -106,12 +130,7 @@ impl TypedResource for Extension {
             sql += &format!(" VERSION {}", literal(version));
         }
         session.run(&format!("creating extension `{}`", e.name), &sql)?;
-        let outputs =
-            fetch(&mut session, &e.database, &e.name)?.ok_or_else(|| gone("extension", &e.name))?;
-        Ok(Created {
-            id: format!("{}/{}", session.database_oid()?, e.name),
-            outputs,
-        })
+        in_database::created::<Self>(&mut session, &e.database, &e.name)
     }
 
     fn read(
@@ -121,26 +140,17 @@ impl TypedResource for Extension {
         inputs: ExtensionInputs,
         _: ExtensionOutputs,
     ) -> Result<Option<ReadResult<ExtensionInputs, ExtensionOutputs>>, ProviderError> {
-        let (database, name) = split_id(&id)?;
-        let Some(database) = self.0.database_name(database)? else {
+        let Some(found) = self.find(&id)? else {
             return Ok(None);
         };
-        let Some(mut session) = self.0.connect_if_exists(&database)? else {
-            return Ok(None);
+        let current = &found.current;
+        let read = ExtensionInputs {
+            name: current.name.clone(),
+            database: found.database.clone(),
+            schema: inputs.schema.as_ref().map(|_| current.schema.clone()),
+            version: inputs.version.as_ref().map(|_| current.version.clone()),
         };
-        let Some(found) = fetch(&mut session, &database, name)? else {
-            return Ok(None);
-        };
-        Ok(Some(ReadResult {
-            id: format!("{}/{name}", session.database_oid()?),
-            inputs: ExtensionInputs {
-                name: found.name.clone(),
-                database: database.clone(),
-                schema: inputs.schema.as_ref().map(|_| found.schema.clone()),
-                version: inputs.version.as_ref().map(|_| found.version.clone()),
-            },
-            outputs: found,
-        }))
+        found.read_result(read).map(Some)
     }
 
     fn update(
@@ -151,19 +161,9 @@ impl TypedResource for Extension {
         _: ExtensionOutputs,
         new: ExtensionInputs,
     ) -> Result<ExtensionOutputs, ProviderError> {
-        let (database, _) = split_id(id)?;
-        let database =
-            (self.0.database_name(database)?).ok_or_else(|| gone("extension", &new.name))?;
-        if database != new.database {
-            return Err(ProviderError::failed(format!(
-                "extension `{}` is in database `{database}` and cannot move to `{}` in place; \
-                 replace it (`plinth up --replace` with its URN) to create it there",
-                new.name, new.database
-            )));
-        }
-        let mut session = self.0.connect(Some(&new.database))?;
-        let current = fetch(&mut session, &new.database, &new.name)?
-            .ok_or_else(|| gone("extension", &new.name))?;
+        let mut found = self.find_recorded(id, &new.name)?;
+        refuse_move(Self::KIND, &new.name, &found.database, &new.database)?;
+        let current = &found.current;
         let mut sql = String::new();
         if let Some(schema) = &new.schema
             && *schema != current.schema
@@ -184,9 +184,11 @@ impl TypedResource for Extension {
             );
         }
         if !sql.is_empty() {
-            session.run(&format!("updating extension `{}`", new.name), &sql)?;
+            found
+                .session
+                .run(&format!("updating extension `{}`", new.name), &sql)?;
         }
-        fetch(&mut session, &new.database, &new.name)?.ok_or_else(|| gone("extension", &new.name))
+        found.reread(&new.name)
     }
 
     fn delete(
@@ -196,19 +198,6 @@ impl TypedResource for Extension {
         _: ExtensionInputs,
         _: ExtensionOutputs,
     ) -> Result<(), ProviderError> {
-        let (database, name) = split_id(id)?;
-        let Some(database) = self.0.database_name(database)? else {
-            return Ok(());
-        };
-        let Some(mut session) = self.0.connect_if_exists(&database)? else {
-            return Ok(());
-        };
-        if fetch(&mut session, &database, name)?.is_none() {
-            return Ok(());
-        }
-        session.run(
-            &format!("dropping extension `{name}`"),
-            &format!("DROP EXTENSION {}", ident(name)),
-        )
+        self.drop_object(id, false)
     }
 }

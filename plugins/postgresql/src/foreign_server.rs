@@ -12,8 +12,9 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::in_database::{self, InDatabase};
 use crate::options::{self, Options};
-use crate::server::{Lookup, Server as Cluster, Session, gone, text};
+use crate::server::{Lookup, Server as Cluster, Session, text};
 use crate::sql::{self, ident, literal};
 
 /// The inputs of `postgresql:Server`.
@@ -68,36 +69,46 @@ pub(crate) struct ServerOutputs {
 /// The `postgresql:Server` resource type.
 pub(crate) struct Server(pub(crate) Cluster);
 
-fn fetch(
-    session: &mut Session,
-    database: &str,
-    lookup: Lookup<'_>,
-) -> Result<Option<ServerOutputs>, ProviderError> {
-    let sql = format!(
-        "SELECT s.oid, s.srvname, w.fdwname, s.srvtype, s.srvversion, \
-         pg_get_userbyid(s.srvowner), array_to_json(coalesce(s.srvoptions, '{{}}')) \
-         FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw WHERE {}",
-        lookup.condition("s.oid", "s.srvname")
-    );
-    Ok(session
-        .row("reading the foreign server", &sql)?
-        .map(|row| ServerOutputs {
-            oid: text(&row, 0).parse().unwrap_or_default(),
-            server_name: text(&row, 1),
-            fdw_name: text(&row, 2),
-            server_type: row[3].clone(),
-            server_version: row[4].clone(),
-            server_owner: text(&row, 5),
-            options: options::parse(&row, 6),
-            database: database.to_owned(),
-        }))
-}
+impl InDatabase for Server {
+    const KIND: &'static str = "foreign server";
+    const KEYWORD: &'static str = "SERVER";
+    type Outputs = ServerOutputs;
 
-impl Server {
-    /// The database's name and a session in it, for the server `id` names; `None` if the
-    /// database is gone.
-    fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        self.0.open_in_database(id, "foreign server")
+    fn server(&self) -> &Cluster {
+        &self.0
+    }
+
+    fn fetch(
+        session: &mut Session,
+        database: &str,
+        lookup: Lookup<'_>,
+    ) -> Result<Option<ServerOutputs>, ProviderError> {
+        let sql = format!(
+            "SELECT s.oid, s.srvname, w.fdwname, s.srvtype, s.srvversion, \
+             pg_get_userbyid(s.srvowner), array_to_json(coalesce(s.srvoptions, '{{}}')) \
+             FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw WHERE {}",
+            lookup.condition("s.oid", "s.srvname")
+        );
+        Ok(session
+            .row("reading the foreign server", &sql)?
+            .map(|row| ServerOutputs {
+                oid: text(&row, 0).parse().unwrap_or_default(),
+                server_name: text(&row, 1),
+                fdw_name: text(&row, 2),
+                server_type: row[3].clone(),
+                server_version: row[4].clone(),
+                server_owner: text(&row, 5),
+                options: options::parse(&row, 6),
+                database: database.to_owned(),
+            }))
+    }
+
+    fn key(outputs: &ServerOutputs) -> String {
+        outputs.oid.to_string()
+    }
+
+    fn name(outputs: &ServerOutputs) -> &str {
+        &outputs.server_name
     }
 }
 
@@ -128,10 +139,7 @@ impl TypedResource for Server {
         s: ServerInputs,
     ) -> Result<Created<ServerOutputs>, ProviderError> {
         let mut session = self.0.connect(s.database.as_deref())?;
-        let database = s
-            .database
-            .clone()
-            .unwrap_or_else(|| self.0.home().to_owned());
+        let database = self.0.database_or_home(s.database.as_deref());
         let mut sql = format!("CREATE SERVER {}", ident(&s.server_name));
         if let Some(ty) = &s.server_type {
             sql += &format!(" TYPE {}", literal(ty));
@@ -155,12 +163,7 @@ impl TypedResource for Server {
             &format!("creating foreign server `{}`", s.server_name),
             &sql,
         )?;
-        let outputs = fetch(&mut session, &database, Lookup::Name(&s.server_name))?
-            .ok_or_else(|| gone("foreign server", &s.server_name))?;
-        Ok(Created {
-            id: format!("{}/{}", session.database_oid()?, outputs.oid),
-            outputs,
-        })
+        in_database::created::<Self>(&mut session, database, &s.server_name)
     }
 
     fn read(
@@ -170,33 +173,24 @@ impl TypedResource for Server {
         inputs: ServerInputs,
         _: ServerOutputs,
     ) -> Result<Option<ReadResult<ServerInputs, ServerOutputs>>, ProviderError> {
-        let Some((database, mut session, server)) = self.open(&id)? else {
+        let Some(found) = self.find(&id)? else {
             return Ok(None);
         };
-        let Some(found) = fetch(&mut session, &database, Lookup::of(&server))? else {
-            return Ok(None);
-        };
+        let (current, database) = (&found.current, &found.database);
         let read = ServerInputs {
-            server_name: found.server_name.clone(),
-            fdw_name: found.fdw_name.clone(),
-            database: match &inputs.database {
-                None if database == self.0.home() => None,
-                _ => Some(database.clone()),
-            },
-            options: found.options.clone(),
-            server_type: found.server_type.clone(),
-            server_version: found.server_version.clone(),
+            server_name: current.server_name.clone(),
+            fdw_name: current.fdw_name.clone(),
+            database: self.0.database_input(inputs.database.as_deref(), database),
+            options: current.options.clone(),
+            server_type: current.server_type.clone(),
+            server_version: current.server_version.clone(),
             server_owner: inputs
                 .server_owner
                 .as_ref()
-                .map(|_| found.server_owner.clone()),
+                .map(|_| current.server_owner.clone()),
             drop_cascade: inputs.drop_cascade,
         };
-        Ok(Some(ReadResult {
-            id: format!("{}/{}", session.database_oid()?, found.oid),
-            inputs: read,
-            outputs: found,
-        }))
+        found.read_result(read).map(Some)
     }
 
     fn update(
@@ -207,19 +201,9 @@ impl TypedResource for Server {
         _: ServerOutputs,
         new: ServerInputs,
     ) -> Result<ServerOutputs, ProviderError> {
-        let (database, mut session, server) = self
-            .open(id)?
-            .ok_or_else(|| gone("foreign server", &old.server_name))?;
-        let current = fetch(&mut session, &database, Lookup::of(&server))?
-            .ok_or_else(|| gone("foreign server", &old.server_name))?;
-        let mut sql = String::new();
-        if current.server_name != new.server_name {
-            sql += &format!(
-                "ALTER SERVER {} RENAME TO {};",
-                ident(&current.server_name),
-                ident(&new.server_name)
-            );
-        }
+        let mut found = self.find_recorded(id, &old.server_name)?;
+        let current = &found.current;
+        let mut sql = in_database::rename::<Self>(&current.server_name, &new.server_name);
         let name = ident(&new.server_name);
         let options = options::alter_clause(&current.options, &new.options);
         let version = match &new.server_version {
@@ -239,13 +223,12 @@ impl TypedResource for Server {
             sql += &format!("ALTER SERVER {name} OWNER TO {};", ident(owner));
         }
         if !sql.is_empty() {
-            session.run(
+            found.session.run(
                 &format!("updating foreign server `{}`", new.server_name),
                 &sql,
             )?;
         }
-        fetch(&mut session, &database, Lookup::of(&server))?
-            .ok_or_else(|| gone("foreign server", &new.server_name))
+        found.reread(&new.server_name)
     }
 
     fn delete(
@@ -255,16 +238,6 @@ impl TypedResource for Server {
         inputs: ServerInputs,
         _: ServerOutputs,
     ) -> Result<(), ProviderError> {
-        let Some((database, mut session, server)) = self.open(id)? else {
-            return Ok(());
-        };
-        let Some(current) = fetch(&mut session, &database, Lookup::of(&server))? else {
-            return Ok(());
-        };
-        let cascade = if inputs.drop_cascade { " CASCADE" } else { "" };
-        session.run(
-            &format!("dropping foreign server `{}`", current.server_name),
-            &format!("DROP SERVER {}{cascade}", ident(&current.server_name)),
-        )
+        self.drop_object(id, inputs.drop_cascade)
     }
 }

@@ -16,7 +16,8 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Server, Session, gone, text};
+use crate::in_database::{self, InDatabase};
+use crate::server::{Lookup, Server, Session, text};
 use crate::sql::{self, ident, literal, qualified};
 
 /// One argument of a function.
@@ -213,67 +214,71 @@ fn definition(session: &mut Session, f: &FunctionInputs) -> Result<String, Provi
     Ok(sql)
 }
 
-/// The function `condition` selects (on `p`, `pg_proc`).
-fn fetch(
-    session: &mut Session,
-    database: &str,
-    condition: &str,
-) -> Result<Option<FunctionOutputs>, ProviderError> {
-    let sql = format!(
-        "SELECT p.oid, p.proname, n.nspname, \
-         format('%I.%I(%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid)), \
-         pg_get_function_result(p.oid), l.lanname, p.prosrc, \
-         CASE p.provolatile WHEN 'i' THEN 'IMMUTABLE' WHEN 's' THEN 'STABLE' ELSE 'VOLATILE' END, \
-         CASE p.proparallel WHEN 's' THEN 'SAFE' WHEN 'r' THEN 'RESTRICTED' ELSE 'UNSAFE' END, \
-         p.prosecdef, p.proisstrict \
-         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
-         JOIN pg_language l ON l.oid = p.prolang WHERE p.prokind = 'f' AND {condition}"
-    );
-    Ok(session
-        .row("reading the function", &sql)?
-        .map(|row| FunctionOutputs {
-            oid: text(&row, 0).parse().unwrap_or_default(),
-            name: text(&row, 1),
-            schema: text(&row, 2),
-            signature: text(&row, 3),
-            returns: text(&row, 4),
-            language: text(&row, 5),
-            body: text(&row, 6),
-            volatility: text(&row, 7),
-            parallel: text(&row, 8),
-            security_definer: sql::boolean(row[9].as_deref()),
-            strict: sql::boolean(row[10].as_deref()),
-            database: database.to_owned(),
-        }))
-}
-
-/// The condition selecting the function an id's second part names: an OID, or a signature.
-fn condition(function: &str) -> String {
-    match function.parse::<u32>() {
-        Ok(oid) => format!("p.oid = {oid}"),
-        Err(_) => format!("p.oid = to_regprocedure({})::oid", literal(function)),
+/// The condition (on `p`, `pg_proc`) selecting the function `lookup` names: by OID, or by
+/// its signature, `schema.name(argument types)`.
+fn condition(lookup: &Lookup<'_>) -> String {
+    match lookup {
+        Lookup::Oid(oid) => format!("p.oid = {oid}"),
+        Lookup::Name(signature) => {
+            format!("p.oid = to_regprocedure({})::oid", literal(signature))
+        }
     }
 }
 
-impl Function {
-    fn database<'a>(&'a self, f: &'a FunctionInputs) -> &'a str {
-        f.database.as_deref().unwrap_or(self.0.home())
+impl InDatabase for Function {
+    const KIND: &'static str = "function";
+    const KEYWORD: &'static str = "FUNCTION";
+    type Outputs = FunctionOutputs;
+
+    fn server(&self) -> &Server {
+        &self.0
     }
 
-    /// The database's name and a session in it, for the function `id` names.
-    fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        self.0.open_in_database(id, "function")
-    }
-
-    fn apply(
-        &self,
+    fn fetch(
         session: &mut Session,
-        f: &FunctionInputs,
-        condition: &str,
-    ) -> Result<FunctionOutputs, ProviderError> {
-        let sql = definition(session, f)?;
-        session.run(&format!("defining function `{}`", f.name), &sql)?;
-        fetch(session, self.database(f), condition)?.ok_or_else(|| gone("function", &f.name))
+        database: &str,
+        lookup: Lookup<'_>,
+    ) -> Result<Option<FunctionOutputs>, ProviderError> {
+        let sql = format!(
+            "SELECT p.oid, p.proname, n.nspname, \
+             format('%I.%I(%s)', n.nspname, p.proname, pg_get_function_identity_arguments(p.oid)), \
+             pg_get_function_result(p.oid), l.lanname, p.prosrc, \
+             CASE p.provolatile WHEN 'i' THEN 'IMMUTABLE' WHEN 's' THEN 'STABLE' ELSE 'VOLATILE' END, \
+             CASE p.proparallel WHEN 's' THEN 'SAFE' WHEN 'r' THEN 'RESTRICTED' ELSE 'UNSAFE' END, \
+             p.prosecdef, p.proisstrict \
+             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+             JOIN pg_language l ON l.oid = p.prolang WHERE p.prokind = 'f' AND {}",
+            condition(&lookup)
+        );
+        Ok(session
+            .row("reading the function", &sql)?
+            .map(|row| FunctionOutputs {
+                oid: text(&row, 0).parse().unwrap_or_default(),
+                name: text(&row, 1),
+                schema: text(&row, 2),
+                signature: text(&row, 3),
+                returns: text(&row, 4),
+                language: text(&row, 5),
+                body: text(&row, 6),
+                volatility: text(&row, 7),
+                parallel: text(&row, 8),
+                security_definer: sql::boolean(row[9].as_deref()),
+                strict: sql::boolean(row[10].as_deref()),
+                database: database.to_owned(),
+            }))
+    }
+
+    fn key(outputs: &FunctionOutputs) -> String {
+        outputs.oid.to_string()
+    }
+
+    fn name(outputs: &FunctionOutputs) -> &str {
+        &outputs.name
+    }
+
+    /// A function's name is not unique: `DROP` takes its signature.
+    fn drop_target(outputs: &FunctionOutputs) -> String {
+        outputs.signature.clone()
     }
 }
 
@@ -328,12 +333,8 @@ impl TypedResource for Function {
             types.push(resolve_type(&mut session, &arg.ty)?);
         }
         let identity = format!("{}({})", qualified(schema, &f.name), types.join(", "));
-        let outputs = fetch(&mut session, self.database(&f), &condition(&identity))?
-            .ok_or_else(|| gone("function", &f.name))?;
-        Ok(Created {
-            id: format!("{}/{}", session.database_oid()?, outputs.oid),
-            outputs,
-        })
+        let database = self.0.database_or_home(f.database.as_deref());
+        in_database::created::<Self>(&mut session, database, &identity)
     }
 
     fn read(
@@ -343,36 +344,29 @@ impl TypedResource for Function {
         inputs: FunctionInputs,
         _: FunctionOutputs,
     ) -> Result<Option<ReadResult<FunctionInputs, FunctionOutputs>>, ProviderError> {
-        let Some((database, mut session, function)) = self.open(&id)? else {
+        let Some(found) = self.find(&id)? else {
             return Ok(None);
         };
-        let Some(found) = fetch(&mut session, &database, &condition(&function))? else {
-            return Ok(None);
-        };
+        let current = &found.current;
         // The identity (arguments, result) cannot change under an OID: it stays as given.
         let read = FunctionInputs {
-            name: found.name.clone(),
+            name: current.name.clone(),
             schema: match &inputs.schema {
-                None if found.schema == "public" => None,
-                _ => Some(found.schema.clone()),
+                None if current.schema == "public" => None,
+                _ => Some(current.schema.clone()),
             },
-            database: match &inputs.database {
-                None if database == self.0.home() => None,
-                _ => Some(database.clone()),
-            },
-            language: found.language.clone(),
-            body: found.body.clone(),
-            volatility: keep_case(&inputs.volatility, &found.volatility),
-            parallel: keep_case(&inputs.parallel, &found.parallel),
-            security_definer: found.security_definer,
-            strict: found.strict,
+            database: self
+                .0
+                .database_input(inputs.database.as_deref(), &found.database),
+            language: current.language.clone(),
+            body: current.body.clone(),
+            volatility: keep_case(&inputs.volatility, &current.volatility),
+            parallel: keep_case(&inputs.parallel, &current.parallel),
+            security_definer: current.security_definer,
+            strict: current.strict,
             ..inputs
         };
-        Ok(Some(ReadResult {
-            id: format!("{}/{}", session.database_oid()?, found.oid),
-            inputs: read,
-            outputs: found,
-        }))
+        found.read_result(read).map(Some)
     }
 
     fn update(
@@ -383,9 +377,10 @@ impl TypedResource for Function {
         _: FunctionOutputs,
         new: FunctionInputs,
     ) -> Result<FunctionOutputs, ProviderError> {
-        let (_, mut session, function) =
-            self.open(id)?.ok_or_else(|| gone("function", &old.name))?;
-        self.apply(&mut session, &new, &condition(&function))
+        let mut found = self.find_recorded(id, &old.name)?;
+        let sql = definition(&mut found.session, &new)?;
+        (found.session).run(&format!("defining function `{}`", new.name), &sql)?;
+        found.reread(&new.name)
     }
 
     fn delete(
@@ -395,17 +390,7 @@ impl TypedResource for Function {
         f: FunctionInputs,
         _: FunctionOutputs,
     ) -> Result<(), ProviderError> {
-        let Some((database, mut session, function)) = self.open(id)? else {
-            return Ok(());
-        };
-        let Some(current) = fetch(&mut session, &database, &condition(&function))? else {
-            return Ok(());
-        };
-        let cascade = if f.drop_cascade { " CASCADE" } else { "" };
-        session.run(
-            &format!("dropping function `{}`", current.name),
-            &format!("DROP FUNCTION {}{cascade}", current.signature),
-        )
+        self.drop_object(id, f.drop_cascade)
     }
 }
 

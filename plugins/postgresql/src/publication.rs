@@ -14,7 +14,8 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Lookup, Server, Session, gone, text};
+use crate::in_database::{self, InDatabase};
+use crate::server::{Lookup, Server, Session, text};
 use crate::sql::{self, ident, literal, qualified};
 
 /// The inputs of `postgresql:Publication`.
@@ -86,51 +87,6 @@ fn table_set(tables: &[String]) -> BTreeSet<String> {
         .collect()
 }
 
-fn fetch(
-    session: &mut Session,
-    database: &str,
-    lookup: Lookup<'_>,
-) -> Result<Option<PublicationOutputs>, ProviderError> {
-    let sql = format!(
-        "SELECT oid, pubname, pg_get_userbyid(pubowner), puballtables, pubinsert, pubupdate, \
-         pubdelete, pubtruncate, pubviaroot FROM pg_publication WHERE {}",
-        lookup.condition("oid", "pubname")
-    );
-    let Some(row) = session.row("reading the publication", &sql)? else {
-        return Ok(None);
-    };
-    let publish = (OPERATIONS.iter().enumerate())
-        .filter(|(i, _)| sql::boolean(row[4 + i].as_deref()))
-        .map(|(_, op)| op.to_string())
-        .collect();
-    let all_tables = sql::boolean(row[3].as_deref());
-    let oid = text(&row, 0);
-    let tables = if all_tables {
-        Vec::new()
-    } else {
-        let sql = format!(
-            "SELECT n.nspname || '.' || c.relname FROM pg_publication_rel r \
-             JOIN pg_class c ON c.oid = r.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE r.prpubid = {oid} ORDER BY 1",
-            oid = oid.parse::<u32>().unwrap_or_default()
-        );
-        (session.rows("reading the publication's tables", &sql)?)
-            .iter()
-            .map(|r| text(r, 0))
-            .collect()
-    };
-    Ok(Some(PublicationOutputs {
-        oid: oid.parse().unwrap_or_default(),
-        name: text(&row, 1),
-        owner: text(&row, 2),
-        all_tables,
-        publish_param: publish,
-        publish_via_partition_root_param: sql::boolean(row[8].as_deref()),
-        tables,
-        database: database.to_owned(),
-    }))
-}
-
 /// `TABLE a.b, c.d`, each part quoted.
 fn table_list(tables: &[String]) -> String {
     let list: Vec<String> = tables
@@ -158,9 +114,66 @@ fn parameters(p: &PublicationInputs) -> String {
     )
 }
 
-impl Publication {
-    fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        self.0.open_in_database(id, "publication")
+impl InDatabase for Publication {
+    const KIND: &'static str = "publication";
+    const KEYWORD: &'static str = "PUBLICATION";
+    type Outputs = PublicationOutputs;
+
+    fn server(&self) -> &Server {
+        &self.0
+    }
+
+    fn fetch(
+        session: &mut Session,
+        database: &str,
+        lookup: Lookup<'_>,
+    ) -> Result<Option<PublicationOutputs>, ProviderError> {
+        let sql = format!(
+            "SELECT oid, pubname, pg_get_userbyid(pubowner), puballtables, pubinsert, pubupdate, \
+             pubdelete, pubtruncate, pubviaroot FROM pg_publication WHERE {}",
+            lookup.condition("oid", "pubname")
+        );
+        let Some(row) = session.row("reading the publication", &sql)? else {
+            return Ok(None);
+        };
+        let publish = (OPERATIONS.iter().enumerate())
+            .filter(|(i, _)| sql::boolean(row[4 + i].as_deref()))
+            .map(|(_, op)| op.to_string())
+            .collect();
+        let all_tables = sql::boolean(row[3].as_deref());
+        let oid = text(&row, 0);
+        let tables = if all_tables {
+            Vec::new()
+        } else {
+            let sql = format!(
+                "SELECT n.nspname || '.' || c.relname FROM pg_publication_rel r \
+                 JOIN pg_class c ON c.oid = r.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE r.prpubid = {oid} ORDER BY 1",
+                oid = oid.parse::<u32>().unwrap_or_default()
+            );
+            (session.rows("reading the publication's tables", &sql)?)
+                .iter()
+                .map(|r| text(r, 0))
+                .collect()
+        };
+        Ok(Some(PublicationOutputs {
+            oid: oid.parse().unwrap_or_default(),
+            name: text(&row, 1),
+            owner: text(&row, 2),
+            all_tables,
+            publish_param: publish,
+            publish_via_partition_root_param: sql::boolean(row[8].as_deref()),
+            tables,
+            database: database.to_owned(),
+        }))
+    }
+
+    fn key(outputs: &PublicationOutputs) -> String {
+        outputs.oid.to_string()
+    }
+
+    fn name(outputs: &PublicationOutputs) -> &str {
+        &outputs.name
     }
 }
 
@@ -206,10 +219,7 @@ impl TypedResource for Publication {
         p: PublicationInputs,
     ) -> Result<Created<PublicationOutputs>, ProviderError> {
         let mut session = self.0.connect(p.database.as_deref())?;
-        let database = p
-            .database
-            .clone()
-            .unwrap_or_else(|| self.0.home().to_owned());
+        let database = self.0.database_or_home(p.database.as_deref());
         let mut sql = format!("CREATE PUBLICATION {}", ident(&p.name));
         if p.all_tables {
             sql += " FOR ALL TABLES";
@@ -225,12 +235,7 @@ impl TypedResource for Publication {
             );
         }
         session.run(&format!("creating publication `{}`", p.name), &sql)?;
-        let outputs = fetch(&mut session, &database, Lookup::Name(&p.name))?
-            .ok_or_else(|| gone("publication", &p.name))?;
-        Ok(Created {
-            id: format!("{}/{}", session.database_oid()?, outputs.oid),
-            outputs,
-        })
+        in_database::created::<Self>(&mut session, database, &p.name)
     }
 
     fn read(
@@ -240,43 +245,36 @@ impl TypedResource for Publication {
         inputs: PublicationInputs,
         _: PublicationOutputs,
     ) -> Result<Option<ReadResult<PublicationInputs, PublicationOutputs>>, ProviderError> {
-        let Some((database, mut session, publication)) = self.open(&id)? else {
+        let Some(found) = self.find(&id)? else {
             return Ok(None);
         };
-        let Some(found) = fetch(&mut session, &database, Lookup::of(&publication))? else {
-            return Ok(None);
-        };
-        let tables = if table_set(&inputs.tables) == table_set(&found.tables) {
+        let current = &found.current;
+        let tables = if table_set(&inputs.tables) == table_set(&current.tables) {
             inputs.tables.clone()
         } else {
-            found.tables.clone()
+            current.tables.clone()
         };
         let asked: Option<BTreeSet<String>> = (inputs.publish_param.as_ref())
             .map(|ops| ops.iter().map(|op| op.trim().to_lowercase()).collect());
-        let held: BTreeSet<String> = found.publish_param.iter().cloned().collect();
+        let held: BTreeSet<String> = current.publish_param.iter().cloned().collect();
         let publish_param = match asked {
             Some(asked) if asked == held => inputs.publish_param.clone(),
             None if held.len() == OPERATIONS.len() => None,
-            _ => Some(found.publish_param.clone()),
+            _ => Some(current.publish_param.clone()),
         };
         let read = PublicationInputs {
-            name: found.name.clone(),
-            database: match &inputs.database {
-                None if database == self.0.home() => None,
-                _ => Some(database.clone()),
-            },
+            name: current.name.clone(),
+            database: self
+                .0
+                .database_input(inputs.database.as_deref(), &found.database),
             tables,
-            all_tables: found.all_tables,
-            owner: inputs.owner.as_ref().map(|_| found.owner.clone()),
+            all_tables: current.all_tables,
+            owner: inputs.owner.as_ref().map(|_| current.owner.clone()),
             publish_param,
-            publish_via_partition_root_param: found.publish_via_partition_root_param,
+            publish_via_partition_root_param: current.publish_via_partition_root_param,
             drop_cascade: inputs.drop_cascade,
         };
-        Ok(Some(ReadResult {
-            id: format!("{}/{}", session.database_oid()?, found.oid),
-            inputs: read,
-            outputs: found,
-        }))
+        found.read_result(read).map(Some)
     }
 
     fn update(
@@ -287,19 +285,9 @@ impl TypedResource for Publication {
         _: PublicationOutputs,
         new: PublicationInputs,
     ) -> Result<PublicationOutputs, ProviderError> {
-        let (database, mut session, publication) = self
-            .open(id)?
-            .ok_or_else(|| gone("publication", &old.name))?;
-        let current = fetch(&mut session, &database, Lookup::of(&publication))?
-            .ok_or_else(|| gone("publication", &old.name))?;
-        let mut sql = String::new();
-        if current.name != new.name {
-            sql += &format!(
-                "ALTER PUBLICATION {} RENAME TO {};",
-                ident(&current.name),
-                ident(&new.name)
-            );
-        }
+        let mut found = self.find_recorded(id, &old.name)?;
+        let current = &found.current;
+        let mut sql = in_database::rename::<Self>(&current.name, &new.name);
         let name = ident(&new.name);
         if !new.all_tables && table_set(&new.tables) != table_set(&current.tables) {
             if new.tables.is_empty() {
@@ -317,9 +305,10 @@ impl TypedResource for Publication {
         {
             sql += &format!("ALTER PUBLICATION {name} OWNER TO {};", ident(owner));
         }
-        session.run(&format!("updating publication `{}`", new.name), &sql)?;
-        fetch(&mut session, &database, Lookup::of(&publication))?
-            .ok_or_else(|| gone("publication", &new.name))
+        found
+            .session
+            .run(&format!("updating publication `{}`", new.name), &sql)?;
+        found.reread(&new.name)
     }
 
     fn delete(
@@ -329,16 +318,6 @@ impl TypedResource for Publication {
         p: PublicationInputs,
         _: PublicationOutputs,
     ) -> Result<(), ProviderError> {
-        let Some((database, mut session, publication)) = self.open(id)? else {
-            return Ok(());
-        };
-        let Some(current) = fetch(&mut session, &database, Lookup::of(&publication))? else {
-            return Ok(());
-        };
-        let cascade = if p.drop_cascade { " CASCADE" } else { "" };
-        session.run(
-            &format!("dropping publication `{}`", current.name),
-            &format!("DROP PUBLICATION {}{cascade}", ident(&current.name)),
-        )
+        self.drop_object(id, p.drop_cascade)
     }
 }

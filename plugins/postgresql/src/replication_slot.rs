@@ -107,10 +107,24 @@ fn drop_slot(server: &Server, name: &str, slot_type: &str) -> Result<(), Provide
     )
 }
 
-fn gone(name: &str) -> ProviderError {
-    ProviderError::failed(format!(
-        "replication slot `{name}` is gone after it was created"
-    ))
+/// Creates the slot `name` of `slot_type` with `call`, the server's function for it; the id
+/// is its name.
+fn create_slot(
+    session: &mut Session,
+    name: String,
+    slot_type: &str,
+    call: &str,
+) -> Result<Created<SlotOutputs>, ProviderError> {
+    session.run(
+        &format!("creating replication slot `{name}`"),
+        &format!("SELECT {call}"),
+    )?;
+    let outputs = fetch(session, &name, slot_type)?.ok_or_else(|| {
+        ProviderError::failed(format!(
+            "replication slot `{name}` is gone after it was created"
+        ))
+    })?;
+    Ok(Created { id: name, outputs })
 }
 
 impl TypedResource for ReplicationSlot {
@@ -136,19 +150,12 @@ impl TypedResource for ReplicationSlot {
         s: ReplicationSlotInputs,
     ) -> Result<Created<SlotOutputs>, ProviderError> {
         let mut session = self.0.connect(s.database.as_deref())?;
-        session.run(
-            &format!("creating replication slot `{}`", s.name),
-            &format!(
-                "SELECT pg_create_logical_replication_slot({}, {})",
-                literal(&s.name),
-                literal(&s.plugin)
-            ),
-        )?;
-        let outputs = fetch(&mut session, &s.name, "logical")?.ok_or_else(|| gone(&s.name))?;
-        Ok(Created {
-            id: s.name,
-            outputs,
-        })
+        let call = format!(
+            "pg_create_logical_replication_slot({}, {})",
+            literal(&s.name),
+            literal(&s.plugin)
+        );
+        create_slot(&mut session, s.name, "logical", &call)
     }
 
     fn read(
@@ -167,10 +174,7 @@ impl TypedResource for ReplicationSlot {
         let read = ReplicationSlotInputs {
             name: found.name.clone(),
             plugin: found.plugin.clone().unwrap_or_default(),
-            database: match &inputs.database {
-                None if database == self.0.home() => None,
-                _ => Some(database),
-            },
+            database: self.0.database_input(inputs.database.as_deref(), &database),
         };
         Ok(Some(ReadResult {
             id,
@@ -213,18 +217,8 @@ impl TypedResource for PhysicalReplicationSlot {
         s: PhysicalReplicationSlotInputs,
     ) -> Result<Created<SlotOutputs>, ProviderError> {
         let mut session = self.0.connect(None)?;
-        session.run(
-            &format!("creating replication slot `{}`", s.name),
-            &format!(
-                "SELECT pg_create_physical_replication_slot({})",
-                literal(&s.name)
-            ),
-        )?;
-        let outputs = fetch(&mut session, &s.name, "physical")?.ok_or_else(|| gone(&s.name))?;
-        Ok(Created {
-            id: s.name,
-            outputs,
-        })
+        let call = format!("pg_create_physical_replication_slot({})", literal(&s.name));
+        create_slot(&mut session, s.name, "physical", &call)
     }
 
     fn read(

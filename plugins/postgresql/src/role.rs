@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog;
+use crate::defaults::{no_limit, yes};
 use crate::server::{Lookup, Server, Session, text};
 use crate::sql::{self, ident, literal};
 
@@ -60,13 +61,6 @@ pub(crate) struct RoleInputs {
     /// The roles this role is a member of.
     #[serde(default)]
     pub(crate) roles: Vec<String>,
-}
-
-fn yes() -> bool {
-    true
-}
-fn no_limit() -> i32 {
-    -1
 }
 
 /// The outputs: the role as it is, and its OID.

@@ -13,7 +13,8 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Lookup, Server, Session, gone, text};
+use crate::in_database::{self, InDatabase, refuse_move};
+use crate::server::{Lookup, Server, Session, text};
 use crate::sql::{self, ident};
 
 /// The inputs of `postgresql:Schema`.
@@ -47,37 +48,53 @@ pub(crate) struct SchemaOutputs {
 /// The `postgresql:Schema` resource type.
 pub(crate) struct Schema(pub(crate) Server);
 
-/// The database and the schema an id names.
-fn split_id(id: &str) -> Result<(&str, &str), ProviderError> {
-    id.rsplit_once('/')
-        .filter(|(db, schema)| !db.is_empty() && !schema.is_empty())
-        .ok_or_else(|| {
-            ProviderError::failed(format!(
-                "`{id}` is not a schema id; it is `DATABASE/SCHEMA` (names or OIDs)"
-            ))
-        })
-}
+impl InDatabase for Schema {
+    const KIND: &'static str = "schema";
+    const KEYWORD: &'static str = "SCHEMA";
+    type Outputs = SchemaOutputs;
 
-fn fetch(
-    session: &mut Session,
-    database: &str,
-    lookup: Lookup<'_>,
-) -> Result<Option<SchemaOutputs>, ProviderError> {
-    let sql = format!(
-        "SELECT oid, nspname, pg_get_userbyid(nspowner) FROM pg_namespace WHERE {}",
-        lookup.condition("oid", "nspname")
-    );
-    Ok(session
-        .row("reading the schema", &sql)?
-        .map(|row| SchemaOutputs {
-            oid: text(&row, 0).parse().unwrap_or_default(),
-            name: text(&row, 1),
-            owner: text(&row, 2),
-            database: database.to_owned(),
-        }))
-}
+    fn server(&self) -> &Server {
+        &self.0
+    }
 
-impl Schema {}
+    /// The database is what comes before the last `/`.
+    fn split_id(id: &str) -> Result<(&str, &str), ProviderError> {
+        id.rsplit_once('/')
+            .filter(|(db, schema)| !db.is_empty() && !schema.is_empty())
+            .ok_or_else(|| {
+                ProviderError::failed(format!(
+                    "`{id}` is not a schema id; it is `DATABASE/SCHEMA` (names or OIDs)"
+                ))
+            })
+    }
+
+    fn fetch(
+        session: &mut Session,
+        database: &str,
+        lookup: Lookup<'_>,
+    ) -> Result<Option<SchemaOutputs>, ProviderError> {
+        let sql = format!(
+            "SELECT oid, nspname, pg_get_userbyid(nspowner) FROM pg_namespace WHERE {}",
+            lookup.condition("oid", "nspname")
+        );
+        Ok(session
+            .row("reading the schema", &sql)?
+            .map(|row| SchemaOutputs {
+                oid: text(&row, 0).parse().unwrap_or_default(),
+                name: text(&row, 1),
+                owner: text(&row, 2),
+                database: database.to_owned(),
+            }))
+    }
+
+    fn key(outputs: &SchemaOutputs) -> String {
+        outputs.oid.to_string()
+    }
+
+    fn name(outputs: &SchemaOutputs) -> &str {
+        &outputs.name
+    }
+}
 
 impl TypedResource for Schema {
     type Inputs = SchemaInputs;
@@ -105,12 +122,7 @@ impl TypedResource for Schema {
             sql += &format!(" AUTHORIZATION {}", ident(owner));
         }
         session.run(&format!("creating schema `{}`", s.name), &sql)?;
-        let outputs = fetch(&mut session, &s.database, Lookup::Name(&s.name))?
-            .ok_or_else(|| gone("schema", &s.name))?;
-        Ok(Created {
-            id: format!("{}/{}", session.database_oid()?, outputs.oid),
-            outputs,
-        })
+        in_database::created::<Self>(&mut session, &s.database, &s.name)
     }
 
     fn read(
@@ -120,26 +132,16 @@ impl TypedResource for Schema {
         inputs: SchemaInputs,
         _: SchemaOutputs,
     ) -> Result<Option<ReadResult<SchemaInputs, SchemaOutputs>>, ProviderError> {
-        let (database, schema) = split_id(&id)?;
-        let Some(database) = self.0.database_name(database)? else {
+        let Some(found) = self.find(&id)? else {
             return Ok(None);
         };
-        let Some(mut session) = self.0.connect_if_exists(&database)? else {
-            return Ok(None);
+        let read = SchemaInputs {
+            name: found.current.name.clone(),
+            database: found.database.clone(),
+            owner: inputs.owner.as_ref().map(|_| found.current.owner.clone()),
+            drop_cascade: inputs.drop_cascade,
         };
-        let Some(found) = fetch(&mut session, &database, Lookup::of(schema))? else {
-            return Ok(None);
-        };
-        Ok(Some(ReadResult {
-            id: format!("{}/{}", session.database_oid()?, found.oid),
-            inputs: SchemaInputs {
-                name: found.name.clone(),
-                database: database.clone(),
-                owner: inputs.owner.as_ref().map(|_| found.owner.clone()),
-                drop_cascade: inputs.drop_cascade,
-            },
-            outputs: found,
-        }))
+        found.read_result(read).map(Some)
     }
 
     fn update(
@@ -150,26 +152,10 @@ impl TypedResource for Schema {
         _: SchemaOutputs,
         new: SchemaInputs,
     ) -> Result<SchemaOutputs, ProviderError> {
-        let (database, schema) = split_id(id)?;
-        let database =
-            (self.0.database_name(database)?).ok_or_else(|| gone("schema", &old.name))?;
-        if database != new.database {
-            return Err(ProviderError::failed(format!(
-                "schema `{}` is in database `{database}` and cannot move to `{}` in place;                  replace it (`plinth up --replace` with its URN) to create it there",
-                old.name, new.database
-            )));
-        }
-        let mut session = self.0.connect(Some(&database))?;
-        let current = fetch(&mut session, &database, Lookup::of(schema))?
-            .ok_or_else(|| gone("schema", &old.name))?;
-        let mut sql = String::new();
-        if current.name != new.name {
-            sql += &format!(
-                "ALTER SCHEMA {} RENAME TO {};",
-                ident(&current.name),
-                ident(&new.name)
-            );
-        }
+        let mut found = self.find_recorded(id, &old.name)?;
+        refuse_move(Self::KIND, &old.name, &found.database, &new.database)?;
+        let current = &found.current;
+        let mut sql = in_database::rename::<Self>(&current.name, &new.name);
         if let Some(owner) = &new.owner
             && *owner != current.owner
         {
@@ -180,9 +166,11 @@ impl TypedResource for Schema {
             );
         }
         if !sql.is_empty() {
-            session.run(&format!("updating schema `{}`", new.name), &sql)?;
+            found
+                .session
+                .run(&format!("updating schema `{}`", new.name), &sql)?;
         }
-        fetch(&mut session, &database, Lookup::of(schema))?.ok_or_else(|| gone("schema", &new.name))
+        found.reread(&new.name)
     }
 
     fn delete(
@@ -192,20 +180,6 @@ impl TypedResource for Schema {
         inputs: SchemaInputs,
         _: SchemaOutputs,
     ) -> Result<(), ProviderError> {
-        let (database, schema) = split_id(id)?;
-        let Some(database) = self.0.database_name(database)? else {
-            return Ok(());
-        };
-        let Some(mut session) = self.0.connect_if_exists(&database)? else {
-            return Ok(());
-        };
-        let Some(current) = fetch(&mut session, &database, Lookup::of(schema))? else {
-            return Ok(());
-        };
-        let cascade = if inputs.drop_cascade { " CASCADE" } else { "" };
-        session.run(
-            &format!("dropping schema `{}`", current.name),
-            &format!("DROP SCHEMA {}{cascade}", ident(&current.name)),
-        )
+        self.drop_object(id, inputs.drop_cascade)
     }
 }

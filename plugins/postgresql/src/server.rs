@@ -28,7 +28,7 @@ impl Server {
 
     /// A session in `database` (the configured one if `None`).
     pub(crate) fn connect(&self, database: Option<&str>) -> Result<Session, ProviderError> {
-        let database = database.unwrap_or(self.home());
+        let database = self.database_or_home(database);
         let target = self.settings.target();
         Connection::open(&target, database)
             .map(|conn| Session { conn })
@@ -74,22 +74,18 @@ impl Server {
 }
 
 impl Server {
-    /// For an object inside a database whose `kind` id (`DATABASE/NAME`) is `id`: the
-    /// database's current name, a session in it and the object's name; `None` if the database
-    /// is gone.
-    pub(crate) fn open_in_database(
-        &self,
-        id: &str,
-        kind: &str,
-    ) -> Result<Option<(String, Session, String)>, ProviderError> {
-        let (database, name) = crate::ids::split(id, kind)?;
-        let Some(database) = self.database_name(database)? else {
-            return Ok(None);
-        };
-        let Some(session) = self.connect_if_exists(&database)? else {
-            return Ok(None);
-        };
-        Ok(Some((database, session, name.to_owned())))
+    /// The database an optional `database` input names: the configured one if absent.
+    pub(crate) fn database_or_home<'a>(&'a self, database: Option<&'a str>) -> &'a str {
+        database.unwrap_or(self.home())
+    }
+
+    /// The optional `database` input that reads back for an object found in `database`,
+    /// when the program gave `given`: absent stays absent for the configured database.
+    pub(crate) fn database_input(&self, given: Option<&str>, database: &str) -> Option<String> {
+        match given {
+            None if database == self.home() => None,
+            _ => Some(database.to_owned()),
+        }
     }
 }
 

@@ -13,7 +13,9 @@ use plinth_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::server::{Lookup, Server, Session, gone, text};
+use crate::defaults::yes;
+use crate::in_database::{self, InDatabase};
+use crate::server::{Lookup, Server, Session, text};
 use crate::sql::{self, ident, literal};
 
 /// The inputs of `postgresql:Subscription`.
@@ -41,10 +43,6 @@ pub(crate) struct SubscriptionInputs {
     pub(crate) slot_name: Option<String>,
 }
 
-fn yes() -> bool {
-    true
-}
-
 /// The outputs: the subscription as it is (its connection stays secret).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -64,30 +62,6 @@ pub(crate) struct SubscriptionOutputs {
 /// The `postgresql:Subscription` resource type.
 pub(crate) struct Subscription(pub(crate) Server);
 
-fn fetch(
-    session: &mut Session,
-    database: &str,
-    lookup: Lookup<'_>,
-) -> Result<Option<SubscriptionOutputs>, ProviderError> {
-    let sql = format!(
-        "SELECT oid, subname, subconninfo, array_to_json(subpublications), subslotname, \
-         subenabled FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database \
-         WHERE datname = current_database()) AND {}",
-        lookup.condition("oid", "subname")
-    );
-    Ok(session
-        .row("reading the subscription", &sql)?
-        .map(|row| SubscriptionOutputs {
-            oid: text(&row, 0).parse().unwrap_or_default(),
-            name: text(&row, 1),
-            conninfo: Secret::new(text(&row, 2)),
-            publications: serde_json::from_str(&text(&row, 3)).unwrap_or_default(),
-            slot_name: row[4].clone(),
-            enabled: sql::boolean(row[5].as_deref()),
-            database: database.to_owned(),
-        }))
-}
-
 fn publication_list(publications: &[String]) -> String {
     publications
         .iter()
@@ -105,9 +79,45 @@ fn same_names(a: &[String], b: &[String]) -> bool {
     a == b
 }
 
-impl Subscription {
-    fn open(&self, id: &str) -> Result<Option<(String, Session, String)>, ProviderError> {
-        self.0.open_in_database(id, "subscription")
+impl InDatabase for Subscription {
+    const KIND: &'static str = "subscription";
+    const KEYWORD: &'static str = "SUBSCRIPTION";
+    type Outputs = SubscriptionOutputs;
+
+    fn server(&self) -> &Server {
+        &self.0
+    }
+
+    fn fetch(
+        session: &mut Session,
+        database: &str,
+        lookup: Lookup<'_>,
+    ) -> Result<Option<SubscriptionOutputs>, ProviderError> {
+        let sql = format!(
+            "SELECT oid, subname, subconninfo, array_to_json(subpublications), subslotname, \
+             subenabled FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database \
+             WHERE datname = current_database()) AND {}",
+            lookup.condition("oid", "subname")
+        );
+        Ok(session
+            .row("reading the subscription", &sql)?
+            .map(|row| SubscriptionOutputs {
+                oid: text(&row, 0).parse().unwrap_or_default(),
+                name: text(&row, 1),
+                conninfo: Secret::new(text(&row, 2)),
+                publications: serde_json::from_str(&text(&row, 3)).unwrap_or_default(),
+                slot_name: row[4].clone(),
+                enabled: sql::boolean(row[5].as_deref()),
+                database: database.to_owned(),
+            }))
+    }
+
+    fn key(outputs: &SubscriptionOutputs) -> String {
+        outputs.oid.to_string()
+    }
+
+    fn name(outputs: &SubscriptionOutputs) -> &str {
+        &outputs.name
     }
 }
 
@@ -147,10 +157,7 @@ impl TypedResource for Subscription {
         s: SubscriptionInputs,
     ) -> Result<Created<SubscriptionOutputs>, ProviderError> {
         let mut session = self.0.connect(s.database.as_deref())?;
-        let database = s
-            .database
-            .clone()
-            .unwrap_or_else(|| self.0.home().to_owned());
+        let database = self.0.database_or_home(s.database.as_deref());
         let mut with = format!("create_slot = {}", s.create_slot);
         if let Some(slot) = &s.slot_name {
             with += &format!(", slot_name = {}", literal(slot));
@@ -163,12 +170,7 @@ impl TypedResource for Subscription {
             publication_list(&s.publications)
         );
         session.run(&format!("creating subscription `{}`", s.name), &sql)?;
-        let outputs = fetch(&mut session, &database, Lookup::Name(&s.name))?
-            .ok_or_else(|| gone("subscription", &s.name))?;
-        Ok(Created {
-            id: format!("{}/{}", session.database_oid()?, outputs.oid),
-            outputs,
-        })
+        in_database::created::<Self>(&mut session, database, &s.name)
     }
 
     fn read(
@@ -178,36 +180,29 @@ impl TypedResource for Subscription {
         inputs: SubscriptionInputs,
         _: SubscriptionOutputs,
     ) -> Result<Option<ReadResult<SubscriptionInputs, SubscriptionOutputs>>, ProviderError> {
-        let Some((database, mut session, subscription)) = self.open(&id)? else {
+        let Some(found) = self.find(&id)? else {
             return Ok(None);
         };
-        let Some(found) = fetch(&mut session, &database, Lookup::of(&subscription))? else {
-            return Ok(None);
-        };
+        let current = &found.current;
         let read = SubscriptionInputs {
-            name: found.name.clone(),
-            database: match &inputs.database {
-                None if database == self.0.home() => None,
-                _ => Some(database.clone()),
-            },
-            conninfo: found.conninfo.clone(),
-            publications: if same_names(&inputs.publications, &found.publications) {
+            name: current.name.clone(),
+            database: self
+                .0
+                .database_input(inputs.database.as_deref(), &found.database),
+            conninfo: current.conninfo.clone(),
+            publications: if same_names(&inputs.publications, &current.publications) {
                 inputs.publications.clone()
             } else {
-                found.publications.clone()
+                current.publications.clone()
             },
             // What the slot was made with is not recorded: it stays as given.
             create_slot: inputs.create_slot,
             slot_name: match &inputs.slot_name {
-                None if found.slot_name.as_deref() == Some(found.name.as_str()) => None,
-                _ => found.slot_name.clone(),
+                None if current.slot_name.as_deref() == Some(current.name.as_str()) => None,
+                _ => current.slot_name.clone(),
             },
         };
-        Ok(Some(ReadResult {
-            id: format!("{}/{}", session.database_oid()?, found.oid),
-            inputs: read,
-            outputs: found,
-        }))
+        found.read_result(read).map(Some)
     }
 
     fn update(
@@ -218,15 +213,12 @@ impl TypedResource for Subscription {
         _: SubscriptionOutputs,
         new: SubscriptionInputs,
     ) -> Result<SubscriptionOutputs, ProviderError> {
-        let (database, mut session, subscription) = self
-            .open(id)?
-            .ok_or_else(|| gone("subscription", &old.name))?;
-        let current = fetch(&mut session, &database, Lookup::of(&subscription))?
-            .ok_or_else(|| gone("subscription", &old.name))?;
+        let mut found = self.find_recorded(id, &old.name)?;
+        let current = &found.current;
         let doing = format!("updating subscription `{}`", new.name);
         let name = ident(&current.name);
         if current.conninfo.expose() != new.conninfo.expose() {
-            session.run(
+            found.session.run(
                 &doing,
                 &format!(
                     "ALTER SUBSCRIPTION {name} CONNECTION {}",
@@ -236,7 +228,7 @@ impl TypedResource for Subscription {
         }
         if !same_names(&current.publications, &new.publications) {
             // Its own statement: refreshing the tables cannot run in a transaction.
-            session.run(
+            found.session.run(
                 &doing,
                 &format!(
                     "ALTER SUBSCRIPTION {name} SET PUBLICATION {}",
@@ -244,8 +236,7 @@ impl TypedResource for Subscription {
                 ),
             )?;
         }
-        fetch(&mut session, &database, Lookup::of(&subscription))?
-            .ok_or_else(|| gone("subscription", &new.name))
+        found.reread(&new.name)
     }
 
     fn delete(
@@ -255,16 +246,7 @@ impl TypedResource for Subscription {
         _: SubscriptionInputs,
         _: SubscriptionOutputs,
     ) -> Result<(), ProviderError> {
-        let Some((database, mut session, subscription)) = self.open(id)? else {
-            return Ok(());
-        };
-        let Some(current) = fetch(&mut session, &database, Lookup::of(&subscription))? else {
-            return Ok(());
-        };
         // Also drops its slot on the publisher, which must be reachable.
-        session.run(
-            &format!("dropping subscription `{}`", current.name),
-            &format!("DROP SUBSCRIPTION {}", ident(&current.name)),
-        )
+        self.drop_object(id, false)
     }
 }

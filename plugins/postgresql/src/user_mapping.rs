@@ -8,11 +8,12 @@
 //! `[database, server_name, user_name]`, as ids recorded before did. The server and the user
 //! are fixed: a change replaces the mapping, deleting the old one first (found by its OID, so a
 //! mapping carried by a renamed server goes before the new one is made); the options change in
-//! place.
+//! place. A role renamed in place takes its mappings with it (they hold its OID): a new
+//! `user_name` that the mapping already has is no replacement.
 
 use plinth_sdk::{
-    CheckFailure, Created, ProviderError, ReadResult, ResourceContext, ResourceSchema, Secret,
-    TypedResource,
+    CheckFailure, Created, Diff, ProviderError, ReadResult, ResourceContext, ResourceSchema,
+    Secret, TypedResource,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -122,6 +123,12 @@ fn names(server: &str, user: &str) -> String {
     )
 }
 
+/// Whether `given`, a `user_name` input, names the role `found` that the catalog gives: the
+/// public mapping is `public` in any case.
+fn names_user(given: &str, found: &str) -> bool {
+    given == found || (given.eq_ignore_ascii_case("public") && found == "public")
+}
+
 /// A mapping as the catalog has it.
 struct Found {
     oid: u32,
@@ -169,7 +176,7 @@ fn exposed(m: &UserMappingInputs) -> Options {
 
 impl UserMapping {
     fn session(&self, database: Option<&str>) -> Result<Option<Session>, ProviderError> {
-        self.0.connect_if_exists(database.unwrap_or(self.0.home()))
+        self.0.connect_if_exists(self.0.database_or_home(database))
     }
 
     fn gone(m: &UserMappingInputs) -> ProviderError {
@@ -204,6 +211,32 @@ impl TypedResource for UserMapping {
             ));
         }
         failures
+    }
+
+    /// A new `user_name` alone is no replacement when the mapping already belongs to that role:
+    /// the role was renamed in place, and its mappings, which hold its OID, went with it.
+    fn diff(
+        &self,
+        _: &ResourceContext<'_>,
+        id: &str,
+        _: &UserMappingInputs,
+        _: &UserMappingOutputs,
+        new: &UserMappingInputs,
+        mut diff: Diff,
+    ) -> Result<Diff, ProviderError> {
+        if diff.replaces != ["user_name"] {
+            return Ok(diff);
+        }
+        let id = Id::parse(id)?;
+        let Some(mut session) = self.session(id.database())? else {
+            return Ok(diff);
+        };
+        if let Some(found) = fetch(&mut session, &id.condition())?
+            && names_user(&new.user_name, &found.user_name)
+        {
+            diff.replaces.clear();
+        }
+        Ok(diff)
     }
 
     fn create(
@@ -250,7 +283,7 @@ impl TypedResource for UserMapping {
             server_name: found.server_name,
             // The public mapping keeps the program's spelling of `public`.
             user_name: match inputs.user_name {
-                given if given.eq_ignore_ascii_case(&found.user_name) => given,
+                given if names_user(&given, &found.user_name) => given,
                 _ => found.user_name,
             },
             password: found.options.get(PASSWORD).cloned().map(Secret::new),

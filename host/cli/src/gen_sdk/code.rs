@@ -32,16 +32,28 @@ impl Writer {
     /// `{`, one `entry,` per line a level deeper, then `}` at `indent`: an object or dict
     /// literal; `{}` when there are no entries.
     pub fn block(&self, indent: usize, entries: impl IntoIterator<Item = String>) -> String {
-        let mut text = String::from("{\n");
+        self.delimited(indent, "{", "}", entries)
+    }
+
+    /// `open`, one `entry,` per line a level deeper, then `close` at `indent`: a literal or an
+    /// argument list; `open` and `close` alone when there are no entries.
+    pub fn delimited(
+        &self,
+        indent: usize,
+        open: &str,
+        close: &str,
+        entries: impl IntoIterator<Item = String>,
+    ) -> String {
+        let mut text = format!("{open}\n");
         let mut empty = true;
         for entry in entries {
             empty = false;
             let _ = writeln!(text, "{}{entry},", self.unit.repeat(indent + 1));
         }
         if empty {
-            return "{}".into();
+            return format!("{open}{close}");
         }
-        let _ = write!(text, "{}}}", self.unit.repeat(indent));
+        let _ = write!(text, "{}{close}", self.unit.repeat(indent));
         text
     }
 

@@ -7,6 +7,7 @@
 mod parts;
 mod py;
 mod rust;
+mod script;
 mod ts;
 
 use std::collections::BTreeSet;
@@ -30,10 +31,7 @@ pub fn generate(language: Language, declarations: &[Declaration]) -> Code {
             Language::TypeScript => ts::declare(declaration, &variable, &mut secrets, &mut imports),
             Language::Python => py::declare(declaration, &variable, &mut secrets, &mut imports),
         };
-        let comment = match language {
-            Language::Python => "#",
-            _ => "//",
-        };
+        let comment = language.comment();
         let mut notes = vec![format!(
             "{comment} Imported by `plinth import`: {} `{}` (id `{}`).",
             commented(&declaration.resource.token),

@@ -24,6 +24,14 @@ impl Language {
         }
     }
 
+    /// What starts a line comment.
+    pub fn comment(self) -> &'static str {
+        match self {
+            Language::Python => "#",
+            Language::Rust | Language::TypeScript => "//",
+        }
+    }
+
     /// The guest language id, which is also its SDK emitter's.
     pub fn id(self) -> &'static str {
         match self {
@@ -178,12 +186,37 @@ pub(super) fn written<'a>(declaration: &'a Declaration) -> Vec<(&'a Property, &'
         .collect()
 }
 
-/// Keys read back that the SDK's resource does not declare: left out of the code, and said.
-pub(super) fn undeclared(declaration: &Declaration) -> Vec<String> {
-    (declaration.inputs.keys())
+/// The comment that names the keys read back that the SDK's resource does not declare, which
+/// the code leaves out; `None` if there are none.
+pub(super) fn skipped_note(language: Language, declaration: &Declaration) -> Option<String> {
+    let skipped: Vec<String> = (declaration.inputs.keys())
         .filter(|k| !declaration.resource.inputs.iter().any(|p| &p.wire == *k))
         .map(|k| commented(k))
-        .collect()
+        .collect();
+    (!skipped.is_empty()).then(|| {
+        format!(
+            "{} Read back but unknown to the SDK, so left out: {}.",
+            language.comment(),
+            skipped.join(", ")
+        )
+    })
+}
+
+/// The resource options a declaration sets, as (option, the program's variable): its parent
+/// and its provider.
+pub(super) fn options(
+    language: Language,
+    declaration: &Declaration,
+) -> Vec<(&'static str, String)> {
+    [
+        ("parent", &declaration.parent),
+        ("provider", &declaration.provider),
+    ]
+    .into_iter()
+    .filter_map(|(option, reference)| {
+        Some((option, variable_name(language, &reference.as_ref()?.name)))
+    })
+    .collect()
 }
 
 /// Whether `value` is of the schema's type `ty`; when not (a provider reading back something

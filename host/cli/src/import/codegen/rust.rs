@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 
 use plinth_engine::value::Value;
 
-use super::parts::{Declaration, Secrets, child_path, fits, undeclared, written};
+use super::parts::{
+    Declaration, Language, Secrets, child_path, fits, options, skipped_note, written,
+};
 use crate::gen_sdk::model::{Package, Property, TypeRef};
 use crate::gen_sdk::rust::{field_ident, rust_string, type_ident};
 
@@ -25,14 +27,9 @@ pub(super) fn declare(
         krate,
         secrets,
     };
-    let mut lines = Vec::new();
-    let skipped = undeclared(declaration);
-    if !skipped.is_empty() {
-        lines.push(format!(
-            "// Read back but unknown to the SDK, so left out: {}.",
-            skipped.join(", ")
-        ));
-    }
+    let mut lines: Vec<String> = skipped_note(Language::Rust, declaration)
+        .into_iter()
+        .collect();
     let mut required = vec!["ctx".to_owned(), rust_string(&declaration.name)];
     let mut chain = Vec::new();
     for (property, value) in written(declaration) {
@@ -43,15 +40,9 @@ pub(super) fn declare(
             chain.push(format!(".{}({literal})", field_ident(&property.name)));
         }
     }
-    let mut options = String::new();
-    if let Some(parent) = &declaration.parent {
-        let name = super::parts::variable_name(super::parts::Language::Rust, &parent.name);
-        options.push_str(&format!(".parent(&{name})"));
-    }
-    if let Some(provider) = &declaration.provider {
-        let name = super::parts::variable_name(super::parts::Language::Rust, &provider.name);
-        options.push_str(&format!(".provider(&{name})"));
-    }
+    let options: String = (options(Language::Rust, declaration).into_iter())
+        .map(|(option, variable)| format!(".{option}(&{variable})"))
+        .collect();
     if !options.is_empty() {
         chain.push(format!(".options(|o| o{options})"));
     }
