@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use plinth_test_registry::{Registry, USER};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Env, guest};
+use crate::support::{Env, guest, own_home};
 
 const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 const LAYER_MEDIA_TYPE: &str = "application/wasm";
@@ -25,7 +25,7 @@ pub(crate) struct Client {
 impl Client {
     pub(crate) fn new() -> Client {
         Client {
-            home: tempfile::tempdir().unwrap(),
+            home: own_home(),
             docker: tempfile::tempdir().unwrap(),
             ca: None,
         }
