@@ -14,7 +14,8 @@ const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 const LAYER_MEDIA_TYPE: &str = "application/wasm";
 const ARTIFACT_TYPE: &str = "application/vnd.wasm.component.v1+wasm";
 
-/// A plinth home (the plugin store) and a docker config directory of the test's own.
+/// A plinth home (the plugin store) and a docker config directory of the test's own; the
+/// precompiled artifacts are the suite's, unless [`Client::with_own_cache`] made it.
 pub(crate) struct Client {
     pub(crate) home: tempfile::TempDir,
     pub(crate) docker: tempfile::TempDir,
@@ -24,8 +25,17 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) fn new() -> Client {
+        Client::with_home(own_home())
+    }
+
+    /// A client whose precompiled artifacts are its own too, for a test about what was compiled.
+    pub(crate) fn with_own_cache() -> Client {
+        Client::with_home(tempfile::tempdir().unwrap())
+    }
+
+    fn with_home(home: tempfile::TempDir) -> Client {
         Client {
-            home: own_home(),
+            home,
             docker: tempfile::tempdir().unwrap(),
             ca: None,
         }
