@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
 
-use crate::support::{Env, guest, repo_root};
+use crate::support::{Env, guest, own_home, repo_root};
 
 /// A project whose plinth home (the plugin store) is its own.
 struct Dist {
@@ -46,7 +46,7 @@ impl Dist {
         let env = Env::in_dir(project.path().to_owned(), "dev");
         Dist {
             env,
-            home: tempfile::tempdir().unwrap(),
+            home: own_home(),
             _project: project,
         }
     }

@@ -3,12 +3,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::support::Env;
+use crate::support::{Env, own_home};
 
 #[test]
 fn login_chooses_the_backend_logout_forgets_it_and_the_variable_overrides() {
     let env = Env::scenario();
-    let home = tempfile::tempdir().unwrap();
+    let home = own_home();
     let chosen = tempfile::tempdir().unwrap();
     // Commands as a user runs them: the backend comes from the login, not the variable.
     let plinth = |args: &[&str], url_override: bool| {

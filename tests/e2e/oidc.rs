@@ -9,7 +9,7 @@ use std::process::Command;
 use serde_json::json;
 
 use crate::support::service::{TestService, serve_binary};
-use crate::support::{Env, ServiceLogin};
+use crate::support::{Env, ServiceLogin, own_home};
 use plinth_test_oidc::{Issuer, RSA_KID};
 
 const AUDIENCE: &str = "https://plinth.test";
@@ -48,7 +48,7 @@ fn ci_logs_in_with_its_id_token_and_every_bad_token_is_refused_saying_why() {
         url: url.clone(),
         token: service.token.clone(),
     });
-    let home = tempfile::tempdir().unwrap();
+    let home = own_home();
     // As a CI job runs plinth: no token but the one the login stores.
     let plinth = |args: &[&str], id_token: &str| {
         let out = (env.command(args))

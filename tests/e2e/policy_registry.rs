@@ -96,7 +96,7 @@ fn compiled(client: &Client, sha: &str) -> bool {
 #[test]
 fn a_pack_from_a_registry_is_pinned_then_runs_offline() {
     let mut registry = Registry::start().unwrap();
-    let publisher = Client::new();
+    let publisher = Client::with_own_cache();
     let bare = Env::project("name: scenario\n");
     let public = make_key(&publisher, &bare, "release");
     let version = pack_version(&publisher, &bare, &registry);
@@ -122,7 +122,7 @@ fn a_pack_from_a_registry_is_pinned_then_runs_offline() {
     // By reference on the command line: pulled, verified, pinned; its mandatory policy fails
     // the preview.
     let env = scenario(&format!("trust:\n  keys: [\"{public}\"]\n"), "8");
-    let user = Client::new();
+    let user = Client::with_own_cache();
     let reference = format!("oci://{repo}:{version}");
     let (ok, out) = run(&user, &env, &["preview", "--policy-pack", &reference]);
     assert!(!ok && out.contains(TOO_SHORT), "{out}");
@@ -167,7 +167,7 @@ fn a_pack_from_a_registry_is_pinned_then_runs_offline() {
 #[test]
 fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered() {
     let registry = Registry::start().unwrap();
-    let publisher = Client::new();
+    let publisher = Client::with_own_cache();
     let bare = Env::project("name: scenario\n");
     let trusted = make_key(&publisher, &bare, "release");
     make_key(&publisher, &bare, "other");
@@ -187,7 +187,7 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
         &format!("{trust}policy-packs:\n  - oci://{by_other}:{version}\n"),
         "16",
     );
-    let user = Client::new();
+    let user = Client::with_own_cache();
     // (A first run may create the stack, empty; what follows must leave it as it is.)
     let (ok, first) = run(&user, &env, &["preview"]);
     assert!(!ok && first.contains("none of the keys"), "{first}");
@@ -274,7 +274,7 @@ fn packs_named_in_plinth_yaml_are_locked_and_refused_when_untrusted_or_altered()
         .join(&pack_sha)
         .join("data");
     std::fs::write(&data, &altered).unwrap();
-    let fresh = Client::new();
+    let fresh = Client::with_own_cache();
     let (ok, out) = run(&fresh, &env, &["preview"]);
     assert!(
         !ok && out.contains("refused, nothing was stored")

@@ -8,13 +8,14 @@ use std::process::{Command, Output};
 use plinth_test_registry::{Registry, USER};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Env, guest};
+use crate::support::{Env, guest, own_home};
 
 const CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 const LAYER_MEDIA_TYPE: &str = "application/wasm";
 const ARTIFACT_TYPE: &str = "application/vnd.wasm.component.v1+wasm";
 
-/// A plinth home (the plugin store) and a docker config directory of the test's own.
+/// A plinth home (the plugin store) and a docker config directory of the test's own; the
+/// precompiled artifacts are the suite's, unless [`Client::with_own_cache`] made it.
 pub(crate) struct Client {
     pub(crate) home: tempfile::TempDir,
     pub(crate) docker: tempfile::TempDir,
@@ -24,8 +25,17 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) fn new() -> Client {
+        Client::with_home(own_home())
+    }
+
+    /// A client whose precompiled artifacts are its own too, for a test about what was compiled.
+    pub(crate) fn with_own_cache() -> Client {
+        Client::with_home(tempfile::tempdir().unwrap())
+    }
+
+    fn with_home(home: tempfile::TempDir) -> Client {
         Client {
-            home: tempfile::tempdir().unwrap(),
+            home,
             docker: tempfile::tempdir().unwrap(),
             ca: None,
         }

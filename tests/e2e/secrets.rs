@@ -2,7 +2,9 @@
 //! the stack's passphrase.
 
 use crate::support::service::TestService;
-use crate::support::{ConfigCleanup, Env, PASSPHRASE, ServiceLogin, guest, printed, repo_root};
+use crate::support::{
+    ConfigCleanup, Env, PASSPHRASE, ServiceLogin, guest, own_home, printed, repo_root,
+};
 
 /// Everything plinth printed, on stdout and stderr.
 /// Runs plinth, expecting success, and appends what it printed to `log`.
@@ -554,7 +556,7 @@ fn a_stack_moves_from_files_to_a_service_and_back_its_secrets_resealed() {
         &target,
         &["stack", "export", "--file", back.to_str().unwrap()],
     );
-    let home = tempfile::tempdir().unwrap();
+    let home = own_home();
     let import_back = || {
         source
             .command(&["stack", "import", "--file", back.to_str().unwrap()])

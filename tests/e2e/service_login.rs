@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::count_line;
 use crate::support::service::TestService;
-use crate::support::{Env, ServiceLogin};
+use crate::support::{Env, ServiceLogin, own_home};
 
 #[test]
 fn login_whoami_up_and_destroy_on_the_service() {
@@ -20,7 +20,7 @@ fn login_whoami_up_and_destroy_on_the_service() {
         url: url.clone(),
         token: service.token.clone(),
     });
-    let home = tempfile::tempdir().unwrap();
+    let home = own_home();
     // As a user runs plinth: no variable names the backend or the token; the login does.
     let plinth = |args: &[&str]| {
         let mut cmd = env.command(args);
@@ -173,7 +173,7 @@ fn a_url_that_names_no_plinth_service_is_said_so_at_once() {
         url: url.clone(),
         token: service.token.clone(),
     });
-    let home = tempfile::tempdir().unwrap();
+    let home = own_home();
     let plinth = |backend: &str, token: &str, args: &[&str]| {
         let out = (env.command(args))
             .env("PLINTH_HOME", home.path())

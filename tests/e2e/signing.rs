@@ -247,7 +247,7 @@ fn the_trust_policy_refuses_before_anything_is_stored_or_compiled() {
 
     // Pulled into a project that trusts another key, or none of the keys: refused, nothing
     // stored (so nothing described, compiled or cached).
-    let user = Client::new();
+    let user = Client::with_own_cache();
     let project = trusting(&version, &strict);
     for (repo, expected) in [
         (&by_other, "which is none of the keys"),

@@ -21,6 +21,23 @@ pub fn guest_target_dir() -> PathBuf {
     repo_root().join("target/wasm")
 }
 
+/// The `PLINTH_HOME` the tests share: its plugin store, build caches and precompiled artifacts.
+fn shared_home() -> PathBuf {
+    repo_root().join("target/e2e-home")
+}
+
+/// A `PLINTH_HOME` of its own (logins, plugin store, keys, settings), for a test about what a
+/// home holds, whose precompiled artifacts are the shared home's: the components every test
+/// runs then compile once a suite, not once a home. The cache is safe to share: an artifact is
+/// written to a temporary file and renamed into place. Not for a test about the cache itself.
+pub fn own_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let cache = shared_home().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::os::unix::fs::symlink(&cache, home.path().join("cache")).unwrap();
+    home
+}
+
 /// The Rust guest crates the tests run, one a line; `scripts/build-guests` builds the same list
 /// the same way beside the host build, so that on CI the builds here find nothing to do.
 const RUST_GUESTS: &str = include_str!("../rust-guests.txt");
@@ -278,7 +295,7 @@ impl Env {
         cmd.args(args)
             .current_dir(&self.project)
             .env("PLINTH_BACKEND_URL", backend)
-            .env("PLINTH_HOME", repo_root().join("target/e2e-home"))
+            .env("PLINTH_HOME", shared_home())
             .env("PLINTH_TOOLS", tools_dir())
             .env("PLINTH_STACK", &self.stack)
             .env("PLINTH_CONFIG_PASSPHRASE", PASSPHRASE)
