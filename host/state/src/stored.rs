@@ -292,8 +292,8 @@ impl<R> Shape<R> {
         (all, kinds)
     }
 
-    /// The shape [`flatten`](Self::flatten) made `all` and `kinds` of, each resource now `T`.
-    fn rebuild<T>(mut all: Vec<T>, kinds: Vec<PendingKind>) -> Shape<T> {
+    /// The shape [`flatten`](Self::flatten) made `all` and `kinds` of.
+    fn rebuild(mut all: Vec<R>, kinds: Vec<PendingKind>) -> Shape<R> {
         let pending = all.split_off(all.len() - kinds.len());
         let pending_operations = (kinds.into_iter().zip(pending))
             .map(|(kind, resource)| Pending { kind, resource })
