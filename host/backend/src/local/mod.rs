@@ -30,8 +30,8 @@ mod update;
 mod upgraded;
 
 use plinth_state::{
-    CarriedCheckpoint, Checkpoint, CheckpointView, LoadedStack, LockHolder, StackSummary, StateError, UsedPlugins,
-    unrecordable_field,
+    CarriedCheckpoint, Checkpoint, CheckpointView, LoadedStack, LockHolder, StackSummary,
+    StateError, UsedPlugins, unrecordable_field,
 };
 
 pub use lock::StackLock;
@@ -795,7 +795,10 @@ pub(crate) mod tests {
         let mut a = resource("a");
         a.parent = Some(root.urn.clone());
         let nested = Value::Object([("key".to_owned(), secret("nested".into()))].into());
-        a.inputs.insert("deep".into(), Value::Object([("in".to_owned(), nested)].into()));
+        a.inputs.insert(
+            "deep".into(),
+            Value::Object([("in".to_owned(), nested)].into()),
+        );
         let listed = Value::Array(vec![1.into(), secret("listed".into()), secret(2.into())]);
         a.inputs.insert("list".into(), listed);
         let inner = Value::Object([("inner".to_owned(), secret("in-secret".into()))].into());
@@ -803,7 +806,9 @@ pub(crate) mod tests {
         a.outputs.insert("plain".into(), "ciphertext".into());
         let mut pending = resource("b");
         pending.parent = Some(root.urn.clone());
-        pending.inputs.insert("token".into(), secret("pending".into()));
+        pending
+            .inputs
+            .insert("token".into(), secret("pending".into()));
         let snapshot = Snapshot {
             resources: vec![root, a],
             pending_operations: vec![plinth_engine::snapshot::PendingOperation {
@@ -830,7 +835,9 @@ pub(crate) mod tests {
     fn export_copies_sealed_texts_byte_for_byte_as_the_value_tree_writes_them() {
         let (_dir, b) = backend_with_key();
         let written = checkpoint_of_secrets(&b);
-        let carried = b.export_carried(&p(), &dev()).expect("plinth's own form is carried");
+        let carried = b
+            .export_carried(&p(), &dev())
+            .expect("plinth's own form is carried");
         assert_eq!(carried, b.export_read(&p(), &dev()).unwrap());
         // The file as plinth wrote it is exported as it is: the same sealed texts, in place.
         assert_eq!(carried, written);
