@@ -34,7 +34,7 @@ pub struct Checkpoint {
 
 /// A checkpoint file as read, its snapshot in the form its schema stores it in.
 #[derive(Deserialize)]
-struct CheckpointFile<S> {
+pub(crate) struct CheckpointFile<S> {
     version: u32,
     project: ProjectName,
     stack: StackName,
@@ -73,7 +73,22 @@ impl CheckpointFile<StoredSnapshot> {
 }
 
 impl<S> CheckpointFile<S> {
-    fn into_checkpoint(self, snapshot: impl FnOnce(S) -> Snapshot) -> Checkpoint {
+    /// The file with `read` made of its snapshot, if `read` makes something of it.
+    pub(crate) fn try_map_snapshot<T>(
+        self,
+        read: impl FnOnce(S) -> Option<T>,
+    ) -> Option<CheckpointFile<T>> {
+        Some(CheckpointFile {
+            version: self.version,
+            project: self.project,
+            stack: self.stack,
+            plinth: self.plinth,
+            plugins: self.plugins,
+            snapshot: read(self.snapshot)?,
+        })
+    }
+
+    pub(crate) fn into_checkpoint(self, snapshot: impl FnOnce(S) -> Snapshot) -> Checkpoint {
         Checkpoint {
             version: self.version,
             project: self.project,
@@ -116,10 +131,10 @@ impl UsedPlugins {
 
 /// What is read of a checkpoint before anything else: its schema version, and whose it is.
 #[derive(Deserialize)]
-struct Head {
-    version: u32,
+pub(crate) struct Head {
+    pub(crate) version: u32,
     #[serde(default)]
-    stack: Option<String>,
+    pub(crate) stack: Option<String>,
 }
 
 impl Checkpoint {
@@ -233,7 +248,7 @@ impl Checkpoint {
         Ok(Checkpoint::decode_with(bytes, head, &stack, path, crypter)?.upgraded())
     }
 
-    fn head(bytes: &[u8], path: &Path) -> Result<Head, StateError> {
+    pub(crate) fn head(bytes: &[u8], path: &Path) -> Result<Head, StateError> {
         serde_json::from_slice(bytes).map_err(|e| StateError::Corrupt {
             path: path.to_owned(),
             reason: format!("{e} (no readable schema `version`)"),
@@ -381,14 +396,24 @@ pub struct CheckpointView<'a> {
 /// A [`CheckpointView`] whose resources are written already: the same fields, in the same
 /// order, serialized the same way.
 #[derive(Serialize)]
-struct CheckpointWritten<'a> {
-    version: u32,
-    project: &'a ProjectName,
-    stack: &'a StackName,
-    plinth: &'a str,
+pub(crate) struct CheckpointWritten<'a> {
+    pub(crate) version: u32,
+    pub(crate) project: &'a ProjectName,
+    pub(crate) stack: &'a StackName,
+    pub(crate) plinth: &'a str,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    plugins: &'a [PluginUse],
-    snapshot: WrittenSnapshot,
+    pub(crate) plugins: &'a [PluginUse],
+    pub(crate) snapshot: WrittenSnapshot,
+}
+
+impl CheckpointWritten<'_> {
+    /// The checkpoint file's text: its secrets are sealed already, and nothing else of a
+    /// checkpoint holds one.
+    pub(crate) fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        let mut bytes = crate::layout::to_outlined_json(self)?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
 }
 
 impl<'a> CheckpointView<'a> {
@@ -433,10 +458,7 @@ impl<'a> CheckpointView<'a> {
                 CodecError::Secrets(e) => e.into(),
             })?,
         };
-        // The snapshot's secrets are sealed, and nothing else of a checkpoint holds one.
-        let mut bytes = crate::layout::to_outlined_json(&written).map_err(encode)?;
-        bytes.push(b'\n');
-        Ok(bytes)
+        written.to_json().map_err(encode)
     }
 }
 

@@ -4,6 +4,7 @@
 //! of the service protocol. The CLI's backends (`plinth-backend`) and `plinth serve`
 //! (`plinth-service`) both speak it.
 
+mod carried;
 mod checkpoint;
 mod checkpoint_upgrade;
 mod error;
@@ -22,6 +23,7 @@ mod stored;
 pub mod tags;
 mod transfer;
 
+pub use carried::CarriedCheckpoint;
 pub use checkpoint::{
     Checkpoint, CheckpointView, Decoded, PluginUse, SCHEMA_VERSION, UsedPlugins, check_fields,
     unrecordable_field,

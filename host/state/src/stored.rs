@@ -81,26 +81,37 @@ impl WrittenSnapshot {
     /// Only the resources holding a secret are built as trees to seal (all of them in one
     /// batch, as a secrets service wants): the document as a whole never is.
     pub fn of(snapshot: &Snapshot, crypter: &dyn Crypter) -> Result<WrittenSnapshot, CodecError> {
-        let Shape {
-            resources,
-            pending_operations,
-        } = stored_shape(snapshot);
-        let kinds: Vec<PendingKind> = pending_operations.iter().map(|p| p.kind).collect();
-        let all: Vec<StoredRef> = (resources.into_iter())
-            .chain(pending_operations.into_iter().map(|p| p.resource))
-            .collect();
-        let mut resources = match seal_in_place(&all, crypter)? {
+        let (all, kinds) = stored_shape(snapshot).flatten();
+        let resources = match seal_in_place(&all, crypter)? {
             Some(resources) => resources,
             None => seal_as_trees(&all, crypter)?,
         };
-        let pending = resources.split_off(resources.len() - kinds.len());
-        let pending_operations = (kinds.into_iter().zip(pending))
-            .map(|(kind, resource)| Pending { kind, resource })
-            .collect();
-        Ok(WrittenSnapshot(Shape {
-            resources,
-            pending_operations,
-        }))
+        Ok(WrittenSnapshot(Shape::rebuild(resources, kinds)))
+    }
+}
+
+impl WrittenSnapshot {
+    /// `snapshot`, read by [`SealedSnapshot::carry`] as `carried`, written with each resource
+    /// that holds sealed secrets copied as the file held it: what [`WrittenSnapshot::of`]
+    /// writes of it with the ciphertexts carried through, at no cost per secret. `None` if a
+    /// resource is not written back as it was read (a file another tool wrote, its keys in
+    /// another order), or holds a secret in the clear (to seal): the ordinary write does those.
+    pub fn carried(snapshot: &Snapshot, carried: Vec<Carried>) -> Option<WrittenSnapshot> {
+        let (all, kinds) = stored_shape(snapshot).flatten();
+        if all.len() != carried.len() {
+            return None;
+        }
+        let resources = (all.par_iter().zip(carried))
+            .map(|(resource, carried)| match carried {
+                Carried::Plain if resource.holds_secrets() => None,
+                Carried::Plain => serde_json::value::to_raw_value(resource).ok(),
+                Carried::Sealed { text, standing } => {
+                    let written = serde_json::to_string(resource).ok()?;
+                    (written == standing).then_some(text)
+                }
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(WrittenSnapshot(Shape::rebuild(resources, kinds)))
     }
 }
 
@@ -270,6 +281,30 @@ struct Shape<R> {
     pending_operations: Vec<Pending<R>>,
 }
 
+impl<R> Shape<R> {
+    /// Every resource, the pending operations' last, with the kinds of those operations: a
+    /// snapshot's resources are read and written as one list.
+    fn flatten(self) -> (Vec<R>, Vec<PendingKind>) {
+        let kinds = self.pending_operations.iter().map(|p| p.kind).collect();
+        let all = (self.resources.into_iter())
+            .chain(self.pending_operations.into_iter().map(|p| p.resource))
+            .collect();
+        (all, kinds)
+    }
+
+    /// The shape [`flatten`](Self::flatten) made `all` and `kinds` of.
+    fn rebuild(mut all: Vec<R>, kinds: Vec<PendingKind>) -> Shape<R> {
+        let pending = all.split_off(all.len() - kinds.len());
+        let pending_operations = (kinds.into_iter().zip(pending))
+            .map(|(kind, resource)| Pending { kind, resource })
+            .collect();
+        Shape {
+            resources: all,
+            pending_operations,
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct Pending<R> {
     kind: PendingKind,
@@ -394,26 +429,48 @@ pub(crate) struct SealedSnapshot(Shape<Box<RawValue>>);
 
 impl SealedSnapshot {
     pub fn open(self, crypter: &dyn Crypter) -> Result<StoredSnapshot, CodecError> {
-        let Shape {
-            resources,
-            pending_operations,
-        } = self.0;
-        let kinds: Vec<PendingKind> = pending_operations.iter().map(|p| p.kind).collect();
-        let all: Vec<Box<RawValue>> = (resources.into_iter())
-            .chain(pending_operations.into_iter().map(|p| p.resource))
-            .collect();
-        let mut resources = match open_in_place(&all, crypter) {
+        let (all, kinds) = self.0.flatten();
+        let resources = match open_in_place(&all, crypter) {
             Some(resources) => resources,
             None => open_as_trees(&all, crypter)?,
         };
-        let pending = resources.split_off(resources.len() - kinds.len());
-        let pending_operations = (kinds.into_iter().zip(pending))
-            .map(|(kind, resource)| Pending { kind, resource })
-            .collect();
-        Ok(StoredSnapshot(Shape {
-            resources,
-            pending_operations,
-        }))
+        Ok(StoredSnapshot(Shape::rebuild(resources, kinds)))
+    }
+}
+
+/// A resource as [`SealedSnapshot::carry`] read it.
+pub(crate) enum Carried {
+    /// No sealed secret: written back the ordinary way.
+    Plain,
+    /// Its sealed secrets left unopened: its text as the file holds it, copied as it is, and
+    /// that text with each secret standing as `null` ([`SealedText::standing`]), what was read
+    /// and what writing the resource must give back.
+    Sealed {
+        text: Box<RawValue>,
+        standing: String,
+    },
+}
+
+impl SealedSnapshot {
+    /// The snapshot with every sealed secret standing as a secret `null`, and each resource's
+    /// text to copy it as it is ([`WrittenSnapshot::carried`]): for `stack export`, which opens
+    /// no secret. `None` if a resource's secrets are not all in plinth's own form, or a
+    /// resource does not read: the ordinary read says what is wrong and where.
+    pub fn carry(self) -> Option<(StoredSnapshot, Vec<Carried>)> {
+        let (all, kinds) = self.0.flatten();
+        let (resources, carried): (Vec<Stored>, Vec<Carried>) = (all.into_par_iter())
+            .map(|text| {
+                if !text.get().contains("\"ciphertext\"") {
+                    return Some((serde_json::from_str(text.get()).ok()?, Carried::Plain));
+                }
+                let standing = SealedText::find(text.get())?.standing();
+                let stored = serde_json::from_str(&standing).ok()?;
+                Some((stored, Carried::Sealed { text, standing }))
+            })
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        Some((StoredSnapshot(Shape::rebuild(resources, kinds)), carried))
     }
 }
 

@@ -30,8 +30,8 @@ mod update;
 mod upgraded;
 
 use plinth_state::{
-    Checkpoint, CheckpointView, LoadedStack, LockHolder, StackSummary, StateError, UsedPlugins,
-    unrecordable_field,
+    CarriedCheckpoint, Checkpoint, CheckpointView, LoadedStack, LockHolder, StackSummary,
+    StateError, UsedPlugins, unrecordable_field,
 };
 
 pub use lock::StackLock;
@@ -428,6 +428,20 @@ impl LocalBackend {
         project: &ProjectName,
         stack: &StackName,
     ) -> Result<Vec<u8>, BackendError> {
+        match self.export_carried(project, stack) {
+            Some(carried) => Ok(carried),
+            None => self.export_read(project, stack),
+        }
+    }
+
+    /// [`export`](Self::export) of the state as loaded, its secrets carried through the value
+    /// tree: a journal replayed, a checkpoint of an older schema upgraded, a secret in another
+    /// form than plinth's own, and every error said.
+    fn export_read(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+    ) -> Result<Vec<u8>, BackendError> {
         let stack_crypter = self.crypter(stack);
         let verbatim = crate::edit::Verbatim(stack_crypter.as_ref());
         let crypter = &verbatim;
@@ -458,6 +472,19 @@ impl LocalBackend {
         };
         let checkpoint = Checkpoint::new(project, stack, snapshot).with_plugins(plugins);
         Ok(checkpoint.to_json(crypter)?)
+    }
+
+    /// [`export`](Self::export) of a checkpoint as plinth writes it, with no journal to replay:
+    /// its resources' sealed texts copied as they are ([`CarriedCheckpoint`]). `None` for
+    /// anything else, which `export` reads the ordinary way (and says what is wrong).
+    fn export_carried(&self, project: &ProjectName, stack: &StackName) -> Option<Vec<u8>> {
+        self.require_stack(project, stack).ok()?;
+        if self.path(project, stack, "journal").exists() {
+            return None;
+        }
+        let path = self.path(project, stack, "json");
+        let bytes = std::fs::read(&path).ok()?;
+        CarriedCheckpoint::read(&bytes, stack, &path)?.to_json(project, stack)
     }
 
     /// The selected stack; none if the workspace file is missing or names no valid stack.
@@ -750,6 +777,123 @@ pub(crate) mod tests {
         assert_eq!(
             b.load(&p(), &dev()).unwrap().snapshot.resources[0].inputs["token"],
             secret
+        );
+    }
+
+    /// A checkpoint of secrets at every depth: in a stack output, nested in objects and
+    /// arrays, inside another secret, and in a pending operation.
+    fn checkpoint_of_secrets(b: &LocalBackend) -> Vec<u8> {
+        use plinth_engine::urn::{STACK_TYPE, Urn};
+        use plinth_engine::value::Value;
+        let secret = |v: Value| Value::Secret(Box::new(v));
+        let mut root = resource("p-dev");
+        root.urn = Urn::new("dev", "p", None, STACK_TYPE, "p-dev");
+        root.ty = STACK_TYPE.into();
+        root.custom = false;
+        root.id = String::new();
+        root.outputs.insert("password".into(), secret("top".into()));
+        let mut a = resource("a");
+        a.parent = Some(root.urn.clone());
+        let nested = Value::Object([("key".to_owned(), secret("nested".into()))].into());
+        a.inputs.insert(
+            "deep".into(),
+            Value::Object([("in".to_owned(), nested)].into()),
+        );
+        let listed = Value::Array(vec![1.into(), secret("listed".into()), secret(2.into())]);
+        a.inputs.insert("list".into(), listed);
+        let inner = Value::Object([("inner".to_owned(), secret("in-secret".into()))].into());
+        a.outputs.insert("outer".into(), secret(inner));
+        a.outputs.insert("plain".into(), "ciphertext".into());
+        let mut pending = resource("b");
+        pending.parent = Some(root.urn.clone());
+        pending
+            .inputs
+            .insert("token".into(), secret("pending".into()));
+        let snapshot = Snapshot {
+            resources: vec![root, a],
+            pending_operations: vec![plinth_engine::snapshot::PendingOperation {
+                kind: plinth_engine::snapshot::PendingKind::Creating,
+                resource: pending,
+            }],
+        };
+        let json = CheckpointView::current(&p(), &dev(), &[], &snapshot)
+            .to_json(b.crypter("dev").as_ref())
+            .unwrap();
+        std::fs::write(b.path(&p(), &dev(), "json"), &json).unwrap();
+        json
+    }
+
+    fn backend_with_key() -> (tempfile::TempDir, LocalBackend) {
+        let (dir, plain) = backend();
+        let (crypter, _) = crate::secrets::PassphraseCrypter::create("pw", "dev").unwrap();
+        let b = plain.with_secrets(Arc::new(OneKey(Arc::new(crypter))));
+        b.create_stack(&p(), &dev()).unwrap();
+        (dir, b)
+    }
+
+    #[test]
+    fn export_copies_sealed_texts_byte_for_byte_as_the_value_tree_writes_them() {
+        let (_dir, b) = backend_with_key();
+        let written = checkpoint_of_secrets(&b);
+        let carried = b
+            .export_carried(&p(), &dev())
+            .expect("plinth's own form is carried");
+        assert_eq!(carried, b.export_read(&p(), &dev()).unwrap());
+        // The file as plinth wrote it is exported as it is: the same sealed texts, in place.
+        assert_eq!(carried, written);
+        assert_eq!(b.export(&p(), &dev()).unwrap(), written);
+        for plaintext in ["top", "nested", "listed", "in-secret", "pending"] {
+            assert!(!String::from_utf8_lossy(&carried).contains(&format!("\"{plaintext}\"")));
+        }
+    }
+
+    #[test]
+    fn a_resource_written_another_way_is_exported_through_the_value_tree() {
+        let (_dir, b) = backend_with_key();
+        let written = String::from_utf8(checkpoint_of_secrets(&b)).unwrap();
+        // Keys out of plinth's order: carried as read, the secrets would land elsewhere.
+        let swapped = written.replacen(r#""deep":"#, r#""zz":"#, 1);
+        let swapped = swapped.replacen(r#""list":"#, r#""deep":"#, 1);
+        let swapped = swapped.replacen(r#""zz":"#, r#""list":"#, 1);
+        assert_ne!(swapped, written);
+        let path = b.path(&p(), &dev(), "json");
+        std::fs::write(&path, &swapped).unwrap();
+        assert_eq!(b.export_carried(&p(), &dev()), None);
+        let exported = b.export(&p(), &dev()).unwrap();
+        assert_eq!(exported, b.export_read(&p(), &dev()).unwrap());
+        // Written back in plinth's order, each ciphertext under the key it was read under.
+        let exported: serde_json::Value = serde_json::from_slice(&exported).unwrap();
+        let swapped: serde_json::Value = serde_json::from_str(&swapped).unwrap();
+        assert_eq!(exported["snapshot"], swapped["snapshot"]);
+        let written: serde_json::Value = serde_json::from_str(&written).unwrap();
+        let inputs = &exported["snapshot"]["resources"][1]["inputs"];
+        let original = &written["snapshot"]["resources"][1]["inputs"];
+        assert_eq!(inputs["deep"], original["list"]);
+        assert_eq!(inputs["list"], original["deep"]);
+    }
+
+    #[test]
+    fn a_malformed_ciphertext_is_exported_or_named_by_its_resource() {
+        let (_dir, b) = backend_with_key();
+        let written = String::from_utf8(checkpoint_of_secrets(&b)).unwrap();
+        let path = b.path(&p(), &dev(), "json");
+        let first = written.find(r#""ciphertext":""#).unwrap() + r#""ciphertext":""#.len();
+        let end = first + written[first..].find('"').unwrap();
+        // Not base64: not plinth's form, but a string, exported as it is for repair.
+        let odd = format!("{}v1:not base64!{}", &written[..first], &written[end..]);
+        std::fs::write(&path, &odd).unwrap();
+        assert_eq!(b.export_carried(&p(), &dev()), None);
+        let exported = String::from_utf8(b.export(&p(), &dev()).unwrap()).unwrap();
+        assert!(exported.contains("v1:not base64!"), "{exported}");
+        // Not a string at all: the error names the resource and the property.
+        let number = format!("{}3{}", &written[..first - 1], &written[end + 1..]);
+        std::fs::write(&path, &number).unwrap();
+        assert_eq!(b.export_carried(&p(), &dev()), None);
+        let err = b.export(&p(), &dev()).unwrap_err().to_string();
+        assert!(
+            err.contains("of resource `urn:plinth:dev::p::plinth:plinth:Stack::p-dev`")
+                && err.contains("outputs.password"),
+            "{err}"
         );
     }
 

@@ -22,6 +22,8 @@ const HEAD: &str = r#"{"ciphertext":""#;
 const TAIL: &str = r#"","plinth:sig":"secret"}"#;
 /// The start of a secret in the clear as the engine writes it, before its value.
 const PLAIN_HEAD: &str = r#"{"plinth:sig":"secret","value":"#;
+/// A secret `null` as the engine writes it: what stands for a sealed secret left unopened.
+const STANDING: &str = r#"{"plinth:sig":"secret","value":null}"#;
 
 /// The searchers of this module, built once: a checkpoint searches each of its resources'
 /// texts for them, and building a searcher costs more than searching a short text.
@@ -90,32 +92,38 @@ impl<'a> PlainText<'a> {
     /// A sealed value is written as a JSON string, escaped: a crypter (a secrets service) says
     /// what it holds, and no quote in it may end the string.
     pub fn sealed(&self, sealed: &[String]) -> String {
-        splice(self.text, &self.secrets, sealed, |out, sealed| {
+        let extra = wrapped_len(sealed);
+        splice(self.text, &self.secrets, extra, |out, i| {
             out.push_str(&HEAD[..HEAD.len() - 1]);
             // Escaped as a JSON string without a copy of it in a tree first.
-            let escaped = serde_json::to_string(sealed).expect("a string always serializes");
+            let escaped = serde_json::to_string(&sealed[i]).expect("a string always serializes");
             out.push_str(&escaped);
             out.push_str(&TAIL[1..]);
         })
     }
 }
 
-/// `text` with each of `objects` replaced by what `write` makes of its `values`.
+/// About how many bytes `values` take once each is wrapped in a secret's object.
+fn wrapped_len(values: &[String]) -> usize {
+    values
+        .iter()
+        .map(|v| v.len() + HEAD.len() + TAIL.len())
+        .sum()
+}
+
+/// `text` with the `i`-th of `objects` replaced by what `write` makes of `i`; `extra`: about
+/// how many bytes that adds.
 fn splice(
     text: &str,
     objects: &[(Range<usize>, Range<usize>)],
-    values: &[String],
-    mut write: impl FnMut(&mut String, &str),
+    extra: usize,
+    mut write: impl FnMut(&mut String, usize),
 ) -> String {
-    let extra: usize = values
-        .iter()
-        .map(|v| v.len() + HEAD.len() + TAIL.len())
-        .sum();
     let mut out = String::with_capacity(text.len() + extra);
     let mut at = 0;
-    for ((object, _), value) in objects.iter().zip(values) {
+    for (i, (object, _)) in objects.iter().enumerate() {
         out.push_str(&text[at..object.start]);
-        write(&mut out, value);
+        write(&mut out, i);
         at = object.end;
     }
     out.push_str(&text[at..]);
@@ -180,13 +188,23 @@ impl<'a> SealedText<'a> {
         Some(splice(
             self.text,
             &self.secrets,
-            plaintexts,
-            |out, plaintext| {
+            wrapped_len(plaintexts),
+            |out, i| {
                 out.push_str(PLAIN_HEAD);
-                out.push_str(plaintext);
+                out.push_str(&plaintexts[i]);
                 out.push('}');
             },
         ))
+    }
+
+    /// The text with each sealed secret standing as a secret `null`, as the engine writes one:
+    /// what `stack export`, which opens no secret, reads to check the resource, and what
+    /// writing that resource must give back for its sealed text to be copied as it is.
+    pub fn standing(&self) -> String {
+        let extra = self.secrets.len() * STANDING.len();
+        splice(self.text, &self.secrets, extra, |out, _| {
+            out.push_str(STANDING)
+        })
     }
 }
 
@@ -237,6 +255,19 @@ mod tests {
         let text =
             r#"{"a":{"ciphertext":"v1:AB","plinth:sig":"secret"},"b":["ciphertext","plinth:sig"]}"#;
         assert_eq!(SealedText::find(text).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_sealed_secret_stands_as_the_secret_null_the_engine_writes() {
+        let text = r#"{"a":{"ciphertext":"v1:AB","plinth:sig":"secret"},"b":[1,{"ciphertext":"v1:CD","plinth:sig":"secret"}]}"#;
+        let standing = SealedText::find(text).unwrap().standing();
+        assert_eq!(
+            standing,
+            r#"{"a":{"plinth:sig":"secret","value":null},"b":[1,{"plinth:sig":"secret","value":null}]}"#
+        );
+        // Read and written back, it is the same text: what lets a resource's text be copied.
+        let value: plinth_engine::value::Value = serde_json::from_str(&standing).unwrap();
+        assert_eq!(serde_json::to_string(&value).unwrap(), standing);
     }
 
     #[test]
