@@ -430,7 +430,6 @@ async fn append_journal(
     Body(batch): Body<JournalBatch>,
 ) -> Result<Json<Stored>, ApiError> {
     checks::seq("journal batches", batch.seq)?;
-    let waiting = &metrics.journal_waiting;
     let stored = journal::append(
         &pool,
         &token,
@@ -438,7 +437,7 @@ async fn append_journal(
         &lease,
         batch.seq,
         &batch.entries,
-        waiting,
+        &metrics,
     )
     .await?;
     if stored != journal::Stored::Retry {

@@ -18,6 +18,7 @@ mod error;
 mod events;
 mod health;
 mod journal;
+mod journal_commits;
 mod metrics;
 mod oidc;
 mod parsed;

@@ -598,3 +598,94 @@ fn a_journal_batch_sent_before_the_one_ahead_of_it_waits_for_it_and_both_are_sto
         "{body}"
     );
 }
+
+#[test]
+fn batches_that_come_while_one_commits_are_stored_by_one_commit_and_kept_through_a_kill() {
+    let (server, db) = database();
+    let alice = token(&db, "alice");
+    let args = [
+        "--database",
+        &db,
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ];
+    let (service, _stderr, metrics) = start(&args, &[]);
+    let metrics = metrics.expect("no metrics line");
+    create_stack(&service, &alice, "dev");
+    let running = lease_of(&begin(&service, &alice, "dev").1);
+    let name = database_name(&db);
+    // Batch 1 waits for the update's row, locked here; the batches after it come meanwhile.
+    let lock = format!(
+        "SELECT 1 FROM updates WHERE id = '{}' FOR UPDATE",
+        running.0
+    );
+    let held = server.open_transaction(&name, &lock).unwrap();
+    let batches: Vec<Value> = (1..=JOURNAL_IN_FLIGHT as u64)
+        .map(|seq| {
+            let resource = resource(&format!("r{seq}"), Default::default());
+            json!({ "seq": seq, "entries": creating(seq, &resource, true) })
+        })
+        .collect();
+    let send =
+        |batch: &Value| on_update(&service, &alice, &running, "journal", Some(batch.clone()));
+    let waiting_for_the_lock = || {
+        let sql = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+        server.psql(&name, sql).unwrap().trim() == "1"
+    };
+    let answers = std::thread::scope(|scope| {
+        let first = scope.spawn(|| send(&batches[0]));
+        eventually("batch 1 waiting for the lock", waiting_for_the_lock);
+        let rest: Vec<_> = (batches[1..].iter())
+            .map(|batch| scope.spawn(move || send(batch)))
+            .collect();
+        let queued = (JOURNAL_IN_FLIGHT - 1) as f64;
+        eventually("the batches after it queued", || {
+            sample(&scrape(&metrics), "plinth_journal_batches_queued") == Some(queued)
+        });
+        held.commit().unwrap();
+        let mut answers = vec![first.join().unwrap()];
+        answers.extend(rest.into_iter().map(|batch| batch.join().unwrap()));
+        answers
+    });
+    for (status, body) in &answers {
+        assert_eq!((*status, &body["retry"]), (200, &json!(false)), "{body}");
+    }
+    let scraped = scrape(&metrics);
+    assert_eq!(
+        sample(&scraped, "plinth_journal_commits_total"),
+        Some(2.0),
+        "batch 1 alone, then the {} that came while it committed, together",
+        JOURNAL_IN_FLIGHT - 1
+    );
+    assert_eq!(sample(&scraped, "plinth_journal_batches_queued"), Some(0.0));
+
+    // Acknowledged, so durable: a replica killed at once and another started find them all.
+    drop(service);
+    let (service, _stderr, _) = start(&args, &[]);
+    let path = format!("updates/{}/journal", running.0);
+    let (status, body) = call(&service, "GET", &path, Some(&alice), None, None);
+    assert_eq!(status, 200, "{body}");
+    let stored: Vec<Value> = (batches.iter())
+        .flat_map(|batch| batch["entries"].as_array().unwrap().clone())
+        .collect();
+    assert_eq!(body["entries"], json!(stored), "every batch, in order");
+    // A batch stored together with others is a retry when it comes again, stored once.
+    let again = on_update(
+        &service,
+        &alice,
+        &running,
+        "journal",
+        Some(batches[2].clone()),
+    );
+    assert_eq!(
+        (again.0, &again.1["retry"]),
+        (200, &json!(true)),
+        "{}",
+        again.1
+    );
+    let (_, body) = call(&service, "GET", &path, Some(&alice), None, None);
+    assert_eq!(body["entries"], json!(stored));
+}

@@ -499,3 +499,69 @@ fn a_version_that_changed_nothing_stores_no_copy_of_its_checkpoint() {
     );
     assert_eq!((status, old), (200, first));
 }
+
+#[test]
+fn journal_and_event_batches_stored_as_json_are_kept_when_the_database_is_upgraded_to_text() {
+    let (server, db) = database();
+    let name = database_name(&db);
+    let service = serve(&db, &[]);
+    let alice = token(&db, "alice");
+    create_stack(&service, &alice, "dev");
+    let update = lease_of(&begin(&service, &alice, "dev").1);
+    let first = creating(1, &resource("a", Default::default()), false);
+    let batch = Some(json!({ "seq": 1, "entries": first }));
+    assert_eq!(
+        on_update(&service, &alice, &update, "journal", batch).0,
+        200
+    );
+    let event = json!({ "seq": 1, "at_ms": 1, "event": "diagnostic", "severity": "info",
+                        "message": "stored as json" });
+    let events = Some(json!({ "seq": 1, "events": [event] }));
+    let (status, body) = on_update(&service, &alice, &update, "events", events);
+    assert_eq!(status, 200, "{body}");
+    drop(service);
+
+    // The database as a service before migration 0020 left it: its batches in `json` columns.
+    let downgrade = "ALTER TABLE journal_batches ALTER COLUMN entries TYPE json USING entries::json; \
+                     ALTER TABLE event_batches ALTER COLUMN events TYPE json USING events::json; \
+                     DELETE FROM _sqlx_migrations WHERE version = 20";
+    server.psql(&name, downgrade).unwrap();
+    let column_types = || {
+        let sql = "SELECT data_type FROM information_schema.columns \
+                   WHERE (table_name, column_name) IN \
+                         (('journal_batches', 'entries'), ('event_batches', 'events')) \
+                   ORDER BY table_name";
+        server.psql(&name, sql).unwrap()
+    };
+    assert_eq!(column_types(), "json\njson\n");
+
+    // Upgraded on start, what was stored reads back the same and the update goes on.
+    let service = serve(&db, &[]);
+    assert_eq!(column_types(), "text\ntext\n");
+    let path = format!("updates/{}/journal", update.0);
+    let (status, body) = call(&service, "GET", &path, Some(&alice), None, None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["entries"], json!(first));
+    let second = creating(2, &resource("b", Default::default()), false);
+    let batch = Some(json!({ "seq": 2, "entries": second }));
+    assert_eq!(
+        on_update(&service, &alice, &update, "journal", batch).0,
+        200
+    );
+    let done = Some(json!({ "result": "succeeded", "entry": history_entry("update") }));
+    let (status, body) = on_update(&service, &alice, &update, "complete", done);
+    assert_eq!(status, 200, "{body}");
+    let (status, latest) = export(&service, &alice, None);
+    assert_eq!(status, 200, "{latest}");
+    assert_eq!(resource_names(&latest), ["a", "b"]);
+    let (status, log) = call(
+        &service,
+        "GET",
+        "stacks/p/dev/logs",
+        Some(&alice),
+        None,
+        None,
+    );
+    assert_eq!(status, 200, "{log}");
+    assert_eq!(log["events"], json!([event]));
+}
