@@ -44,15 +44,15 @@ pub(crate) struct CheckpointFile<S> {
     snapshot: S,
 }
 
-impl CheckpointFile<StoredSnapshot> {
-    /// Reads a checkpoint of schema 3 or later, opening its sealed secrets resource by
-    /// resource ([`SealedSnapshot`]). A JSON error here names no field: read the file with
-    /// [`from_sealed_json`] again to name it.
-    fn open_resources(
-        bytes: &[u8],
-        crypter: &dyn Crypter,
-    ) -> Result<CheckpointFile<StoredSnapshot>, CodecError> {
-        let file: CheckpointFile<SealedSnapshot> = serde_json::from_slice(bytes)?;
+impl<'a> CheckpointFile<SealedSnapshot<'a>> {
+    /// Reads a checkpoint of schema 3 or later, each resource still JSON borrowed from `bytes`.
+    fn read(bytes: &'a [u8]) -> Result<CheckpointFile<SealedSnapshot<'a>>, CodecError> {
+        Ok(serde_json::from_slice(bytes)?)
+    }
+
+    /// Reads its resources, opening their sealed secrets ([`SealedSnapshot`]). A JSON error
+    /// here names no field: read the file with [`from_sealed_json`] again to name it.
+    fn open(self, crypter: &dyn Crypter) -> Result<CheckpointFile<StoredSnapshot>, CodecError> {
         let CheckpointFile {
             version,
             project,
@@ -60,7 +60,7 @@ impl CheckpointFile<StoredSnapshot> {
             plinth,
             plugins,
             snapshot,
-        } = file;
+        } = self;
         Ok(CheckpointFile {
             version,
             project,
@@ -135,6 +135,42 @@ pub(crate) struct Head {
     pub(crate) version: u32,
     #[serde(default)]
     pub(crate) stack: Option<String>,
+}
+
+/// A checkpoint as first read: one of the schema this plinth writes, whole, its resources still
+/// JSON; any other, its [`Head`] only.
+enum FirstRead<'a> {
+    Current(CheckpointFile<SealedSnapshot<'a>>),
+    Head(Head),
+}
+
+impl<'a> FirstRead<'a> {
+    /// Reads the file once if it is of the current schema and well formed (at 100,000
+    /// resources each scan of the 50 MB took a tenth of a second); otherwise reads its head,
+    /// so that a file of another schema is refused as such, never misread.
+    fn of(bytes: &'a [u8], path: &Path) -> Result<FirstRead<'a>, StateError> {
+        match CheckpointFile::read(bytes) {
+            Ok(file) if (STORED_SINCE..=SCHEMA_VERSION).contains(&file.version) => {
+                Ok(FirstRead::Current(file))
+            }
+            _ => Checkpoint::head(bytes, path).map(FirstRead::Head),
+        }
+    }
+
+    fn version(&self) -> u32 {
+        match self {
+            FirstRead::Current(file) => file.version,
+            FirstRead::Head(head) => head.version,
+        }
+    }
+
+    /// The stack the file names, if it names one.
+    fn stack(&self) -> Option<&str> {
+        match self {
+            FirstRead::Current(file) => Some(file.stack.as_str()),
+            FirstRead::Head(head) => head.stack.as_deref(),
+        }
+    }
 }
 
 impl Checkpoint {
@@ -223,8 +259,8 @@ impl Checkpoint {
         path: &Path,
         crypter: &dyn Crypter,
     ) -> Result<Decoded, StateError> {
-        let head = Checkpoint::head(bytes, path)?;
-        if let Some(found) = head.stack.as_deref()
+        let first = FirstRead::of(bytes, path)?;
+        if let Some(found) = first.stack()
             && found != stack
         {
             return Err(StateError::OtherStack {
@@ -233,7 +269,7 @@ impl Checkpoint {
                 stack: stack.to_owned(),
             });
         }
-        Checkpoint::decode_with(bytes, head, stack, path, crypter)
+        Checkpoint::decode_with(bytes, first, stack, path, crypter)
     }
 
     /// Parses a checkpoint whichever stack it names (for `stack export`, which shows a
@@ -243,9 +279,9 @@ impl Checkpoint {
         path: &Path,
         crypter: &dyn Crypter,
     ) -> Result<Checkpoint, StateError> {
-        let head = Checkpoint::head(bytes, path)?;
-        let stack = head.stack.clone().unwrap_or_default();
-        Ok(Checkpoint::decode_with(bytes, head, &stack, path, crypter)?.upgraded())
+        let first = FirstRead::of(bytes, path)?;
+        let stack = first.stack().unwrap_or_default().to_owned();
+        Ok(Checkpoint::decode_with(bytes, first, &stack, path, crypter)?.upgraded())
     }
 
     pub(crate) fn head(bytes: &[u8], path: &Path) -> Result<Head, StateError> {
@@ -257,7 +293,7 @@ impl Checkpoint {
 
     fn decode_with(
         bytes: &[u8],
-        version: Head,
+        first: FirstRead,
         stack: &str,
         path: &Path,
         crypter: &dyn Crypter,
@@ -266,17 +302,18 @@ impl Checkpoint {
             path: path.to_owned(),
             reason,
         };
-        if version.version > SCHEMA_VERSION {
+        let version = first.version();
+        if version > SCHEMA_VERSION {
             return Err(StateError::NewerSchema {
                 stack: stack.to_owned(),
-                found: version.version,
+                found: version,
                 supported: SCHEMA_VERSION,
             });
         }
-        if version.version < OLDEST_UPGRADED_SCHEMA {
+        if version < OLDEST_UPGRADED_SCHEMA {
             return Err(StateError::OlderSchema {
                 stack: stack.to_owned(),
-                found: version.version,
+                found: version,
                 supported: SCHEMA_VERSION,
             });
         }
@@ -284,8 +321,13 @@ impl Checkpoint {
             CodecError::Json(e) => corrupt(e.to_string()),
             CodecError::Secrets(e) => StateError::from(e),
         };
-        let checkpoint = if version.version >= STORED_SINCE {
-            match CheckpointFile::<StoredSnapshot>::open_resources(bytes, crypter) {
+        let checkpoint = if version >= STORED_SINCE {
+            let sealed = match first {
+                FirstRead::Current(file) => Ok(file),
+                // Read whole, it failed: the error falls to the reading below that names it.
+                FirstRead::Head(_) => CheckpointFile::read(bytes),
+            };
+            match sealed.and_then(|file| file.open(crypter)) {
                 Ok(file) => file,
                 // The whole document again, to name the field at fault.
                 Err(CodecError::Json(_)) => {
@@ -300,7 +342,7 @@ impl Checkpoint {
                 .map_err(read)?
                 .into_checkpoint(|snapshot| snapshot)
         };
-        if version.version < ROOTED_SINCE {
+        if version < ROOTED_SINCE {
             return Ok(Decoded {
                 checkpoint,
                 legacy_outputs: Some(schema_one_outputs(bytes, crypter, path)?),
@@ -723,6 +765,43 @@ mod tests {
         let older = r#"{"version": 1, "project": "p", "stack": "dev", "plinth": "0.1.0",
                         "snapshot": {"resources": [], "pending_operations": [], "outputs": {}}}"#;
         assert!(parse(older).unwrap().plugins.is_empty());
+    }
+
+    #[test]
+    fn a_checkpoint_of_another_stack_is_refused_and_exported_as_it_is() {
+        let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
+        let mut snapshot = Snapshot::default();
+        snapshot.adopt_root("p", "dev", [("out".to_owned(), "x".into())].into());
+        let json = Checkpoint::new(&p(), &dev(), snapshot.clone())
+            .to_json(&crypter)
+            .unwrap();
+        let path = Path::new("prod.json");
+        assert!(matches!(
+            Checkpoint::parse(&json, "prod", path, &crypter),
+            Err(StateError::OtherStack { found, stack, .. }) if found == "dev" && stack == "prod"
+        ));
+        let any = Checkpoint::parse_any_stack(&json, path, &crypter).unwrap();
+        assert_eq!((any.stack.as_str(), any.snapshot), ("dev", snapshot));
+    }
+
+    #[test]
+    fn a_bad_field_of_a_resource_is_named() {
+        let crypter = PassphraseCrypter::create("pw", "dev").unwrap().0;
+        let mut snapshot = Snapshot::default();
+        snapshot.adopt_root("p", "dev", [("out".to_owned(), "x".into())].into());
+        let json = Checkpoint::new(&p(), &dev(), snapshot)
+            .to_json(&crypter)
+            .unwrap();
+        let bad =
+            String::from_utf8(json)
+                .unwrap()
+                .replacen("\"custom\":false", "\"custom\":\"no\"", 1);
+        match parse(&bad) {
+            Err(StateError::Corrupt { reason, .. }) => {
+                assert!(reason.contains("custom"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
