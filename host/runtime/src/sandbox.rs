@@ -18,7 +18,7 @@ pub(crate) mod tls;
 pub(crate) mod wait;
 
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,6 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView};
 
 use crate::access::advice::{GrantAdvice, PlainAdvice};
 use crate::access::grants::{DirGrant, Grants};
-use crate::load::program::ProgramCode;
 use crate::sandbox::denial::{Denials, Owner};
 use crate::sandbox::env::WatchedEnv;
 use crate::sandbox::http::HttpGuard;
@@ -49,6 +48,18 @@ pub const CODE_DIR: &str = "/.plinth-code";
 /// Where a prebuilt language runtime that reads library files at run time finds them (the
 /// Python runtime: the interpreter's standard library), preopened read-only.
 pub const LIBRARY_DIR: &str = "/.plinth-library";
+
+/// A program's code, for a component that loads it at run time (a prebuilt TypeScript or
+/// Python runtime): the directory holding it, preopened read-only at
+/// [`CODE_DIR`], the runtime's own library files where it reads some at run
+/// time (Python's standard library), preopened read-only at
+/// [`LIBRARY_DIR`], and the program's name in messages.
+#[derive(Debug, Clone)]
+pub struct ProgramCode {
+    pub dir: PathBuf,
+    pub library: Option<PathBuf>,
+    pub name: String,
+}
 
 /// The state of one guest instance that the host keeps for it.
 pub(crate) struct Sandbox {

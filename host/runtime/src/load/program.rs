@@ -7,7 +7,7 @@
 //! change), converting values up from and down to that version's types (integers travel down as
 //! floats).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -26,19 +26,7 @@ use crate::abi::versions::WitVersion;
 use crate::error::LoadError;
 use crate::sandbox::epoch::EpochTicker;
 use crate::sandbox::limits::Limits;
-use crate::sandbox::{self, Sandbox, Sandboxed};
-
-/// A program's code, for a component that loads it at run time (a prebuilt TypeScript or
-/// Python runtime): the directory holding it, preopened read-only at
-/// [`CODE_DIR`](crate::CODE_DIR), the runtime's own library files where it reads some at run
-/// time (Python's standard library), preopened read-only at
-/// [`LIBRARY_DIR`](crate::LIBRARY_DIR), and the program's name in messages.
-#[derive(Debug, Clone)]
-pub struct ProgramCode {
-    pub dir: PathBuf,
-    pub library: Option<PathBuf>,
-    pub name: String,
-}
+use crate::sandbox::{self, ProgramCode, Sandbox, Sandboxed};
 
 /// The store data of a program instance.
 pub(crate) struct ProgramState {

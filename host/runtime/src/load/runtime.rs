@@ -18,9 +18,10 @@ use crate::load::bytes::ComponentBytes;
 use crate::load::cache::LoadStats;
 use crate::load::engines::{Engines, Loaded, TierEngine};
 use crate::load::policy_pack::{ComponentPolicyPack, PolicySettings};
-use crate::load::program::{ComponentProgram, ProgramCode, ProgramPre};
+use crate::load::program::{ComponentProgram, ProgramPre};
 use crate::load::provider::{self, ComponentProvider, ProviderPre};
 use crate::load::tier::Tier;
+use crate::sandbox::ProgramCode;
 use crate::sandbox::limits::Limits;
 
 /// The wasmtime embedding: an engine per compiler [`Tier`] configured for plinth's components,
