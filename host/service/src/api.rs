@@ -430,6 +430,7 @@ async fn append_journal(
     Body(batch): Body<JournalBatch>,
 ) -> Result<Json<Stored>, ApiError> {
     checks::seq("journal batches", batch.seq)?;
+    let waiting = &metrics.journal_waiting;
     let stored = journal::append(
         &pool,
         &token,
@@ -437,7 +438,7 @@ async fn append_journal(
         &lease,
         batch.seq,
         &batch.entries,
-        &metrics,
+        waiting,
     )
     .await?;
     if stored != journal::Stored::Retry {

@@ -75,7 +75,7 @@ pub(crate) async fn append(
                  ) = LEAST($6, $3 - $6) AS yes
              ), inserted AS (
                  INSERT INTO event_batches (update_id, phase, seq, digest, events)
-                 SELECT $1, held.phase, $3, $4, $5 FROM held, ready
+                 SELECT $1, held.phase, $3, $4, $5::json FROM held, ready
                  WHERE ready.yes
                  ON CONFLICT (update_id, phase, seq) DO NOTHING
                  RETURNING seq
@@ -249,7 +249,7 @@ pub(crate) async fn page(
         return Ok(None);
     };
     let mut batches: Vec<(i64, sqlx::types::Json<Vec<Value>>)> =
-        batches(pool, &found, after, "events::json").await?;
+        batches(pool, &found, after, "events").await?;
     let next = next(&mut batches, after);
     let events = (batches.into_iter())
         .flat_map(|(_, events)| events.0)

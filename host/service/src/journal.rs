@@ -2,19 +2,20 @@
 //! an update runs. A batch is stored once: its retry (same number, same content) is answered as
 //! if new, and a different batch under a number already taken is refused.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use plinth_state::ParsedBatch;
+use prometheus_client::metrics::gauge::Gauge;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::auth::digest;
 use crate::error::ApiError;
-use crate::journal_commits::{Counted, Held, Outcome, Row};
-use crate::metrics::Metrics;
 use crate::parsed::PARSED;
 
 /// The most entries one batch may carry, as each begun update is told (a client sends at most
@@ -29,12 +30,11 @@ pub(crate) enum Stored {
 }
 
 /// Stores batch `seq` of update `id`, sent with the access token of digest `token`, whose lease
-/// `lease` must still hold the stack, by the next commit of the update's journal on this
-/// replica (see [`crate::journal_commits`]). A batch that comes before the one ahead of it,
-/// within [`IN_FLIGHT`] of the last stored (a client sends the next while the previous one
-/// commits, on another connection), waits for it here, up to [`EARLY_WAIT`]: woken when this
-/// replica stores a batch of the update, and looking again every [`EARLY_POLL`] for one another
-/// replica stored.
+/// `lease` must still hold the stack. A batch that comes before the one ahead of it, within
+/// [`IN_FLIGHT`] of the last stored (a client sends the next while the previous one commits,
+/// on another connection), waits for it here, up to [`EARLY_WAIT`]: woken when this replica
+/// stores a batch of the update, and looking again every [`EARLY_POLL`] for one another replica
+/// stored.
 pub(crate) async fn append(
     pool: &PgPool,
     token: &[u8],
@@ -42,23 +42,27 @@ pub(crate) async fn append(
     lease: &str,
     seq: i64,
     entries: &[Box<RawValue>],
-    metrics: &Arc<Metrics>,
+    waiting_gauge: &Gauge,
 ) -> Result<Stored, ApiError> {
-    let mut batch = Checked::new(seq, entries, token, lease)?;
-    let journal = Held::of(id);
-    let mut counted: Option<Counted> = None;
+    let mut batch = Checked::new(seq, entries)?;
+    let waiting = Arrivals::watch(id);
+    let mut counted: Option<Waiting> = None;
     let deadline = tokio::time::Instant::now() + EARLY_WAIT;
     loop {
-        let arrival = journal.next_stored();
+        let arrival = waiting.next();
         tokio::pin!(arrival);
         arrival.as_mut().enable();
-        let outcome = journal.commit(pool, batch.row.clone(), metrics).await?;
-        match batch.settle(pool, id, lease, outcome).await? {
-            Attempt::Stored(stored) => return Ok(stored),
+        match batch.store(pool, token, id, lease).await? {
+            Attempt::Stored(stored) => {
+                if stored == Stored::New {
+                    waiting.stored();
+                }
+                return Ok(stored);
+            }
             Attempt::Early { next }
                 if seq - next < IN_FLIGHT && tokio::time::Instant::now() < deadline =>
             {
-                counted.get_or_insert_with(|| Counted::count(&metrics.journal_waiting));
+                counted.get_or_insert_with(|| Waiting::count(waiting_gauge));
                 let _ = tokio::time::timeout(EARLY_POLL, arrival).await;
             }
             Attempt::Early { next } => {
@@ -90,20 +94,72 @@ enum Attempt {
     },
 }
 
+/// Counts a batch waiting in the gauge of those waiting, for as long as it does.
+struct Waiting<'a>(&'a Gauge);
+
+impl Waiting<'_> {
+    fn count(gauge: &Gauge) -> Waiting<'_> {
+        gauge.inc();
+        Waiting(gauge)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The batches of each update that wait on this replica for the batches ahead of them.
+static WAITING: std::sync::LazyLock<std::sync::Mutex<HashMap<Uuid, Arc<Notify>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// A request's view of the arrivals of its update's batches on this replica.
+struct Arrivals {
+    id: Uuid,
+    notify: Arc<Notify>,
+}
+
+impl Arrivals {
+    fn watch(id: Uuid) -> Arrivals {
+        let mut waiting = WAITING.lock().expect("never poisoned");
+        let notify = waiting.entry(id).or_default().clone();
+        Arrivals { id, notify }
+    }
+
+    /// The next batch this replica stores, as a future to enable before looking.
+    fn next(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+
+    /// Wakes the batches waiting for this one.
+    fn stored(&self) {
+        self.notify.notify_waiters();
+    }
+}
+
+impl Drop for Arrivals {
+    fn drop(&mut self) {
+        let mut waiting = WAITING.lock().expect("never poisoned");
+        // The map's and this one: no other request of the update is here.
+        if Arc::strong_count(&self.notify) == 2 {
+            waiting.remove(&self.id);
+        }
+    }
+}
+
 /// A batch checked as it came, ready to store.
 struct Checked {
+    seq: i64,
     /// Handed to the fold once stored.
     parsed: Option<ParsedBatch>,
-    row: Arc<Row>,
+    creates: CreateSeqs,
+    text: String,
+    content: Vec<u8>,
 }
 
 impl Checked {
-    fn new(
-        seq: i64,
-        entries: &[Box<RawValue>],
-        token: &[u8],
-        lease: &str,
-    ) -> Result<Checked, ApiError> {
+    fn new(seq: i64, entries: &[Box<RawValue>]) -> Result<Checked, ApiError> {
         if entries.is_empty() || entries.len() > MAX_ENTRIES {
             return Err(ApiError::BadRequest(format!(
                 "a journal batch carries 1 to {MAX_ENTRIES} entries, not {}",
@@ -117,44 +173,96 @@ impl Checked {
                 ))
             },
         )?;
-        let CreateSeqs {
-            opened,
-            closed,
-            needed,
-        } = creates_of(seq, &parsed)?;
+        let creates = creates_of(seq, &parsed)?;
         // Stored and digested as the client wrote it, never parsed into a tree and written again:
         // a retry carries the same text. (One written otherwise is still told from a conflict, by
         // its content, below.)
         let text = json_array(entries);
         let content = Sha256::digest(text.as_bytes()).to_vec();
         Ok(Checked {
+            seq,
             parsed: Some(parsed),
-            row: Arc::new(Row {
-                seq,
-                token: token.to_vec(),
-                lease: digest(lease),
-                text,
-                content,
-                opened,
-                closed,
-                needed,
-            }),
+            creates,
+            text,
+            content,
         })
     }
 
-    /// What the statement that stored the batch, or did not, found: stored, a retry, early,
-    /// or refused.
-    async fn settle(
+    /// Stores the batch unless it came early, or tells a retry from a conflict.
+    async fn store(
         &mut self,
         pool: &PgPool,
+        token: &[u8],
         id: Uuid,
         lease: &str,
-        (authorized, holds, last, inserted, stored, unbegun): Outcome,
     ) -> Result<Attempt, ApiError> {
-        let Row {
-            seq, content, text, ..
-        } = &*self.row;
+        let Checked {
+            seq,
+            parsed,
+            creates,
+            text,
+            content,
+        } = self;
         let seq = *seq;
+        // One statement, one round trip: the access token and the lease are checked, the update's
+        // row share-locked (so that a completion or cancellation waits for it, and nothing is
+        // appended to an update that has ended), and the batch is inserted only if it is the next
+        // one. What was stored under `seq` before comes back, for telling a retry from a conflict.
+        // The batch is checked against the journal it extends in the same statement: the creates it
+        // ends in short must be open (begun in an earlier batch and not ended), and the creates it
+        // leaves open are recorded for the batches after it.
+        #[allow(clippy::type_complexity)]
+        let (authorized, holds, last, inserted, stored, unbegun): (
+            bool,
+            bool,
+            i64,
+            bool,
+            Option<Vec<u8>>,
+            Option<i64>,
+        ) = sqlx::query_as(
+            "WITH authorized AS (
+             SELECT EXISTS (SELECT 1 FROM live_tokens WHERE digest = $6) AS yes
+         ), held AS (
+             SELECT id FROM updates, authorized
+             WHERE id = $1 AND lease_digest = $2 AND status = 'running'
+               AND lease_expires >= now() AND authorized.yes
+             FOR SHARE OF updates
+         ), last AS (
+             SELECT COALESCE(max(seq), 0) AS seq FROM journal_batches WHERE update_id = $1
+         ), unbegun AS (
+             SELECT min(s) AS seq FROM unnest($9::bigint[]) s
+             WHERE NOT EXISTS (SELECT 1 FROM open_creates o WHERE o.update_id = $1 AND o.seq = s)
+         ), inserted AS (
+             INSERT INTO journal_batches (update_id, seq, digest, entries)
+             SELECT $1, $3, $4, $5::json FROM held, last, unbegun
+             WHERE last.seq = $3 - 1 AND unbegun.seq IS NULL
+             ON CONFLICT DO NOTHING
+             RETURNING seq
+         ), closed AS (
+             DELETE FROM open_creates
+             WHERE update_id = $1 AND seq = ANY ($8::bigint[] || $9::bigint[])
+               AND EXISTS (SELECT 1 FROM inserted)
+         ), opened AS (
+             INSERT INTO open_creates (update_id, seq)
+             SELECT $1, s FROM unnest($7::bigint[]) s WHERE EXISTS (SELECT 1 FROM inserted)
+             ON CONFLICT DO NOTHING
+         )
+         SELECT (SELECT yes FROM authorized), EXISTS (SELECT 1 FROM held), (SELECT seq FROM last),
+                EXISTS (SELECT 1 FROM inserted),
+                (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3),
+                (SELECT seq FROM unbegun)",
+        )
+        .bind(id)
+        .bind(digest(lease))
+        .bind(seq)
+        .bind(&*content)
+        .bind(&*text)
+        .bind(token)
+        .bind(&creates.opened)
+        .bind(&creates.closed)
+        .bind(&creates.needed)
+        .fetch_one(pool)
+        .await?;
         if !authorized {
             return Err(crate::auth::invalid_token());
         }
@@ -165,8 +273,8 @@ impl Checked {
             return Err(unbegun_create(seq, create));
         }
         if inserted {
-            // Kept for the fold: the transaction that stored it has committed.
-            let parsed = self.parsed.take().expect("a batch is inserted once");
+            // Kept for the fold, once this transaction is committed: it is one statement.
+            let parsed = parsed.take().expect("a batch is inserted once");
             PARSED.keep(id, seq, content.clone(), parsed, text.len());
             return Ok(Attempt::Stored(Stored::New));
         }
@@ -261,23 +369,23 @@ fn json_array(entries: &[Box<RawValue>]) -> String {
 /// all the same: the retry of a batch written otherwise (by another client version, or stored
 /// by a service that digested another form of it).
 async fn same_entries(pool: &PgPool, id: Uuid, seq: i64, text: &str) -> Result<bool, ApiError> {
-    let (stored,): (String,) =
-        sqlx::query_as("SELECT entries FROM journal_batches WHERE update_id = $1 AND seq = $2")
-            .bind(id)
-            .bind(seq)
-            .fetch_one(pool)
-            .await?;
+    let (stored,): (String,) = sqlx::query_as(
+        "SELECT entries::text FROM journal_batches WHERE update_id = $1 AND seq = $2",
+    )
+    .bind(id)
+    .bind(seq)
+    .fetch_one(pool)
+    .await?;
     let parsed = |text: &str| serde_json::from_str::<Value>(text).ok();
     Ok(parsed(&stored).is_some_and(|stored| Some(stored) == parsed(text)))
 }
 
 /// The update's journal entries, in order.
 pub(crate) async fn entries(pool: &PgPool, id: Uuid) -> Result<Vec<Value>, ApiError> {
-    let batches: Vec<(sqlx::types::Json<Vec<Value>>,)> = sqlx::query_as(
-        "SELECT entries::json FROM journal_batches WHERE update_id = $1 ORDER BY seq",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await?;
+    let batches: Vec<(sqlx::types::Json<Vec<Value>>,)> =
+        sqlx::query_as("SELECT entries FROM journal_batches WHERE update_id = $1 ORDER BY seq")
+            .bind(id)
+            .fetch_all(pool)
+            .await?;
     Ok(batches.into_iter().flat_map(|(batch,)| batch.0).collect())
 }

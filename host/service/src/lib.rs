@@ -18,7 +18,6 @@ mod error;
 mod events;
 mod health;
 mod journal;
-mod journal_commits;
 mod metrics;
 mod oidc;
 mod parsed;

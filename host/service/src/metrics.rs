@@ -54,11 +54,6 @@ pub struct Metrics {
     pub(crate) journal_bytes: Counter,
     /// Journal batches that came before the one ahead of them, waiting for it on this replica.
     pub(crate) journal_waiting: Gauge,
-    /// Journal batches that came while a commit of their update's journal was in progress, for
-    /// the next one to store.
-    pub(crate) journal_queued: Gauge,
-    /// Transactions that stored journal batches: one for several batches stored together.
-    pub(crate) journal_commits: Counter,
     updates_running: Gauge,
     database_up: Gauge,
     connections: Family<Connections, Gauge>,
@@ -82,8 +77,6 @@ impl Metrics {
             journal_batches: Counter::default(),
             journal_bytes: Counter::default(),
             journal_waiting: Gauge::default(),
-            journal_queued: Gauge::default(),
-            journal_commits: Counter::default(),
             updates_running: Gauge::default(),
             database_up: Gauge::default(),
             connections: Family::default(),
@@ -120,17 +113,6 @@ impl Metrics {
             "Journal batches that came before the one ahead of them (sent while it committed), \
              waiting for it on this replica",
             metrics.journal_waiting.clone(),
-        );
-        registry.register(
-            "journal_batches_queued",
-            "Journal batches that came while a commit of their update's journal was in \
-             progress, waiting to be stored together by the next",
-            metrics.journal_queued.clone(),
-        );
-        registry.register(
-            "journal_commits",
-            "Transactions that stored journal batches (several batches stored together count once)",
-            metrics.journal_commits.clone(),
         );
         registry.register(
             "updates_running",

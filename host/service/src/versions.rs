@@ -259,7 +259,7 @@ pub(crate) async fn fold_ending(
         .fetch_one(&mut *conn)
         .await?;
     let texts: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT seq, entries FROM journal_batches WHERE update_id = $1 AND seq > $2
+        "SELECT seq, entries::text FROM journal_batches WHERE update_id = $1 AND seq > $2
          ORDER BY seq",
     )
     .bind(update)
@@ -383,7 +383,7 @@ async fn journal_batches(
         true => Vec::new(),
         false => {
             sqlx::query_as(
-                "SELECT seq, entries FROM journal_batches
+                "SELECT seq, entries::text FROM journal_batches
                  WHERE update_id = $1 AND seq = ANY($2) ORDER BY seq",
             )
             .bind(update)

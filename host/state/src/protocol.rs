@@ -19,9 +19,8 @@ pub const EVENTS_IN_FLIGHT: usize = 3;
 /// The most journal batches a client has in flight at once on this service, as it tells each
 /// update it begins: a batch that arrives before the one ahead of it (within this many of the
 /// last stored) waits on the service for it, so a client may send the next batch while the
-/// previous one commits, and the batches that arrive while one commits are stored together by
-/// the next commit. A service that does not say takes one at a time.
-pub const JOURNAL_IN_FLIGHT: usize = 4;
+/// previous one commits. A service that does not say takes one at a time.
+pub const JOURNAL_IN_FLIGHT: usize = 2;
 /// The most history entries one page carries.
 pub const HISTORY_PAGE: usize = 500;
 

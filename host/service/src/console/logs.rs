@@ -62,7 +62,7 @@ async fn batches_after(
     (phase, seq): (i32, i64),
 ) -> Result<Vec<(i32, i64, Vec<String>)>, ApiError> {
     let rows: Vec<(i32, i64, sqlx::types::Json<Vec<Value>>)> = sqlx::query_as(
-        "SELECT phase, seq, events::json FROM event_batches
+        "SELECT phase, seq, events FROM event_batches
          WHERE update_id = $1 AND (phase, seq) > ($2, $3) ORDER BY phase, seq LIMIT $4",
     )
     .bind(update)

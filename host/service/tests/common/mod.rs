@@ -25,17 +25,6 @@ pub fn database() -> (Arc<Postgres>, String) {
     (server, url)
 }
 
-/// The name of the database of `url`.
-pub fn database_name(url: &str) -> String {
-    url.rsplit('/')
-        .next()
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
 /// A running service; killed when dropped.
 pub struct Service {
     pub child: Child,

@@ -44,7 +44,7 @@ fn stored_batches(server: &Postgres, url: &str) -> String {
     server
         .psql(
             name,
-            "SELECT phase, seq, json_array_length(events::json) FROM event_batches
+            "SELECT phase, seq, json_array_length(events) FROM event_batches
              ORDER BY update_id, phase, seq",
         )
         .unwrap()

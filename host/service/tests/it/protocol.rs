@@ -75,6 +75,16 @@ fn store_batch(u: &Updating, update: &str, seq: i64, entries: &Value) {
     u.server.psql(&database_name(&u.db), &sql).unwrap();
 }
 
+fn database_name(url: &str) -> String {
+    url.rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
 /// Begins an update of stack `stack` that journals the create of `a` whole, then a batch no
 /// journal can be rebuilt from (stored as an older service stored it).
 fn poisoned(u: &Updating, stack: &str) -> (String, String) {

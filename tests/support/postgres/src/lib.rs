@@ -22,10 +22,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tempfile::TempDir;
 
 mod tls;
-mod transaction;
 
 pub use tls::{SERVER_NAME, Tls};
-pub use transaction::OpenTransaction;
 
 /// The system user that owns and serves clusters when the tests run as root.
 const SERVICE_USER: &str = "postgres";
@@ -221,29 +219,16 @@ impl Postgres {
     /// Runs SQL through `psql` as the superuser and returns the rows, unaligned, one per line,
     /// fields separated by `|`. Fails with psql's error if a statement fails.
     pub fn psql(&self, database: &str, sql: &str) -> Result<String> {
-        let output = (self.psql_command(database).args(["-c", sql]).output())
+        let output = Command::new(self.bindir.join("psql"))
+            .args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", SUPERUSER, "-d", database, "-c", sql])
+            .env("PGPASSWORD", &self.password)
+            .env("PGCONNECT_TIMEOUT", "30")
+            .output()
             .map_err(|e| Error(format!("cannot run psql: {e}")))?;
         checked("psql", &output)?;
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    }
-
-    /// Begins a transaction on `database` that runs `sql` and stays open, holding the locks it
-    /// took, until [`OpenTransaction::commit`] (or a drop, which rolls it back): for a test to
-    /// hold a client's statement where it is, without timing anything.
-    pub fn open_transaction(&self, database: &str, sql: &str) -> Result<OpenTransaction> {
-        OpenTransaction::begin(self.psql_command(database), sql)
-    }
-
-    /// `psql` on `database` as the superuser: quiet, unaligned, stopping at the first error.
-    fn psql_command(&self, database: &str) -> Command {
-        let mut command = Command::new(self.bindir.join("psql"));
-        command
-            .args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(["-U", SUPERUSER, "-d", database])
-            .env("PGPASSWORD", &self.password)
-            .env("PGCONNECT_TIMEOUT", "30");
-        command
     }
 
     /// What `pg_dump` makes of `database` (plain SQL, data included), as a backup would hold it.
