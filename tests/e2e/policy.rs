@@ -181,7 +181,17 @@ pub(crate) fn hostile_project(pack: &str, memory: &str, timeout: &str) -> Env {
 pub(crate) fn hostile_runs_fail(env: &Env, name: &str, modes: &[(&str, &str)]) {
     let before = env.export()["snapshot"]["resources"].clone();
     env.config("value_a", "second");
+    let loop_timeout = call_timeout(env);
     for (mode, expected) in modes {
+        // Only the loop is for the deadline to stop: under any other mode, what the pack does
+        // (trap, run out of memory) must end the call, however slow a loaded machine makes it
+        // (a TypeScript pack filling 128 MiB once took longer than 5 s).
+        let timeout = if *mode == "loop" {
+            &loop_timeout
+        } else {
+            UNHURRIED
+        };
+        set_call_timeout(env, timeout);
         let config = pack_config(env, &format!(r#"{{"hostile": {{"mode": "{mode}"}}}}"#));
         for skip in [false, true] {
             let mut args = vec!["up", "--yes", "--policy-pack-config", &config];
@@ -197,6 +207,32 @@ pub(crate) fn hostile_runs_fail(env: &Env, name: &str, modes: &[(&str, &str)]) {
             assert_eq!(env.export()["snapshot"]["resources"], before, "{mode}");
         }
     }
+}
+
+/// The call timeout of the modes the deadline is not meant to stop.
+const UNHURRIED: &str = "10min";
+
+/// The call timeout [`hostile_project`] wrote into `env`'s `Plinth.yaml`.
+fn call_timeout(env: &Env) -> String {
+    let yaml = std::fs::read_to_string(env.project.join("Plinth.yaml")).unwrap();
+    let (_, rest) = yaml
+        .split_once("call-timeout: ")
+        .expect("the pack's limits");
+    rest.split_once(' ')
+        .expect("a timeout, then ` }`")
+        .0
+        .to_owned()
+}
+
+/// Sets the call timeout [`hostile_project`] wrote into `env`'s `Plinth.yaml`.
+fn set_call_timeout(env: &Env, timeout: &str) {
+    let path = env.project.join("Plinth.yaml");
+    let yaml = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = yaml
+        .split_once("call-timeout: ")
+        .expect("the pack's limits");
+    let (_, tail) = rest.split_once(' ').expect("a timeout, then ` }`");
+    std::fs::write(&path, format!("{head}call-timeout: {timeout} {tail}")).unwrap();
 }
 
 #[test]
