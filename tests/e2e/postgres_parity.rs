@@ -546,10 +546,12 @@ fn functions_foreign_servers_and_user_mappings() {
         json!({"type": "postgresql:Server", "name": "im_srv", "import": "fn_db/fn_im_srv",
                "inputs": {"server_name": "fn_im_srv", "fdw_name": "postgres_fdw", "database": "fn_db",
                           "options": {"host": "h"}}}),
+        // The server by its output: a mapping named by a literal would not depend on it, and
+        // `destroy` could drop the server while the mapping still stood.
         json!({"type": "postgresql:UserMapping", "name": "im_map",
                "import": "[\"fn_db\", \"fn_im_srv\", \"public\"]",
-               "inputs": {"user_name": "public", "server_name": "fn_im_srv", "database": "fn_db",
-                          "options": {"user": "u"}}}),
+               "inputs": {"user_name": "public", "database": "fn_db", "options": {"user": "u"},
+                          "server_name": {"$output": ["im_srv", "server_name"]}}}),
     ]);
     declare(&env, &all);
     let out = env.ok(&["up", "--yes"]);
