@@ -215,24 +215,23 @@ const UNHURRIED: &str = "10min";
 /// The call timeout [`hostile_project`] wrote into `env`'s `Plinth.yaml`.
 fn call_timeout(env: &Env) -> String {
     let yaml = std::fs::read_to_string(env.project.join("Plinth.yaml")).unwrap();
-    let (_, rest) = yaml
-        .split_once("call-timeout: ")
-        .expect("the pack's limits");
-    rest.split_once(' ')
-        .expect("a timeout, then ` }`")
-        .0
-        .to_owned()
+    split_at_call_timeout(&yaml).1.to_owned()
 }
 
 /// Sets the call timeout [`hostile_project`] wrote into `env`'s `Plinth.yaml`.
 fn set_call_timeout(env: &Env, timeout: &str) {
     let path = env.project.join("Plinth.yaml");
     let yaml = std::fs::read_to_string(&path).unwrap();
-    let (head, rest) = yaml
-        .split_once("call-timeout: ")
-        .expect("the pack's limits");
-    let (_, tail) = rest.split_once(' ').expect("a timeout, then ` }`");
-    std::fs::write(&path, format!("{head}call-timeout: {timeout} {tail}")).unwrap();
+    let (head, _, tail) = split_at_call_timeout(&yaml);
+    std::fs::write(&path, format!("{head}{timeout}{tail}")).unwrap();
+}
+
+/// `yaml` as what comes before the call timeout's value, the value, and what follows it.
+fn split_at_call_timeout(yaml: &str) -> (&str, &str, &str) {
+    let key = "call-timeout: ";
+    let start = yaml.find(key).expect("the pack's limits") + key.len();
+    let end = start + yaml[start..].find(' ').expect("a timeout, then ` }`");
+    (&yaml[..start], &yaml[start..end], &yaml[end..])
 }
 
 #[test]

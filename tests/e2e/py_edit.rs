@@ -94,18 +94,10 @@ fn output(env: &Env, name: &str) -> String {
     env.ok(&["stack", "output", name]).trim().to_owned()
 }
 
-/// Runs plinth expecting success; what it wrote on stderr (where builds are announced).
-fn built(env: &Env, args: &[&str]) -> String {
-    let out = env.run(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "plinth {args:?} failed:\n{stderr}");
-    stderr
-}
-
 #[test]
 fn an_edited_python_program_runs_its_new_code_on_the_same_runtime() {
     let env = project("one");
-    let first = built(&env, &["up", "--yes"]);
+    let first = env.built(&["up", "--yes"]);
     assert!(first.contains("Building program"), "{first}");
     assert_eq!(output(&env, "greeting"), "one");
     // A module of the standard library the runtime did not load while it was built.
@@ -119,7 +111,7 @@ fn an_edited_python_program_runs_its_new_code_on_the_same_runtime() {
     assert_eq!(code_entries(&env).len(), 1);
     for (edit, word) in ["two", "three"].into_iter().enumerate() {
         write_words(&env, word);
-        let stderr = built(&env, &["up", "--yes"]);
+        let stderr = env.built(&["up", "--yes"]);
         // The code is copied again; the runtime is not built: the same file, untouched.
         assert!(stderr.contains("Building program"), "{word}: {stderr}");
         assert!(
@@ -139,17 +131,17 @@ fn an_edited_python_program_runs_its_new_code_on_the_same_runtime() {
         assert_eq!(output(&env, "greeting"), word, "{word}: {stderr}");
     }
     // An unchanged program is not even copied into the cache again.
-    let again = built(&env, &["preview"]);
+    let again = env.built(&["preview"]);
     assert!(!again.contains("Building program"), "{again}");
 }
 
 #[test]
 fn every_python_program_shares_one_runtime() {
     let first = project("first");
-    built(&first, &["up", "--yes"]);
+    first.built(&["up", "--yes"]);
     let runtimes_before = runtimes();
     let second = project("second");
-    let stderr = built(&second, &["up", "--yes"]);
+    let stderr = second.built(&["up", "--yes"]);
     assert!(stderr.contains("Building program"), "{stderr}");
     assert!(!stderr.contains("program runtime (once"), "{stderr}");
     assert_eq!(runtimes(), runtimes_before, "{stderr}");
@@ -160,7 +152,7 @@ fn every_python_program_shares_one_runtime() {
 #[test]
 fn a_syntax_error_in_an_edited_module_names_its_file_and_line() {
     let env = project("one");
-    built(&env, &["up", "--yes"]);
+    env.built(&["up", "--yes"]);
     std::fs::write(
         env.project.join("words.py"),
         "def greeting():\n    return \"fine\"\n\ndef broken(:\n    pass\n",
@@ -237,7 +229,7 @@ fn a_python_program_cannot_touch_its_own_code_or_library() {
         ),
     )
     .unwrap();
-    built(&env, &["up", "--yes"]);
+    env.built(&["up", "--yes"]);
     assert_eq!(output(&env, "read"), "import os");
     assert_eq!(
         output(&env, "attempts"),

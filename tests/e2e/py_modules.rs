@@ -6,14 +6,6 @@
 
 use crate::support::Env;
 
-/// Runs plinth expecting success; what it wrote on stderr (where builds are announced).
-fn built(env: &Env, args: &[&str]) -> String {
-    let out = env.run(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "plinth {args:?} failed:\n{stderr}");
-    stderr
-}
-
 fn output(env: &Env, name: &str) -> String {
     env.ok(&["stack", "output", name]).trim().to_owned()
 }
@@ -56,7 +48,7 @@ fn lazily_imported_modules_are_packed_and_only_what_is_packed_rebuilds() {
         "helpers/shout.py",
         "def shout(text):\n    return text.upper()\n",
     );
-    assert!(built(&env, &["up", "--yes"]).contains("Building program"));
+    assert!(env.built(&["up", "--yes"]).contains("Building program"));
     assert_eq!(output(&env, "greeting"), "HELLO WORLD");
     assert_eq!(output(&env, "host"), "xn--bcher-kva.example");
     // A module of the standard library imported inside the function, too.
@@ -67,13 +59,13 @@ fn lazily_imported_modules_are_packed_and_only_what_is_packed_rebuilds() {
     write("notes.json", "{}");
     write("data/state.json", "{}");
     write("unrelated.py", "raise SystemExit('never imported')\n");
-    let again = built(&env, &["up", "--yes"]);
+    let again = env.built(&["up", "--yes"]);
     assert!(!again.contains("Building program"), "{again}");
 
     write(
         "helpers/words.py",
         "def greeting(name):\n    return f\"hi {name}\"\n",
     );
-    assert!(built(&env, &["up", "--yes"]).contains("Building program"));
+    assert!(env.built(&["up", "--yes"]).contains("Building program"));
     assert_eq!(output(&env, "greeting"), "HI WORLD");
 }

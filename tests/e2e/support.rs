@@ -314,6 +314,15 @@ impl Env {
         self.command(args).output().expect("running plinth")
     }
 
+    /// Runs plinth and expects success; returns what it wrote on stderr (where builds are
+    /// announced).
+    pub fn built(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "plinth {args:?} failed:\n{stderr}");
+        stderr
+    }
+
     /// Runs plinth and expects success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);

@@ -53,19 +53,11 @@ fn greeting(env: &Env) -> String {
     outputs["greeting"].as_str().unwrap_or_default().to_owned()
 }
 
-/// Runs plinth expecting success; what it wrote on stderr (where builds are announced).
-fn built(env: &Env, args: &[&str]) -> String {
-    let out = env.run(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "plinth {args:?} failed:\n{stderr}");
-    stderr
-}
-
 #[test]
 fn an_edited_typescript_program_runs_its_new_code_on_the_same_runtime() {
     let env = project();
     write_program(&env.project, "one", "");
-    let first = built(&env, &["up", "--yes"]);
+    let first = env.built(&["up", "--yes"]);
     assert!(first.contains("Building program"), "{first}");
     assert_eq!(greeting(&env), "one");
     let runtimes_before = runtimes();
@@ -76,7 +68,7 @@ fn an_edited_typescript_program_runs_its_new_code_on_the_same_runtime() {
 
     for (edit, word) in ["two", "three"].iter().enumerate() {
         write_program(&env.project, word, "");
-        let stderr = built(&env, &["up", "--yes"]);
+        let stderr = env.built(&["up", "--yes"]);
         // The program's bundle is rebuilt; the runtime is not: the same file, untouched.
         assert!(stderr.contains("Building program"), "edit {edit}: {stderr}");
         assert!(
@@ -87,7 +79,7 @@ fn an_edited_typescript_program_runs_its_new_code_on_the_same_runtime() {
         assert_eq!(greeting(&env), *word, "edit {edit}: {stderr}");
     }
     // An unchanged program is not even bundled into the cache again.
-    let again = built(&env, &["preview"]);
+    let again = env.built(&["preview"]);
     assert!(!again.contains("Building program"), "{again}");
 }
 

@@ -74,14 +74,6 @@ fn a_misspelt_key_reaches_the_providers_check() {
     assert!(env.project.join("notes/n.json").is_file());
 }
 
-/// Runs plinth expecting success; what it wrote on stderr (where builds are announced).
-fn built(env: &Env, args: &[&str]) -> String {
-    let out = env.run(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "plinth {args:?} failed:\n{stderr}");
-    stderr
-}
-
 /// The build is keyed on what the bundle is made of: files written under the project (the
 /// notes the provider keeps in its grant, JSON or TypeScript nobody imports) rebuild nothing,
 /// a module only imported for its types is checked again but not rebuilt, and a change to an
@@ -117,7 +109,7 @@ fn a_typescript_program_is_rebuilt_only_when_what_it_bundles_changes() {
     std::fs::create_dir(dir.join("scratch")).unwrap();
     std::fs::write(dir.join("scratch/other.ts"), "export const x = 1;\n").unwrap();
     std::fs::write(dir.join("notes/extra.json"), "{}").unwrap();
-    let again = built(&env, &["up", "--yes"]);
+    let again = env.built(&["up", "--yes"]);
     assert!(!again.contains("Building program"), "{again}");
 
     // Nothing of kinds.ts is in the bundle, yet the check reads it.

@@ -139,14 +139,21 @@ fn whole<L: Componentized + ?Sized>(
     })
 }
 
-/// Builds the guest in `dir` to run here: the language's prebuilt runtime for `role` (built
-/// once per SDK and toolchain) and the code it loads, which is all an edit rebuilds.
-pub fn build_loaded<L: Prebuilt + ?Sized>(
+/// Builds the guest in `dir` to run here. A program runs on the language's prebuilt program
+/// runtime (built once per SDK and toolchain) with the code it loads, which is all an edit
+/// rebuilds; providers and policy packs are built whole.
+pub fn build_to_run<L: Prebuilt + ?Sized>(
     language: &L,
     dir: &Path,
     role: Role,
     what: &str,
 ) -> Result<Built> {
+    if role != Role::Program {
+        return Ok(Built {
+            component: build(language, dir, role, what)?,
+            code: None,
+        });
+    }
     let loaded = |job: &Job, cache: &ComponentCache, key: &Key, started| {
         loaded(language, job, cache, key, started)
     };

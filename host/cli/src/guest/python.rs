@@ -71,16 +71,10 @@ impl GuestLanguage for Python {
         componentized::build(self, dir, role, what)
     }
 
-    /// A program runs on the prebuilt program runtime, which imports its modules at run
-    /// time; providers and policy packs are built whole.
+    /// A program runs on the prebuilt program runtime; providers and policy packs are built
+    /// whole.
     fn build_to_run(&self, dir: &Path, role: Role, what: &str) -> Result<Built> {
-        match role {
-            Role::Program => componentized::build_loaded(self, dir, role, what),
-            Role::Provider | Role::PolicyPack => Ok(Built {
-                component: self.build(dir, role, what)?,
-                code: None,
-            }),
-        }
+        componentized::build_to_run(self, dir, role, what)
     }
 }
 
