@@ -1,9 +1,10 @@
 //! The rabbitmq provider (TypeScript, over the management HTTP API) against real brokers started
-//! by the tests: every effect is checked in what the broker exports with `rabbitmqctl`, never by
-//! trusting what the provider reports. Each test has a broker of its own, so that comparing the
+//! by the tests: every effect is checked in what the broker exports (its definitions, through its
+//! management API) or does (a password logging in over AMQP), never by trusting what the
+//! provider reports. Each test has a broker of its own, so that comparing the
 //! whole broker before and after is exact.
 
-use plinth_test_rabbitmq::{RabbitMq, USERNAME};
+use plinth_test_rabbitmq::{RabbitMq, USERNAME, eventually};
 use serde_json::{Value as Json, json};
 
 use crate::count_line;
@@ -161,9 +162,10 @@ fn every_type_is_created_updated_replaced_and_destroyed() {
         entry(&d, "users", "name", "app")["tags"],
         json!(["monitoring"])
     );
-    broker
-        .ctl(&["authenticate_user", "app", "first-pw"])
-        .unwrap();
+    assert!(
+        broker.logs_in("app", "first-pw").unwrap(),
+        "app does not log in"
+    );
     let perms = entry(&d, "permissions", "user", "app");
     assert_eq!(
         (perms["vhost"].as_str(), perms["configure"].as_str()),
@@ -176,7 +178,7 @@ fn every_type_is_created_updated_replaced_and_destroyed() {
     );
     assert_eq!(entry(&d, "exchanges", "name", "events")["type"], "topic");
     let orders = entry(&d, "queues", "name", "orders");
-    assert_eq!(orders["type"], "quorum", "{orders}");
+    assert_eq!(orders["arguments"]["x-queue-type"], "quorum", "{orders}");
     assert_eq!(orders["arguments"]["x-delivery-limit"], 5, "{orders}");
     assert_eq!(
         entry(&d, "queues", "name", "audit")["arguments"]["x-message-ttl"],
@@ -252,13 +254,12 @@ fn every_type_is_created_updated_replaced_and_destroyed() {
         entry(&d, "users", "name", "app")["tags"],
         json!(["monitoring", "management"])
     );
-    broker
-        .ctl(&["authenticate_user", "app", "second-pw"])
-        .unwrap();
     assert!(
-        broker
-            .ctl(&["authenticate_user", "app", "first-pw"])
-            .is_err(),
+        broker.logs_in("app", "second-pw").unwrap(),
+        "app does not log in"
+    );
+    assert!(
+        !broker.logs_in("app", "first-pw").unwrap(),
         "the old password still works"
     );
     assert_eq!(entry(&d, "permissions", "user", "app")["configure"], ".*");
@@ -269,7 +270,7 @@ fn every_type_is_created_updated_replaced_and_destroyed() {
     );
     assert_eq!(
         parameter(&d, "operator_policy", "cap")["definition"],
-        json!([["max-length", 5000]])
+        json!({"max-length": 5000})
     );
     assert_eq!(parameter(&d, "shovel", "audit-copy")["reconnect-delay"], 5);
     assert_eq!(
@@ -361,12 +362,11 @@ fn drift_made_with_rabbitmqctl_is_found_by_refresh_and_undone_by_up() {
     ]);
     ctl(&["clear_parameter", "-p", "e2e", "shovel", "audit-copy"]);
     // A shovel still running declares its source queue again when it is gone: the queue is
-    // deleted once the broker reports the shovel stopped (each check is a rabbitmqctl run).
-    let stopped = (0..120).any(|_| {
-        let status = ctl(&["shovel_status", "--formatter", "json", "--silent"]);
-        !status.contains("audit-copy")
-    });
-    assert!(stopped, "the shovel audit-copy did not stop");
+    // deleted once the broker reports the shovel stopped.
+    eventually("the shovel audit-copy stops", || {
+        Ok(!(broker.shovels()?.iter()).any(|s| s["name"] == "audit-copy"))
+    })
+    .unwrap();
     ctl(&["delete_queue", "-p", "e2e", "audit"]);
 
     let out = env.run(&["refresh", "--expect-no-changes"]);
@@ -424,9 +424,10 @@ fn drift_made_with_rabbitmqctl_is_found_by_refresh_and_undone_by_up() {
         without_password_hashes(broker.definitions().unwrap()),
         without_password_hashes(declared)
     );
-    broker
-        .ctl(&["authenticate_user", "app", "first-pw"])
-        .unwrap();
+    assert!(
+        broker.logs_in("app", "first-pw").unwrap(),
+        "app does not log in"
+    );
     env.ok(&["refresh", "--expect-no-changes"]);
     env.ok(&["destroy", "--yes"]);
 }
@@ -667,9 +668,10 @@ fn the_python_example_runs_against_a_broker() {
     let d = broker.definitions().unwrap();
     entry(&d, "vhosts", "name", "shop");
     entry(&d, "queues", "name", "orders");
-    broker
-        .ctl(&["authenticate_user", "shop-app", "example-pw"])
-        .unwrap();
+    assert!(
+        broker.logs_in("shop-app", "example-pw").unwrap(),
+        "shop-app does not log in"
+    );
     let outputs: Json = serde_json::from_str(&env.ok(&["stack", "output", "--json"])).unwrap();
     assert_eq!(outputs["queue"], "orders", "{outputs}");
     env.ok(&["preview", "--expect-no-changes"]);
@@ -745,16 +747,11 @@ fn a_vhost_default_queue_type_and_amqp10_shovel_fields_live_their_lives() {
     ] {
         assert_eq!(shovel[key], value, "{key} in {shovel}");
     }
-    // The broker runs it: each check is a rabbitmqctl run, bounded in count, not in time.
-    let running = (0..120).any(|_| {
-        let status = broker
-            .ctl(&["shovel_status", "--formatter", "json", "--silent"])
-            .unwrap();
-        let status: Json = serde_json::from_str(&status).unwrap_or(Json::Null);
-        (status.as_array().into_iter().flatten())
-            .any(|s| s["name"] == "dst10" && s["state"] == "running")
-    });
-    assert!(running, "the AMQP 1.0 shovel does not run");
+    // The broker runs it.
+    eventually("the AMQP 1.0 shovel dst10 runs", || {
+        Ok((broker.shovels()?.iter()).any(|s| s["name"] == "dst10" && s["state"] == "running"))
+    })
+    .unwrap();
     env.ok(&["preview", "--expect-no-changes"]);
     env.ok(&["refresh", "--expect-no-changes"]);
 

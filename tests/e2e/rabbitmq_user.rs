@@ -24,7 +24,7 @@ fn a_recorded_password_changed_on_the_broker_is_drift_that_up_undoes() {
             "name": "app", "password": {"$secret": "app_password"}, "tags": ["monitoring"]}}]),
     );
     env.ok(&["up", "--yes"]);
-    broker.ctl(&["authenticate_user", "app", FIRST]).unwrap();
+    assert!(broker.logs_in("app", FIRST).unwrap(), "app does not log in");
     env.ok(&["refresh", "--expect-no-changes"]);
 
     broker.ctl(&["change_password", "app", ELSEWHERE]).unwrap();
@@ -36,12 +36,8 @@ fn a_recorded_password_changed_on_the_broker_is_drift_that_up_undoes() {
 
     let out = env.ok(&["up", "--yes"]);
     assert!(count_line(&out).contains("1 updated"), "{out}");
-    broker.ctl(&["authenticate_user", "app", FIRST]).unwrap();
-    assert!(
-        broker
-            .ctl(&["authenticate_user", "app", ELSEWHERE])
-            .is_err()
-    );
+    assert!(broker.logs_in("app", FIRST).unwrap(), "app does not log in");
+    assert!(!broker.logs_in("app", ELSEWHERE).unwrap());
     env.ok(&["refresh", "--expect-no-changes"]);
     env.ok(&["destroy", "--yes"]);
 }
@@ -61,11 +57,7 @@ fn declare_write_only(env: &Env, password: &str, version: i64, tags: &[&str]) {
 fn a_write_only_password_logs_in_and_is_never_recorded() {
     let broker = broker();
     let env = project(&broker, "%2F");
-    let logs_in = |password: &str| {
-        broker
-            .ctl(&["authenticate_user", "wo_app", password])
-            .is_ok()
-    };
+    let logs_in = |password: &str| broker.logs_in("wo_app", password).unwrap();
 
     declare_write_only(&env, FIRST, 1, &["monitoring"]);
     let all = printed_with_logs(&env, &["up", "--yes", "--json"]);

@@ -8,12 +8,20 @@
 //! (Debian's `rabbitmq-server` package; `scripts/setup` installs it). The broker has one user,
 //! [`USERNAME`], an administrator with a password made for each broker.
 //!
+//! What a test reads of the broker (its definitions, its shovels, whether a password logs in)
+//! goes over the management API and AMQP: each `rabbitmqctl` run starts an Erlang VM, about a
+//! second of CPU, and the tests read the broker dozens of times. [`RabbitMq::ctl`] is for
+//! changing it as an operator would.
+//!
 //! ```no_run
 //! let broker = plinth_test_rabbitmq::RabbitMq::start().unwrap();
 //! broker.ctl(&["add_vhost", "orders"]).unwrap();
 //! let definitions = broker.definitions().unwrap();
 //! assert!(definitions["vhosts"].as_array().unwrap().iter().any(|v| v["name"] == "orders"));
+//! assert!(broker.logs_in(plinth_test_rabbitmq::USERNAME, broker.password()).unwrap());
 //! ```
+
+mod amqp;
 
 use std::fmt;
 use std::net::{Ipv4Addr, TcpListener};
@@ -22,7 +30,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
+use base64::Engine;
 use tempfile::TempDir;
 
 /// The broker's one user, an administrator.
@@ -51,6 +61,13 @@ const SERVER_FILE: &str = "server";
 /// A free port can be taken by another process between probing and binding; starts that fail
 /// are retried on new ports this many times.
 const START_ATTEMPTS: usize = 3;
+/// How long a request to the management API may take: only tells a hung broker from a slow one.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long [`eventually`] waits for what the broker does on its own (a shovel starting or
+/// stopping). Generous, as [`BOOT_TIMEOUT_SECONDS`]: the bound only tells "never" from "slowly".
+const EVENTUALLY_TIMEOUT: Duration = Duration::from_secs(180);
+/// How often [`eventually`] asks again.
+const EVENTUALLY_PAUSE: Duration = Duration::from_millis(50);
 
 /// What went wrong while setting up or talking to a test broker.
 #[derive(Debug)]
@@ -161,18 +178,66 @@ impl RabbitMq {
 
     /// Everything the broker is configured with — vhosts, users, permissions, topic
     /// permissions, exchanges, queues, bindings, policies, and parameters (shovels, federation
-    /// upstreams, operator policies, vhost limits) — as `rabbitmqctl export_definitions` gives
-    /// it, each list sorted so that two exports compare equal when the broker holds the same.
+    /// upstreams, operator policies, vhost limits) — as the management API exports them, each
+    /// list sorted so that two exports compare equal when the broker holds the same. Each vhost
+    /// has its `name` and its `metadata` (description, tags, default queue type), which the
+    /// export leaves out and `rabbitmqctl export_definitions` has; its limits are among the
+    /// parameters. Unlike `rabbitmqctl`'s, a queue has no `type`: its `x-queue-type` argument
+    /// names it.
     pub fn definitions(&self) -> Result<serde_json::Value> {
-        let text = self.ctl(&["export_definitions", "-", "--silent"])?;
-        let mut definitions: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error(format!("export_definitions printed no JSON ({e}): {text}")))?;
+        let mut definitions = self.get("/api/definitions")?;
+        let vhosts = match self.get("/api/vhosts")? {
+            serde_json::Value::Array(vhosts) => vhosts,
+            other => return Err(Error(format!("GET /api/vhosts gave no list: {other}"))),
+        };
+        let vhosts = (vhosts.into_iter())
+            .map(|v| serde_json::json!({"name": v["name"], "metadata": v["metadata"]}))
+            .collect();
         if let Some(object) = definitions.as_object_mut() {
+            object.insert("vhosts".to_owned(), serde_json::Value::Array(vhosts));
             for list in object.values_mut().filter_map(|v| v.as_array_mut()) {
                 list.sort_by_key(|item| item.to_string());
             }
         }
         Ok(definitions)
+    }
+
+    /// The shovels the broker runs, each with its `name`, `vhost` and `state`, as
+    /// `rabbitmqctl shovel_status` lists them.
+    pub fn shovels(&self) -> Result<Vec<serde_json::Value>> {
+        match self.get("/api/shovels")? {
+            serde_json::Value::Array(shovels) => Ok(shovels),
+            other => Err(Error(format!("GET /api/shovels gave no list: {other}"))),
+        }
+    }
+
+    /// Whether `user` logs in with `password`, over AMQP as an application does (what
+    /// `rabbitmqctl authenticate_user` checks).
+    pub fn logs_in(&self, user: &str, password: &str) -> Result<bool> {
+        amqp::logs_in(self.ports.amqp, user, password)
+    }
+
+    /// `GET` of the management API's `path`, as [`USERNAME`], parsed.
+    fn get(&self, path: &str) -> Result<serde_json::Value> {
+        let failed = |e: &dyn fmt::Display| Error(format!("GET {path} of the broker: {e}"));
+        let credentials = format!("{USERNAME}:{}", self.password);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .build()
+            .into();
+        let text = agent
+            .get(format!("{}{path}", self.endpoint()))
+            .header(
+                "Authorization",
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(credentials)
+                ),
+            )
+            .call()
+            .and_then(|mut response| response.body_mut().read_to_string())
+            .map_err(|e| failed(&e))?;
+        serde_json::from_str(&text).map_err(|e| failed(&format!("not JSON ({e}): {text}")))
     }
 
     /// Where the broker writes its log, to show when a test fails.
@@ -445,6 +510,24 @@ fn sweep_orphans(temp: &Path) {
     }
 }
 
+/// Waits until `done` holds, for what the broker does on its own after a change (a shovel
+/// starting, or stopping once deleted): asks again every [`EVENTUALLY_PAUSE`], and fails naming
+/// `what` after [`EVENTUALLY_TIMEOUT`] — a bound that tells a broker that never gets there from
+/// a slow one, not a deadline a loaded machine could miss.
+pub fn eventually(what: &str, mut done: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = Instant::now() + EVENTUALLY_TIMEOUT;
+    while !done()? {
+        if Instant::now() >= deadline {
+            return Err(Error(format!(
+                "{what}: not so after {} s",
+                EVENTUALLY_TIMEOUT.as_secs()
+            )));
+        }
+        std::thread::sleep(EVENTUALLY_PAUSE);
+    }
+    Ok(())
+}
+
 fn bindir() -> Result<PathBuf> {
     let dir = std::env::var_os("PLINTH_RABBITMQ_BINDIR")
         .map(PathBuf::from)
@@ -513,6 +596,36 @@ mod tests {
         let users = definitions["users"].as_array().unwrap();
         assert_eq!(users.len(), 1, "{definitions}");
         assert_eq!(users[0]["name"], USERNAME);
+        // What rabbitmqctl exports, but for the vhosts' limits (among the parameters) and
+        // what names the cluster and the product.
+        broker
+            .ctl(&["set_vhost_limits", "-p", "x/\"y", "{\"max-queues\": 7}"])
+            .unwrap();
+        let definitions = broker.definitions().unwrap();
+        let exported = broker
+            .ctl(&["export_definitions", "-", "--silent"])
+            .unwrap();
+        let mut exported: serde_json::Value = serde_json::from_str(&exported).unwrap();
+        for vhost in exported["vhosts"].as_array_mut().unwrap() {
+            vhost.as_object_mut().unwrap().remove("limits");
+        }
+        for (key, list) in exported.as_object().unwrap() {
+            let mut list = list.clone();
+            if let Some(list) = list.as_array_mut() {
+                list.sort_by_key(|item| item.to_string());
+            }
+            if key != "global_parameters" {
+                assert_eq!(definitions[key], list, "{key}");
+            }
+        }
+        let vhost = (definitions["vhosts"].as_array().unwrap().iter())
+            .find(|v| v["name"] == "/")
+            .unwrap();
+        assert_eq!(vhost["metadata"]["description"], "Default virtual host");
+        assert_eq!(broker.shovels().unwrap(), Vec::<serde_json::Value>::new());
+        assert!(broker.logs_in(USERNAME, broker.password()).unwrap());
+        assert!(!broker.logs_in(USERNAME, "not-the-password").unwrap());
+        assert!(!broker.logs_in("nobody", broker.password()).unwrap());
         let plugins = broker.ctl(&["eval", "rabbit_plugins:active()."]).unwrap();
         for plugin in PLUGINS {
             assert!(
