@@ -691,11 +691,10 @@ fn a_read_token_sees_no_action_and_its_forged_form_is_refused_while_a_writer_can
     browser
         .goto(&format!("{}/stacks/p/prod", service.url))
         .unwrap();
+    let page = browser.source().unwrap();
     assert!(
-        browser
-            .source()
-            .unwrap()
-            .contains("needs read-no-secrets on stack p/prod")
+        page.contains("needs read-no-secrets on stack p/prod"),
+        "{page}"
     );
 
     // The form posted anyway, with the reader's own session and CSRF token: refused, as the
