@@ -303,46 +303,54 @@ impl VersionProxy {
                 .http_status_as_error(false)
                 .build()
                 .into();
+            // Each request on a thread of its own, as a real proxy serves them: the client
+            // keeps two journal batches in flight, and the service holds one that came early
+            // until the one before it arrives, which a proxy forwarding one request at a time
+            // would keep queued behind it.
             for mut request in serving.incoming_requests() {
-                let mut body = Vec::new();
-                std::io::Read::read_to_end(request.as_reader(), &mut body).unwrap();
-                let mut forwarded = ureq::http::Request::builder()
-                    .method(request.method().as_str())
-                    .uri(format!("{upstream}{}", request.url()));
-                for header in request.headers() {
-                    let name = header.field.as_str().as_str();
-                    // Answers come back plain: the proxy copies bytes it does not decode.
-                    if !["host", "content-length", "accept-encoding", "connection"]
-                        .contains(&name.to_ascii_lowercase().as_str())
-                    {
-                        forwarded = forwarded.header(name, header.value.as_str());
+                let (agent, upstream) = (agent.clone(), upstream.clone());
+                std::thread::spawn(move || {
+                    let mut body = Vec::new();
+                    std::io::Read::read_to_end(request.as_reader(), &mut body).unwrap();
+                    let mut forwarded = ureq::http::Request::builder()
+                        .method(request.method().as_str())
+                        .uri(format!("{upstream}{}", request.url()));
+                    for header in request.headers() {
+                        let name = header.field.as_str().as_str();
+                        // Answers come back plain: the proxy copies bytes it does not decode.
+                        if !["host", "content-length", "accept-encoding", "connection"]
+                            .contains(&name.to_ascii_lowercase().as_str())
+                        {
+                            forwarded = forwarded.header(name, header.value.as_str());
+                        }
                     }
-                }
-                let Ok(mut answer) = agent.run(forwarded.body(body).unwrap()) else {
-                    continue;
-                };
-                let status = answer.status().as_u16();
-                let mut response =
-                    tiny_http::Response::from_data(answer.body_mut().read_to_vec().unwrap())
-                        .with_status_code(status);
-                for (name, value) in answer.headers() {
-                    let lower = name.as_str();
-                    if ![
-                        "content-length",
-                        "transfer-encoding",
-                        "connection",
-                        VERSION_HEADER,
-                    ]
-                    .contains(&lower)
-                    {
-                        response.add_header(
-                            tiny_http::Header::from_bytes(lower, value.as_bytes()).unwrap(),
-                        );
+                    let Ok(mut answer) = agent.run(forwarded.body(body).unwrap()) else {
+                        return;
+                    };
+                    let status = answer.status().as_u16();
+                    let mut response =
+                        tiny_http::Response::from_data(answer.body_mut().read_to_vec().unwrap())
+                            .with_status_code(status);
+                    for (name, value) in answer.headers() {
+                        let lower = name.as_str();
+                        if ![
+                            "content-length",
+                            "transfer-encoding",
+                            "connection",
+                            VERSION_HEADER,
+                        ]
+                        .contains(&lower)
+                        {
+                            response.add_header(
+                                tiny_http::Header::from_bytes(lower, value.as_bytes()).unwrap(),
+                            );
+                        }
                     }
-                }
-                response
-                    .add_header(tiny_http::Header::from_bytes(VERSION_HEADER, version).unwrap());
-                let _ = request.respond(response);
+                    response.add_header(
+                        tiny_http::Header::from_bytes(VERSION_HEADER, version).unwrap(),
+                    );
+                    let _ = request.respond(response);
+                });
             }
         });
         VersionProxy { url, server }
