@@ -29,49 +29,50 @@ const MAX_FRAME: u32 = 131_072;
 
 /// Whether `user` logs in with `password` at the broker's AMQP port `port`.
 pub(crate) fn logs_in(port: u16, user: &str, password: &str) -> Result<bool> {
-    let io = |e: std::io::Error| Error(format!("AMQP login as {user} on port {port}: {e}"));
+    exchange(port, user, password)
+        .map_err(|reason| Error(format!("AMQP login as {user} on port {port}: {reason}")))
+}
+
+/// The exchange up to the broker's answer to the credentials; an error says what went wrong.
+fn exchange(port: u16, user: &str, password: &str) -> Result<bool, String> {
+    let io = |e: std::io::Error| e.to_string();
     let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).map_err(io)?;
     stream.set_read_timeout(Some(READ_TIMEOUT)).map_err(io)?;
     stream.write_all(PROTOCOL_HEADER).map_err(io)?;
-    let (class, method, _) = read_method(&mut stream, user, port)?;
+    let (class, method, _) = read_method(&mut stream)?;
     if (class, method) != (CONNECTION, START) {
-        return Err(Error(format!(
-            "AMQP login as {user} on port {port}: the broker opened with method {class}.{method}, \
-             not Connection.Start"
-        )));
+        return Err(format!(
+            "the broker opened with method {class}.{method}, not Connection.Start"
+        ));
     }
     stream.write_all(&start_ok(user, password)).map_err(io)?;
-    match read_method(&mut stream, user, port)? {
+    match read_method(&mut stream)? {
         (CONNECTION, TUNE, _) => Ok(true),
         (CONNECTION, CLOSE, args) if args.get(..2) == Some(&ACCESS_REFUSED.to_be_bytes()) => {
             Ok(false)
         }
-        (class, method, args) => Err(Error(format!(
-            "AMQP login as {user} on port {port}: the broker answered the credentials with \
-             method {class}.{method} ({})",
+        (class, method, args) => Err(format!(
+            "the broker answered the credentials with method {class}.{method} ({})",
             String::from_utf8_lossy(&args)
-        ))),
+        )),
     }
 }
 
 /// Reads one method frame: its class, method and arguments.
-fn read_method(stream: &mut TcpStream, user: &str, port: u16) -> Result<(u16, u16, Vec<u8>)> {
-    let io = |e: std::io::Error| Error(format!("AMQP login as {user} on port {port}: {e}"));
+fn read_method(stream: &mut TcpStream) -> Result<(u16, u16, Vec<u8>), String> {
     let mut header = [0; 7];
-    stream.read_exact(&mut header).map_err(io)?;
+    stream.read_exact(&mut header).map_err(|e| e.to_string())?;
     let size = u32::from_be_bytes([header[3], header[4], header[5], header[6]]);
     if header[0] != FRAME_METHOD || !(4..=MAX_FRAME).contains(&size) {
-        return Err(Error(format!(
-            "AMQP login as {user} on port {port}: not a method frame (type {}, {size} bytes)",
+        return Err(format!(
+            "not a method frame (type {}, {size} bytes)",
             header[0]
-        )));
+        ));
     }
     let mut payload = vec![0; size as usize + 1];
-    stream.read_exact(&mut payload).map_err(io)?;
+    stream.read_exact(&mut payload).map_err(|e| e.to_string())?;
     if payload.pop() != Some(FRAME_END) {
-        return Err(Error(format!(
-            "AMQP login as {user} on port {port}: a frame without its end marker"
-        )));
+        return Err("a frame without its end marker".to_owned());
     }
     let class = u16::from_be_bytes([payload[0], payload[1]]);
     let method = u16::from_be_bytes([payload[2], payload[3]]);
