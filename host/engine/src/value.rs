@@ -1,6 +1,5 @@
 //! Property values: the data model shared by programs, providers and state.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -9,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::shown::escape_controls;
 
-/// A map of property names to values, ordered so that state files and diffs are deterministic.
-pub type PropertyMap = BTreeMap<String, Value>;
+pub mod map;
+
+pub use map::PropertyMap;
 
 /// The key that marks a JSON object as a special value (secret or unknown) rather than a map.
 pub const SIG_KEY: &str = "plinth:sig";
@@ -355,11 +355,8 @@ impl<'de> Visitor<'de> for ValueVisitor {
         }
         Ok(Value::Array(items))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut map = PropertyMap::new();
-        while let Some((k, v)) = access.next_entry::<String, Value>()? {
-            map.insert(k, v);
-        }
+    fn visit_map<A: MapAccess<'de>>(self, access: A) -> Result<Value, A::Error> {
+        let mut map = map::read_entries(access)?;
         match map.get(SIG_KEY) {
             None => Ok(Value::Object(map)),
             Some(Value::String(sig)) if sig == "secret" => {

@@ -12,7 +12,6 @@
 //! plain string or number holding one comes back marked secret.
 
 use std::borrow::Cow;
-use std::collections::btree_map::Entry;
 
 use plinth_engine::shown::escape_controls;
 use plinth_engine::value::{OutputField, OutputRef, PropertyMap, Value};
@@ -201,23 +200,16 @@ fn conceal(value: Value, node: usize) -> Result<Value, ValueError> {
 }
 
 fn conceal_entries(map: PropertyMap, node: usize) -> Result<PropertyMap, ValueError> {
-    let mut concealed = PropertyMap::new();
-    for (key, value) in map {
-        if let Cow::Owned(masked) = secret_masker().mask_key(&key) {
-            let masked = escape_controls(&masked).into_owned();
-            return Err(ValueError::SecretKey { node, masked });
-        }
-        match concealed.entry(key) {
-            Entry::Vacant(entry) => {
-                entry.insert(conceal(value, node)?);
+    // A map's keys are unique already: only its values change.
+    map.into_iter()
+        .map(|(key, value)| {
+            if let Cow::Owned(masked) = secret_masker().mask_key(&key) {
+                let masked = escape_controls(&masked).into_owned();
+                return Err(ValueError::SecretKey { node, masked });
             }
-            Entry::Occupied(entry) => {
-                let (key, _) = entry.remove_entry();
-                return Err(ValueError::DuplicateKey { node, key });
-            }
-        }
-    }
-    Ok(concealed)
+            Ok((key, conceal(value, node)?))
+        })
+        .collect()
 }
 
 /// Appends `value`'s nodes, parents before children, and returns the index of its root.
@@ -334,19 +326,15 @@ impl Tree {
         entries: Vec<(String, u32)>,
         depth: usize,
     ) -> Result<PropertyMap, ValueError> {
-        let mut map = PropertyMap::new();
-        for (key, child) in entries {
-            let value = (self.child(index, child, depth))
-                .map_err(|e| e.under(|| key.escape_debug().to_string()))?;
-            match map.entry(key) {
-                Entry::Vacant(entry) => entry.insert(value),
-                Entry::Occupied(entry) => {
-                    let (key, _) = entry.remove_entry();
-                    return Err(ValueError::DuplicateKey { node: index, key });
-                }
-            };
-        }
-        Ok(map)
+        let entries = (entries.into_iter())
+            .map(|(key, child)| {
+                let value = (self.child(index, child, depth))
+                    .map_err(|e| e.under(|| key.escape_debug().to_string()))?;
+                Ok((key, value))
+            })
+            .collect::<Result<Vec<_>, ValueError>>()?;
+        PropertyMap::from_unique(entries)
+            .map_err(|key| ValueError::DuplicateKey { node: index, key })
     }
 }
 
