@@ -1,8 +1,9 @@
 //! The scheduler's graph: a node per registration, the slot its handle fills once settled,
 //! and what each node does once everything it refers to is known.
 
-use std::collections::HashSet;
 use std::sync::Arc;
+
+use foldhash::{HashSet, HashSetExt};
 
 use super::step::result::{StepError, StepResult};
 use crate::program::ProgramError;

@@ -1,9 +1,9 @@
 //! The scheduler: takes the program's registrations as they come, keeps the graph of what
 //! each waits for, and starts each node's work once everything it refers to is known.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 

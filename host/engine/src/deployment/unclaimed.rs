@@ -1,8 +1,7 @@
 //! The end of a deployment: deleting what the program no longer declares and the copies it
 //! replaced, each after every resource that depends on it, independent deletes in parallel.
 
-use std::collections::{HashMap, HashSet};
-
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use tokio::task::JoinSet;
 
 use super::scheduler::Scheduler;

@@ -1,8 +1,9 @@
 //! The state a deployment started from, indexed for its steps: live resources by URN, the
 //! resources naming each URN as parent or dependency, provider resources by reference.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use foldhash::{HashMap, HashMapExt};
 
 use super::request::reference;
 use crate::resource::{ProviderRef, ResourceState};

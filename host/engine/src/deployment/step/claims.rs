@@ -2,8 +2,7 @@
 //! the base resource with its URN (or an alias), a delete-before-replace marks the dependents it
 //! deletes first, and each tells those waiting for it how it ended.
 
-use std::collections::HashMap;
-
+use foldhash::HashMap;
 use tokio::sync::watch;
 
 use crate::resource::ResourceState;

@@ -2,9 +2,9 @@
 //! dependents a delete-before-replace must delete first. Protect and retain-on-delete are honored
 //! here; a provider resource is only forgotten.
 
-use std::collections::HashSet;
 use std::time::Instant;
 
+use foldhash::{HashSet, HashSetExt};
 use tokio::sync::watch;
 
 use super::claims::{ClaimOutcome, mark_deleted};

@@ -20,9 +20,9 @@
 //! [`StepContext::record_after_in_flight`], which every recording of a targeted run goes
 //! through.
 
-use std::collections::HashSet;
 use std::time::Instant;
 
+use foldhash::{HashSet, HashSetExt};
 use tokio::sync::watch;
 
 use super::context::StepContext;
