@@ -10,7 +10,8 @@ use crate::shown::escape_controls;
 
 pub mod map;
 
-pub use map::PropertyMap;
+/// A map of property names to values, ordered so that state files and diffs are deterministic.
+pub type PropertyMap = map::SortedMap<Value>;
 
 /// The key that marks a JSON object as a special value (secret or unknown) rather than a map.
 pub const SIG_KEY: &str = "plinth:sig";

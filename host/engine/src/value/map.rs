@@ -1,11 +1,12 @@
-//! [`PropertyMap`]: property names to values, kept as one vector sorted by name.
+//! [`SortedMap`]: names to values, kept as one vector sorted by name. The engine's
+//! [`PropertyMap`](super::PropertyMap) is a `SortedMap` of property values.
 //!
 //! A resource holds two or three small maps (inputs, outputs, nested objects), and a stack of
 //! 100,000 resources holds hundreds of thousands of them. A `BTreeMap` gives each, however
 //! small, a node of eleven slots (632 bytes here); a sorted vector holds what it has, in one
 //! allocation that is copied, compared and walked in order. Lookups are a binary search;
 //! building from many entries sorts once (`collect`, `extend`, deserializing), so a map with keys
-//! in any order, even a hostile guest's, costs O(n log n). Only [`PropertyMap::insert`] of a
+//! in any order, even a hostile guest's, costs O(n log n). Only [`SortedMap::insert`] of a
 //! key below the last moves the entries after it: the engine's own inserts are few per map.
 
 use std::borrow::Borrow;
@@ -14,35 +15,39 @@ use std::fmt;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::Value;
-
-/// A map of property names to values, ordered so that state files and diffs are deterministic.
-#[derive(Clone, Default, PartialEq)]
-pub struct PropertyMap {
+/// A map of names to values, ordered by name.
+#[derive(Clone, PartialEq)]
+pub struct SortedMap<V> {
     /// Sorted by key, each key once.
-    entries: Vec<(String, Value)>,
+    entries: Vec<(String, V)>,
 }
 
-type Pair = (String, Value);
+impl<V> Default for SortedMap<V> {
+    fn default() -> Self {
+        SortedMap::new()
+    }
+}
 
 /// Borrowed entries, as `BTreeMap::iter` yields them.
-pub type Iter<'a> =
-    std::iter::Map<std::slice::Iter<'a, Pair>, fn(&'a Pair) -> (&'a String, &'a Value)>;
+pub type Iter<'a, V> =
+    std::iter::Map<std::slice::Iter<'a, (String, V)>, fn(&'a (String, V)) -> (&'a String, &'a V)>;
 /// Entries with their values mutable.
-pub type IterMut<'a> =
-    std::iter::Map<std::slice::IterMut<'a, Pair>, fn(&'a mut Pair) -> (&'a String, &'a mut Value)>;
+pub type IterMut<'a, V> = std::iter::Map<
+    std::slice::IterMut<'a, (String, V)>,
+    fn(&'a mut (String, V)) -> (&'a String, &'a mut V),
+>;
 /// Owned entries, in key order.
-pub type IntoIter = std::vec::IntoIter<Pair>;
+pub type IntoIter<V> = std::vec::IntoIter<(String, V)>;
 
-impl PropertyMap {
-    pub const fn new() -> PropertyMap {
-        PropertyMap {
+impl<V> SortedMap<V> {
+    pub const fn new() -> SortedMap<V> {
+        SortedMap {
             entries: Vec::new(),
         }
     }
 
-    pub fn with_capacity(capacity: usize) -> PropertyMap {
-        PropertyMap {
+    pub fn with_capacity(capacity: usize) -> SortedMap<V> {
+        SortedMap {
             entries: Vec::with_capacity(capacity),
         }
     }
@@ -63,7 +68,7 @@ impl PropertyMap {
         self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
     }
 
-    pub fn get<Q>(&self, key: &Q) -> Option<&Value>
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
     where
         String: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -72,7 +77,7 @@ impl PropertyMap {
         Some(&self.entries[i].1)
     }
 
-    pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut Value>
+    pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
     where
         String: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -91,7 +96,7 @@ impl PropertyMap {
 
     /// Sets `key` to `value`, returning the value it replaced. Appending (a key above every
     /// other) is O(1); a key below the last moves the entries after it.
-    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+    pub fn insert(&mut self, key: String, value: V) -> Option<V> {
         if self.entries.last().is_none_or(|(last, _)| *last < key) {
             self.entries.push((key, value));
             return None;
@@ -105,7 +110,7 @@ impl PropertyMap {
         }
     }
 
-    pub fn remove<Q>(&mut self, key: &Q) -> Option<Value>
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
     where
         String: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -114,7 +119,7 @@ impl PropertyMap {
         Some(self.entries.remove(i).1)
     }
 
-    pub fn remove_entry<Q>(&mut self, key: &Q) -> Option<(String, Value)>
+    pub fn remove_entry<Q>(&mut self, key: &Q) -> Option<(String, V)>
     where
         String: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -123,7 +128,7 @@ impl PropertyMap {
         Some(self.entries.remove(i))
     }
 
-    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
+    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut V) -> bool) {
         self.entries.retain_mut(|(k, v)| keep(k, v));
     }
 
@@ -132,7 +137,7 @@ impl PropertyMap {
     }
 
     /// The entry of `key`, to read, fill or change in place.
-    pub fn entry(&mut self, key: String) -> Entry<'_> {
+    pub fn entry(&mut self, key: String) -> Entry<'_, V> {
         match self.position(key.as_str()) {
             Ok(index) => Entry::Occupied(OccupiedEntry { map: self, index }),
             Err(index) => Entry::Vacant(VacantEntry {
@@ -143,19 +148,19 @@ impl PropertyMap {
         }
     }
 
-    pub fn first_key_value(&self) -> Option<(&String, &Value)> {
+    pub fn first_key_value(&self) -> Option<(&String, &V)> {
         self.entries.first().map(|(k, v)| (k, v))
     }
 
-    pub fn last_key_value(&self) -> Option<(&String, &Value)> {
+    pub fn last_key_value(&self) -> Option<(&String, &V)> {
         self.entries.last().map(|(k, v)| (k, v))
     }
 
-    pub fn iter(&self) -> Iter<'_> {
+    pub fn iter(&self) -> Iter<'_, V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
-    pub fn iter_mut(&mut self) -> IterMut<'_> {
+    pub fn iter_mut(&mut self) -> IterMut<'_, V> {
         self.entries.iter_mut().map(|(k, v)| (&*k, v))
     }
 
@@ -163,13 +168,11 @@ impl PropertyMap {
         self.entries.iter().map(|(k, _)| k)
     }
 
-    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + ExactSizeIterator {
         self.entries.iter().map(|(_, v)| v)
     }
 
-    pub fn values_mut(
-        &mut self,
-    ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
+    pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut V> + ExactSizeIterator {
         self.entries.iter_mut().map(|(_, v)| v)
     }
 
@@ -177,21 +180,21 @@ impl PropertyMap {
         self.entries.into_iter().map(|(k, _)| k)
     }
 
-    pub fn into_values(self) -> impl DoubleEndedIterator<Item = Value> + ExactSizeIterator {
+    pub fn into_values(self) -> impl DoubleEndedIterator<Item = V> + ExactSizeIterator {
         self.entries.into_iter().map(|(_, v)| v)
     }
 
     /// A map of `entries`, whose keys must be unique: the error is a key that came twice.
-    pub fn from_unique(mut entries: Vec<(String, Value)>) -> Result<PropertyMap, String> {
+    pub fn from_unique(mut entries: Vec<(String, V)>) -> Result<SortedMap<V>, String> {
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         if let Some(twice) = entries.windows(2).position(|w| w[0].0 == w[1].0) {
             return Err(std::mem::take(&mut entries[twice].0));
         }
-        Ok(PropertyMap { entries })
+        Ok(SortedMap { entries })
     }
 
     /// Sorts `entries` by key, the last of equal keys winning (as inserting them in turn would).
-    fn from_unsorted(mut entries: Vec<Pair>) -> PropertyMap {
+    fn from_unsorted(mut entries: Vec<(String, V)>) -> SortedMap<V> {
         if !entries.is_sorted_by(|a, b| a.0 < b.0) {
             // Stable: of equal keys, the later stays later, and `dedup_by` keeps its value.
             entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -203,44 +206,47 @@ impl PropertyMap {
                 same
             });
         }
-        PropertyMap { entries }
+        SortedMap { entries }
     }
 }
 
 /// A place in a map, as `BTreeMap::entry` gives.
-pub enum Entry<'a> {
-    Occupied(OccupiedEntry<'a>),
-    Vacant(VacantEntry<'a>),
+pub enum Entry<'a, V> {
+    Occupied(OccupiedEntry<'a, V>),
+    Vacant(VacantEntry<'a, V>),
 }
 
-pub struct OccupiedEntry<'a> {
-    map: &'a mut PropertyMap,
+pub struct OccupiedEntry<'a, V> {
+    map: &'a mut SortedMap<V>,
     index: usize,
 }
 
-pub struct VacantEntry<'a> {
-    map: &'a mut PropertyMap,
+pub struct VacantEntry<'a, V> {
+    map: &'a mut SortedMap<V>,
     index: usize,
     key: String,
 }
 
-impl<'a> Entry<'a> {
-    pub fn or_insert_with(self, make: impl FnOnce() -> Value) -> &'a mut Value {
+impl<'a, V> Entry<'a, V> {
+    pub fn or_insert_with(self, make: impl FnOnce() -> V) -> &'a mut V {
         match self {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => entry.insert(make()),
         }
     }
 
-    pub fn or_insert(self, value: Value) -> &'a mut Value {
+    pub fn or_insert(self, value: V) -> &'a mut V {
         self.or_insert_with(|| value)
     }
 
-    pub fn or_default(self) -> &'a mut Value {
-        self.or_insert_with(Value::default)
+    pub fn or_default(self) -> &'a mut V
+    where
+        V: Default,
+    {
+        self.or_insert_with(V::default)
     }
 
-    pub fn and_modify(mut self, change: impl FnOnce(&mut Value)) -> Entry<'a> {
+    pub fn and_modify(mut self, change: impl FnOnce(&mut V)) -> Entry<'a, V> {
         if let Entry::Occupied(entry) = &mut self {
             change(entry.get_mut());
         }
@@ -255,115 +261,115 @@ impl<'a> Entry<'a> {
     }
 }
 
-impl<'a> OccupiedEntry<'a> {
+impl<'a, V> OccupiedEntry<'a, V> {
     pub fn key(&self) -> &str {
         &self.map.entries[self.index].0
     }
 
-    pub fn get(&self) -> &Value {
+    pub fn get(&self) -> &V {
         &self.map.entries[self.index].1
     }
 
-    pub fn get_mut(&mut self) -> &mut Value {
+    pub fn get_mut(&mut self) -> &mut V {
         &mut self.map.entries[self.index].1
     }
 
-    pub fn into_mut(self) -> &'a mut Value {
+    pub fn into_mut(self) -> &'a mut V {
         &mut self.map.entries[self.index].1
     }
 
-    pub fn insert(&mut self, value: Value) -> Value {
+    pub fn insert(&mut self, value: V) -> V {
         std::mem::replace(self.get_mut(), value)
     }
 
-    pub fn remove(self) -> Value {
+    pub fn remove(self) -> V {
         self.map.entries.remove(self.index).1
     }
 }
 
-impl<'a> VacantEntry<'a> {
+impl<'a, V> VacantEntry<'a, V> {
     pub fn key(&self) -> &str {
         &self.key
     }
 
-    pub fn insert(self, value: Value) -> &'a mut Value {
+    pub fn insert(self, value: V) -> &'a mut V {
         self.map.entries.insert(self.index, (self.key, value));
         &mut self.map.entries[self.index].1
     }
 }
 
-impl fmt::Debug for PropertyMap {
+impl<V: fmt::Debug> fmt::Debug for SortedMap<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
 }
 
-impl<Q> std::ops::Index<&Q> for PropertyMap
+impl<V, Q> std::ops::Index<&Q> for SortedMap<V>
 where
     String: Borrow<Q>,
     Q: Ord + ?Sized,
 {
-    type Output = Value;
+    type Output = V;
 
-    fn index(&self, key: &Q) -> &Value {
+    fn index(&self, key: &Q) -> &V {
         self.get(key).expect("no entry found for key")
     }
 }
 
-impl FromIterator<(String, Value)> for PropertyMap {
-    fn from_iter<I: IntoIterator<Item = (String, Value)>>(items: I) -> PropertyMap {
-        PropertyMap::from_unsorted(items.into_iter().collect())
+impl<V> FromIterator<(String, V)> for SortedMap<V> {
+    fn from_iter<I: IntoIterator<Item = (String, V)>>(items: I) -> SortedMap<V> {
+        SortedMap::from_unsorted(items.into_iter().collect())
     }
 }
 
-impl<const N: usize> From<[(String, Value); N]> for PropertyMap {
-    fn from(items: [(String, Value); N]) -> PropertyMap {
-        PropertyMap::from_unsorted(items.into())
+impl<V, const N: usize> From<[(String, V); N]> for SortedMap<V> {
+    fn from(items: [(String, V); N]) -> SortedMap<V> {
+        SortedMap::from_unsorted(items.into())
     }
 }
 
-impl Extend<(String, Value)> for PropertyMap {
-    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, items: I) {
+impl<V> Extend<(String, V)> for SortedMap<V> {
+    fn extend<I: IntoIterator<Item = (String, V)>>(&mut self, items: I) {
         let mut entries = std::mem::take(&mut self.entries);
         let sorted = entries.len();
         entries.extend(items);
         // Only what came after the sorted prefix can be out of order.
         if !entries[sorted.saturating_sub(1)..].is_sorted_by(|a, b| a.0 < b.0) {
-            *self = PropertyMap::from_unsorted(entries);
+            *self = SortedMap::from_unsorted(entries);
         } else {
             self.entries = entries;
         }
     }
 }
 
-impl IntoIterator for PropertyMap {
-    type Item = (String, Value);
-    type IntoIter = IntoIter;
+impl<V> IntoIterator for SortedMap<V> {
+    type Item = (String, V);
+    type IntoIter = IntoIter<V>;
 
-    fn into_iter(self) -> IntoIter {
+    fn into_iter(self) -> IntoIter<V> {
         self.entries.into_iter()
     }
 }
 
-impl<'a> IntoIterator for &'a PropertyMap {
-    type Item = (&'a String, &'a Value);
-    type IntoIter = Iter<'a>;
+impl<'a, V> IntoIterator for &'a SortedMap<V> {
+    type Item = (&'a String, &'a V);
+    type IntoIter = Iter<'a, V>;
 
-    fn into_iter(self) -> Iter<'a> {
+    fn into_iter(self) -> Iter<'a, V> {
         self.iter()
     }
 }
 
-impl<'a> IntoIterator for &'a mut PropertyMap {
-    type Item = (&'a String, &'a mut Value);
-    type IntoIter = IterMut<'a>;
+impl<'a, V> IntoIterator for &'a mut SortedMap<V> {
+    type Item = (&'a String, &'a mut V);
+    type IntoIter = IterMut<'a, V>;
 
-    fn into_iter(self) -> IterMut<'a> {
+    fn into_iter(self) -> IterMut<'a, V> {
         self.iter_mut()
     }
 }
 
-impl Serialize for PropertyMap {
+impl<V: Serialize> Serialize for SortedMap<V> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.len()))?;
         for (k, v) in &self.entries {
@@ -373,39 +379,41 @@ impl Serialize for PropertyMap {
     }
 }
 
-impl<'de> Deserialize<'de> for PropertyMap {
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for SortedMap<V> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(MapVisitor)
+        d.deserialize_map(MapVisitor(std::marker::PhantomData))
     }
 }
 
-struct MapVisitor;
+struct MapVisitor<V>(std::marker::PhantomData<V>);
 
-impl<'de> Visitor<'de> for MapVisitor {
-    type Value = PropertyMap;
+impl<'de, V: Deserialize<'de>> Visitor<'de> for MapVisitor<V> {
+    type Value = SortedMap<V>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a map of property names to values")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, access: A) -> Result<PropertyMap, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, access: A) -> Result<SortedMap<V>, A::Error> {
         read_entries(access)
     }
 }
 
 /// Reads a serialized map's entries, sorting them once at the end.
-pub(super) fn read_entries<'de, A: MapAccess<'de>>(mut access: A) -> Result<PropertyMap, A::Error> {
+pub(super) fn read_entries<'de, A: MapAccess<'de>, V: Deserialize<'de>>(
+    mut access: A,
+) -> Result<SortedMap<V>, A::Error> {
     // Bounded: the size hint is the input's claim, not a promise.
     let mut entries = Vec::with_capacity(access.size_hint().unwrap_or(0).min(64));
-    while let Some(entry) = access.next_entry::<String, Value>()? {
+    while let Some(entry) = access.next_entry::<String, V>()? {
         entries.push(entry);
     }
-    Ok(PropertyMap::from_unsorted(entries))
+    Ok(SortedMap::from_unsorted(entries))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::value::{PropertyMap, Value};
 
     fn keys(map: &PropertyMap) -> Vec<&str> {
         map.keys().map(String::as_str).collect()
