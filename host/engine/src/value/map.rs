@@ -119,15 +119,6 @@ impl<V> SortedMap<V> {
         Some(self.entries.remove(i).1)
     }
 
-    pub fn remove_entry<Q>(&mut self, key: &Q) -> Option<(String, V)>
-    where
-        String: Borrow<Q>,
-        Q: Ord + ?Sized,
-    {
-        let i = self.position(key).ok()?;
-        Some(self.entries.remove(i))
-    }
-
     pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut V) -> bool) {
         self.entries.retain_mut(|(k, v)| keep(k, v));
     }
@@ -152,10 +143,6 @@ impl<V> SortedMap<V> {
         self.entries.first().map(|(k, v)| (k, v))
     }
 
-    pub fn last_key_value(&self) -> Option<(&String, &V)> {
-        self.entries.last().map(|(k, v)| (k, v))
-    }
-
     pub fn iter(&self) -> Iter<'_, V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
@@ -174,10 +161,6 @@ impl<V> SortedMap<V> {
 
     pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut V> + ExactSizeIterator {
         self.entries.iter_mut().map(|(_, v)| v)
-    }
-
-    pub fn into_keys(self) -> impl DoubleEndedIterator<Item = String> + ExactSizeIterator {
-        self.entries.into_iter().map(|(k, _)| k)
     }
 
     pub fn into_values(self) -> impl DoubleEndedIterator<Item = V> + ExactSizeIterator {
@@ -244,13 +227,6 @@ impl<'a, V> Entry<'a, V> {
         V: Default,
     {
         self.or_insert_with(V::default)
-    }
-
-    pub fn and_modify(mut self, change: impl FnOnce(&mut V)) -> Entry<'a, V> {
-        if let Entry::Occupied(entry) = &mut self {
-            change(entry.get_mut());
-        }
-        self
     }
 
     pub fn key(&self) -> &str {
@@ -413,6 +389,7 @@ pub(super) fn read_entries<'de, A: MapAccess<'de>, V: Deserialize<'de>>(
 
 #[cfg(test)]
 mod tests {
+    use super::Entry;
     use crate::value::{PropertyMap, Value};
 
     fn keys(map: &PropertyMap) -> Vec<&str> {
@@ -479,9 +456,9 @@ mod tests {
         *map.entry("b".to_owned()).or_insert(Value::Null) = Value::Integer(2);
         map.entry("a".to_owned())
             .or_insert_with(|| Value::Integer(3));
-        map.entry("a".to_owned())
-            .and_modify(|v| *v = Value::Integer(4))
-            .or_default();
+        if let Entry::Occupied(mut entry) = map.entry("a".to_owned()) {
+            entry.insert(Value::Integer(4));
+        }
         assert_eq!(keys(&map), ["a", "b"]);
         assert_eq!(map["a"], Value::Integer(4));
         assert_eq!(map["b"], Value::Integer(2));
