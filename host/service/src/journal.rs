@@ -2,7 +2,7 @@
 //! an update runs. A batch is stored once: its retry (same number, same content) is answered as
 //! if new, and a different batch under a number already taken is refused.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use plinth_state::ParsedBatch;
@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::auth::digest;
 use crate::error::ApiError;
+use crate::open_creates::{self, CaughtUp, Effect, OPEN, Validity};
 use crate::parsed::PARSED;
 
 /// The most entries one batch may carry, as each begun update is told (a client sends at most
@@ -52,7 +53,15 @@ pub(crate) async fn append(
         let arrival = waiting.next();
         tokio::pin!(arrival);
         arrival.as_mut().enable();
-        match batch.store(pool, token, id, lease).await? {
+        let known = match OPEN.check(id, seq, &batch.needed) {
+            Some(validity) => CaughtUp::Known(validity),
+            None => open_creates::catch_up(pool, token, id, lease, seq, &batch.needed).await?,
+        };
+        let attempt = match known {
+            CaughtUp::Known(validity) => batch.store(pool, token, id, lease, validity).await?,
+            CaughtUp::Early { next } => Attempt::Early { next },
+        };
+        match attempt {
             Attempt::Stored(stored) => {
                 if stored == Stored::New {
                     waiting.stored();
@@ -153,7 +162,9 @@ struct Checked {
     seq: i64,
     /// Handed to the fold once stored.
     parsed: Option<ParsedBatch>,
-    creates: CreateSeqs,
+    effect: Effect,
+    /// The creates it ends in short, which earlier batches must have left open.
+    needed: Vec<i64>,
     text: String,
     content: Vec<u8>,
 }
@@ -173,7 +184,7 @@ impl Checked {
                 ))
             },
         )?;
-        let creates = creates_of(seq, &parsed)?;
+        let (effect, needed) = creates_of(seq, &parsed)?;
         // Stored and digested as the client wrote it, never parsed into a tree and written again:
         // a retry carries the same text. (One written otherwise is still told from a conflict, by
         // its content, below.)
@@ -182,75 +193,64 @@ impl Checked {
         Ok(Checked {
             seq,
             parsed: Some(parsed),
-            creates,
+            effect,
+            needed,
             text,
             content,
         })
     }
 
-    /// Stores the batch unless it came early, or tells a retry from a conflict.
+    /// Stores the batch, if `validity` says it may extend the journal, unless it came early;
+    /// or tells a retry from a conflict.
     async fn store(
         &mut self,
         pool: &PgPool,
         token: &[u8],
         id: Uuid,
         lease: &str,
+        validity: Validity,
     ) -> Result<Attempt, ApiError> {
         let Checked {
             seq,
             parsed,
-            creates,
+            effect,
             text,
             content,
+            ..
         } = self;
         let seq = *seq;
         // One statement, one round trip: the access token and the lease are checked, the update's
         // row share-locked (so that a completion or cancellation waits for it, and nothing is
         // appended to an update that has ended), and the batch is inserted only if it is the next
-        // one. What was stored under `seq` before comes back, for telling a retry from a conflict.
-        // The batch is checked against the journal it extends in the same statement: the creates it
-        // ends in short must be open (begun in an earlier batch and not ended), and the creates it
-        // leaves open are recorded for the batches after it.
+        // one, with what it does to the creates open, for replicas that catch up. What was
+        // stored under `seq` before comes back, for telling a retry from a conflict.
         #[allow(clippy::type_complexity)]
-        let (authorized, holds, last, inserted, stored, unbegun): (
+        let (authorized, holds, last, inserted, stored): (
             bool,
             bool,
             i64,
             bool,
             Option<Vec<u8>>,
-            Option<i64>,
         ) = sqlx::query_as(
             "WITH authorized AS (
-             SELECT EXISTS (SELECT 1 FROM live_tokens WHERE digest = $6) AS yes
-         ), held AS (
-             SELECT id FROM updates, authorized
-             WHERE id = $1 AND lease_digest = $2 AND status = 'running'
-               AND lease_expires >= now() AND authorized.yes
-             FOR SHARE OF updates
-         ), last AS (
-             SELECT COALESCE(max(seq), 0) AS seq FROM journal_batches WHERE update_id = $1
-         ), unbegun AS (
-             SELECT min(s) AS seq FROM unnest($9::bigint[]) s
-             WHERE NOT EXISTS (SELECT 1 FROM open_creates o WHERE o.update_id = $1 AND o.seq = s)
-         ), inserted AS (
-             INSERT INTO journal_batches (update_id, seq, digest, entries)
-             SELECT $1, $3, $4, $5::json FROM held, last, unbegun
-             WHERE last.seq = $3 - 1 AND unbegun.seq IS NULL
-             ON CONFLICT DO NOTHING
-             RETURNING seq
-         ), closed AS (
-             DELETE FROM open_creates
-             WHERE update_id = $1 AND seq = ANY ($8::bigint[] || $9::bigint[])
-               AND EXISTS (SELECT 1 FROM inserted)
-         ), opened AS (
-             INSERT INTO open_creates (update_id, seq)
-             SELECT $1, s FROM unnest($7::bigint[]) s WHERE EXISTS (SELECT 1 FROM inserted)
-             ON CONFLICT DO NOTHING
-         )
-         SELECT (SELECT yes FROM authorized), EXISTS (SELECT 1 FROM held), (SELECT seq FROM last),
-                EXISTS (SELECT 1 FROM inserted),
-                (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3),
-                (SELECT seq FROM unbegun)",
+                 SELECT EXISTS (SELECT 1 FROM live_tokens WHERE digest = $6) AS yes
+             ), held AS (
+                 SELECT id FROM updates, authorized
+                 WHERE id = $1 AND lease_digest = $2 AND status = 'running'
+                   AND lease_expires >= now() AND authorized.yes
+                 FOR SHARE OF updates
+             ), last AS (
+                 SELECT COALESCE(max(seq), 0) AS seq FROM journal_batches WHERE update_id = $1
+             ), inserted AS (
+                 INSERT INTO journal_batches (update_id, seq, digest, entries, opens, ends)
+                 SELECT $1, $3, $4, $5::json, $7, $8 FROM held, last
+                 WHERE last.seq = $3 - 1 AND $9
+                 ON CONFLICT DO NOTHING
+                 RETURNING seq
+             )
+             SELECT (SELECT yes FROM authorized), EXISTS (SELECT 1 FROM held),
+                    (SELECT seq FROM last), EXISTS (SELECT 1 FROM inserted),
+                    (SELECT digest FROM journal_batches WHERE update_id = $1 AND seq = $3)",
         )
         .bind(id)
         .bind(digest(lease))
@@ -258,9 +258,9 @@ impl Checked {
         .bind(&*content)
         .bind(&*text)
         .bind(token)
-        .bind(&creates.opened)
-        .bind(&creates.closed)
-        .bind(&creates.needed)
+        .bind(&effect.opens)
+        .bind(&effect.ends)
+        .bind(validity == Validity::Valid)
         .fetch_one(pool)
         .await?;
         if !authorized {
@@ -269,10 +269,15 @@ impl Checked {
         if !holds {
             return Err(crate::updates::refused(pool, id, lease).await);
         }
-        if let Some(create) = unbegun.filter(|_| !inserted && stored.is_none() && seq == last + 1) {
+        if let Validity::Unbegun(create) = validity
+            && !inserted
+            && stored.is_none()
+            && seq == last + 1
+        {
             return Err(unbegun_create(seq, create));
         }
         if inserted {
+            OPEN.stored(id, seq, effect);
             // Kept for the fold, once this transaction is committed: it is one statement.
             let parsed = parsed.take().expect("a batch is inserted once");
             PARSED.keep(id, seq, content.clone(), parsed, text.len());
@@ -306,39 +311,24 @@ impl Checked {
     }
 }
 
-/// The creates batch `seq` opens, closes, and needs open, as the database keeps them.
-struct CreateSeqs {
-    opened: Vec<i64>,
-    closed: Vec<i64>,
-    needed: Vec<i64>,
-}
-
-fn creates_of(seq: i64, batch: &ParsedBatch) -> Result<CreateSeqs, ApiError> {
+/// What batch `seq` does to the creates open, and the creates it needs open.
+fn creates_of(seq: i64, batch: &ParsedBatch) -> Result<(Effect, Vec<i64>), ApiError> {
     let creates = batch.creates();
-    let numbers = |seqs: &[u64]| -> Result<Vec<i64>, ApiError> {
-        (seqs.iter())
-            .map(|&s| {
-                i64::try_from(s).map_err(|_| {
-                    ApiError::BadRequest(format!(
-                        "journal batch {seq} numbers an operation {s}, beyond what is accepted"
-                    ))
-                })
-            })
-            .collect()
-    };
-    let needed = numbers(&creates.needed)?;
-    let closed = numbers(&creates.closed)?;
+    let (effect, needed) = Effect::of(&creates).map_err(|s| {
+        ApiError::BadRequest(format!(
+            "journal batch {seq} numbers an operation {s}, beyond what is accepted"
+        ))
+    })?;
     // A create ended twice in this batch, in short after any other end: no earlier `begin`
     // makes that rebuildable.
-    let mut seen = std::collections::HashSet::new();
-    if let Some(create) = (needed.iter()).find(|s| !seen.insert(**s) || closed.contains(s)) {
-        return Err(unbegun_create(seq, *create));
+    let mut seen = HashSet::new();
+    let closed: HashSet<u64> = creates.closed.iter().copied().collect();
+    if let Some(&create) =
+        (needed.iter()).find(|&&s| !seen.insert(s) || closed.contains(&(s as u64)))
+    {
+        return Err(unbegun_create(seq, create));
     }
-    Ok(CreateSeqs {
-        opened: numbers(&creates.opened)?,
-        closed,
-        needed,
-    })
+    Ok((effect, needed))
 }
 
 /// The refusal of batch `seq`, which ends `create` in short without its `begin` open.

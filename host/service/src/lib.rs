@@ -20,6 +20,7 @@ mod health;
 mod journal;
 mod metrics;
 mod oidc;
+mod open_creates;
 mod parsed;
 mod policy_packs;
 mod release;

@@ -11,6 +11,7 @@ use crate::audit::{self, Action, Actor};
 use crate::auth::{User, digest, new_token};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::open_creates::OPEN;
 use crate::policy_packs;
 use crate::versions::{self, Ended, Entry, Source, StackKey};
 
@@ -396,10 +397,6 @@ pub(crate) async fn complete(
             result = "failed";
         }
     }
-    sqlx::query("DELETE FROM open_creates WHERE update_id = $1")
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
     sqlx::query("UPDATE updates SET status = $2, ended = now() WHERE id = $1")
         .bind(id)
         .bind(result)
@@ -409,6 +406,7 @@ pub(crate) async fn complete(
     let detail = format!("update {id} ({}) {result}", key.kind);
     audit::record(&mut tx, actor, Action::UpdateCompleted, on, &detail).await?;
     tx.commit().await?;
+    OPEN.forget(id);
     Ok(())
 }
 

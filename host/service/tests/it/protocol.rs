@@ -65,6 +65,50 @@ fn a_batch_is_checked_against_the_journal_it_extends_when_it_arrives() {
     assert_eq!(history["total"], 1, "{history}");
 }
 
+#[test]
+fn a_replica_checks_a_batch_against_the_batches_other_replicas_stored() {
+    let u = updating();
+    let other = serve(&u.db, &[]);
+    let lease = (u.update.clone(), u.lease.clone());
+    let send = |service: &Service, seq: u64, entries: Vec<Value>| {
+        let batch = json!({ "seq": seq, "entries": entries });
+        on_update(service, &u.alice, &lease, "journal", Some(batch))
+    };
+    let short = |create: u64| json!({ "entry": "created-as-begun", "seq": create, "id": format!("r-{create}") });
+    let resource = |name: &str| resource(name, Default::default());
+
+    // Batch 1, through the first replica, begins creating 1 and 2.
+    let mut begins = creating(1, &resource("a"), true);
+    begins.extend(creating(2, &resource("b"), true));
+    let (status, body) = send(&u.service, 1, begins);
+    assert_eq!(status, 200, "{body}");
+    // Batch 2, through the other, which never saw batch 1, ends 1 in short.
+    let (status, body) = send(&other, 2, vec![short(1)]);
+    assert_eq!(status, 200, "{body}");
+    // The first did not see batch 2: ending 1 again is refused, 2 is still open.
+    let (status, body) = send(&u.service, 3, vec![short(1)]);
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("create 1"), "{body}");
+    let (status, body) = send(&u.service, 3, vec![short(2)]);
+    assert_eq!(status, 200, "{body}");
+    // Batch 4 as a service that kept no batch's effect beside it stored it: it begins 3.
+    store_batch(&u, &u.update, 4, &json!(creating(3, &resource("c"), true)));
+    let (status, body) = send(&other, 5, vec![short(2)]);
+    assert_eq!(status, 400, "ended in batch 3: {body}");
+    assert!(message(&body).contains("create 2"), "{body}");
+    let (status, body) = send(&other, 5, vec![short(3)]);
+    assert_eq!(status, 200, "{body}");
+
+    let path = format!("updates/{}/journal", u.update);
+    let (status, body) = call(&u.service, "GET", &path, Some(&u.alice), None, None);
+    assert_eq!(status, 200, "{body}");
+    let ended: Vec<&Value> = (body["entries"].as_array().unwrap().iter())
+        .filter(|e| e["entry"] == "created-as-begun")
+        .map(|e| &e["seq"])
+        .collect();
+    assert_eq!(ended, [1, 2, 3], "each create ended once, in order");
+}
+
 /// Stores `entries` as the next journal batch of `update` straight into the database, as a
 /// service that did not check batches against their journal stored them.
 fn store_batch(u: &Updating, update: &str, seq: i64, entries: &Value) {
