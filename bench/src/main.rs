@@ -64,7 +64,7 @@ struct Args {
     plinth_serve: Option<PathBuf>,
     /// With `--service`, the PostgreSQL settings to run it with: `off` (`fsync` and
     /// `synchronous_commit` off, as the tests run it), `on` (both on, as a production server
-    /// runs), or both, one service each.
+    /// runs), or `off,on` for both, one service each.
     #[arg(long, value_delimiter = ',', default_values = ["off"])]
     service_fsync: Vec<String>,
     /// Resource operations in flight, passed to `up`, `refresh` and `destroy` as `--parallel`
