@@ -37,8 +37,6 @@ pub const CERT_USER: &str = "plinth_cert_user";
 const PG_CTL_WAIT_SECONDS: &str = "120";
 /// The prefix of each cluster's temp dir.
 const DIR_PREFIX: &str = "plinth-pg-";
-/// The file in a cluster's temp dir naming the process that started it.
-const OWNER_FILE: &str = "owner";
 /// A free port can be taken by another process between probing and binding; starts that fail
 /// are retried on a new port this many times.
 const START_ATTEMPTS: usize = 5;
@@ -162,12 +160,8 @@ impl Postgres {
         let bindir = bindir()?;
         let run_as_service_user = running_as_root();
         sweep_orphans(&std::env::temp_dir(), &bindir, run_as_service_user);
-        let dir = tempfile::Builder::new()
-            .prefix(DIR_PREFIX)
-            .tempdir()
+        let dir = plinth_test_orphans::owned_dir(DIR_PREFIX)
             .map_err(|e| Error(format!("cannot create a temp dir for the cluster: {e}")))?;
-        std::fs::write(dir.path().join(OWNER_FILE), std::process::id().to_string())
-            .map_err(|e| Error(format!("cannot write the cluster's owner file: {e}")))?;
         let password = random_password();
         let mut server = Postgres {
             bindir,
@@ -437,44 +431,15 @@ fn server_command(bindir: &Path, run_as_service_user: bool, program: &str) -> Co
     }
 }
 
-/// Whether process `pid` runs: it exists and is not a zombie waiting to be reaped.
-fn is_running(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name, which is in parentheses and may hold any character.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    state.is_some_and(|state| state != 'Z' && state != 'X')
-}
-
-/// Stops and removes the clusters in `temp` whose owner process is gone: a test process killed
-/// before it could drop its server (a timeout, a signal) leaves one running, and without this
-/// they would pile up on a machine that runs the tests again and again. A cluster without an
-/// owner file (another process is creating it) or whose owner lives is left alone.
+/// Stops and removes the clusters in `temp` that a killed test process left behind.
 fn sweep_orphans(temp: &Path, bindir: &Path, run_as_service_user: bool) {
-    let Ok(entries) = std::fs::read_dir(temp) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        let is_cluster = (entry.file_name().to_str()).is_some_and(|n| n.starts_with(DIR_PREFIX));
-        let owner = std::fs::read_to_string(dir.join(OWNER_FILE));
-        let Some(owner) = owner.ok().filter(|_| is_cluster) else {
-            continue;
-        };
-        // Only where /proc tells the living from the dead.
-        let gone = Path::new("/proc/self").exists()
-            && (owner.trim().parse::<u32>()).is_ok_and(|pid| !is_running(pid));
-        if gone {
-            // Nothing to report to: a cluster that will not stop is removed all the same.
-            let _ = server_command(bindir, run_as_service_user, "pg_ctl")
-                .arg("-D")
-                .arg(dir.join("data"))
-                .args(["-w", "-t", PG_CTL_WAIT_SECONDS, "stop", "-m", "immediate"])
-                .output();
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-    }
+    plinth_test_orphans::sweep(temp, DIR_PREFIX, |dir| {
+        let _ = server_command(bindir, run_as_service_user, "pg_ctl")
+            .arg("-D")
+            .arg(dir.join("data"))
+            .args(["-w", "-t", PG_CTL_WAIT_SECONDS, "stop", "-m", "immediate"])
+            .output();
+    });
 }
 
 impl Drop for Postgres {
@@ -625,11 +590,11 @@ mod tests {
         // As a killed test process leaves it: running, never dropped, its owner gone.
         let mut dead = Command::new("true").spawn().unwrap();
         dead.wait().unwrap();
-        std::fs::write(dir.join(OWNER_FILE), dead.id().to_string()).unwrap();
+        plinth_test_orphans::mark_owner(&dir, dead.id()).unwrap();
         let (bindir, as_service_user) = (server.bindir.clone(), server.run_as_service_user);
         let postmaster = std::fs::read_to_string(server.data_dir().join("postmaster.pid")).unwrap();
         let postmaster: u32 = postmaster.lines().next().unwrap().parse().unwrap();
-        assert!(is_running(postmaster));
+        assert!(plinth_test_orphans::is_running(postmaster));
         std::mem::forget(server);
 
         // A cluster of a living process is left alone.
@@ -637,7 +602,10 @@ mod tests {
         let temp = dir.parent().unwrap();
         sweep_orphans(temp, &bindir, as_service_user);
         assert!(!dir.exists(), "the orphan's dir is removed");
-        assert!(!is_running(postmaster), "the orphan's server is stopped");
+        assert!(
+            !plinth_test_orphans::is_running(postmaster),
+            "the orphan's server is stopped"
+        );
         assert!(alive.dir.path().exists());
         alive.psql("postgres", "SELECT 1").unwrap();
     }
@@ -734,7 +702,7 @@ mod tests {
         let (dir, postmaster) = (line("cluster dir: "), line("postmaster: "));
         // `exit` ran the stop, which waits for the server (`pg_ctl -w`), then removed its dir.
         assert!(
-            !is_running(postmaster.parse().unwrap()),
+            !plinth_test_orphans::is_running(postmaster.parse().unwrap()),
             "the server still runs"
         );
         assert!(!Path::new(&dir).exists(), "{dir} is left behind");

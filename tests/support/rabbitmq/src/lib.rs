@@ -54,8 +54,6 @@ const PLUGINS: &[&str] = &[
 const BOOT_TIMEOUT_SECONDS: &str = "180";
 /// The prefix of each broker's temp dir.
 const DIR_PREFIX: &str = "plinth-rabbitmq-";
-/// The file in a broker's temp dir naming the process that started it.
-const OWNER_FILE: &str = "owner";
 /// The file in a broker's temp dir naming its server's process group and its EPMD port.
 const SERVER_FILE: &str = "server";
 /// A free port can be taken by another process between probing and binding; starts that fail
@@ -114,14 +112,8 @@ impl RabbitMq {
         sweep_orphans(&std::env::temp_dir());
         let mut last_error = None;
         for attempt in 0..START_ATTEMPTS {
-            let dir = tempfile::Builder::new()
-                .prefix(DIR_PREFIX)
-                .tempdir()
+            let dir = plinth_test_orphans::owned_dir(DIR_PREFIX)
                 .map_err(|e| Error(format!("cannot create a temp dir for the broker: {e}")))?;
-            write(
-                &dir.path().join(OWNER_FILE),
-                &std::process::id().to_string(),
-            )?;
             let ports = Ports {
                 amqp: free_port()?,
                 management: free_port()?,
@@ -460,43 +452,14 @@ fn kill_epmd(port: u16) {
         .status();
 }
 
-/// Whether process `pid` runs: it exists and is not a zombie waiting to be reaped.
-fn is_running(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name, which is in parentheses and may hold any character.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    state.is_some_and(|state| state != 'Z' && state != 'X')
-}
-
-/// Kills and removes the brokers in `temp` whose owner process is gone: a test process killed
-/// before it could drop its broker (a timeout, a signal) leaves one running, and without this
-/// they would pile up on a machine that runs the tests again and again. A broker without an
-/// owner file (another process is creating it) or whose owner lives is left alone.
+/// Kills and removes the brokers in `temp` that a killed test process left behind.
 fn sweep_orphans(temp: &Path) {
-    let Ok(entries) = std::fs::read_dir(temp) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        let is_broker = (entry.file_name().to_str()).is_some_and(|n| n.starts_with(DIR_PREFIX));
-        let owner = std::fs::read_to_string(dir.join(OWNER_FILE));
-        let Some(owner) = owner.ok().filter(|_| is_broker) else {
-            continue;
-        };
-        let gone = Path::new("/proc/self").exists()
-            && (owner.trim().parse::<u32>()).is_ok_and(|pid| !is_running(pid));
-        if !gone {
-            continue;
-        }
+    plinth_test_orphans::sweep(temp, DIR_PREFIX, |dir| {
         let server = std::fs::read_to_string(dir.join(SERVER_FILE)).unwrap_or_default();
         let mut fields = server.split_whitespace().map(str::parse::<u32>);
         if let (Some(Ok(group)), Some(Ok(epmd))) = (fields.next(), fields.next()) {
-            // Only a group whose leader is still this broker's VM, whose arguments name its
-            // directory (a pid may be reused).
-            let command = std::fs::read(format!("/proc/{group}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&command).contains(&*dir.to_string_lossy()) {
+            // Only a group whose leader is still this broker's VM (a pid may be reused).
+            if plinth_test_orphans::runs_on(group, dir) {
                 let _ = Command::new("kill")
                     .args(["-KILL", "--", &format!("-{group}")])
                     .stderr(Stdio::null())
@@ -506,8 +469,7 @@ fn sweep_orphans(temp: &Path) {
                 kill_epmd(epmd);
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    });
 }
 
 /// Waits until `done` holds, for what the broker does on its own after a change (a shovel
@@ -637,7 +599,10 @@ mod tests {
         let (dir, ports, group) = (broker.dir.path().to_owned(), broker.ports, broker.group);
         drop(broker);
         assert!(!dir.exists(), "the broker's directory is removed");
-        assert!(!is_running(group), "the server is killed");
+        assert!(
+            !plinth_test_orphans::is_running(group),
+            "the server is killed"
+        );
         assert!(!listening(ports.management) && !listening(ports.amqp));
         assert!(!listening(ports.epmd), "its EPMD is stopped");
     }
@@ -649,12 +614,12 @@ mod tests {
         let mut dead = Command::new("true").spawn().unwrap();
         dead.wait().unwrap();
         let dir = broker.dir.path().to_owned();
-        std::fs::write(dir.join(OWNER_FILE), dead.id().to_string()).unwrap();
+        plinth_test_orphans::mark_owner(&dir, dead.id()).unwrap();
         let (group, ports) = (broker.group, broker.ports);
         let mut broker = broker;
         let reaper = broker.reaper.take().unwrap();
         std::mem::forget(broker);
-        assert!(is_running(group));
+        assert!(plinth_test_orphans::is_running(group));
 
         sweep_orphans(dir.parent().unwrap());
         // The server is this process's child: its reaper returns once the sweep's kill ended it.

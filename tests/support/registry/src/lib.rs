@@ -21,6 +21,10 @@ use tempfile::TempDir;
 
 /// The binary of the distribution server, as Debian installs it.
 const SERVER: &str = "docker-registry";
+/// The prefix of each registry's temp dir.
+const DIR_PREFIX: &str = "plinth-registry-";
+/// The file in a registry's temp dir naming its server's process.
+const SERVER_FILE: &str = "server";
 /// The user [`Registry::start_secure`] creates.
 pub const USER: &str = "plinth";
 /// A free port can be taken by another process between probing and binding; starts that fail
@@ -66,9 +70,8 @@ impl Registry {
     }
 
     fn launch(tls: bool) -> Result<Registry> {
-        let dir = tempfile::Builder::new()
-            .prefix("plinth-registry-")
-            .tempdir()
+        sweep_orphans(&std::env::temp_dir());
+        let dir = plinth_test_orphans::owned_dir(DIR_PREFIX)
             .map_err(|e| Error(format!("cannot create a temp dir for the registry: {e}")))?;
         let mut registry = Registry {
             dir,
@@ -166,6 +169,8 @@ impl Registry {
                      (scripts/setup does)"
                 ))
             })?;
+        // For the sweep, should this process be killed before it drops the registry.
+        write(&self.dir.path().join(SERVER_FILE), &child.id().to_string())?;
         self.child = Some(child);
         let started = Instant::now();
         loop {
@@ -335,6 +340,22 @@ impl Drop for Registry {
     }
 }
 
+/// Kills and removes the registries in `temp` that a killed test process left behind.
+fn sweep_orphans(temp: &Path) {
+    plinth_test_orphans::sweep(temp, DIR_PREFIX, |dir| {
+        let server = std::fs::read_to_string(dir.join(SERVER_FILE)).unwrap_or_default();
+        // Only the server started on this dir's config (a pid may be reused).
+        if let Ok(pid) = server.trim().parse::<u32>()
+            && plinth_test_orphans::runs_on(pid, dir)
+        {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+    });
+}
+
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error(format!("cannot write {}: {e}", path.display())))
 }
@@ -372,6 +393,27 @@ mod tests {
             std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err(),
             "the registry still listens after its handle was dropped"
         );
+    }
+
+    #[test]
+    fn a_registry_left_by_a_dead_process_is_killed_and_removed() {
+        let mut registry = Registry::start().unwrap();
+        // As a killed test process leaves it: running, never dropped, its owner gone.
+        let mut dead = Command::new("true").spawn().unwrap();
+        dead.wait().unwrap();
+        let dir = registry.dir.path().to_owned();
+        plinth_test_orphans::mark_owner(&dir, dead.id()).unwrap();
+        let mut server = registry.child.take().unwrap();
+        std::mem::forget(registry);
+        assert!(plinth_test_orphans::runs_on(server.id(), &dir));
+
+        // A registry of a living process is left alone.
+        let alive = Registry::start().unwrap();
+        sweep_orphans(dir.parent().unwrap());
+        // The server is this process's child: reaped once the sweep's kill ended it.
+        server.wait().unwrap();
+        assert!(!dir.exists(), "the orphan's dir is removed");
+        assert!(alive.answers());
     }
 
     #[test]
