@@ -11,7 +11,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex, MutexGuard};
-use std::time::Instant;
 
 use plinth_state::{Creates, ParsedBatch};
 use serde_json::value::RawValue;
@@ -22,12 +21,16 @@ use crate::auth::digest;
 use crate::error::ApiError;
 
 /// This replica's view of every update's open creates.
-pub(crate) static OPEN: LazyLock<OpenCreates> = LazyLock::new(|| OpenCreates::new(CAPACITY));
+pub(crate) static OPEN: LazyLock<OpenCreates> =
+    LazyLock::new(|| OpenCreates::new(CAPACITY, MAX_UPDATES));
 
 /// The most creates (and updates, one each) the view holds; beyond it, the updates used least
 /// recently are forgotten (read back from the database if their batches come again). About
 /// 40 MB at most.
 const CAPACITY: usize = 1 << 20;
+/// The most updates the view holds: those another replica completed are never forgotten here
+/// otherwise, and each one forgotten is looked for among them all.
+const MAX_UPDATES: usize = 4096;
 
 /// What a batch does to its update's open creates, as [`ParsedBatch::creates`] says.
 pub(crate) struct Effect {
@@ -60,7 +63,13 @@ pub(crate) enum CaughtUp {
 /// The open creates of each update, after its batches up to a number.
 pub(crate) struct OpenCreates {
     updates: Mutex<Updates>,
+    limits: Limits,
+}
+
+#[derive(Clone, Copy)]
+struct Limits {
     capacity: usize,
+    max_updates: usize,
 }
 
 #[derive(Default)]
@@ -68,6 +77,8 @@ struct Updates {
     open: HashMap<Uuid, Open>,
     /// The creates held, plus one per update.
     size: usize,
+    /// Counts uses, for telling which update was used least recently.
+    uses: u64,
 }
 
 #[derive(Clone, Default)]
@@ -75,7 +86,8 @@ struct Open {
     /// The batches up to this one are taken in.
     through: i64,
     creates: HashSet<i64>,
-    used: Option<Instant>,
+    /// When it was last used, in [`Updates::uses`].
+    used: u64,
 }
 
 impl Open {
@@ -96,10 +108,13 @@ impl Open {
 }
 
 impl OpenCreates {
-    fn new(capacity: usize) -> OpenCreates {
+    fn new(capacity: usize, max_updates: usize) -> OpenCreates {
         OpenCreates {
             updates: Mutex::default(),
-            capacity,
+            limits: Limits {
+                capacity,
+                max_updates,
+            },
         }
     }
 
@@ -112,9 +127,10 @@ impl OpenCreates {
     /// journal, if this replica has taken in every batch before it and no later one.
     pub(crate) fn check(&self, id: Uuid, seq: i64, needed: &[i64]) -> Option<Validity> {
         let mut updates = self.lock();
+        let now = updates.use_one();
         match updates.open.get_mut(&id) {
             Some(open) if open.through == seq - 1 => {
-                open.used = Some(Instant::now());
+                open.used = now;
                 Some(open.validity(needed))
             }
             Some(_) => None,
@@ -128,8 +144,9 @@ impl OpenCreates {
     pub(crate) fn stored(&self, id: Uuid, seq: i64, effect: &Effect) {
         let mut updates = self.lock();
         if seq == 1 && !updates.open.contains_key(&id) {
-            updates.insert(id, Open::default(), self.capacity);
+            updates.insert(id, Open::default(), self.limits);
         }
+        let now = updates.use_one();
         let Some(open) = updates.open.get_mut(&id) else {
             return;
         };
@@ -139,10 +156,10 @@ impl OpenCreates {
         }
         let before = open.creates.len();
         open.apply(effect);
-        open.used = Some(Instant::now());
+        open.used = now;
         let after = open.creates.len();
         updates.size = updates.size + after - before;
-        updates.shrink(id, self.capacity);
+        updates.shrink(id, self.limits);
     }
 
     /// Forgets update `id`, ended.
@@ -163,24 +180,29 @@ impl OpenCreates {
         let mut updates = self.lock();
         let known = updates.open.get(&id).map_or(-1, |known| known.through);
         if open.through > known {
-            updates.insert(id, open, self.capacity);
+            updates.insert(id, open, self.limits);
         }
     }
 }
 
 impl Updates {
-    fn insert(&mut self, id: Uuid, mut open: Open, capacity: usize) {
-        open.used = Some(Instant::now());
+    fn use_one(&mut self) -> u64 {
+        self.uses += 1;
+        self.uses
+    }
+
+    fn insert(&mut self, id: Uuid, mut open: Open, limits: Limits) {
+        open.used = self.use_one();
         self.size += 1 + open.creates.len();
         if let Some(old) = self.open.insert(id, open) {
             self.size -= 1 + old.creates.len();
         }
-        self.shrink(id, capacity);
+        self.shrink(id, limits);
     }
 
-    /// Forgets the updates used least recently, other than `keep`, until within `capacity`.
-    fn shrink(&mut self, keep: Uuid, capacity: usize) {
-        while self.size > capacity {
+    /// Forgets the updates used least recently, other than `keep`, until within `limits`.
+    fn shrink(&mut self, keep: Uuid, limits: Limits) {
+        while self.size > limits.capacity || self.open.len() > limits.max_updates {
             let oldest = (self.open.iter())
                 .filter(|(id, _)| **id != keep)
                 .min_by_key(|(_, open)| open.used)
@@ -303,7 +325,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_checked_against_the_batches_before_it_taken_in_order() {
-        let open = OpenCreates::new(100);
+        let open = OpenCreates::new(100, 10);
         let id = Uuid::new_v4();
         assert_eq!(open.check(id, 1, &[]), Some(Validity::Valid));
         assert_eq!(open.check(id, 1, &[7]), Some(Validity::Unbegun(7)));
@@ -328,7 +350,7 @@ mod tests {
 
     #[test]
     fn what_was_read_back_is_kept_only_if_it_is_further_along() {
-        let open = OpenCreates::new(100);
+        let open = OpenCreates::new(100, 10);
         let id = Uuid::new_v4();
         open.stored(id, 1, &effect(&[1], &[]));
         let behind = Open {
@@ -340,7 +362,7 @@ mod tests {
         let ahead = Open {
             through: 3,
             creates: [5].into(),
-            used: None,
+            used: 0,
         };
         open.caught_up(id, ahead);
         assert_eq!(open.check(id, 4, &[5]), Some(Validity::Valid));
@@ -349,7 +371,7 @@ mod tests {
 
     #[test]
     fn beyond_the_capacity_the_updates_used_least_recently_go() {
-        let open = OpenCreates::new(6);
+        let open = OpenCreates::new(6, 10);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         open.stored(a, 1, &effect(&[1, 2], &[]));
         open.stored(b, 1, &effect(&[1], &[]));
@@ -361,6 +383,15 @@ mod tests {
         // One update larger than the whole capacity is kept: it is the one in use.
         open.stored(b, 3, &effect(&[4, 5, 6, 7], &[]));
         assert_eq!(open.check(b, 4, &[7]), Some(Validity::Valid));
+
+        // And never more updates than the most it keeps, however small.
+        let open = OpenCreates::new(100, 2);
+        let ids: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+        for id in &ids {
+            open.stored(*id, 1, &effect(&[], &[]));
+        }
+        assert_eq!(open.check(ids[0], 2, &[]), None, "the first went");
+        assert!(open.check(ids[1], 2, &[]).is_some() && open.check(ids[2], 2, &[]).is_some());
     }
 
     #[test]
