@@ -9,7 +9,7 @@
 //! Every other field is written as the engine's own serialization writes it, so a checkpoint
 //! stays a file anyone can read and diff, one resource per line.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use plinth_engine::program::CustomTimeouts;
 use plinth_engine::resource::{ProviderRef, ResourceState};
@@ -21,7 +21,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::secrets::{
-    CodecError, Crypter, PlainText, SealedText, Slot, open_trees, seal_trees, secret_paths,
+    CodecError, Crypter, KeptText, PlainText, SealedMemory, SealedText, Slot, TextDigest, digest,
+    open_trees, seal_trees, secret_paths,
 };
 
 /// The first schema that stores snapshots this way.
@@ -118,23 +119,33 @@ impl WrittenSnapshot {
 }
 
 /// Writes `all` with their secrets sealed in their text, all in one batch, if every secret is
-/// in the engine's own form ([`PlainText`]); `None` otherwise, for [`seal_as_trees`].
+/// in the engine's own form ([`PlainText`]); `None` otherwise, for [`seal_as_trees`]. With a
+/// crypter that remembers, a resource whose text is what it was when last read or written
+/// is written with its sealed text of then, its secrets neither found nor sealed again.
 fn seal_in_place(
     all: &[StoredRef],
     crypter: &dyn Crypter,
 ) -> Result<Option<Vec<Box<RawValue>>>, CodecError> {
-    let texts = (all.par_iter())
+    let memory = crypter.memory();
+    let mut texts = (all.par_iter())
         .map(|resource| match resource.holds_secrets() {
-            true => serde_json::to_string(resource).map(Text::WithSecrets),
+            true => serde_json::to_string(resource).map(|text| {
+                let digest = memory.map(|_| digest(&text));
+                Text::WithSecrets(text, digest)
+            }),
             false => serde_json::value::to_raw_value(resource).map(Text::Written),
         })
         .collect::<serde_json::Result<Vec<_>>>()?;
-    // The places of the secrets only matter to a crypter that reuses ciphertexts by place.
-    let memory = crypter.memory();
+    let own = match memory {
+        Some(memory) => write_unchanged(&mut texts, all, memory),
+        None => Vec::new(),
+    };
     let found = (texts.par_iter().zip(all))
         .map(|(text, resource)| match text {
             Text::Written(_) => Some(None),
-            Text::WithSecrets(text) => PlainText::find(text).map(|found| {
+            Text::WithSecrets(text, _) => PlainText::find(text).map(|found| {
+                // The places of the secrets only matter to a crypter that reuses ciphertexts
+                // by place.
                 let slots = match memory {
                     Some(_) => slots(resource, found.len()),
                     None => Vec::new(),
@@ -176,16 +187,63 @@ fn seal_in_place(
         .collect::<serde_json::Result<Vec<_>>>()?
         .into_iter();
     drop(found);
-    Ok(Some(
-        (texts.into_iter())
-            .map(|text| match text {
-                Text::Written(raw) => raw,
-                Text::WithSecrets(_) => {
-                    (sealed_texts.next()).expect("one sealed text per resource with secrets")
-                }
-            })
-            .collect(),
-    ))
+    let mut kept = Vec::new();
+    let written = (texts.into_iter().enumerate())
+        .map(|(i, text)| match text {
+            Text::Written(raw) => raw,
+            Text::WithSecrets(_, digest) => {
+                let sealed =
+                    (sealed_texts.next()).expect("one sealed text per resource with secrets");
+                let text = digest
+                    .filter(|_| own[i])
+                    .map(|digest| (digest, sealed.clone()));
+                kept.push((all[i].urn.as_str(), text));
+                sealed
+            }
+        })
+        .collect();
+    if let Some(memory) = memory {
+        memory.keep_texts(kept);
+    }
+    Ok(Some(written))
+}
+
+/// Turns each of `texts` whose sealed text `memory` kept, its text in the clear unchanged since,
+/// into that sealed text. Says of each resource whether its URN is the only one among those
+/// holding secrets: only such a resource's sealed text is kept or written again (two resources
+/// of one URN would be written with the same ciphertexts).
+fn write_unchanged(texts: &mut [Text], all: &[StoredRef], memory: &SealedMemory) -> Vec<bool> {
+    let own = only_ones((texts.iter().zip(all)).map(|(text, resource)| match text {
+        Text::WithSecrets(..) => Some(resource.urn.as_str()),
+        Text::Written(_) => None,
+    }));
+    let asked: Vec<(usize, (&str, TextDigest))> = (texts.iter().enumerate())
+        .filter_map(|(i, text)| match text {
+            Text::WithSecrets(_, Some(digest)) if own[i] => {
+                Some((i, (all[i].urn.as_str(), *digest)))
+            }
+            _ => None,
+        })
+        .collect();
+    let (at, asked): (Vec<usize>, Vec<(&str, TextDigest)>) = asked.into_iter().unzip();
+    for (i, sealed) in at.into_iter().zip(memory.unchanged_texts(&asked)) {
+        if let Some(sealed) = sealed {
+            texts[i] = Text::Written(sealed);
+        }
+    }
+    own
+}
+
+/// Whether each of `urns` (`None`: not counted) is the only one of its value among them.
+fn only_ones<'a>(urns: impl Iterator<Item = Option<&'a str>>) -> Vec<bool> {
+    let urns: Vec<Option<&str>> = urns.collect();
+    let mut counts: HashMap<&str, u32> = HashMap::new();
+    for urn in urns.iter().flatten() {
+        *counts.entry(urn).or_default() += 1;
+    }
+    (urns.iter())
+        .map(|urn| urn.is_some_and(|urn| counts[urn] == 1))
+        .collect()
 }
 
 /// The places of the `count` secrets of `resource`, as its text holds them: unknown (never
@@ -217,10 +275,11 @@ fn places<'a>(
         .collect()
 }
 
-/// A resource written as JSON: final, or with its secrets still in the clear.
+/// A resource written as JSON: final, or with its secrets still in the clear (and the digest
+/// of that text, for a crypter that remembers).
 enum Text {
     Written(Box<RawValue>),
-    WithSecrets(String),
+    WithSecrets(String, Option<TextDigest>),
 }
 
 /// Writes `all`, building those holding a secret as trees to seal (all in one batch).
@@ -536,28 +595,68 @@ fn open_in_place(all: &[&RawValue], crypter: &dyn Crypter) -> Option<Vec<Stored>
             these
         })
         .collect();
-    let stored: Vec<Stored> = (all.par_iter().zip(&found).zip(&plaintexts))
-        .map(|((raw, text), plaintexts)| match text {
-            None => serde_json::from_str(raw.get()).ok(),
-            Some(text) => serde_json::from_str(&text.opened(plaintexts)?).ok(),
-        })
-        .collect::<Option<_>>()?;
-    if let Some(memory) = crypter.memory() {
-        let slots = (stored.par_iter().zip(&found))
-            .filter_map(|(stored, text)| {
-                let text = text.as_ref()?;
-                Some(places(
-                    stored.urn.as_str(),
-                    &stored.inputs,
-                    &stored.outputs,
-                    text.len(),
-                ))
+    let remembering = crypter.memory().is_some();
+    let (stored, digests): (Vec<Stored>, Vec<Option<TextDigest>>) =
+        (all.par_iter().zip(&found).zip(&plaintexts))
+            .map(|((raw, text), plaintexts)| match text {
+                None => Some((serde_json::from_str(raw.get()).ok()?, None)),
+                Some(text) => {
+                    let opened = text.opened(plaintexts)?;
+                    let digest = remembering.then(|| digest(&opened));
+                    Some((serde_json::from_str(&opened).ok()?, digest))
+                }
             })
-            .flatten_iter()
-            .collect();
-        memory.remember(slots, opened, sealed);
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+    if let Some(memory) = crypter.memory() {
+        remember_read(all, &stored, &found, &digests, opened, sealed, memory);
     }
     Some(stored)
+}
+
+/// Remembers the ciphertexts of `found` (read from `all`, `stored`) at their places, and the
+/// sealed texts of the resources, for the checkpoint written next ([`seal_in_place`]). A
+/// ciphertext the file holds twice is remembered nowhere, nor the text of a resource holding
+/// one or whose URN is there twice: each is sealed afresh, so that no ciphertext is written in
+/// two places, whatever the file held.
+fn remember_read(
+    all: &[&RawValue],
+    stored: &[Stored],
+    found: &[Option<SealedText>],
+    digests: &[Option<TextDigest>],
+    opened: Vec<String>,
+    sealed: Vec<String>,
+    memory: &SealedMemory,
+) {
+    let mut seen = HashSet::with_capacity(sealed.len());
+    let twice: HashSet<&str> = (sealed.iter())
+        .filter(|ciphertext| !seen.insert(ciphertext.as_str()))
+        .map(String::as_str)
+        .collect();
+    let own = only_ones(
+        (stored.iter().zip(found)).map(|(stored, text)| text.as_ref().map(|_| stored.urn.as_str())),
+    );
+    let read: Vec<(Vec<Slot>, KeptText)> = (found.par_iter().enumerate())
+        .filter_map(|(i, text)| {
+            let (text, stored) = (text.as_ref()?, &stored[i]);
+            let urn = stored.urn.as_str();
+            let mut slots = places(urn, &stored.inputs, &stored.outputs, text.len());
+            let mut repeated = false;
+            for (slot, ciphertext) in slots.iter_mut().zip(text.ciphertexts()) {
+                if twice.contains(ciphertext) {
+                    slot.path = None;
+                    repeated = true;
+                }
+            }
+            let text = (digests[i].filter(|_| own[i] && !repeated))
+                .map(|digest| (digest, all[i].to_owned()));
+            Some((slots, (urn, text)))
+        })
+        .collect();
+    let (slots, texts): (Vec<Vec<Slot>>, Vec<KeptText>) = read.into_iter().unzip();
+    memory.remember(slots.into_iter().flatten().collect(), opened, sealed);
+    memory.keep_texts(texts);
 }
 
 /// Reads `all`, parsing those holding a sealed secret as trees to open (all in one batch).

@@ -16,7 +16,9 @@ use std::sync::Mutex;
 use std::fmt::Write as _;
 
 use plinth_engine::value::{PropertyMap, Value};
+use serde_json::value::RawValue;
 
+use super::kept::{KeptText, KeptTexts, TextDigest};
 use super::{Crypter, SecretsError};
 
 /// A secret at its place in a resource.
@@ -83,11 +85,13 @@ fn push_key(path: &mut String, key: &str) {
     }
 }
 
-/// The ciphertexts of secrets read or written, by place.
+/// The ciphertexts of secrets read or written, by place, and the sealed texts of the
+/// resources holding them.
 #[derive(Default)]
 pub struct SealedMemory {
     /// By resource URN: the resource's secrets, each by path.
     resources: Mutex<HashMap<String, Vec<Remembered>>>,
+    texts: KeptTexts,
 }
 
 struct Remembered {
@@ -185,6 +189,20 @@ impl SealedMemory {
         }
     }
 
+    /// Keeps each resource's sealed text (read or written) for
+    /// [`unchanged_texts`](Self::unchanged_texts). Only for a resource whose URN is the only one
+    /// of its checkpoint and whose ciphertexts are its own (none of them elsewhere in it).
+    pub fn keep_texts(&self, texts: Vec<KeptText>) {
+        self.texts.keep(texts);
+    }
+
+    /// The sealed text kept of each resource asked for (its URN and the digest of its text in
+    /// the clear), if its text in the clear is still the one kept: written as it is, it opens
+    /// to that text with every ciphertext at its place.
+    pub fn unchanged_texts(&self, asked: &[(&str, TextDigest)]) -> Vec<Option<Box<RawValue>>> {
+        self.texts.unchanged(asked)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Remembered>>> {
         (self.resources.lock()).unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -233,7 +251,7 @@ mod tests {
 
     use plinth_engine::names::{ProjectName, StackName};
     use plinth_engine::resource::ResourceState;
-    use plinth_engine::snapshot::Snapshot;
+    use plinth_engine::snapshot::{PendingKind, PendingOperation, Snapshot};
     use plinth_engine::urn::Urn;
 
     use super::*;
@@ -374,13 +392,57 @@ mod tests {
         assert_ne!(r0, r1);
 
         // A state file that gives both the same ciphertext (valid: it opens to "same" for
-        // each) is read, and written with one of them sealed afresh.
+        // each) is read, and written with both sealed afresh, and r0's other secrets kept.
         let copied = String::from_utf8(first.clone()).unwrap().replace(r1, r0);
         let back = read(copied.as_bytes(), &crypter);
         assert_eq!(back, snapshot());
         let written = ciphertexts(&write(&back, &crypter));
         assert!(all_distinct(&written), "{written:?}");
-        assert!(written.contains(r0));
+        assert!(!written.contains(r0), "{written:?}");
+        assert_eq!(written[1..5], sealed[1..5]);
+    }
+
+    #[test]
+    fn a_resource_written_twice_in_one_checkpoint_never_shares_a_ciphertext() {
+        let crypter = Remembering::new(PassphraseCrypter::create("pw", "dev").unwrap().0);
+        let mut snapshot = snapshot();
+        // An update under way when the command stopped: the pending copy is r2 as it is.
+        snapshot.pending_operations.push(PendingOperation {
+            kind: PendingKind::Updating,
+            resource: snapshot.resources[2].clone(),
+        });
+        let first = write(&snapshot, &crypter);
+        let sealed = ciphertexts(&first);
+        assert_eq!(sealed.len(), 8);
+        assert!(all_distinct(&sealed), "{sealed:?}");
+        for _ in 0..2 {
+            let back = read(&first, &crypter);
+            assert_eq!(back, snapshot);
+            let again = ciphertexts(&write(&back, &crypter));
+            assert!(all_distinct(&again), "{again:?}");
+            assert_eq!(
+                again[..6],
+                sealed[..6],
+                "the resources of one URN each are kept"
+            );
+        }
+    }
+
+    #[test]
+    fn a_resource_changed_beside_its_unchanged_secret_is_written_as_it_is_now() {
+        let crypter = Remembering::new(PassphraseCrypter::create("pw", "dev").unwrap().0);
+        let first = write(&snapshot(), &crypter);
+        let back = read(&first, &crypter);
+        // Only r2's plain output changes: its text is not the one read, its secret is.
+        let mut changed = back.clone();
+        changed.resources[2].outputs = [("plain".to_owned(), Value::from("y"))].into();
+        let written = write(&changed, &crypter);
+        assert_eq!(read(&written, &crypter), changed);
+        assert_eq!(ciphertexts(&written), ciphertexts(&first));
+        // And back as it was, in the same command: written as it is again, not as first kept.
+        let restored = write(&back, &crypter);
+        assert_eq!(read(&restored, &crypter), back);
+        assert_eq!(ciphertexts(&restored), ciphertexts(&first));
     }
 
     #[test]

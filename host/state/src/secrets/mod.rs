@@ -6,6 +6,7 @@
 //! Argon2id from a passphrase and a per-stack salt and seals values with XChaCha20-Poly1305.
 
 mod error;
+mod kept;
 mod memory;
 #[cfg(any(test, feature = "passphrase"))]
 mod passphrase;
@@ -13,6 +14,7 @@ mod splice;
 mod tree;
 
 pub use error::SecretsError;
+pub use kept::{KeptText, TextDigest, digest};
 pub use memory::{Remembering, SealedMemory, Slot, secret_paths};
 #[cfg(any(test, feature = "passphrase"))]
 pub use passphrase::PassphraseCrypter;
