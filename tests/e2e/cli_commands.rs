@@ -132,6 +132,25 @@ fn config_paths_set_and_get_inside_structured_values() {
 }
 
 #[test]
+fn parallel_is_refused_outside_its_range_before_anything_runs() {
+    let env = Env::scenario();
+    for (command, value) in [
+        ("up", "0"),
+        ("refresh", "100001"),
+        ("destroy", "2.5"),
+        ("preview", "many"),
+    ] {
+        let stderr = env.fails(&[command, "--parallel", value]);
+        assert!(
+            stderr.contains(&format!(
+                "invalid value '{value}' for '--parallel <PARALLEL>'"
+            )) && stderr.contains("expected a whole number from 1 to 100000"),
+            "{command} --parallel {value}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn completion_scripts_for_every_shell() {
     let env = Env::scenario();
     let bash = env.ok(&["completion", "bash"]);

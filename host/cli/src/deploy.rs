@@ -14,7 +14,7 @@ use plinth_backend::{
     AppliedPlan, ConfigKey, HistoryEntry, RunMetadata, UpdateKind, UpdateResult, UsedPlugins,
 };
 use plinth_backend::{Backend, EventLog, StackRef, Update};
-use plinth_engine::deployment::{self, Options, Targets};
+use plinth_engine::deployment::{self, MAX_PARALLEL, Options, Targets};
 use plinth_engine::events::{ChangeSummary, Event, EventSink};
 use plinth_engine::journal::SnapshotManager;
 use plinth_engine::plan::{PlanGuard, PlannedStep};
@@ -50,8 +50,8 @@ pub(crate) mod adopt;
 
 #[derive(Args)]
 pub struct CommonArgs {
-    /// Maximum number of resource operations in flight.
-    #[arg(short, long, default_value_t = DEFAULT_PARALLEL)]
+    /// Maximum number of resource operations in flight (1 to 100000).
+    #[arg(short, long, default_value_t = DEFAULT_PARALLEL, value_parser = parallel_in_range)]
     parallel: usize,
     /// Also list resources that do not change.
     #[arg(long)]
@@ -114,6 +114,15 @@ pub struct ChangeArgs {
 /// microseconds), so the bound is not tied to the cores: it keeps an API from being flooded,
 /// while each journal flush still carries the starts of many steps at once.
 const DEFAULT_PARALLEL: usize = 64;
+
+/// `--parallel`: a count from 1 to [`MAX_PARALLEL`] (a team service holds each update's
+/// operations in flight, and refuses more).
+fn parallel_in_range(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(count) if (1..=MAX_PARALLEL).contains(&count) => Ok(count),
+        _ => Err(format!("expected a whole number from 1 to {MAX_PARALLEL}")),
+    }
+}
 
 #[derive(Args)]
 pub struct PreviewArgs {

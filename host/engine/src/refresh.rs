@@ -16,10 +16,10 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::deployment::Targets;
 use crate::deployment::step::base::providers_by_reference;
 use crate::deployment::step::unrecordable_read;
 use crate::deployment::target::TargetSet;
+use crate::deployment::{MAX_PARALLEL, Targets};
 use crate::events::{ChangeSummary, Event, EventSink, Severity, StepInfo, StepOp};
 use crate::journal::{JournalEntry, JournalState, SnapshotManager};
 use crate::provider::{ProviderSource, ReadResult};
@@ -35,7 +35,7 @@ use crate::write_only;
 pub struct RefreshOptions {
     /// Show what would change; record nothing.
     pub preview: bool,
-    /// Upper bound on reads in flight.
+    /// Upper bound on reads in flight (at least 1, at most [`MAX_PARALLEL`]).
     pub parallel: usize,
     /// Read only these resources (the others are kept as recorded).
     pub targets: Option<Targets>,
@@ -207,7 +207,7 @@ async fn read_all(
     cancel: &CancellationToken,
     mut on_result: impl FnMut(Read, Result<Option<ReadResult>, String>),
 ) {
-    let limit = Arc::new(Semaphore::new(parallel.max(1)));
+    let limit = Arc::new(Semaphore::new(parallel.clamp(1, MAX_PARALLEL)));
     let mut tasks = JoinSet::new();
     for read in reads {
         let (limit, providers, cancel) = (limit.clone(), providers.clone(), cancel.clone());

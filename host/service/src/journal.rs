@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use plinth_state::ParsedBatch;
+use plinth_state::protocol::MAX_OPEN_CREATES;
 use prometheus_client::metrics::gauge::Gauge;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -53,9 +54,12 @@ pub(crate) async fn append(
         let arrival = waiting.next();
         tokio::pin!(arrival);
         arrival.as_mut().enable();
-        let known = match OPEN.check(id, seq, &batch.needed) {
+        let known = match OPEN.check(id, seq, &batch.needed, &batch.effect) {
             Some(validity) => CaughtUp::Known(validity),
-            None => open_creates::catch_up(pool, token, id, lease, seq, &batch.needed).await?,
+            None => {
+                let asked = (batch.needed.as_slice(), &batch.effect);
+                open_creates::catch_up(pool, token, id, lease, seq, asked).await?
+            }
         };
         let attempt = match known {
             CaughtUp::Known(validity) => batch.store(pool, token, id, lease, validity).await?,
@@ -269,12 +273,13 @@ impl Checked {
         if !holds {
             return Err(crate::updates::refused(pool, id, lease).await);
         }
-        if let Validity::Unbegun(create) = validity
-            && !inserted
-            && stored.is_none()
-            && seq == last + 1
-        {
-            return Err(unbegun_create(seq, create));
+        // Refused only as the next batch: a retry of a stored one is told by its digest below.
+        if !inserted && stored.is_none() && seq == last + 1 {
+            match validity {
+                Validity::Unbegun(create) => return Err(unbegun_create(seq, create)),
+                Validity::TooManyOpen => return Err(too_many_open(seq)),
+                Validity::Valid | Validity::Unknown => {}
+            }
         }
         if inserted {
             OPEN.stored(id, seq, effect);
@@ -337,6 +342,14 @@ fn unbegun_create(seq: i64, create: i64) -> ApiError {
         "journal batch {seq} ends create {create} as begun (`created-as-begun`), but no earlier \
          entry of this update began it, or it has ended already: the state could not be rebuilt \
          from such a journal; send the whole `created` entry"
+    ))
+}
+
+fn too_many_open(seq: i64) -> ApiError {
+    ApiError::BadRequest(format!(
+        "journal batch {seq} would leave more than {MAX_OPEN_CREATES} creates of this update \
+         begun and not ended, more than a client has operations in flight (`--parallel` is at \
+         most {MAX_OPEN_CREATES}): end the creates begun before beginning more"
     ))
 }
 

@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
+use plinth_state::protocol::MAX_OPEN_CREATES;
 use plinth_state::{Creates, ParsedBatch};
 use serde_json::value::RawValue;
 use sqlx::PgPool;
@@ -21,12 +22,18 @@ use crate::auth::digest;
 use crate::error::ApiError;
 
 /// This replica's view of every update's open creates.
-pub(crate) static OPEN: LazyLock<OpenCreates> =
-    LazyLock::new(|| OpenCreates::new(CAPACITY, MAX_UPDATES));
+pub(crate) static OPEN: LazyLock<OpenCreates> = LazyLock::new(|| {
+    OpenCreates::new(Limits {
+        capacity: CAPACITY,
+        max_updates: MAX_UPDATES,
+        max_open: MAX_OPEN_CREATES,
+    })
+});
 
 /// The most creates (and updates, one each) the view holds; beyond it, the updates used least
 /// recently are forgotten (read back from the database if their batches come again). About
-/// 40 MB at most.
+/// 40 MB at most. The update a batch is for is never forgotten for it: one update holds at most
+/// [`MAX_OPEN_CREATES`], as many as a client has operations in flight.
 const CAPACITY: usize = 1 << 20;
 /// The most updates the view holds: those another replica completed are never forgotten here
 /// otherwise, and each one forgotten is looked for among them all.
@@ -46,6 +53,9 @@ pub(crate) enum Validity {
     Valid,
     /// It ends create `.0` in short, which no earlier batch left open.
     Unbegun(i64),
+    /// It would leave more creates open at once than any client has operations in flight
+    /// ([`MAX_OPEN_CREATES`]): kept in memory, so refused.
+    TooManyOpen,
     /// Not known here: the batch was stored already (this is a retry, which the digest settles),
     /// or the request may not append to the update (which storing it says).
     Unknown,
@@ -70,6 +80,8 @@ pub(crate) struct OpenCreates {
 struct Limits {
     capacity: usize,
     max_updates: usize,
+    /// The most creates one update may leave open.
+    max_open: usize,
 }
 
 #[derive(Default)]
@@ -99,22 +111,28 @@ impl Open {
         self.through += 1;
     }
 
-    fn validity(&self, needed: &[i64]) -> Validity {
-        match needed.iter().find(|create| !self.creates.contains(create)) {
-            Some(&create) => Validity::Unbegun(create),
-            None => Validity::Valid,
+    /// Whether a batch that needs creates `needed` open and does `effect` may follow, with at
+    /// most `max_open` creates open after it.
+    fn validity(&self, needed: &[i64], effect: &Effect, max_open: usize) -> Validity {
+        if let Some(&create) = needed.iter().find(|create| !self.creates.contains(create)) {
+            return Validity::Unbegun(create);
+        }
+        // Each create it ends counted once, however often a hostile batch names it.
+        let ended: HashSet<&i64> = (effect.ends.iter())
+            .filter(|create| self.creates.contains(create))
+            .collect();
+        match self.creates.len() - ended.len() + effect.opens.len() > max_open {
+            true => Validity::TooManyOpen,
+            false => Validity::Valid,
         }
     }
 }
 
 impl OpenCreates {
-    fn new(capacity: usize, max_updates: usize) -> OpenCreates {
+    fn new(limits: Limits) -> OpenCreates {
         OpenCreates {
             updates: Mutex::default(),
-            limits: Limits {
-                capacity,
-                max_updates,
-            },
+            limits,
         }
     }
 
@@ -123,19 +141,27 @@ impl OpenCreates {
         self.updates.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether batch `seq` of update `id`, which needs creates `needed` open, may extend the
-    /// journal, if this replica has taken in every batch before it and no later one.
-    pub(crate) fn check(&self, id: Uuid, seq: i64, needed: &[i64]) -> Option<Validity> {
+    /// Whether batch `seq` of update `id`, which needs creates `needed` open and does
+    /// `effect`, may extend the journal, if this replica has taken in every batch before it and
+    /// no later one.
+    pub(crate) fn check(
+        &self,
+        id: Uuid,
+        seq: i64,
+        needed: &[i64],
+        effect: &Effect,
+    ) -> Option<Validity> {
+        let max_open = self.limits.max_open;
         let mut updates = self.lock();
         let now = updates.use_one();
         match updates.open.get_mut(&id) {
             Some(open) if open.through == seq - 1 => {
                 open.used = now;
-                Some(open.validity(needed))
+                Some(open.validity(needed, effect, max_open))
             }
             Some(_) => None,
             // Nothing is open before the first batch.
-            None if seq == 1 => Some(Open::default().validity(needed)),
+            None if seq == 1 => Some(Open::default().validity(needed, effect, max_open)),
             None => None,
         }
     }
@@ -215,16 +241,16 @@ impl Updates {
 }
 
 /// Reads the batches of update `id` stored after those this replica has taken in and before
-/// `seq`, and says whether batch `seq`, which needs creates `needed` open, may extend them. Only
-/// for a request that may append to the update: otherwise the validity is unknown, and storing
-/// the batch refuses it.
+/// `seq`, and says whether batch `seq`, which needs creates `needed` open and does `effect`, may
+/// extend them. Only for a request that may append to the update: otherwise the validity is
+/// unknown, and storing the batch refuses it.
 pub(crate) async fn catch_up(
     pool: &PgPool,
     token: &[u8],
     id: Uuid,
     lease: &str,
     seq: i64,
-    needed: &[i64],
+    (needed, effect): (&[i64], &Effect),
 ) -> Result<CaughtUp, ApiError> {
     let mut open = OPEN.view(id);
     if open.through >= seq {
@@ -271,7 +297,8 @@ pub(crate) async fn catch_up(
         };
         open.apply(&effect);
     }
-    let validity = (open.through == seq - 1).then(|| open.validity(needed));
+    let validity =
+        (open.through == seq - 1).then(|| open.validity(needed, effect, OPEN.limits.max_open));
     let next = open.through + 1;
     OPEN.caught_up(id, open);
     Ok(match validity {
@@ -323,34 +350,55 @@ mod tests {
         }
     }
 
+    fn limits(capacity: usize, max_updates: usize) -> Limits {
+        Limits {
+            capacity,
+            max_updates,
+            max_open: 1_000,
+        }
+    }
+
+    /// Checks a batch that ends `needed` in short and nothing else.
+    fn check(open: &OpenCreates, id: Uuid, seq: i64, needed: &[i64]) -> Option<Validity> {
+        open.check(id, seq, needed, &effect(&[], needed))
+    }
+
     #[test]
     fn a_batch_is_checked_against_the_batches_before_it_taken_in_order() {
-        let open = OpenCreates::new(100, 10);
+        let open = OpenCreates::new(limits(100, 10));
         let id = Uuid::new_v4();
-        assert_eq!(open.check(id, 1, &[]), Some(Validity::Valid));
-        assert_eq!(open.check(id, 1, &[7]), Some(Validity::Unbegun(7)));
-        assert_eq!(open.check(id, 2, &[]), None, "batch 1 not taken in");
+        assert_eq!(check(&open, id, 1, &[]), Some(Validity::Valid));
+        assert_eq!(check(&open, id, 1, &[7]), Some(Validity::Unbegun(7)));
+        assert_eq!(check(&open, id, 2, &[]), None, "batch 1 not taken in");
         open.stored(id, 1, &effect(&[1, 2], &[]));
-        assert_eq!(open.check(id, 2, &[1, 2]), Some(Validity::Valid));
-        assert_eq!(open.check(id, 2, &[1, 3]), Some(Validity::Unbegun(3)));
+        assert_eq!(check(&open, id, 2, &[1, 2]), Some(Validity::Valid));
+        assert_eq!(check(&open, id, 2, &[1, 3]), Some(Validity::Unbegun(3)));
         open.stored(id, 2, &effect(&[], &[1]));
-        assert_eq!(open.check(id, 3, &[1]), Some(Validity::Unbegun(1)), "ended");
-        assert_eq!(open.check(id, 3, &[2]), Some(Validity::Valid));
-        assert_eq!(open.check(id, 2, &[2]), None, "a retry is not checked here");
+        assert_eq!(
+            check(&open, id, 3, &[1]),
+            Some(Validity::Unbegun(1)),
+            "ended"
+        );
+        assert_eq!(check(&open, id, 3, &[2]), Some(Validity::Valid));
+        assert_eq!(
+            check(&open, id, 2, &[2]),
+            None,
+            "a retry is not checked here"
+        );
         open.stored(id, 2, &effect(&[9], &[]));
         assert_eq!(
-            open.check(id, 3, &[9]),
+            check(&open, id, 3, &[9]),
             Some(Validity::Unbegun(9)),
             "a batch is taken in once"
         );
         open.forget(id);
-        assert_eq!(open.check(id, 3, &[2]), None, "forgotten");
+        assert_eq!(check(&open, id, 3, &[2]), None, "forgotten");
         assert_eq!(open.lock().size, 0);
     }
 
     #[test]
     fn what_was_read_back_is_kept_only_if_it_is_further_along() {
-        let open = OpenCreates::new(100, 10);
+        let open = OpenCreates::new(limits(100, 10));
         let id = Uuid::new_v4();
         open.stored(id, 1, &effect(&[1], &[]));
         let behind = Open {
@@ -358,40 +406,68 @@ mod tests {
             ..Open::default()
         };
         open.caught_up(id, behind);
-        assert_eq!(open.check(id, 2, &[1]), Some(Validity::Valid));
+        assert_eq!(check(&open, id, 2, &[1]), Some(Validity::Valid));
         let ahead = Open {
             through: 3,
             creates: [5].into(),
             used: 0,
         };
         open.caught_up(id, ahead);
-        assert_eq!(open.check(id, 4, &[5]), Some(Validity::Valid));
+        assert_eq!(check(&open, id, 4, &[5]), Some(Validity::Valid));
         assert_eq!(open.lock().size, 2);
     }
 
     #[test]
     fn beyond_the_capacity_the_updates_used_least_recently_go() {
-        let open = OpenCreates::new(6, 10);
+        let open = OpenCreates::new(limits(6, 10));
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         open.stored(a, 1, &effect(&[1, 2], &[]));
         open.stored(b, 1, &effect(&[1], &[]));
         assert_eq!(open.lock().size, 5);
-        assert!(open.check(a, 2, &[]).is_some(), "a used last");
+        assert!(check(&open, a, 2, &[]).is_some(), "a used last");
         open.stored(b, 2, &effect(&[2, 3], &[]));
-        assert_eq!(open.check(a, 2, &[]), None, "a went for b");
-        assert_eq!(open.check(b, 3, &[1, 2, 3]), Some(Validity::Valid));
+        assert_eq!(check(&open, a, 2, &[]), None, "a went for b");
+        assert_eq!(check(&open, b, 3, &[1, 2, 3]), Some(Validity::Valid));
         // One update larger than the whole capacity is kept: it is the one in use.
         open.stored(b, 3, &effect(&[4, 5, 6, 7], &[]));
-        assert_eq!(open.check(b, 4, &[7]), Some(Validity::Valid));
+        assert_eq!(check(&open, b, 4, &[7]), Some(Validity::Valid));
 
         // And never more updates than the most it keeps, however small.
-        let open = OpenCreates::new(100, 2);
+        let open = OpenCreates::new(limits(100, 2));
         let ids: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
         for id in &ids {
             open.stored(*id, 1, &effect(&[], &[]));
         }
-        assert_eq!(open.check(ids[0], 2, &[]), None, "the first went");
-        assert!(open.check(ids[1], 2, &[]).is_some() && open.check(ids[2], 2, &[]).is_some());
+        assert_eq!(check(&open, ids[0], 2, &[]), None, "the first went");
+        assert!(check(&open, ids[1], 2, &[]).is_some() && check(&open, ids[2], 2, &[]).is_some());
+    }
+
+    #[test]
+    fn a_batch_leaving_more_creates_open_than_any_client_has_in_flight_is_refused() {
+        let open = OpenCreates::new(Limits {
+            max_open: 3,
+            ..limits(100, 10)
+        });
+        let id = Uuid::new_v4();
+        let four = effect(&[1, 2, 3, 4], &[]);
+        assert_eq!(open.check(id, 1, &[], &four), Some(Validity::TooManyOpen));
+        open.stored(id, 1, &effect(&[1, 2, 3], &[]));
+        let one_more = effect(&[4], &[]);
+        assert_eq!(
+            open.check(id, 2, &[], &one_more),
+            Some(Validity::TooManyOpen)
+        );
+        // Ending one makes room for one, however often the batch names the one it ends.
+        let swap = effect(&[4], &[1, 1, 1]);
+        assert_eq!(open.check(id, 2, &[], &swap), Some(Validity::Valid));
+        let swap_two = effect(&[4, 5], &[1, 1]);
+        assert_eq!(
+            open.check(id, 2, &[], &swap_two),
+            Some(Validity::TooManyOpen)
+        );
+        // An operation that is not an open create makes no room.
+        let other = effect(&[4], &[9]);
+        assert_eq!(open.check(id, 2, &[], &other), Some(Validity::TooManyOpen));
     }
 
     #[test]

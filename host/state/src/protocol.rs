@@ -21,6 +21,10 @@ pub const EVENTS_IN_FLIGHT: usize = 3;
 /// last stored) waits on the service for it, so a client may send the next batch while the
 /// previous one commits. A service that does not say takes one at a time.
 pub const JOURNAL_IN_FLIGHT: usize = 2;
+/// The most creates one update's journal may have begun and not ended at once, as many as a
+/// client has operations in flight: a service keeps them in memory, and refuses a batch that
+/// would leave more.
+pub const MAX_OPEN_CREATES: usize = plinth_engine::deployment::MAX_PARALLEL;
 /// The most history entries one page carries.
 pub const HISTORY_PAGE: usize = 500;
 

@@ -49,7 +49,7 @@ impl StepLimit {
     pub(crate) fn new(permits: usize, cancel: CancellationToken) -> StepLimit {
         StepLimit {
             state: Arc::new(Mutex::new(LimitState {
-                free: permits.max(1),
+                free: permits.clamp(1, super::MAX_PARALLEL),
                 queue: VecDeque::new(),
             })),
             cancel,

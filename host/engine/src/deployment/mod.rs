@@ -12,7 +12,7 @@ pub(crate) mod step;
 pub(crate) mod target;
 mod unclaimed;
 
-pub use options::Options;
+pub use options::{MAX_PARALLEL, Options};
 use scheduler::Scheduler;
 pub use target::Targets;
 

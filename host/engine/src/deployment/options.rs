@@ -9,6 +9,11 @@ use crate::policy::PolicyPacks;
 use crate::urn::Urn;
 use crate::value::Value;
 
+/// The most resource operations in flight at once (`parallel`, and `--parallel`): more is
+/// clamped to it. So the most creates one update's journal has begun and not ended, which a
+/// team service holds in memory and refuses beyond.
+pub const MAX_PARALLEL: usize = 100_000;
+
 /// How a deployment runs.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -16,7 +21,7 @@ pub struct Options {
     pub stack: String,
     /// Plan only: providers are asked to preview, nothing is recorded.
     pub preview: bool,
-    /// Upper bound on provider calls in flight.
+    /// Upper bound on provider calls in flight (at least 1, at most [`MAX_PARALLEL`]).
     pub parallel: usize,
     /// Stack configuration, keyed `namespace:key`: strings, or secrets holding strings.
     pub config: BTreeMap<String, Value>,

@@ -109,6 +109,39 @@ fn a_replica_checks_a_batch_against_the_batches_other_replicas_stored() {
     assert_eq!(ended, [1, 2, 3], "each create ended once, in order");
 }
 
+#[test]
+fn a_journal_may_not_leave_more_creates_open_than_any_client_has_in_flight() {
+    let u = updating();
+    let update = &u.update;
+    // A hundred batches that begin 100,000 creates and end none, stored as the service stores
+    // what a batch does beside it (their entries are not what this test is about).
+    let sql = format!(
+        "INSERT INTO journal_batches (update_id, seq, digest, entries, opens, ends) \
+         SELECT '{update}', b, '\\x00', '[]', \
+                ARRAY(SELECT generate_series((b - 1) * 1000 + 1, b * 1000))::bigint[], '{{}}' \
+         FROM generate_series(1, 100) AS b"
+    );
+    u.server.psql(&database_name(&u.db), &sql).unwrap();
+    let lease = (u.update.clone(), u.lease.clone());
+    let send = |entries: Vec<Value>| {
+        let batch = json!({ "seq": 101, "entries": entries });
+        on_update(&u.service, &u.alice, &lease, "journal", Some(batch))
+    };
+    let next = || creating(100_001, &resource("more", Default::default()), true);
+
+    let (status, body) = send(next());
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        message(&body).contains("more than 100000 creates"),
+        "{body}"
+    );
+    // Ending one of them makes room for the next.
+    let mut entries = vec![json!({ "entry": "created-as-begun", "seq": 1, "id": "r-1" })];
+    entries.extend(next());
+    let (status, body) = send(entries);
+    assert_eq!(status, 200, "{body}");
+}
+
 /// Stores `entries` as the next journal batch of `update` straight into the database, as a
 /// service that did not check batches against their journal stored them.
 fn store_batch(u: &Updating, update: &str, seq: i64, entries: &Value) {
