@@ -452,7 +452,9 @@ impl CheckpointWritten<'_> {
     /// The checkpoint file's text: its secrets are sealed already, and nothing else of a
     /// checkpoint holds one.
     pub(crate) fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let mut bytes = crate::layout::to_outlined_json(self)?;
+        // The resources' texts and each one's line around it, and the rest of the file.
+        let capacity = self.snapshot.written_len() + 4096;
+        let mut bytes = crate::layout::to_outlined_json_sized(self, capacity)?;
         bytes.push(b'\n');
         Ok(bytes)
     }

@@ -13,7 +13,17 @@ const INDENTED_DEPTH: usize = 3;
 
 /// Serializes `data` as JSON, indenting only its outer [`INDENTED_DEPTH`] levels.
 pub(crate) fn to_outlined_json<T: Serialize + ?Sized>(data: &T) -> serde_json::Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(128);
+    to_outlined_json_sized(data, 128)
+}
+
+/// [`to_outlined_json`] into a buffer of `capacity` bytes to begin with: a checkpoint of many
+/// resources otherwise grows it a doubling at a time, each copying what was written and
+/// touching fresh pages.
+pub(crate) fn to_outlined_json_sized<T: Serialize + ?Sized>(
+    data: &T,
+    capacity: usize,
+) -> serde_json::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(capacity);
     let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, Outline::default());
     data.serialize(&mut serializer)?;
     Ok(bytes)

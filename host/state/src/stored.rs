@@ -326,6 +326,25 @@ impl Writing {
     }
 }
 
+impl WrittenSnapshot {
+    /// About how many bytes the resources take in a checkpoint file: their texts, each on a
+    /// line of its own, indented (a pending operation's a little more, with its kind).
+    pub fn written_len(&self) -> usize {
+        let Shape {
+            resources,
+            pending_operations,
+        } = &self.0;
+        let line = |text: &RawValue| text.get().len() + LINE;
+        (resources.iter().map(|r| line(r)).sum::<usize>())
+            + (pending_operations.iter())
+                .map(|p| line(&p.resource) + 32)
+                .sum::<usize>()
+    }
+}
+
+/// What a resource's line adds to its text: indentation, a comma, a newline.
+const LINE: usize = 8;
+
 impl Serialize for WrittenSnapshot {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(serializer)
@@ -1021,6 +1040,24 @@ mod tests {
         let written = WrittenSnapshot::of(&snapshot, &crypter).unwrap();
         let json = serde_json::to_string(&written).unwrap();
         assert!(!json.contains("pw-7"), "sealed");
+        // Its checkpoint file fits the buffer the file's writer begins with, nearly filling it.
+        let (project, stack) = (
+            ProjectName::new("p").unwrap(),
+            StackName::new("dev").unwrap(),
+        );
+        let file = crate::checkpoint::CheckpointWritten {
+            version: STORED_SINCE,
+            project: &project,
+            stack: &stack,
+            plinth: "0.0.0",
+            plugins: &[],
+            snapshot: written,
+        };
+        let (written, estimate) = (file.to_json().unwrap().len(), file.snapshot.written_len());
+        assert!(
+            written <= estimate + 4096 && written >= estimate,
+            "{written} {estimate}"
+        );
         let sealed: SealedSnapshot = serde_json::from_str(&json).unwrap();
         let all: Vec<&RawValue> = (sealed.0.resources.iter())
             .chain(sealed.0.pending_operations.iter().map(|p| &p.resource))
