@@ -10,6 +10,7 @@
 //! stays a file anyone can read and diff, one resource per line.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use plinth_engine::program::CustomTimeouts;
 use plinth_engine::resource::{ProviderRef, ResourceState};
@@ -21,8 +22,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::secrets::{
-    CodecError, Crypter, KeptText, PlainText, SealedMemory, SealedText, Slot, TextDigest, digest,
-    open_trees, seal_trees, secret_paths,
+    CodecError, Crypter, Kept, KeptText, PlainText, SealedMemory, SealedText, Slot, open_trees,
+    seal_trees, secret_paths,
 };
 
 /// The first schema that stores snapshots this way.
@@ -78,7 +79,31 @@ fn stored_shape(snapshot: &Snapshot) -> Shape<StoredRef<'_>> {
 /// A snapshot as schema 3 writes it ([`StoredSnapshotRef`]), each resource already written as
 /// JSON with its secrets sealed, all of them in parallel: a state's resources are most of what a
 /// checkpoint writes. Serialized only as JSON (a resource is a [`RawValue`]).
-pub(crate) struct WrittenSnapshot(Shape<Box<RawValue>>);
+pub(crate) struct WrittenSnapshot(Shape<Written>);
+
+/// A resource's text as a checkpoint writes it: its own, or its sealed text as kept since it
+/// was last read or written (shared with the crypter's memory, not copied).
+pub(crate) enum Written {
+    Own(Box<RawValue>),
+    Kept(Arc<RawValue>),
+}
+
+impl std::ops::Deref for Written {
+    type Target = RawValue;
+
+    fn deref(&self) -> &RawValue {
+        match self {
+            Written::Own(raw) => raw,
+            Written::Kept(raw) => raw,
+        }
+    }
+}
+
+impl Serialize for Written {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
 
 impl WrittenSnapshot {
     /// Only the resources holding a secret are built as trees to seal (all of them in one
@@ -87,7 +112,9 @@ impl WrittenSnapshot {
         let (all, kinds) = stored_shape(snapshot).flatten();
         let resources = match seal_in_place(&all, crypter)? {
             Some(resources) => resources,
-            None => seal_as_trees(&all, crypter)?,
+            None => (seal_as_trees(&all, crypter)?.into_iter())
+                .map(Written::Own)
+                .collect(),
         };
         Ok(WrittenSnapshot(Shape::rebuild(resources, kinds)))
     }
@@ -107,10 +134,12 @@ impl WrittenSnapshot {
         let resources = (all.par_iter().zip(carried))
             .map(|(resource, carried)| match carried {
                 Carried::Plain if resource.holds_secrets() => None,
-                Carried::Plain => serde_json::value::to_raw_value(resource).ok(),
+                Carried::Plain => serde_json::value::to_raw_value(resource)
+                    .ok()
+                    .map(Written::Own),
                 Carried::Sealed { text, standing } => {
                     let written = serde_json::to_string(resource).ok()?;
-                    (written == standing).then_some(text)
+                    (written == standing).then_some(Written::Own(text))
                 }
             })
             .collect::<Option<Vec<_>>>()?;
@@ -125,15 +154,13 @@ impl WrittenSnapshot {
 fn seal_in_place(
     all: &[StoredRef],
     crypter: &dyn Crypter,
-) -> Result<Option<Vec<Box<RawValue>>>, CodecError> {
+) -> Result<Option<Vec<Written>>, CodecError> {
     let memory = crypter.memory();
     let mut texts = (all.par_iter())
         .map(|resource| match resource.holds_secrets() {
-            true => serde_json::to_string(resource).map(|text| {
-                let digest = memory.map(|_| digest(&text));
-                Text::WithSecrets(text, digest)
-            }),
-            false => serde_json::value::to_raw_value(resource).map(Text::Written),
+            true => serde_json::to_string(resource).map(Text::WithSecrets),
+            false => serde_json::value::to_raw_value(resource)
+                .map(|raw| Text::Written(Written::Own(raw))),
         })
         .collect::<serde_json::Result<Vec<_>>>()?;
     let own = match memory {
@@ -143,7 +170,7 @@ fn seal_in_place(
     let found = (texts.par_iter().zip(all))
         .map(|(text, resource)| match text {
             Text::Written(_) => Some(None),
-            Text::WithSecrets(text, _) => PlainText::find(text).map(|found| {
+            Text::WithSecrets(text) => PlainText::find(text).map(|found| {
                 // The places of the secrets only matter to a crypter that reuses ciphertexts
                 // by place.
                 let slots = match memory {
@@ -190,15 +217,26 @@ fn seal_in_place(
     let mut kept = Vec::new();
     let written = (texts.into_iter().enumerate())
         .map(|(i, text)| match text {
-            Text::Written(raw) => raw,
-            Text::WithSecrets(_, digest) => {
+            Text::Written(written) => written,
+            Text::WithSecrets(clear) => {
                 let sealed =
                     (sealed_texts.next()).expect("one sealed text per resource with secrets");
-                let text = digest
-                    .filter(|_| own[i])
-                    .map(|digest| (digest, sealed.clone()));
-                kept.push((all[i].urn.as_str(), text));
-                sealed
+                let urn = all[i].urn.as_str();
+                match memory.is_some() && own[i] {
+                    true => {
+                        let sealed: Arc<RawValue> = Arc::from(sealed);
+                        let text = KeptText {
+                            clear,
+                            sealed: sealed.clone(),
+                        };
+                        kept.push((urn, Some(text)));
+                        Written::Kept(sealed)
+                    }
+                    false => {
+                        kept.push((urn, None));
+                        Written::Own(sealed)
+                    }
+                }
             }
         })
         .collect();
@@ -214,21 +252,19 @@ fn seal_in_place(
 /// of one URN would be written with the same ciphertexts).
 fn write_unchanged(texts: &mut [Text], all: &[StoredRef], memory: &SealedMemory) -> Vec<bool> {
     let own = only_ones((texts.iter().zip(all)).map(|(text, resource)| match text {
-        Text::WithSecrets(..) => Some(resource.urn.as_str()),
+        Text::WithSecrets(_) => Some(resource.urn.as_str()),
         Text::Written(_) => None,
     }));
-    let asked: Vec<(usize, (&str, TextDigest))> = (texts.iter().enumerate())
+    let (at, asked): (Vec<usize>, Vec<(&str, &str)>) = (texts.iter().enumerate())
         .filter_map(|(i, text)| match text {
-            Text::WithSecrets(_, Some(digest)) if own[i] => {
-                Some((i, (all[i].urn.as_str(), *digest)))
-            }
+            Text::WithSecrets(clear) if own[i] => Some((i, (all[i].urn.as_str(), clear.as_str()))),
             _ => None,
         })
-        .collect();
-    let (at, asked): (Vec<usize>, Vec<(&str, TextDigest)>) = asked.into_iter().unzip();
-    for (i, sealed) in at.into_iter().zip(memory.unchanged_texts(&asked)) {
+        .unzip();
+    let unchanged = memory.unchanged_texts(&asked);
+    for (i, sealed) in at.into_iter().zip(unchanged) {
         if let Some(sealed) = sealed {
-            texts[i] = Text::Written(sealed);
+            texts[i] = Text::Written(Written::Kept(sealed));
         }
     }
     own
@@ -275,11 +311,10 @@ fn places<'a>(
         .collect()
 }
 
-/// A resource written as JSON: final, or with its secrets still in the clear (and the digest
-/// of that text, for a crypter that remembers).
+/// A resource written as JSON: final, or with its secrets still in the clear.
 enum Text {
-    Written(Box<RawValue>),
-    WithSecrets(String, Option<TextDigest>),
+    Written(Written),
+    WithSecrets(String),
 }
 
 /// Writes `all`, building those holding a secret as trees to seal (all in one batch).
@@ -334,8 +369,8 @@ impl WrittenSnapshot {
             resources,
             pending_operations,
         } = &self.0;
-        let line = |text: &RawValue| text.get().len() + LINE;
-        (resources.iter().map(|r| line(r)).sum::<usize>())
+        let line = |text: &Written| text.get().len() + LINE;
+        (resources.iter().map(line).sum::<usize>())
             + (pending_operations.iter())
                 .map(|p| line(&p.resource) + 32)
                 .sum::<usize>()
@@ -615,35 +650,35 @@ fn open_in_place(all: &[&RawValue], crypter: &dyn Crypter) -> Option<Vec<Stored>
         })
         .collect();
     let remembering = crypter.memory().is_some();
-    let (stored, digests): (Vec<Stored>, Vec<Option<TextDigest>>) =
+    let (stored, clear): (Vec<Stored>, Vec<Option<String>>) =
         (all.par_iter().zip(&found).zip(&plaintexts))
             .map(|((raw, text), plaintexts)| match text {
                 None => Some((serde_json::from_str(raw.get()).ok()?, None)),
                 Some(text) => {
                     let opened = text.opened(plaintexts)?;
-                    let digest = remembering.then(|| digest(&opened));
-                    Some((serde_json::from_str(&opened).ok()?, digest))
+                    let stored = serde_json::from_str(&opened).ok()?;
+                    Some((stored, remembering.then_some(opened)))
                 }
             })
             .collect::<Option<Vec<_>>>()?
             .into_iter()
             .unzip();
     if let Some(memory) = crypter.memory() {
-        remember_read(all, &stored, &found, &digests, opened, sealed, memory);
+        remember_read(all, &stored, &found, clear, opened, sealed, memory);
     }
     Some(stored)
 }
 
 /// Remembers the ciphertexts of `found` (read from `all`, `stored`) at their places, and the
-/// sealed texts of the resources, for the checkpoint written next ([`seal_in_place`]). A
-/// ciphertext the file holds twice is remembered nowhere, nor the text of a resource holding
-/// one or whose URN is there twice: each is sealed afresh, so that no ciphertext is written in
-/// two places, whatever the file held.
+/// texts of the resources (`clear`, opened), for the checkpoint written next
+/// ([`seal_in_place`]). A ciphertext the file holds twice is remembered nowhere, nor the text
+/// of a resource holding one or whose URN is there twice: each is sealed afresh, so that no
+/// ciphertext is written in two places, whatever the file held.
 fn remember_read(
     all: &[&RawValue],
     stored: &[Stored],
     found: &[Option<SealedText>],
-    digests: &[Option<TextDigest>],
+    clear: Vec<Option<String>>,
     opened: Vec<String>,
     sealed: Vec<String>,
     memory: &SealedMemory,
@@ -656,8 +691,8 @@ fn remember_read(
     let own = only_ones(
         (stored.iter().zip(found)).map(|(stored, text)| text.as_ref().map(|_| stored.urn.as_str())),
     );
-    let read: Vec<(Vec<Slot>, KeptText)> = (found.par_iter().enumerate())
-        .filter_map(|(i, text)| {
+    let read: Vec<(Vec<Slot>, Kept)> = (found.par_iter().zip(clear).enumerate())
+        .filter_map(|(i, (text, clear))| {
             let (text, stored) = (text.as_ref()?, &stored[i]);
             let urn = stored.urn.as_str();
             let mut slots = places(urn, &stored.inputs, &stored.outputs, text.len());
@@ -668,12 +703,14 @@ fn remember_read(
                     repeated = true;
                 }
             }
-            let text = (digests[i].filter(|_| own[i] && !repeated))
-                .map(|digest| (digest, all[i].to_owned()));
+            let text = (clear.filter(|_| own[i] && !repeated)).map(|clear| KeptText {
+                clear,
+                sealed: Arc::from(all[i].to_owned()),
+            });
             Some((slots, (urn, text)))
         })
         .collect();
-    let (slots, texts): (Vec<Vec<Slot>>, Vec<KeptText>) = read.into_iter().unzip();
+    let (slots, texts): (Vec<Vec<Slot>>, Vec<Kept>) = read.into_iter().unzip();
     memory.remember(slots.into_iter().flatten().collect(), opened, sealed);
     memory.keep_texts(texts);
 }
@@ -1030,6 +1067,7 @@ mod tests {
             .expect("the engine's own form");
         // What an earlier plinth wrote, sealed as trees, opens in place as well.
         let as_trees = seal_as_trees(&refs, &crypter).unwrap();
+        let as_trees: Vec<Written> = as_trees.into_iter().map(Written::Own).collect();
         for sealed in [&in_place, &as_trees] {
             let sealed: Vec<&RawValue> = sealed.iter().map(|raw| &**raw).collect();
             let opened = open_in_place(&sealed, &crypter).expect("plinth's own form");
