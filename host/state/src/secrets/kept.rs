@@ -14,14 +14,14 @@ use std::sync::{Arc, Mutex};
 use serde_json::value::RawValue;
 
 /// A resource's text read or written: in the clear, and sealed.
-pub struct KeptText {
+pub(crate) struct KeptText {
     pub clear: String,
     pub sealed: Arc<RawValue>,
 }
 
 /// A resource's text read or written, by its URN, or `None` where that text is not to be
 /// written again as it is (what was kept of the resource is forgotten).
-pub type Kept<'a> = (&'a str, Option<KeptText>);
+pub(crate) type Kept<'a> = (&'a str, Option<KeptText>);
 
 /// Sealed texts by resource URN.
 #[derive(Default)]

@@ -192,14 +192,14 @@ impl SealedMemory {
     /// Keeps each resource's sealed text (read or written) for
     /// [`unchanged_texts`](Self::unchanged_texts). Only for a resource whose URN is the only one
     /// of its checkpoint and whose ciphertexts are its own (none of them elsewhere in it).
-    pub fn keep_texts(&self, texts: Vec<Kept>) {
+    pub(crate) fn keep_texts(&self, texts: Vec<Kept>) {
         self.texts.keep(texts);
     }
 
     /// The sealed text kept of each resource asked for (its URN and its text in the clear), if
     /// its text in the clear is still the one kept: written as it is, it opens to that text
     /// with every ciphertext at its place.
-    pub fn unchanged_texts(&self, asked: &[(&str, &str)]) -> Vec<Option<Arc<RawValue>>> {
+    pub(crate) fn unchanged_texts(&self, asked: &[(&str, &str)]) -> Vec<Option<Arc<RawValue>>> {
         self.texts.unchanged(asked)
     }
 

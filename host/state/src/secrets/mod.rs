@@ -14,7 +14,7 @@ mod splice;
 mod tree;
 
 pub use error::SecretsError;
-pub use kept::{Kept, KeptText};
+pub(crate) use kept::{Kept, KeptText};
 pub use memory::{Remembering, SealedMemory, Slot, secret_paths};
 #[cfg(any(test, feature = "passphrase"))]
 pub use passphrase::PassphraseCrypter;
