@@ -17,9 +17,31 @@ fn export_import_and_a_no_op_up_round_trip() {
     assert!(out.contains("Imported 3 resources"), "{out}");
     assert_eq!(env.resources(), before);
     env.ok(&["preview", "--expect-no-changes"]);
+    // An `up` with nothing to do leaves the checkpoint as it is: the same file, not a copy.
+    let checkpoint = || {
+        use std::os::unix::fs::MetadataExt;
+        let file = env.checkpoint_file();
+        (
+            std::fs::metadata(&file).unwrap().ino(),
+            std::fs::read(&file).unwrap(),
+        )
+    };
+    let written = checkpoint();
     let out = env.ok(&["up", "--yes"]);
     assert!(out.contains("no changes"), "{out}");
     assert_eq!(env.resources(), before);
+    assert!(
+        checkpoint() == written,
+        "a no-op up wrote the checkpoint again"
+    );
+    assert!(!env.checkpoint_file().with_extension("journal").exists());
+    // One that changes something writes it.
+    env.config("chain", "false");
+    env.ok(&["up", "--yes"]);
+    assert!(
+        checkpoint().0 != written.0,
+        "the checkpoint was not written"
+    );
 }
 
 #[test]

@@ -214,6 +214,11 @@ impl Env {
         self.stack_file("lock")
     }
 
+    /// The stack's checkpoint file.
+    pub fn checkpoint_file(&self) -> PathBuf {
+        self.stack_file("json")
+    }
+
     /// `<state>/stacks/<project>/<stack>.<ext>`; the scenario projects are named `scenario`.
     fn stack_file(&self, ext: &str) -> PathBuf {
         self.state

@@ -174,6 +174,12 @@ impl<'a> FirstRead<'a> {
 }
 
 impl Checkpoint {
+    /// Whether the file was written in the schema and by the plinth version this plinth writes
+    /// (its plugins aside): writing its snapshot again would write what it holds.
+    pub fn is_current(&self) -> bool {
+        self.version == SCHEMA_VERSION && self.plinth == env!("CARGO_PKG_VERSION")
+    }
+
     pub fn new(project: &ProjectName, stack: &StackName, snapshot: Snapshot) -> Checkpoint {
         Checkpoint {
             version: SCHEMA_VERSION,

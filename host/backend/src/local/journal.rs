@@ -24,11 +24,21 @@ use sha2::{Digest, Sha256};
 
 use plinth_state::secrets::{CodecError, Crypter, from_sealed_json, to_sealed_json};
 use plinth_state::{
-    Begun, CheckpointView, Line, SchemaOneEntry, StateError, TornEnd, UsedPlugins, decode_line,
+    Begun, CheckpointView, Line, PluginUse, SchemaOneEntry, StateError, TornEnd, UsedPlugins,
+    decode_line,
 };
 
 use crate::error::BackendError;
 use crate::files::write_atomically;
+
+/// What an update's journal knows of the checkpoint file the update begins from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BaseFile {
+    /// The plugins it names, if it holds the update's base as this plinth writes it (see
+    /// [`Checkpoint::is_current`](plinth_state::Checkpoint::is_current)): an update that
+    /// changes nothing and uses the same plugins leaves it as it is.
+    pub(crate) current_plugins: Option<Vec<PluginUse>>,
+}
 
 /// Appends journal entries for one update and compacts them into a checkpoint at the end,
 /// sealing every secret on the way.
@@ -46,6 +56,7 @@ pub(crate) struct JournalFile {
     /// may be appended to it.
     broken: bool,
     checkpoint_path: PathBuf,
+    base: BaseFile,
     project: ProjectName,
     stack: StackName,
     crypter: Arc<dyn Crypter>,
@@ -61,8 +72,8 @@ impl JournalFile {
     pub(crate) fn create(
         journal_path: PathBuf,
         checkpoint_path: PathBuf,
-        project: &ProjectName,
-        stack: &StackName,
+        base_file: BaseFile,
+        (project, stack): (&ProjectName, &StackName),
         crypter: Arc<dyn Crypter>,
         plugins: UsedPlugins,
     ) -> Result<JournalFile, BackendError> {
@@ -88,6 +99,7 @@ impl JournalFile {
             synced_len: 0,
             broken: false,
             checkpoint_path,
+            base: base_file,
             project: project.clone(),
             stack: stack.clone(),
             crypter,
@@ -113,6 +125,11 @@ impl JournalFile {
         self.file.set_len(self.synced_len)?;
         self.file.seek(SeekFrom::Start(self.synced_len))?;
         Ok(())
+    }
+
+    fn remove_journal(&self) -> Result<(), PersistError> {
+        std::fs::remove_file(&self.journal_path)
+            .map_err(|e| PersistError::io("remove the journal", &self.journal_path, e))
     }
 }
 
@@ -169,6 +186,17 @@ impl Persister for JournalFile {
         }
     }
 
+    /// The checkpoint holds the snapshot already, as it would be written, when the plugins it
+    /// names are those this update used: only the journal goes (it holds no entry, or only
+    /// entries a failed sync took back). A no-op `up` of 100,000 resources spent about half
+    /// a second writing the 50 MB it read.
+    fn compact_unchanged(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
+        if self.base.current_plugins.as_ref() != Some(&self.plugins.list()) {
+            return self.compact(snapshot);
+        }
+        self.remove_journal()
+    }
+
     fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
         const ACTION: &str = "write the checkpoint";
         let plugins = self.plugins.list();
@@ -177,8 +205,7 @@ impl Persister for JournalFile {
             .map_err(|e| PersistError::invalid(ACTION, &self.checkpoint_path, e))?;
         write_atomically(&self.checkpoint_path, &json)
             .map_err(|e| PersistError::io(ACTION, &self.checkpoint_path, e))?;
-        std::fs::remove_file(&self.journal_path)
-            .map_err(|e| PersistError::io("remove the journal", &self.journal_path, e))
+        self.remove_journal()
     }
 }
 
@@ -449,8 +476,11 @@ mod tests {
         let journal = JournalFile::create(
             dir.path().join("dev.journal"),
             checkpoint,
-            &plinth_engine::names::ProjectName::new("p").unwrap(),
-            &plinth_engine::names::StackName::new("dev").unwrap(),
+            BaseFile::default(),
+            (
+                &plinth_engine::names::ProjectName::new("p").unwrap(),
+                &plinth_engine::names::StackName::new("dev").unwrap(),
+            ),
             Arc::new(crate::secrets::Redacted),
             UsedPlugins::default(),
         )

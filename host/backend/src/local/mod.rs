@@ -39,6 +39,7 @@ pub use lock::StackLock;
 use crate::error::BackendError;
 use crate::files::write_atomically;
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
+pub(crate) use journal::BaseFile;
 use journal::{JournalFile, read_journal};
 
 /// Stacks stored as files under a state directory. Secrets are sealed with the crypters of its
@@ -287,6 +288,18 @@ impl LocalBackend {
         crypter: &dyn Crypter,
         fields: Fields,
     ) -> Result<LoadedStack, BackendError> {
+        (self.load_file(project, stack, crypter, fields)).map(|(loaded, _)| loaded)
+    }
+
+    /// [`load_checking`](Self::load_checking), with what an update beginning from the
+    /// checkpoint file needs to know of it.
+    pub(crate) fn load_file(
+        &self,
+        project: &ProjectName,
+        stack: &StackName,
+        crypter: &dyn Crypter,
+        fields: Fields,
+    ) -> Result<(LoadedStack, BaseFile), BackendError> {
         self.require_stack(project, stack)?;
         let path = self.path(project, stack, "json");
         let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
@@ -302,14 +315,17 @@ impl LocalBackend {
             None
         };
         let Some(read) = read else {
+            let current = decoded.checkpoint.is_current() && decoded.checkpoint.project == *project;
             let checkpoint = decoded.upgraded();
-            return Ok(LoadedStack {
+            let loaded = LoadedStack {
                 snapshot: checkpoint.snapshot,
                 recovered: false,
                 plugins: checkpoint.plugins,
                 torn: None,
                 running: None,
-            });
+            };
+            let current_plugins = current.then(|| loaded.plugins.clone());
+            return Ok((loaded, BaseFile { current_plugins }));
         };
         let corrupt = |reason: String| {
             BackendError::State(StateError::Corrupt {
@@ -334,13 +350,14 @@ impl LocalBackend {
             e => corrupt(e.to_string()),
         })?;
         let checkpoint = decoded.upgrade(snapshot, read.stack_outputs);
-        Ok(LoadedStack {
+        let loaded = LoadedStack {
             snapshot: checkpoint.snapshot,
             recovered: true,
             plugins: checkpoint.plugins,
             torn: read.torn,
             running: None,
-        })
+        };
+        Ok((loaded, BaseFile::default()))
     }
 
     /// Takes the stack's update lock.
@@ -387,16 +404,19 @@ impl LocalBackend {
         loaded: &LoadedStack,
         lock: &StackLock,
     ) -> Result<Box<dyn Persister>, BackendError> {
-        self.begin_update_with_plugins(project, stack, loaded, lock, UsedPlugins::default())
+        let base = BaseFile::default();
+        self.begin_update_with_plugins(project, stack, loaded, base, lock, UsedPlugins::default())
     }
 
     /// [`begin_update`](Self::begin_update), for an update whose checkpoint records the
-    /// plugins in `plugins` as they were when it ends.
-    pub fn begin_update_with_plugins(
+    /// plugins in `plugins` as they were when it ends; `base` is what the load said of the
+    /// checkpoint file.
+    pub(crate) fn begin_update_with_plugins(
         &self,
         project: &ProjectName,
         stack: &StackName,
         loaded: &LoadedStack,
+        mut base: BaseFile,
         _lock: &StackLock,
         plugins: UsedPlugins,
     ) -> Result<Box<dyn Persister>, BackendError> {
@@ -408,12 +428,13 @@ impl LocalBackend {
                 CheckpointView::current(project, stack, &loaded.plugins, &loaded.snapshot);
             write_atomically(&checkpoint_path, &checkpoint.to_json(crypter.as_ref())?)
                 .map_err(BackendError::io("writing", &checkpoint_path))?;
+            base.current_plugins = Some(loaded.plugins.clone());
         }
         let journal = JournalFile::create(
             self.path(project, stack, "journal"),
             checkpoint_path,
-            project,
-            stack,
+            base,
+            (project, stack),
             crypter,
             plugins,
         )?;

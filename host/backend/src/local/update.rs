@@ -12,9 +12,9 @@ use plinth_state::{
     HistoryEntry, ImportReport, LoadedStack, LockHolder, StackSummary, UpdateLog, UsedPlugins,
 };
 
-use super::LocalBackend;
 use super::lock::StackLock;
 use super::logs::{FileEventLog, read_log};
+use super::{BaseFile, Fields, LocalBackend};
 use crate::edit::StateEdit;
 use crate::error::BackendError;
 use crate::secrets::Crypter;
@@ -145,6 +145,7 @@ impl Backend for LocalBackend {
             backend: self.clone(),
             stack: stack.clone(),
             base: None,
+            base_file: BaseFile::default(),
             handed_over: false,
             lock,
         }))
@@ -208,6 +209,8 @@ struct LocalUpdate {
     stack: StackRef,
     /// Loaded on first use, under the lock.
     base: Option<LoadedStack>,
+    /// What the load said of the checkpoint file the base came from.
+    base_file: BaseFile,
     /// The base was handed over ([`Update::take_base`]) as it is on disk (no journal replayed
     /// into it): recording the next phase needs nothing of it.
     handed_over: bool,
@@ -217,10 +220,15 @@ struct LocalUpdate {
 impl LocalUpdate {
     /// The base, loaded if it was not yet.
     fn take_loaded(&mut self) -> Result<LoadedStack, BackendError> {
-        match self.base.take() {
-            Some(base) => Ok(base),
-            None => self.backend.load(&self.stack.project, &self.stack.name),
+        if let Some(base) = self.base.take() {
+            return Ok(base);
         }
+        let StackRef { project, name } = &self.stack;
+        let crypter = self.backend.crypter(name);
+        let (base, file) =
+            (self.backend).load_file(project, name, crypter.as_ref(), Fields::Checked)?;
+        self.base_file = file;
+        Ok(base)
     }
 
     fn append_history(&self, entry: &HistoryEntry) -> Result<(), BackendError> {
@@ -260,9 +268,9 @@ impl Update for LocalUpdate {
             _ => self.take_loaded()?,
         };
         let StackRef { project, name } = &self.stack;
-        let persister = self
-            .backend
-            .begin_update_with_plugins(project, name, &base, &self.lock, plugins);
+        let base_file = self.base_file.clone();
+        let persister = (self.backend)
+            .begin_update_with_plugins(project, name, &base, base_file, &self.lock, plugins);
         // Once recording started, the caller works on the copy of the base it took, and the
         // next phase reads what this one left: keeping this one would hold the state twice.
         let handed_over = self.handed_over;
@@ -321,11 +329,11 @@ mod tests {
 
     use plinth_engine::events::{ChangeSummary, Event};
     use plinth_engine::journal::JournalEntry;
-    use plinth_engine::snapshot::PendingKind;
+    use plinth_engine::snapshot::{PendingKind, Snapshot};
 
     use super::*;
     use crate::local::tests::resource;
-    use plinth_state::{UpdateKind, UpdateResult};
+    use plinth_state::{PluginUse, UpdateKind, UpdateResult};
 
     fn backend() -> (tempfile::TempDir, Arc<dyn Backend>) {
         let dir = tempfile::tempdir().unwrap();
@@ -420,6 +428,86 @@ mod tests {
         update.complete(&entry(UpdateKind::Update)).unwrap();
         // The next phase reads what is on disk again.
         assert!(update.base().is_err());
+    }
+
+    #[test]
+    fn an_update_that_changes_nothing_leaves_a_current_checkpoint_as_it_is() {
+        use std::os::unix::fs::MetadataExt;
+        let (dir, b) = backend();
+        let (p, dev) = names();
+        let stack = b.create_stack(&p, &dev).unwrap();
+        let checkpoint = dir.path().join("stacks/p/dev.json");
+        let journal = dir.path().join("stacks/p/dev.journal");
+        let file = || {
+            (
+                std::fs::metadata(&checkpoint).unwrap().ino(),
+                std::fs::read(&checkpoint).unwrap(),
+            )
+        };
+        let plugin = |version: &str| {
+            let used = UsedPlugins::default();
+            used.record(PluginUse {
+                name: "t".into(),
+                version: version.into(),
+                sha256: "0".repeat(64),
+            });
+            used
+        };
+        // One phase records a resource; each later one changes nothing, and ends with
+        // `compact_unchanged`, as the snapshot manager ends such an operation.
+        let mut update = b.begin_update(&stack, "up").unwrap();
+        let mut recording = update.record(plugin("1.0.0")).unwrap();
+        let entries = [
+            JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Creating,
+                resource: resource("a"),
+                old: None,
+            },
+            JournalEntry::Created {
+                seq: 1,
+                resource: resource("a"),
+                replaces: None,
+            },
+        ];
+        for entry in &entries {
+            recording.persister.append(entry).unwrap();
+        }
+        recording.persister.sync().unwrap();
+        let snapshot = plinth_engine::journal::replay(Snapshot::default(), entries).unwrap();
+        recording.persister.compact(&snapshot).unwrap();
+        update.complete(&entry(UpdateKind::Update)).unwrap();
+        let unchanged_phase = |update: &mut Box<dyn Update>, plugins: UsedPlugins| {
+            let base = update.take_base().unwrap();
+            assert_eq!(base.snapshot, snapshot);
+            let mut recording = update.record(plugins).unwrap();
+            recording
+                .persister
+                .compact_unchanged(&base.snapshot)
+                .unwrap();
+            update.complete(&entry(UpdateKind::Update)).unwrap();
+            assert!(!journal.exists());
+        };
+        // With the same plugins: the very file stays.
+        let written = file();
+        unchanged_phase(&mut update, plugin("1.0.0"));
+        assert_eq!(file(), written);
+        // Another plugin version is written down, the file replaced.
+        unchanged_phase(&mut update, plugin("1.1.0"));
+        let (ino, bytes) = file();
+        assert_ne!(ino, written.0);
+        assert!(String::from_utf8(bytes).unwrap().contains("1.1.0"));
+        // So is a checkpoint another plinth wrote: in the form this one writes.
+        let text = String::from_utf8(std::fs::read(&checkpoint).unwrap()).unwrap();
+        let older = text.replace(
+            &format!("\"plinth\": \"{}\"", env!("CARGO_PKG_VERSION")),
+            "\"plinth\": \"0.0.1\"",
+        );
+        assert_ne!(older, text);
+        std::fs::write(&checkpoint, &older).unwrap();
+        unchanged_phase(&mut update, plugin("1.1.0"));
+        assert_eq!(std::fs::read(&checkpoint).unwrap(), text.into_bytes());
+        assert_eq!(b.history(&stack).unwrap().len(), 4);
     }
 
     #[test]

@@ -22,6 +22,13 @@ pub trait Persister: Send + 'static {
     fn sync(&mut self) -> Result<(), PersistError>;
     /// Writes `snapshot` as the new checkpoint and retires the journal.
     fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError>;
+    /// [`compact`](Self::compact) at the end of an operation that changed nothing: `snapshot`
+    /// is the state it began from, exactly. A persister whose checkpoint already holds it in
+    /// the form it would write may leave it as it is and only retire the journal; by default
+    /// it is written as any other.
+    fn compact_unchanged(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
+        self.compact(snapshot)
+    }
     /// The least time from the start of one `sync` to the start of the next that the writer
     /// keeps, letting more starts of provider calls share a sync, for a persister whose every
     /// sync costs more than its entries (a file rewrites its last page). None by default.

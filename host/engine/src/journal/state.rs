@@ -534,6 +534,37 @@ impl JournalState {
 
     /// The snapshot as of the last applied entry, taking the recorded states rather than
     /// copying them, and the base's too unless something else still shares the base.
+    /// Whether the snapshot is still its base, exactly: no entry changed it (an operation that
+    /// changed nothing journals nothing), and no operation its base left pending is moot.
+    pub fn is_base(&self) -> bool {
+        let t = &self.tables;
+        let untouched = (t.fate.iter().zip(&self.base.resources)).all(|(fate, r)| {
+            matches!(
+                (fate, r.delete),
+                (Fate::Untouched, false) | (Fate::MarkedForDeletion, true)
+            )
+        });
+        untouched
+            && t.recorded.is_empty()
+            && t.pending.is_empty()
+            && t.renamed.is_empty()
+            && t.forgotten.is_empty()
+            && t.carried_pending == self.base.pending_operations
+            && !self.drops_moot_pending()
+    }
+
+    /// Whether building the snapshot drops an interrupted update or delete of the base whose
+    /// resource is not in it (see [`snapshot_with`](Self::snapshot_with)).
+    fn drops_moot_pending(&self) -> bool {
+        let pending = &self.base.pending_operations;
+        if pending.iter().all(|op| op.kind == PendingKind::Creating) {
+            return false;
+        }
+        let urns: HashSet<&Urn> = self.base.resources.iter().map(|r| &r.urn).collect();
+        (pending.iter())
+            .any(|op| op.kind != PendingKind::Creating && !urns.contains(&op.resource.urn))
+    }
+
     pub fn into_snapshot(mut self) -> Snapshot {
         let recorded = std::mem::take(&mut self.tables.recorded);
         match Arc::try_unwrap(std::mem::take(&mut self.base)) {

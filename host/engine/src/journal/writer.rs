@@ -441,16 +441,23 @@ impl Writer {
         Ok(())
     }
 
-    /// Verifies the final snapshot and writes it as the new checkpoint.
+    /// Verifies the final snapshot and writes it as the new checkpoint. An operation that
+    /// changed nothing ends with its base, which was verified when it was read: the persister
+    /// may keep the checkpoint it has.
     fn finish(self) -> Result<Snapshot, SnapshotError> {
         let Writer {
             state,
             mut persister,
             ..
         } = self;
+        let unchanged = state.is_base();
         let snapshot = state.into_snapshot();
-        snapshot.verify_integrity()?;
-        persister.compact(&snapshot)?;
+        if unchanged {
+            persister.compact_unchanged(&snapshot)?;
+        } else {
+            snapshot.verify_integrity()?;
+            persister.compact(&snapshot)?;
+        }
         Ok(snapshot)
     }
 }
@@ -474,6 +481,7 @@ mod tests {
 
     use super::*;
     use crate::journal::{PersistError, replay};
+    use crate::snapshot::PendingOperation;
     use crate::snapshot::tests::state;
     use crate::value::PropertyMap;
 
@@ -484,6 +492,8 @@ mod tests {
         durable: Vec<JournalEntry>,
         syncs: usize,
         checkpoint: Option<Snapshot>,
+        /// Whether the checkpoint was written as an operation's that changed nothing.
+        unchanged: bool,
     }
 
     /// Persists in memory; refuses to append the entries `refuses` picks, and fails the syncs
@@ -517,6 +527,10 @@ mod tests {
         fn compact(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
             self.store.lock().unwrap().checkpoint = Some(snapshot.clone());
             Ok(())
+        }
+        fn compact_unchanged(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
+            self.store.lock().unwrap().unchanged = true;
+            self.compact(snapshot)
         }
     }
 
@@ -586,6 +600,10 @@ mod tests {
         manager.record(outputs(None)).await.unwrap();
         assert_eq!(manager.finish().await.unwrap(), base());
         assert_eq!(store.lock().unwrap().syncs, 0);
+        assert!(
+            store.lock().unwrap().unchanged,
+            "ends as an operation that changed nothing"
+        );
 
         let (manager, store) = start(nothing, 0..0);
         for v in [Some(1.0), Some(1.0), None, None] {
@@ -594,6 +612,8 @@ mod tests {
         let finished = manager.finish().await.unwrap();
         assert_eq!(finished, on_disk(&store));
         assert_eq!(finished, base());
+        // Its journal changed the state, if only back: the checkpoint is written as it is now.
+        assert!(!store.lock().unwrap().unchanged);
         // Carried over with its new outputs, then put back as they were.
         let mut carried = state("a", &[]);
         carried.outputs.insert("x".into(), 1.0.into());
@@ -615,6 +635,48 @@ mod tests {
         };
         let err = manager.record(unknown).await.unwrap_err();
         assert!(matches!(err, SnapshotError::Inconsistent(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn only_an_operation_that_leaves_its_base_exactly_as_it_was_ends_unchanged() {
+        let ends_unchanged = |base: Snapshot, entries: Vec<JournalEntry>| async move {
+            let store = Arc::new(Mutex::new(Store::default()));
+            let persister = Flaky {
+                store: store.clone(),
+                appended: Vec::new(),
+                refuses: nothing,
+                failing_syncs: 0..0,
+            };
+            let manager = SnapshotManager::start(base, Box::new(persister));
+            manager.record_all(entries).await.unwrap();
+            let finished = manager.finish().await.unwrap();
+            let store = store.lock().unwrap();
+            assert_eq!(store.checkpoint.as_ref(), Some(&finished));
+            store.unchanged
+        };
+        assert!(ends_unchanged(base(), Vec::new()).await);
+        assert!(!ends_unchanged(base(), vec![begin(1, "b")]).await);
+        assert!(!ends_unchanged(base(), vec![begin(1, "b"), created(1, "b")]).await);
+        let deleted = JournalEntry::Deleted { seq: None, old: 0 };
+        assert!(!ends_unchanged(base(), vec![deleted]).await);
+        // A base marked for deletion, and one left creating, are as they were.
+        let mut marked = base();
+        marked.resources.push(ResourceState {
+            delete: true,
+            ..state("a", &[])
+        });
+        marked.pending_operations.push(PendingOperation {
+            kind: PendingKind::Creating,
+            resource: state("gone", &[]),
+        });
+        assert!(ends_unchanged(marked, Vec::new()).await);
+        // An update left pending of a resource no longer there is dropped: the state changes.
+        let mut moot = base();
+        moot.pending_operations.push(PendingOperation {
+            kind: PendingKind::Updating,
+            resource: state("gone", &[]),
+        });
+        assert!(!ends_unchanged(moot, Vec::new()).await);
     }
 
     #[tokio::test]
