@@ -22,11 +22,15 @@ pub(crate) struct BaseState {
 impl BaseState {
     pub(crate) fn new(snapshot: Arc<Snapshot>) -> BaseState {
         let resources = &snapshot.resources;
-        let live = (resources.iter().enumerate())
-            .filter(|(_, r)| !r.delete)
-            .map(|(i, r)| (r.urn.clone(), i))
-            .collect();
-        let mut dependents: HashMap<Urn, Vec<usize>> = HashMap::new();
+        // Sized once: grown from empty, the tables of 100,000 resources were rehashed a dozen
+        // times each.
+        let mut live = HashMap::with_capacity(resources.len());
+        live.extend(
+            (resources.iter().enumerate())
+                .filter(|(_, r)| !r.delete)
+                .map(|(i, r)| (r.urn.clone(), i)),
+        );
+        let mut dependents: HashMap<Urn, Vec<usize>> = HashMap::with_capacity(resources.len());
         for (i, r) in resources.iter().enumerate() {
             for p in r.predecessors() {
                 dependents.entry(p.clone()).or_default().push(i);
