@@ -31,13 +31,18 @@ impl MetadataArgs {
         }
         let mut metadata = from_env(|name| std::env::var(name).ok());
         metadata.message = self.message.clone();
-        if metadata.commit.is_none() {
-            metadata.commit = git(project_dir, &["rev-parse", "HEAD"]);
-        }
-        if metadata.branch.is_none() {
-            // `HEAD` is no branch: a detached checkout.
-            metadata.branch = git(project_dir, &["rev-parse", "--abbrev-ref", "HEAD"])
-                .filter(|branch| branch != "HEAD");
+        if metadata.commit.is_none() || metadata.branch.is_none() {
+            // One git for both: the commit's line, then the branch's (`HEAD` when detached,
+            // which is no branch).
+            let found = git(project_dir, &["rev-parse", "HEAD", "--abbrev-ref", "HEAD"]);
+            let mut lines = found.as_deref().unwrap_or_default().lines();
+            let (commit, branch) = (lines.next(), lines.next());
+            metadata.commit = (metadata.commit).or_else(|| commit.map(|c| capped(c.to_owned())));
+            metadata.branch = (metadata.branch).or_else(|| {
+                branch
+                    .filter(|b| *b != "HEAD")
+                    .map(|b| capped(b.to_owned()))
+            });
         }
         Ok(metadata)
     }
@@ -89,7 +94,8 @@ fn capped(value: String) -> String {
 }
 
 /// What `git ARGS` prints in `dir`, trimmed; `None` without git or outside a repository.
-/// Its output is captured, never passed on (a `--json` stdout holds JSON only).
+/// Its output is captured, never passed on (a `--json` stdout holds JSON only). Each line is
+/// cut to what the history keeps by the caller.
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let output = Command::new("git")
         .arg("-C")
@@ -103,7 +109,7 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
         .ok()?;
     let text = String::from_utf8(output.stdout).ok()?;
     let text = text.trim();
-    (output.status.success() && !text.is_empty()).then(|| capped(text.to_owned()))
+    (output.status.success() && !text.is_empty()).then(|| text.to_owned())
 }
 
 #[cfg(test)]
