@@ -187,9 +187,9 @@ impl Persister for JournalFile {
     }
 
     /// The checkpoint holds the snapshot already, as it would be written, when the plugins it
-    /// names are those this update used: only the journal goes (it holds no entry, or only
-    /// entries a failed sync took back). A no-op `up` of 100,000 resources spent about half
-    /// a second writing the 50 MB it read.
+    /// names are those this update used: only the journal goes (whatever it holds changed
+    /// nothing: a create begun and failed, entries a failed sync took back). A no-op `up` of
+    /// 100,000 resources spent about half a second writing the 50 MB it read.
     fn compact_unchanged(&mut self, snapshot: &Snapshot) -> Result<(), PersistError> {
         if self.base.current_plugins.as_ref() != Some(&self.plugins.list()) {
             return self.compact(snapshot);

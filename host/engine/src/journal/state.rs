@@ -532,10 +532,9 @@ impl JournalState {
         self.snapshot_with(self.tables.recorded.clone(), base)
     }
 
-    /// The snapshot as of the last applied entry, taking the recorded states rather than
-    /// copying them, and the base's too unless something else still shares the base.
-    /// Whether the snapshot is still its base, exactly: no entry changed it (an operation that
-    /// changed nothing journals nothing), and no operation its base left pending is moot.
+    /// Whether the snapshot is still its base, exactly: no entry left a change (an operation
+    /// that changed nothing journals nothing, or only creates begun and failed), and no
+    /// operation its base left pending is moot.
     pub fn is_base(&self) -> bool {
         let t = &self.tables;
         let untouched = (t.fate.iter().zip(&self.base.resources)).all(|(fate, r)| {
@@ -565,6 +564,8 @@ impl JournalState {
             .any(|op| op.kind != PendingKind::Creating && !urns.contains(&op.resource.urn))
     }
 
+    /// The snapshot as of the last applied entry, taking the recorded states rather than
+    /// copying them, and the base's too unless something else still shares the base.
     pub fn into_snapshot(mut self) -> Snapshot {
         let recorded = std::mem::take(&mut self.tables.recorded);
         match Arc::try_unwrap(std::mem::take(&mut self.base)) {

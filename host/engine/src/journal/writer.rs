@@ -656,6 +656,8 @@ mod tests {
         };
         assert!(ends_unchanged(base(), Vec::new()).await);
         assert!(!ends_unchanged(base(), vec![begin(1, "b")]).await);
+        let failed = JournalEntry::Failed { seq: 1 };
+        assert!(ends_unchanged(base(), vec![begin(1, "b"), failed]).await);
         assert!(!ends_unchanged(base(), vec![begin(1, "b"), created(1, "b")]).await);
         let deleted = JournalEntry::Deleted { seq: None, old: 0 };
         assert!(!ends_unchanged(base(), vec![deleted]).await);
