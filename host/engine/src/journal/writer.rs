@@ -545,6 +545,15 @@ mod tests {
         refuses: fn(&JournalEntry) -> bool,
         failing_syncs: Range<usize>,
     ) -> (SnapshotManager, Arc<Mutex<Store>>) {
+        start_with(base(), refuses, failing_syncs)
+    }
+
+    /// [`start`], from `base`.
+    fn start_with(
+        base: Snapshot,
+        refuses: fn(&JournalEntry) -> bool,
+        failing_syncs: Range<usize>,
+    ) -> (SnapshotManager, Arc<Mutex<Store>>) {
         let store = Arc::new(Mutex::new(Store::default()));
         let persister = Flaky {
             store: store.clone(),
@@ -552,7 +561,7 @@ mod tests {
             refuses,
             failing_syncs,
         };
-        (SnapshotManager::start(base(), Box::new(persister)), store)
+        (SnapshotManager::start(base, Box::new(persister)), store)
     }
 
     fn nothing(_: &JournalEntry) -> bool {
@@ -640,14 +649,7 @@ mod tests {
     #[tokio::test]
     async fn only_an_operation_that_leaves_its_base_exactly_as_it_was_ends_unchanged() {
         let ends_unchanged = |base: Snapshot, entries: Vec<JournalEntry>| async move {
-            let store = Arc::new(Mutex::new(Store::default()));
-            let persister = Flaky {
-                store: store.clone(),
-                appended: Vec::new(),
-                refuses: nothing,
-                failing_syncs: 0..0,
-            };
-            let manager = SnapshotManager::start(base, Box::new(persister));
+            let (manager, store) = start_with(base, nothing, 0..0);
             manager.record_all(entries).await.unwrap();
             let finished = manager.finish().await.unwrap();
             let store = store.lock().unwrap();
@@ -744,14 +746,7 @@ mod tests {
             resources: vec![state("a", &[]), state("b", &["a"])],
             ..Default::default()
         };
-        let store = Arc::new(Mutex::new(Store::default()));
-        let persister = Flaky {
-            store: store.clone(),
-            appended: Vec::new(),
-            refuses: nothing,
-            failing_syncs: 0..0,
-        };
-        let manager = SnapshotManager::start(base.clone(), Box::new(persister));
+        let (manager, store) = start_with(base.clone(), nothing, 0..0);
         let updating = JournalEntry::Begin {
             seq: 1,
             kind: PendingKind::Updating,
