@@ -13,6 +13,7 @@ mod journal_short;
 mod layout;
 mod lock;
 mod logs;
+mod par;
 pub mod protocol;
 mod rebuild;
 mod rename;

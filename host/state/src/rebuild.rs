@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use crate::checkpoint::{Checkpoint, PluginUse, SCHEMA_VERSION};
 use crate::error::StateError;
 use crate::journal_short::{Begun, Line, decode_line};
+use crate::par::collect_ok;
 use crate::secrets::{Crypter, SecretsError};
 
 /// "Opens" a ciphertext as a JSON string holding it, and "seals" that string back to it: the
@@ -113,11 +114,8 @@ fn rebuild_from(
 ) -> Result<Rebuilt, StateError> {
     let (checkpoint, parsed) = rayon::join(
         || parse_base(project, stack, base, origin),
-        || {
-            let parsed: Vec<_> = parsed.collect();
-            // The first malformed batch is the one reported, whichever was parsed first.
-            parsed.into_iter().collect::<Result<Vec<_>, _>>()
-        },
+        // The first malformed batch is the one reported, whichever was parsed first.
+        || collect_ok(parsed),
     );
     replay_parsed(
         project,

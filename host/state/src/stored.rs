@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use crate::par::{all_some, collect_ok, collect_some};
 use crate::secrets::{
     CodecError, Crypter, Kept, KeptText, PlainText, SealedMemory, SealedText, Slot, open_trees,
     seal_trees, secret_paths,
@@ -131,8 +132,8 @@ impl WrittenSnapshot {
         if all.len() != carried.len() {
             return None;
         }
-        let resources = (all.par_iter().zip(carried))
-            .map(|(resource, carried)| match carried {
+        let resources = collect_some((all.par_iter().zip(carried)).map(|(resource, carried)| {
+            match carried {
                 Carried::Plain if resource.holds_secrets() => None,
                 Carried::Plain => serde_json::value::to_raw_value(resource)
                     .ok()
@@ -141,8 +142,8 @@ impl WrittenSnapshot {
                     let written = serde_json::to_string(resource).ok()?;
                     (written == standing).then_some(Written::Own(text))
                 }
-            })
-            .collect::<Option<Vec<_>>>()?;
+            }
+        }))?;
         Some(WrittenSnapshot(Shape::rebuild(resources, kinds)))
     }
 }
@@ -156,19 +157,20 @@ fn seal_in_place(
     crypter: &dyn Crypter,
 ) -> Result<Option<Vec<Written>>, CodecError> {
     let memory = crypter.memory();
-    let mut texts = (all.par_iter())
-        .map(|resource| match resource.holds_secrets() {
-            true => serde_json::to_string(resource).map(Text::WithSecrets),
-            false => serde_json::value::to_raw_value(resource)
-                .map(|raw| Text::Written(Written::Own(raw))),
-        })
-        .collect::<serde_json::Result<Vec<_>>>()?;
+    let mut texts =
+        collect_ok(all.par_iter().map(|resource| {
+            match resource.holds_secrets() {
+                true => serde_json::to_string(resource).map(Text::WithSecrets),
+                false => serde_json::value::to_raw_value(resource)
+                    .map(|raw| Text::Written(Written::Own(raw))),
+            }
+        }))?;
     let own = match memory {
         Some(memory) => write_unchanged(&mut texts, all, memory),
         None => Vec::new(),
     };
-    let found = (texts.par_iter().zip(all))
-        .map(|(text, resource)| match text {
+    let found = collect_some(
+        (texts.par_iter().zip(all)).map(|(text, resource)| match text {
             Text::Written(_) => Some(None),
             Text::WithSecrets(text) => PlainText::find(text).map(|found| {
                 // The places of the secrets only matter to a crypter that reuses ciphertexts
@@ -179,8 +181,8 @@ fn seal_in_place(
                 };
                 Some((found, slots))
             }),
-        })
-        .collect::<Option<Vec<_>>>();
+        }),
+    );
     let Some(found) = found else {
         return Ok(None);
     };
@@ -209,10 +211,10 @@ fn seal_in_place(
             (text, these)
         })
         .collect();
-    let mut sealed_texts = (sealed.into_par_iter())
-        .map(|(text, sealed)| RawValue::from_string(text.sealed(sealed)))
-        .collect::<serde_json::Result<Vec<_>>>()?
-        .into_iter();
+    let mut sealed_texts = collect_ok(
+        (sealed.into_par_iter()).map(|(text, sealed)| RawValue::from_string(text.sealed(sealed))),
+    )?
+    .into_iter();
     drop(found);
     let mut kept = Vec::new();
     let written = (texts.into_iter().enumerate())
@@ -322,13 +324,9 @@ fn seal_as_trees(
     all: &[StoredRef],
     crypter: &dyn Crypter,
 ) -> Result<Vec<Box<RawValue>>, CodecError> {
-    let mut writing = (all.par_iter())
-        .map(Writing::start)
-        .collect::<serde_json::Result<Vec<_>>>()?;
+    let mut writing = collect_ok(all.par_iter().map(Writing::start))?;
     seal_trees(writing.iter_mut().filter_map(Writing::tree), crypter)?;
-    Ok((writing.into_par_iter())
-        .map(Writing::finish)
-        .collect::<serde_json::Result<Vec<_>>>()?)
+    Ok(collect_ok(writing.into_par_iter().map(Writing::finish))?)
 }
 
 /// A resource being written: as JSON already, or as a tree whose secrets are to be sealed.
@@ -601,24 +599,22 @@ impl SealedSnapshot<'_> {
     /// resource does not read: the ordinary read says what is wrong and where.
     pub fn carry(self) -> Option<(StoredSnapshot, Vec<Carried>)> {
         let (all, kinds) = self.0.flatten();
-        let (resources, carried): (Vec<Stored>, Vec<Carried>) = (all.into_par_iter())
+        // Unzipped as they are read, a resource that does not read standing as `None`.
+        let (resources, carried): (Vec<Option<Stored>>, Vec<Carried>) = (all.into_par_iter())
             .map(|text| {
                 if !text.get().contains("\"ciphertext\"") {
-                    return Some((serde_json::from_str(text.get()).ok()?, Carried::Plain));
+                    return (serde_json::from_str(text.get()).ok(), Carried::Plain);
                 }
-                let standing = SealedText::find(text.get())?.standing();
-                let stored = serde_json::from_str(&standing).ok()?;
-                Some((
-                    stored,
-                    Carried::Sealed {
-                        text: text.to_owned(),
-                        standing,
-                    },
-                ))
+                let Some(found) = SealedText::find(text.get()) else {
+                    return (None, Carried::Plain);
+                };
+                let standing = found.standing();
+                let stored = serde_json::from_str(&standing).ok();
+                let text = text.to_owned();
+                (stored, Carried::Sealed { text, standing })
             })
-            .collect::<Option<Vec<_>>>()?
-            .into_iter()
             .unzip();
+        let resources = all_some(resources)?;
         Some((StoredSnapshot(Shape::rebuild(resources, kinds)), carried))
     }
 }
@@ -627,12 +623,12 @@ impl SealedSnapshot<'_> {
 /// is in plinth's own form ([`SealedText`]) and everything reads; `None` otherwise, for
 /// [`open_as_trees`] to read them or to say exactly what is wrong and where.
 fn open_in_place(all: &[&RawValue], crypter: &dyn Crypter) -> Option<Vec<Stored>> {
-    let found = (all.par_iter())
-        .map(|raw| match raw.get().contains("\"ciphertext\"") {
+    let found = collect_some(all.par_iter().map(
+        |raw| match raw.get().contains("\"ciphertext\"") {
             true => SealedText::find(raw.get()).map(Some),
             false => Some(None),
-        })
-        .collect::<Option<Vec<_>>>()?;
+        },
+    ))?;
     let sealed: Vec<String> = (found.iter().flatten())
         .flat_map(SealedText::ciphertexts)
         .map(str::to_owned)
@@ -650,19 +646,21 @@ fn open_in_place(all: &[&RawValue], crypter: &dyn Crypter) -> Option<Vec<Stored>
         })
         .collect();
     let remembering = crypter.memory().is_some();
-    let (stored, clear): (Vec<Stored>, Vec<Option<String>>) =
+    // Unzipped as they are read, a resource that does not read standing as `None`.
+    let (stored, clear): (Vec<Option<Stored>>, Vec<Option<String>>) =
         (all.par_iter().zip(&found).zip(&plaintexts))
-            .map(|((raw, text), plaintexts)| match text {
-                None => Some((serde_json::from_str(raw.get()).ok()?, None)),
-                Some(text) => {
-                    let opened = text.opened(plaintexts)?;
-                    let stored = serde_json::from_str(&opened).ok()?;
-                    Some((stored, remembering.then_some(opened)))
-                }
+            .map(|((raw, text), plaintexts)| {
+                let Some(text) = text else {
+                    return (serde_json::from_str(raw.get()).ok(), None);
+                };
+                let Some(opened) = text.opened(plaintexts) else {
+                    return (None, None);
+                };
+                let stored = serde_json::from_str(&opened).ok();
+                (stored, remembering.then_some(opened))
             })
-            .collect::<Option<Vec<_>>>()?
-            .into_iter()
             .unzip();
+    let stored = all_some(stored)?;
     if let Some(memory) = crypter.memory() {
         remember_read(all, &stored, &found, clear, opened, sealed, memory);
     }
@@ -717,15 +715,11 @@ fn remember_read(
 
 /// Reads `all`, parsing those holding a sealed secret as trees to open (all in one batch).
 fn open_as_trees(all: &[&RawValue], crypter: &dyn Crypter) -> Result<Vec<Stored>, CodecError> {
-    let mut opening = (all.par_iter())
-        .map(|raw| Opening::start(raw))
-        .collect::<serde_json::Result<Vec<_>>>()?;
+    let mut opening = collect_ok(all.par_iter().map(|raw| Opening::start(raw)))?;
     let mut trees: Vec<&mut serde_json::Value> =
         opening.iter_mut().filter_map(Opening::tree).collect();
     open_trees(&mut trees, crypter)?;
-    Ok((opening.into_par_iter())
-        .map(Opening::finish)
-        .collect::<serde_json::Result<Vec<Stored>>>()?)
+    Ok(collect_ok(opening.into_par_iter().map(Opening::finish))?)
 }
 
 /// A resource being read: as JSON still, or as a tree whose secrets are to be opened.

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::{Crypter, PARALLEL_BATCH, PlainText, SealedText, SecretsError};
+use crate::par::collect_ok;
 
 const SECRET: &str = "secret";
 const PLAIN: &str = "value";
@@ -216,11 +217,7 @@ pub fn open_trees(trees: &mut [&mut Value], crypter: &dyn Crypter) -> Result<(),
     let parse =
         |(i, plain): (usize, &String)| serde_json::from_str::<Value>(plain).map_err(|e| (i, e));
     let parsed = if opened.len() >= PARALLEL_BATCH {
-        opened
-            .par_iter()
-            .enumerate()
-            .map(parse)
-            .collect::<Result<Vec<_>, _>>()
+        collect_ok(opened.par_iter().enumerate().map(parse))
     } else {
         opened
             .iter()
