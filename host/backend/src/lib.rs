@@ -8,6 +8,7 @@ mod api;
 mod edit;
 mod error;
 mod files;
+mod gzip;
 pub mod local;
 mod open;
 pub mod secrets;

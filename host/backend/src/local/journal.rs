@@ -13,9 +13,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use flate2::Compression;
 use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
 use plinth_engine::journal::{JournalEntry, PersistError, Persister};
 use plinth_engine::snapshot::Snapshot;
 use plinth_engine::value::PropertyMap;
@@ -30,6 +28,7 @@ use plinth_state::{
 
 use crate::error::BackendError;
 use crate::files::write_atomically;
+use crate::gzip::gzip_onto;
 
 /// What an update's journal knows of the checkpoint file the update begins from.
 #[derive(Debug, Clone, Default)]
@@ -233,9 +232,8 @@ enum Frames {
 
 /// The frame of `lines`, whole JSON lines each ending in a newline.
 fn frame(lines: &[u8]) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(vec![0; 8], Compression::fast());
-    encoder.write_all(lines).expect("writing to memory");
-    let mut frame = encoder.finish().expect("writing to memory");
+    let mut frame = vec![0; 8];
+    gzip_onto(&mut frame, lines);
     let len = u32::try_from(frame.len() - 8).expect("a sync's lines compress below 4 GiB");
     frame[..4].copy_from_slice(&len.to_le_bytes());
     frame[4..8].copy_from_slice(&(!len).to_le_bytes());

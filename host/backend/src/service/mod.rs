@@ -6,7 +6,6 @@
 mod backend;
 mod crypter;
 mod events;
-mod gzip;
 mod lease;
 mod oidc;
 mod persister;

@@ -16,9 +16,9 @@ use plinth_engine::shown::escape_controls;
 use serde_json::Value;
 use ureq::unversioned::transport::DefaultConnector;
 
-use super::gzip::{gunzip, gzip};
 use super::resolver::CachingResolver;
 use super::version_check;
+use crate::gzip::{gunzip, gzip};
 use plinth_state::protocol::version::VERSION_HEADER;
 
 /// How often a transient failure is tried again, the first wait between tries (doubled at each

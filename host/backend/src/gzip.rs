@@ -1,7 +1,8 @@
-//! Request bodies gzipped by a compressor kept for each thread that sends them. Setting one up
-//! allocates and clears a few hundred KiB of tables, which cost more than compressing a journal
-//! or event batch: made for every request, it took about a tenth of an update's CPU. Answers
-//! inflated, no larger than the caller allows.
+//! Gzip members made by a compressor kept for each thread that makes them: the service's request
+//! bodies and the file backend's journal frames. Setting one up allocates and clears a few
+//! hundred KiB of tables, which cost more than compressing a journal batch: made for every
+//! request, it took about a tenth of an update's CPU. Answers inflated, no larger than the
+//! caller allows.
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -16,21 +17,28 @@ thread_local! {
 }
 
 /// `data` as one gzip member.
-pub(super) fn gzip(data: &[u8]) -> Vec<u8> {
+pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    gzip_onto(&mut out, data);
+    out
+}
+
+/// Appends `data` as one gzip member to `out`.
+pub(crate) fn gzip_onto(out: &mut Vec<u8>, data: &[u8]) {
     COMPRESSOR.with_borrow_mut(|compressor| {
         // The fastest level: JSON compresses well at any level, and the CPU is the update's.
         let compressor =
             compressor.get_or_insert_with(|| Compress::new_gzip(Compression::fast(), WINDOW_BITS));
         compressor.reset();
         // JSON shrinks to about a quarter; the loop grows the output if it does not.
-        let mut out = Vec::with_capacity(data.len() / 4 + 64);
+        out.reserve(data.len() / 4 + 64);
         loop {
             let consumed = compressor.total_in() as usize;
             let status = compressor
-                .compress_vec(&data[consumed..], &mut out, FlushCompress::Finish)
+                .compress_vec(&data[consumed..], out, FlushCompress::Finish)
                 .expect("a gzip stream of bytes in memory never fails");
             match status {
-                Status::StreamEnd => return out,
+                Status::StreamEnd => return,
                 Status::Ok | Status::BufError => out.reserve(out.capacity().max(64)),
             }
         }
@@ -39,7 +47,7 @@ pub(super) fn gzip(data: &[u8]) -> Vec<u8> {
 
 /// The data of the gzip stream `data`, refused if it inflates to more than `limit` bytes (a
 /// small answer must not take all memory).
-pub(super) fn gunzip(data: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn gunzip(data: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity((data.len().saturating_mul(4)).min(limit as usize));
     flate2::read::GzDecoder::new(data)
         .take(limit + 1)
