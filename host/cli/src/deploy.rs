@@ -1133,6 +1133,9 @@ impl Phase {
     }
 }
 
+/// Events [`logged`] takes from the channel at once: the task wakes once for them all.
+const LOGGED_BATCH: usize = 256;
+
 /// Passes events on to the display, keeping each in `log` on the way; the engine sends into
 /// an unbounded channel, so a slow log never slows its steps.
 fn logged(
@@ -1141,10 +1144,13 @@ fn logged(
 ) -> (mpsc::UnboundedReceiver<Event>, tokio::task::JoinHandle<()>) {
     let (forward, display) = mpsc::unbounded_channel();
     let logging = tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            log.record(&event);
-            // A display that stopped reading leaves the log to go on.
-            let _ = forward.send(event);
+        let mut batch = Vec::with_capacity(LOGGED_BATCH);
+        while events.recv_many(&mut batch, LOGGED_BATCH).await > 0 {
+            for event in batch.drain(..) {
+                log.record(&event);
+                // A display that stopped reading leaves the log to go on.
+                let _ = forward.send(event);
+            }
         }
         drop(forward);
         let finished = tokio::task::spawn_blocking(move || log.finish()).await;

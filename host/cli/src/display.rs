@@ -9,7 +9,8 @@ pub mod diff;
 mod step_line;
 mod tree;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use console::{Style, style};
@@ -48,6 +49,9 @@ pub fn tree_wanted(flat: bool, tree: bool) -> bool {
     tree || (!flat && std::io::stdout().is_terminal())
 }
 
+/// Events taken from the channel at once: printed with one write to the terminal.
+const BATCH: usize = 256;
+
 /// Prints events until the summary (or until the channel closes). Returns the step failures it
 /// showed, as the engine words them in its errors (`URN: message`, or the message alone), so
 /// the command's error need not repeat them.
@@ -58,62 +62,99 @@ pub async fn render(
     kind: RunKind,
     command_started: Instant,
 ) -> Vec<String> {
-    let show_sames = view.show_sames;
-    let mut tree = view.tree.then(tree::Tree::default);
-    let mut shown = Vec::new();
-    let spinner = ProgressBar::new_spinner();
-    spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
-    spinner.enable_steady_tick(Duration::from_millis(100));
-    let mut running = 0usize;
-    let print = |line: String| spinner.suspend(|| println!("{line}"));
-    while let Some(event) = events.recv().await {
+    let mut renderer = Renderer {
+        screen: Screen::new(),
+        tree: view.tree.then(tree::Tree::default),
+        view,
+        preview,
+        kind,
+        command_started,
+        running: 0,
+        last_started: None,
+        shown: Vec::new(),
+    };
+    let mut batch = Vec::with_capacity(BATCH);
+    while events.recv_many(&mut batch, BATCH).await > 0 {
+        for event in batch.drain(..) {
+            if renderer.show(event).is_break() {
+                renderer.screen.finish();
+                return renderer.shown;
+            }
+        }
+        renderer.batch_shown();
+    }
+    renderer.screen.finish();
+    renderer.shown
+}
+
+/// What [`render`] keeps from one event to the next.
+struct Renderer {
+    screen: Screen,
+    /// The tree being built, when the view is a tree, until it is printed.
+    tree: Option<tree::Tree>,
+    view: View,
+    preview: bool,
+    kind: RunKind,
+    command_started: Instant,
+    /// Steps started and not yet ended.
+    running: usize,
+    /// The step started last since the spinner last changed.
+    last_started: Option<StepInfo>,
+    /// The failures shown, as [`render`] returns them.
+    shown: Vec<String>,
+}
+
+impl Renderer {
+    /// Shows `event`; breaks at the summary, the phase's last event.
+    fn show(&mut self, event: Event) -> ControlFlow<()> {
+        let show_sames = self.view.show_sames;
+        let screen = &mut self.screen;
         match event {
             Event::StepStarted(step) => {
-                running += 1;
-                let name = escape_controls(step.urn.name());
-                spinner.set_message(format!("{running} in progress: {name}"));
+                self.running += 1;
+                self.last_started = Some(step);
             }
             Event::StepDone {
                 step,
                 outputs,
                 duration,
             } => {
-                running = running.saturating_sub(1);
-                let duration = (!preview).then_some(duration);
-                let details = if view.diff {
+                self.running = self.running.saturating_sub(1);
+                let duration = (!self.preview).then_some(duration);
+                let details = if self.view.diff {
                     diff_lines(&step, outputs.as_ref())
                 } else {
-                    detail_lines(&step, outputs.as_ref(), preview)
+                    detail_lines(&step, outputs.as_ref(), self.preview)
                 };
-                if let Some(tree) = &mut tree {
+                if let Some(tree) = &mut self.tree {
                     tree.step(step, duration, details);
                 } else if step.op.is_change() || show_sames {
-                    print(step_line(&step, duration));
-                    details.into_iter().for_each(print);
+                    screen.line(step_line(&step, duration));
+                    details.into_iter().for_each(|l| screen.line(l));
                 }
             }
             Event::ComponentOutputs { urn, old, new } => {
                 let lines = output_lines(&old, &new, "       ");
-                if let Some(tree) = &mut tree {
+                if let Some(tree) = &mut self.tree {
                     tree.outputs(urn, lines, old != new);
                 } else if old != new || show_sames {
-                    print(format!("     {} outputs:", shown_urn(&urn)));
-                    lines.into_iter().for_each(print);
+                    screen.line(format!("     {} outputs:", shown_urn(&urn)));
+                    lines.into_iter().for_each(|l| screen.line(l));
                 }
             }
             Event::StepFailed { step, error } => {
-                running = running.saturating_sub(1);
+                self.running = self.running.saturating_sub(1);
                 // On stderr, with the command's error: scripts and logs that keep only errors
                 // keep the step's.
                 // The error's lines are plinth's; what a plugin wrote in them is escaped already.
-                spinner.suspend(|| eprintln!(
+                screen.error_line(format!(
                     "  {} {}: {}",
                     style("✗").red().bold(),
                     escape_controls(&format!("{}::{}", step.urn.ty(), step.urn.name())),
                     style(escape_controls_keeping_lines(&error)).red()
                 ));
-                shown.push(format!("{}: {error}", step.urn));
-                shown.push(error);
+                self.shown.push(format!("{}: {error}", step.urn));
+                self.shown.push(error);
             }
             Event::Diagnostic {
                 urn,
@@ -129,7 +170,7 @@ pub async fn render(
                 let origin = (urn.map(|u| format!(" {}", escape_controls(u.name()))))
                     .unwrap_or_default();
                 // A program's log line: on one line, whatever it holds.
-                print(format!("  {label}{origin}: {}", escape_controls(&message)));
+                screen.line(format!("  {label}{origin}: {}", escape_controls(&message)));
             }
             Event::PolicyViolation(violation) => {
                 let label = match violation.level {
@@ -140,11 +181,11 @@ pub async fn render(
                     .map(|u| format!(" {}", escape_controls(u.name())))
                     .unwrap_or_default();
                 // The violation escapes what the pack wrote: one line.
-                print(format!("  {label}{origin}: {violation}"));
+                screen.line(format!("  {label}{origin}: {violation}"));
             }
             Event::PolicySummary(packs) => {
                 for pack in packs {
-                    print(format!(
+                    screen.line(format!(
                         "  {} {} {}: {} mandatory, {} advisory violation(s)",
                         style("policy pack").dim(),
                         escape_controls(&pack.name),
@@ -155,13 +196,13 @@ pub async fn render(
                 }
             }
             Event::Outputs { old, new } => {
-                if let Some(tree) = tree.take() {
-                    tree.lines(show_sames).into_iter().for_each(print);
+                if let Some(tree) = self.tree.take() {
+                    tree.lines(show_sames).into_iter().for_each(|l| screen.line(l));
                 }
                 let lines = output_lines(&old, &new, "  ");
                 if !lines.is_empty() {
-                    print(format!("\n{}", style("Outputs:").bold()));
-                    lines.into_iter().for_each(print);
+                    screen.line(format!("\n{}", style("Outputs:").bold()));
+                    lines.into_iter().for_each(|l| screen.line(l));
                 }
             }
             Event::Summary {
@@ -170,28 +211,87 @@ pub async fn render(
                 failed,
                 ..
             } => {
-                spinner.finish_and_clear();
-                if let Some(tree) = tree.take() {
-                    tree.lines(show_sames).into_iter().for_each(|l| println!("{l}"));
+                if let Some(tree) = self.tree.take() {
+                    tree.lines(show_sames).into_iter().for_each(|l| screen.line(l));
                 }
-                println!("\n{}", summary_line(&changes, preview, kind, failed));
+                let summary = summary_line(&changes, preview, self.kind, failed);
+                screen.line(format!("\n{summary}"));
                 let verdict = if failed {
                     style("failed").red().bold()
                 } else {
                     style("done").green()
                 };
-                let duration = command_started.elapsed();
-                println!("Duration: {:.2}s ({verdict})", duration.as_secs_f64());
-                return shown;
+                let duration = self.command_started.elapsed().as_secs_f64();
+                screen.line(format!("Duration: {duration:.2}s ({verdict})"));
+                return ControlFlow::Break(());
             }
-            Event::Cancelled => print(format!(
-                "{}",
-                style("Cancelling: no new steps start; waiting for steps in flight (Ctrl-C again to abort)").yellow()
-            )),
+            Event::Cancelled => screen.line(style(
+                "Cancelling: no new steps start; waiting for steps in flight (Ctrl-C again to abort)",
+            )
+            .yellow()),
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Writes what a batch of events showed, and names the step started last by the spinner.
+    fn batch_shown(&mut self) {
+        if let Some(step) = self.last_started.take() {
+            let name = escape_controls(step.urn.name());
+            (self.screen.spinner).set_message(format!("{} in progress: {name}", self.running));
+        }
+        self.screen.flush();
+    }
+}
+
+/// The terminal: lines gathered while a batch of events renders, then written at once above
+/// the spinner (at 100,000 steps, a write per line was 200,000 system calls).
+struct Screen {
+    spinner: ProgressBar,
+    pending: String,
+}
+
+impl Screen {
+    fn new() -> Screen {
+        let spinner = ProgressBar::new_spinner();
+        spinner.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+        spinner.enable_steady_tick(Duration::from_millis(100));
+        Screen {
+            spinner,
+            pending: String::new(),
         }
     }
-    spinner.finish_and_clear();
-    shown
+
+    /// A line for standard output, written with the batch.
+    fn line(&mut self, line: impl std::fmt::Display) {
+        use std::fmt::Write;
+        let _ = writeln!(self.pending, "{line}");
+    }
+
+    /// A line for standard error, after the lines gathered before it.
+    fn error_line(&mut self, line: String) {
+        self.flush();
+        self.spinner.suspend(|| eprintln!("{line}"));
+    }
+
+    /// Writes the lines gathered.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.spinner.suspend(|| {
+            let mut stdout = std::io::stdout().lock();
+            // Output that cannot be written (a full disk) must not stop the update; a closed
+            // pipe ends the process, as SIGPIPE does by default.
+            let _ = (stdout.write_all(self.pending.as_bytes())).and_then(|()| stdout.flush());
+        });
+        self.pending.clear();
+    }
+
+    /// Clears the spinner, then writes what is left.
+    fn finish(&mut self) {
+        self.spinner.finish_and_clear();
+        self.flush();
+    }
 }
 
 /// A resource as `type name`, escaped: a program chose both.
