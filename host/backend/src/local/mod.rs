@@ -40,7 +40,7 @@ use crate::error::BackendError;
 use crate::files::write_atomically;
 use crate::secrets::{Crypter, NoSecrets, Redacted, SecretsProvider};
 pub(crate) use journal::BaseFile;
-use journal::{JournalFile, read_journal};
+use journal::{JournalFile, digest, read_journal};
 
 /// Stacks stored as files under a state directory. Secrets are sealed with the crypters of its
 /// [`SecretsProvider`] (by default none: a stack that holds a secret cannot be read or written).
@@ -288,26 +288,36 @@ impl LocalBackend {
         crypter: &dyn Crypter,
         fields: Fields,
     ) -> Result<LoadedStack, BackendError> {
-        (self.load_file(project, stack, crypter, fields)).map(|(loaded, _)| loaded)
+        (self.load_file(project, stack, crypter, fields, false)).map(|(loaded, _)| loaded)
     }
 
     /// [`load_checking`](Self::load_checking), with what an update beginning from the
-    /// checkpoint file needs to know of it.
+    /// checkpoint file needs to know of it (its digest only `for_update`).
     pub(crate) fn load_file(
         &self,
         project: &ProjectName,
         stack: &StackName,
         crypter: &dyn Crypter,
         fields: Fields,
+        for_update: bool,
     ) -> Result<(LoadedStack, BaseFile), BackendError> {
         self.require_stack(project, stack)?;
         let path = self.path(project, stack, "json");
         let bytes = std::fs::read(&path).map_err(BackendError::io("reading", &path))?;
-        // A journal refers to the checkpoint as written: replay first, then upgrade.
-        let mut decoded = match fields {
-            Fields::Checked => Checkpoint::decode_verified(&bytes, stack, &path, crypter)?,
-            Fields::Unchecked => Checkpoint::decode_for_edit(&bytes, stack, &path, crypter)?,
-        };
+        // The digest an update's journal names the file by, of the bytes read, beside the parse.
+        let (decoded, digest) = std::thread::scope(|scope| {
+            let digesting = for_update.then(|| scope.spawn(|| digest(&bytes)));
+            // A journal refers to the checkpoint as written: replay first, then upgrade.
+            let decoded = match fields {
+                Fields::Checked => Checkpoint::decode_verified(&bytes, stack, &path, crypter),
+                Fields::Unchecked => Checkpoint::decode_for_edit(&bytes, stack, &path, crypter),
+            };
+            (
+                decoded,
+                digesting.and_then(|digesting| digesting.join().ok()),
+            )
+        });
+        let mut decoded = decoded?;
         let journal = self.path(project, stack, "journal");
         let read = if journal.exists() {
             read_journal(&journal, &bytes, crypter)?
@@ -325,7 +335,13 @@ impl LocalBackend {
                 running: None,
             };
             let current_plugins = current.then(|| loaded.plugins.clone());
-            return Ok((loaded, BaseFile { current_plugins }));
+            return Ok((
+                loaded,
+                BaseFile {
+                    current_plugins,
+                    digest,
+                },
+            ));
         };
         let corrupt = |reason: String| {
             BackendError::State(StateError::Corrupt {
@@ -426,9 +442,11 @@ impl LocalBackend {
         if loaded.recovered {
             let checkpoint =
                 CheckpointView::current(project, stack, &loaded.plugins, &loaded.snapshot);
-            write_atomically(&checkpoint_path, &checkpoint.to_json(crypter.as_ref())?)
+            let json = checkpoint.to_json(crypter.as_ref())?;
+            write_atomically(&checkpoint_path, &json)
                 .map_err(BackendError::io("writing", &checkpoint_path))?;
             base.current_plugins = Some(loaded.plugins.clone());
+            base.digest = Some(digest(&json));
         }
         let journal = JournalFile::create(
             self.path(project, stack, "journal"),

@@ -226,7 +226,7 @@ impl LocalUpdate {
         let StackRef { project, name } = &self.stack;
         let crypter = self.backend.crypter(name);
         let (base, file) =
-            (self.backend).load_file(project, name, crypter.as_ref(), Fields::Checked)?;
+            (self.backend).load_file(project, name, crypter.as_ref(), Fields::Checked, true)?;
         self.base_file = file;
         Ok(base)
     }
@@ -428,6 +428,49 @@ mod tests {
         update.complete(&entry(UpdateKind::Update)).unwrap();
         // The next phase reads what is on disk again.
         assert!(update.base().is_err());
+    }
+
+    #[test]
+    fn the_journal_names_the_checkpoint_the_update_loaded_and_a_crash_is_replayed_from_it() {
+        let (dir, b) = backend();
+        let (p, dev) = names();
+        let stack = b.create_stack(&p, &dev).unwrap();
+        let checkpoint = std::fs::read(dir.path().join("stacks/p/dev.json")).unwrap();
+        let mut update = b.begin_update(&stack, "up").unwrap();
+        update.take_base().unwrap();
+        let mut recording = update.record(UsedPlugins::default()).unwrap();
+        let entries = [
+            JournalEntry::Begin {
+                seq: 1,
+                kind: PendingKind::Creating,
+                resource: resource("a"),
+                old: None,
+            },
+            JournalEntry::Created {
+                seq: 1,
+                resource: resource("a"),
+                replaces: None,
+            },
+        ];
+        for entry in &entries {
+            recording.persister.append(entry).unwrap();
+        }
+        recording.persister.sync().unwrap();
+        let journal = std::fs::read(dir.path().join("stacks/p/dev.journal")).unwrap();
+        let header: serde_json::Value =
+            serde_json::from_slice(journal.split(|b| *b == b'\n').next().unwrap()).unwrap();
+        assert_eq!(header["base"], crate::local::journal::digest(&checkpoint));
+        // The process dies here: the next load replays the journal over that checkpoint.
+        drop((recording, update));
+        let loaded = b.load(&stack).unwrap();
+        assert!(loaded.recovered);
+        assert!(
+            loaded
+                .snapshot
+                .resources
+                .iter()
+                .any(|r| r.urn == resource("a").urn)
+        );
     }
 
     #[test]
