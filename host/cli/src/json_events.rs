@@ -8,7 +8,7 @@
 //! the stream takes the real stdout for itself and points the process's stdout at stderr.
 
 use std::fs::File;
-use std::io::{LineWriter, Write};
+use std::io::{BufWriter, Write};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
@@ -253,9 +253,13 @@ impl JsonEvent {
     }
 }
 
+/// Events [`JsonStream::render`] takes from the channel at once: their lines go out in one
+/// write (a write per line was two system calls per resource).
+const BATCH: usize = 256;
+
 /// Where the lines go: the process's real stdout, taken for the stream alone.
 pub struct JsonStream {
-    out: Mutex<(LineWriter<File>, u64)>,
+    out: Mutex<(BufWriter<File>, u64)>,
 }
 
 impl JsonStream {
@@ -279,26 +283,36 @@ impl JsonStream {
         // SAFETY: `ours` is an open descriptor this function owns; the File takes it over.
         let file = unsafe { File::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(ours)) };
         Ok(JsonStream {
-            out: Mutex::new((LineWriter::new(file), 0)),
+            out: Mutex::new((BufWriter::new(file), 0)),
         })
     }
 
     /// Writes one line. A consumer that went away ends nothing: the run goes on.
     pub fn write(&self, event: &JsonEvent) {
+        self.write_all(std::slice::from_ref(event));
+    }
+
+    /// Writes a line for each of `events`, then flushes them: a consumer reads them as soon
+    /// as they are written.
+    fn write_all(&self, events: &[JsonEvent]) {
         let Ok(mut out) = self.out.lock() else {
             return;
         };
-        out.1 += 1;
-        let line = Line {
-            schema_version: SCHEMA_VERSION,
-            sequence: out.1,
-            timestamp: jiff::Timestamp::now().to_string(),
-            event,
-        };
-        if let Ok(mut text) = serde_json::to_string(&line) {
-            text.push('\n');
-            let _ = out.0.write_all(text.as_bytes());
+        let (out, sequence) = &mut *out;
+        for event in events {
+            *sequence += 1;
+            let line = Line {
+                schema_version: SCHEMA_VERSION,
+                sequence: *sequence,
+                timestamp: jiff::Timestamp::now().to_string(),
+                event,
+            };
+            if let Ok(mut text) = serde_json::to_string(&line) {
+                text.push('\n');
+                let _ = out.write_all(text.as_bytes());
+            }
         }
+        let _ = out.flush();
     }
 
     /// Writes the events of one phase until its summary (or until the engine is done). A
@@ -310,23 +324,34 @@ impl JsonStream {
         preview: bool,
     ) -> Vec<String> {
         let mut failures = Vec::new();
-        while let Some(event) = events.recv().await {
-            let mut shown = JsonEvent::of(&event);
-            match (&event, &mut shown) {
-                (
-                    _,
-                    JsonEvent::StepEnded {
-                        duration_seconds, ..
-                    },
-                ) if preview => *duration_seconds = None,
-                (Event::StepFailed { step, error }, _) => {
-                    failures.push(format!("{}: {error}", step.urn));
-                    failures.push(error.clone());
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut lines = Vec::with_capacity(BATCH);
+        while events.recv_many(&mut batch, BATCH).await > 0 {
+            let mut summary = false;
+            for event in batch.drain(..) {
+                let mut shown = JsonEvent::of(&event);
+                match (&event, &mut shown) {
+                    (
+                        _,
+                        JsonEvent::StepEnded {
+                            duration_seconds, ..
+                        },
+                    ) if preview => *duration_seconds = None,
+                    (Event::StepFailed { step, error }, _) => {
+                        failures.push(format!("{}: {error}", step.urn));
+                        failures.push(error.clone());
+                    }
+                    _ => {}
                 }
-                _ => {}
+                lines.push(shown);
+                summary = matches!(event, Event::Summary { .. });
+                if summary {
+                    break;
+                }
             }
-            self.write(&shown);
-            if matches!(event, Event::Summary { .. }) {
+            self.write_all(&lines);
+            lines.clear();
+            if summary {
                 break;
             }
         }

@@ -1,6 +1,7 @@
 //! The checkpoint file: a stack's snapshot with a schema version.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -450,10 +451,10 @@ pub struct CheckpointView<'a> {
     pub snapshot: &'a Snapshot,
 }
 
-/// A [`CheckpointView`] whose resources are written already: the same fields, in the same
-/// order, serialized the same way.
+/// A [`CheckpointView`] whose resources are written already (their secrets sealed): the same
+/// fields, in the same order, serialized the same way.
 #[derive(Serialize)]
-pub(crate) struct CheckpointWritten<'a> {
+pub struct CheckpointWritten<'a> {
     pub(crate) version: u32,
     pub(crate) project: &'a ProjectName,
     pub(crate) stack: &'a StackName,
@@ -472,6 +473,15 @@ impl CheckpointWritten<'_> {
         let mut bytes = crate::layout::to_outlined_json_sized(self, capacity)?;
         bytes.push(b'\n');
         Ok(bytes)
+    }
+
+    /// Writes the checkpoint file's text ([`to_json`](Self::to_json)) to `out` as it is made,
+    /// then flushes it: no buffer the size of the file (50 MB at 100,000 resources, each page
+    /// of it touched for the first time).
+    pub fn write_to(&self, mut out: impl Write) -> io::Result<()> {
+        crate::layout::write_outlined_json(&mut out, self)?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 }
 
@@ -496,6 +506,12 @@ impl<'a> CheckpointView<'a> {
     /// [`Checkpoint::to_json`]: what serializing the view writes, its resources written in
     /// parallel.
     pub fn to_json(&self, crypter: &dyn Crypter) -> Result<Vec<u8>, StateError> {
+        (self.written(crypter)?.to_json()).map_err(|e| StateError::Encode(e.to_string()))
+    }
+
+    /// The view with its resources written, in parallel, every secret sealed by `crypter`:
+    /// what [`to_json`](Self::to_json) writes, for [`CheckpointWritten::write_to`].
+    pub fn written(&self, crypter: &dyn Crypter) -> Result<CheckpointWritten<'a>, StateError> {
         let encode = |e: serde_json::Error| StateError::Encode(e.to_string());
         // Every field named, so that a field added to the view cannot be left out here.
         let CheckpointView {
@@ -517,7 +533,7 @@ impl<'a> CheckpointView<'a> {
                 CodecError::Secrets(e) => e.into(),
             })?,
         };
-        written.to_json().map_err(encode)
+        Ok(written)
     }
 }
 
@@ -667,6 +683,10 @@ mod tests {
             [("pw".to_owned(), Value::Secret(Box::new("hunter2".into())))].into();
         let view = CheckpointView::current(&project, &stack, &plugins, &snapshot);
         let written = String::from_utf8(view.to_json(&Marked).unwrap()).unwrap();
+        // Streamed to a writer, it is the same text.
+        let mut streamed = Vec::new();
+        (view.written(&Marked).unwrap().write_to(&mut streamed)).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), written);
         let holding = |line: &&str| line.contains("hunter2");
         let (sealed, plain): (Vec<&str>, Vec<&str>) = written.lines().partition(holding);
         assert!(

@@ -24,9 +24,19 @@ pub(crate) fn to_outlined_json_sized<T: Serialize + ?Sized>(
     capacity: usize,
 ) -> serde_json::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(capacity);
-    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, Outline::default());
-    data.serialize(&mut serializer)?;
+    write_outlined_json(&mut bytes, data)?;
     Ok(bytes)
+}
+
+/// Writes `data` to `out` as [`to_outlined_json`] makes it.
+pub(crate) fn write_outlined_json<W: Write, T: Serialize + ?Sized>(
+    out: W,
+    data: &T,
+) -> serde_json::Result<()> {
+    data.serialize(&mut serde_json::Serializer::with_formatter(
+        out,
+        Outline::default(),
+    ))
 }
 
 #[derive(Default)]

@@ -26,8 +26,8 @@ mod transfer;
 
 pub use carried::CarriedCheckpoint;
 pub use checkpoint::{
-    Checkpoint, CheckpointView, Decoded, PluginUse, SCHEMA_VERSION, UsedPlugins, check_fields,
-    unrecordable_field,
+    Checkpoint, CheckpointView, CheckpointWritten, Decoded, PluginUse, SCHEMA_VERSION, UsedPlugins,
+    check_fields, unrecordable_field,
 };
 pub use checkpoint_upgrade::{OLDEST_UPGRADED_SCHEMA, SchemaOneEntry};
 pub use error::{InvalidState, StateError};

@@ -9,7 +9,7 @@
 
 use plinth_engine::names::{ProjectName, StackName};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,8 +27,11 @@ use plinth_state::{
 };
 
 use crate::error::BackendError;
-use crate::files::write_atomically;
+use crate::files::write_atomically_with;
 use crate::gzip::gzip_onto;
+
+/// The buffer a checkpoint is written through: large writes, few system calls.
+const WRITE_BUFFER: usize = 1 << 20;
 
 /// What an update's journal knows of the checkpoint file the update begins from.
 #[derive(Debug, Clone, Default)]
@@ -209,10 +212,13 @@ impl Persister for JournalFile {
         const ACTION: &str = "write the checkpoint";
         let plugins = self.plugins.list();
         let checkpoint = CheckpointView::current(&self.project, &self.stack, &plugins, snapshot);
-        let json = (checkpoint.to_json(self.crypter.as_ref()))
+        let written = (checkpoint.written(self.crypter.as_ref()))
             .map_err(|e| PersistError::invalid(ACTION, &self.checkpoint_path, e))?;
-        write_atomically(&self.checkpoint_path, &json)
-            .map_err(|e| PersistError::io(ACTION, &self.checkpoint_path, e))?;
+        // Streamed to the file: the whole text is never in memory at once.
+        write_atomically_with(&self.checkpoint_path, |file| {
+            written.write_to(BufWriter::with_capacity(WRITE_BUFFER, file))
+        })
+        .map_err(|e| PersistError::io(ACTION, &self.checkpoint_path, e))?;
         self.remove_journal()
     }
 }
