@@ -430,15 +430,8 @@ mod tests {
         assert!(update.base().is_err());
     }
 
-    #[test]
-    fn the_journal_names_the_checkpoint_the_update_loaded_and_a_crash_is_replayed_from_it() {
-        let (dir, b) = backend();
-        let (p, dev) = names();
-        let stack = b.create_stack(&p, &dev).unwrap();
-        let checkpoint = std::fs::read(dir.path().join("stacks/p/dev.json")).unwrap();
-        let mut update = b.begin_update(&stack, "up").unwrap();
-        update.take_base().unwrap();
-        let mut recording = update.record(UsedPlugins::default()).unwrap();
+    /// Journals the creation of a resource `a` and syncs it; returns the entries.
+    fn create_a(recording: &mut Recording) -> [JournalEntry; 2] {
         let entries = [
             JournalEntry::Begin {
                 seq: 1,
@@ -456,6 +449,19 @@ mod tests {
             recording.persister.append(entry).unwrap();
         }
         recording.persister.sync().unwrap();
+        entries
+    }
+
+    #[test]
+    fn the_journal_names_the_checkpoint_the_update_loaded_and_a_crash_is_replayed_from_it() {
+        let (dir, b) = backend();
+        let (p, dev) = names();
+        let stack = b.create_stack(&p, &dev).unwrap();
+        let checkpoint = std::fs::read(dir.path().join("stacks/p/dev.json")).unwrap();
+        let mut update = b.begin_update(&stack, "up").unwrap();
+        update.take_base().unwrap();
+        let mut recording = update.record(UsedPlugins::default()).unwrap();
+        create_a(&mut recording);
         let journal = std::fs::read(dir.path().join("stacks/p/dev.journal")).unwrap();
         let header: serde_json::Value =
             serde_json::from_slice(journal.split(|b| *b == b'\n').next().unwrap()).unwrap();
@@ -500,23 +506,7 @@ mod tests {
         // `compact_unchanged`, as the snapshot manager ends such an operation.
         let mut update = b.begin_update(&stack, "up").unwrap();
         let mut recording = update.record(plugin("1.0.0")).unwrap();
-        let entries = [
-            JournalEntry::Begin {
-                seq: 1,
-                kind: PendingKind::Creating,
-                resource: resource("a"),
-                old: None,
-            },
-            JournalEntry::Created {
-                seq: 1,
-                resource: resource("a"),
-                replaces: None,
-            },
-        ];
-        for entry in &entries {
-            recording.persister.append(entry).unwrap();
-        }
-        recording.persister.sync().unwrap();
+        let entries = create_a(&mut recording);
         let snapshot = plinth_engine::journal::replay(Snapshot::default(), entries).unwrap();
         recording.persister.compact(&snapshot).unwrap();
         update.complete(&entry(UpdateKind::Update)).unwrap();
