@@ -306,34 +306,17 @@ fn cancel(ws: &Workspace, yes: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-// The engine allocates and frees many small values per resource: mimalloc spends less time and
-// memory on that than the system allocator (measured by plinth-bench). Its v2 (a crate feature):
-// v3 gives freed pages back to the system only after a second, longer than most commands run,
-// which added 20-30 MB to the peak of an update of 10,000 resources.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay`, which libmimalloc-sys does not name; it lies between two
-/// options it does name, which the assertion checks.
-const PURGE_DELAY: libmimalloc_sys::mi_option_t = libmimalloc_sys::mi_option_eager_commit_delay + 1;
-const _: () = assert!(libmimalloc_sys::mi_option_use_numa_nodes == PURGE_DELAY + 1);
+static GLOBAL: plinth_alloc::MiMalloc = plinth_alloc::MiMalloc;
 
 /// How long freed pages wait before they go back to the system: mimalloc's default, 10 ms, is
 /// long against the steps of an update, whose pages are mostly not reused by the next, and an
 /// update of 10,000 resources peaked at 135 to 150 MB; with 2 ms it peaks at 120 to 130 MB for
 /// no measurable time (0 ms: about 85 MB, but 20-25% slower from page faults).
-const PURGE_DELAY_MS: std::ffi::c_long = 2;
-
-/// Sets the purge delay, unless mimalloc's own `MIMALLOC_PURGE_DELAY` is set.
-fn set_purge_delay() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets an option of the allocator, which it reads atomically.
-        unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, PURGE_DELAY_MS) };
-    }
-}
+const KEEP_FREED_PAGES_MS: std::ffi::c_long = 2;
 
 fn main() -> ExitCode {
-    set_purge_delay();
+    plinth_alloc::keep_freed_pages(KEEP_FREED_PAGES_MS);
     // `plinth stack history | head`: a closed pipe ends plinth quietly, as it does other Unix
     // tools, instead of making `println!` panic.
     // SAFETY: restoring the default disposition of SIGPIPE at startup, before any thread runs.
