@@ -51,6 +51,34 @@ pub(crate) async fn latest(
     })
 }
 
+/// The latest version of a stack, if rebuilding its checkpoint from no journal entries, to
+/// record `plugins` (`None`: whatever it records), would write it as it is. Its head (schema
+/// version and plugins) is read first, the megabytes of its snapshot only if the head does not
+/// say (a checkpoint plinth did not write).
+async fn kept_as_is(
+    conn: &mut PgConnection,
+    stack_id: i64,
+    plugins: Option<&[PluginUse]>,
+) -> Result<Option<i64>, ApiError> {
+    let head: Option<(i64, Vec<u8>)> = sqlx::query_as(&format!(
+        "SELECT v.version, substring({CHECKPOINT} FROM 1 FOR $2) FROM {WITH_CHECKPOINT}
+         WHERE v.stack_id = $1 ORDER BY v.version DESC LIMIT 1"
+    ))
+    .bind(stack_id)
+    .bind(plinth_state::CHECKPOINT_HEAD as i32)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((version, head)) = head else {
+        return Ok(None);
+    };
+    let as_is = match plinth_state::rebuilt_as_is_by_head(&head, plugins) {
+        Some(as_is) => as_is,
+        None => (latest(&mut *conn, stack_id).await?.1)
+            .is_some_and(|base| plinth_state::rebuilt_as_is(&base, plugins)),
+    };
+    Ok(as_is.then_some(version))
+}
+
 /// What a new version is made of: the journal batches not folded yet, or a whole checkpoint
 /// (an import, an edit by hand) replacing the state.
 pub(crate) enum Source {
@@ -104,17 +132,15 @@ pub(crate) async fn fold(
     let batches = journal_batches(&mut *conn, update, folded).await?;
     let through = batches.last().map_or(folded, |(seq, _)| *seq);
     let batches: Vec<JournalBatch> = batches.into_iter().map(|(_, batch)| batch).collect();
-    let (version, base) = latest(&mut *conn, stack.id).await?;
-    let read = started.elapsed();
-    let made = version + 1;
     // Nothing journaled: the state is the base's, kept as it is, in the base's row (a no-op
     // update of a large stack would parse and write it again for nothing, and store a copy).
     if let Source::Journal { plugins } = &source
         && batches.is_empty()
-        && let Some(base) = base.as_deref()
-        && plinth_state::rebuilt_as_is(base, plugins.as_deref())
+        && let Some(version) = kept_as_is(&mut *conn, stack.id, plugins.as_deref()).await?
     {
-        let resources = count_of_latest(&mut *conn, stack.id, base).await?;
+        let read = started.elapsed();
+        let made = version + 1;
+        let resources = count_of_latest(&mut *conn, stack.id).await?;
         let entry = entry.written(ChangeSummary::default());
         let at = (update, phase);
         insert_as_is(&mut *conn, stack, (made, resources), at, version, &entry).await?;
@@ -122,6 +148,9 @@ pub(crate) async fn fold(
         made_in(stack, made, 0, started, read);
         return Ok(made);
     }
+    let (version, base) = latest(&mut *conn, stack.id).await?;
+    let read = started.elapsed();
+    let made = version + 1;
     let (
         Rebuilt {
             checkpoint,
@@ -449,11 +478,7 @@ async fn rebuild(
 
 /// The resource count of the latest version of stack `stack_id`, whose checkpoint is
 /// `checkpoint`: as stored, or counted for a version stored before counts were.
-async fn count_of_latest(
-    conn: &mut PgConnection,
-    stack_id: i64,
-    checkpoint: &[u8],
-) -> Result<i64, ApiError> {
+async fn count_of_latest(conn: &mut PgConnection, stack_id: i64) -> Result<i64, ApiError> {
     let stored: Option<(Option<i64>,)> = sqlx::query_as(
         "SELECT resources FROM versions WHERE stack_id = $1 ORDER BY version DESC LIMIT 1",
     )
@@ -463,7 +488,10 @@ async fn count_of_latest(
     if let Some((Some(resources),)) = stored {
         return Ok(resources);
     }
-    let checkpoint = checkpoint.to_vec();
+    // A version stored before its count was: counted in its checkpoint.
+    let Some(checkpoint) = latest(&mut *conn, stack_id).await?.1 else {
+        return Ok(0);
+    };
     let counted = tokio::task::spawn_blocking(move || listed_resources(&checkpoint))
         .await
         .map_err(|e| ApiError::Internal(format!("counting resources: {e}")))??;

@@ -331,9 +331,64 @@ pub fn rebuilt_as_is(base: &[u8], plugins: Option<&[PluginUse]>) -> bool {
         #[serde(default)]
         plugins: Vec<PluginUse>,
     }
-    serde_json::from_slice::<Head>(base).is_ok_and(|head| {
-        head.version == SCHEMA_VERSION && plugins.is_none_or(|p| p == head.plugins.as_slice())
-    })
+    serde_json::from_slice::<Head>(base)
+        .is_ok_and(|head| head_as_is(head.version, &head.plugins, plugins))
+}
+
+fn head_as_is(version: u32, recorded: &[PluginUse], plugins: Option<&[PluginUse]>) -> bool {
+    version == SCHEMA_VERSION && plugins.is_none_or(|p| p == recorded)
+}
+
+/// How many bytes of a checkpoint [`rebuilt_as_is_by_head`] needs: plinth writes the schema
+/// version and the plugins before the snapshot, in well under this.
+pub const CHECKPOINT_HEAD: usize = 64 * 1024;
+
+/// [`rebuilt_as_is`] from the first bytes of the checkpoint (up to [`CHECKPOINT_HEAD`]), without
+/// the megabytes of its snapshot: `None` unless they hold its schema `version` and `plugins`,
+/// each once, before its `snapshot`, as plinth writes a checkpoint; the whole is then to be
+/// read.
+pub fn rebuilt_as_is_by_head(head: &[u8], plugins: Option<&[PluginUse]>) -> Option<bool> {
+    let (version, recorded) = read_head(head)?;
+    Some(head_as_is(version, &recorded, plugins))
+}
+
+/// The schema version and plugins at the start of a checkpoint's text, read member by member up
+/// to its `snapshot`, which is left unread.
+fn read_head(text: &[u8]) -> Option<(u32, Vec<PluginUse>)> {
+    /// Reads one JSON value of type `T` at the start of `text` (after any whitespace), and
+    /// what follows it.
+    fn value<T: serde::de::DeserializeOwned>(text: &[u8]) -> Option<(T, &[u8])> {
+        let mut values = serde_json::Deserializer::from_slice(text).into_iter::<T>();
+        let value = values.next()?.ok()?;
+        Some((value, &text[values.byte_offset()..]))
+    }
+    /// `text` after `byte` (whitespace before it skipped), if it starts with it.
+    fn after(text: &[u8], byte: u8) -> Option<&[u8]> {
+        text.trim_ascii_start().strip_prefix(&[byte])
+    }
+    let (mut version, mut plugins) = (None, None);
+    let mut rest = after(text, b'{')?;
+    loop {
+        let (key, value_text) = value::<String>(rest)?;
+        let value_text = after(value_text, b':')?;
+        rest = match key.as_str() {
+            "snapshot" => return Some((version?, plugins?)),
+            "version" if version.is_none() => {
+                let (read, rest) = value::<u32>(value_text)?;
+                version = Some(read);
+                rest
+            }
+            "plugins" if plugins.is_none() => {
+                let (read, rest) = value::<Vec<PluginUse>>(value_text)?;
+                plugins = Some(read);
+                rest
+            }
+            // A member repeated is for the whole read to refuse.
+            "version" | "plugins" => return None,
+            _ => value::<serde::de::IgnoredAny>(value_text)?.1,
+        };
+        rest = after(rest, b',')?;
+    }
 }
 
 /// The journal entry as the client sends it: JSON with every secret sealed by `crypter`.
@@ -452,6 +507,49 @@ mod tests {
         older["version"] = (SCHEMA_VERSION - 1).into();
         assert!(!rebuilt_as_is(&serde_json::to_vec(&older).unwrap(), None));
         assert!(!rebuilt_as_is(b"{", None));
+        // The same answers from the head alone, cut where the snapshot begins.
+        let cut = |bytes: &[u8]| {
+            let at = memchr::memmem::find(bytes, br#""snapshot""#).unwrap();
+            bytes[..at + 20].to_vec()
+        };
+        let head = cut(&bytes);
+        assert!(head.len() < CHECKPOINT_HEAD);
+        assert_eq!(rebuilt_as_is_by_head(&head, None), Some(true));
+        let used = std::slice::from_ref(&used);
+        assert_eq!(rebuilt_as_is_by_head(&head, Some(used)), Some(true));
+        assert_eq!(rebuilt_as_is_by_head(&head, Some(&[])), Some(false));
+        let current = format!(r#""version": {SCHEMA_VERSION},"#);
+        let older = String::from_utf8(head).unwrap().replacen(
+            &current,
+            &format!(r#""version": {},"#, SCHEMA_VERSION - 1),
+            1,
+        );
+        assert_eq!(rebuilt_as_is_by_head(older.as_bytes(), None), Some(false));
+    }
+
+    #[test]
+    fn a_head_that_does_not_say_it_all_before_the_snapshot_is_read_whole() {
+        let plugin = r#"{"name":"p","version":"1.0.0","sha256":"00"}"#;
+        let by_head = |text: &str| rebuilt_as_is_by_head(text.as_bytes(), None);
+        let current = format!(r#"{{"version":{SCHEMA_VERSION},"plugins":[{plugin}],"snapshot":{{"#);
+        assert_eq!(by_head(&current), Some(true));
+        let spaced = format!(
+            "{{\n \"version\" : {SCHEMA_VERSION} ,\n \"x\": [1, {{}}], \"plugins\": [] , \"snapshot\" :"
+        );
+        assert_eq!(by_head(&spaced), Some(true));
+        for unsure in [
+            // The plugins after the snapshot, or not there at all.
+            format!(r#"{{"version":{SCHEMA_VERSION},"snapshot":{{}},"plugins":[]}}"#),
+            // A member repeated, which the whole read refuses.
+            format!(r#"{{"version":{SCHEMA_VERSION},"version":1,"plugins":[],"snapshot":"#),
+            // Cut before the snapshot, or not a checkpoint.
+            format!(r#"{{"version":{SCHEMA_VERSION},"plugins":[{plugin}"#),
+            r#"{"version":"three","plugins":[],"snapshot":"#.to_owned(),
+            "[]".to_owned(),
+            String::new(),
+        ] {
+            assert_eq!(by_head(&unsure), None, "{unsure}");
+        }
     }
 
     #[test]
