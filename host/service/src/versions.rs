@@ -476,8 +476,8 @@ async fn rebuild(
     .map_err(|e| ApiError::Internal(format!("rebuilding the state: {e}")))?
 }
 
-/// The resource count of the latest version of stack `stack_id`, whose checkpoint is
-/// `checkpoint`: as stored, or counted for a version stored before counts were.
+/// The resource count of the latest version of stack `stack_id`: as stored, or counted in its
+/// checkpoint for a version stored before counts were.
 async fn count_of_latest(conn: &mut PgConnection, stack_id: i64) -> Result<i64, ApiError> {
     let stored: Option<(Option<i64>,)> = sqlx::query_as(
         "SELECT resources FROM versions WHERE stack_id = $1 ORDER BY version DESC LIMIT 1",
