@@ -151,13 +151,11 @@ pub(crate) async fn fold(
     let (version, base) = latest(&mut *conn, stack.id).await?;
     let read = started.elapsed();
     let made = version + 1;
-    let (
-        Rebuilt {
-            checkpoint,
-            changes,
-        },
+    let Rebuilt {
+        checkpoint,
+        changes,
         resources,
-    ) = match source {
+    } = match source {
         Source::Journal { plugins } => {
             rebuild(stack, base, batches, plugins, Replay::Checked).await?
         }
@@ -172,7 +170,7 @@ pub(crate) async fn fold(
     insert(
         &mut *conn,
         stack,
-        (made, resources),
+        (made, resources as i64),
         at,
         &checkpoint,
         &entry,
@@ -353,18 +351,16 @@ pub(crate) async fn fold_ending(
         ..ended
     };
     match rebuilt {
-        Ok((
-            Rebuilt {
-                checkpoint,
-                changes,
-            },
+        Ok(Rebuilt {
+            checkpoint,
+            changes,
             resources,
-        )) => {
+        }) => {
             let entry = Entry::Ended(ended).written(changes);
             insert(
                 &mut *conn,
                 stack,
-                (version + 1, resources),
+                (version + 1, resources as i64),
                 (update, None),
                 &checkpoint,
                 &entry,
@@ -445,7 +441,7 @@ async fn rebuild(
     batches: Vec<JournalBatch>,
     plugins: Option<Vec<PluginUse>>,
     replay: Replay,
-) -> Result<(Rebuilt, i64), ApiError> {
+) -> Result<Rebuilt, ApiError> {
     let project = ProjectName::new(&stack.project)
         .map_err(|e| ApiError::BadRequest(format!("project `{}`: {e}", stack.project)))?;
     let name = StackName::new(&stack.name)
@@ -468,9 +464,7 @@ async fn rebuild(
             origin.display(),
             started.elapsed().as_secs_f64() * 1e3
         );
-        let rebuilt = rebuilt.map_err(|e| ApiError::Unrebuildable(e.to_string()))?;
-        let resources = listed_resources(&rebuilt.checkpoint)?;
-        Ok((rebuilt, resources as i64))
+        rebuilt.map_err(|e| ApiError::Unrebuildable(e.to_string()))
     })
     .await
     .map_err(|e| ApiError::Internal(format!("rebuilding the state: {e}")))?
@@ -594,7 +588,6 @@ pub(crate) async fn export(
             Some(bytes) => Ok(bytes),
             None => Ok(rebuild(stack, None, Vec::new(), None, Replay::Checked)
                 .await?
-                .0
                 .checkpoint),
         };
     }

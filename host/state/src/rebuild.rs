@@ -232,6 +232,10 @@ pub struct Creates {
 pub struct Rebuilt {
     pub checkpoint: Vec<u8>,
     pub changes: ChangeSummary,
+    /// Its resources as `stack ls` counts them (neither the stack's root nor providers),
+    /// counted before it was written: reading the checkpoint again to count them took as long
+    /// as writing it.
+    pub resources: usize,
 }
 
 /// Replays `batches` over `checkpoint` and writes the result.
@@ -276,6 +280,9 @@ fn replay_parsed(
         path: origin.to_owned(),
         reason: format!("the journal does not apply to its base: {e}"),
     })?;
+    let resources = (snapshot.resources.iter())
+        .filter(|r| plinth_engine::urn::is_counted(&r.ty))
+        .count();
     let checkpoint = Checkpoint::new(project, stack, snapshot).with_plugins(plugins);
     let json = checkpoint.to_json(&KeepSealed);
     // Freeing the state's many small allocations takes about as long as writing it: it is
@@ -284,6 +291,7 @@ fn replay_parsed(
     Ok(Rebuilt {
         checkpoint: json?,
         changes,
+        resources,
     })
 }
 
@@ -525,6 +533,49 @@ mod tests {
             1,
         );
         assert_eq!(rebuilt_as_is_by_head(older.as_bytes(), None), Some(false));
+    }
+
+    #[test]
+    fn a_rebuild_counts_its_resources_as_the_written_checkpoint_lists_them() {
+        use plinth_engine::urn::{STACK_TYPE, provider_type};
+        let (project, stack) = (
+            ProjectName::new("p").unwrap(),
+            StackName::new("dev").unwrap(),
+        );
+        let typed = |name: &str, ty: &str| ResourceState {
+            urn: plinth_engine::urn::Urn::new("dev", "p", None, ty, name),
+            ty: ty.into(),
+            id: format!("{name}-1"),
+            ..resource(name, Default::default())
+        };
+        let resources = vec![
+            typed("dev", STACK_TYPE),
+            typed("default", &provider_type("t")),
+            typed("a", "t:T"),
+            typed("b", "t:T"),
+        ];
+        let snapshot = Snapshot {
+            resources,
+            ..Snapshot::default()
+        };
+        let base = Checkpoint::new(&project, &stack, snapshot)
+            .to_json(&KeepSealed)
+            .unwrap();
+        let origin = Path::new("service");
+        let rebuilt = rebuild_parsed(
+            &project,
+            &stack,
+            Some(&base),
+            vec![],
+            None,
+            origin,
+            Replay::Checked,
+        )
+        .unwrap();
+        // Neither the stack's root nor the provider, as `stack ls` counts.
+        assert_eq!(rebuilt.resources, 2);
+        let listed: serde_json::Value = serde_json::from_slice(&rebuilt.checkpoint).unwrap();
+        assert_eq!(listed["snapshot"]["resources"].as_array().unwrap().len(), 4);
     }
 
     #[test]
