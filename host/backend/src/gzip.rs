@@ -1,8 +1,8 @@
 //! Gzip members made by a compressor kept for each thread that makes them: the service's request
 //! bodies and the file backend's journal frames. Setting one up allocates and clears a few
 //! hundred KiB of tables, which cost more than compressing a journal batch: made for every
-//! request, it took about a tenth of an update's CPU. Answers inflated, no larger than the
-//! caller allows.
+//! request, it took about a tenth of an update's CPU. Answers inflated (gzip, or zstd), no
+//! larger than the caller allows.
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -48,10 +48,22 @@ pub(crate) fn gzip_onto(out: &mut Vec<u8>, data: &[u8]) {
 /// The data of the gzip stream `data`, refused if it inflates to more than `limit` bytes (a
 /// small answer must not take all memory).
 pub(crate) fn gunzip(data: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity((data.len().saturating_mul(4)).min(limit as usize));
-    flate2::read::GzDecoder::new(data)
-        .take(limit + 1)
-        .read_to_end(&mut out)?;
+    inflated(flate2::read::GzDecoder::new(data), data.len(), limit)
+}
+
+/// The data of the zstd frames `data`, refused as [`gunzip`] refuses.
+pub(crate) fn unzstd(data: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
+    inflated(
+        zstd::stream::read::Decoder::with_buffer(data)?,
+        data.len(),
+        limit,
+    )
+}
+
+/// What `decoder` reads, `compressed` bytes on the wire, refused past `limit` bytes.
+fn inflated(decoder: impl Read, compressed: usize, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity((compressed.saturating_mul(4)).min(limit as usize));
+    decoder.take(limit + 1).read_to_end(&mut out)?;
     if out.len() as u64 > limit {
         return Err(std::io::Error::other(format!(
             "it inflates to more than {limit} bytes"
@@ -91,5 +103,28 @@ mod tests {
             "{error}"
         );
         assert!(gunzip(b"not gzip", 100).is_err());
+    }
+
+    #[test]
+    fn a_zstd_answer_is_read_whole_and_refused_past_the_limit() {
+        let data: Vec<u8> = (0..50_000u32)
+            .flat_map(|i| format!("{{\"seq\":{i}}},").into_bytes())
+            .collect();
+        let compressed = zstd::encode_all(&data[..], 1).unwrap();
+        assert_eq!(unzstd(&compressed, data.len() as u64).unwrap(), data);
+        // Two frames one after the other are one answer, as a streaming encoder may send it.
+        let twice = [compressed.clone(), compressed].concat();
+        assert_eq!(
+            unzstd(&twice, 2 * data.len() as u64).unwrap().len(),
+            2 * data.len()
+        );
+        let zeros = zstd::encode_all(&[0u8; 100_000][..], 1).unwrap();
+        assert!(zeros.len() < 100, "a bomb is small on the wire");
+        let error = unzstd(&zeros, 99_999).unwrap_err();
+        assert!(
+            error.to_string().contains("more than 99999 bytes"),
+            "{error}"
+        );
+        assert!(unzstd(b"not zstd", 100).is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! gzip on the wire, against a real `plinth-serve` on a real PostgreSQL: gzipped request bodies
 //! are accepted, within the body limit as decompressed (a gzip bomb gets 413); answers are
-//! gzipped for a client that accepts it; the client gzips what is worth it.
+//! compressed for a client that accepts it (zstd if it prefers that, as the CLI does); the
+//! client gzips what is worth it.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -105,6 +106,13 @@ fn answers_are_gzipped_for_a_client_that_accepts_it() {
     let (head, body) = get_raw(&service, &alice, "stacks/p/dev/export", None);
     assert!(!head.contains("content-encoding"), "{head}");
     assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), checkpoint);
+
+    // What the CLI asks for: zstd, else gzip.
+    let prefers = Some("zstd, gzip;q=0.5");
+    let (head, body) = get_raw(&service, &alice, "stacks/p/dev/export", prefers);
+    assert!(head.contains("content-encoding: zstd"), "{head}");
+    let json = zstd::decode_all(&body[..]).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&json).unwrap(), checkpoint);
 }
 
 #[test]
