@@ -319,7 +319,7 @@ impl Report {
              `full_page_writes` off, as the tests run it; fsync on: all three on, as a production \
              server runs) and one plinth serve on this machine, over loopback, measured after one unmeasured `up` and `destroy` of the same size (a \
              running service has its connections open); requests and bytes (HTTP bodies as they \
-             crossed the wire, gzipped when they were) as the CLI counts them"
+             crossed the wire, compressed when they were) as the CLI counts them"
         );
     }
 }

@@ -114,7 +114,7 @@ pub struct Traffic {
     pub requests: u64,
     /// Request body bytes as they went on the wire (gzipped when they were).
     pub body_bytes: u64,
-    /// Answer body bytes as they came on the wire (gzipped when they were).
+    /// Answer body bytes as they came on the wire (compressed when they were).
     pub answer_bytes: u64,
 }
 
