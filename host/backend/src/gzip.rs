@@ -51,13 +51,16 @@ pub(crate) fn gunzip(data: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
     inflated(flate2::read::GzDecoder::new(data), data.len(), limit)
 }
 
+/// The largest window (as a power of two) a zstd answer may ask the client to keep: 16 MiB,
+/// against the 128 MiB zstd allows by default. The service compresses at level 1, whose window
+/// is 512 KiB; a frame that asks for more memory is refused before any is taken.
+const ZSTD_WINDOW_LOG_MAX: u32 = 24;
+
 /// The data of the zstd frames `data`, refused as [`gunzip`] refuses.
 pub(crate) fn unzstd(data: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
-    inflated(
-        zstd::stream::read::Decoder::with_buffer(data)?,
-        data.len(),
-        limit,
-    )
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(data)?;
+    decoder.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
+    inflated(decoder, data.len(), limit)
 }
 
 /// What `decoder` reads, `compressed` bytes on the wire, refused past `limit` bytes.
@@ -126,5 +129,13 @@ mod tests {
             "{error}"
         );
         assert!(unzstd(b"not zstd", 100).is_err());
+        // A frame made with a window larger than the client keeps.
+        let mut wide = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+        wide.window_log(ZSTD_WINDOW_LOG_MAX + 1).unwrap();
+        wide.long_distance_matching(true).unwrap();
+        std::io::Write::write_all(&mut wide, &data).unwrap();
+        let wide = wide.finish().unwrap();
+        let refused = unzstd(&wide, data.len() as u64).unwrap_err();
+        assert!(refused.to_string().contains("too much memory"), "{refused}");
     }
 }
