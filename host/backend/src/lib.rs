@@ -5,10 +5,10 @@
 //! `plinth-state`'s vocabulary, re-exported here.
 
 mod api;
+mod compression;
 mod edit;
 mod error;
 mod files;
-mod gzip;
 pub mod local;
 mod open;
 pub mod secrets;

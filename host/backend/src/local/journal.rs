@@ -26,9 +26,9 @@ use plinth_state::{
     decode_line,
 };
 
+use crate::compression::gzip_onto;
 use crate::error::BackendError;
 use crate::files::write_atomically_with;
-use crate::gzip::gzip_onto;
 
 /// The buffer a checkpoint is written through: large writes, few system calls.
 const WRITE_BUFFER: usize = 1 << 20;

@@ -18,7 +18,7 @@ use ureq::unversioned::transport::DefaultConnector;
 
 use super::resolver::CachingResolver;
 use super::version_check;
-use crate::gzip::{gunzip, gzip, unzstd};
+use crate::compression::{gunzip, gzip, unzstd};
 use plinth_state::protocol::version::VERSION_HEADER;
 
 /// How often a transient failure is tried again, the first wait between tries (doubled at each

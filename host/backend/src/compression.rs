@@ -1,8 +1,8 @@
-//! Gzip members made by a compressor kept for each thread that makes them: the service's request
-//! bodies and the file backend's journal frames. Setting one up allocates and clears a few
-//! hundred KiB of tables, which cost more than compressing a journal batch: made for every
-//! request, it took about a tenth of an update's CPU. Answers inflated (gzip, or zstd), no
-//! larger than the caller allows.
+//! Compression on the wire and in the journal. Gzip members are made by a compressor kept for
+//! each thread that makes them (the service's request bodies, the file backend's journal
+//! frames): setting one up allocates and clears a few hundred KiB of tables, which cost more
+//! than compressing a journal batch; made for every request, it took about a tenth of an
+//! update's CPU. Answers are inflated (gzip or zstd), no larger than the caller allows.
 
 use std::cell::RefCell;
 use std::io::Read;
