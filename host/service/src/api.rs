@@ -28,6 +28,7 @@ use uuid::Uuid;
 use crate::admission::Budget;
 use crate::auth::{AccessToken, Lease, Level, Screened, User};
 use crate::body::Body;
+use crate::db::HotConnections;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::oidc::{self, OidcConfig};
@@ -77,6 +78,8 @@ impl Default for Options {
 #[derive(Clone)]
 pub(crate) struct App {
     pub pool: PgPool,
+    /// Connections for storing journal batches.
+    pub hot: Arc<HotConnections>,
     pub options: Options,
     pub screened: Arc<Screened>,
     pub budget: Budget,
@@ -91,6 +94,12 @@ impl FromRef<App> for Arc<Metrics> {
     }
 }
 
+impl FromRef<App> for Arc<HotConnections> {
+    fn from_ref(app: &App) -> Arc<HotConnections> {
+        app.hot.clone()
+    }
+}
+
 impl FromRef<App> for PgPool {
     fn from_ref(app: &App) -> PgPool {
         app.pool.clone()
@@ -102,6 +111,7 @@ pub fn router(pool: PgPool, options: Options, metrics: Arc<Metrics>) -> Router {
     let limit = options.body_limit;
     let app = App {
         budget: Budget::new(options.bodies_in_flight.max(limit)),
+        hot: Arc::new(HotConnections::new(pool.clone())),
         pool,
         options,
         screened: Arc::default(),
@@ -425,6 +435,7 @@ async fn append_journal(
     AccessToken(token): AccessToken,
     Lease(lease): Lease,
     State(pool): State<PgPool>,
+    State(hot): State<Arc<HotConnections>>,
     State(metrics): State<Arc<Metrics>>,
     Path(id): Path<Uuid>,
     Body(batch): Body<JournalBatch>,
@@ -432,7 +443,7 @@ async fn append_journal(
     checks::seq("journal batches", batch.seq)?;
     let waiting = &metrics.journal_waiting;
     let stored = journal::append(
-        &pool,
+        (&pool, &hot),
         &token,
         id,
         &lease,

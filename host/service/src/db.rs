@@ -1,10 +1,12 @@
 //! The database: a connection pool, migrated on start by the migrations embedded in the
 //! binary (no database is needed to build it).
 
-use std::time::Duration;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use sqlx::Connection;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 
 /// How long a connection may sit in the pool before it is pinged again when taken.
 const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
@@ -64,6 +66,106 @@ pub async fn connect(url: &str) -> anyhow::Result<PgPool> {
     Ok(pool)
 }
 
+/// Connections kept apart from the pool for the statement an update sends several of a
+/// millisecond, storing a journal batch: the pool pings every connection given back to it (sqlx
+/// 0.8 cannot be told not to), a round trip more to the database, and a wakeup of both sides,
+/// for each batch. A connection taken here goes back without one, once its statement was
+/// answered; one whose statement failed or was never answered (its request gone) is closed.
+/// Like the pool's, one idle for longer than [`PING_IDLE_AFTER`] is pinged before use.
+pub(crate) struct HotConnections {
+    pool: PgPool,
+    idle: Mutex<Vec<(PgConnection, Instant)>>,
+}
+
+/// The most connections kept apart: as many batches as an update has under way, for a few
+/// updates at once.
+const HOT_CONNECTIONS: usize = 4;
+
+impl HotConnections {
+    pub(crate) fn new(pool: PgPool) -> HotConnections {
+        HotConnections {
+            pool,
+            idle: Mutex::default(),
+        }
+    }
+
+    fn idle(&self) -> MutexGuard<'_, Vec<(PgConnection, Instant)>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A connection kept apart, or one taken from the pool (its place there is freed).
+    pub(crate) async fn take(&self) -> Result<HotConnection<'_>, sqlx::Error> {
+        let idle = self.idle().pop();
+        let conn = match idle {
+            Some((mut conn, since)) if since.elapsed() > PING_IDLE_AFTER => {
+                match conn.ping().await {
+                    Ok(()) => conn,
+                    Err(_) => self.pool.acquire().await?.detach(),
+                }
+            }
+            Some((conn, _)) => conn,
+            None => self.pool.acquire().await?.detach(),
+        };
+        Ok(HotConnection {
+            conn: Some(conn),
+            home: self,
+        })
+    }
+}
+
+/// A connection taken from [`HotConnections`]: [`HotConnection::answered`] gives it back.
+pub(crate) struct HotConnection<'a> {
+    conn: Option<PgConnection>,
+    home: &'a HotConnections,
+}
+
+impl HotConnection<'_> {
+    /// Gives the connection back, its statement answered: nothing of it is left to read.
+    pub(crate) fn answered(mut self) {
+        let conn = self.conn.take().expect("held until given back or dropped");
+        let mut idle = self.home.idle();
+        if idle.len() < HOT_CONNECTIONS {
+            idle.push((conn, Instant::now()));
+        } else {
+            drop(idle);
+            close(conn);
+        }
+    }
+}
+
+impl Deref for HotConnection<'_> {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        self.conn
+            .as_ref()
+            .expect("held until given back or dropped")
+    }
+}
+
+impl DerefMut for HotConnection<'_> {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.conn
+            .as_mut()
+            .expect("held until given back or dropped")
+    }
+}
+
+impl Drop for HotConnection<'_> {
+    /// Not given back: its statement failed, or was left halfway. It may have more to read.
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            close(conn);
+        }
+    }
+}
+
+/// Closes `conn` off the request's path.
+fn close(conn: PgConnection) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move { conn.close().await.ok() });
+    }
+}
+
 /// The URL without its password, for messages.
 fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -78,14 +180,62 @@ fn redacted(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    async fn backend(conn: &mut PgConnection) -> i32 {
+        sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(conn)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_hot_connection_goes_back_once_answered_and_never_otherwise() {
+        let server = plinth_test_postgres::Postgres::shared().unwrap();
+        server.create_database("hot_connections").unwrap();
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&server.url("hot_connections"))
+            .await
+            .unwrap();
+        let hot = HotConnections::new(pool.clone());
+
+        let mut taken = hot.take().await.unwrap();
+        let first = backend(&mut taken).await;
+        // Taken apart: the pool's one place is free for others meanwhile.
+        let mut pooled = pool.acquire().await.unwrap();
+        assert_ne!(backend(&mut pooled).await, first);
+        drop(pooled);
+        taken.answered();
+        let mut again = hot.take().await.unwrap();
+        assert_eq!(
+            backend(&mut again).await,
+            first,
+            "given back, it is taken again"
+        );
+        // Dropped without its answer read: it may have more to read, and is not used again.
+        drop(again);
+        let mut next = hot.take().await.unwrap();
+        assert_ne!(backend(&mut next).await, first);
+        next.answered();
+
+        // No more are kept than a few updates' batches under way need.
+        let mut many = Vec::new();
+        for _ in 0..HOT_CONNECTIONS + 2 {
+            many.push(hot.take().await.unwrap());
+        }
+        many.into_iter().for_each(HotConnection::answered);
+        assert_eq!(hot.idle().len(), HOT_CONNECTIONS);
+    }
+
     #[test]
     fn passwords_never_reach_messages() {
         assert_eq!(
-            super::redacted("postgres://plinth:hunter2@127.0.0.1:5432/db"),
+            redacted("postgres://plinth:hunter2@127.0.0.1:5432/db"),
             "postgres://plinth:***@127.0.0.1:5432/db"
         );
         assert_eq!(
-            super::redacted("postgres://127.0.0.1/db"),
+            redacted("postgres://127.0.0.1/db"),
             "postgres://127.0.0.1/db"
         );
     }

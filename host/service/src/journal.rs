@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::auth::digest;
+use crate::db::HotConnections;
 use crate::error::ApiError;
 use crate::open_creates::{self, CaughtUp, Effect, OPEN, Validity};
 use crate::parsed::PARSED;
@@ -36,9 +37,10 @@ pub(crate) enum Stored {
 /// [`IN_FLIGHT`] of the last stored (a client sends the next while the previous one commits,
 /// on another connection), waits for it here, up to [`EARLY_WAIT`]: woken when this replica
 /// stores a batch of the update, and looking again every [`EARLY_POLL`] for one another replica
-/// stored.
+/// stored. While this replica is storing every batch ahead of it, it waits without reading the
+/// database: a third of an update's batches come so, and each read cost a query.
 pub(crate) async fn append(
-    pool: &PgPool,
+    (pool, hot): (&PgPool, &HotConnections),
     token: &[u8],
     id: Uuid,
     lease: &str,
@@ -48,6 +50,7 @@ pub(crate) async fn append(
 ) -> Result<Stored, ApiError> {
     let mut batch = Checked::new(seq, entries)?;
     let waiting = Arrivals::watch(id);
+    let _storing = waiting.storing(seq);
     let mut counted: Option<Waiting> = None;
     let deadline = tokio::time::Instant::now() + EARLY_WAIT;
     loop {
@@ -56,13 +59,20 @@ pub(crate) async fn append(
         arrival.as_mut().enable();
         let known = match OPEN.check(id, seq, &batch.needed, &batch.effect) {
             Some(validity) => CaughtUp::Known(validity),
-            None => {
-                let asked = (batch.needed.as_slice(), &batch.effect);
-                open_creates::catch_up(pool, token, id, lease, seq, asked).await?
-            }
+            None => match OPEN.through(id) {
+                Some(through) if waiting.stores_here(through, seq) => {
+                    CaughtUp::Early { next: through + 1 }
+                }
+                _ => {
+                    let asked = (batch.needed.as_slice(), &batch.effect);
+                    open_creates::catch_up(pool, token, id, lease, seq, asked).await?
+                }
+            },
         };
         let attempt = match known {
-            CaughtUp::Known(validity) => batch.store(pool, token, id, lease, validity).await?,
+            CaughtUp::Known(validity) => {
+                (batch.store((pool, hot), token, id, lease, validity)).await?
+            }
             CaughtUp::Early { next } => Attempt::Early { next },
         };
         match attempt {
@@ -123,31 +133,63 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// The batches of each update that wait on this replica for the batches ahead of them.
-static WAITING: std::sync::LazyLock<std::sync::Mutex<HashMap<Uuid, Arc<Notify>>>> =
+/// The batches of each update under way on this replica.
+static WAITING: std::sync::LazyLock<std::sync::Mutex<HashMap<Uuid, Arc<Watch>>>> =
     std::sync::LazyLock::new(Default::default);
+
+/// One update's batches under way on this replica.
+#[derive(Default)]
+struct Watch {
+    /// Wakes the batches waiting for those ahead of them: when one is stored, or given up.
+    notify: Notify,
+    /// The numbers of the batches being stored (a retry sent while the first try is still under
+    /// way counts twice).
+    storing: std::sync::Mutex<Vec<i64>>,
+}
+
+impl Watch {
+    fn storing(&self) -> std::sync::MutexGuard<'_, Vec<i64>> {
+        self.storing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// A request's view of the arrivals of its update's batches on this replica.
 struct Arrivals {
     id: Uuid,
-    notify: Arc<Notify>,
+    watch: Arc<Watch>,
 }
 
 impl Arrivals {
     fn watch(id: Uuid) -> Arrivals {
         let mut waiting = WAITING.lock().expect("never poisoned");
-        let notify = waiting.entry(id).or_default().clone();
-        Arrivals { id, notify }
+        let watch = waiting.entry(id).or_default().clone();
+        Arrivals { id, watch }
+    }
+
+    /// Counts batch `seq` as being stored here, until the guard is dropped.
+    fn storing(&self, seq: i64) -> Storing<'_> {
+        self.watch.storing().push(seq);
+        Storing {
+            watch: &self.watch,
+            seq,
+        }
+    }
+
+    /// Whether every batch between `through`, the last this replica knows stored, and `seq` is
+    /// being stored here (at least one is): their outcome wakes this one.
+    fn stores_here(&self, through: i64, seq: i64) -> bool {
+        let storing = self.watch.storing();
+        through < seq - 1 && (through + 1..seq).all(|ahead| storing.contains(&ahead))
     }
 
     /// The next batch this replica stores, as a future to enable before looking.
     fn next(&self) -> tokio::sync::futures::Notified<'_> {
-        self.notify.notified()
+        self.watch.notify.notified()
     }
 
     /// Wakes the batches waiting for this one.
     fn stored(&self) {
-        self.notify.notify_waiters();
+        self.watch.notify.notify_waiters();
     }
 }
 
@@ -155,9 +197,27 @@ impl Drop for Arrivals {
     fn drop(&mut self) {
         let mut waiting = WAITING.lock().expect("never poisoned");
         // The map's and this one: no other request of the update is here.
-        if Arc::strong_count(&self.notify) == 2 {
+        if Arc::strong_count(&self.watch) == 2 {
             waiting.remove(&self.id);
         }
+    }
+}
+
+/// A batch being stored on this replica: once stored or given up (refused, its request gone),
+/// the batches waiting for it look again.
+struct Storing<'a> {
+    watch: &'a Watch,
+    seq: i64,
+}
+
+impl Drop for Storing<'_> {
+    fn drop(&mut self) {
+        let mut storing = self.watch.storing();
+        if let Some(at) = storing.iter().position(|&s| s == self.seq) {
+            storing.swap_remove(at);
+        }
+        drop(storing);
+        self.watch.notify.notify_waiters();
     }
 }
 
@@ -208,7 +268,7 @@ impl Checked {
     /// or tells a retry from a conflict.
     async fn store(
         &mut self,
-        pool: &PgPool,
+        (pool, hot): (&PgPool, &HotConnections),
         token: &[u8],
         id: Uuid,
         lease: &str,
@@ -223,6 +283,7 @@ impl Checked {
             ..
         } = self;
         let seq = *seq;
+        let mut conn = hot.take().await?;
         // One statement, one round trip: the access token and the lease are checked, the update's
         // row share-locked (so that a completion or cancellation waits for it, and nothing is
         // appended to an update that has ended), and the batch is inserted only if it is the next
@@ -265,8 +326,9 @@ impl Checked {
         .bind(&effect.opens)
         .bind(&effect.ends)
         .bind(validity == Validity::Valid)
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await?;
+        conn.answered();
         if !authorized {
             return Err(crate::auth::invalid_token());
         }
@@ -391,4 +453,69 @@ pub(crate) async fn entries(pool: &PgPool, id: Uuid) -> Result<Vec<Value>, ApiEr
             .fetch_all(pool)
             .await?;
     Ok(batches.into_iter().flat_map(|(batch,)| batch.0).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    /// Whether `future` is ready, polled once.
+    fn ready(future: std::pin::Pin<&mut impl Future>) -> bool {
+        let mut context = Context::from_waker(Waker::noop());
+        matches!(future.poll(&mut context), Poll::Ready(_))
+    }
+
+    #[test]
+    fn a_batch_waits_here_only_while_every_batch_ahead_is_stored_here() {
+        let id = Uuid::from_u128(0x5107);
+        let waiting = Arrivals::watch(id);
+        let first = waiting.storing(1);
+        let second = waiting.storing(2);
+        assert!(waiting.stores_here(0, 2), "batch 1 is under way here");
+        assert!(waiting.stores_here(0, 3), "batches 1 and 2 are");
+        assert!(!waiting.stores_here(0, 4), "batch 3 is not");
+        assert!(
+            !waiting.stores_here(1, 2),
+            "none is ahead of 2 once 1 is stored"
+        );
+        assert!(
+            !waiting.stores_here(2, 2),
+            "a retry of a stored batch waits for none"
+        );
+
+        // A batch given up (or stored) wakes those waiting: they look again.
+        let arrival = waiting.next();
+        let mut arrival = pin!(arrival);
+        arrival.as_mut().enable();
+        assert!(!ready(arrival.as_mut()));
+        drop(first);
+        assert!(
+            ready(arrival.as_mut()),
+            "woken when batch 1 is no longer under way"
+        );
+        assert!(!waiting.stores_here(0, 2));
+
+        // A retry sent while its first try is under way counts twice.
+        let retry = waiting.storing(2);
+        drop(second);
+        assert!(waiting.stores_here(1, 3));
+        drop(retry);
+        assert!(!waiting.stores_here(1, 3));
+    }
+
+    #[test]
+    fn an_update_is_watched_while_a_request_of_it_is_here() {
+        let id = Uuid::from_u128(0x5108);
+        let watched = || WAITING.lock().unwrap().contains_key(&id);
+        let one = Arrivals::watch(id);
+        let two = Arrivals::watch(id);
+        drop(one);
+        assert!(watched());
+        drop(two);
+        assert!(!watched(), "forgotten with its last request");
+    }
 }

@@ -196,6 +196,11 @@ impl OpenCreates {
         }
     }
 
+    /// The last batch of update `id` this replica has taken in, if it knows the update.
+    pub(crate) fn through(&self, id: Uuid) -> Option<i64> {
+        self.lock().open.get(&id).map(|open| open.through)
+    }
+
     /// A copy of what is known of update `id`.
     fn view(&self, id: Uuid) -> Open {
         self.lock().open.get(&id).cloned().unwrap_or_default()
