@@ -2,11 +2,13 @@
 //! binary (no database is needed to build it).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use sqlx::Connection;
-use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, Postgres};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How long a connection may sit in the pool before it is pinged again when taken.
 const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
@@ -39,6 +41,7 @@ pub async fn connect(url: &str) -> anyhow::Result<PgPool> {
         .with_context(cannot)?
         .with_context(cannot)?;
     first.close().await.ok();
+    // The database sees these and at most `HOT_CONNECTIONS` more.
     let pool = PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(ACQUIRE_WITHIN)
@@ -71,64 +74,97 @@ pub async fn connect(url: &str) -> anyhow::Result<PgPool> {
 /// 0.8 cannot be told not to), a round trip more to the database, and a wakeup of both sides,
 /// for each batch. A connection taken here goes back without one, once its statement was
 /// answered; one whose statement failed or was never answered (its request gone) is closed.
-/// Like the pool's, one idle for longer than [`PING_IDLE_AFTER`] is pinged before use.
+/// Like the pool's, one idle for longer than [`PING_IDLE_AFTER`] is pinged before use. At most
+/// [`HOT_CONNECTIONS`] are apart at once, in use or idle; beyond them a request takes a
+/// connection from the pool as any other does.
 pub(crate) struct HotConnections {
     pool: PgPool,
-    idle: Mutex<Vec<(PgConnection, Instant)>>,
+    /// One per connection apart, held as long as it is open.
+    places: Arc<Semaphore>,
+    idle: Mutex<Vec<(Apart, Instant)>>,
 }
 
-/// The most connections kept apart: as many batches as an update has under way, for a few
-/// updates at once.
-const HOT_CONNECTIONS: usize = 4;
+/// A connection kept apart, and its place.
+struct Apart {
+    conn: PgConnection,
+    _place: OwnedSemaphorePermit,
+}
+
+/// The most connections kept apart: the batches under way of a few updates at once. The
+/// database sees at most this many beside the pool's.
+const HOT_CONNECTIONS: usize = 8;
 
 impl HotConnections {
     pub(crate) fn new(pool: PgPool) -> HotConnections {
         HotConnections {
             pool,
+            places: Arc::new(Semaphore::new(HOT_CONNECTIONS)),
             idle: Mutex::default(),
         }
     }
 
-    fn idle(&self) -> MutexGuard<'_, Vec<(PgConnection, Instant)>> {
+    fn idle(&self) -> MutexGuard<'_, Vec<(Apart, Instant)>> {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A connection kept apart, or one taken from the pool (its place there is freed).
+    /// A connection kept apart, or one taken from the pool into a free place; a pooled one if
+    /// every place is taken.
     pub(crate) async fn take(&self) -> Result<HotConnection<'_>, sqlx::Error> {
         let idle = self.idle().pop();
-        let conn = match idle {
-            Some((mut conn, since)) if since.elapsed() > PING_IDLE_AFTER => {
-                match conn.ping().await {
-                    Ok(()) => conn,
-                    Err(_) => self.pool.acquire().await?.detach(),
+        let apart = match idle {
+            Some((mut apart, since)) if since.elapsed() > PING_IDLE_AFTER => {
+                match apart.conn.ping().await {
+                    Ok(()) => Some(apart),
+                    Err(_) => {
+                        // Gone: its place is free for another.
+                        drop(apart);
+                        self.open().await?
+                    }
                 }
             }
-            Some((conn, _)) => conn,
-            None => self.pool.acquire().await?.detach(),
+            Some((apart, _)) => Some(apart),
+            None => self.open().await?,
+        };
+        let conn = match apart {
+            Some(apart) => Taken::Apart(apart),
+            None => Taken::Pooled(self.pool.acquire().await?),
         };
         Ok(HotConnection {
             conn: Some(conn),
             home: self,
         })
     }
+
+    /// A connection taken from the pool into a free place, if there is one.
+    async fn open(&self) -> Result<Option<Apart>, sqlx::Error> {
+        let Ok(place) = self.places.clone().try_acquire_owned() else {
+            return Ok(None);
+        };
+        let conn = self.pool.acquire().await?.detach();
+        Ok(Some(Apart {
+            conn,
+            _place: place,
+        }))
+    }
 }
 
 /// A connection taken from [`HotConnections`]: [`HotConnection::answered`] gives it back.
 pub(crate) struct HotConnection<'a> {
-    conn: Option<PgConnection>,
+    conn: Option<Taken>,
     home: &'a HotConnections,
+}
+
+enum Taken {
+    Apart(Apart),
+    /// Every place was taken: it goes back to the pool as any other.
+    Pooled(PoolConnection<Postgres>),
 }
 
 impl HotConnection<'_> {
     /// Gives the connection back, its statement answered: nothing of it is left to read.
     pub(crate) fn answered(mut self) {
-        let conn = self.conn.take().expect("held until given back or dropped");
-        let mut idle = self.home.idle();
-        if idle.len() < HOT_CONNECTIONS {
-            idle.push((conn, Instant::now()));
-        } else {
-            drop(idle);
-            close(conn);
+        if let Some(Taken::Apart(apart)) = self.conn.take() {
+            self.home.idle().push((apart, Instant::now()));
         }
     }
 }
@@ -136,33 +172,48 @@ impl HotConnection<'_> {
 impl Deref for HotConnection<'_> {
     type Target = PgConnection;
     fn deref(&self) -> &PgConnection {
-        self.conn
+        match self
+            .conn
             .as_ref()
             .expect("held until given back or dropped")
+        {
+            Taken::Apart(apart) => &apart.conn,
+            Taken::Pooled(conn) => conn,
+        }
     }
 }
 
 impl DerefMut for HotConnection<'_> {
     fn deref_mut(&mut self) -> &mut PgConnection {
-        self.conn
+        match self
+            .conn
             .as_mut()
             .expect("held until given back or dropped")
-    }
-}
-
-impl Drop for HotConnection<'_> {
-    /// Not given back: its statement failed, or was left halfway. It may have more to read.
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            close(conn);
+        {
+            Taken::Apart(apart) => &mut apart.conn,
+            Taken::Pooled(conn) => conn,
         }
     }
 }
 
-/// Closes `conn` off the request's path.
-fn close(conn: PgConnection) {
+impl Drop for HotConnection<'_> {
+    /// Not given back: its statement failed, or was left halfway. It may have more to read: one
+    /// kept apart is closed (its place freed once it is), a pooled one goes back to the pool,
+    /// which pings it.
+    fn drop(&mut self) {
+        if let Some(Taken::Apart(apart)) = self.conn.take() {
+            close(apart);
+        }
+    }
+}
+
+/// Closes a connection kept apart off the request's path, then frees its place.
+fn close(Apart { conn, _place }: Apart) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move { conn.close().await.ok() });
+        runtime.spawn(async move {
+            conn.close().await.ok();
+            drop(_place);
+        });
     }
 }
 
@@ -194,7 +245,7 @@ mod tests {
         let server = plinth_test_postgres::Postgres::shared().unwrap();
         server.create_database("hot_connections").unwrap();
         let pool = PgPoolOptions::new()
-            .max_connections(1)
+            .max_connections(2)
             .connect(&server.url("hot_connections"))
             .await
             .unwrap();
@@ -202,9 +253,9 @@ mod tests {
 
         let mut taken = hot.take().await.unwrap();
         let first = backend(&mut taken).await;
-        // Taken apart: the pool's one place is free for others meanwhile.
-        let mut pooled = pool.acquire().await.unwrap();
-        assert_ne!(backend(&mut pooled).await, first);
+        // Taken apart: the pool's places are free for others meanwhile.
+        let mut pooled = [pool.acquire().await.unwrap(), pool.acquire().await.unwrap()];
+        assert_ne!(backend(&mut pooled[0]).await, first);
         drop(pooled);
         taken.answered();
         let mut again = hot.take().await.unwrap();
@@ -219,13 +270,21 @@ mod tests {
         assert_ne!(backend(&mut next).await, first);
         next.answered();
 
-        // No more are kept than a few updates' batches under way need.
+        // No more are apart than their places: beyond them, the pool's connections are used.
         let mut many = Vec::new();
         for _ in 0..HOT_CONNECTIONS + 2 {
             many.push(hot.take().await.unwrap());
         }
+        let apart = |c: &HotConnection| matches!(c.conn, Some(Taken::Apart(_)));
+        assert!(many[..HOT_CONNECTIONS].iter().all(apart));
+        assert!(!many[HOT_CONNECTIONS..].iter().any(apart));
         many.into_iter().for_each(HotConnection::answered);
         assert_eq!(hot.idle().len(), HOT_CONNECTIONS);
+        assert_eq!(
+            hot.places.available_permits(),
+            0,
+            "the idle ones keep their places"
+        );
     }
 
     #[test]
