@@ -20,6 +20,7 @@ use crate::db::HotConnections;
 use crate::error::ApiError;
 use crate::open_creates::{self, CaughtUp, Effect, OPEN, Validity};
 use crate::parsed::PARSED;
+use crate::replays::REPLAYS;
 
 /// The most entries one batch may carry, as each begun update is told (a client sends at most
 /// this many, or what came while its previous batch was under way).
@@ -345,9 +346,13 @@ impl Checked {
         }
         if inserted {
             OPEN.stored(id, seq, effect);
-            // Kept for the fold, once this transaction is committed: it is one statement.
+            // Replayed or kept for the fold, once this transaction is committed: it is one
+            // statement.
             let parsed = parsed.take().expect("a batch is inserted once");
-            PARSED.keep(id, seq, content.clone(), parsed, text.len());
+            let size = text.len();
+            if let Some(parsed) = REPLAYS.keep(pool, id, seq, content.clone(), parsed, size) {
+                PARSED.keep(id, seq, content.clone(), parsed, size);
+            }
             return Ok(Attempt::Stored(Stored::New));
         }
         let stored = match stored {

@@ -27,6 +27,7 @@ mod release;
 mod removed;
 mod rename;
 mod repair;
+mod replays;
 mod request_log;
 mod secrets;
 mod tags;

@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::open_creates::OPEN;
 use crate::policy_packs;
+use crate::replays::REPLAYS;
 use crate::versions::{self, Ended, Entry, Source, StackKey};
 
 /// What this service takes in journal batches beyond whole entries; the rebuild completes them.
@@ -407,6 +408,7 @@ pub(crate) async fn complete(
     audit::record(&mut tx, actor, Action::UpdateCompleted, on, &detail).await?;
     tx.commit().await?;
     OPEN.forget(id);
+    REPLAYS.forget(id);
     Ok(())
 }
 

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::parsed::PARSED;
+use crate::replays::REPLAYS;
 
 /// A stack as versions are made for it.
 pub(crate) struct StackKey {
@@ -32,6 +33,63 @@ const WITH_CHECKPOINT: &str = "versions v LEFT JOIN versions held
     ON held.stack_id = v.stack_id AND held.version = v.checkpoint_of";
 /// The checkpoint of `v` in [`WITH_CHECKPOINT`].
 const CHECKPOINT: &str = "COALESCE(v.checkpoint, held.checkpoint)";
+
+/// What identifies the checkpoint of a stack's latest version, across replicas: its number, and
+/// the versions of the rows holding it (a rename rewrites checkpoints in place).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BaseIdentity {
+    pub version: i64,
+    pub rows: Option<String>,
+}
+
+/// The row versions of `v` and `held` in [`WITH_CHECKPOINT`].
+const ROWS: &str = "v.xmin::text || '/' || COALESCE(held.xmin::text, '')";
+
+/// The identity of a stack's latest version; version 0 before the first.
+pub(crate) async fn latest_identity(
+    conn: &mut PgConnection,
+    stack_id: i64,
+) -> Result<BaseIdentity, ApiError> {
+    let row: Option<(i64, String)> = sqlx::query_as(&format!(
+        "SELECT v.version, {ROWS} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1
+         ORDER BY v.version DESC LIMIT 1"
+    ))
+    .bind(stack_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(identity(row))
+}
+
+/// [`latest`], with its identity.
+pub(crate) async fn latest_identified(
+    conn: &mut PgConnection,
+    stack_id: i64,
+) -> Result<(BaseIdentity, Option<Vec<u8>>), ApiError> {
+    let row: Option<(i64, String, Vec<u8>)> = sqlx::query_as(&format!(
+        "SELECT v.version, {ROWS}, {CHECKPOINT} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1
+         ORDER BY v.version DESC LIMIT 1"
+    ))
+    .bind(stack_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(match row {
+        Some((version, rows, checkpoint)) => (identity(Some((version, rows))), Some(checkpoint)),
+        None => (identity(None), None),
+    })
+}
+
+fn identity(row: Option<(i64, String)>) -> BaseIdentity {
+    match row {
+        Some((version, rows)) => BaseIdentity {
+            version,
+            rows: Some(rows),
+        },
+        None => BaseIdentity {
+            version: 0,
+            rows: None,
+        },
+    }
+}
 
 /// The latest version of a stack and its checkpoint; version 0 (no checkpoint) before the first.
 pub(crate) async fn latest(
@@ -129,13 +187,12 @@ pub(crate) async fn fold(
         .bind(update)
         .fetch_one(&mut *conn)
         .await?;
-    let batches = journal_batches(&mut *conn, update, folded).await?;
-    let through = batches.last().map_or(folded, |(seq, _)| *seq);
-    let batches: Vec<JournalBatch> = batches.into_iter().map(|(_, batch)| batch).collect();
+    let stored = stored_batches(&mut *conn, update, folded).await?;
+    let through = stored.last().map_or(folded, |(seq, _)| *seq);
     // Nothing journaled: the state is the base's, kept as it is, in the base's row (a no-op
     // update of a large stack would parse and write it again for nothing, and store a copy).
     if let Source::Journal { plugins } = &source
-        && batches.is_empty()
+        && stored.is_empty()
         && let Some(version) = kept_as_is(&mut *conn, stack.id, plugins.as_deref()).await?
     {
         let read = started.elapsed();
@@ -148,23 +205,46 @@ pub(crate) async fn fold(
         made_in(stack, made, 0, started, read);
         return Ok(made);
     }
-    let (version, base) = latest(&mut *conn, stack.id).await?;
-    let read = started.elapsed();
+    // Replayed on this replica as the batches came, if it was.
+    let replayed = match &source {
+        Source::Journal { plugins } if !stored.is_empty() => {
+            let base = latest_identity(&mut *conn, stack.id).await?;
+            let plugins = plugins.clone();
+            let rebuilt = REPLAYS
+                .finish(update, &base, folded, &stored, plugins)
+                .await;
+            rebuilt.map(|rebuilt| (base.version, rebuilt))
+        }
+        _ => None,
+    };
+    let (version, read, rebuilt) = match replayed {
+        Some((version, rebuilt)) => {
+            tracing::debug!("update {update}'s batches were replayed as they came");
+            (version, started.elapsed(), rebuilt)
+        }
+        None => {
+            let batches = journal_batches(&mut *conn, update, stored).await?;
+            let (version, base) = latest(&mut *conn, stack.id).await?;
+            let read = started.elapsed();
+            let rebuilt = match source {
+                Source::Journal { plugins } => {
+                    rebuild(stack, base, batches, plugins, Replay::Checked).await?
+                }
+                // A replacement is checked as the file backend checks an import: parsed,
+                // verified and written back in its canonical form.
+                Source::Checkpoint(bytes) => {
+                    rebuild(stack, Some(bytes), Vec::new(), None, Replay::Checked).await?
+                }
+            };
+            (version, read, rebuilt)
+        }
+    };
     let made = version + 1;
     let Rebuilt {
         checkpoint,
         changes,
         resources,
-    } = match source {
-        Source::Journal { plugins } => {
-            rebuild(stack, base, batches, plugins, Replay::Checked).await?
-        }
-        // A replacement is checked as the file backend checks an import: parsed, verified and
-        // written back in its canonical form.
-        Source::Checkpoint(bytes) => {
-            rebuild(stack, Some(bytes), Vec::new(), None, Replay::Checked).await?
-        }
-    };
+    } = rebuilt;
     let entry = entry.written(changes);
     let at = (update, phase);
     insert(
@@ -382,20 +462,28 @@ pub(crate) async fn fold_ending(
     Ok(true)
 }
 
-/// Update `update`'s journal batches after batch `folded`, in order: those this replica parsed
-/// when they arrived, if stored as it parsed them, and the text of the others.
-async fn journal_batches(
+/// The numbers and digests of update `update`'s journal batches after batch `folded`, in order.
+async fn stored_batches(
     conn: &mut PgConnection,
     update: Uuid,
     folded: i64,
-) -> Result<Vec<(i64, JournalBatch)>, ApiError> {
-    let stored: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+) -> Result<Vec<(i64, Vec<u8>)>, ApiError> {
+    Ok(sqlx::query_as(
         "SELECT seq, digest FROM journal_batches WHERE update_id = $1 AND seq > $2 ORDER BY seq",
     )
     .bind(update)
     .bind(folded)
     .fetch_all(&mut *conn)
-    .await?;
+    .await?)
+}
+
+/// Update `update`'s journal batches `stored` (numbers and digests), in order: those this
+/// replica parsed when they arrived, if stored as it parsed them, and the text of the others.
+async fn journal_batches(
+    conn: &mut PgConnection,
+    update: Uuid,
+    stored: Vec<(i64, Vec<u8>)>,
+) -> Result<Vec<JournalBatch>, ApiError> {
     let parsed: Vec<(i64, Option<ParsedBatch>)> = (stored.into_iter())
         .map(|(seq, digest)| (seq, PARSED.take(update, seq, &digest)))
         .collect();
@@ -420,11 +508,11 @@ async fn journal_batches(
     let mut texts = texts.into_iter();
     (parsed.into_iter())
         .map(|(seq, batch)| match batch {
-            Some(batch) => Ok((seq, JournalBatch::Parsed(batch))),
+            Some(batch) => Ok(JournalBatch::Parsed(batch)),
             // A batch is removed only with its stack (which a running update keeps): each
             // missing one was read, in order.
             None => match texts.next() {
-                Some((read, text)) if read == seq => Ok((seq, JournalBatch::Text(text))),
+                Some((read, text)) if read == seq => Ok(JournalBatch::Text(text)),
                 _ => Err(ApiError::Internal(format!(
                     "journal batch {seq} of update {update} is gone"
                 ))),

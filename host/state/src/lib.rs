@@ -38,7 +38,7 @@ pub use journal_short::{
 pub use lock::{LockHolder, LockInfo};
 pub use logs::{EventNumbering, LogEntry, LoggedEvent, UpdateLog};
 pub use rebuild::{
-    CHECKPOINT_HEAD, Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, rebuild_parsed,
+    CHECKPOINT_HEAD, Creates, JournalBatch, ParsedBatch, Rebuilt, Replay, Replayer, rebuild_parsed,
     rebuild_sealed, rebuilt_as_is, rebuilt_as_is_by_head, seal_entry,
 };
 pub use rename::{rename_snapshot, renamed_checkpoint, version_as_stack};

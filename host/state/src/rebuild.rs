@@ -3,13 +3,13 @@
 //! secret stays sealed as it came; the journal is replayed by the engine's own replay, so the
 //! service and the file backend cannot disagree about what a journal means.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use plinth_engine::events::ChangeSummary;
-use plinth_engine::journal::{JournalEntry, replay, replay_unchecked};
+use plinth_engine::journal::{JournalEntry, JournalState};
 use plinth_engine::names::{ProjectName, StackName};
 use plinth_engine::snapshot::{PendingKind, Snapshot};
 
@@ -248,75 +248,165 @@ fn replay_parsed(
     origin: &Path,
     fields: Replay,
 ) -> Result<Rebuilt, StateError> {
-    // Short entries completed in order, from the `begin` entries of this and earlier batches.
-    let mut begun = Begun::default();
-    let mut decoded = Vec::with_capacity(batches.iter().map(ParsedBatch::len).sum());
-    for (index, ParsedBatch(batch)) in batches.into_iter().enumerate() {
+    let mut replayer = Replayer::over(project, stack, checkpoint, origin, fields);
+    for batch in batches {
+        replayer.apply(batch)?;
+    }
+    replayer.finish(plugins)
+}
+
+/// A journal replayed batch by batch over its base, as the batches arrive: what
+/// [`Replayer::finish`] writes is what [`rebuild_parsed`] of the same base and batches writes,
+/// the replay done already.
+pub struct Replayer {
+    project: ProjectName,
+    stack: StackName,
+    /// The base's plugins, recorded unless the update says its own.
+    plugins: Vec<PluginUse>,
+    /// Shared with the replay so that it too is freed off the path of the answer (the replay
+    /// then copies the base states it keeps untouched: an update not limited to targets has
+    /// none).
+    base: Arc<Snapshot>,
+    state: JournalState,
+    /// Short entries completed in order, from the `begin` entries of this and earlier batches.
+    begun: Begun,
+    changes: Changes,
+    /// How many batches were applied.
+    batches: usize,
+    origin: PathBuf,
+}
+
+impl Replayer {
+    /// A replay over `base`, the checkpoint of stack `stack` (the empty state's if `None`).
+    pub fn new(
+        project: &ProjectName,
+        stack: &StackName,
+        base: Option<&[u8]>,
+        origin: &Path,
+        fields: Replay,
+    ) -> Result<Replayer, StateError> {
+        let checkpoint = parse_base(project, stack, base, origin)?;
+        Ok(Replayer::over(project, stack, checkpoint, origin, fields))
+    }
+
+    fn over(
+        project: &ProjectName,
+        stack: &StackName,
+        checkpoint: Checkpoint,
+        origin: &Path,
+        fields: Replay,
+    ) -> Replayer {
+        let base = Arc::new(checkpoint.snapshot);
+        let state = match fields {
+            Replay::Checked => JournalState::new(base.clone()),
+            Replay::Unchecked => JournalState::unchecked(base.clone()),
+        };
+        Replayer {
+            project: project.clone(),
+            stack: stack.clone(),
+            plugins: checkpoint.plugins,
+            base,
+            state,
+            begun: Begun::default(),
+            changes: Changes::default(),
+            batches: 0,
+            origin: origin.to_owned(),
+        }
+    }
+
+    /// Applies the next batch. After an error the replay is of no further use.
+    pub fn apply(&mut self, ParsedBatch(batch): ParsedBatch) -> Result<(), StateError> {
+        let index = self.batches;
+        self.batches += 1;
         for line in batch {
             let entry = match line {
                 Line::Entry(entry) => {
-                    begun.follow(&entry);
+                    self.begun.follow(&entry);
                     entry
                 }
-                Line::Short(short) => begun.complete(short).ok_or_else(|| {
-                    corrupt(origin, index, "the end of a create that no entry began")
+                Line::Short(short) => self.begun.complete(short).ok_or_else(|| {
+                    corrupt(
+                        &self.origin,
+                        index,
+                        "the end of a create that no entry began",
+                    )
                 })?,
             };
-            decoded.push(entry);
+            self.changes.count(&entry);
+            (self.state.apply_owned(entry)).map_err(|e| not_applying(&self.origin, e))?;
         }
+        Ok(())
     }
-    let changes = changes_of(&decoded);
-    let plugins = plugins.unwrap_or_else(|| checkpoint.plugins.clone());
-    // The base is shared with the replay so that it too is freed off the path of the answer
-    // (the replay then copies the base states it keeps untouched: an update not limited to
-    // targets has none).
-    let base = Arc::new(checkpoint.snapshot);
-    let replayed = match fields {
-        Replay::Checked => replay(base.clone(), decoded),
-        Replay::Unchecked => replay_unchecked(base.clone(), decoded),
-    };
-    rayon::spawn(move || drop(base));
-    let snapshot = replayed.map_err(|e| StateError::Corrupt {
+
+    /// The checkpoint the batches applied make, recording `plugins` (the base's if `None`).
+    pub fn finish(self, plugins: Option<Vec<PluginUse>>) -> Result<Rebuilt, StateError> {
+        let Replayer {
+            project,
+            stack,
+            plugins: base_plugins,
+            base,
+            state,
+            changes,
+            origin,
+            ..
+        } = self;
+        let replayed = state.replayed();
+        rayon::spawn(move || drop(base));
+        let snapshot = replayed.map_err(|e| not_applying(&origin, e))?;
+        let resources = (snapshot.resources.iter())
+            .filter(|r| plinth_engine::urn::is_counted(&r.ty))
+            .count();
+        let checkpoint = Checkpoint::new(&project, &stack, snapshot)
+            .with_plugins(plugins.unwrap_or(base_plugins));
+        let json = checkpoint.to_json(&KeepSealed);
+        // Freeing the state's many small allocations takes about as long as writing it: it is
+        // done off the path of the answer.
+        rayon::spawn(move || drop(checkpoint));
+        Ok(Rebuilt {
+            checkpoint: json?,
+            changes: changes.summary,
+            resources,
+        })
+    }
+}
+
+/// A journal that does not apply to its base.
+fn not_applying(origin: &Path, e: impl std::fmt::Display) -> StateError {
+    StateError::Corrupt {
         path: origin.to_owned(),
         reason: format!("the journal does not apply to its base: {e}"),
-    })?;
-    let resources = (snapshot.resources.iter())
-        .filter(|r| plinth_engine::urn::is_counted(&r.ty))
-        .count();
-    let checkpoint = Checkpoint::new(project, stack, snapshot).with_plugins(plugins);
-    let json = checkpoint.to_json(&KeepSealed);
-    // Freeing the state's many small allocations takes about as long as writing it: it is
-    // done off the path of the answer.
-    rayon::spawn(move || drop(checkpoint));
-    Ok(Rebuilt {
-        checkpoint: json?,
-        changes,
-        resources,
-    })
+    }
 }
 
 /// The changes a journal records, as an update's history counts them: what the service says
 /// of an update it ended on its client's behalf. (A replaced resource's deletion is part of
 /// its replacement; what stayed the same is not journaled.)
-fn changes_of(entries: &[JournalEntry]) -> ChangeSummary {
-    let mut changes = ChangeSummary::default();
-    let mut replaced = std::collections::HashSet::new();
-    for entry in entries {
+#[derive(Default)]
+struct Changes {
+    summary: ChangeSummary,
+    /// The resources replaced so far, whose deletions are not counted.
+    replaced: std::collections::HashSet<usize>,
+}
+
+impl Changes {
+    fn count(&mut self, entry: &JournalEntry) {
+        let changes = &mut self.summary;
         match entry {
             JournalEntry::Created {
                 replaces: Some(old),
                 ..
             } => {
-                replaced.insert(*old);
+                self.replaced.insert(*old);
                 changes.replace += 1;
             }
             JournalEntry::Created { .. } => changes.create += 1,
             JournalEntry::Updated { .. } => changes.update += 1,
-            JournalEntry::Deleted { old, .. } if !replaced.contains(old) => changes.delete += 1,
+            JournalEntry::Deleted { old, .. } if !self.replaced.contains(old) => {
+                changes.delete += 1
+            }
             _ => {}
         }
     }
-    changes
 }
 
 /// The journal batch numbered `index` from 0 is not what `reason` says.
@@ -662,6 +752,119 @@ mod tests {
         assert!(
             err.contains("journal batch 6: entry 1: seq: invalid type"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_replay_batch_by_batch_writes_what_the_rebuild_of_its_batches_writes() {
+        let project = ProjectName::new("p").unwrap();
+        let stack = StackName::new("dev").unwrap();
+        let origin = Path::new("s");
+        let sized =
+            |name, size: f64| resource(name, [("size".to_owned(), Value::Number(size))].into());
+        let entry = |entry: JournalEntry| serde_json::to_value(entry).unwrap();
+        let begin = |seq, kind, resource, old| {
+            entry(JournalEntry::Begin {
+                seq,
+                kind,
+                resource,
+                old,
+            })
+        };
+        let short = |seq: u64| serde_json::json!({ "entry": "created-as-begun", "seq": seq, "id": format!("id-{seq}") });
+        let first = [
+            serde_json::to_vec(&[
+                begin(1, PendingKind::Creating, sized("a", 1.0), None),
+                begin(2, PendingKind::Creating, sized("b", 1.0), None),
+            ])
+            .unwrap(),
+            serde_json::to_vec(&[short(1), short(2)]).unwrap(),
+        ];
+        let base = rebuild_sealed(&project, &stack, None, &first, None, origin).unwrap();
+        // Over that base: `a` updated, `b` replaced (its deletion part of the replacement), `c`
+        // created across batches.
+        let updated = ResourceState {
+            id: "id-1".into(),
+            ..sized("a", 2.0)
+        };
+        let replacement = ResourceState {
+            id: "id-5".into(),
+            ..sized("b", 2.0)
+        };
+        let batches = [
+            serde_json::to_vec(&[
+                begin(3, PendingKind::Updating, updated.clone(), Some(0)),
+                begin(4, PendingKind::Creating, sized("c", 1.0), None),
+            ])
+            .unwrap(),
+            serde_json::to_vec(&[
+                entry(JournalEntry::Updated {
+                    seq: 3,
+                    old: 0,
+                    resource: updated,
+                }),
+                begin(5, PendingKind::Creating, replacement.clone(), Some(1)),
+            ])
+            .unwrap(),
+            serde_json::to_vec(&[
+                entry(JournalEntry::Created {
+                    seq: 5,
+                    resource: replacement,
+                    replaces: Some(1),
+                }),
+                begin(
+                    6,
+                    PendingKind::Deleting,
+                    ResourceState {
+                        id: "id-2".into(),
+                        ..sized("b", 1.0)
+                    },
+                    Some(1),
+                ),
+                entry(JournalEntry::Deleted {
+                    seq: Some(6),
+                    old: 1,
+                }),
+                short(4),
+            ])
+            .unwrap(),
+        ];
+        let parsed = |batch: &[u8]| ParsedBatch::parse(0, batch, origin).unwrap();
+        let plugins = || Some(vec![]);
+        let whole = rebuild_parsed(
+            &project,
+            &stack,
+            Some(&base),
+            batches
+                .iter()
+                .map(|b| JournalBatch::Parsed(parsed(b)))
+                .collect(),
+            plugins(),
+            origin,
+            Replay::Checked,
+        )
+        .unwrap();
+        let mut replayer =
+            Replayer::new(&project, &stack, Some(&base), origin, Replay::Checked).unwrap();
+        for batch in &batches {
+            replayer.apply(parsed(batch)).unwrap();
+        }
+        let replayed = replayer.finish(plugins()).unwrap();
+        assert_eq!(replayed.checkpoint, whole.checkpoint);
+        assert_eq!(replayed.resources, 3);
+        assert_eq!(replayed.resources, whole.resources);
+        let changes = |c: &ChangeSummary| (c.create, c.update, c.replace, c.delete);
+        assert_eq!(changes(&replayed.changes), (1, 1, 1, 0));
+        assert_eq!(changes(&replayed.changes), changes(&whole.changes));
+
+        // A batch that does not apply fails the replay as it fails the rebuild.
+        let mut replayer =
+            Replayer::new(&project, &stack, Some(&base), origin, Replay::Checked).unwrap();
+        let orphan = serde_json::to_vec(&[short(9)]).unwrap();
+        let error = replayer.apply(parsed(&orphan)).unwrap_err().to_string();
+        assert!(
+            error.contains("journal batch 1: the end of a create that no entry began"),
+            "{error}"
         );
     }
 

@@ -76,6 +76,23 @@ impl JournalState {
         }
     }
 
+    /// [`JournalState::new`], without checking the fields of the states entries record (see
+    /// [`replay_unchecked`]).
+    pub fn unchecked(base: impl Into<Arc<Snapshot>>) -> JournalState {
+        JournalState {
+            check_fields: false,
+            ..JournalState::new(base)
+        }
+    }
+
+    /// The snapshot the entries applied describe, its integrity verified: what [`replay`] of
+    /// them gives.
+    pub fn replayed(self) -> Result<Snapshot, SnapshotError> {
+        let snapshot = self.into_snapshot();
+        snapshot.verify_integrity()?;
+        Ok(snapshot)
+    }
+
     /// A point in the changes not committed yet, to roll back to.
     pub(super) fn savepoint(&self) -> Savepoint {
         self.tables.savepoint()
@@ -632,9 +649,7 @@ pub fn replay_unchecked(
     base: impl Into<Arc<Snapshot>>,
     entries: impl IntoIterator<Item = JournalEntry>,
 ) -> Result<Snapshot, SnapshotError> {
-    let mut state = JournalState::new(base);
-    state.check_fields = false;
-    replay_with(state, entries)
+    replay_with(JournalState::unchecked(base), entries)
 }
 
 fn replay_with(
@@ -644,9 +659,7 @@ fn replay_with(
     for entry in entries {
         state.apply_owned(entry)?;
     }
-    let snapshot = state.into_snapshot();
-    snapshot.verify_integrity()?;
-    Ok(snapshot)
+    state.replayed()
 }
 
 #[cfg(test)]
