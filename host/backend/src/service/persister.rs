@@ -1,7 +1,8 @@
 //! The persister of an update on the service: the snapshot manager's entries are kept until the
-//! engine syncs, then handed to a sender thread, which seals their secrets and makes them into
-//! batches of at most what the service takes, numbered from 1 without gaps, so that the
-//! engine's writer never waits on the network. Sender threads keep up to as many batches under
+//! engine syncs, then made into batches of at most what the service takes, numbered from 1
+//! without gaps, so that the engine's writer never waits on the network: a batching thread seals
+//! the secrets of those that hold some, in order; one without secrets is taken by whichever
+//! thread is awake (the writer handing entries over, a sender just answered), a wakeup sooner. Sender threads keep up to as many batches under
 //! way as the service takes (the next one goes while the one before commits; what came while
 //! they were all under way shares the next); the service stores them in order. A batch retried
 //! after a lost answer is stored once. The service rebuilds the state from them; compacting
@@ -10,7 +11,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 
 use plinth_engine::journal::{JournalEntry, PersistError, Persister, SyncWaker};
 use plinth_engine::snapshot::Snapshot;
@@ -39,6 +40,10 @@ pub struct ServicePersister {
     /// The operations begun, for sending a create's end as `created-as-begun`: set when the
     /// service takes such entries.
     begun: Option<Begun>,
+    /// The most batches under way and the most entries a batch carries, as [`Batches`] has
+    /// them.
+    window: usize,
+    max_batch: usize,
 }
 
 /// The sender threads' side: the update's batches on the service.
@@ -92,6 +97,9 @@ struct Sending {
     ready: VecDeque<Batch>,
     /// The number of the next batch of new entries; 0 until the first is taken.
     next_seq: u64,
+    /// The batching thread took a batch and is sealing it: nothing else is taken meanwhile, so
+    /// that batches are sealed in order.
+    sealing: bool,
     /// The persister is gone: the senders stop.
     closed: bool,
 }
@@ -125,6 +133,32 @@ impl Sending {
                 true => !self.entries.is_empty(),
                 false => self.retry,
             }
+    }
+
+    /// The next batch of new entries, if one can be taken (see [`Sending::has_work`]) and none
+    /// of them holds a secret: it needs no sealing, so whichever thread is awake takes it (the
+    /// engine's writer handing entries over, a sender that was answered) rather than waking the
+    /// batching thread for it. `None` leaves it to the batching thread.
+    fn take_plain(&mut self, window: usize, max_batch: usize) -> Option<Batch> {
+        if self.sealing || !self.in_doubt.is_empty() || !self.has_work(window) {
+            return None;
+        }
+        let count = self.entries.len().min(max_batch);
+        let finder = memchr::memmem::Finder::new(SIGNATURE.as_bytes());
+        if (self.entries.range(..count)).any(|entry| finder.find(entry).is_some()) {
+            return None;
+        }
+        let entries: Vec<Vec<u8>> = self.entries.drain(..count).collect();
+        let entries = json_array(&entries);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.flight.push_back(Flight {
+            seq,
+            count: count as u64,
+            entries: Some(entries.clone()),
+            outcome: None,
+        });
+        Some(Batch { seq, entries })
     }
 
     /// Whether batches in doubt are still to be stored again before a sync can settle.
@@ -243,6 +277,8 @@ impl ServicePersister {
             in_flight: VecDeque::new(),
             origin,
             begun: None,
+            window: 1,
+            max_batch: JOURNAL_BATCH,
         }
     }
 
@@ -266,8 +302,9 @@ impl ServicePersister {
     /// Sends batches of at most `max` entries (1 to [`JOURNAL_BATCH_MAX`]), as the service
     /// said it takes, rather than the [`JOURNAL_BATCH`] every service takes.
     pub fn in_batches_of(mut self, max: usize) -> ServicePersister {
+        self.max_batch = max.clamp(1, JOURNAL_BATCH_MAX);
         if let Some(batches) = &mut self.batches {
-            batches.max_batch = max.clamp(1, JOURNAL_BATCH_MAX);
+            batches.max_batch = self.max_batch;
         }
         self
     }
@@ -275,8 +312,9 @@ impl ServicePersister {
     /// Keeps up to `window` batches under way at once (1 to [`JOURNAL_IN_FLIGHT`]), as the
     /// service said it takes: the next batch goes while the one before commits.
     pub fn in_flight(mut self, window: usize) -> ServicePersister {
+        self.window = window.clamp(1, JOURNAL_IN_FLIGHT);
         if let Some(batches) = &mut self.batches {
-            batches.window = window.clamp(1, JOURNAL_IN_FLIGHT);
+            batches.window = self.window;
         }
         self
     }
@@ -298,7 +336,6 @@ impl ServicePersister {
                 waker.wake();
             }
         }
-        self.queue.changed.notify_all();
         if let Some(batches) = self.batches.take() {
             sending.next_seq = batches.sent.load(Ordering::Acquire) + 1;
             let batches = Arc::new(batches);
@@ -315,6 +352,10 @@ impl ServicePersister {
                 .spawn(move || batches.run(&queue))
                 .expect("a thread can be started");
         }
+        if let Some(batch) = sending.take_plain(self.window, self.max_batch) {
+            sending.ready.push_back(batch);
+        }
+        self.queue.changed.notify_all();
     }
 
     /// The outcome of the oldest sync in flight, if it has one; see [`Persister::settled`].
@@ -383,10 +424,12 @@ impl Batches {
                 entries: None,
                 outcome: None,
             });
+            sending.sealing = true;
             drop(sending);
             // Sealed in order, here: a batch is handed to a sender only after the one before.
             let sealed = seal_entries(&mut entries, self.crypter.as_ref());
             sending = queue.lock();
+            sending.sealing = false;
             let flight = (sending.flight.iter_mut().find(|f| f.seq == seq))
                 .expect("a batch stays under way until answered");
             match sealed {
@@ -406,6 +449,10 @@ impl Batches {
         let mut sending = queue.lock();
         loop {
             while !sending.closed && sending.ready.is_empty() {
+                if let Some(batch) = sending.take_plain(self.window, self.max_batch) {
+                    sending.ready.push_back(batch);
+                    break;
+                }
                 sending = queue.changed.wait(sending).expect("never poisoned");
             }
             if sending.closed {
@@ -442,11 +489,13 @@ impl Batches {
     }
 }
 
+/// How an entry holding a secret is told from others: the secret's signature key, quoted.
+static SIGNATURE: LazyLock<String> = LazyLock::new(|| format!("\"{SIG_KEY}\""));
+
 /// Seals the secrets of `entries` (each one's JSON) in place, all in one batch. Entries
 /// without a secret, most of them, are left as they are, never parsed.
 fn seal_entries(entries: &mut [Vec<u8>], crypter: &dyn Crypter) -> Result<(), SecretsError> {
-    let signature = format!("\"{SIG_KEY}\"");
-    let finder = memchr::memmem::Finder::new(signature.as_bytes());
+    let finder = memchr::memmem::Finder::new(SIGNATURE.as_bytes());
     let secret: Vec<usize> = (0..entries.len())
         .filter(|&i| finder.find(&entries[i]).is_some())
         .collect();
@@ -692,6 +741,69 @@ mod tests {
             [1]
         );
         assert_eq!(sending.next_seq, 2);
+    }
+
+    #[test]
+    fn a_batch_without_secrets_is_taken_by_whoever_is_awake_unless_one_is_being_sealed() {
+        let plain = |n: usize| -> Vec<Vec<u8>> {
+            (0..n)
+                .map(|i| format!(r#"{{"entry":"failed","seq":{i}}}"#).into_bytes())
+                .collect()
+        };
+        let mut sending = Sending {
+            next_seq: 7,
+            ..Sending::default()
+        };
+        sending.entries.extend(plain(3));
+        let batch = sending.take_plain(2, 2).expect("a plain batch");
+        assert_eq!(batch.seq, 7);
+        assert_eq!(
+            batch.entries,
+            br#"[{"entry":"failed","seq":0},{"entry":"failed","seq":1}]"#
+        );
+        let flight = sending.flight.back().unwrap();
+        assert_eq!(flight.count, 2);
+        assert_eq!(
+            flight.entries.as_deref(),
+            Some(&batch.entries[..]),
+            "kept to be sent again"
+        );
+        let next = sending
+            .take_plain(2, 2)
+            .expect("the rest, within the window");
+        assert_eq!((next.seq, sending.next_seq), (8, 9));
+        sending.entries.extend(plain(1));
+        assert!(sending.take_plain(2, 2).is_none(), "the window is full");
+        assert!(sending.take_plain(3, 2).is_some());
+
+        // Left to the batching thread: a batch with a secret, or any while it seals one (the
+        // batches are sealed in order), or while batches in doubt go again.
+        let secret = serde_json::to_vec(&json!({ "a": secret("x") })).unwrap();
+        for blocked in [
+            Sending {
+                entries: [plain(1)[0].clone(), secret].into(),
+                ..Sending::default()
+            },
+            Sending {
+                entries: plain(1).into(),
+                sealing: true,
+                ..Sending::default()
+            },
+            Sending {
+                entries: plain(1).into(),
+                in_doubt: [Batch {
+                    seq: 1,
+                    entries: b"[]".to_vec(),
+                }]
+                .into(),
+                retry: true,
+                ..Sending::default()
+            },
+        ] {
+            let mut blocked = blocked;
+            assert!(blocked.take_plain(2, 10).is_none());
+            assert!(blocked.flight.is_empty());
+        }
     }
 
     #[test]
