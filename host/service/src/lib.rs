@@ -9,6 +9,7 @@ mod api;
 mod audit;
 mod auth;
 mod body;
+mod checkpoints;
 mod checks;
 mod config_keys;
 mod console;

@@ -327,9 +327,7 @@ async fn read_base(pool: &PgPool, update: Uuid) -> Option<(BaseIdentity, Replaye
     .fetch_one(&mut *conn)
     .await
     .ok()?;
-    let (base, checkpoint) = versions::latest_identified(&mut conn, stack_id)
-        .await
-        .ok()?;
+    let (base, checkpoint) = versions::latest_kept(&mut conn, stack_id).await.ok()?;
     drop(conn);
     let project = ProjectName::new(&project).ok()?;
     let stack = StackName::new(&name).ok()?;
@@ -338,7 +336,7 @@ async fn read_base(pool: &PgPool, update: Uuid) -> Option<(BaseIdentity, Replaye
         let replayer = Replayer::new(
             &project,
             &stack,
-            checkpoint.as_deref(),
+            checkpoint.as_deref().map(Vec::as_slice),
             &origin,
             Fields::Checked,
         );
@@ -366,7 +364,10 @@ mod tests {
     fn base(version: i64) -> BaseIdentity {
         BaseIdentity {
             version,
-            rows: Some("7/".into()),
+            holder: Some(versions::Holder {
+                version,
+                row: "700".into(),
+            }),
         }
     }
 

@@ -1,6 +1,8 @@
 //! Updates and their leases. Whether a stack is free is decided by the database alone (the
 //! partial unique index on running updates), in one transaction per request.
 
+use std::sync::Arc;
+
 use plinth_state::protocol::{
     Begun, Checkpoint, EVENTS_BATCH_MAX, Holder, JOURNAL_BATCH_MAX, JOURNAL_IN_FLIGHT,
 };
@@ -118,7 +120,8 @@ pub(crate) async fn begin(
     audit::record(&mut tx, &actor, Action::UpdateBegun, on, &detail).await?;
     // The new update holds the stack: nothing else folds or versions it meanwhile.
     let recovered = versions::fold_abandoned(&mut tx, key).await?;
-    let (base_version, base) = versions::latest(&mut tx, stack_id).await?;
+    let (base, checkpoint) = versions::latest_kept(&mut tx, stack_id).await?;
+    let (base_version, base) = (base.version, checkpoint.map(Arc::unwrap_or_clone));
     // The packs the update is told to run, kept with it: what it claims to have run is
     // checked against them.
     let policy_packs = policy_packs::applying(&mut tx, &key.project, stack).await?;

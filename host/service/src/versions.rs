@@ -4,6 +4,7 @@
 //! a journal means. The service holds no key: secrets pass through replay sealed.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use plinth_engine::events::ChangeSummary;
@@ -16,6 +17,7 @@ use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use crate::checkpoints::CHECKPOINTS;
 use crate::error::ApiError;
 use crate::parsed::PARSED;
 use crate::replays::REPLAYS;
@@ -34,24 +36,34 @@ const WITH_CHECKPOINT: &str = "versions v LEFT JOIN versions held
 /// The checkpoint of `v` in [`WITH_CHECKPOINT`].
 const CHECKPOINT: &str = "COALESCE(v.checkpoint, held.checkpoint)";
 
-/// What identifies the checkpoint of a stack's latest version, across replicas: its number, and
-/// the versions of the rows holding it (a rename rewrites checkpoints in place).
+/// What identifies the checkpoint of a stack's latest version, across replicas: its number,
+/// and the row holding its checkpoint (see [`Holder`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BaseIdentity {
     pub version: i64,
-    pub rows: Option<String>,
+    /// None before the first version.
+    pub holder: Option<Holder>,
 }
 
-/// The row versions of `v` and `held` in [`WITH_CHECKPOINT`].
-const ROWS: &str = "v.xmin::text || '/' || COALESCE(held.xmin::text, '')";
+/// The version whose row holds a checkpoint (itself, or the one a version that kept its base as
+/// it was names), and that row's own version (`xmin`): a rename rewrites checkpoints in place,
+/// which gives the row another.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Holder {
+    pub version: i64,
+    pub row: String,
+}
+
+/// The [`Holder`] of `v`'s checkpoint in [`WITH_CHECKPOINT`].
+const HOLDER: &str = "COALESCE(held.version, v.version), COALESCE(held.xmin, v.xmin)::text";
 
 /// The identity of a stack's latest version; version 0 before the first.
 pub(crate) async fn latest_identity(
     conn: &mut PgConnection,
     stack_id: i64,
 ) -> Result<BaseIdentity, ApiError> {
-    let row: Option<(i64, String)> = sqlx::query_as(&format!(
-        "SELECT v.version, {ROWS} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1
+    let row: Option<(i64, i64, String)> = sqlx::query_as(&format!(
+        "SELECT v.version, {HOLDER} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1
          ORDER BY v.version DESC LIMIT 1"
     ))
     .bind(stack_id)
@@ -61,34 +73,57 @@ pub(crate) async fn latest_identity(
 }
 
 /// [`latest`], with its identity.
-pub(crate) async fn latest_identified(
+async fn latest_identified(
     conn: &mut PgConnection,
     stack_id: i64,
 ) -> Result<(BaseIdentity, Option<Vec<u8>>), ApiError> {
-    let row: Option<(i64, String, Vec<u8>)> = sqlx::query_as(&format!(
-        "SELECT v.version, {ROWS}, {CHECKPOINT} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1
+    let row: Option<(i64, i64, String, Vec<u8>)> = sqlx::query_as(&format!(
+        "SELECT v.version, {HOLDER}, {CHECKPOINT} FROM {WITH_CHECKPOINT} WHERE v.stack_id = $1
          ORDER BY v.version DESC LIMIT 1"
     ))
     .bind(stack_id)
     .fetch_optional(conn)
     .await?;
     Ok(match row {
-        Some((version, rows, checkpoint)) => (identity(Some((version, rows))), Some(checkpoint)),
+        Some((version, held, row, checkpoint)) => {
+            (identity(Some((version, held, row))), Some(checkpoint))
+        }
         None => (identity(None), None),
     })
 }
 
-fn identity(row: Option<(i64, String)>) -> BaseIdentity {
+fn identity(row: Option<(i64, i64, String)>) -> BaseIdentity {
     match row {
-        Some((version, rows)) => BaseIdentity {
+        Some((version, held, row)) => BaseIdentity {
             version,
-            rows: Some(rows),
+            holder: Some(Holder { version: held, row }),
         },
         None => BaseIdentity {
             version: 0,
-            rows: None,
+            holder: None,
         },
     }
+}
+
+/// [`latest`] with its identity, the checkpoint kept by this replica if it holds the one the
+/// database names (see [`CHECKPOINTS`]).
+pub(crate) async fn latest_kept(
+    conn: &mut PgConnection,
+    stack_id: i64,
+) -> Result<(BaseIdentity, Option<Arc<Vec<u8>>>), ApiError> {
+    let identity = latest_identity(&mut *conn, stack_id).await?;
+    let Some(holder) = &identity.holder else {
+        return Ok((identity, None));
+    };
+    if let Some(kept) = CHECKPOINTS.get(stack_id, holder) {
+        return Ok((identity, Some(kept)));
+    }
+    let (identity, checkpoint) = latest_identified(conn, stack_id).await?;
+    let checkpoint = checkpoint.map(Arc::new);
+    if let (Some(holder), Some(checkpoint)) = (&identity.holder, &checkpoint) {
+        CHECKPOINTS.keep(stack_id, holder.clone(), checkpoint.clone());
+    }
+    Ok((identity, checkpoint))
 }
 
 /// The latest version of a stack and its checkpoint; version 0 (no checkpoint) before the first.
@@ -247,7 +282,7 @@ pub(crate) async fn fold(
     } = rebuilt;
     let entry = entry.written(changes);
     let at = (update, phase);
-    insert(
+    let holder = insert(
         &mut *conn,
         stack,
         (made, resources as i64),
@@ -258,6 +293,9 @@ pub(crate) async fn fold(
     .await?;
     mark_folded(&mut *conn, update, through).await?;
     made_in(stack, made, checkpoint.len(), started, read);
+    // The next update begins from it. (Kept under the identity of a row not committed yet: it
+    // is taken only under the one the database names then.)
+    CHECKPOINTS.keep(stack.id, holder, Arc::new(checkpoint));
     Ok(made)
 }
 
@@ -313,7 +351,7 @@ async fn insert_as_is(
 }
 
 /// Stores `checkpoint` (of `resources` resources, as `stack ls` counts them) as version
-/// `version` of `stack`, made by `update` (its `phase`).
+/// `version` of `stack`, made by `update` (its `phase`); returns the row holding it.
 async fn insert(
     conn: &mut PgConnection,
     stack: &StackKey,
@@ -321,10 +359,10 @@ async fn insert(
     (update, phase): (Uuid, Option<i32>),
     checkpoint: &[u8],
     entry: &Value,
-) -> Result<i64, ApiError> {
-    sqlx::query(
+) -> Result<Holder, ApiError> {
+    let (row,): (String,) = sqlx::query_as(
         "INSERT INTO versions (stack_id, version, update_id, phase, checkpoint, entry, resources)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING xmin::text",
     )
     .bind(stack.id)
     .bind(version)
@@ -333,9 +371,9 @@ async fn insert(
     .bind(checkpoint)
     .bind(sqlx::types::Json(entry))
     .bind(resources)
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    Ok(version)
+    Ok(Holder { version, row })
 }
 
 /// Folds what update `update` journaled and left unfolded into a version recording `ended`,
