@@ -47,8 +47,9 @@ struct Slots {
 }
 
 enum Slot {
-    /// A phase was folded here through the batch before this one: a replay may begin with it.
-    Next(i64),
+    /// A phase was folded here through the batch before this one, at that moment: a replay may
+    /// begin with it.
+    Next(i64, Instant),
     Replaying(Arc<Replaying>),
 }
 
@@ -156,11 +157,10 @@ impl Replays {
     ) -> Option<ParsedBatch> {
         let mut slots = self.lock();
         let slots = slots.get_or_insert_with(Slots::default);
-        slots.drop_idle(self.keep_for);
         let replaying = match slots.updates.get(&update) {
             Some(Slot::Replaying(replaying)) => replaying.clone(),
-            Some(Slot::Next(next)) if *next == seq => slots.begin(update, seq),
-            None if seq == 1 => slots.begin(update, seq),
+            Some(Slot::Next(next, _)) if *next == seq => slots.begin(update, seq, self.keep_for),
+            None if seq == 1 => slots.begin(update, seq, self.keep_for),
             _ => return Some(batch),
         };
         if slots.held + size > self.capacity {
@@ -197,7 +197,7 @@ impl Replays {
         let replaying = {
             let mut slots = self.lock();
             let slots = slots.get_or_insert_with(Slots::default);
-            let slot = slots.updates.insert(update, Slot::Next(last + 1));
+            let slot = (slots.updates).insert(update, Slot::Next(last + 1, Instant::now()));
             let Some(Slot::Replaying(replaying)) = slot else {
                 return None;
             };
@@ -235,7 +235,10 @@ impl Replays {
 }
 
 impl Slots {
-    fn begin(&mut self, update: Uuid, first: i64) -> Arc<Replaying> {
+    /// Begins a replay of update `update` from batch `first`, forgetting those idle for
+    /// `keep_for` first.
+    fn begin(&mut self, update: Uuid, first: i64, keep_for: Duration) -> Arc<Replaying> {
+        self.drop_idle(keep_for);
         let replaying = Arc::new(Replaying {
             waiting: Mutex::new(Waiting {
                 batches: BTreeMap::new(),
@@ -255,12 +258,13 @@ impl Slots {
         }
     }
 
-    /// Forgets the replays that took no batch for `keep_for`.
+    /// Forgets the replays that took no batch for `keep_for`, and the phases folded as long ago
+    /// (their updates may have ended elsewhere).
     fn drop_idle(&mut self, keep_for: Duration) {
         let idle: Vec<Uuid> = (self.updates.iter())
             .filter(|(_, slot)| match slot {
                 Slot::Replaying(replaying) => replaying.waiting().last.elapsed() > keep_for,
-                Slot::Next(_) => false,
+                Slot::Next(_, folded) => folded.elapsed() > keep_for,
             })
             .map(|(update, _)| *update)
             .collect();
@@ -432,7 +436,7 @@ mod tests {
         // Taken once; the next phase may begin one with the batch after.
         assert!(finish(base(4), 0, stored(1..3)).await.is_none());
         let next = |replays: &Replays| match replays.lock().as_ref().unwrap().updates.get(&update) {
-            Some(Slot::Next(next)) => Some(*next),
+            Some(Slot::Next(next, _)) => Some(*next),
             _ => None,
         };
         assert_eq!(next(&replays), Some(3));
