@@ -681,12 +681,12 @@ fn a_read_token_sees_no_action_and_its_forged_form_is_refused_while_a_writer_can
     browser
         .goto(&format!("{}/stacks/p/dev", service.url))
         .unwrap();
-    assert!(
-        browser
-            .text(&browser.find("#running").unwrap())
-            .unwrap()
-            .contains("by alice")
-    );
+    // Its text read again until shown: on a loaded machine a page just loaded once read as
+    // none.
+    let running = || (browser.find("#running")).and_then(|running| browser.text(&running));
+    eventually("the stack's page showing alice's update", || {
+        running().is_ok_and(|text| text.contains("by alice"))
+    });
     assert!(browser.find_all("#cancel").unwrap().is_empty());
     browser
         .goto(&format!("{}/stacks/p/prod", service.url))
