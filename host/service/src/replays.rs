@@ -21,9 +21,10 @@ use uuid::Uuid;
 
 use crate::versions::{self, BaseIdentity};
 
-/// The most batch and base text, in bytes, the replays under way may hold (their states take
-/// about four times that): an `up` of 100,000 creates sends about 70 MB. A replay that would
-/// go beyond it is dropped, and its update's batches are kept as [`crate::parsed`] keeps them.
+/// The most batch text, in bytes, the replays under way may hold (their states, bases
+/// included, take several times that): an `up` of 100,000 creates sends about 70 MB. A replay
+/// that would go beyond it is dropped, and its update's batches are kept as [`crate::parsed`]
+/// keeps them.
 const CAPACITY: usize = 128 << 20;
 
 /// How long a replay is kept without a batch: one whose update another replica ends is never
