@@ -177,10 +177,12 @@ impl Arrivals {
     }
 
     /// Whether every batch between `through`, the last this replica knows stored, and `seq` is
-    /// being stored here (at least one is): their outcome wakes this one.
+    /// being stored here (at least one is, and fewer than [`IN_FLIGHT`]: a batch further ahead
+    /// is refused, never waited for): their outcome wakes this one.
     fn stores_here(&self, through: i64, seq: i64) -> bool {
         let storing = self.watch.storing();
-        through < seq - 1 && (through + 1..seq).all(|ahead| storing.contains(&ahead))
+        (1..IN_FLIGHT).contains(&(seq - 1 - through))
+            && (through + 1..seq).all(|ahead| storing.contains(&ahead))
     }
 
     /// The next batch this replica stores, as a future to enable before looking.
@@ -481,7 +483,10 @@ mod tests {
         let first = waiting.storing(1);
         let second = waiting.storing(2);
         assert!(waiting.stores_here(0, 2), "batch 1 is under way here");
-        assert!(waiting.stores_here(0, 3), "batches 1 and 2 are");
+        assert!(
+            !waiting.stores_here(0, 3),
+            "batches 1 and 2 are, but 3 is beyond the batches in flight"
+        );
         assert!(!waiting.stores_here(0, 4), "batch 3 is not");
         assert!(
             !waiting.stores_here(1, 2),
@@ -510,6 +515,10 @@ mod tests {
         assert!(waiting.stores_here(1, 3));
         drop(retry);
         assert!(!waiting.stores_here(1, 3));
+        // However many a client says it stores, a batch waits only within the window.
+        let far: Vec<Storing> = (2..1000).map(|seq| waiting.storing(seq)).collect();
+        assert!(!waiting.stores_here(1, 1000));
+        drop(far);
     }
 
     #[test]
