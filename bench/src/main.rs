@@ -7,6 +7,7 @@
 //! cargo run --release -p plinth-bench -- --sizes 10000 --service --service-fsync off,on
 //! ```
 
+mod cores;
 mod grpc;
 mod measure;
 mod plugins;
@@ -67,6 +68,11 @@ struct Args {
     /// runs), or `off,on` for both, one service each.
     #[arg(long, value_delimiter = ',', default_values = ["off"])]
     service_fsync: Vec<String>,
+    /// With `--service`, run the service and its PostgreSQL on this machine's last CPU and
+    /// every plinth command (on either backend) on the others (Linux): the service's work no
+    /// longer takes the commands' CPU, as a service deployed on a machine of its own does not.
+    #[arg(long, requires = "service")]
+    service_cpu: bool,
     /// Resource operations in flight, passed to `up`, `refresh` and `destroy` as `--parallel`
     /// (plinth's own default if absent).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -126,6 +132,10 @@ fn main() -> anyhow::Result<()> {
             durabilities.push(durable);
         }
     }
+    let placement = match args.service_cpu {
+        true => Some(cores::Placement::split()?),
+        false => None,
+    };
     let services = if args.service {
         let serve = match &args.plinth_serve {
             Some(serve) => std::fs::canonicalize(serve)
@@ -139,6 +149,9 @@ fn main() -> anyhow::Result<()> {
                 repo.join("target/release/plinth-serve")
             }
         };
+        if let Some(placement) = &placement {
+            cores::run_on(&[placement.service])?;
+        }
         (durabilities.iter())
             .map(|&durable| {
                 let log = match durable {
@@ -151,6 +164,9 @@ fn main() -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
+    if let Some(placement) = &placement {
+        cores::run_on(&placement.commands)?;
+    }
     let (program, provider) = build_guests(&repo)?;
     let setup = scenario::Setup {
         plinth,
@@ -204,7 +220,12 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
-    let report = report::Report::new(scenarios, plugins, args.parallel, args.runs);
+    let mut report = report::Report::new(scenarios, plugins, args.parallel, args.runs);
+    if let Some(placement) = &placement {
+        // Back on every CPU: the report names the machine's.
+        cores::run_on(&placement.all())?;
+        report = report.placed(placement.describe());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {

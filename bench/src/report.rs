@@ -19,6 +19,8 @@ pub struct Report {
     parallel: Option<u32>,
     /// Runs of each scenario whose median every figure is.
     runs: u32,
+    /// Where the service and the commands ran, if on CPUs of their own (`--service-cpu`).
+    placement: Option<String>,
 }
 
 impl Report {
@@ -33,6 +35,15 @@ impl Report {
             plugins,
             parallel,
             runs,
+            placement: None,
+        }
+    }
+
+    /// The report of runs placed as `placement` says.
+    pub fn placed(self, placement: String) -> Report {
+        Report {
+            placement: Some(placement),
+            ..self
         }
     }
 
@@ -98,6 +109,7 @@ impl Report {
             "machine": machine(),
             "parallel": self.parallel,
             "runs": self.runs,
+            "placement": self.placement,
             "plugins": plugins,
             "scenarios": scenarios,
         })
@@ -111,6 +123,9 @@ impl Report {
             "--parallel of up, refresh and destroy: {}",
             self.parallel()
         );
+        if let Some(placement) = &self.placement {
+            let _ = writeln!(out, "CPUs: {placement}");
+        }
         let _ = match self.runs {
             1 => writeln!(out, "each figure from one run\n"),
             runs => writeln!(
