@@ -46,16 +46,35 @@ impl Placement {
             commands.join(", ")
         )
     }
+
+    /// Fails unless process `pid` (the service, started since the harness moved) runs on the
+    /// service's CPU only: the placement must hold, or the figures would say what it did not.
+    pub fn check_service(&self, pid: u32) -> anyhow::Result<()> {
+        let on = allowed_of(pid as libc::pid_t)?;
+        if on != [self.service] {
+            bail!(
+                "the service (process {pid}) may run on CPUs {on:?}, not only on CPU {}",
+                self.service
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The CPUs this process may run on.
 fn allowed() -> anyhow::Result<Vec<usize>> {
+    allowed_of(0)
+}
+
+/// The CPUs process `pid` (0: this thread) may run on.
+fn allowed_of(pid: libc::pid_t) -> anyhow::Result<Vec<usize>> {
     // SAFETY: `set` is a plain C bit set the kernel fills in.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to `set` and its size; 0 names this thread.
-    let got = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };
+    // SAFETY: a valid pointer to `set` and its size.
+    let got = unsafe { libc::sched_getaffinity(pid, size_of::<libc::cpu_set_t>(), &mut set) };
     if got != 0 {
-        return Err(std::io::Error::last_os_error()).context("reading this process's CPUs");
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("reading the CPUs of process {pid}"));
     }
     let count = libc::CPU_SETSIZE as usize;
     // SAFETY: every index is below the set's size.

@@ -165,6 +165,9 @@ fn main() -> anyhow::Result<()> {
         Vec::new()
     };
     if let Some(placement) = &placement {
+        for service in &services {
+            placement.check_service(service.serve.id())?;
+        }
         cores::run_on(&placement.commands)?;
     }
     let (program, provider) = build_guests(&repo)?;

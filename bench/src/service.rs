@@ -15,7 +15,8 @@ pub struct Service {
     pub name: &'static str,
     pub url: String,
     pub token: String,
-    serve: Child,
+    /// `plinth serve`, stopped when this is dropped.
+    pub serve: Child,
     _stdout: BufReader<ChildStdout>,
     /// Holds the service's master key, as a team's service has one: stacks on it default to the
     /// service-managed secrets provider.

@@ -136,6 +136,65 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
     );
 }
 
+/// With `--service-cpu`, the service runs on the last CPU the harness may use, the commands on
+/// the others (the harness checks `plinth serve`'s own CPUs), and the report says so; with one
+/// CPU, the harness refuses, saying why.
+#[test]
+fn a_run_with_the_service_on_a_cpu_of_its_own_says_where_each_side_ran() {
+    let work = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_plinth-bench"))
+        .args([
+            "--sizes",
+            "12",
+            "--shapes",
+            "chains",
+            "--json",
+            "--no-plugins",
+        ])
+        .args(["--service", "--service-cpu"])
+        .arg("--plinth")
+        .arg(debug_plinth())
+        .arg("--plinth-serve")
+        .arg(debug_binary("plinth-serve", "plinth-service"))
+        .arg("--work")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let cpus = allowed_cpus();
+    let Some(&last) = cpus.last().filter(|_| cpus.len() >= 2) else {
+        assert!(!output.status.success());
+        assert!(stderr.contains("needs at least two CPUs"), "{stderr}");
+        return;
+    };
+    assert!(output.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let placement = report["placement"].as_str().unwrap();
+    assert!(
+        placement.starts_with(&format!(
+            "the service and PostgreSQL on CPU {last}, every plinth command on CPU {}",
+            cpus[0]
+        )),
+        "{placement}"
+    );
+    let scenarios = report["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 2, "file and service");
+    a_service_scenario_counts_its_traffic(&scenarios[1]);
+}
+
+/// The CPUs this test may run on, as the harness it starts reads its own.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `set` is a plain C bit set the kernel fills in.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to `set` and its size; 0 names this thread.
+    let got = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };
+    assert_eq!(got, 0, "{}", std::io::Error::last_os_error());
+    // SAFETY: every index is below the set's size.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
 /// A service scenario's steps: each made requests, and all but the previews sent a journal.
 fn a_service_scenario_counts_its_traffic(scenario: &serde_json::Value) {
     let on_service = scenario["steps"].as_array().unwrap();
