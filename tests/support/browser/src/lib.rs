@@ -56,27 +56,7 @@ fn chromium_binary() -> String {
 impl Browser {
     /// Starts chromedriver and a headless browser session in a new profile.
     pub fn start() -> Result<Browser> {
-        // Port 0: chromedriver picks a free port and prints it.
-        let mut driver = Command::new(driver_binary())
-            // Local connections only, its default.
-            .arg("--port=0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| {
-                error(format!(
-                    "cannot run {} ({e}): install chromium-driver (scripts/setup does)",
-                    driver_binary()
-                ))
-            })?;
-        let port = match listening_port(&mut driver) {
-            Ok(port) => port,
-            Err(e) => {
-                let _ = driver.kill();
-                let _ = driver.wait();
-                return Err(e);
-            }
-        };
+        let (driver, port) = start_driver(&driver_binary())?;
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
@@ -247,24 +227,60 @@ impl Browser {
     }
 }
 
-/// The port chromedriver says it listens on, read from its first lines.
-fn listening_port(driver: &mut Child) -> Result<u16> {
-    let stdout = driver.stdout.take().ok_or_else(|| error("no stdout"))?;
+/// How many times chromedriver is started before giving up: on port 0 it picks a port free on
+/// IPv4, then exits ("IPv6 port not available") if another process holds that port on IPv6.
+const DRIVER_STARTS: usize = 5;
+
+/// A chromedriver (`binary`) listening, and its port.
+fn start_driver(binary: &str) -> Result<(Child, u16)> {
+    let mut said = Vec::new();
+    for _ in 0..DRIVER_STARTS {
+        // Port 0: chromedriver picks a free port and prints it.
+        let mut driver = Command::new(binary)
+            // Local connections only, its default.
+            .arg("--port=0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                error(format!(
+                    "cannot run {binary} ({e}): install chromium-driver (scripts/setup does)"
+                ))
+            })?;
+        match listening_port(&mut driver) {
+            Ok(port) => return Ok((driver, port)),
+            Err(lines) => {
+                let _ = driver.kill();
+                let _ = driver.wait();
+                said = lines;
+            }
+        }
+    }
+    Err(error(format!(
+        "chromedriver did not say which port it listens on, started {DRIVER_STARTS} times; the \
+         last said: {}",
+        said.join(" / ")
+    )))
+}
+
+/// The port chromedriver says it listens on, read from its first lines; or those lines.
+fn listening_port(driver: &mut Child) -> std::result::Result<u16, Vec<String>> {
+    let stdout = (driver.stdout.take()).ok_or_else(|| vec!["(no stdout)".to_owned()])?;
     let mut lines = BufReader::new(stdout).lines();
+    let mut said = Vec::new();
     for line in lines.by_ref().take(20) {
-        let line = line.map_err(error)?;
+        let Ok(line) = line else { break };
         // "ChromeDriver was started successfully on port 41235."
-        if let Some(rest) = line.split("started successfully on port ").nth(1) {
-            let port = rest.trim_end_matches('.').trim();
-            let port = port
-                .parse()
-                .map_err(|_| error(format!("no port in {line:?}")))?;
+        if let Some(rest) = line.split("started successfully on port ").nth(1)
+            && let Ok(port) = rest.trim_end_matches('.').trim().parse()
+        {
             // The rest of its output is drained, so it never blocks writing it.
             std::thread::spawn(move || lines.for_each(drop));
             return Ok(port);
         }
+        said.push(line);
     }
-    Err(error("chromedriver did not say which port it listens on"))
+    Err(said)
 }
 
 impl Drop for Browser {
@@ -272,5 +288,56 @@ impl Drop for Browser {
         let _ = self.command("DELETE", "", None);
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in chromedriver: a script that exits as chromedriver does when the port it
+    /// picked is taken on IPv6, `failures` times (counted in a file), then says its port and
+    /// stays up.
+    fn flaky_driver(dir: &Path, failures: usize) -> String {
+        let script = dir.join("driver");
+        let count = dir.join("starts");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\n\
+                 echo x >> '{count}'\n\
+                 echo 'Starting ChromeDriver on port 40283'\n\
+                 if [ $(wc -l < '{count}') -le {failures} ]; then\n\
+                 echo 'IPv6 port not available. Exiting...'; exit 1\n\
+                 fi\n\
+                 echo 'ChromeDriver was started successfully on port 40283.'\n\
+                 exec sleep 600\n",
+                count = count.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script.display().to_string()
+    }
+
+    #[test]
+    fn a_driver_that_exits_before_listening_is_started_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut driver, port) = start_driver(&flaky_driver(dir.path(), 2)).unwrap();
+        assert_eq!(port, 40283);
+        let starts = std::fs::read_to_string(dir.path().join("starts")).unwrap();
+        assert_eq!(starts.lines().count(), 3);
+        driver.kill().unwrap();
+        driver.wait().unwrap();
+    }
+
+    #[test]
+    fn a_driver_that_never_listens_is_given_up_saying_what_it_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = start_driver(&flaky_driver(dir.path(), DRIVER_STARTS)).unwrap_err();
+        assert!(refused.0.contains("IPv6 port not available"), "{refused}");
+        let starts = std::fs::read_to_string(dir.path().join("starts")).unwrap();
+        assert_eq!(starts.lines().count(), DRIVER_STARTS);
     }
 }
