@@ -85,13 +85,11 @@ fn a_tiny_run_measures_every_step_and_both_plugins() {
     }
 }
 
-/// Run twice, the second run on stacks of its own on the same service; each figure the median.
-/// Once on a PostgreSQL with `fsync` off, as the tests run it, and once with it on, as a
-/// production server runs.
-#[test]
-fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
+/// The harness at 12 chained items on both backends, the service's with `options`, in a work
+/// directory of its own.
+fn tiny_run_on_the_service(options: &[&str]) -> std::process::Output {
     let work = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_plinth-bench"))
+    Command::new(env!("CARGO_BIN_EXE_plinth-bench"))
         .args([
             "--sizes",
             "12",
@@ -99,10 +97,9 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
             "chains",
             "--json",
             "--no-plugins",
-            "--runs",
-            "2",
         ])
-        .args(["--service", "--service-fsync", "off,on"])
+        .arg("--service")
+        .args(options)
         .arg("--plinth")
         .arg(debug_plinth())
         .arg("--plinth-serve")
@@ -110,7 +107,15 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
         .arg("--work")
         .arg(work.path())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Run twice, the second run on stacks of its own on the same service; each figure the median.
+/// Once on a PostgreSQL with `fsync` off, as the tests run it, and once with it on, as a
+/// production server runs.
+#[test]
+fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
+    let output = tiny_run_on_the_service(&["--runs", "2", "--service-fsync", "off,on"]);
     assert!(
         output.status.success(),
         "{}",
@@ -141,25 +146,7 @@ fn a_tiny_run_on_the_service_counts_what_crossed_the_wire() {
 /// CPU, the harness refuses, saying why.
 #[test]
 fn a_run_with_the_service_on_a_cpu_of_its_own_says_where_each_side_ran() {
-    let work = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_plinth-bench"))
-        .args([
-            "--sizes",
-            "12",
-            "--shapes",
-            "chains",
-            "--json",
-            "--no-plugins",
-        ])
-        .args(["--service", "--service-cpu"])
-        .arg("--plinth")
-        .arg(debug_plinth())
-        .arg("--plinth-serve")
-        .arg(debug_binary("plinth-serve", "plinth-service"))
-        .arg("--work")
-        .arg(work.path())
-        .output()
-        .unwrap();
+    let output = tiny_run_on_the_service(&["--service-cpu"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let cpus = allowed_cpus();
     let Some(&last) = cpus.last().filter(|_| cpus.len() >= 2) else {

@@ -293,7 +293,13 @@ impl Drop for Browser {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
+
+    /// Held by each test while it writes and runs its script: a fork by the other test while
+    /// one's script is open for writing would make running it fail ("text file busy").
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
     /// A stand-in chromedriver: a script that exits as chromedriver does when the port it
     /// picked is taken on IPv6, `failures` times (counted in a file), then says its port and
@@ -323,6 +329,7 @@ mod tests {
 
     #[test]
     fn a_driver_that_exits_before_listening_is_started_again() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let (mut driver, port) = start_driver(&flaky_driver(dir.path(), 2)).unwrap();
         assert_eq!(port, 40283);
@@ -334,6 +341,7 @@ mod tests {
 
     #[test]
     fn a_driver_that_never_listens_is_given_up_saying_what_it_said() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let refused = start_driver(&flaky_driver(dir.path(), DRIVER_STARTS)).unwrap_err();
         assert!(refused.0.contains("IPv6 port not available"), "{refused}");
