@@ -14,7 +14,7 @@ pub struct Placement {
 impl Placement {
     /// The last CPU this process may run on for the service, the rest for the commands.
     pub fn split() -> anyhow::Result<Placement> {
-        let mut cpus = allowed()?;
+        let mut cpus = allowed_of(0)?;
         let Some(service) = cpus.pop() else {
             bail!("this process may run on no CPU");
         };
@@ -61,11 +61,6 @@ impl Placement {
     }
 }
 
-/// The CPUs this process may run on.
-fn allowed() -> anyhow::Result<Vec<usize>> {
-    allowed_of(0)
-}
-
 /// The CPUs process `pid` (0: this thread) may run on.
 fn allowed_of(pid: libc::pid_t) -> anyhow::Result<Vec<usize>> {
     // SAFETY: `set` is a plain C bit set the kernel fills in.
@@ -88,7 +83,7 @@ pub fn run_on(cpus: &[usize]) -> anyhow::Result<()> {
     // SAFETY: `set` is a plain C bit set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &cpu in cpus {
-        // SAFETY: `cpu` came from `allowed`, below the set's size.
+        // SAFETY: `cpu` came from `allowed_of`, below the set's size.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     // SAFETY: a valid pointer to `set` and its size. 0 names this thread: the harness's only
